@@ -1,0 +1,140 @@
+"""The pinned child process: builds the model, applies the optimization, times it, writes JSON.
+
+Run by ``launcher`` as ``numactl <binding> python -m numa_effects.cell --spec S --out O`` with
+``OMP_NUM_THREADS`` set. Exits non-zero with a one-line reason on stderr when the cell cannot be
+measured as labelled (wrong thread count, build error); the launcher records that as a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import resource
+import sys
+import time
+import warnings
+
+from . import cellresult, measure, provenance, stats
+from .optimizations import OPTIMIZATIONS
+
+EXIT_MISMATCH = 3
+
+
+class CellError(RuntimeError):
+    """The cell cannot be measured as labelled."""
+
+
+def set_threads(threads: int) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    with contextlib.suppress(RuntimeError):  # already set: only possible once per process
+        torch.set_num_interop_threads(1)
+    got = torch.get_num_threads()
+    if got != threads:
+        raise CellError(f"torch.get_num_threads() is {got}, the cell asks for {threads}")
+    return {"torch_num_threads": got, "torch_num_interop_threads": torch.get_num_interop_threads()}
+
+
+def build(model_name: str, opt: str, batch_size: int, image_size: int, seed: int, settings: dict):
+    """Model and input, with the optimization applied. Returns (fn, x, timings, warnings)."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(seed)
+    caught: list[dict] = []
+    t0 = time.perf_counter()
+    model = torchvision.models.get_model(model_name, weights=None).eval()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, 3, image_size, image_size, generator=gen)
+    t1 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as wlist, torch.inference_mode():
+        warnings.simplefilter("always")
+        fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
+    t2 = time.perf_counter()
+    seen = set()
+    for w in wlist:
+        key = (w.category.__name__, str(w.message).splitlines()[0])
+        if key not in seen:
+            seen.add(key)
+            caught.append({"category": key[0], "message": key[1]})
+    return fn, x, {"build_s": t1 - t0, "prepare_s": t2 - t1}, caught
+
+
+def run(spec: dict) -> dict:
+    import torch
+
+    started = provenance.now()
+    cell = spec["cell"]
+    settings = spec["settings"]
+    threads = int(cell["threads"])
+    thread_info = set_threads(threads)
+    bind = provenance.binding()
+    fn, x, timings, caught = build(
+        cell["model"],
+        cell["opt"],
+        int(cell["batch_size"]),
+        int(cell["image_size"]),
+        int(settings.get("seed", 0)),
+        settings,
+    )
+
+    def step():
+        with torch.inference_mode():
+            fn(x)
+
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        step()
+        timings["first_call_s"] = time.perf_counter() - t0
+        m = measure.run(step, settings)
+    for w in wlist:
+        entry = {"category": w.category.__name__, "message": str(w.message).splitlines()[0]}
+        if entry not in caught:
+            caught.append(entry)
+
+    summary = stats.summarize(m.latencies_s)
+    return {
+        "schema_version": cellresult.SCHEMA_VERSION,
+        "status": "ok",
+        "cell": cell,
+        "plan": spec["plan"],
+        "settings": settings,
+        "measurement": {**m.to_dict(), **timings},
+        "stats": summary,
+        "throughput": stats.throughput(int(cell["batch_size"]), m.latencies_s, summary["median_s"]),
+        "binding": {**bind, **thread_info},
+        "provenance": {
+            "started_at": started,
+            "finished_at": provenance.now(),
+            "versions": provenance.versions(),
+            "env": provenance.relevant_env(),
+            "host": provenance.host(),
+            "slurm": provenance.slurm(),
+            "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "warnings": caught,
+        },
+        "failure": None,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numa_effects.cell", description=__doc__)
+    ap.add_argument("--spec", required=True, help="cell spec JSON written by the launcher")
+    ap.add_argument("--out", required=True, help="where to write the cell result JSON")
+    args = ap.parse_args(argv)
+    with open(args.spec) as fh:
+        spec = json.load(fh)
+    try:
+        result = run(spec)
+    except CellError as exc:
+        print(f"numa_effects.cell: {exc}", file=sys.stderr)
+        return EXIT_MISMATCH
+    cellresult.write_json_atomic(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The cell result model (one JSON file per cell) and atomic writes.
+
+Top-level keys of a cell JSON (``SCHEMA_VERSION`` 1):
+
+- ``status``: "ok" or "failed"
+- ``cell``: model, opt, placement, threads, batch_size, image_size, use_smt
+- ``plan``: the planned binding (``placement.Plan.to_dict``)
+- ``settings``: the measurement settings the cell was run with
+- ``measurement``: warm-up and timed latencies (seconds, raw), stop reason, elapsed
+- ``stats``: summary statistics (``stats.summarize``); ``throughput``: images/s
+- ``binding``: what the process found in force (/proc/self/status, torch threads)
+- ``provenance``: command line, versions, env, host, timestamps, peak RSS, warnings
+- ``failure``: null, or cause, returncode, signal, stderr_tail for a failed cell
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
+    """Write JSON to a temp file in the same folder, fsync, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=False, allow_nan=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: str | os.PathLike) -> dict:
+    with open(path) as fh:
+        data = json.load(fh)
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{path}: unsupported schema_version {data.get('schema_version')!r}")
+    return data
+
+
+def failed(spec: dict, cause: str, message: str, **details) -> dict:
+    """A result for a cell that did not produce a measurement."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "failed",
+        "cell": spec["cell"],
+        "plan": spec.get("plan"),
+        "settings": spec.get("settings", {}),
+        "failure": {"cause": cause, "message": message, **details},
+    }

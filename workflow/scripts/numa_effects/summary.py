@@ -1,0 +1,38 @@
+"""The short text summary a run ends with: what ran, what was skipped or failed, where to look."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+
+def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: str) -> str:
+    s = machine.get("summary", {})
+    ok = cells[cells["status"] == "ok"] if not cells.empty else cells
+    failed = cells[cells["status"] != "ok"] if not cells.empty else cells
+    lines = [
+        "numa-effects run summary",
+        f"  machine: {s.get('cpu_model', '?')}, {s.get('nodes', '?')} NUMA node(s), "
+        f"{s.get('physical_cores', '?')} cores, SMT {'on' if s.get('smt') else 'off'}",
+        f"  cells: {len(ok)} measured, {len(failed)} failed, {len(skipped)} skipped",
+    ]
+    if not ok.empty and "measure_s" in ok:
+        lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
+    for reason, group in skipped.groupby("reason") if not skipped.empty else []:
+        lines.append(f"  skipped {len(group)}: {reason}")
+    for _, row in failed.iterrows():
+        lines.append(
+            f"  FAILED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
+            f"bs{row['batch_size']}: {row['failure_cause']}: {row['failure_message']}"
+        )
+    lines += [
+        f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv",
+        f"  machine: {results}/machine.json",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def load_machine(path: str) -> dict:
+    with open(path) as fh:
+        return json.load(fh)
