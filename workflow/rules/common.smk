@@ -10,7 +10,7 @@ from numa_effects import topology as topology_mod  # noqa: E402
 
 validate(config, schema="../schemas/config.schema.yaml")
 
-RESULTS = "results"
+RESULTS = config["results"]
 
 # Cells are planned against the topology file named in the config (a cluster's compute nodes
 # differ from the submit host) or against this machine; every cell re-checks where it runs.
