@@ -1,0 +1,77 @@
+"""Tidy transforms on cell JSONs from a real run (tests/fixtures/cells/)."""
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numa_effects import cellresult, tidy
+
+CELLS = sorted((Path(__file__).parent / "fixtures" / "cells").glob("*.json"))
+
+
+def test_fixtures_present():
+    assert len(CELLS) >= 2
+
+
+@pytest.mark.parametrize("path", CELLS, ids=lambda p: p.stem)
+def test_cell_row_converts_units_and_keeps_provenance(path):
+    data = cellresult.read(path)
+    row = tidy.cell_row(data, str(path))
+    assert row["latency_median_ms"] == pytest.approx(data["stats"]["median_s"] * 1000)
+    assert row["latency_p99_ms"] == pytest.approx(data["stats"]["p99_s"] * 1000)
+    assert row["throughput_ips"] == pytest.approx(
+        data["cell"]["batch_size"] / data["stats"]["median_s"]
+    )
+    assert row["n"] == len(data["measurement"]["latencies_s"])
+    assert row["command_line"].startswith("env OMP_NUM_THREADS=")
+    assert "numactl --physcpubind=" in row["command_line"]
+    assert row["cpus_allowed"] == data["plan"]["cpu_list"]
+    assert row["torch_num_threads"] == data["cell"]["threads"]
+    assert row["status"] == "ok"
+
+
+def test_tables_long_samples_match_cells(tmp_path):
+    cells, samples = tidy.tables([str(p) for p in CELLS])
+    assert list(cells.columns[:5]) == tidy.KEY_COLUMNS
+    assert len(cells) == len(CELLS)
+    per_cell = samples.groupby(tidy.KEY_COLUMNS)["latency_ms"]
+    for _, row in cells.iterrows():
+        key = tuple(row[k] for k in tidy.KEY_COLUMNS)
+        lat = per_cell.get_group(key)
+        assert len(lat) == row["n"]
+        assert lat.median() == pytest.approx(row["latency_median_ms"])
+
+
+def test_failed_cell_has_no_samples_and_keeps_cause():
+    data = cellresult.read(CELLS[0])
+    failed = cellresult.failed(
+        {"cell": data["cell"], "plan": data["plan"]}, "timeout", "killed after 30 s"
+    )
+    row = tidy.cell_row(failed)
+    assert row["status"] == "failed"
+    assert row["failure_cause"] == "timeout"
+    assert "latency_median_ms" not in row
+    assert list(tidy.sample_rows(failed)) == []
+
+
+def test_write_is_csv_plus_parquet(tmp_path):
+    cells, _ = tidy.tables([str(p) for p in CELLS])
+    out = tmp_path / "cells.csv"
+    tidy.write(cells, str(out))
+    back = pd.read_csv(out)
+    assert back["latency_median_ms"].tolist() == pytest.approx(cells["latency_median_ms"].tolist())
+    assert (tmp_path / "cells.parquet").exists()
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "x.json"
+    with pytest.raises(TypeError):
+        cellresult.write_json_atomic(target, {"bad": object()})
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+    cellresult.write_json_atomic(target, {"schema_version": 1, "v": math.pi})
+    assert json.loads(target.read_text())["v"] == pytest.approx(math.pi)
