@@ -42,7 +42,7 @@ def cell_key(wildcards):
 def cell_spec(wildcards):
     """Everything the pinned cell process needs; a change here re-runs the cell."""
     key = cell_key(wildcards)
-    return {
+    spec = {
         "cell": {
             **key.as_dict(),
             "image_size": config["image_size"],
@@ -51,6 +51,12 @@ def cell_spec(wildcards):
         "plan": GRID.cells[key].to_dict(),
         "settings": {k: config[k] for k in MEASUREMENT_KEYS},
     }
+    # torch.compile's cache lives under results/ so reruns reuse compiled kernels.
+    if key.opt == "compile":
+        spec["compile_cache_dir"] = str(
+            Path(RESULTS, "cache", "torchinductor").resolve()
+        )
+    return spec
 
 
 def cell_timeout(wildcards):

@@ -77,7 +77,7 @@ def run(spec: dict) -> dict:
         int(cell["batch_size"]),
         int(cell["image_size"]),
         int(settings.get("seed", 0)),
-        settings,
+        {**settings, "compile_cache_dir": spec.get("compile_cache_dir")},
     )
 
     def step():

@@ -41,8 +41,8 @@ def _compile(model, x, settings):
     import torch
 
     cache = settings.get("compile_cache_dir")
-    if cache:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    if cache:  # read lazily by inductor at the first compile, so setting it here is in time
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
     return torch.compile(model), x
 
 
