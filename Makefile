@@ -8,10 +8,13 @@ CORES ?= 1
 SNAKEMAKE_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench venv sysdeps clean help
+RESULTS ?=
+
+.PHONY: run retry-failed test lint format bench venv sysdeps clean help
 
 help:
 	@echo "make run    - run the default pipeline (config/config.yaml) into results/"
+	@echo "make retry-failed - re-run only the failed cells (RESULTS=folder if not results/)"
 	@echo "make test   - lint (ruff, snakefmt, snakemake --lint) and run the test suite"
 	@echo "make bench  - run the benchmarks in benchmarks/ (slow; not part of make test)"
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
@@ -31,7 +34,15 @@ sysdeps:
 	tools/install-system-deps
 
 run: venv sysdeps
-	$(BIN)/snakemake --cores $(CORES) all $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
+
+# Re-run only the cells whose result says failed (README, "When things go wrong"). Pass the
+# same SNAKEMAKE_ARGS (e.g. --configfile) as the run that failed; RESULTS=folder if not results.
+retry-failed: venv sysdeps
+	@failed="$$($(BIN)/python workflow/scripts/failed_cells.py $(RESULTS))"; \
+	if [ -z "$$failed" ]; then echo "no failed cells: nothing to retry"; \
+	else echo "retrying $$(echo "$$failed" | wc -l) failed cell(s)"; \
+	$(BIN)/snakemake --cores $(CORES) all $(SNAKEMAKE_ARGS) --forcerun $$failed; fi
 
 lint: venv
 	$(BIN)/ruff check .

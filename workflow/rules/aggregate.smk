@@ -1,10 +1,13 @@
 rule tables:
     input:
         cells=cell_outputs(),
+        flops=f"{RESULTS}/tables/flops.csv",
+        peak=f"{RESULTS}/tables/peak.csv",
     output:
         cells=f"{RESULTS}/tables/cells.csv",
         samples=f"{RESULTS}/tables/samples.csv",
         skipped=f"{RESULTS}/tables/skipped.csv",
+        failures=f"{RESULTS}/tables/failures.csv",
     log:
         f"{RESULTS}/logs/tables.log",
     conda:
@@ -17,9 +20,10 @@ rule tables:
 
 rule summary:
     input:
-        cells=rules.tables.output.cells,
-        skipped=rules.tables.output.skipped,
-        machine=rules.machine.output[0],
+        # plain paths, not rules.tables.output: imported results (packrat.smk) make them too
+        cells=f"{RESULTS}/tables/cells.csv",
+        skipped=f"{RESULTS}/tables/skipped.csv",
+        machine=f"{RESULTS}/machine.json",
     output:
         f"{RESULTS}/summary.txt",
     log:

@@ -1,24 +1,39 @@
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
+from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from numa_effects import grid as grid_mod  # noqa: E402
 from numa_effects import topology as topology_mod  # noqa: E402
+from numa_effects import runlock, validation  # noqa: E402
+from numa_effects import supervise as supervise_mod  # noqa: E402
 
-validate(config, schema="../schemas/config.schema.yaml")
+# Bad input stops here, before any job (also under `snakemake -n`), with one line per problem
+# naming the key and the allowed values. Cells are planned against the topology file named in
+# the config (a cluster's compute nodes differ from the submit host) or against this machine;
+# every cell re-checks where it runs.
+try:
+    TOPOLOGY = validation.check(
+        config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
+    )
+except validation.ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 
 RESULTS = config["results"]
 
-# Cells are planned against the topology file named in the config (a cluster's compute nodes
-# differ from the submit host) or against this machine; every cell re-checks where it runs.
-TOPOLOGY = (
-    topology_mod.load(config["topology"])
-    if config.get("topology")
-    else topology_mod.current()
-)
+# Lock files left by a killed run (kill -9, reboot) would stop every later run until
+# `snakemake --unlock`; they are removed when no run of this workflow is alive here, never
+# while one is (then Snakemake's own lock refuses overlapping runs). See numa_effects.runlock.
+if workflow.is_main_process:
+    _stale = runlock.clear_stale_locks()
+    if _stale:
+        print(
+            f"Removed {len(_stale)} stale Snakemake lock file(s) of an interrupted run "
+            "(no run of this workflow is alive in this directory).",
+            file=sys.stderr,
+        )
 GRID = grid_mod.expand(config, TOPOLOGY)
 
 # Benchmark cells never run concurrently on one machine, whatever --cores says: each holds
@@ -27,6 +42,9 @@ if "bench_slot" not in workflow.global_resources:
     workflow.register_resource("bench_slot", 1)
 
 MEASUREMENT_KEYS = (
+    "protocol",
+    "target_rel_ci",
+    "fixed_iterations",
     "warmup",
     "min_iterations",
     "max_iterations",
@@ -61,7 +79,7 @@ def cell_spec(wildcards):
 
 def cell_timeout(wildcards):
     """Seconds before a cell is killed: its budget x 3, plus process start and conversion."""
-    return 3 * float(config["max_seconds_per_cell"]) + 120
+    return supervise_mod.cell_timeout_s(config)
 
 
 def cell_outputs():
@@ -69,13 +87,23 @@ def cell_outputs():
 
 
 def all_outputs():
-    return [
+    outputs = [
         f"{RESULTS}/machine.json",
         f"{RESULTS}/tables/cells.csv",
         f"{RESULTS}/tables/samples.csv",
         f"{RESULTS}/tables/skipped.csv",
+        f"{RESULTS}/tables/failures.csv",
+        f"{RESULTS}/tables/peak.csv",
+        f"{RESULTS}/tables/degradation.csv",
+        f"{RESULTS}/tables/opt_speedup.csv",
         f"{RESULTS}/summary.txt",
+        f"{RESULTS}/report/index.html",
     ]
+    if config.get("import"):
+        # Imported results (workflow/rules/packrat.smk): nothing is measured on this machine.
+        measured_only = {f"{RESULTS}/tables/peak.csv", f"{RESULTS}/tables/failures.csv"}
+        outputs = [o for o in outputs if o not in measured_only]
+    return outputs
 
 
 def print_summary():

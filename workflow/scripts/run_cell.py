@@ -2,10 +2,19 @@
 
 import sys
 
-from numa_effects import launcher
+from numa_effects import launcher, supervise
 
 sm = snakemake  # noqa: F821
-result = launcher.run(sm.params.spec, sm.output[0], sm.log[0], float(sm.params.timeout_s))
+# The timeout and max_memory_mb come from the config, not params: changing them re-runs
+# nothing (they decide whether a cell fails, not how it is measured); `make retry-failed`
+# re-runs the failed cells.
+result = launcher.run(
+    sm.params.spec,
+    sm.output[0],
+    sm.log[0],
+    supervise.cell_timeout_s(sm.config),
+    max_memory_mb=sm.config.get("max_memory_mb"),
+)
 cell = "/".join(
     str(result["cell"][k]) for k in ("model", "opt", "placement", "threads", "batch_size")
 )

@@ -15,7 +15,7 @@ import sys
 import time
 import warnings
 
-from . import cellresult, measure, provenance, stats
+from . import cellresult, contention, measure, provenance, stats, verify
 from .optimizations import OPTIMIZATIONS
 
 EXIT_MISMATCH = 3
@@ -89,14 +89,21 @@ def run(spec: dict) -> dict:
         t0 = time.perf_counter()
         step()
         timings["first_call_s"] = time.perf_counter() - t0
-        m = measure.run(step, settings)
+        # Did anything else use this cell's CPUs while it was timed? (numa_effects.contention)
+        watch = contention.Watch(spec["plan"]["cpus"])
+        m = measure.run(step, settings, first_call_s=timings["first_call_s"])
+        noise = watch.stop()
     for w in wlist:
         entry = {"category": w.category.__name__, "message": str(w.message).splitlines()[0]}
         if entry not in caught:
             caught.append(entry)
 
+    # After warm-up and timing, so reading /proc cannot disturb a timed iteration: the threads
+    # exist and the weights and activations are resident.
+    verification = verify.run(spec["plan"])
+
     summary = stats.summarize(m.latencies_s)
-    return {
+    result = {
         "schema_version": cellresult.SCHEMA_VERSION,
         "status": "ok",
         "cell": cell,
@@ -105,7 +112,8 @@ def run(spec: dict) -> dict:
         "measurement": {**m.to_dict(), **timings},
         "stats": summary,
         "throughput": stats.throughput(int(cell["batch_size"]), m.latencies_s, summary["median_s"]),
-        "binding": {**bind, **thread_info},
+        "binding": {**bind, **thread_info, "verification": verification},
+        "contention": noise,
         "provenance": {
             "started_at": started,
             "finished_at": provenance.now(),
@@ -118,6 +126,17 @@ def run(spec: dict) -> dict:
         },
         "failure": None,
     }
+    if not verification["ok"]:
+        # A cell whose threads or pages are not where its label says is a failed cell: its
+        # numbers stay in ``measurement`` for diagnosis but produce no statistics.
+        result["status"] = "failed"
+        result["stats"] = None
+        result["throughput"] = None
+        result["failure"] = {
+            "cause": verification["cause"],
+            "message": verify.failure_message(verification),
+        }
+    return result
 
 
 def main(argv=None) -> int:
@@ -133,6 +152,12 @@ def main(argv=None) -> int:
         print(f"numa_effects.cell: {exc}", file=sys.stderr)
         return EXIT_MISMATCH
     cellresult.write_json_atomic(args.out, result)
+    if result["status"] != "ok":
+        print(
+            f"numa_effects.cell: FAILED ({result['failure']['cause']}): "
+            f"{result['failure']['message']}",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -9,29 +9,17 @@ import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from . import cellresult, cpulist, provenance
+from . import cellresult, contention, provenance, supervise, verify
 from . import placement as placement_mod
 from . import topology as topology_mod
 from .cell import EXIT_MISMATCH
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent
 STDERR_TAIL_LINES = 20
-
-# (pattern in stderr, cause) checked in order for a child that exited non-zero.
-FAILURE_PATTERNS = (
-    ("set_mempolicy", "binding-refused"),
-    ("sched_setaffinity", "binding-refused"),
-    ("numactl: ", "binding-refused"),
-    ("DefaultCPUAllocator: can't allocate memory", "out-of-memory"),
-    ("MemoryError", "out-of-memory"),
-    ("Cannot allocate memory", "out-of-memory"),
-)
 
 
 def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
@@ -43,13 +31,22 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def command(plan: placement_mod.Plan, spec: str, out: str, numactl: str = "numactl") -> list[str]:
+CELL_MODULE = "numa_effects.cell"
+
+
+def command(
+    plan: placement_mod.Plan,
+    spec: str,
+    out: str,
+    numactl: str = "numactl",
+    module: str = CELL_MODULE,
+) -> list[str]:
     return [
         numactl,
         *plan.numactl_args(),
         sys.executable,
         "-m",
-        "numa_effects.cell",
+        module,
         "--spec",
         spec,
         "--out",
@@ -61,20 +58,6 @@ def command_line(cmd: list[str], threads: int) -> str:
     """The command as one shell line, with the thread variables, ready to paste."""
     prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONPATH={SCRIPTS_DIR} "
     return prefix + shlex.join(cmd)
-
-
-def classify(returncode: int, stderr_tail: str) -> str:
-    if returncode < 0:
-        sig = signal.Signals(-returncode)
-        return (
-            "out-of-memory" if sig == signal.SIGKILL and "oom" in stderr_tail.lower() else "signal"
-        )
-    if returncode == EXIT_MISMATCH:
-        return "thread-mismatch"
-    for pattern, cause in FAILURE_PATTERNS:
-        if pattern in stderr_tail:
-            return cause
-    return "error"
 
 
 def recheck(spec: dict, topo: topology_mod.Topology) -> str | None:
@@ -93,30 +76,35 @@ def recheck(spec: dict, topo: topology_mod.Topology) -> str | None:
     return None
 
 
-def check_binding(result: dict) -> str | None:
-    """Compare the binding read back inside the child with the plan."""
+def check_binding(result: dict, require_verification: bool = True) -> str | None:
+    """Second line of defence, on the JSON the child wrote: the binding it read back must match
+    the plan and (for benchmark cells) the in-cell verification (``verify``) must be present."""
     plan, bind = result["plan"], result["binding"]
-    got = cpulist.parse(bind["cpus_allowed_list"])
-    if got != tuple(plan["cpus"]):
-        return f"Cpus_allowed_list is {bind['cpus_allowed_list']}, the plan is {plan['cpu_list']}"
-    pol = bind.get("mempolicy", {})
-    want_mode = "bind" if plan["mem_policy"] == "bind" else "interleave"
-    if pol.get("mode") not in (want_mode, "unknown") or (
-        pol.get("mode") == want_mode and tuple(pol.get("nodes", ())) != tuple(plan["mem_nodes"])
-    ):
-        return f"memory policy is {pol}, the plan is {want_mode}:{plan['mem_list']}"
+    why = verify.check_cpus(plan, bind.get("cpus_allowed_list", "")) or verify.check_mempolicy(
+        plan, bind.get("mempolicy") or {}, bind.get("mems_allowed_list", "")
+    )
+    if why:
+        return why
+    if require_verification and "verification" not in bind:
+        return "the cell recorded no verification of threads and page placement"
     return None
 
 
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
+def run(
+    spec: dict,
+    out: str | os.PathLike,
+    log: str | os.PathLike,
+    timeout_s: float,
+    module: str = CELL_MODULE,
+    max_memory_mb: int | None = None,
+) -> dict:
+    """Run one cell and write its result (measurement or failure) atomically to ``out``.
+    ``module``: the pinned child's entry point (``numa_effects.peak`` for the GEMM peak).
+    ``max_memory_mb``: address-space limit of the child (RLIMIT_AS), None = none.
 
-
-def run(spec: dict, out: str | os.PathLike, log: str | os.PathLike, timeout_s: float) -> dict:
-    """Run one cell and write its result (measurement or failure) atomically to ``out``."""
+    Every failure of the cell becomes its result (``supervise`` lists the causes) and the job
+    succeeds, so the grid goes on; an interruption of the run raises ``supervise.Interrupted``
+    instead (no result, job fails, the next run re-runs the cell)."""
     out, log = Path(out), Path(log)
     out.parent.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -141,51 +129,48 @@ def run(spec: dict, out: str | os.PathLike, log: str | os.PathLike, timeout_s: f
     # The spec is kept beside the log so the recorded command line can be re-run as it is.
     spec_path = log.with_suffix(".spec.json")
     spec_path.write_text(json.dumps(spec, indent=1))
-    with tempfile.TemporaryDirectory(prefix=".cell-", dir=out.parent) as tmp:
+    # Leftovers of an earlier attempt killed mid-way (temp dir, temp JSON) are removed first.
+    supervise.remove_leftovers(out)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.cell-", dir=out.parent) as tmp:
         child_out = Path(tmp, "result.json")
-        cmd = command(plan, str(spec_path), str(child_out), numactl="numactl")
+        cmd = command(plan, str(spec_path), str(child_out), numactl="numactl", module=module)
         started = provenance.now()
+        before = contention.preflight()
         with open(log, "w") as logfh:
             logfh.write(f"# {command_line(cmd, threads)}\n")
+            if max_memory_mb:
+                logfh.write(f"# address-space limit (max_memory_mb): {max_memory_mb} MiB\n")
             logfh.flush()
-            proc = subprocess.Popen(
-                cmd,
-                env=child_env(threads),
-                stdout=logfh,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            # Raises supervise.Interrupted (exit 1, no result) if the run is interrupted.
+            outcome = supervise.run_child(
+                cmd, child_env(threads), logfh, timeout_s, max_memory_mb=max_memory_mb
             )
-            try:
-                rc = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return finish(
-                    cellresult.failed(
-                        spec,
-                        "timeout",
-                        f"no result after {timeout_s:.0f} s; killed",
-                        returncode=proc.returncode,
-                        stderr_tail=_tail(log),
-                        command_line=command_line(cmd, threads),
-                    )
-                )
-        tail = _tail(log)
-        if rc != 0 or not child_out.exists():
-            cause = classify(rc, tail)
-            sig = signal.Signals(-rc).name if rc < 0 else None
-            return finish(
-                cellresult.failed(
-                    spec,
-                    cause,
-                    f"cell process exited with {sig or rc}",
-                    returncode=rc,
-                    signal=sig,
-                    stderr_tail=tail,
-                    command_line=command_line(cmd, threads),
-                )
+        if outcome.returncode != 0 or outcome.timed_out or not child_out.exists():
+            log_text = log.read_text(errors="replace")
+            cause, message = supervise.classify(outcome, log_text, timeout_s, EXIT_MISMATCH)
+            sig = outcome.signal.name if outcome.signal else None
+            failure = cellresult.failed(
+                spec,
+                cause,
+                message,
+                returncode=outcome.returncode,
+                signal=sig,
+                stderr_tail=supervise.tail(log_text, STDERR_TAIL_LINES),
+                command_line=command_line(cmd, threads),
+                log=str(log),
+                wall_s=round(outcome.wall_s, 3),
+                max_memory_mb=max_memory_mb,
             )
+            failure["contention"] = before
+            failure["provenance"] = {
+                "launcher_started_at": started,
+                "finished_at": provenance.now(),
+                "host": provenance.host(),
+                "slurm": provenance.slurm(),
+            }
+            return finish(failure)
         result = json.loads(child_out.read_text())
+    result["contention"] = {**before, **(result.get("contention") or {})}
     result["provenance"].update(
         {
             "command": cmd,
@@ -194,7 +179,12 @@ def run(spec: dict, out: str | os.PathLike, log: str | os.PathLike, timeout_s: f
             "workflow_revision": provenance.git_revision(SCRIPTS_DIR),
         }
     )
-    why = check_binding(result)
+    if result.get("status") != "ok":
+        # The child's own verification failed (binding-mismatch, page-placement): already a
+        # failed cell with the evidence in binding.verification.
+        result["failure"]["command_line"] = command_line(cmd, threads)
+        return finish(result)
+    why = check_binding(result, require_verification=module == CELL_MODULE)
     if why:
         failure = cellresult.failed(
             spec, "binding-mismatch", why, command_line=command_line(cmd, threads)

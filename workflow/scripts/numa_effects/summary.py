@@ -26,8 +26,22 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
             f"  FAILED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
             f"bs{row['batch_size']}: {row['failure_cause']}: {row['failure_message']}"
         )
+    if not failed.empty:
+        lines.append(
+            f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
+        )
+        lines.append(
+            "  re-run only the failed cells: make retry-failed (README: When things go wrong)"
+        )
+    if "contended" in ok and not ok.empty:
+        n = int(ok["contended"].astype("boolean").fillna(False).sum())
+        if n:
+            lines.append(
+                f"  contended: {n} cell(s) shared their CPUs with other tasks while timed "
+                "(cells.csv columns contended, foreign_cpu_pct)"
+            )
     lines += [
-        f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv",
+        f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv, failures.csv",
         f"  machine: {results}/machine.json",
     ]
     return "\n".join(lines) + "\n"

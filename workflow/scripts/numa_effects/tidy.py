@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from . import cellresult
+from . import placement as placement_mod
 from .grid import KEYS
 
 KEY_COLUMNS = list(KEYS)
@@ -23,6 +24,7 @@ def cell_row(data: dict, path: str = "") -> dict:
     row = {k: cell[k] for k in KEYS}
     row["image_size"] = cell.get("image_size")
     row["use_smt"] = cell.get("use_smt", False)
+    row["placement_base"] = placement_mod.parse_label(str(cell["placement"]))[0]
     row["status"] = data["status"]
     for key, value in (data.get("stats") or {}).items():
         if key.endswith("_s"):
@@ -34,10 +36,10 @@ def cell_row(data: dict, path: str = "") -> dict:
             value
         )
     m = data.get("measurement") or {}
-    for key in ("stop_reason", "warmup_iterations"):
+    for key in ("protocol", "stop_reason", "target_rel_ci", "warmup_iterations", "warmup_stable"):
         if key in m:
             row[key] = m[key]
-    for key in ("elapsed_s", "build_s", "prepare_s", "first_call_s"):
+    for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
     plan = data.get("plan") or {}
@@ -52,6 +54,8 @@ def cell_row(data: dict, path: str = "") -> dict:
         f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
     )
     row["torch_num_threads"] = bind.get("torch_num_threads")
+    row.update(verification_columns(bind.get("verification")))
+    row.update(contention_columns(data.get("contention")))
     failure = data.get("failure") or {}
     row["failure_cause"] = failure.get("cause")
     row["failure_message"] = failure.get("message")
@@ -68,6 +72,76 @@ def cell_row(data: dict, path: str = "") -> dict:
     row["source"] = data.get("source", "measured")
     row["cell_json"] = path
     return row
+
+
+def verification_columns(ver: dict | None) -> dict:
+    """The in-cell verification (``verify``) as flat columns; all None when absent."""
+    ver = ver or {}
+    threads = ver.get("threads") or {}
+    pages = ver.get("pages") or {}
+    by_node = pages.get("anon_kb_by_node") or {}
+    share = pages.get("share_on_plan")
+    return {
+        "verified": ver.get("ok"),
+        "verify_problems": "; ".join(p["message"] for p in ver.get("problems", [])) or None,
+        "thread_count": threads.get("n_tasks"),
+        "thread_last_cpus": threads.get("last_cpus"),
+        "threads_outside_plan": len(threads["outside_plan"]) if "outside_plan" in threads else None,
+        "anon_mb": pages["anon_kb"] / 1024.0 if "anon_kb" in pages else None,
+        "anon_mb_by_node": ";".join(f"{n}:{kb / 1024.0:.1f}" for n, kb in by_node.items()) or None,
+        "anon_on_plan_pct": share * 100.0 if share is not None else None,
+    }
+
+
+def contention_columns(noise: dict | None) -> dict:
+    """Machine state before the cell and the contention verdict (``contention``)."""
+    noise = noise or {}
+    return {
+        "load_1m": noise.get("load_1m"),
+        "runnable_others": noise.get("runnable_others"),
+        "contended": noise.get("contended"),
+        "foreign_cpu_pct": noise.get("foreign_cpu_pct"),
+        "contended_reason": noise.get("contended_reason"),
+    }
+
+
+FAILURE_COLUMNS = [
+    *KEY_COLUMNS,
+    "cause",
+    "message",
+    "returncode",
+    "signal",
+    "stderr_tail",
+    "log",
+    "command_line",
+    "cell_json",
+]
+
+
+def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per failed cell of ``cells`` (from ``tables``): its keys, the cause, the exit
+    status (``returncode``; negative = killed by ``signal``) and the last lines of its output,
+    read back from the cell JSON."""
+    rows = []
+    if not cells.empty:
+        for _, cell in cells[cells["status"] != "ok"].iterrows():
+            data = cellresult.read(cell["cell_json"])
+            f = data.get("failure") or {}
+            rows.append(
+                {
+                    **{k: cell[k] for k in KEY_COLUMNS},
+                    "cause": f.get("cause"),
+                    "message": f.get("message"),
+                    "returncode": f.get("returncode"),
+                    "signal": f.get("signal"),
+                    "stderr_tail": f.get("stderr_tail"),
+                    "log": f.get("log"),
+                    "command_line": f.get("command_line"),
+                    "cell_json": cell["cell_json"],
+                }
+            )
+    df = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
+    return df.astype({"returncode": "Int64"})
 
 
 def sample_rows(data: dict) -> Iterable[dict]:

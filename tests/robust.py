@@ -1,0 +1,164 @@
+"""Helpers for the robustness tests (failures, resume, contention): start a real snakemake in
+the background, find and signal its cell processes, wait for things to happen."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from conftest import REPO
+
+# One tiny cell: resnet18 on 32x32 images, a fixed number of iterations.
+BASE = {
+    "models": ["resnet18"],
+    "batch_sizes": [1],
+    "optimizations": ["none"],
+    "threads": [1],
+    "placements": ["sequential"],
+    "image_size": 32,
+    "protocol": "fixed",
+    "warmup": 0,
+    "fixed_iterations": 2,
+    "max_seconds_per_cell": 1,
+}
+
+
+def env(**extra: str) -> dict:
+    e = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    e.update(extra)
+    return e
+
+
+def command(workdir: Path, config: dict | None, *args: str, snakefile: Path | None = None):
+    workdir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile or REPO / "Snakefile")]
+    cmd += ["--directory", str(workdir)]
+    if config is not None:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", str(workdir / "config.yaml")]
+    return cmd + list(args)
+
+
+def start(workdir: Path, config: dict | None, *args: str, prefix=(), log="smk.log", **kw):
+    """Start snakemake in the background, output to workdir/log."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = open(workdir / log, "w")  # noqa: SIM115 - closed with the process
+    cmd = [*prefix, *command(workdir, config, *args, snakefile=kw.pop("snakefile", None))]
+    proc = subprocess.Popen(
+        cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=kw.pop("env", env())
+    )
+    proc.log_path = workdir / log
+    return proc
+
+
+def finish(proc: subprocess.Popen, timeout: float = 900) -> tuple[int, str]:
+    rc = proc.wait(timeout=timeout)
+    return rc, proc.log_path.read_text()
+
+
+def run(workdir: Path, config: dict | None, *args: str, timeout: float = 900, **kw):
+    """Run snakemake to the end: (returncode, output)."""
+    return finish(start(workdir, config, *args, **kw), timeout)
+
+
+def wait_for(cond, timeout: float, interval: float = 0.1, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = cond()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def cell_processes(root: Path) -> dict[str, int]:
+    """{spec file name: pid} of the pinned cell processes (python, after numactl's exec)
+    whose spec lies under ``root``."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        argv = cmdline(int(d.name))
+        if "numa_effects.cell" not in argv or "--spec" not in argv:
+            continue
+        if "numactl" in Path(argv[0]).name:
+            continue  # not exec'd into python yet
+        spec = argv[argv.index("--spec") + 1]
+        if spec.startswith(str(root)):
+            found[spec] = int(d.name)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def signal_cells(root: Path, plan: dict[str, signal.Signals], proc: subprocess.Popen, timeout):
+    """Send each cell whose spec path ends with a key of ``plan`` its signal, once, as soon as
+    it runs; return when all were sent or snakemake ended."""
+    pending = dict(plan)
+    end = time.monotonic() + timeout
+    while pending and proc.poll() is None and time.monotonic() < end:
+        for spec, pid in cell_processes(root).items():
+            for suffix, sig in list(pending.items()):
+                if spec.endswith(suffix):
+                    os.kill(pid, sig)
+                    del pending[suffix]
+        time.sleep(0.05)
+    assert not pending, f"never saw the cells {list(pending)}"
+
+
+def jobs_run(output: str) -> dict[str, int]:
+    """{rule: number of jobs finished} from a snakemake log."""
+    counts: dict[str, int] = {}
+    for m in re.finditer(r"Finished jobid: \d+ \(Rule: (\w+)\)", output):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
+
+def copy_workflow(dst: Path) -> Path:
+    """A private copy of the workflow (to edit a script without touching the repository)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copy2(REPO / "Snakefile", dst / "Snakefile")
+    for sub in ("workflow", "config", "envs"):
+        if (REPO / sub).exists():
+            shutil.copytree(REPO / sub, dst / sub, ignore=ignore)
+    shutil.copytree(REPO / "profiles" / "default", dst / "profiles" / "default")
+    return dst / "Snakefile"
+
+
+def vm_peak_mb() -> int:
+    """VmPeak of a process that builds and runs the tiny resnet18 cell as a cell would."""
+    code = (
+        "import numa_effects.cell as c, torch, re\n"
+        "fn, x, _, _ = c.build('resnet18', 'none', 1, 32, 0, {})\n"
+        "with torch.inference_mode(): fn(x)\n"
+        "print(re.search(r'VmPeak:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+    )
+    out = subprocess.run(
+        ["numactl", "--physcpubind=0", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env(OMP_NUM_THREADS="1", PYTHONPATH=str(REPO / "workflow" / "scripts")),
+    ).stdout
+    return int(out.split()[-1]) // 1024

@@ -1,0 +1,140 @@
+"""Noise and concurrency guards (numa_effects.contention): the machine's load before a cell and
+whether other tasks used the cell's CPUs while it was timed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import robust
+from conftest import REPO
+
+from numa_effects import contention, launcher, placement, tidy, topology
+
+SCRIPTS = str(REPO / "workflow" / "scripts")
+
+STAT = """cpu  100 0 50 1000 10 0 0 0 0 0
+cpu0 60 0 30 500 5 0 0 0 0 0
+cpu1 40 0 20 500 5 1 2 3 0 0
+intr 12345
+procs_running 3
+procs_blocked 0
+"""
+
+
+def test_cpu_busy_counts_user_nice_system_irq_softirq_steal(tmp_path, monkeypatch):
+    monkeypatch.setattr(contention, "clock_ticks", lambda: 100)
+    (tmp_path / "stat").write_text(STAT)
+    assert contention.cpu_busy(tmp_path / "stat") == {0: 0.9, 1: 0.66}
+    assert contention.stat_counter("procs_running", tmp_path / "stat") == 3
+
+
+def test_a_quiet_window_is_not_contended():
+    v = contention.assess(cpus_busy_s=2.0, own_cpu_s=1.99, window_s=1.0, ncpus=2)
+    assert v["contended"] is False and v["foreign_cpu_pct"] == 0.5
+
+
+def test_another_process_on_the_cells_cpus_is_contention():
+    v = contention.assess(cpus_busy_s=2.0, own_cpu_s=1.5, window_s=1.0, ncpus=2)
+    assert v["contended"] is True
+    assert v["foreign_cpu_pct"] == 25.0
+    assert "other tasks used 0.50 CPU-s" in v["contended_reason"]
+
+
+def test_tick_resolution_is_not_contention():
+    """/proc/stat counts 10 ms ticks: in a 30 ms window one tick is 33 % but means nothing."""
+    v = contention.assess(cpus_busy_s=0.04, own_cpu_s=0.03, window_s=0.03, ncpus=1)
+    assert v["contended"] is False
+
+
+def test_a_busy_smt_sibling_is_contention():
+    v = contention.assess(1.0, 1.0, 1.0, 1, sibling_busy_s=0.9, nsiblings=1)
+    assert v["contended"] is True and "SMT siblings" in v["contended_reason"]
+
+
+def test_preflight_records_load_and_runnable_tasks():
+    pre = contention.preflight()
+    assert isinstance(pre["load_1m"], float)
+    assert isinstance(pre["runnable_others"], int) and pre["runnable_others"] >= 0
+    assert isinstance(pre["runnable_processes"], list)
+
+
+def test_contention_columns_in_cells_csv():
+    row = tidy.cell_row(
+        {
+            "cell": {"model": "m", "opt": "none", "placement": "sequential", "threads": 1}
+            | {"batch_size": 1},
+            "status": "ok",
+            "contention": {"load_1m": 1.5, "runnable_others": 2, "contended": True}
+            | {"foreign_cpu_pct": 40.0, "contended_reason": "x"},
+        }
+    )
+    assert {k: row[k] for k in ("load_1m", "runnable_others", "contended", "foreign_cpu_pct")} == {
+        "load_1m": 1.5,
+        "runnable_others": 2,
+        "contended": True,
+        "foreign_cpu_pct": 40.0,
+    }
+
+
+# -- real processes -------------------------------------------------------------------------------
+@pytest.fixture
+def hog():
+    """A busy loop pinned to CPU 0."""
+    proc = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys, time
+    sys.path.insert(0, {scripts!r})
+    from numa_effects import contention
+    w = contention.Watch([0])
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        pass
+    print(json.dumps(w.stop()))
+    """
+)
+
+
+def test_a_busy_loop_on_the_same_cpu_is_detected(hog):
+    out = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", WORKER.format(scripts=SCRIPTS)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    verdict = json.loads(out)
+    assert verdict["contended"] is True, verdict
+    assert verdict["foreign_cpu_pct"] > 20  # the hog got a good share of CPU 0
+
+
+@pytest.mark.integration
+def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
+    topo = topology.current()
+    plan = placement.plan(topo, 1, "sequential")
+    assert plan.cpus == (0,)
+    spec = {
+        "cell": {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
+        | {"batch_size": 1, "image_size": 32, "use_smt": False},
+        "plan": plan.to_dict(),
+        "settings": {**{k: v for k, v in robust.BASE.items() if k in ("protocol", "warmup")}}
+        | {"fixed_iterations": 100_000, "max_seconds_per_cell": 1.5, "seed": 0},
+    }
+    result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 600)
+    assert result["status"] == "ok", result.get("failure")
+    noise = result["contention"]
+    assert noise["runnable_others"] >= 1  # the hog, at least
+    assert noise["load_1m"] is not None
+    assert noise["contended"] is True, noise
+    row = tidy.cell_row(result, str(tmp_path / "bs1.json"))
+    assert row["contended"] is True and row["foreign_cpu_pct"] > 20
+    assert os.path.exists(tmp_path / "bs1.json")

@@ -1,0 +1,258 @@
+"""Interruption and resume with real runs: kill -9 of Snakemake or of a running cell, a run
+killed between a cell's write and Snakemake's bookkeeping, Ctrl-C, two runs at once; and what a
+re-run re-executes after a complete run (nothing; only plots and report after a plot script
+edit; the cells after a measurement setting changed; only new cells after a grid grows).
+
+The kill tests build the tables (``tables/cells.csv``) rather than ``all``: whether a cell
+re-runs is decided per cell output, the plots and the report add only time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import robust
+from conftest import REPO, jobs_planned
+
+pytestmark = pytest.mark.integration
+
+TWO_NODES = REPO / "tests" / "fixtures" / "topology" / "2x16-nosmt-alternating.lscpu-p.txt"
+
+
+def grid(results: Path, **over) -> dict:
+    """Three cells of ~2 s of timing each: long enough to be caught running."""
+    return {
+        **robust.BASE,
+        "results": str(results),
+        "batch_sizes": [1, 2, 3],
+        "fixed_iterations": 100_000,
+        "max_seconds_per_cell": 2,
+        **over,
+    }
+
+
+def cell_jsons(results: Path) -> list[Path]:
+    cells = results / "cells"
+    return sorted(p for p in cells.rglob("bs*.json")) if cells.exists() else []
+
+
+def result_of(spec: str) -> Path:
+    return Path(spec.replace("/logs/cells/", "/cells/").replace(".spec.json", ".json"))
+
+
+def one_done_one_running(results: Path):
+    done, running = cell_jsons(results), robust.cell_processes(results)
+    return (done, running) if done and running else None
+
+
+def assert_no_partial_results(results: Path):
+    for p in results.rglob("*.json"):
+        json.loads(p.read_text())  # every JSON there is complete
+    assert not [p for p in results.rglob(".bs*")], "temp files of a cell left behind"
+
+
+def resume_and_check(work: Path, cfg: dict, target: str, done: dict[Path, int]):
+    """Run again: only the cells without a result run, finished ones are untouched."""
+    rc, out = robust.run(work, cfg, "--cores", "1", target, log="resume.log")
+    assert rc == 0, out[-5000:]
+    assert robust.jobs_run(out).get("cell", 0) == 3 - len(done)
+    for path, mtime in done.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was re-run"
+    cells = pd.read_csv(Path(cfg["results"]) / "tables" / "cells.csv")
+    assert list(cells["status"]) == ["ok"] * 3
+    return out
+
+
+def test_kill_9_of_snakemake_resumes_without_rerunning_finished_cells(tmp_path):
+    results = tmp_path / "results"
+    cfg, target = grid(results), str(results / "tables" / "cells.csv")
+    proc = robust.start(tmp_path, cfg, "--cores", "1", target)
+    done, running = robust.wait_for(
+        lambda: one_done_one_running(results), 900, what="a finished and a running cell"
+    )
+    proc.kill()  # kill -9 of the Snakemake process
+    proc.wait()
+    # The running cell dies with it: nothing keeps measuring, nothing writes a result later.
+    robust.wait_for(
+        lambda: not any(robust.alive(p) for p in running.values()), 15, what="the cell to die"
+    )
+    for spec in running:
+        assert not result_of(spec).exists()
+    assert_no_partial_results(results)
+    mtimes = {p: p.stat().st_mtime_ns for p in done}
+    out = resume_and_check(tmp_path, cfg, target, mtimes)
+    assert "stale Snakemake lock file(s)" in out  # the dead run's locks did not block it
+
+
+def test_kill_9_of_a_running_cell_reruns_it_from_scratch(tmp_path):
+    results = tmp_path / "results"
+    cfg, target = grid(results), str(results / "tables" / "cells.csv")
+    proc = robust.start(tmp_path, cfg, "--cores", "1", target)
+    _, running = robust.wait_for(
+        lambda: one_done_one_running(results), 900, what="a finished and a running cell"
+    )
+    for pid in running.values():
+        os.kill(pid, signal.SIGKILL)
+    rc, out = robust.finish(proc)
+    # An interruption, not a failure of the cell: no result, the job fails, the run stops.
+    assert rc != 0
+    assert "the cell process was killed by SIGKILL from outside" in out
+    for spec in running:
+        assert not result_of(spec).exists()
+    assert_no_partial_results(results)
+    mtimes = {p: p.stat().st_mtime_ns for p in cell_jsons(results)}
+    resume_and_check(tmp_path, cfg, target, mtimes)
+
+
+def test_a_result_written_but_not_recorded_is_rerun(tmp_path):
+    """Snakemake frozen (SIGSTOP) while a cell finishes, then killed: the cell's JSON exists
+    but Snakemake never recorded the job as complete. The default profile's rerun-incomplete
+    re-runs it from scratch; without that profile Snakemake would refuse to go on."""
+    results = tmp_path / "results"
+    cfg, target = grid(results), str(results / "tables" / "cells.csv")
+    proc = robust.start(tmp_path, cfg, "--cores", "1", target)
+    running = robust.wait_for(lambda: robust.cell_processes(results), 900, what="a cell")
+    os.kill(proc.pid, signal.SIGSTOP)
+    victim = result_of(next(iter(running)))
+    robust.wait_for(victim.exists, 120, what="the frozen run's cell to write its result")
+    robust.wait_for(
+        lambda: not any(robust.alive(p) for p in running.values()), 30, what="the cell to end"
+    )
+    os.kill(proc.pid, signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGCONT)
+    proc.wait()
+    first = json.loads(victim.read_text())["provenance"]["launcher_started_at"]
+    rc, out = robust.run(
+        tmp_path, cfg, "-n", target, "--workflow-profile", "none", log="no-profile.log"
+    )
+    assert rc != 0 and "IncompleteFilesException" in out, out[-3000:]
+    done = {p: p.stat().st_mtime_ns for p in cell_jsons(results) if p != victim}
+    rc, out = robust.run(tmp_path, cfg, "--cores", "1", target, log="resume.log")
+    assert rc == 0, out[-5000:]
+    assert robust.jobs_run(out)["cell"] == 3 - len(done)
+    assert json.loads(victim.read_text())["provenance"]["launcher_started_at"] != first
+    for path, mtime in done.items():
+        assert path.stat().st_mtime_ns == mtime
+
+
+def test_two_runs_at_once_are_refused_and_ctrl_c_leaves_no_cell_running(tmp_path):
+    results = tmp_path / "results"
+    cfg = grid(results, max_seconds_per_cell=30)
+    target = str(results / "tables" / "cells.csv")
+    first = robust.start(tmp_path, cfg, "--cores", "1", target)
+    running = robust.wait_for(lambda: robust.cell_processes(results), 900, what="a cell")
+    rc, out = robust.run(tmp_path, cfg, "--cores", "1", target, log="second.log")
+    assert rc != 0
+    assert "LockException" in out and "--unlock" in out
+    assert "stale" not in out  # a live run's locks are never removed
+    assert first.poll() is None, "the first run must go on"
+    first.send_signal(signal.SIGINT)  # Ctrl-C
+    first.wait(timeout=120)
+    robust.wait_for(
+        lambda: not any(robust.alive(p) for p in running.values()), 30, what="the cell to die"
+    )
+    assert not robust.cell_processes(results)
+    for spec in running:
+        assert not result_of(spec).exists()
+
+
+# -- what a re-run re-executes --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def complete(tmp_path_factory):
+    """A complete `all` run of a private copy of the workflow (so a script can be edited)."""
+    root = tmp_path_factory.mktemp("complete")
+    snakefile = robust.copy_workflow(root / "wf")
+    work = root / "run"
+    cfg = {**robust.BASE, "batch_sizes": [1, 2], "results": str(work / "results")}
+    rc, out = robust.run(work, cfg, "--cores", "2", "all", snakefile=snakefile, timeout=1800)
+    assert rc == 0, out[-5000:]
+    return snakefile, work, cfg
+
+
+def planned(complete, *args, cfg=None, log="dry.log") -> dict[str, int]:
+    snakefile, work, base = complete
+    rc, out = robust.run(work, cfg or base, "-n", "all", *args, snakefile=snakefile, log=log)
+    assert rc == 0, out[-3000:]
+    return jobs_planned(type("P", (), {"stdout": out, "stderr": ""})())
+
+
+def test_rerun_after_a_complete_run_executes_nothing(complete):
+    snakefile, work, cfg = complete
+    rc, out = robust.run(work, cfg, "--cores", "1", "all", snakefile=snakefile, log="again.log")
+    assert rc == 0
+    assert "Nothing to be done" in out
+    assert robust.jobs_run(out) == {}
+
+
+def edit(path: Path):
+    original = path.read_text()
+    path.write_text(original + "\n# edited by test_resume\n")
+    return original
+
+
+def test_editing_a_plot_script_reruns_only_plots_and_report(complete):
+    script = complete[0].parent / "workflow" / "scripts" / "plot_figure.py"
+    original = edit(script)
+    try:
+        jobs = planned(complete)
+    finally:
+        script.write_text(original)
+    assert jobs.pop("report_page") == 1
+    assert jobs.pop("all") == 1
+    assert jobs and all(rule.startswith("plot_") for rule in jobs), jobs
+    assert planned(complete) == {}
+
+
+def test_editing_the_summary_script_reruns_only_the_summary(complete):
+    script = complete[0].parent / "workflow" / "scripts" / "summary.py"
+    original = edit(script)
+    try:
+        jobs = planned(complete)
+    finally:
+        script.write_text(original)
+    assert jobs == {"summary": 1, "all": 1}
+
+
+def test_changing_max_seconds_per_cell_reruns_every_cell(complete):
+    _, _, cfg = complete
+    jobs = planned(complete, cfg={**cfg, "max_seconds_per_cell": 3})
+    assert jobs["cell"] == 2
+    assert "peak" not in jobs and "flops" not in jobs
+
+
+def test_adding_a_batch_size_runs_only_its_cells(complete):
+    _, _, cfg = complete
+    jobs = planned(complete, cfg={**cfg, "batch_sizes": [1, 2, 4]})
+    assert jobs["cell"] == 1
+    assert "peak" not in jobs and "machine" not in jobs
+
+
+def test_adding_a_thread_count_runs_only_its_cells_and_peak(complete):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    _, _, cfg = complete
+    jobs = planned(complete, cfg={**cfg, "threads": [1, 2]})
+    assert jobs["cell"] == 2  # t2 x 2 batch sizes
+    assert jobs["peak"] == 1
+
+
+def test_adding_a_placement_runs_only_its_cells(tmp_path):
+    """Planned against a 2-node topology file: adding interleave adds exactly its cells (the
+    dry run is enough; on this 1-node machine they would fail the placement re-check)."""
+    results = tmp_path / "results"
+    cfg = {**robust.BASE, "batch_sizes": [1, 2], "results": str(results)}
+    cfg["topology"] = str(TWO_NODES)
+    target = str(results / "tables" / "cells.csv")
+    rc, out = robust.run(tmp_path, cfg, "--cores", "2", target)
+    assert rc == 0, out[-5000:]
+    assert (pd.read_csv(target)["status"] == "ok").all()  # sequential t1 = CPU 0 here too
+    more = {**cfg, "placements": ["sequential", "interleave"]}
+    rc, out = robust.run(tmp_path, more, "-n", target, log="dry.log")
+    assert rc == 0, out[-3000:]
+    jobs = jobs_planned(type("P", (), {"stdout": out, "stderr": ""})())
+    assert jobs["cell"] == 2  # interleave x 2 batch sizes, nothing else re-measured
+    assert "interleave/t1/bs1.json" in out and "sequential/t1/bs1.json" not in out
