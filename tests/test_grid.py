@@ -45,7 +45,7 @@ def test_more_threads_than_cores_are_skipped_with_reason(this_vm):
     assert {k.threads for k in g.cells} == {1}
     reasons = {k.threads: why for k, why in g.skipped.items()}
     assert set(reasons) == {4}
-    assert "needs 4 physical cores on node 0, which has 2" in reasons[4]
+    assert "sequential needs 4 physical cores, this machine has 2" in reasons[4]
 
 
 def test_cells_carry_their_plan(this_vm):

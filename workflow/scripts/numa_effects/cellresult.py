@@ -8,7 +8,9 @@ Top-level keys of a cell JSON (``SCHEMA_VERSION`` 1):
 - ``settings``: the measurement settings the cell was run with
 - ``measurement``: warm-up and timed latencies (seconds, raw), stop reason, elapsed
 - ``stats``: summary statistics (``stats.summarize``); ``throughput``: images/s
-- ``binding``: what the process found in force (/proc/self/status, torch threads)
+- ``binding``: what the process found in force (/proc/self/status, get_mempolicy(2), torch
+  threads) and ``binding.verification``: the in-cell checks of ``verify`` (CPUs, memory policy,
+  the CPU each thread last ran on, anonymous pages per NUMA node) with ``ok`` and ``problems``
 - ``provenance``: command line, versions, env, host, timestamps, peak RSS, warnings
 - ``failure``: null, or cause, returncode, signal, stderr_tail for a failed cell
 """

@@ -61,7 +61,9 @@ def expand(config: dict, topo: Topology) -> Grid:
                 for t in thread_counts(config, topo):
                     result = placement_mod.plan(topo, t, place, use_smt)
                     for bs in config["batch_sizes"]:
-                        key = CellKey(model, opt, place, t, int(bs))
+                        # With use_smt the label is "<placement>+smt": its own path and rows.
+                        label = placement_mod.label(place, use_smt)
+                        key = CellKey(model, opt, label, t, int(bs))
                         if isinstance(result, placement_mod.NotApplicable):
                             skipped[key] = result.reason
                         else:

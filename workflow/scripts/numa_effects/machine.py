@@ -27,11 +27,25 @@ def _run(cmd: list[str]) -> str | None:
         return None
 
 
+def _governors(root: str = "/sys/devices/system/cpu") -> str | None:
+    """The distinct frequency governors of all CPUs ("performance", or "powersave,performance"
+    when they differ), or None where cpufreq is not exposed (most VMs)."""
+    found = sorted(
+        {g for p in Path(root).glob("cpu[0-9]*/cpufreq/scaling_governor") if (g := _read(str(p)))}
+    )
+    return ",".join(found) or None
+
+
 def kernel_knobs() -> dict:
+    """Kernel settings that change NUMA results; None where not readable. numa_balancing > 0
+    migrates pages towards the threads that touch them (it respects --membind, but can move
+    the pages of an interleaved or preferred policy)."""
     return {
         "numa_balancing": _read("/proc/sys/kernel/numa_balancing"),
         "transparent_hugepage": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "scaling_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "transparent_hugepage_defrag": _read("/sys/kernel/mm/transparent_hugepage/defrag"),
+        "scaling_governor": _governors(),
+        "scaling_driver": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
         "intel_no_turbo": _read("/sys/devices/system/cpu/intel_pstate/no_turbo"),
         "cpufreq_boost": _read("/sys/devices/system/cpu/cpufreq/boost"),
     }

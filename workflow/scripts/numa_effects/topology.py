@@ -187,14 +187,17 @@ def _cpu_model(root: Path) -> str:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or ""
+    # Only the live system may fall back to this interpreter's idea of the processor.
+    return (platform.processor() or "") if root.resolve() == Path("/") else ""
 
 
 def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topology:
-    """Parse ``lscpu -p=CPU,CORE,SOCKET,NODE`` (or plain ``lscpu -p``) output.
+    """Parse ``lscpu -p`` (``-p=CPU,CORE,SOCKET,NODE`` or the default columns) or ``lscpu -e``.
 
-    Columns are taken from the ``# CPU,Core,Socket,Node,...`` header line; lines starting with
-    ``#`` are comments. Siblings are the CPUs sharing (socket, core).
+    ``-p``: columns from the ``# CPU,Core,Socket,Node,...`` header; other ``#`` lines are
+    comments. ``-e``: columns from the ``CPU NODE SOCKET CORE ...`` header line, whitespace
+    separated; CPUs whose ``ONLINE`` column says ``no`` are left out. Siblings are the CPUs that
+    share (socket, core).
     """
     header: list[str] | None = None
     rows: list[dict[str, str]] = []
@@ -207,22 +210,33 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
             if "cpu" in fields and "core" in fields:
                 header = fields
             continue
+        if header is None and line.split()[0].upper() == "CPU" and "CORE" in line.upper():
+            header = [f.lower() for f in line.split()]
+            continue
         if header is None:
-            raise TopologyError("lscpu output has no '# CPU,Core,Socket,Node' header")
-        values = line.split(",")
-        rows.append(dict(zip(header, values, strict=False)))
+            raise TopologyError("lscpu output has no '# CPU,Core,Socket,Node' or 'CPU NODE' header")
+        values = line.split(",") if "," in line else line.split()
+        row = dict(zip(header, values, strict=False))
+        if row.get("online", "yes").lower() == "no":
+            continue
+        rows.append(row)
     if not rows:
         raise TopologyError("lscpu output lists no CPUs")
+
+    def num(row: dict, key: str) -> int:
+        value = (row.get(key) or "").strip()
+        return int(value) if value not in ("", "-") else 0
+
     try:
-        core_key = {int(r["cpu"]): (int(r.get("socket") or 0), int(r["core"])) for r in rows}
+        core_key = {int(r["cpu"]): (num(r, "socket"), int(r["core"])) for r in rows}
         by_core: dict[tuple[int, int], list[int]] = {}
         for cpu, key in core_key.items():
             by_core.setdefault(key, []).append(cpu)
         cpus = tuple(
             LogicalCpu(
                 cpu=int(r["cpu"]),
-                node=int(r.get("node") or 0),
-                package=int(r.get("socket") or 0),
+                node=num(r, "node"),
+                package=num(r, "socket"),
                 siblings=tuple(sorted(by_core[core_key[int(r["cpu"])]])),
             )
             for r in rows
@@ -234,8 +248,12 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
 
 def load(path: str | os.PathLike) -> Topology:
     """Load a topology file: this project's JSON (``machine.json`` or its ``topology`` part),
-    or ``lscpu -p`` text. Raises TopologyError with the file name on any problem."""
+    ``lscpu -p`` or ``lscpu -e`` text, or a folder holding a copy of ``sys/devices/system``
+    (as ``tests/fixtures/topology/capture`` writes). Raises TopologyError with the file name on
+    any problem."""
     path = Path(path)
+    if path.is_dir():
+        return from_sysfs(path)
     try:
         text = path.read_text()
     except OSError as exc:
