@@ -13,6 +13,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/machine.smk"
 include: "workflow/rules/benchmark.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/packrat.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -1,0 +1,169 @@
+"""Drawing the figures from the fixture tables (no torch, no snakemake): failed, skipped and
+missing cells are shown as such, heatmaps are centred on 0 with one decimal."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from numa_effects import figures, plots
+
+FIX = Path(__file__).parent / "fixtures" / "tables"
+FAILED = ("script", "interleave", 4, 8)  # see tests/fixtures/tables/make_fixture.py
+MISSING = ("none", "sequential", 2, 64)
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return plots.Tables.load(FIX / "cells.csv", FIX / "skipped.csv", FIX / "degradation.csv")
+
+
+def texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_universe_knows_every_cell_status(tables):
+    u = tables.universe("resnet50").set_index(["opt", "placement", "threads", "batch_size"])
+    assert u.loc[FAILED, "status"] == "failed"
+    assert u.loc[MISSING, "status"] == "missing"
+    assert u.loc[("script", "sequential", 16, 1), "status"] == "skipped"
+    assert u.loc[("script", "sequential", 4, 8), "status"] == "ok"
+    # a cell that is not ok has no value: it can never be drawn as 0
+    for key in (FAILED, MISSING, ("script", "sequential", 16, 1)):
+        assert np.isnan(u.loc[key, "lat"]) and np.isnan(u.loc[key, "thr"])
+    assert len(u) == 2 * 2 * 5 * 3  # opt x placement x threads x batch
+
+
+def test_latency_is_the_median_when_present_else_the_mean(tables):
+    assert tables.latency_column == "latency_median_ms"
+    no_median = plots.Tables(tables.cells.drop(columns=["latency_median_ms"]), tables.skipped)
+    assert no_median.latency_column == "latency_mean_ms"
+    fig = plots.draw("latency_per_batch", no_median, {"model": "resnet50", "batch_size": 8})
+    assert "mean (ms)" in fig.axes[0].get_ylabel()
+    fig = plots.draw("latency_per_batch", tables, {"model": "resnet50", "batch_size": 8})
+    assert "median (ms)" in fig.axes[0].get_ylabel()
+
+
+def test_line_breaks_at_a_failed_cell_and_marks_it(tables):
+    fig = plots.draw(
+        "numa_latency_per_batch", tables, {"model": "resnet50", "opt": "script", "batch_size": 8}
+    )
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "interleave")
+    x, y = line.get_xdata(), np.asarray(line.get_ydata(), dtype=float)
+    assert list(x) == [1, 2, 4, 8, 16]
+    assert np.isnan(y[2]) and not np.isnan(y[3])  # gap at the failed t=4, not 0
+    assert np.isnan(y[4])  # skipped
+    labels = ax.get_legend().get_texts()
+    assert any("failed" in t.get_text() for t in labels)
+    assert ax.get_title().startswith("Threads vs Latency by Placement (BS=8")
+
+
+def test_titles_and_axis_units(tables):
+    fig = plots.draw("throughput_per_batch", tables, {"model": "resnet50", "batch_size": 8})
+    ax = fig.axes[0]
+    assert ax.get_title() == "Threads vs Throughput (BS=8)"
+    assert ax.get_ylabel() == "Throughput (images/s)"
+    assert ax.get_xlabel() == "Intra-op threads"
+    fig = plots.draw("throughput_per_batch_size", tables, {"model": "resnet50", "opt": "script"})
+    assert fig.axes[0].get_xscale() == "log"
+    assert "log2" in fig.axes[0].get_xlabel()
+
+
+def test_colours_are_fixed_per_opt_and_placement(tables):
+    def colours(family, wc):
+        fig = plots.draw(family, tables, {"model": "resnet50", **wc})
+        return {ln.get_label(): ln.get_color() for ln in fig.axes[0].get_lines()}
+
+    a = colours("latency_per_batch", {"batch_size": 1})
+    b = colours("throughput_per_batch", {"batch_size": 64})
+    assert a["script (TorchScript)"] == b["script (TorchScript)"] == plots.OPT_COLORS["script"]
+    c = colours("numa_throughput_per_batch", {"opt": "none", "batch_size": 1})
+    assert c["interleave"] == plots.PLACEMENT_COLORS["interleave"]
+
+
+def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        tables,
+        {"model": "resnet50", "opt": "script", "placement": "interleave"},
+    )
+    ax = fig.axes[0]
+    mesh = ax.collections[0]
+    assert mesh.norm.vmin == pytest.approx(-mesh.norm.vmax)
+    cmap, norm = mesh.get_cmap(), mesh.norm
+    assert min(cmap(norm(0.0))[:3]) > 0.9  # 0 is (near) white
+    r, _, b, _ = cmap(norm(-5.0))
+    assert b > r  # faster than sequential: blue
+    r, _, b, _ = cmap(norm(5.0))
+    assert r > b  # slower: red
+    t = texts(fig)
+    deg = pd.read_csv(FIX / "degradation.csv")
+    row = deg[(deg.opt == "script") & (deg.threads == 2) & (deg.batch_size == 1)].iloc[0]
+    assert f"{row.latency_degradation_pct:.1f}" in t  # e.g. 15.8, not 16
+    assert "failed" in t  # script/interleave/t4/bs8
+    assert t.count("skipped") == 3  # t=16 on 8 cores
+    # one hatch per non-significant cell of this (opt, placement)
+    mine = deg[(deg.opt == "script") & (deg.placement == "interleave")]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == int((~mine.significant.astype(bool)).sum())
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        tables,
+        {"model": "resnet50", "opt": "none", "placement": "interleave"},
+    )
+    assert "missing" in texts(fig)  # none/sequential/t2/bs64 is in no table
+
+
+def test_heatmap_without_cis_says_significance_is_not_assessed(tables):
+    deg = tables.degradation.copy()
+    for c in deg.columns:
+        if "ci_" in c or c == "significant":
+            deg[c] = None
+    t = plots.Tables(tables.cells, tables.skipped, deg)
+    fig = plots.draw(
+        "throughput_degradation_heatmap",
+        t,
+        {"model": "resnet50", "opt": "script", "placement": "interleave"},
+    )
+    assert not [p for p in fig.axes[0].patches if p.get_hatch()]
+    assert any("significance not assessed" in s for s in texts(fig))
+
+
+def test_loss_plot_has_error_bars_where_cis_exist(tables):
+    fig = plots.draw(
+        "numa_latency_loss", tables, {"model": "resnet50", "opt": "none", "batch_size": 1}
+    )
+    ax = fig.axes[0]
+    assert ax.containers, "error bars expected"
+    assert "% latency degradation" in ax.get_ylabel()
+
+
+def test_speedup_is_relative_to_one_thread(tables):
+    fig = plots.draw("speedup", tables, {"model": "resnet50", "opt": "script"})
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    y = np.asarray(lines["BS=1"].get_ydata(), dtype=float)
+    assert y[0] == pytest.approx(1.0)
+    assert "mean over batch sizes" in lines
+
+
+def test_color_limit_ignores_a_few_outliers():
+    v = np.array([1.0] * 30 + [150.0])
+    lim, extend = plots.color_limit(v)
+    assert lim == pytest.approx(1.0) and extend == "both"
+    assert plots.color_limit(np.array([-3.0, 2.0])) == (3.0, "neither")
+    assert plots.pct1(-0.04) == "0.0"
+
+
+@pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
+def test_every_family_saves_png_and_svg(tables, tmp_path, family):
+    fig_spec = next(
+        f
+        for f in figures.figures(tables.cells[plots.KEYS].to_dict("records"))
+        if f.family == family
+    )
+    png, svg = fig_spec.path(str(tmp_path)), fig_spec.path(str(tmp_path), "svg")
+    plots.save(plots.draw(family, tables, fig_spec.wildcards), png, svg)
+    assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in Path(svg).read_text()[:2000]

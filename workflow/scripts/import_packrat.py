@@ -1,0 +1,63 @@
+"""Import PackRat results (resnet_latency.csv + resnet_throughput.csv) as tidy tables.
+
+In the workflow (config key ``import: {packrat: [<folder>...]}``) the rule ``import_packrat``
+runs this instead of measuring. From a shell it writes the same files:
+
+    python workflow/scripts/import_packrat.py ../shared/reference/packrat/cloudlab_large-batches \
+        --results results/packrat-cloudlab
+
+-> <results>/tables/{cells,samples,skipped}.csv (+ Parquet) and <results>/machine.json.
+The mapping is documented in numa_effects/packrat.py and the README.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from numa_effects import cellresult, packrat, tidy
+
+
+def write(sources, cells, samples, skipped, machine, description=None) -> int:
+    t = packrat.tables(sources)
+    for path in (cells, samples, skipped, machine):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tidy.write(t["cells"], str(cells))
+    tidy.write(t["samples"], str(samples))
+    tidy.write(t["skipped"], str(skipped))
+    cellresult.write_json_atomic(str(machine), packrat.machine_facts(sources, description))
+    return len(t["cells"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sources", nargs="+", help="PackRat results folder (or one of its CSVs)")
+    ap.add_argument("--results", default="results", help="output folder (default: results)")
+    ap.add_argument("--machine", help="free-text description of the machine")
+    args = ap.parse_args(argv)
+    out = Path(args.results)
+    n = write(
+        args.sources,
+        out / "tables/cells.csv",
+        out / "tables/samples.csv",
+        out / "tables/skipped.csv",
+        out / "machine.json",
+        args.machine,
+    )
+    print(f"imported {n} cells into {out}/tables/cells.csv", file=sys.stderr)
+    return 0
+
+
+if "snakemake" in globals():
+    sm = snakemake  # noqa: F821
+    write(
+        sm.params.sources,
+        sm.output.cells,
+        sm.output.samples,
+        sm.output.skipped,
+        sm.output.machine,
+        sm.params.description,
+    )
+elif __name__ == "__main__":
+    sys.exit(main())

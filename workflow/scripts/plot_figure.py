@@ -1,0 +1,15 @@
+"""Snakemake entry: draw one report figure (PNG + SVG) from the tidy tables.
+
+Every ``plot_<family>`` rule of workflow/rules/report.smk runs this with ``params.family``."""
+
+import contextlib
+import warnings
+
+from numa_effects import plots
+
+sm = snakemake  # noqa: F821
+with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
+    warnings.simplefilter("default")
+    tables = plots.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+    fig = plots.draw(sm.params.family, tables, dict(sm.wildcards.items()))
+    plots.save(fig, sm.output.png, sm.output.svg)

@@ -1,0 +1,27 @@
+"""Snakemake entry: write results/report/index.html (see numa_effects.report_html)."""
+
+import json
+import os
+from pathlib import Path
+
+from numa_effects import plots, report_html
+
+sm = snakemake  # noqa: F821
+tables = plots.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+failures = plots.read_csv(sm.input.get("failures")) if sm.input.get("failures") else None
+page = report_html.render(
+    sm.params.figures,
+    tables.cells,
+    tables.skipped,
+    tables.degradation,
+    json.loads(Path(sm.input.machine).read_text()),
+    page_dir=os.path.dirname(sm.output[0]),
+    figure_dir=sm.params.figure_dir,
+    placements=sm.params.placements,
+    imported=sm.params.imported,
+    latency_stat=tables.latency_stat,
+    failures=failures,
+)
+tmp = f"{sm.output[0]}.tmp"
+Path(tmp).write_text(page)
+os.replace(tmp, sm.output[0])
