@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-INSTALL = REPO / "tools" / "install-system-deps"  # idempotent: apt-get only when missing
+SETUP = REPO / "tests" / "chromium" / "setup"  # idempotent: apt-get only when missing
+IN_CI = os.environ.get("CI", "").lower() == "true"
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -40,13 +42,15 @@ addEventListener("load", () => {
 
 
 def install_chromium() -> str:
-    """Path of `chromium`, installing the Debian package when missing (skips without apt)."""
-    exe = shutil.which("chromium")
-    if exe is None:
-        proc = subprocess.run([str(INSTALL), "chromium"], capture_output=True, text=True)
-        exe = shutil.which("chromium")
-        if exe is None:
-            pytest.skip(f"chromium is not installable here: {proc.stderr.strip()[-300:]}")
+    """Path of `chromium`, installed by tests/chromium/setup when missing. Without it the test
+    fails under CI=true and is skipped (with the reason) elsewhere."""
+    proc = subprocess.run([str(SETUP)], capture_output=True, text=True)
+    exe = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout else None
+    if not exe or not shutil.which(exe):
+        why = f"chromium could not be installed: {proc.stderr.strip()[-500:]}"
+        if IN_CI:
+            pytest.fail(why)
+        pytest.skip(why)
     return exe
 
 
