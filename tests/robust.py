@@ -52,7 +52,12 @@ def start(workdir: Path, config: dict | None, *args: str, prefix=(), log="smk.lo
     out = open(workdir / log, "w")  # noqa: SIM115 - closed with the process
     cmd = [*prefix, *command(workdir, config, *args, snakefile=kw.pop("snakefile", None))]
     proc = subprocess.Popen(
-        cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=kw.pop("env", env())
+        cmd,
+        cwd=workdir,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=kw.pop("env", env()),
+        start_new_session=kw.pop("new_session", False),  # its own group, as in a terminal
     )
     proc.log_path = workdir / log
     return proc

@@ -143,21 +143,22 @@ def test_two_runs_at_once_are_refused_and_ctrl_c_leaves_no_cell_running(tmp_path
     results = tmp_path / "results"
     cfg = grid(results, max_seconds_per_cell=30)
     target = str(results / "tables" / "cells.csv")
-    first = robust.start(tmp_path, cfg, "--cores", "1", target)
+    first = robust.start(tmp_path, cfg, "--cores", "1", target, new_session=True)
     running = robust.wait_for(lambda: robust.cell_processes(results), 900, what="a cell")
     rc, out = robust.run(tmp_path, cfg, "--cores", "1", target, log="second.log")
     assert rc != 0
     assert "LockException" in out and "--unlock" in out
     assert "stale" not in out  # a live run's locks are never removed
     assert first.poll() is None, "the first run must go on"
-    first.send_signal(signal.SIGINT)  # Ctrl-C
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
     first.wait(timeout=120)
     robust.wait_for(
         lambda: not any(robust.alive(p) for p in running.values()), 30, what="the cell to die"
     )
     assert not robust.cell_processes(results)
     for spec in running:
-        assert not result_of(spec).exists()
+        assert not result_of(spec).exists()  # stopped mid-measurement: no result at all
+    assert "cell interrupted (the launcher received SIGINT)" in first.log_path.read_text()
 
 
 # -- what a re-run re-executes --------------------------------------------------------------------

@@ -37,6 +37,7 @@ def cfg(**over) -> dict:
 
 
 # -- snakemake -n: one case per kind of bad input -------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("over", "expected"),
     [
@@ -160,6 +161,7 @@ def test_bad_config_is_rejected_by_a_dry_run(tmp_path, over, expected):
     assert not list(tmp_path.rglob("INJECTED"))
 
 
+@pytest.mark.integration
 def test_every_problem_is_reported_at_once(tmp_path):
     out = dry_run_fails(
         tmp_path, cfg(models=["resnet5"], batch_sizes=[0], max_seconds_per_cell=0, typo=1)
@@ -169,6 +171,7 @@ def test_every_problem_is_reported_at_once(tmp_path):
         assert key in out
 
 
+@pytest.mark.integration
 def test_a_real_run_refuses_the_same_way(tmp_path):
     """Not only -n: the real command exits non-zero before any job, with the same message."""
     proc = snakemake(tmp_path, cfg(batch_sizes=[0]), "--cores", "1", "all", check=False)
@@ -178,6 +181,7 @@ def test_a_real_run_refuses_the_same_way(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.integration
 def test_invalid_yaml_is_rejected_and_the_checker_says_where(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("models: [resnet18\nbatch_sizes: [1]\n")
@@ -194,6 +198,7 @@ def test_invalid_yaml_is_rejected_and_the_checker_says_where(tmp_path):
     assert f"config file {bad} line 2, column" in check.stderr
 
 
+@pytest.mark.integration
 def test_a_config_file_that_is_not_a_mapping_is_rejected(tmp_path):
     bad = tmp_path / "list.yaml"
     bad.write_text("- resnet18\n- resnet50\n")
@@ -201,6 +206,7 @@ def test_a_config_file_that_is_not_a_mapping_is_rejected(tmp_path):
     assert "keys at top level" in out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -219,11 +225,13 @@ def test_malformed_topology_file_is_rejected(tmp_path, content, expected):
     assert expected in out
 
 
+@pytest.mark.integration
 def test_missing_topology_file_is_rejected(tmp_path):
     out = dry_run_fails(tmp_path, cfg(topology=str(tmp_path / "nope.json")))
     assert "config key 'topology': cannot read topology file" in out
 
 
+@pytest.mark.integration
 def test_more_threads_than_one_node_are_skipped_cells_not_an_error(tmp_path):
     """On a 2 x 16-core topology 20 threads do not fit on node 0 alone: the placements that
     need that (remote) are skipped cells (listed in skipped.csv), the grid is valid. 33 threads
@@ -239,6 +247,7 @@ def test_more_threads_than_one_node_are_skipped_cells_not_an_error(tmp_path):
     assert "allowed: 1..32" in out
 
 
+@pytest.mark.integration
 def test_numbers_given_with_dash_dash_config_are_accepted(tmp_path):
     """`--config batch_sizes='[1,8]'` reaches the workflow as strings (Snakemake parses list
     values with YAML's BaseLoader): digit strings are taken as integers, as documented."""
