@@ -93,13 +93,14 @@ def placement_color(placement: str):
 
 
 def batch_color(bs: int, all_bs: list[int]):
-    """Batch sizes on a sequential scale by their log2 rank, fixed for 1..1024."""
-    lo, hi = 0.0, max(10.0, math.log2(max(all_bs)))
-    return plt.get_cmap("viridis")(0.9 * (math.log2(bs) - lo) / (hi - lo))
+    """Batch sizes on a sequential scale by their rank among the run's batch sizes (the same
+    in every figure of a run: each figure shows all of them)."""
+    ranks = sorted(set(all_bs))
+    return plt.get_cmap("viridis")(0.9 * ranks.index(bs) / max(1, len(ranks) - 1))
 
 
 def thread_color(t: int, all_t: list[int]):
-    return plt.get_cmap("plasma")(0.85 * (t - min(all_t)) / max(1, max(all_t) - min(all_t)))
+    return plt.get_cmap("plasma")(0.78 * (t - min(all_t)) / max(1, max(all_t) - min(all_t)))
 
 
 # -- tables ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from . import figures as figures_mod
 from .figures import BASELINE, SECTIONS, is_baseline
 
 KEYS = ["model", "opt", "placement", "threads", "batch_size"]
+INT_COLUMNS = {"threads", "batch_size", "n", "interop_threads", "instance_id", "returncode"}
 
 DESCRIPTIONS = {
     "latency_per_batch": "One figure per batch size: latency of one batch against the intra-op "
@@ -64,9 +65,11 @@ figcaption{font-size:.85rem;color:#555;margin-top:.2rem}
 .why{background:#fff8e1;border-left:4px solid #f0b400;padding:.6rem .9rem}
 .facts{border-collapse:collapse}
 .facts th{text-align:left;padding:.15rem 1rem .15rem 0;color:#555;font-weight:600}
+.scroll{overflow-x:auto;max-width:100%}
 table.data{border-collapse:collapse;font-size:.82rem;background:#fff}
+table.data td{white-space:nowrap}
 table.data th,table.data td{border:1px solid #ddd;padding:.15rem .45rem;text-align:right}
-table.data th{background:#f0f0f0;position:sticky;top:2.3rem}
+table.data th{background:#f0f0f0}
 table.data td.t{text-align:left}
 tr.failed td{background:#fde2e1}
 tr.skipped td,tr.missing td{background:#eee;color:#666}
@@ -207,7 +210,9 @@ def _table(df: pd.DataFrame, columns: list[str], row_class: str | None = None) -
         tds = []
         for c in columns:
             v = r.get(c)
-            if isinstance(v, float):
+            if isinstance(v, float) and c in INT_COLUMNS and v.is_integer():
+                tds.append(f"<td>{int(v)}</td>")
+            elif isinstance(v, float):
                 tds.append(f"<td>{_num(v, 2 if abs(v) < 100 else 1)}</td>")
             elif isinstance(v, bool | np.bool_ | int | np.integer):
                 tds.append(f"<td>{_e(v)}</td>")
@@ -215,7 +220,8 @@ def _table(df: pd.DataFrame, columns: list[str], row_class: str | None = None) -
                 tds.append(f'<td class="t">{_e("" if v is None or v is pd.NA else v)}</td>')
         body.append(f"<tr{cls}>{''.join(tds)}</tr>")
     return (
-        f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
