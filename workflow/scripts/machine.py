@@ -1,5 +1,10 @@
-"""Snakemake entry: write results/machine.json for the machine this job runs on."""
+"""Snakemake entry: write results/machine.json for the machine this job runs on.
 
-from numa_effects import cellresult, machine, topology
+Under Slurm this is a compute node, and the file doubles as the topology the grid is planned
+against (config key `topology`); its `slurm` part says which node and partition it describes."""
 
-cellresult.write_json_atomic(snakemake.output[0], machine.facts(topology.current()))  # noqa: F821
+from numa_effects import cellresult, machine, provenance, topology
+
+facts = machine.facts(topology.current())
+facts["slurm"] = provenance.slurm()
+cellresult.write_json_atomic(snakemake.output[0], facts)  # noqa: F821
