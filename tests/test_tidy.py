@@ -75,3 +75,15 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
     cellresult.write_json_atomic(target, {"schema_version": 1, "v": math.pi})
     assert json.loads(target.read_text())["v"] == pytest.approx(math.pi)
+
+
+def test_atomic_write_gives_the_umask_mode_not_0600(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        target = tmp_path / "cell.json"
+        cellresult.write_json_atomic(target, {"schema_version": 1})
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644

@@ -36,6 +36,8 @@ def write_json_atomic(path: str | os.PathLike, data: dict) -> None:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates 0600; give the file the mode a plain open() would (shared folders).
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -60,3 +62,9 @@ def failed(spec: dict, cause: str, message: str, **details) -> dict:
         "settings": spec.get("settings", {}),
         "failure": {"cause": cause, "message": message, **details},
     }
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
