@@ -135,8 +135,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--jobs",
         type=int,
-        default=4,
-        help="cells run at once (timings are moot in the guest; this overlaps the slow imports)",
+        default=2,
+        help="cells run at once (timings are moot in the guest); more than the host's cores "
+        "only adds TCG contention",
     )
     ap.add_argument("--no-negative", action="store_true", help="skip the wrong-binding cell")
     ap.add_argument(
