@@ -39,7 +39,7 @@ SETTINGS = {
     "seed": 0,
 }
 CELL = {"model": "resnet18", "opt": "none", "batch_size": 1, "image_size": 32}
-TIMEOUT_S = 900
+TIMEOUT_S = 1500  # per cell; a cold first import of torch in the guest takes minutes
 
 
 def spec_for(plan: placement.Plan) -> dict:
