@@ -27,12 +27,12 @@ def test_universe_knows_every_cell_status(tables):
     u = tables.universe("resnet50").set_index(["opt", "placement", "threads", "batch_size"])
     assert u.loc[FAILED, "status"] == "failed"
     assert u.loc[MISSING, "status"] == "missing"
-    assert u.loc[("script", "sequential", 16, 1), "status"] == "skipped"
+    assert u.loc[("script", "remote", 8, 1), "status"] == "skipped"
     assert u.loc[("script", "sequential", 4, 8), "status"] == "ok"
     # a cell that is not ok has no value: it can never be drawn as 0
-    for key in (FAILED, MISSING, ("script", "sequential", 16, 1)):
+    for key in (FAILED, MISSING, ("script", "remote", 8, 1)):
         assert np.isnan(u.loc[key, "lat"]) and np.isnan(u.loc[key, "thr"])
-    assert len(u) == 2 * 2 * 5 * 3  # opt x placement x threads x batch
+    assert len(u) == 2 * 3 * 4 * 3  # opt x placement x threads x batch
 
 
 def test_latency_is_the_median_when_present_else_the_mean(tables):
@@ -52,9 +52,10 @@ def test_line_breaks_at_a_failed_cell_and_marks_it(tables):
     ax = fig.axes[0]
     line = next(ln for ln in ax.get_lines() if ln.get_label() == "interleave")
     x, y = line.get_xdata(), np.asarray(line.get_ydata(), dtype=float)
-    assert list(x) == [1, 2, 4, 8, 16]
+    assert list(x) == [1, 2, 4, 8]
     assert np.isnan(y[2]) and not np.isnan(y[3])  # gap at the failed t=4, not 0
-    assert np.isnan(y[4])  # skipped
+    remote = next(ln for ln in ax.get_lines() if ln.get_label() == "remote")
+    assert np.isnan(np.asarray(remote.get_ydata(), dtype=float)[3])  # skipped t=8
     labels = ax.get_legend().get_texts()
     assert any("failed" in t.get_text() for t in labels)
     assert ax.get_title().startswith("Threads vs Latency by Placement (BS=8")
@@ -103,7 +104,7 @@ def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
     row = deg[(deg.opt == "script") & (deg.threads == 2) & (deg.batch_size == 1)].iloc[0]
     assert f"{row.latency_degradation_pct:.1f}" in t  # e.g. 15.8, not 16
     assert "failed" in t  # script/interleave/t4/bs8
-    assert t.count("skipped") == 3  # t=16 on 8 cores
+    assert "skipped" not in t
     # one hatch per non-significant cell of this (opt, placement)
     mine = deg[(deg.opt == "script") & (deg.placement == "interleave")]
     hatched = [p for p in ax.patches if p.get_hatch()]
@@ -114,6 +115,12 @@ def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
         {"model": "resnet50", "opt": "none", "placement": "interleave"},
     )
     assert "missing" in texts(fig)  # none/sequential/t2/bs64 is in no table
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        tables,
+        {"model": "resnet50", "opt": "script", "placement": "remote"},
+    )
+    assert texts(fig).count("skipped") == 3  # remote on 8 threads: 4 cores on node 0
 
 
 def test_heatmap_without_cis_says_significance_is_not_assessed(tables):

@@ -25,8 +25,8 @@ CONFIG_2NODE = {
     "models": ["resnet50"],
     "batch_sizes": [1, 8, 64],
     "optimizations": ["none", "script"],
-    "threads": [1, 2, 4, 8, 16],
-    "placements": ["sequential", "interleave"],
+    "threads": [1, 2, 4, 8],
+    "placements": ["sequential", "interleave", "remote"],
     "topology": str(FIX / "topology-2node-4core.lscpu"),
 }
 CONFIG_1NODE = {
@@ -106,7 +106,7 @@ def figure_files(workdir: Path, ext: str) -> set[Path]:
 def test_every_planned_figure_is_drawn_and_nothing_else(two_node):
     wd, _ = two_node
     want = expected_figures(CONFIG_2NODE)
-    assert len(want) == 42
+    assert len(want) == 46  # 42 + the remote heatmaps
     folder = str(wd / "results" / "report" / "figures")
     assert figure_files(wd, "png") == {Path(f.path(folder)) for f in want}
     assert figure_files(wd, "svg") == {Path(f.path(folder, "svg")) for f in want}
@@ -135,21 +135,21 @@ def test_page_has_the_reference_sections_machine_run_and_cells(two_node):
     # the NUMA Effects link comes before the first section
     assert text.index('href="#numa-effects"') < text.index('id="latency-sequential"')
     assert "Fixture CPU (2 x 4 cores)" in text and "2.14.1" in text
-    assert re.search(r"cells measured</th><td>46<", text)
+    assert re.search(r"cells measured</th><td>64<", text)
     assert re.search(r"cells failed</th><td>1<", text)
-    assert re.search(r"cells skipped</th><td>12<", text)
+    assert re.search(r"cells skipped</th><td>6<", text)
     assert "resnet50/script/interleave/4/8" in text and "timeout" in text
     assert "wall-clock time of the run" in text
     assert "failures.csv (1 rows)" in text
     assert text.count('<tr class="failed">') == 1
-    assert text.count('<tr class="skipped">') == 12
+    assert text.count('<tr class="skipped">') == 6
     assert "No figures" not in text
 
 
 def test_page_renders_in_chromium_without_broken_images(two_node, chromium, tmp_path):
     _, page = two_node
     n, broken = load_page(chromium, page, tmp_path / "profile")
-    assert n == 42
+    assert n == 46
     assert broken == []
 
 
