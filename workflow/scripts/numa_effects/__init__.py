@@ -7,8 +7,11 @@ One concern per module (after psf/pyperf):
 - ``placement``: pure planner (topology, threads, placement, use_smt) -> numactl arguments.
 - ``grid``: the config's grid expanded into runnable cells and skipped cells with reasons.
 - ``optimizations``: the registry of model optimizations (eager, TorchScript, ...).
-- ``stats``: summary statistics of latency samples.
-- ``measure``: the timing loop (no process handling).
+- ``stats``: summary statistics of latency samples; the order-statistic CI of the median.
+- ``measure``: the timing loop: warm-up, adaptive or fixed stopping (no process handling).
+- ``flops``: FLOPs per forward pass (FlopCounterMode) and the efficiency columns.
+- ``peak``: the pinned float32 GEMM peak process (``python -m numa_effects.peak``).
+- ``degradation``: placement vs sequential and optimization vs eager, with bootstrap CIs.
 - ``provenance``: versions, environment, machine facts, binding read back from /proc.
 - ``cellresult``: the cell JSON result model and atomic writes.
 - ``launcher``: process orchestration: numactl command line, timeout, failure capture.

@@ -1,0 +1,83 @@
+"""``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
+
+Runs the selected benchmarks (all by default, in the order cost, fidelity, overhead, dag), prints
+one table each and writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load
+average before and after, and each benchmark's wall time. ``--grid quick`` uses ResNet-18 at
+batch sizes 1 and 4 instead of the default grid (for a shared or slow machine). ``--reuse``
+reuses the pipeline runs of an earlier invocation (to re-print or re-analyse; do not compare
+times across invocations)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import common, cost, dag, fidelity, overhead
+
+BENCHMARKS = {m.NAME: m for m in (cost, fidelity, overhead, dag)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"benchmarks to run (default: all): {', '.join(BENCHMARKS)}",
+    )
+    ap.add_argument("--grid", default="default", choices=["default", "quick", "smoke"])
+    ap.add_argument("--out", type=Path, default=common.ROOT / "results" / "bench")
+    ap.add_argument("--reuse", action="store_true", help="reuse earlier pipeline runs")
+    args = ap.parse_args(argv)
+    names = args.names or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        ap.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    ctx = common.Context(grid_name=args.grid, out=args.out, reuse=args.reuse)
+    ctx.work.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "grid": args.grid,
+        "grid_config": ctx.grid(),
+        "host": platform.node(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "load_before": common.load(),
+        "benchmarks": {},
+    }
+    status = 0
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            df = BENCHMARKS[name].run(ctx)
+        except Exception as exc:  # one failing benchmark must not hide the others
+            print(f"[bench] {name} FAILED: {exc!r}", file=sys.stderr)
+            meta["benchmarks"][name] = {"error": repr(exc)}
+            status = 1
+            continue
+        path = args.out / f"{name}.csv"
+        df.to_csv(path, index=False)
+        meta["benchmarks"][name] = {"wall_s": time.perf_counter() - t0, "csv": str(path)}
+        print(f"[bench] {name}: wrote {path}", file=sys.stderr)
+    meta["load_after"] = common.load()
+    meta["pipeline_runs"] = {
+        n: {
+            "wall_s": r.wall_s,
+            "returncode": r.returncode,
+            "load_before": r.load_before,
+            "load_after": r.load_after,
+        }
+        for n, r in ctx.runs.items()
+    }
+    (args.out / "run.json").write_text(json.dumps(meta, indent=1, default=str))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Benchmark 2, fidelity: for every cell of the grid, this pipeline's median latency vs the
+median of ``torch.utils.benchmark.Timer(...).blocked_autorange()`` in a process pinned the same
+way (same ``numactl`` binding, same ``OMP_NUM_THREADS``, same model and input built by the same
+code). The two are measured back to back for each cell (alternating which goes first), so a
+change in the shared machine's load between them is as small as it can be.
+
+Goal: within +-3 % on >= 90 % of cells."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .common import KEYS, ROOT, Context, key_label, pipeline, show
+
+NAME = "fidelity"
+GOAL_PCT = 3.0
+GOAL_SHARE = 0.90
+
+
+def _timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
+    from numa_effects import launcher
+    from numa_effects import placement as placement_mod
+
+    args = placement_mod.Plan.from_dict(plan).numactl_args()
+    env = launcher.child_env(threads)
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
+    cmd = ["numactl", *args, sys.executable, "-m", "benchmarks.timer_child"]
+    cmd += ["--spec", str(spec_path), "--out", str(out)]
+    subprocess.run(cmd, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def run(ctx: Context) -> pd.DataFrame:
+    from numa_effects import launcher
+
+    adaptive = pipeline(ctx, "adaptive", {})
+    cells = adaptive.cells()
+    cells = cells[cells["status"] == "ok"].reset_index(drop=True)
+    work = ctx.work / "fidelity"
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i, row in cells.iterrows():
+        label = key_label(row)
+        spec_path = adaptive.results / "logs" / "cells" / f"{label}.spec.json"
+        spec = json.loads(spec_path.read_text())
+        tag = label.replace("/", "_")
+        results = {}
+        order = ("pipeline", "timer") if i % 2 == 0 else ("timer", "pipeline")
+        for which in order:
+            if which == "pipeline":
+                r = launcher.run(spec, work / f"{tag}.cell.json", work / f"{tag}.cell.log", 3600)
+                results["pipeline"] = r
+            else:
+                results["timer"] = _timer(
+                    spec_path, work / f"{tag}.timer.json", int(row["threads"]), spec["plan"]
+                )
+        p, t = results["pipeline"], results["timer"]
+        if p["status"] != "ok":
+            print(
+                f"[bench] fidelity {label}: pipeline cell failed: {p['failure']}", file=sys.stderr
+            )
+            continue
+        p_med = p["stats"]["median_s"] * 1e3
+        t_med = t["median_s"] * 1e3
+        rows.append(
+            {
+                **{k: row[k] for k in KEYS},
+                "first": order[0],
+                "pipeline_median_ms": p_med,
+                "pipeline_n": p["stats"]["n"],
+                "pipeline_ci_hw_pct": p["stats"]["ci_halfwidth_pct"],
+                "pipeline_stop": p["measurement"]["stop_reason"],
+                "timer_median_ms": t_med,
+                "timer_blocks": t["blocks"],
+                "timer_number_per_run": t["number_per_run"],
+                "diff_pct": (p_med / t_med - 1) * 100,
+                "snakemake_run_median_ms": row["latency_median_ms"],
+            }
+        )
+        print(
+            f"[bench] fidelity {label}: pipeline {p_med:.2f} ms, timer {t_med:.2f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+    df = pd.DataFrame(rows)
+    df["within_goal"] = df["diff_pct"].abs() <= GOAL_PCT
+    show("fidelity: pipeline median vs torch.utils.benchmark blocked_autorange median", df)
+    d = df["diff_pct"].to_numpy()
+    q = np.percentile(d, [0, 10, 50, 90, 100])
+    share = df["within_goal"].mean()
+    print(
+        f"diff_pct distribution: min {q[0]:+.2f}, p10 {q[1]:+.2f}, median {q[2]:+.2f}, "
+        f"p90 {q[3]:+.2f}, max {q[4]:+.2f}; within +-{GOAL_PCT} %: {df['within_goal'].sum()}"
+        f"/{len(df)} = {share:.0%} (goal >= {GOAL_SHARE:.0%})"
+    )
+    return df

@@ -1,0 +1,111 @@
+"""Benchmark 3, harness overhead: the adaptive pipeline run's wall time against the sum of
+timed inference, and each cell's fixed cost: process start (numactl + Python + torch import),
+model build, the optimization's conversion, first call, warm-up, and what is left (verification,
+statistics, JSON, Snakemake's job start). Cells of the fixed (PackRat) run are included when the
+cost benchmark ran, since only they reach >= 10 s of measurement on a small grid.
+
+Goal: <= 15 % overhead for cells with >= 10 s of measurement."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+
+from .common import KEYS, Context, covered_seconds, job_times, pipeline, show
+
+NAME = "overhead"
+GOAL_PCT = 15.0
+LONG_CELL_S = 10.0
+
+
+def _ts(s: str) -> datetime:
+    return datetime.fromisoformat(s)
+
+
+def _cells(run) -> pd.DataFrame:
+    cells = run.cells()
+    cells = cells[cells["status"] == "ok"]
+    rows = []
+    for _, row in cells.iterrows():
+        d = run.cell_json(row)
+        m, prov = d["measurement"], d["provenance"]
+        span = (_ts(prov["finished_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
+        start = (_ts(prov["started_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
+        warm = m["warmup_total_s"] - m["first_call_s"] if m["warmup_iterations"] else 0.0
+        inside = m["build_s"] + m["prepare_s"] + m["first_call_s"] + m["elapsed_s"]
+        rows.append(
+            {
+                "run": run.name,
+                **{k: row[k] for k in KEYS},
+                "timed_s": m["timed_s"],
+                "warmup_s": warm,
+                "process_start_s": start,
+                "build_s": m["build_s"],
+                "prepare_s": m["prepare_s"],
+                "first_call_s": m["first_call_s"],
+                "rest_s": span - start - inside,
+                "cell_span_s": span,
+            }
+        )
+    df = pd.DataFrame(rows)
+    df["harness_pct"] = (
+        (df["cell_span_s"] - df["timed_s"] - df["warmup_s"] - df["first_call_s"])
+        / df["timed_s"]
+        * 100
+    )
+    df["overhead_pct"] = (df["cell_span_s"] - df["timed_s"]) / df["timed_s"] * 100
+    return df
+
+
+def run(ctx: Context) -> pd.DataFrame:
+    runs = [pipeline(ctx, "adaptive", {})]
+    if "fixed" in ctx.runs:
+        runs.append(ctx.runs["fixed"])
+    frames = [_cells(r) for r in runs]
+    df = pd.concat(frames, ignore_index=True)
+    show("overhead: per cell (seconds; harness_pct excludes warm-up, overhead_pct includes it)", df)
+    a = runs[0]
+    fa = frames[0]
+    jobs = job_times(a.log)
+    cell_jobs = jobs[jobs["rule"] == "cell"]
+    peak_jobs = jobs[jobs["rule"] == "peak"]
+    other = jobs[~jobs["rule"].isin(["cell", "peak", "all"])]
+    timed = fa["timed_s"].sum()
+    parts = {
+        "cell jobs": cell_jobs["seconds"].sum(),
+        "  timed inference": timed,
+        "  warm-up (first call included)": fa["warmup_s"].sum() + fa["first_call_s"].sum(),
+        "  process start (numactl, python, import torch)": fa["process_start_s"].sum(),
+        "  model build": fa["build_s"].sum(),
+        "  conversion (prepare)": fa["prepare_s"].sum(),
+        "  rest of the cell process (torchvision import, verify, stats, JSON)": fa["rest_s"].sum(),
+        "  snakemake job around the cell process": cell_jobs["seconds"].sum()
+        - fa["cell_span_s"].sum(),
+        "peak jobs (GEMM peak)": peak_jobs["seconds"].sum(),
+        "other jobs (wall covered; they may run in parallel)": covered_seconds(other),
+        **{
+            f"  rule {r} (job-seconds)": v
+            for r, v in other.groupby("rule")["seconds"].sum().items()
+        },
+    }
+    parts["snakemake start, DAG, scheduling (wall not covered by any job)"] = a.wall_s - (
+        covered_seconds(jobs[jobs["rule"] != "all"])
+    )
+    parts["pipeline wall"] = a.wall_s
+    summary = pd.DataFrame(
+        [{"part": k, "seconds": v, "pct_of_wall": v / a.wall_s * 100} for k, v in parts.items()]
+    )
+    show(
+        f"overhead: where the adaptive pipeline's {a.wall_s:.0f} s go (job times: 1 s resolution)",
+        summary,
+    )
+    long = df[df["timed_s"] + df["warmup_s"] >= LONG_CELL_S]
+    print(
+        f"pipeline wall {a.wall_s:.1f} s vs timed inference {timed:.1f} s: x{a.wall_s / timed:.2f};"
+        f" cells with >= {LONG_CELL_S:.0f} s of measurement: {len(long)}, harness overhead max "
+        f"{long['harness_pct'].max() if len(long) else float('nan'):.1f} % (with warm-up "
+        f"{long['overhead_pct'].max() if len(long) else float('nan'):.1f} %), goal <= {GOAL_PCT} %"
+    )
+    summary.insert(0, "run", "adaptive-summary")
+    return pd.concat([df, summary], ignore_index=True)

@@ -1,0 +1,163 @@
+"""The warm-up and stopping rules of ``measure.run`` on synthetic latency streams (fake clock:
+each step advances it by the next latency of the stream, so no real time passes)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from numa_effects import measure, stats
+
+
+class FakeTimer:
+    """``clock`` and ``step`` for ``measure.run``: step i takes ``latencies[i]`` seconds."""
+
+    def __init__(self, latencies):
+        self.now = 0.0
+        self.it = iter(latencies)
+        self.calls = 0
+
+    def clock(self):
+        return self.now
+
+    def step(self):
+        self.now += next(self.it)
+        self.calls += 1
+
+
+def run(stream, **settings):
+    t = FakeTimer(stream)
+    settings = {"max_seconds_per_cell": 1e9, **settings}
+    return measure.run(t.step, settings, clock=t.clock), t
+
+
+def lognormal(rng, median, sigma):
+    while True:
+        yield float(rng.lognormal(np.log(median), sigma))
+
+
+def test_stable_stream_reaches_target_quickly():
+    rng = np.random.default_rng(0)
+    m, _ = run(lognormal(rng, 0.010, 0.01))
+    assert m.stop_reason == "target_ci"
+    assert 6 <= len(m.latencies_s) <= 20
+    s = stats.summarize(m.latencies_s)
+    assert s["median_s"] == pytest.approx(0.010, rel=0.02)
+    assert (
+        max(s["median_s"] - s["ci_low_s"], s["ci_high_s"] - s["median_s"]) <= 0.02 * s["median_s"]
+    )
+
+
+def test_noisier_stream_needs_more_iterations_but_gets_there():
+    rng = np.random.default_rng(1)
+    quiet, _ = run(lognormal(rng, 0.010, 0.01))
+    noisy, _ = run(lognormal(rng, 0.010, 0.08))
+    assert noisy.stop_reason == "target_ci"
+    assert len(noisy.latencies_s) > 3 * len(quiet.latencies_s)
+    assert np.median(noisy.latencies_s) == pytest.approx(0.010, rel=0.02)
+
+
+def test_drifting_stream_never_meets_the_target_and_a_cap_says_so():
+    # 1 % slower every iteration (thermal throttling, a neighbour ramping up): the CI of the
+    # median widens with n instead of shrinking, so only the cap stops it.
+    rng = np.random.default_rng(2)
+    stream = (0.010 * (1 + 0.01 * i) * rng.lognormal(0, 0.005) for i in itertools.count())
+    m, _ = run(stream, max_iterations=300)
+    assert m.stop_reason == "max_iterations"
+    assert len(m.latencies_s) == 300
+
+
+def test_balanced_bimodal_stream_straddles_the_gap_until_a_cap():
+    # half the iterations at 10 ms, half at 13 ms: the median is not determined to 2 %
+    rng = np.random.default_rng(3)
+    stream = (0.010 if rng.random() < 0.5 else 0.013 for _ in itertools.count())
+    m, _ = run(stream, max_iterations=400)
+    assert m.stop_reason == "max_iterations"
+
+
+def test_lopsided_bimodal_stream_converges_on_the_main_mode():
+    rng = np.random.default_rng(4)
+    stream = (
+        (0.010 if rng.random() < 0.8 else 0.013) * rng.lognormal(0, 0.003)
+        for _ in itertools.count()
+    )
+    m, _ = run(stream)
+    assert m.stop_reason == "target_ci"
+    assert np.median(m.latencies_s) == pytest.approx(0.010, rel=0.02)
+
+
+def test_heavy_tailed_stream_median_is_robust():
+    # 85 % near 10 ms, 15 % Pareto outliers (alpha 1.2: infinite variance)
+    rng = np.random.default_rng(5)
+
+    def stream():
+        while True:
+            base = 0.010 * rng.lognormal(0, 0.01)
+            yield base * (2 + rng.pareto(1.2) * 3) if rng.random() < 0.15 else base
+
+    m, _ = run(stream())
+    assert m.stop_reason == "target_ci"
+    s = stats.summarize(m.latencies_s)
+    assert s["median_s"] == pytest.approx(0.010, rel=0.03)
+    assert s["max_s"] > 2 * s["median_s"]  # the tail was sampled, and did not matter
+    assert s["mean_s"] > s["ci_high_s"]  # the mean is dragged out of the median CI
+
+
+def test_time_cap_stops_before_the_budget_is_overrun():
+    # 1 s iterations, 10 s budget, noisy enough never to meet 2 %
+    rng = np.random.default_rng(6)
+    m, _ = run(lognormal(rng, 1.0, 0.3), max_seconds_per_cell=10, warmup=2)
+    assert m.stop_reason == "max_seconds"
+    assert len(m.latencies_s) >= 6  # min_iterations overrides the budget
+    assert m.elapsed_s <= 10 + 1.5 or len(m.latencies_s) == 6
+
+
+def test_min_iterations_is_respected_even_when_already_precise():
+    m, _ = run(itertools.repeat(0.01), min_iterations=12)
+    assert m.stop_reason == "target_ci"
+    assert len(m.latencies_s) == 12
+
+
+def test_fixed_protocol_reproduces_packrat_counts():
+    m, t = run(itertools.repeat(0.01), protocol="fixed", warmup=10, fixed_iterations=100)
+    assert m.stop_reason == "fixed"
+    assert len(m.warmup_s) == 10 and len(m.latencies_s) == 100
+    assert t.calls == 110
+
+
+def test_fixed_protocol_counts_the_first_call_as_warmup():
+    t = FakeTimer(itertools.repeat(0.01))
+    settings = {"protocol": "fixed", "warmup": 10, "fixed_iterations": 5}
+    m = measure.run(t.step, settings, clock=t.clock, first_call_s=0.5)
+    assert len(m.warmup_s) == 10 and m.warmup_s[0] == 0.5
+    assert t.calls == 9 + 5
+
+
+def test_warmup_extends_until_the_last_three_agree():
+    # slow first iterations (allocation, oneDNN primitive creation, TorchScript profiling)
+    stream = itertools.chain([0.05, 0.03, 0.02, 0.01], itertools.repeat(0.01))
+    m, _ = run(stream, warmup=2)
+    assert m.warmup_s == pytest.approx([0.05, 0.03, 0.02, 0.01, 0.01, 0.01])
+    assert m.warmup_stable is True
+    assert m.latencies_s == pytest.approx([0.01] * len(m.latencies_s))
+
+
+def test_warmup_is_capped_by_its_time_budget():
+    stream = itertools.cycle([0.01, 0.02])  # never within 5 %
+    m, _ = run(stream, warmup=2, max_seconds_per_cell=1.0, max_iterations=50)
+    assert m.warmup_stable is False
+    budget = measure.WARMUP_BUDGET_FRACTION * 1.0
+    assert budget <= sum(m.warmup_s) <= budget + 0.02
+
+
+def test_measurement_record_has_the_protocol_and_totals():
+    m, _ = run(itertools.repeat(0.01))
+    d = m.to_dict()
+    assert d["protocol"] == "adaptive" and d["target_rel_ci"] == 0.02
+    assert d["timed_s"] == pytest.approx(0.01 * len(m.latencies_s))
+    assert d["warmup_total_s"] == pytest.approx(0.01 * len(m.warmup_s))
+
+
+def test_unknown_protocol_is_refused():
+    with pytest.raises(ValueError, match="protocol"):
+        run(itertools.repeat(0.01), protocol="sometimes")

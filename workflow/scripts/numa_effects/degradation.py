@@ -1,0 +1,243 @@
+"""How much a placement degrades a cell against ``sequential``, and how much TorchScript speeds
+up eager, each with a bootstrap CI over the raw samples of both cells.
+
+``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
+whose placement is not ``sequential`` and that has a ``sequential`` cell with the same
+(model, opt, threads, batch_size). Columns (exactly):
+
+- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is always
+  ``sequential``;
+- ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
+  (imported PackRat tables have only min/mean/max);
+- ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
+  (compared - baseline) / baseline x 100 (positive: the placement is slower);
+- ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
+  ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
+  images per second);
+- ``*_ci_low_pct, *_ci_high_pct``: 95 % percentile-bootstrap CI (``N_BOOTSTRAP`` resamples of
+  each cell's samples, independently, statistic recomputed on each); empty when either cell has
+  no raw samples (imported tables): never invented;
+- ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
+  transform of the same resamples, so it agrees), empty when there is no CI.
+
+``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
+``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
+batch_size): ``speedup`` = eager latency / optimized latency (> 1: the optimization is faster)
+with its bootstrap CI, and ``significant`` when the CI excludes 1.
+
+When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
+within the same source.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .grid import KEYS
+
+N_BOOTSTRAP = 2000
+CONFIDENCE = 0.95
+SEED = 0
+CHUNK = 4_000_000  # resampled values held in memory at once
+
+DEGRADATION_COLUMNS = [
+    "model",
+    "opt",
+    "placement",
+    "threads",
+    "batch_size",
+    "baseline",
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "latency_degradation_pct",
+    "latency_degradation_ci_low_pct",
+    "latency_degradation_ci_high_pct",
+    "throughput_baseline_ips",
+    "throughput_compared_ips",
+    "throughput_degradation_pct",
+    "throughput_degradation_ci_low_pct",
+    "throughput_degradation_ci_high_pct",
+    "significant",
+]
+
+OPT_SPEEDUP_COLUMNS = [
+    "model",
+    "placement",
+    "threads",
+    "batch_size",
+    "baseline",
+    "opt",
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "throughput_baseline_ips",
+    "throughput_compared_ips",
+    "significant",
+]
+
+
+def bootstrap_ratio(
+    baseline: np.ndarray,
+    compared: np.ndarray,
+    statistic: str = "median",
+    n_boot: int = N_BOOTSTRAP,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of stat(compared) / stat(baseline), resampling each sample
+    independently with replacement."""
+    fn = np.median if statistic == "median" else np.mean
+    rng = np.random.default_rng(seed)
+
+    def boot(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        rows = max(1, CHUNK // max(1, x.size))
+        out = []
+        for start in range(0, n_boot, rows):
+            k = min(rows, n_boot - start)
+            out.append(fn(x[rng.integers(0, x.size, size=(k, x.size))], axis=1))
+        return np.concatenate(out)
+
+    ratio = boot(compared) / boot(baseline)
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(ratio, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    if samples is None or samples.empty:
+        return {}
+    out = {}
+    for key, group in samples.groupby(list(KEYS), sort=False):
+        k = (key[0], key[1], key[2], int(key[3]), int(key[4]))
+        out[k] = group["latency_ms"].to_numpy(dtype=float)
+    return out
+
+
+def _key(row: pd.Series, suffix: str, vary: str) -> tuple:
+    vals = {k: row[k] for k in KEYS if k != vary}
+    vals[vary] = row[f"{vary}{suffix}"]
+    return (
+        vals["model"],
+        vals["opt"],
+        vals["placement"],
+        int(vals["threads"]),
+        int(vals["batch_size"]),
+    )
+
+
+def _pairs(
+    cells: pd.DataFrame, samples: pd.DataFrame | None, vary: str, baseline: str
+) -> pd.DataFrame:
+    """Baseline/compared pairs differing only in ``vary``, with the statistic, both values and
+    the bootstrap CI of the ratio compared / baseline (NaN without samples)."""
+    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
+    df = cells
+    if "status" in df.columns:
+        df = df[df["status"].fillna("ok") == "ok"]
+    for stat in ("median", "mean"):
+        if f"latency_{stat}_ms" not in df.columns:
+            df = df.assign(**{f"latency_{stat}_ms": np.nan})
+    group = [k for k in KEYS if k != vary]
+    if "source" in df.columns:
+        group.append("source")
+    keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
+    keep.append("latency_mean_ms")
+    df = df[keep].copy()
+    df["threads"] = df["threads"].astype(int)
+    df["batch_size"] = df["batch_size"].astype(int)
+    base = df[df[vary] == baseline]
+    comp = df[df[vary] != baseline]
+    merged = comp.merge(base, on=group, suffixes=("", "_b"), how="inner")
+    index = _sample_index(samples)
+    rows = []
+    for _, r in merged.iterrows():
+        both_median = pd.notna(r["latency_median_ms"]) and pd.notna(r["latency_median_ms_b"])
+        stat = "median" if both_median else "mean"
+        lc, lb = float(r[f"latency_{stat}_ms"]), float(r[f"latency_{stat}_ms_b"])
+        sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
+        lo = hi = np.nan
+        if sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
+            lo, hi = bootstrap_ratio(sb, sc, stat)
+        rows.append(
+            {
+                **{k: r[k] for k in KEYS},
+                "latency_baseline_ms": lb,
+                "latency_compared_ms": lc,
+                "ratio": lc / lb if lb > 0 else np.nan,
+                "ratio_ci_low": lo,
+                "ratio_ci_high": hi,
+                "latency_statistic": stat,
+            }
+        )
+    out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
+    return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
+    has = lo.notna() & hi.notna()
+    sig = (lo > null) | (hi < null)
+    return pd.Series(
+        [bool(s) if h else None for s, h in zip(sig, has, strict=True)],
+        index=lo.index,
+        dtype=object,
+    )
+
+
+def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Placement vs ``sequential`` (see the module docstring); works on cells.csv alone."""
+    p = _pairs(cells, samples, "placement", "sequential")
+    bs = p["batch_size"].astype(float)
+    out = pd.DataFrame(
+        {
+            **{k: p[k] for k in KEYS},
+            "baseline": "sequential",
+            "latency_statistic": p["latency_statistic"],
+            "latency_baseline_ms": p["latency_baseline_ms"],
+            "latency_compared_ms": p["latency_compared_ms"],
+            "latency_degradation_pct": (p["ratio"] - 1.0) * 100.0,
+            "latency_degradation_ci_low_pct": (p["ratio_ci_low"] - 1.0) * 100.0,
+            "latency_degradation_ci_high_pct": (p["ratio_ci_high"] - 1.0) * 100.0,
+            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+            "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
+            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
+            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
+            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+        },
+        columns=DEGRADATION_COLUMNS,
+    )
+    return out
+
+
+def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every optimization vs eager (``none``); see the module docstring."""
+    p = _pairs(cells, samples, "opt", "none")
+    bs = p["batch_size"].astype(float)
+    out = pd.DataFrame(
+        {
+            **{k: p[k] for k in ("model", "placement", "threads", "batch_size")},
+            "baseline": "none",
+            "opt": p["opt"],
+            "latency_statistic": p["latency_statistic"],
+            "latency_baseline_ms": p["latency_baseline_ms"],
+            "latency_compared_ms": p["latency_compared_ms"],
+            "speedup": 1.0 / p["ratio"],
+            "speedup_ci_low": 1.0 / p["ratio_ci_high"],
+            "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+        },
+        columns=OPT_SPEEDUP_COLUMNS,
+    )
+    return out.sort_values(["model", "opt", "placement", "threads", "batch_size"]).reset_index(
+        drop=True
+    )

@@ -1,0 +1,6 @@
+"""Snakemake entry: peak JSONs -> results/tables/peak.csv (+ Parquet)."""
+
+from numa_effects import peak, tidy
+
+sm = snakemake  # noqa: F821
+tidy.write(peak.table(sm.input), sm.output[0])

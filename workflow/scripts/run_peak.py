@@ -1,0 +1,16 @@
+"""Snakemake entry: the float32 GEMM peak at one (placement, threads), pinned like a cell."""
+
+import sys
+
+from numa_effects import launcher
+
+sm = snakemake  # noqa: F821
+result = launcher.run(
+    sm.params.spec, sm.output[0], sm.log[0], float(sm.params.timeout_s), module="numa_effects.peak"
+)
+where = f"{result['cell']['placement']}/t{result['cell']['threads']}"
+if result["status"] == "ok":
+    print(f"peak {where}: {result['peak']['peak_gflop_per_s']:.1f} GFLOP/s", file=sys.stderr)
+else:
+    f = result["failure"]
+    print(f"peak {where}: FAILED ({f['cause']}): {f['message']}", file=sys.stderr)
