@@ -26,6 +26,7 @@ import re
 import resource
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,8 +196,13 @@ def run_child(
     def on_signal(signum, frame):
         received.append(signum)
 
+    # Signal handlers can only be installed from the main thread; a launcher run from another
+    # thread still gets the parent-death and timeout handling.
     handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {s: signal.signal(s, on_signal) for s in handled}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, on_signal) for s in handled}
+    else:
+        previous = {}
     timed_out = False
     try:
         deadline = started + timeout_s
