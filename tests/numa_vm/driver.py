@@ -140,6 +140,7 @@ def main(argv=None) -> int:
         "only adds TCG contention",
     )
     ap.add_argument("--no-negative", action="store_true", help="skip the wrong-binding cell")
+    ap.add_argument("--only", help="comma-separated cell names to run (e.g. remote/t1)")
     ap.add_argument(
         "--capture-fixtures",
         action="store_true",
@@ -177,6 +178,9 @@ def main(argv=None) -> int:
             plans[name] = p.to_dict()
             jobs.append((name, spec_for(p)))
 
+    if args.only:
+        wanted = set(args.only.split(","))
+        jobs = [(name, spec) for name, spec in jobs if name in wanted]
     launcher.command = _command
     results = []
     # Processes, not threads: the launcher supervises its child with signal handlers, which only
