@@ -84,6 +84,8 @@ def run(ctx: Context) -> pd.DataFrame:
                 "snakemake_run_median_ms": row["latency_median_ms"],
             }
         )
+        # written after every cell, so an interrupted run still leaves its rows
+        pd.DataFrame(rows).to_csv(ctx.out / f"{NAME}.partial.csv", index=False)
         print(
             f"[bench] fidelity {label}: pipeline {p_med:.2f} ms, timer {t_med:.2f} ms",
             file=sys.stderr,
