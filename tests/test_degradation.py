@@ -185,3 +185,21 @@ def test_opt_speedup():
 def test_empty_cells_give_an_empty_table_with_the_columns():
     d = degradation.degradation_table(pd.DataFrame(columns=["model"]), None)
     assert list(d.columns) == DEGRADATION_COLUMNS and d.empty
+
+
+def test_smt_cells_are_compared_with_the_smt_baseline_only():
+    cells = pd.DataFrame(
+        [
+            cell("sequential", 10.0),
+            cell("interleave", 12.0),
+            cell("sequential+smt", 8.0),
+            cell("interleave+smt", 6.0),
+        ]
+    )
+    d = degradation.degradation_table(cells).set_index("placement")
+    assert sorted(d.index) == ["interleave", "interleave+smt"]
+    assert d.loc["interleave", "baseline"] == "sequential"
+    assert d.loc["interleave", "latency_degradation_pct"] == pytest.approx(20.0)
+    assert d.loc["interleave+smt", "baseline"] == "sequential+smt"
+    assert d.loc["interleave+smt", "latency_baseline_ms"] == pytest.approx(8.0)
+    assert d.loc["interleave+smt", "latency_degradation_pct"] == pytest.approx(-25.0)

@@ -5,8 +5,9 @@ up eager, each with a bootstrap CI over the raw samples of both cells.
 whose placement is not ``sequential`` and that has a ``sequential`` cell with the same
 (model, opt, threads, batch_size). Columns (exactly):
 
-- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is always
-  ``sequential``;
+- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is
+  ``sequential`` (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
+  themselves);
 - ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
   (imported PackRat tables have only min/mean/max);
 - ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
@@ -34,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import placement as placement_mod
 from .grid import KEYS
 
 N_BOOTSTRAP = 2000
@@ -153,8 +155,15 @@ def _pairs(
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
-    base = df[df[vary] == baseline]
-    comp = df[df[vary] != baseline]
+    if vary == "placement":
+        # A "+smt" cell is compared with the "+smt" baseline (sequential+smt), never across.
+        parsed = df["placement"].map(placement_mod.parse_label)
+        df = df.assign(_smt=parsed.map(lambda p: p[1]))
+        group.append("_smt")
+        is_base = parsed.map(lambda p: p[0]) == baseline
+    else:
+        is_base = df[vary] == baseline
+    base, comp = df[is_base], df[~is_base]
     merged = comp.merge(base, on=group, suffixes=("", "_b"), how="inner")
     index = _sample_index(samples)
     rows = []
@@ -198,7 +207,11 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
     out = pd.DataFrame(
         {
             **{k: p[k] for k in KEYS},
-            "baseline": "sequential",
+            "baseline": p["placement"].map(
+                lambda x: placement_mod.label(
+                    placement_mod.BASELINE, placement_mod.parse_label(x)[1]
+                )
+            ),
             "latency_statistic": p["latency_statistic"],
             "latency_baseline_ms": p["latency_baseline_ms"],
             "latency_compared_ms": p["latency_compared_ms"],
