@@ -11,12 +11,20 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] != "ok"] if not cells.empty else cells
-    lines = [
-        "numa-effects run summary",
-        f"  machine: {s.get('cpu_model', '?')}, {s.get('nodes', '?')} NUMA node(s), "
-        f"{s.get('physical_cores', '?')} cores, SMT {'on' if s.get('smt') else 'off'}",
-        f"  cells: {len(ok)} measured, {len(failed)} failed, {len(skipped)} skipped",
-    ]
+    if "nodes" in s:
+        smt = "on" if s.get("smt") else "off"
+        machine_line = (
+            f"  machine: {s.get('cpu_model', '?')}, {s['nodes']} NUMA node(s), "
+            f"{s.get('physical_cores', '?')} cores, SMT {smt}"
+        )
+    else:  # imported results: the layout was not recorded, so none is claimed
+        machine_line = f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
+    imported = machine.get("imported_from")
+    lines = ["numa-effects run summary", machine_line]
+    if imported:
+        lines.append(f"  imported from: {', '.join(imported)}")
+    verb = "imported" if imported else "measured"
+    lines.append(f"  cells: {len(ok)} {verb}, {len(failed)} failed, {len(skipped)} skipped")
     if not ok.empty and "measure_s" in ok:
         lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
     for reason, group in skipped.groupby("reason") if not skipped.empty else []:
