@@ -139,26 +139,32 @@ def run(spec: dict) -> dict:
     return result
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m numa_effects.cell", description=__doc__)
-    ap.add_argument("--spec", required=True, help="cell spec JSON written by the launcher")
-    ap.add_argument("--out", required=True, help="where to write the cell result JSON")
+def child_main(module: str, run_fn, argv=None, description: str | None = None) -> int:
+    """The command line of every pinned child the launcher runs (``python -m <module>``):
+    read the spec, run, write the result JSON atomically; exit EXIT_MISMATCH when the process
+    cannot be measured as labelled."""
+    ap = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    ap.add_argument("--spec", required=True, help="spec JSON written by the launcher")
+    ap.add_argument("--out", required=True, help="where to write the result JSON")
     args = ap.parse_args(argv)
     with open(args.spec) as fh:
         spec = json.load(fh)
     try:
-        result = run(spec)
+        result = run_fn(spec)
     except CellError as exc:
-        print(f"numa_effects.cell: {exc}", file=sys.stderr)
+        print(f"{module}: {exc}", file=sys.stderr)
         return EXIT_MISMATCH
     cellresult.write_json_atomic(args.out, result)
-    if result["status"] != "ok":
+    if result.get("status", "ok") != "ok":
         print(
-            f"numa_effects.cell: FAILED ({result['failure']['cause']}): "
-            f"{result['failure']['message']}",
+            f"{module}: FAILED ({result['failure']['cause']}): {result['failure']['message']}",
             file=sys.stderr,
         )
     return 0
+
+
+def main(argv=None) -> int:
+    return child_main("numa_effects.cell", run, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@ beside it. A few seconds per thread count and placement.
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
 import sys
 import time
@@ -170,21 +168,9 @@ def table(paths) -> pd.DataFrame:  # noqa: F821
 
 
 def main(argv=None) -> int:
-    from .cell import EXIT_MISMATCH, CellError
+    from .cell import child_main
 
-    ap = argparse.ArgumentParser(prog="python -m numa_effects.peak", description=__doc__)
-    ap.add_argument("--spec", required=True, help="spec JSON written by the launcher")
-    ap.add_argument("--out", required=True, help="where to write the result JSON")
-    args = ap.parse_args(argv)
-    with open(args.spec) as fh:
-        spec = json.load(fh)
-    try:
-        result = run(spec)
-    except CellError as exc:
-        print(f"numa_effects.peak: {exc}", file=sys.stderr)
-        return EXIT_MISMATCH
-    cellresult.write_json_atomic(args.out, result)
-    return 0
+    return child_main("numa_effects.peak", run, argv, __doc__)
 
 
 if __name__ == "__main__":
