@@ -12,8 +12,8 @@ timing) and recorded in the cell JSON as ``binding.verification``. Four checks:
   ran on a planned CPU (``/proc/self/task/*/stat`` field 39) and is allowed only planned CPUs.
 - ``pages``: where the anonymous memory (heap, weights, activations: mappings without a backing
   file in ``/proc/self/numa_maps``) really is. For a ``bind`` plan at least ``MIN_SHARE`` of it
-  must be on the planned nodes; for ``interleave`` additionally each planned node's share must be
-  within ``INTERLEAVE_TOLERANCE`` of an even split.
+  must be on the planned nodes; for ``interleave`` additionally each planned node must hold at
+  least ``INTERLEAVE_MIN_OF_EVEN`` of an even share (so memory left on one node is caught).
 
 A failed check is a failed cell (cause ``binding-mismatch`` or ``page-placement``), never a
 measurement with a warning. The parsers are pure functions, unit-tested on captured text.
@@ -29,7 +29,12 @@ from pathlib import Path
 from . import cpulist
 
 MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
-INTERLEAVE_TOLERANCE = 0.10  # each node's share within 10 percentage points of 1/n
+# Each interleaved node must hold at least half of an even share (>= 25 % of 2 nodes). Not
+# "within 10 points of even": the kernel's task-policy interleave round-robins per allocation,
+# and with transparent huge pages a 2 MiB page is one step like a 4 KiB page, so byte shares
+# drift. Measured on the 2-node test guest (THP always): one cell 65.4 / 34.6 %, another
+# 54.8 / 45.2 %, a touched buffer 51.5 / 48.5 %. Memory that ignored the policy is ~100 / 0.
+INTERLEAVE_MIN_OF_EVEN = 0.5
 
 CAUSE_BINDING = "binding-mismatch"
 CAUSE_PAGES = "page-placement"
@@ -238,14 +243,15 @@ def check_pages(plan: dict, kb_by_node: dict[int, int]) -> tuple[dict, str | Non
         )
     if plan["mem_policy"] == "interleave" and len(planned) > 1:
         even = 1.0 / len(planned)
-        summary["interleave_tolerance"] = INTERLEAVE_TOLERANCE
-        worst = max(abs(shares.get(n, 0.0) - even) for n in planned)
-        summary["max_deviation_from_even"] = round(worst, 4)
-        if worst > INTERLEAVE_TOLERANCE:
+        floor = INTERLEAVE_MIN_OF_EVEN * even
+        summary["interleave_min_share"] = floor
+        summary["max_deviation_from_even"] = round(
+            max(abs(shares.get(n, 0.0) - even) for n in planned), 4
+        )
+        if min(shares.get(n, 0.0) for n in planned) < floor:
             where = ", ".join(f"node {n}: {shares.get(n, 0.0):.1%}" for n in planned)
             return summary, (
-                f"interleaved memory is uneven ({where}; each must be within "
-                f"{INTERLEAVE_TOLERANCE:.0%} of {even:.0%})"
+                f"interleaved memory is uneven ({where}; each node must hold at least {floor:.0%})"
             )
     return summary, None
 
