@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects import cellresult, cpulist, placement, topology
+from numa_effects import cellresult, cpulist, placement, topology, verify
 
 pytestmark = pytest.mark.numa_vm
 
@@ -135,8 +135,11 @@ def test_cell_binding_and_pages_match_the_plan(guest, place, threads):
     on_plan = sum(by_node.get(n, 0) for n in plan["mem_nodes"]) / total
     assert on_plan >= 0.9
     if place == "mem-interleave":
+        # Both nodes hold a real share (verify.INTERLEAVE_MIN_OF_EVEN explains why not +-10 pp:
+        # with THP the guest measured 65 / 35 %), and neither holds it all.
+        floor = verify.INTERLEAVE_MIN_OF_EVEN / len(plan["mem_nodes"])
         for n in plan["mem_nodes"]:
-            assert abs(by_node.get(n, 0) / total - 0.5) <= 0.1
+            assert by_node.get(n, 0) / total >= floor
     if place == "remote":
         assert by_node.get(plan["cpu_nodes"][0], 0) / total < 0.1  # not local
 
