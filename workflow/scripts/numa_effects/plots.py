@@ -417,6 +417,14 @@ def _seq(u: pd.DataFrame) -> pd.DataFrame:
     return u[u["placement"].map(is_baseline)]
 
 
+def _threads_metric_axes(ax, tables: Tables, d, metric: str) -> str:
+    """x = threads, y = the metric's label, unit and scale; returns "Latency" or "Throughput"."""
+    _threads_axis(ax, sorted(d["threads"].unique()))
+    scale = _y_scale(ax, d[metric])
+    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
+    return "Latency" if metric == "lat" else "Throughput"
+
+
 def per_batch(tables: Tables, model: str, batch_size: int, metric: str):
     """Families 1 and 3: x = threads, one line per optimization, sequential placement."""
     u = _seq(tables.universe(model))
@@ -426,10 +434,7 @@ def per_batch(tables: Tables, model: str, batch_size: int, metric: str):
     drawn = _lines(
         ax, d, "opt", opts, opt_color, lambda o: OPT_LABELS.get(o, o), metric, annotate=True
     )
-    _threads_axis(ax, sorted(d["threads"].unique()))
-    name = "Latency" if metric == "lat" else "Throughput"
-    scale = _y_scale(ax, d[metric])
-    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
+    name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} (BS={batch_size})",
@@ -448,10 +453,7 @@ def per_opt(tables: Tables, model: str, opt: str, metric: str):
     drawn = _lines(
         ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", metric
     )
-    _threads_axis(ax, sorted(d["threads"].unique()))
-    name = "Latency" if metric == "lat" else "Throughput"
-    scale = _y_scale(ax, d[metric])
-    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
+    name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} (opt={opt})",
@@ -743,10 +745,7 @@ def numa_per_batch(tables: Tables, model: str, opt: str, batch_size: int, metric
     places = sorted(d["placement"].unique(), key=_placement_order)
     fig, ax = _new()
     drawn = _lines(ax, d, "placement", places, placement_color, str, metric, annotate=True)
-    _threads_axis(ax, sorted(d["threads"].unique()))
-    name = "Latency" if metric == "lat" else "Throughput"
-    scale = _y_scale(ax, d[metric])
-    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
+    name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} by Placement (BS={batch_size}, opt={opt})",
