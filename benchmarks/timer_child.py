@@ -25,19 +25,11 @@ def main(argv=None) -> int:
     import torch
     from torch.utils.benchmark import Timer
 
-    from numa_effects.cell import build, set_threads
+    from numa_effects.cell import build_for, set_threads
 
-    cell, settings = spec["cell"], spec["settings"]
-    threads = int(cell["threads"])
+    threads = int(spec["cell"]["threads"])
     set_threads(threads)
-    fn, x, _, _ = build(
-        cell["model"],
-        cell["opt"],
-        int(cell["batch_size"]),
-        int(cell["image_size"]),
-        int(settings.get("seed", 0)),
-        settings,
-    )
+    fn, x, _, _ = build_for(spec)
 
     def step():
         with torch.inference_mode():

@@ -62,6 +62,19 @@ def build(model_name: str, opt: str, batch_size: int, image_size: int, seed: int
     return fn, x, {"build_s": t1 - t0, "prepare_s": t2 - t1}, caught
 
 
+def build_for(spec: dict):
+    """``build`` for a launcher spec: the model, input and optimization the cell names."""
+    cell, settings = spec["cell"], spec["settings"]
+    return build(
+        cell["model"],
+        cell["opt"],
+        int(cell["batch_size"]),
+        int(cell["image_size"]),
+        int(settings.get("seed", 0)),
+        {**settings, "compile_cache_dir": spec.get("compile_cache_dir")},
+    )
+
+
 def run(spec: dict) -> dict:
     import torch
 
@@ -71,14 +84,7 @@ def run(spec: dict) -> dict:
     threads = int(cell["threads"])
     thread_info = set_threads(threads)
     bind = provenance.binding()
-    fn, x, timings, caught = build(
-        cell["model"],
-        cell["opt"],
-        int(cell["batch_size"]),
-        int(cell["image_size"]),
-        int(settings.get("seed", 0)),
-        {**settings, "compile_cache_dir": spec.get("compile_cache_dir")},
-    )
+    fn, x, timings, caught = build_for(spec)
 
     def step():
         with torch.inference_mode():

@@ -39,18 +39,7 @@ INTERRUPT_SIGNALS = frozenset(
     {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
 )
 
-CAUSES = {
-    "numactl-missing": "numactl is not installed; cells never run unpinned",
-    "plan-mismatch": "the plan made when scheduling does not hold where the cell runs",
-    "binding-refused": "numactl refused the binding (a CPU or node outside what is allowed)",
-    "timeout": "no result after the per-cell timeout (3 x max_seconds_per_cell + 120 s)",
-    "out-of-memory": "an allocation was refused (max_memory_mb) or the kernel's OOM killer struck",
-    "signal": "the cell process crashed with a signal (SIGSEGV, SIGABRT, SIGBUS, SIGILL, ...)",
-    "build-error": "an exception while building the model or applying the optimization",
-    "error": "any other exception or non-zero exit of the cell process",
-    "thread-mismatch": "torch did not get the requested number of threads",
-    "binding-mismatch": "the binding read back inside the cell differs from the plan",
-}
+# The failure causes and what each means are listed in the README ("When things go wrong").
 
 # numactl's own complaints come before the Python child ever starts.
 NUMACTL_PATTERNS = (
