@@ -36,7 +36,7 @@ sysdeps:
 run: venv sysdeps
 	$(BIN)/snakemake --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
-# Re-run only the cells whose result says failed (README, "When things go wrong"). Pass the
+# Re-run only the cells whose result says failed (docs/troubleshooting.md). Pass the
 # same SNAKEMAKE_ARGS (e.g. --configfile) as the run that failed; RESULTS=folder if not results.
 retry-failed: venv sysdeps
 	@failed="$$($(BIN)/python workflow/scripts/failed_cells.py $(RESULTS))"; \

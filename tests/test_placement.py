@@ -1,6 +1,6 @@
 """The placement planner on every topology fixture: every placement, SMT off and on, and every
 not-applicable reason. Properties are checked exhaustively (all t up to the machine's CPUs);
-exact numactl arguments are pinned on the machines the README documents."""
+exact numactl arguments are pinned on the machines docs/placements.md documents."""
 
 from math import ceil
 
@@ -213,14 +213,14 @@ def test_max_threads():
 
 
 def test_readme_examples_are_the_planners_output():
-    """The README's numactl examples are generated, not hand-written: each marked block is
+    """The numactl examples in docs/placements.md are generated, not hand-written: each marked block is
     ``examples_markdown`` on the named fixture."""
     import re
     from pathlib import Path
 
     from numa_effects import topology
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[1] / "docs" / "placements.md").read_text()
     blocks = re.findall(
         r"<!-- placement-examples: (\S+) (\S+)( smt)? -->\n(.*?)\n<!-- /placement-examples -->",
         readme,
@@ -230,4 +230,4 @@ def test_readme_examples_are_the_planners_output():
     for fixture, threads, smt, table in blocks:
         topo = topology.load(Path(__file__).parent / "fixtures" / "topology" / fixture)
         want = placement.examples_markdown(topo, [int(t) for t in threads.split(",")], bool(smt))
-        assert table == want, f"README block for {fixture} is stale; regenerate it"
+        assert table == want, f"docs/placements.md block for {fixture} is stale; regenerate it"

@@ -2,7 +2,7 @@
 
 PackRat (msr-fiddle/packrat) appends one row per cell to ``resnet_latency.csv`` (latency min /
 avg / max in ms per batch, hardware-counter GFLOP/s) and ``resnet_throughput.csv`` (images/s =
-batch x iterations / total time). Mapping (README "Importing PackRat results"):
+batch x iterations / total time). Mapping (docs/report.md, "Importing PackRat results"):
 
 - ``benchmark`` = ``<model>_<runtype>_<opt>`` or ``<model>_<local|remote>_<opt>``: ``opt`` is the
   last part (``resnet_manual_none`` -> ``none``, ``..._script`` -> ``script``); the model

@@ -214,7 +214,7 @@ def max_threads(topo: Topology, use_smt: bool = False) -> int:
 
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
     """A Markdown table of the numactl arguments of every placement at the given thread counts
-    (the README's examples are this function's output on the 2 x 16-core fixture)."""
+    (the examples in docs/placements.md are this function's output on the 2 x 16-core fixture)."""
     lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
     for name in PLACEMENTS:
         for t in threads:
