@@ -8,9 +8,9 @@ import random
 import pandas as pd
 import pytest
 from test_packrat import PACKRAT
-from test_topology import load
+from test_topology import FIXTURES, load
 
-from numa_effects import packing, packrat
+from numa_effects import packing, packrat, placement
 from numa_effects.packing import Instance
 
 
@@ -156,3 +156,52 @@ def test_packrat_cloudlab_plans(cloudlab):
         # the paper's claim, in this table's terms: more than one instance wins for B >= 2
         rows = packing.choices(cloudlab, "resnet50", opt, [16], batches, range(1, 17))
         assert all(r["k"] > 1 and r["speedup"] > 1.0 for r in rows if r["batch"] >= 2)
+
+
+# -- disjoint core sets for concurrent instances (placement.pack) ----------------------------------
+def cpus_of(plans):
+    return [p.cpus for p in plans]
+
+
+def test_pack_on_2x16():
+    topo = load("2x16-nosmt-alternating")  # node 0: even CPUs, node 1: odd CPUs
+    even, odd = tuple(range(0, 32, 2)), tuple(range(1, 32, 2))
+    # budget = one node: every instance on node 0, best fit, in the order asked for
+    plans = placement.pack(topo, [4, 8, 4], 16)
+    assert cpus_of(plans) == [even[8:12], even[:8], even[12:]]
+    assert all(p.mem_nodes == (0,) and p.mem_policy == "bind" for p in plans)
+    # budget = all cores: two 16-thread instances, one per node, never straddling
+    plans = placement.pack(topo, [16, 16], 32)
+    assert cpus_of(plans) == [even, odd] and [p.mem_nodes for p in plans] == [(0,), (1,)]
+    # four 8-thread instances: two per node
+    plans = placement.pack(topo, [8] * 4, 32)
+    assert [p.cpu_nodes for p in plans] == [(0,), (0,), (1,), (1,)]
+    # an instance larger than a node must straddle; the others stay on one node
+    plans = placement.pack(topo, [4, 20], 32)
+    assert plans[1].cpu_nodes == (0, 1) and plans[1].mem_nodes == (0, 1)
+    assert plans[0].cpu_nodes == (1,)
+    assert isinstance(placement.pack(topo, [16, 1], 16), placement.NotApplicable)
+    assert isinstance(placement.pack(topo, [1], 33), placement.NotApplicable)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_pack_is_disjoint_on_every_fixture(name):
+    topo = load(name)
+    rng = random.Random(name)
+    for budget in packing.budgets(topo):
+        for _ in range(20):
+            threads = []
+            while sum(threads) < budget and rng.random() < 0.8:
+                threads.append(rng.randint(1, budget - sum(threads)))
+            plans = placement.pack(topo, threads, budget)
+            used = [c for p in plans for c in p.cpus]
+            assert len(used) == len(set(used)) == sum(threads)  # no CPU shared
+            assert [p.threads for p in plans] == threads
+            assert all(topo.cpu(c).primary for c in used)  # physical cores only
+            # within the budget's cores: the first `budget` cores in sequential order
+            order = [c for n in topo.nodes for c in topo.node_cpus(n)]
+            assert set(used) <= set(order[:budget])
+            for p in plans:
+                assert p.mem_nodes == p.cpu_nodes
+                if p.threads <= min(topo.cores_per_node().values()) and len(plans) == 1:
+                    assert len(p.cpu_nodes) == 1  # a lone instance that fits a node stays on it

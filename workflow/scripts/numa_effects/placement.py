@@ -207,6 +207,47 @@ def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
     return result
 
 
+PACKED = "packed"
+
+
+def pack(topo: Topology, threads: list[int], budget: int, use_smt: bool = False):
+    """Disjoint CPU sets for concurrent instances (the packing runner, numa_effects.packing):
+    instance j gets ``threads[j]`` cores of its own, out of the first ``budget`` cores in
+    ``sequential`` order (node 0 filled before node 1). No CPU is shared. Largest instance
+    first, each goes to the node with the fewest free cores that still holds it (best fit), so
+    an instance straddles nodes only when no node has room for it; a straddling instance takes
+    the lowest free cores in node order. Memory is bound to the nodes of the instance's cores.
+    Returns the plans in the order of ``threads``, or ``NotApplicable`` with the reason."""
+    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
+    if budget > len(order):
+        return NotApplicable(
+            PACKED, budget, f"a budget of {budget} {_unit(use_smt)}; this machine has {len(order)}"
+        )
+    if any(t < 1 for t in threads) or sum(threads) > budget:
+        return NotApplicable(
+            PACKED, sum(threads), f"instances of {threads} threads do not fit {budget} cores"
+        )
+    free = {n: [c for c in order[:budget] if topo.node_of(c) == n] for n in topo.nodes}
+    cpus_of: dict[int, list[int]] = {}
+    for j in sorted(range(len(threads)), key=lambda j: -threads[j]):
+        t = threads[j]
+        fits = [n for n in topo.nodes if len(free[n]) >= t]
+        if fits:
+            node = min(fits, key=lambda n: (len(free[n]), n))
+            cpus_of[j], free[node] = free[node][:t], free[node][t:]
+        else:
+            cpus_of[j] = []
+            for n in topo.nodes:
+                take = min(t - len(cpus_of[j]), len(free[n]))
+                cpus_of[j] += free[n][:take]
+                free[n] = free[n][take:]
+    plans = []
+    for j, t in enumerate(threads):
+        nodes = sorted({topo.node_of(c) for c in cpus_of[j]})
+        plans.append(_make(topo, PACKED, t, cpus_of[j], "bind", nodes, use_smt))
+    return plans
+
+
 def max_threads(topo: Topology, use_smt: bool = False) -> int:
     """Threads that ``threads: auto`` expands to: the usable CPUs of one NUMA node."""
     return len(topo.node_cpus(topo.nodes[0], use_smt))
