@@ -48,7 +48,7 @@ def run(ctx: Context) -> pd.DataFrame:
     rows = []
     for i, row in cells.iterrows():
         label = key_label(row)
-        spec_path = adaptive.results / "logs" / "cells" / f"{label}.spec.json"
+        spec_path = adaptive.results / "logs" / "cells" / label / "r1.spec.json"
         spec = json.loads(spec_path.read_text())
         tag = label.replace("/", "_")
         results = {}

@@ -25,6 +25,7 @@ TINY_CONFIG = {
     "min_iterations": 3,
     "max_iterations": 5,
     "max_seconds_per_cell": 1,
+    "replicates": 1,  # config/config.yaml runs more; tests that need replicates say so
 }
 
 

@@ -27,6 +27,7 @@ BASE = {
     "warmup": 0,
     "fixed_iterations": 2,
     "max_seconds_per_cell": 1,
+    "replicates": 1,
 }
 
 

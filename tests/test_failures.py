@@ -47,8 +47,8 @@ def failing_grid(tmp_path_factory):
     robust.signal_cells(
         results,
         {
-            "none/sequential/t1/bs2.spec.json": signal.SIGSEGV,
-            "none/sequential/t1/bs3.spec.json": signal.SIGSTOP,
+            "none/sequential/t1/bs2/r1.spec.json": signal.SIGSEGV,
+            "none/sequential/t1/bs3/r1.spec.json": signal.SIGSTOP,
         },
         proc,
         timeout=900,
@@ -141,7 +141,7 @@ def test_retry_failed_reruns_only_the_failed_cells(failing_grid):
     ).stdout.split()
     failures = pd.read_csv(results / "tables" / "failures.csv")
     assert sorted(listed) == sorted(failures["cell_json"])
-    ok_cell = results / "cells/resnet18/none/sequential/t1/bs1.json"
+    ok_cell = results / "cells/resnet18/none/sequential/t1/bs1/r1.json"
     before = ok_cell.stat().st_mtime_ns
     # The documented command, without PYTORCH_JIT=0 and without signals this time.
     rc, out = robust.run(

@@ -1,5 +1,6 @@
 """Grid expansion: which cells are scheduled, which are skipped and why."""
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -52,10 +53,54 @@ def test_cells_carry_their_plan(this_vm):
     g = grid.expand(config(threads=[2], placements=["sequential"], batch_sizes=[1]), this_vm)
     (key, plan), *_ = g.cells.items()
     assert plan.numactl_args() == ["--physcpubind=0-1", "--membind=0"]
-    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1.json"
+    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1/r1.json"
+    assert key.path("out", 3) == "out/cells/resnet50/none/sequential/t2/bs1/r3.json"
 
 
 def test_cell_key_round_trips_through_wildcards():
     key = grid.CellKey("resnet50", "script", "interleave", 4, 16)
     wc = {k: str(v) for k, v in key.as_dict().items()}
     assert grid.CellKey.from_wildcards(wc) == key
+
+
+def order_config(**over):
+    return config(threads=[1, 2], batch_sizes=[1, 4, 16], **over)
+
+
+@pytest.mark.parametrize("replicates", [2, 3, 5])
+@pytest.mark.parametrize(
+    "topo_file", ["this-vm-2cpu-1node.lscpu", "2x16-nosmt-alternating.lscpu-p.txt"]
+)
+def test_job_order_separates_replicates_and_keeps_baselines_close(replicates, topo_file):
+    """Planned on this machine's shape and on a 2-node file: no two replicates of a cell back to
+    back; every compared cell within a few jobs of its baseline's same replicate."""
+    topo = topology.load(FIX / topo_file)
+    g = grid.expand(order_config(), topo)
+    order = grid.job_order(g.cells, replicates)
+    assert sorted(order) == sorted((k, r) for k in g.cells for r in range(1, replicates + 1))
+    # rounds: every first replicate before any second one
+    assert [r for _, r in order] == sorted(r for _, r in order)
+    for (a, _), (b, _) in itertools.pairwise(order):
+        assert a != b, f"replicates of {a} back to back"
+    pos = {job: i for i, job in enumerate(order)}
+    placements = {k.placement for k in g.cells}
+    for (k, r), i in pos.items():
+        if k.placement == "sequential":
+            continue
+        base = grid.CellKey(k.model, k.opt, "sequential", k.threads, k.batch_size)
+        assert abs(pos[(base, r)] - i) < len(placements), (k, r)
+    # ABBA: the baseline runs first in one round and last in the next
+    if len(placements) > 1:
+        k = next(k for k in g.cells if k.placement != "sequential")
+        base = grid.CellKey(k.model, k.opt, "sequential", k.threads, k.batch_size)
+        assert (pos[(base, 1)] < pos[(k, 1)]) != (pos[(base, 2)] < pos[(k, 2)])
+
+
+def test_job_order_is_seeded_and_paths_follow_it(this_vm):
+    g = grid.expand(order_config(), this_vm)
+    assert grid.job_order(g.cells, 3) == grid.job_order(g.cells, 3)
+    assert grid.job_order(g.cells, 3, seed=1) != grid.job_order(g.cells, 3)
+    paths = grid.replicate_outputs(g, 2, "res")
+    assert len(paths) == len(set(paths)) == 2 * len(g.cells)
+    assert paths[0].endswith("/r1.json") and paths[-1].endswith("/r2.json")
+    assert grid.replicates({}) == 1 and grid.replicates({"replicates": 4}) == 4

@@ -38,7 +38,7 @@ def grid(results: Path, **over) -> dict:
 
 def cell_jsons(results: Path) -> list[Path]:
     cells = results / "cells"
-    return sorted(p for p in cells.rglob("bs*.json")) if cells.exists() else []
+    return sorted(p for p in cells.rglob("r*.json")) if cells.exists() else []
 
 
 def result_of(spec: str) -> Path:
@@ -53,7 +53,7 @@ def one_done_one_running(results: Path):
 def assert_no_partial_results(results: Path):
     for p in results.rglob("*.json"):
         json.loads(p.read_text())  # every JSON there is complete
-    assert not [p for p in results.rglob(".bs*")], "temp files of a cell left behind"
+    assert not [p for p in results.rglob(".r*")], "temp files of a cell left behind"
 
 
 def resume_and_check(work: Path, cfg: dict, target: str, done: dict[Path, int]):
@@ -256,6 +256,6 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
     assert jobs["cell"] == 2  # interleave x 2 batch sizes, nothing else re-measured
     outputs = re.findall(r"output: (\S+/cells/\S+\.json)", out)
     assert sorted(Path(p).relative_to(results / "cells").as_posix() for p in outputs) == [
-        "resnet18/none/interleave/t1/bs1.json",
-        "resnet18/none/interleave/t1/bs2.json",
+        "resnet18/none/interleave/t1/bs1/r1.json",
+        "resnet18/none/interleave/t1/bs2/r1.json",
     ]

@@ -1,8 +1,8 @@
 rule cell:
     output:
-        f"{RESULTS}/cells/{{model}}/{{opt}}/{{placement}}/t{{threads}}/bs{{batch_size}}.json",
+        f"{RESULTS}/{grid_mod.CELL_PATTERN}",
     log:
-        f"{RESULTS}/logs/cells/{{model}}/{{opt}}/{{placement}}/t{{threads}}/bs{{batch_size}}.log",
+        f"{RESULTS}/{grid_mod.LOG_PATTERN}",
     # Names only: no path separators or shell metacharacters can reach a cell.
     wildcard_constraints:
         model=r"[a-z][a-z0-9_]*",
@@ -10,6 +10,9 @@ rule cell:
         placement=r"[a-z][a-z-]*(\+smt)?",
         threads=r"\d+",
         batch_size=r"\d+",
+        replicate=r"[1-9]\d*",
+    # Replicates run round by round, a placement next to its baseline (grid.job_order).
+    priority: cell_priority
     conda:
         "../../envs/benchmark.yaml"
     threads: bench_threads

@@ -14,12 +14,14 @@ from numa_effects import supervise as supervise_mod  # noqa: E402
 # naming the key and the allowed values. Cells are planned against the topology file named in
 # the config (a cluster's compute nodes differ from the submit host) or against this machine;
 # every cell re-checks where it runs.
-try:
-    TOPOLOGY = validation.check(
-        config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
-    )
-except validation.ConfigError as exc:
-    raise WorkflowError(str(exc)) from None
+# A problem exits with status 1 and one line per problem, never a traceback (see
+# validation.check_or_exit). Values are normalised in place (1000.0 -> 1000, 'true' -> true,
+# ./results/ -> results) before anything below uses them.
+TOPOLOGY = validation.check_or_exit(
+    config,
+    schema_path=Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
+    workflow_dir=workflow.basedir,
+)
 
 RESULTS = config["results"]
 
@@ -35,6 +37,10 @@ if workflow.is_main_process:
             file=sys.stderr,
         )
 GRID = grid_mod.expand(config, TOPOLOGY)
+REPLICATES = grid_mod.replicates(config)
+# (cell, replicate) -> Snakemake priority: the earlier in grid.job_order, the higher.
+_ORDER = grid_mod.job_order(GRID.cells, REPLICATES)
+JOB_PRIORITY = {job: len(_ORDER) - i for i, job in enumerate(_ORDER)}
 
 # Benchmark cells never run concurrently on one machine, whatever --cores says: each holds
 # the single bench_slot. A cluster profile raises the limit (cells get exclusive nodes there).
@@ -50,6 +56,9 @@ MEASUREMENT_KEYS = (
     "max_iterations",
     "max_seconds_per_cell",
     "seed",
+    "exclude_foreign_pct",
+    "contended_retries",
+    "contended_backoff_s",
 )
 
 
@@ -67,7 +76,9 @@ def cell_spec(wildcards):
             "use_smt": config["use_smt"],
         },
         "plan": GRID.cells[key].to_dict(),
-        "settings": {k: config[k] for k in MEASUREMENT_KEYS},
+        "settings": {k: config.get(k) for k in MEASUREMENT_KEYS},
+        # which independent process of the cell this is (its own result file)
+        "replicate": int(wildcards.replicate),
     }
     # torch.compile's cache lives under results/ so reruns reuse compiled kernels.
     if key.opt == "compile":
@@ -82,8 +93,13 @@ def cell_timeout(wildcards):
     return supervise_mod.cell_timeout_s(config)
 
 
+def cell_priority(wildcards):
+    return JOB_PRIORITY.get((cell_key(wildcards), int(wildcards.replicate)), 0)
+
+
 def cell_outputs():
-    return [key.path(RESULTS) for key in GRID.cells]
+    """Every replicate of every cell (one result file each), in the order they run."""
+    return grid_mod.replicate_outputs(GRID, REPLICATES, RESULTS)
 
 
 def all_outputs():

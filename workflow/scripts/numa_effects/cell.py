@@ -113,6 +113,7 @@ def run(spec: dict) -> dict:
         "schema_version": cellresult.SCHEMA_VERSION,
         "status": "ok",
         "cell": cell,
+        "replicate": int(spec.get("replicate", 1)),
         "plan": spec["plan"],
         "settings": settings,
         "measurement": {**m.to_dict(), **timings},

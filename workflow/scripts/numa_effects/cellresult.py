@@ -1,9 +1,10 @@
-"""The cell result model (one JSON file per cell) and atomic writes.
+"""The cell result model (one JSON file per replicate of a cell) and atomic writes.
 
 Top-level keys of a cell JSON (``SCHEMA_VERSION`` 1):
 
 - ``status``: "ok" or "failed"
 - ``cell``: model, opt, placement, threads, batch_size, image_size, use_smt
+- ``replicate``: which independent process of the cell this is (1-based; ``grid.job_order``)
 - ``plan``: the planned binding (``placement.Plan.to_dict``)
 - ``settings``: the measurement settings the cell was run with
 - ``measurement``: warm-up and timed latencies (seconds, raw), stop reason, elapsed
@@ -58,6 +59,7 @@ def failed(spec: dict, cause: str, message: str, **details) -> dict:
         "schema_version": SCHEMA_VERSION,
         "status": "failed",
         "cell": spec["cell"],
+        "replicate": int(spec.get("replicate", 1)),
         "plan": spec.get("plan"),
         "settings": spec.get("settings", {}),
         "failure": {"cause": cause, "message": message, **details},

@@ -1,15 +1,21 @@
 """The experiment grid: the config expanded into cells (runnable, with their plan) and skipped
-cells (with the reason this machine cannot run them)."""
+cells (with the reason this machine cannot run them); each cell's ``replicates`` (independent
+pinned processes, one result file each) and the order in which they run (``job_order``)."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import placement as placement_mod
 from .topology import Topology
 
 KEYS = ("model", "opt", "placement", "threads", "batch_size")
-CELL_PATTERN = "cells/{model}/{opt}/{placement}/t{threads}/bs{batch_size}.json"
+# One result file per replicate (an independent pinned process) of a cell.
+CELL_PATTERN = "cells/{model}/{opt}/{placement}/t{threads}/bs{batch_size}/r{replicate}.json"
+LOG_PATTERN = "logs/" + CELL_PATTERN.removesuffix(".json") + ".log"
+DEFAULT_REPLICATES = 1  # when the config has no ``replicates`` (config/config.yaml sets it)
 
 
 @dataclass(frozen=True, order=True)
@@ -20,8 +26,9 @@ class CellKey:
     threads: int
     batch_size: int
 
-    def path(self, results: str = "results") -> str:
-        return f"{results}/" + CELL_PATTERN.format(**self.as_dict())
+    def path(self, results: str = "results", replicate: int = 1) -> str:
+        """The result file of replicate ``replicate`` (1-based) of this cell."""
+        return f"{results}/" + CELL_PATTERN.format(**self.as_dict(), replicate=int(replicate))
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in KEYS}
@@ -69,3 +76,63 @@ def expand(config: dict, topo: Topology) -> Grid:
                         else:
                             cells[key] = result
     return Grid(dict(sorted(cells.items())), dict(sorted(skipped.items())))
+
+
+def replicates(config: dict) -> int:
+    """How many independent processes measure each cell (config key ``replicates``)."""
+    r = config.get("replicates")
+    return DEFAULT_REPLICATES if r is None else int(r)
+
+
+def _group(key: CellKey) -> tuple:
+    """Cells compared with each other by ``degradation`` (a placement and its sequential
+    baseline, SMT kept apart): they run next to each other in every round."""
+    _base, smt = placement_mod.parse_label(key.placement)
+    return (key.model, key.opt, key.threads, key.batch_size, smt)
+
+
+def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list[tuple]:
+    """The order in which the (cell, replicate) jobs run, so that a slow drift of the machine
+    cannot look like an effect:
+
+    - round r measures replicate r of every cell (all first replicates, then all second ones),
+      so two replicates of a cell are a whole round apart, never back to back (with >= 2 cells);
+    - within a round, the cells of one comparison group (a placement and its ``sequential``
+      baseline at the same model, opt, threads and batch size) run next to each other, in ABBA
+      order over the rounds (baseline first in odd rounds, last in even ones);
+    - the groups' order is a seeded shuffle per round, re-drawn if it would put the same group
+      at the end of one round and the start of the next.
+    """
+    keys = sorted(keys)
+    groups: dict[tuple, list[CellKey]] = {}
+    for k in keys:
+        groups.setdefault(_group(k), []).append(k)
+
+    def baseline_first(k: CellKey) -> tuple:
+        return (placement_mod.parse_label(k.placement)[0] != placement_mod.BASELINE, k)
+
+    for members in groups.values():
+        members.sort(key=baseline_first)
+    rng = random.Random(seed)
+    order: list[tuple] = []
+    names = list(groups)
+    last = None
+    for r in range(1, int(n_replicates) + 1):
+        names = list(groups)
+        rng.shuffle(names)
+        if len(names) > 1 and names[0] == last:
+            names.append(names.pop(0))
+        last = names[-1]
+        for g in names:
+            members = groups[g]
+            # ABBA across rounds; a lone group keeps one order (else its last cell would
+            # end one round and start the next)
+            flip = r % 2 == 0 and len(groups) > 1
+            for k in reversed(members) if flip else members:
+                order.append((k, r))
+    return order
+
+
+def replicate_outputs(grid: Grid, n_replicates: int, results: str = "results") -> list[str]:
+    """Every replicate's result file, in ``job_order``."""
+    return [k.path(results, r) for k, r in job_order(grid.cells, n_replicates)]

@@ -22,6 +22,7 @@ KEY_COLUMNS = list(KEYS)
 def cell_row(data: dict, path: str = "") -> dict:
     cell = data["cell"]
     row = {k: cell[k] for k in KEYS}
+    row["replicate"] = int(data.get("replicate", 1))
     row["image_size"] = cell.get("image_size")
     row["use_smt"] = cell.get("use_smt", False)
     row["placement_base"] = placement_mod.parse_label(str(cell["placement"]))[0]
@@ -148,6 +149,7 @@ def sample_rows(data: dict) -> Iterable[dict]:
     if data["status"] != "ok":
         return
     keys = {k: data["cell"][k] for k in KEYS}
+    keys["replicate"] = int(data.get("replicate", 1))
     for i, lat in enumerate(data["measurement"]["latencies_s"]):
         yield {**keys, "iteration": i, "latency_ms": lat * 1000.0}
 
@@ -161,7 +163,9 @@ def tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     cells = pd.DataFrame(rows)
     if not cells.empty:
         cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
-    samples_df = pd.DataFrame(samples, columns=[*KEY_COLUMNS, "iteration", "latency_ms"])
+    samples_df = pd.DataFrame(
+        samples, columns=[*KEY_COLUMNS, "replicate", "iteration", "latency_ms"]
+    )
     return cells, samples_df
 
 
