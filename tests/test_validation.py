@@ -58,22 +58,22 @@ def cfg(**over) -> dict:
         ),
         pytest.param(
             {"batch_sizes": [0]},
-            ["config key 'batch_sizes' item 1: 0 is out of range", "integer >= 1"],
+            ["config key 'batch_sizes[0]': 0 is out of range", "integer >= 1"],
             id="batch-zero",
         ),
         pytest.param(
             {"batch_sizes": [4, -2]},
-            ["config key 'batch_sizes' item 2: -2 is out of range", "integer >= 1"],
+            ["config key 'batch_sizes[1]': -2 is out of range", "integer >= 1"],
             id="batch-negative",
         ),
         pytest.param(
             {"batch_sizes": [1.5]},
-            ["config key 'batch_sizes' item 1: 1.5 is a number", "integer >= 1"],
+            ["config key 'batch_sizes[0]': 1.5 is a number", "integer >= 1"],
             id="batch-non-integer",
         ),
         pytest.param(
             {"batch_sizes": ["eight"]},
-            ["config key 'batch_sizes' item 1: 'eight' is a string", "integer >= 1"],
+            ["config key 'batch_sizes[0]': 'eight' is a string", "integer >= 1"],
             id="batch-string",
         ),
         pytest.param(
@@ -177,7 +177,7 @@ def test_a_real_run_refuses_the_same_way(tmp_path):
     proc = snakemake(tmp_path, cfg(batch_sizes=[0]), "--cores", "1", "all", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config key 'batch_sizes' item 1: 0 is out of range" in out
+    assert "config key 'batch_sizes[0]': 0 is out of range" in out
     assert not (tmp_path / "results").exists()
 
 
@@ -328,12 +328,12 @@ def test_valid_tiny_config_passes_and_returns_this_machine():
 
 
 def test_booleans_are_not_integers():
-    with pytest.raises(validation.ConfigError, match="item 1: true is a boolean"):
+    with pytest.raises(validation.ConfigError, match=r"'batch_sizes\[0\]': true is a boolean"):
         check(batch_sizes=[True])
 
 
 def test_nested_import_key_errors_are_named():
-    with pytest.raises(validation.ConfigError, match="unknown config key 'foo' under 'import'"):
+    with pytest.raises(validation.ConfigError, match="unknown config key 'import.foo'"):
         check(**{"import": {"packrat": ["x"], "foo": 1}})
 
 
