@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects import figures, plots
+from numa_effects import figure_data, figures, grid, plots, style
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 FAILED = ("script", "interleave", 4, 8)  # see tests/fixtures/tables/make_fixture.py
@@ -16,7 +16,7 @@ MISSING = ("none", "sequential", 2, 64)
 
 @pytest.fixture(scope="module")
 def tables():
-    return plots.Tables.load(FIX / "cells.csv", FIX / "skipped.csv", FIX / "degradation.csv")
+    return figure_data.Tables.load(FIX / "cells.csv", FIX / "skipped.csv", FIX / "degradation.csv")
 
 
 def texts(fig) -> list[str]:
@@ -37,7 +37,7 @@ def test_universe_knows_every_cell_status(tables):
 
 def test_latency_is_the_median_when_present_else_the_mean(tables):
     assert tables.latency_column == "latency_median_ms"
-    no_median = plots.Tables(tables.cells.drop(columns=["latency_median_ms"]), tables.skipped)
+    no_median = figure_data.Tables(tables.cells.drop(columns=["latency_median_ms"]), tables.skipped)
     assert no_median.latency_column == "latency_mean_ms"
     fig = plots.draw("latency_per_batch", no_median, {"model": "resnet50", "batch_size": 8})
     assert "mean (ms)" in fig.axes[0].get_ylabel()
@@ -79,9 +79,9 @@ def test_colours_are_fixed_per_opt_and_placement(tables):
 
     a = colours("latency_per_batch", {"batch_size": 1})
     b = colours("throughput_per_batch", {"batch_size": 64})
-    assert a["script (TorchScript)"] == b["script (TorchScript)"] == plots.OPT_COLORS["script"]
+    assert a["script (TorchScript)"] == b["script (TorchScript)"] == style.OPT_COLORS["script"]
     c = colours("numa_throughput_per_batch", {"opt": "none", "batch_size": 1})
-    assert c["interleave"] == plots.PLACEMENT_COLORS["interleave"]
+    assert c["interleave"] == style.PLACEMENT_COLORS["interleave"]
 
 
 def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
@@ -128,7 +128,7 @@ def test_heatmap_without_cis_says_significance_is_not_assessed(tables):
     for c in deg.columns:
         if "ci_" in c or c == "significant":
             deg[c] = None
-    t = plots.Tables(tables.cells, tables.skipped, deg)
+    t = figure_data.Tables(tables.cells, tables.skipped, deg)
     fig = plots.draw(
         "throughput_degradation_heatmap",
         t,
@@ -157,17 +157,17 @@ def test_speedup_is_relative_to_one_thread(tables):
 
 def test_color_limit_ignores_a_few_outliers():
     v = np.array([1.0] * 30 + [150.0])
-    lim, extend = plots.color_limit(v)
+    lim, extend = style.color_limit(v)
     assert lim == pytest.approx(1.0) and extend == "both"
-    assert plots.color_limit(np.array([-3.0, 2.0])) == (3.0, "neither")
-    assert plots.pct1(-0.04) == "0.0"
+    assert style.color_limit(np.array([-3.0, 2.0])) == (3.0, "neither")
+    assert style.pct1(-0.04) == "0.0"
 
 
 @pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
 def test_every_family_saves_png_and_svg(tables, tmp_path, family):
     fig_spec = next(
         f
-        for f in figures.figures(tables.cells[plots.KEYS].to_dict("records"))
+        for f in figures.figures(tables.cells[list(grid.KEYS)].to_dict("records"))
         if f.family == family
     )
     png, svg = fig_spec.path(str(tmp_path)), fig_spec.path(str(tmp_path), "svg")

@@ -30,13 +30,8 @@ def figure_targets():
 
 
 def figure_input(family):
-    inputs = {
-        "cells": f"{RESULTS}/tables/cells.csv",
-        "skipped": f"{RESULTS}/tables/skipped.csv",
-    }
-    if figures_mod.BY_NAME[family].needs_degradation:
-        inputs["degradation"] = f"{RESULTS}/tables/degradation.csv"
-    return inputs
+    """The tables the family reads (``Family.tables``): results/tables/<name>.csv."""
+    return {t: f"{RESULTS}/tables/{t}.csv" for t in figures_mod.BY_NAME[family].tables}
 
 
 def figure_output(family):
@@ -52,8 +47,8 @@ def figure_output(family):
     return {
         "png": report(
             f"{FIGURE_DIR}/{fam.pattern}.png",
-            caption=f"../report/{family}.rst",
-            category=figures_mod.SECTIONS[fam.section][0],
+            caption="../report/figure.rst",  # renders params.caption (the registry's)
+            category=figures_mod.SECTIONS[fam.section].heading,
             subcategory=fam.title,
             labels=labels,
         ),

@@ -5,11 +5,11 @@ Every ``plot_<family>`` rule of workflow/rules/report.smk runs this with ``param
 import contextlib
 import warnings
 
-from numa_effects import plots
+from numa_effects import figure_data, plots
 
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
     warnings.simplefilter("default")
-    tables = plots.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+    tables = figure_data.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
     fig = plots.draw(sm.params.family, tables, dict(sm.wildcards.items()))
     plots.save(fig, sm.output.png, sm.output.svg)

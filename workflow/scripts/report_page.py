@@ -4,11 +4,11 @@ import json
 import os
 from pathlib import Path
 
-from numa_effects import plots, report_html
+from numa_effects import figure_data, report_html
 
 sm = snakemake  # noqa: F821
-tables = plots.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
-failures = plots.read_csv(sm.input.get("failures")) if sm.input.get("failures") else None
+tables = figure_data.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+failures = figure_data.read_csv(sm.input.get("failures")) if sm.input.get("failures") else None
 page = report_html.render(
     sm.params.figures,
     tables.cells,

@@ -1,22 +1,56 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-One concern per module (after psf/pyperf):
+One concern per module (after psf/pyperf); tests/test_report_registry.py fails when a module is
+not listed here.
+
+Machine and plan:
 
 - ``cpulist``: Linux CPU-list strings ("0-3,8") <-> sorted int tuples.
 - ``topology``: the machine's nodes, packages, cores and SMT siblings (sysfs, ``lscpu -p``, JSON).
+- ``machine``: machine facts recorded once per run in ``machine.json`` (kernel NUMA knobs, ...).
 - ``placement``: pure planner (topology, threads, placement, use_smt) -> numactl arguments.
-- ``grid``: the config's grid expanded into runnable cells and skipped cells with reasons.
+- ``grid``: the config's grid expanded into runnable cells and skipped cells with reasons;
+  ``grid.KEYS``, the cell key columns.
+- ``memory``: each cell's memory estimated while planning; cells that cannot fit are skipped.
+- ``validation``: config validation before any job starts, with messages a user can act on.
+- ``models``: the torchvision model names, checked in (no torch import at parse time).
 - ``optimizations``: the registry of model optimizations (eager, TorchScript, ...).
+
+Measuring one cell:
+
 - ``stats``: summary statistics of latency samples; the order-statistic CI of the median.
 - ``measure``: the timing loop: warm-up, adaptive or fixed stopping (no process handling).
 - ``flops``: FLOPs per forward pass (FlopCounterMode) and the efficiency columns.
 - ``peak``: the pinned float32 GEMM peak process (``python -m numa_effects.peak``).
-- ``degradation``: placement vs sequential and optimization vs eager, with bootstrap CIs.
 - ``provenance``: versions, environment, machine facts, binding read back from /proc.
+- ``verify``: proof from inside the running cell that threads and memory sit where planned.
+- ``contention``: noise and concurrency guards (was anything else running?).
 - ``cellresult``: the cell JSON result model and atomic writes.
 - ``launcher``: process orchestration: numactl command line, timeout, failure capture.
+- ``supervise``: supervising the pinned child of one cell and classifying how it ended.
+- ``causes``: the failure causes a cell can end with, one line of meaning each.
 - ``cell``: the pinned child process entry point (``python -m numa_effects.cell``).
+- ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
+
+Packing (PackRat's question on the user's grid):
+
+- ``packing``: which <instances, threads, batch> minimises latency for a batch and core budget.
+- ``packing_run``: measure a packing plan: k concurrent pinned instances, round by round.
+- ``packing_child``: one instance of a packing plan, driven by the runner.
+- ``packing_table``: ``tables/packing.csv``: each plan, its predicted and measured latency.
+
+Tables and report:
+
 - ``tidy``: cell JSONs -> tidy tables.
+- ``degradation``: placement vs sequential and optimization vs eager, with bootstrap CIs.
+- ``packrat``: PackRat's published results imported as this project's tidy tables.
+- ``summary``: the short text summary a run ends with.
+- ``figures``: the figure-family registry (sections, captions, draw functions) and which
+  figures a grid supports (pure, imported at parse time).
+- ``figure_data``: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
+- ``style``: colours, labels and the marks of failed / skipped / missing / disturbed cells.
+- ``plots``: drawing the figures (matplotlib), dispatched through the registry.
+- ``report_html``: the self-contained report page ``results/report/index.html``.
 """
 
 __version__ = "0.1.0"

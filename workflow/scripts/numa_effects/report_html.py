@@ -6,46 +6,18 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import figures as figures_mod
+from .figure_data import flag
 from .figures import BASELINE, SECTIONS, is_baseline
+from .grid import KEYS
 
-KEYS = ["model", "opt", "placement", "threads", "batch_size"]
 INT_COLUMNS = {"threads", "batch_size", "n", "interop_threads", "instance_id", "returncode"}
-
-DESCRIPTIONS = {
-    "latency_per_batch": "One figure per batch size: latency of one batch against the intra-op "
-    "threads, one line per optimization, placement sequential; points carry their value.",
-    "latency_per_opt": "One figure per optimization: latency against threads, one line per "
-    "batch size (log scale when batch sizes span orders of magnitude).",
-    "throughput_per_batch": "One figure per batch size: images per second against threads, one "
-    "line per optimization.",
-    "throughput_per_opt": "One figure per optimization: images per second against threads, one "
-    "line per batch size.",
-    "speedup": "Throughput relative to one thread, one line per batch size, their mean (dashed) "
-    "and linear scaling (dotted).",
-    "throughput_per_batch_size": "Images per second against the batch size (log2 axis), one "
-    "line per thread count.",
-    "latency_degradation_heatmap": "% latency degradation of each placement against sequential, "
-    "(placement − sequential) / sequential × 100, per threads × batch size. Diverging scale "
-    "centred on 0: red = slower, blue = faster than sequential. Hatched: not significant. Grey: "
-    "no value (failed, skipped or missing cell).",
-    "throughput_degradation_heatmap": "% throughput degradation, (sequential − placement) / "
-    "sequential × 100; red = fewer images/s than sequential, blue = more.",
-    "numa_latency_per_batch": "One figure per batch size: latency against threads, one line per "
-    "placement (sequential included).",
-    "numa_latency_loss": "One figure per batch size: % latency degradation against threads, one "
-    "line per placement; error bars are the CI where raw samples exist, hollow markers are not "
-    "significant.",
-    "numa_throughput_per_batch": "One figure per batch size: images per second against threads, "
-    "one line per placement.",
-    "numa_throughput_loss": "One figure per batch size: % throughput degradation against "
-    "threads, one line per placement.",
-}
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -63,6 +35,7 @@ figure{margin:0;background:#fff;border:1px solid #ddd;border-radius:.3rem;paddin
 figure img{width:100%;height:auto;display:block}
 figcaption{font-size:.85rem;color:#555;margin-top:.2rem}
 .why{background:#fff8e1;border-left:4px solid #f0b400;padding:.6rem .9rem}
+.emulated{background:#fde2e1;border-left:6px solid #b00020;padding:.6rem .9rem;font-weight:600}
 .facts{border-collapse:collapse}
 .facts th{text-align:left;padding:.15rem 1rem .15rem 0;color:#555;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}
@@ -80,6 +53,9 @@ summary{cursor:pointer;font-weight:600}
 """
 
 
+NAV_CLASS = {"numa": ' class="numa"'}  # the section the page is about stands out
+
+
 def _e(v) -> str:
     return html.escape("" if v is None else str(v))
 
@@ -92,6 +68,30 @@ def _num(v, digits: int = 1) -> str:
     if np.isnan(f):
         return ""
     return f"{f:,.{digits}f}"
+
+
+def caption_html(rst: str) -> str:
+    """A family's caption (RST with ``code`` and *emphasis* only) as HTML."""
+    out = _e(" ".join(rst.split()))
+    out = re.sub(r"``(.+?)``", r"<code>\1</code>", out)
+    return re.sub(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])", r"<em>\1</em>", out)
+
+
+def _key(r: dict) -> str:
+    return "/".join(str(r[k]) for k in KEYS)
+
+
+def emulated_banner(machine: dict) -> str:
+    """machine.json ``emulated: true``: the timings come from an emulated guest (e.g. QEMU TCG)
+    and mean nothing as performance; the page says so above everything else."""
+    if not machine.get("emulated"):
+        return ""
+    why = machine.get("emulated_reason")
+    return (
+        '<p class="emulated" id="emulated">Emulated machine: these timings were measured in an '
+        "emulated guest and mean nothing as performance (only the placement, binding and "
+        f"pipeline behaviour are real){': ' + _e(why) if why else ''}.</p>"
+    )
 
 
 def _facts(rows: Sequence[tuple[str, object]]) -> str:
@@ -158,6 +158,9 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         ("cells failed", failed),
         ("cells skipped", len(skipped)),
     ]
+    n_disturbed = int(flag(cells).sum()) if not cells.empty else 0
+    if n_disturbed:
+        rows.append(("cells contended or noisy", n_disturbed))
     sources = sorted(cells["source"].dropna().astype(str).unique()) if "source" in cells else []
     if sources:
         rows.append(("source", ", ".join(sources)))
@@ -187,12 +190,27 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
     bad = cells[status != "ok"] if failed else cells.iloc[0:0]
     if not bad.empty:
         items = "".join(
-            f"<li><code>{_e('/'.join(str(r[k]) for k in KEYS))}</code>: "
+            f"<li><code>{_e(_key(r))}</code>: "
             f"{_e(r.get('failure_cause'))}: {_e(r.get('failure_message'))}</li>"
             for r in bad.to_dict("records")
         )
         parts.append(
             f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
+        )
+    disturbed = cells[flag(cells)] if not cells.empty else cells
+    if not disturbed.empty:
+        items = "".join(
+            f"<li><code>{_e(_key(r))}</code>: "
+            + " and ".join(
+                c for c in ("contended", "noisy") if flag(pd.DataFrame([r]), [c]).iloc[0]
+            )
+            + "</li>"
+            for r in disturbed.to_dict("records")
+        )
+        parts.append(
+            f'<p id="disturbed">Contended or noisy ({len(disturbed)}; their timing is disturbed, '
+            "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>"
+            f"<ul>{items}</ul>"
         )
     if failures is not None and not failures.empty:
         parts.append(
@@ -234,7 +252,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         rows = pd.concat([rows, sk], ignore_index=True) if not rows.empty else sk
     if rows.empty:
         return '<h2 id="cells">Cells</h2><p>No cells.</p>'
-    rows = rows.sort_values(KEYS, kind="stable")
+    rows = rows.sort_values(list(KEYS), kind="stable")
     lat = f"latency_{latency_stat}_ms"
     wanted = [
         *KEYS,
@@ -339,10 +357,12 @@ def render(
         else f"Measured on {_e(cpu or 'this machine')}"
     )
     nav = (
-        '<nav><a href="#latency-sequential">Latency (Sequential)</a>'
-        '<a href="#throughput-sequential">Throughput (Sequential)</a>'
-        '<a class="numa" href="#numa-effects">NUMA Effects</a>'
-        '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
+        "<nav>"
+        + "".join(
+            f'<a{NAV_CLASS.get(key, "")} href="#{sec.anchor}">{_e(sec.heading)}</a>'
+            for key, sec in SECTIONS.items()
+        )
+        + '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
     )
     body = [
         f"<header><h1>{_e(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
@@ -350,15 +370,16 @@ def render(
         "Effects</a>.</p></header>",
         nav,
         "<main>",
+        emulated_banner(machine),
     ]
-    for key, (heading, anchor) in SECTIONS.items():
-        body.append(f'<h2 id="{anchor}">{_e(heading)}</h2>')
+    for key, sec in SECTIONS.items():
+        body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
         in_section = [f for f in figs if f.spec.section == key]
         if not in_section:
             if key == "numa":
                 why = no_numa_reason(cells, skipped, placements, bool(imported))
             else:
-                why = "No sequential cell was run, so this section has no figure."
+                why = sec.empty
             body.append(f'<p class="why">No figures: {why}</p>')
             continue
         for model in models:
@@ -373,7 +394,7 @@ def render(
                     continue
                 body.append(
                     f'<h3 id="{_e(model)}-{fam.name}">{_e(fam.title)}</h3>'
-                    f'<p class="small">{_e(DESCRIPTIONS[fam.name])}</p><div class="grid">'
+                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
                     + "".join(_figure_html(f, figure_dir, page_dir) for f in group)
                     + "</div>"
                 )
@@ -394,6 +415,6 @@ def render(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        + "\n".join(body)
+        + "\n".join(b for b in body if b)
         + "</body></html>\n"
     )
