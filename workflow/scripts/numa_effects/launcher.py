@@ -16,6 +16,7 @@ from pathlib import Path
 from . import cellresult, contention, provenance, supervise, verify
 from . import placement as placement_mod
 from . import topology as topology_mod
+from .causes import Cause
 from .cell import EXIT_MISMATCH
 
 SCRIPTS_DIR = Path(__file__).resolve().parent.parent
@@ -119,12 +120,12 @@ def run(
     if numactl is None:
         return finish(
             cellresult.failed(
-                spec, "numactl-missing", "numactl is not on PATH; cells never run unpinned"
+                spec, Cause.NUMACTL_MISSING, "numactl is not on PATH; cells never run unpinned"
             )
         )
     why = recheck(spec, topology_mod.current())
     if why:
-        return finish(cellresult.failed(spec, "plan-mismatch", why))
+        return finish(cellresult.failed(spec, Cause.PLAN_MISMATCH, why))
 
     # The spec is kept beside the log so the recorded command line can be re-run as it is.
     spec_path = log.with_suffix(".spec.json")
@@ -187,7 +188,7 @@ def run(
     why = check_binding(result, require_verification=module == CELL_MODULE)
     if why:
         failure = cellresult.failed(
-            spec, "binding-mismatch", why, command_line=command_line(cmd, threads)
+            spec, Cause.BINDING_MISMATCH, why, command_line=command_line(cmd, threads)
         )
         failure["binding"] = result["binding"]
         return finish(failure)

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .causes import Cause
+
 POLL_S = 0.5
 PR_SET_PDEATHSIG = 1
 
@@ -39,7 +41,7 @@ INTERRUPT_SIGNALS = frozenset(
     {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
 )
 
-# The failure causes and what each means are listed in the README ("When things go wrong").
+# The failure causes and what each means: numa_effects.causes (and docs/troubleshooting.md).
 
 # numactl's own complaints come before the Python child ever starts.
 NUMACTL_PATTERNS = (
@@ -266,32 +268,35 @@ def classify(outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: i
     text = "\n".join(lines)
     sig = outcome.signal
     if outcome.timed_out:
-        return "timeout", f"no result after {timeout_s:.0f} s; killed with its process group"
+        return Cause.TIMEOUT, f"no result after {timeout_s:.0f} s; killed with its process group"
     if sig is not None:
         if sig == signal.SIGKILL and outcome.oom_kills:
-            return "out-of-memory", "killed by the kernel's OOM killer (SIGKILL, oom_kill counted)"
+            return (
+                Cause.OUT_OF_MEMORY,
+                "killed by the kernel's OOM killer (SIGKILL, oom_kill counted)",
+            )
         if sig in INTERRUPT_SIGNALS:
             raise Interrupted(f"the cell process was killed by {sig.name} from outside")
         if any(p in text for p in OOM_PATTERNS):
-            return "out-of-memory", f"killed by {sig.name} after a failed allocation"
-        return "signal", f"the cell process crashed: killed by {sig.name}"
+            return Cause.OUT_OF_MEMORY, f"killed by {sig.name} after a failed allocation"
+        return Cause.SIGNAL, f"the cell process crashed: killed by {sig.name}"
     rc = outcome.returncode
     if rc == exit_mismatch:
         exc = next((ln for ln in reversed(lines) if ln.startswith("numa_effects.cell:")), "")
-        return "thread-mismatch", exc or f"exit status {rc}"
+        return Cause.THREAD_MISMATCH, exc or f"exit status {rc}"
     if numactl_refused(lines):
         first = next(ln for ln in lines if ln.strip())
-        return "binding-refused", f"numactl refused the binding: {first.strip()}"
+        return Cause.BINDING_REFUSED, f"numactl refused the binding: {first.strip()}"
     exc = last_exception(lines)
     if any(p in text for p in OOM_PATTERNS):
-        return "out-of-memory", exc or f"exit status {rc} after a failed allocation"
+        return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
     if rc in (126, 127):
-        return "error", f"exit status {rc}: the command could not be executed"
+        return Cause.ERROR, f"exit status {rc}: the command could not be executed"
     if exc and in_build(lines):
-        return "build-error", f"exception in model build: {exc}"
+        return Cause.BUILD_ERROR, f"exception in model build: {exc}"
     if rc == 0:
-        return "error", "the cell process exited 0 but wrote no result"
-    return "error", exc or f"exit status {rc}"
+        return Cause.ERROR, "the cell process exited 0 but wrote no result"
+    return Cause.ERROR, exc or f"exit status {rc}"
 
 
 def tail(text: str, lines: int = 20) -> str:

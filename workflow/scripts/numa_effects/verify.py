@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cpulist
+from .causes import Cause
 
 MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
 # Each interleaved node must hold at least half of an even share (>= 25 % of 2 nodes). Not
@@ -36,8 +37,8 @@ MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
 # 54.8 / 45.2 %, a touched buffer 51.5 / 48.5 %. Memory that ignored the policy is ~100 / 0.
 INTERLEAVE_MIN_OF_EVEN = 0.5
 
-CAUSE_BINDING = "binding-mismatch"
-CAUSE_PAGES = "page-placement"
+CAUSE_BINDING = Cause.BINDING_MISMATCH
+CAUSE_PAGES = Cause.PAGE_PLACEMENT
 
 _NODE_COUNT = re.compile(r"^N(\d+)=(\d+)$")
 _KEY_VALUE = re.compile(r"^([a-zA-Z_]+)=(\d+)$")

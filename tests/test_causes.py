@@ -1,0 +1,49 @@
+"""Failure causes have one source, numa_effects.causes: the docs table is generated from it and
+the code that classifies failures names its causes from it (no free-form cause strings)."""
+
+import re
+from pathlib import Path
+
+from numa_effects import causes, supervise
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = REPO / "workflow" / "scripts" / "numa_effects"
+
+
+def test_docs_table_is_the_registry():
+    doc = (REPO / "docs" / "troubleshooting.md").read_text()
+    block = re.search(re.escape(causes.BEGIN) + r"\n(.*?)\n" + re.escape(causes.END), doc, re.S)
+    assert block, "docs/troubleshooting.md has no failure-causes block"
+    assert block.group(1) == causes.markdown(), (
+        "docs/troubleshooting.md failure causes are stale: regenerate with "
+        "PYTHONPATH=workflow/scripts python -m numa_effects.causes"
+    )
+
+
+def test_every_cause_has_a_meaning():
+    assert set(causes.MEANING) == set(causes.Cause)
+    assert all(len(m) > 20 for m in causes.MEANING.values())
+
+
+def test_classifiers_use_the_registry_not_strings():
+    """supervise, launcher, verify and cell name causes as ``Cause`` members; a quoted cause
+    value there would be a cause the registry (and the docs) may not know."""
+    hyphenated = "|".join(re.escape(c.value) for c in causes.Cause if "-" in c.value)
+    any_value = "|".join(re.escape(c.value) for c in causes.Cause)
+    quoted = re.compile(rf"""["']({hyphenated})["']""")
+    returned = re.compile(rf"""return ["']({any_value})["'],""")  # classify's (cause, message)
+    for name in ("supervise", "launcher", "verify", "cell"):
+        src = (PKG / f"{name}.py").read_text()
+        src = re.sub(r'"""(.*?)"""', "", src, flags=re.S)  # docstrings may name causes
+        assert not quoted.findall(src) + returned.findall(src), f"{name}.py spells a cause"
+    used = set(re.findall(r"Cause\.([A-Z_]+)", (PKG / "supervise.py").read_text()))
+    assert used <= {c.name for c in causes.Cause}
+
+
+def test_classify_returns_registered_causes():
+    timed_out = supervise.Outcome(returncode=-9, timed_out=True)
+    cause, _ = supervise.classify(timed_out, "", 10.0)
+    assert cause is causes.Cause.TIMEOUT and cause == "timeout"
+    crashed = supervise.Outcome(returncode=1)
+    cause, msg = supervise.classify(crashed, "Traceback\nValueError: boom\n", 10.0)
+    assert cause in causes.MEANING and (cause, msg) == ("error", "ValueError: boom")
