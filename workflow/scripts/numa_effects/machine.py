@@ -1,5 +1,6 @@
 """Machine facts recorded once per run in ``results/machine.json``: topology, NUMA hardware,
-kernel knobs that change NUMA results (automatic balancing, THP), frequency governor."""
+kernel knobs that change NUMA results (automatic balancing, THP), frequency governor, and
+whether the machine is an emulated test guest whose timings mean nothing (``emulated``)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,55 @@ def kernel_knobs() -> dict:
     }
 
 
+# The CPU model name of QEMU's software emulation (TCG): "QEMU TCG CPU version 2.5+" for its
+# "max" CPU (read in the guest of tests/numa_vm).
+EMULATED_CPU_MODELS = ("QEMU TCG CPU",)
+# Kernel command-line words of a virtme-ng guest (tests/numa_vm/run-in-guest): its NUMA nodes are
+# QEMU's, all backed by one host node, even when it runs under KVM.
+TEST_GUEST_CMDLINE = ("virtme_hostname=", "virtme-ng-init")
+
+
+def _cpu_model(cpuinfo: str | None) -> str | None:
+    for line in (cpuinfo or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return None
+
+
+def emulation(cpuinfo: str | None = None, cmdline: str | None = None) -> dict:
+    """``emulated``: True when timings on this machine say nothing about real hardware: its CPU
+    is emulated in software (QEMU TCG), or it is a virtme-ng test guest (its NUMA nodes and node
+    distances are a QEMU table, not memory controllers). A virtual machine of a cloud provider is
+    not "emulated": its CPUs are the host's, and so are the timings. ``emulated_reason`` says
+    which evidence decided (also when False). Defaults: /proc/cpuinfo and /proc/cmdline."""
+    cpuinfo = _read("/proc/cpuinfo") if cpuinfo is None else cpuinfo
+    cmdline = _read("/proc/cmdline") if cmdline is None else cmdline
+    model = _cpu_model(cpuinfo)
+    reasons = []
+    if model and any(m in model for m in EMULATED_CPU_MODELS):
+        reasons.append(f"CPU model {model!r} is QEMU's: software emulation (TCG)")
+    if cmdline and any(w in cmdline for w in TEST_GUEST_CMDLINE):
+        reasons.append(
+            "a virtme-ng QEMU guest (tests/numa_vm): its NUMA nodes and distances are QEMU's "
+            "table, all memory is the host's"
+        )
+    if reasons:
+        return {
+            "emulated": True,
+            "emulated_reason": "; ".join(reasons)
+            + ". Timings and NUMA effects measured here mean nothing as performance.",
+        }
+    return {
+        "emulated": False,
+        "emulated_reason": f"CPU model {model!r} is not one of QEMU's emulated models and the "
+        "kernel command line names no virtme-ng guest",
+    }
+
+
 def facts(topo: Topology) -> dict:
     return {
+        **emulation(),
         "summary": topo.summary(),
         "topology": topo.to_dict(),
         "host": provenance.host(),
