@@ -20,6 +20,8 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+from numa_effects.grid import KEYS as CELL_KEYS  # noqa: E402
+
 GRID_KEYS = ("models", "batch_sizes", "optimizations", "threads", "placements", "image_size")
 
 # PackRat's protocol: 10 warm-up + 100 timed iterations, no time cap that could cut it short.
@@ -194,7 +196,7 @@ def show(title: str, df: pd.DataFrame, floatfmt: str = "{:.3g}") -> None:
     sys.stdout.flush()
 
 
-KEYS = ["model", "opt", "placement", "threads", "batch_size"]
+KEYS = list(CELL_KEYS)  # the cell key columns, defined once in numa_effects.grid
 
 
 def key_label(row) -> str:

@@ -12,12 +12,12 @@ import pytest
 from conftest import REPO, jobs_planned, snakemake
 from report_browser import install_chromium, load_page, page_links
 
-from numa_effects import degradation, figures, packrat
+from numa_effects import degradation, figures, grid, packrat
 
 # The reference data (read-only, beside the repository); NUMA_EFFECTS_PACKRAT points elsewhere.
 PACKRAT = Path(os.environ.get("NUMA_EFFECTS_PACKRAT", REPO.parent / "shared/reference/packrat"))
 FOLDERS = ["cloudlab_large-batches", "skylake2x_large-batches", "skylake2x_local-vs-remote-mem"]
-KEYS = ["model", "opt", "placement", "threads", "batch_size"]
+KEYS = list(grid.KEYS)
 
 if not PACKRAT.is_dir():
     if os.environ.get("CI", "").lower() == "true":

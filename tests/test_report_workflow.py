@@ -37,7 +37,7 @@ CONFIG_1NODE = {
     "placements": ["sequential", "interleave"],
     "topology": str(HERE / "fixtures" / "topology" / "this-vm-2cpu-1node.lscpu"),
 }
-KEYS = ["model", "opt", "placement", "threads", "batch_size"]
+KEYS = list(grid.KEYS)
 
 
 def expected_figures(config) -> list[figures.Figure]:

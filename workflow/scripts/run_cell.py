@@ -3,6 +3,7 @@
 import sys
 
 from numa_effects import launcher, supervise
+from numa_effects.grid import KEYS
 
 sm = snakemake  # noqa: F821
 # The timeout and max_memory_mb come from the config, not params: changing them re-runs
@@ -15,9 +16,7 @@ result = launcher.run(
     supervise.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
-cell = "/".join(
-    str(result["cell"][k]) for k in ("model", "opt", "placement", "threads", "batch_size")
-)
+cell = "/".join(str(result["cell"][k]) for k in KEYS)
 if result["status"] == "ok":
     s = result["stats"]
     print(

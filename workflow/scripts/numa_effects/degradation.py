@@ -251,6 +251,4 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
         },
         columns=OPT_SPEEDUP_COLUMNS,
     )
-    return out.sort_values(["model", "opt", "placement", "threads", "batch_size"]).reset_index(
-        drop=True
-    )
+    return out.sort_values(list(KEYS)).reset_index(drop=True)
