@@ -340,7 +340,7 @@ def test_nested_import_key_errors_are_named():
 def test_describe_reads_like_english():
     schema = yaml.safe_load(validation.SCHEMA_PATH.read_text())["properties"]
     assert validation.describe(schema["batch_sizes"]) == (
-        "a list (non-empty, no duplicates) of integers >= 1"
+        "a list (non-empty, no duplicates) of integers >= 1 and <= 65536"
     )
     assert validation.describe(schema["max_seconds_per_cell"]) == "a number > 0"
     assert validation.describe(schema["threads"]).startswith("auto, or a list")

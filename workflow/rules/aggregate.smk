@@ -1,6 +1,23 @@
+# The grid as data, under a name that changes with it (numa_effects.manifest): the aggregations
+# take it as input, so an added or removed cell re-runs them without Snakemake's metadata.
+rule grid_manifest:
+    output:
+        GRID_MANIFEST_PATH,
+    log:
+        f"{RESULTS}/logs/grid_manifest.log",
+    localrule: True
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        manifest=GRID_MANIFEST,
+    script:
+        "../scripts/grid_manifest.py"
+
+
 rule tables:
     input:
         cells=cell_outputs(),
+        manifest=GRID_MANIFEST_PATH,
         flops=f"{RESULTS}/tables/flops.csv",
         peak=f"{RESULTS}/tables/peak.csv",
     output:

@@ -9,6 +9,8 @@ PEAK_PLANS = peak_mod.plans(GRID)
 
 
 rule flops:
+    input:
+        manifest=GRID_MANIFEST_PATH,  # a grid change re-counts (common.smk)
     output:
         f"{RESULTS}/tables/flops.csv",
     log:
@@ -44,7 +46,8 @@ rule peak:
 
 rule peak_table:
     input:
-        peak_mod.outputs(PEAK_PLANS, RESULTS),
+        peaks=peak_mod.outputs(PEAK_PLANS, RESULTS),
+        manifest=GRID_MANIFEST_PATH,  # a removed thread count drops its row (common.smk)
     output:
         f"{RESULTS}/tables/peak.csv",
     log:

@@ -3,4 +3,4 @@
 from numa_effects import peak, tidy
 
 sm = snakemake  # noqa: F821
-tidy.write(peak.table(sm.input), sm.output[0])
+tidy.write(peak.table(sm.input.peaks), sm.output[0])

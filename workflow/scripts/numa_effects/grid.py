@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from . import memory as memory_mod
 from . import placement as placement_mod
 from .topology import Topology
 
@@ -58,7 +59,9 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
-def expand(config: dict, topo: Topology) -> Grid:
+def expand(config: dict, topo: Topology, memory_bytes: int | None = None) -> Grid:
+    """``memory_bytes``: the planning machine's memory; cells estimated not to fit in it are
+    skipped with the estimate (``numa_effects.memory``). None: no memory check."""
     use_smt = bool(config.get("use_smt", False))
     cells: dict[CellKey, placement_mod.Plan] = {}
     skipped: dict[CellKey, str] = {}
@@ -71,8 +74,13 @@ def expand(config: dict, topo: Topology) -> Grid:
                         # With use_smt the label is "<placement>+smt": its own path and rows.
                         label = placement_mod.label(place, use_smt)
                         key = CellKey(model, opt, label, t, int(bs))
+                        too_big = memory_mod.skip_reason(
+                            model, int(bs), config.get("image_size", 224), memory_bytes
+                        )
                         if isinstance(result, placement_mod.NotApplicable):
                             skipped[key] = result.reason
+                        elif too_big:
+                            skipped[key] = too_big
                         else:
                             cells[key] = result
     return Grid(dict(sorted(cells.items())), dict(sorted(skipped.items())))
