@@ -174,3 +174,70 @@ def test_every_family_saves_png_and_svg(tables, tmp_path, family):
     plots.save(plots.draw(family, tables, fig_spec.wildcards), png, svg)
     assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in Path(svg).read_text()[:2000]
+
+
+@pytest.fixture(scope="module")
+def disturbed():
+    """The fixture run with ``none/interleave/t2/bs8`` contended and ``script/sequential/t4/bs1``
+    noisy (tests/fixtures/tables/README.md)."""
+    return figure_data.Tables.load(
+        FIX / "cells_contended.csv", FIX / "skipped.csv", FIX / "degradation.csv"
+    )
+
+
+def rings(fig) -> list[tuple[float, float]]:
+    """(x, y) of the points ringed as contended or noisy."""
+    out = []
+    for ln in fig.axes[0].get_lines():
+        ring = (ln.get_marker(), ln.get_markeredgecolor(), ln.get_markerfacecolor())
+        if ring == ("o", style.DISTURBED_COLOR, "none") and ln.get_linestyle() == "None":
+            out += list(zip(ln.get_xdata(), ln.get_ydata(), strict=True))
+    return out
+
+
+def legend_texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_contended_and_noisy_cells_are_never_drawn_like_clean_ones(tables, disturbed):
+    u = disturbed.universe("resnet50").set_index(["opt", "placement", "threads", "batch_size"])
+    assert u.loc[("none", "interleave", 2, 8), "disturbed"]
+    assert u.loc[("script", "sequential", 4, 1), "disturbed"]
+    assert int(u["disturbed"].sum()) == 2
+    assert not tables.universe("resnet50")["disturbed"].any()  # no columns: clean
+    # line plot: the contended interleave point is ringed, with a legend entry
+    wc = {"model": "resnet50", "opt": "none", "batch_size": 8}
+    fig = plots.draw("numa_latency_per_batch", disturbed, wc)
+    lat = u.loc[("none", "interleave", 2, 8), "lat"]
+    assert rings(fig) == [(2, pytest.approx(lat))]
+    assert style.DISTURBED_TEXT in legend_texts(fig)
+    clean = plots.draw("numa_latency_per_batch", tables, wc)
+    assert rings(clean) == [] and style.DISTURBED_TEXT not in legend_texts(clean)
+    # the comparison inherits the flag of either cell: the loss plot rings t=2
+    fig = plots.draw("numa_latency_loss", disturbed, wc)
+    assert [x for x, _ in rings(fig)] == [2]
+    # the noisy sequential cell: ringed in the sequential families too
+    fig = plots.draw("latency_per_batch", disturbed, {"model": "resnet50", "batch_size": 1})
+    assert [x for x, _ in rings(fig)] == [4]
+    # heatmap: the cell is cross-hatched with a red frame, and a note says why
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        disturbed,
+        {"model": "resnet50", "opt": "none", "placement": "interleave"},
+    )
+    marked = [p for p in fig.axes[0].patches if p.get_hatch() == style.DISTURBED_HATCH]
+    assert len(marked) == 1
+    bss = sorted(disturbed.cells["batch_size"].unique(), reverse=True)
+    threads = sorted(disturbed.cells["threads"].unique())
+    assert marked[0].get_xy() == (threads.index(2), bss.index(8))
+    assert any(style.DISTURBED_TEXT in s for s in texts(fig))
+
+
+@pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
+def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
+    f = next(
+        f
+        for f in figures.figures(disturbed.cells[list(grid.KEYS)].to_dict("records"))
+        if f.family == family
+    )
+    plots.plt.close(plots.draw(family, disturbed, f.wildcards))

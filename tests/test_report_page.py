@@ -1,0 +1,62 @@
+"""The report page (numa_effects.report_html) on the fixture tables, without snakemake: the
+cells whose timing was disturbed are listed, and an emulated machine gets a banner."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numa_effects import figure_data, figures, grid, report_html
+
+FIX = Path(__file__).parent / "fixtures" / "tables"
+MACHINE = json.loads((FIX / "machine.json").read_text())
+
+
+def page(cells_csv: str, machine: dict, tmp_path) -> str:
+    t = figure_data.Tables.load(FIX / cells_csv, FIX / "skipped.csv", FIX / "degradation.csv")
+    figs = figures.figures(t.cells[list(grid.KEYS)].to_dict("records"))
+    return report_html.render(
+        [f.as_dict() for f in figs],
+        t.cells,
+        t.skipped,
+        t.degradation,
+        machine,
+        page_dir=str(tmp_path),
+        figure_dir=str(tmp_path / "figures"),
+        placements=["sequential", "interleave", "remote"],
+        latency_stat=t.latency_stat,
+    )
+
+
+def test_contended_and_noisy_cells_are_listed(tmp_path):
+    html = page("cells_contended.csv", MACHINE, tmp_path)
+    run = html[html.index('<h2 id="run">') : html.index('<h2 id="cells">')]
+    assert "<th>cells contended or noisy</th><td>2</td>" in run
+    listed = run[run.index('id="disturbed"') :]
+    assert "<code>resnet50/none/interleave/2/8</code>: contended</li>" in listed
+    assert "<code>resnet50/script/sequential/4/1</code>: noisy</li>" in listed
+    clean = page("cells.csv", MACHINE, tmp_path)
+    assert 'id="disturbed"' not in clean and "contended or noisy" not in clean
+
+
+@pytest.mark.parametrize("reason", ["no KVM: QEMU TCG", None])
+def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
+    machine = {**MACHINE, "emulated": True, "emulated_reason": reason}
+    html = page("cells.csv", machine, tmp_path)
+    banner = html.index('class="emulated"')
+    assert banner < html.index('id="latency-sequential"')
+    text = html[banner : html.index("</p>", banner)]
+    assert "mean nothing as performance" in text
+    assert (reason in text) if reason else text.endswith("real).")
+    assert 'class="emulated"' not in page("cells.csv", MACHINE, tmp_path)
+
+
+def test_sections_and_navigation_follow_the_registry(tmp_path):
+    html = page("cells.csv", MACHINE, tmp_path)
+    nav = html[html.index("<nav>") : html.index("</nav>")]
+    anchors = [s.anchor for s in figures.SECTIONS.values()]
+    assert [a for a in anchors if f'href="#{a}"' in nav] == anchors
+    pos = [html.index(f'<h2 id="{a}">') for a in anchors]
+    assert pos == sorted(pos)
+    for fam in figures.FAMILIES:
+        assert report_html.caption_html(fam.caption) in html
