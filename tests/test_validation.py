@@ -342,5 +342,5 @@ def test_describe_reads_like_english():
     assert validation.describe(schema["batch_sizes"]) == (
         "a list (non-empty, no duplicates) of integers >= 1 and <= 65536"
     )
-    assert validation.describe(schema["max_seconds_per_cell"]) == "a number > 0"
+    assert validation.describe(schema["max_seconds_per_cell"]) == "a number > 0 and <= 86400"
     assert validation.describe(schema["threads"]).startswith("auto, or a list")
