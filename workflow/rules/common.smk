@@ -1,22 +1,21 @@
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
-
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from numa_effects import grid as grid_mod  # noqa: E402
+from numa_effects import manifest as manifest_mod  # noqa: E402
+from numa_effects import memory as memory_mod  # noqa: E402
 from numa_effects import topology as topology_mod  # noqa: E402
 from numa_effects import runlock, validation  # noqa: E402
 from numa_effects import supervise as supervise_mod  # noqa: E402
 
-# Bad input stops here, before any job (also under `snakemake -n`), with one line per problem
-# naming the key and the allowed values. Cells are planned against the topology file named in
-# the config (a cluster's compute nodes differ from the submit host) or against this machine;
-# every cell re-checks where it runs.
-# A problem exits with status 1 and one line per problem, never a traceback (see
-# validation.check_or_exit). Values are normalised in place (1000.0 -> 1000, 'true' -> true,
-# ./results/ -> results) before anything below uses them.
+# Bad input stops here, before any job (also under `snakemake -n`): exit status 1 and one line
+# per problem naming the key and the allowed values, never a traceback (validation.check_or_exit).
+# Values are normalised in place (1000.0 -> 1000, 'true' -> true, ./results/ -> results) before
+# anything below uses them. Cells are planned against the topology file named in the config (a
+# cluster's compute nodes differ from the submit host) or against this machine; every cell
+# re-checks where it runs.
 TOPOLOGY = validation.check_or_exit(
     config,
     schema_path=Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
@@ -36,8 +35,12 @@ if workflow.is_main_process:
             "(no run of this workflow is alive in this directory).",
             file=sys.stderr,
         )
-GRID = grid_mod.expand(config, TOPOLOGY)
+# Cells estimated not to fit in this machine's memory are skipped (numa_effects.memory).
+GRID = grid_mod.expand(config, TOPOLOGY, memory_mod.machine_bytes(TOPOLOGY))
 REPLICATES = grid_mod.replicates(config)
+# Input of the aggregations: a grid change re-runs them even without .snakemake/ metadata.
+GRID_MANIFEST = manifest_mod.content(GRID, REPLICATES)
+GRID_MANIFEST_PATH = manifest_mod.path(RESULTS, GRID_MANIFEST)
 # (cell, replicate) -> Snakemake priority: the earlier in grid.job_order, the higher.
 _ORDER = grid_mod.job_order(GRID.cells, REPLICATES)
 JOB_PRIORITY = {job: len(_ORDER) - i for i, job in enumerate(_ORDER)}
@@ -104,6 +107,9 @@ def cell_outputs():
 
 def all_outputs():
     outputs = [
+        # A missing input of the target makes Snakemake re-check the jobs that make it, with or
+        # without .snakemake/ metadata: a changed grid's new manifest re-runs the aggregations.
+        GRID_MANIFEST_PATH,
         f"{RESULTS}/machine.json",
         f"{RESULTS}/tables/cells.csv",
         f"{RESULTS}/tables/samples.csv",
