@@ -17,6 +17,7 @@ include: "workflow/rules/efficiency.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/degradation.smk"
 include: "workflow/rules/packrat.smk"
+include: "workflow/rules/packing.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -286,3 +286,87 @@ def choices(
             else:
                 rows.append({**base, **choice.to_dict()})
     return rows
+
+
+# -- config ------------------------------------------------------------------------------------
+DEFAULTS = {
+    "enabled": "auto",
+    "budgets": list(BUDGET_NAMES),
+    "optimizations": None,
+    "max_seconds": 10,
+}
+
+
+class PackingConfigError(ValueError):
+    """The ``packing`` config key asks for something the grid or machine cannot give."""
+
+
+def settings(config: dict, topo, threads: list[int]) -> dict:
+    """The resolved ``packing`` config key (config/README.md, "Packing"): ``enabled`` (``auto``
+    = on when the grid has at least two thread counts and measures ``sequential``, the
+    optimizer's table), ``budgets`` ({cores: [names]}), ``optimizations`` (null = the grid's
+    first one: packing adds measurement jobs, so by default one optimization's worth),
+    ``max_seconds`` (per measured configuration: the fat instance and the plan each).
+    Raises PackingConfigError naming the key for what the schema cannot check."""
+    given = config.get("packing") or {}
+    s = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    problems = []
+    use_smt = bool(config.get("use_smt", False))
+    enabled = s["enabled"]
+    sequential = BASELINE_PLACEMENT in config.get("placements", ())
+    if enabled == "auto":
+        enabled = len(set(threads)) >= 2 and sequential and not config.get("import")
+    elif enabled and not sequential:
+        problems.append(
+            "config key 'packing.enabled': packing predicts from the 'sequential' cells; "
+            "add sequential to placements"
+        )
+    total = sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
+    for b in s["budgets"]:
+        if b not in BUDGET_NAMES and not (isinstance(b, int) and 1 <= b <= total):
+            problems.append(
+                f"config key 'packing.budgets': {b!r} is not node, all or a core count "
+                f"between 1 and {total} (this topology's cores)"
+            )
+    opts = s["optimizations"] or list(config.get("optimizations", ()))[:1]
+    for o in opts:
+        if o not in config.get("optimizations", ()):
+            problems.append(
+                f"config key 'packing.optimizations': {o!r} is not in optimizations "
+                f"({', '.join(config.get('optimizations', ()))})"
+            )
+    if problems:
+        raise PackingConfigError("\n".join(problems))
+    return {
+        "enabled": bool(enabled),
+        "budgets": budgets(topo, s["budgets"], use_smt),
+        "optimizations": opts,
+        "models": list(config.get("models", ())),
+        "batch_sizes": sorted({int(b) for b in config.get("batch_sizes", ())}),
+        "threads": sorted(set(threads)),
+        "use_smt": use_smt,
+        "max_seconds": float(s["max_seconds"]),
+    }
+
+
+def jobs(s: dict) -> list[dict]:
+    """One measurement job per (model, opt, budget, batch): its wildcards."""
+    if not s["enabled"]:
+        return []
+    return [
+        {"model": m, "opt": o, "budget": c, "batch_size": b}
+        for m in s["models"]
+        for o in s["optimizations"]
+        for c in s["budgets"]
+        for b in s["batch_sizes"]
+    ]
+
+
+def plan_path(results: str, model: str, opt: str) -> str:
+    return f"{results}/packing/{model}/{opt}/plans.json"
+
+
+def run_path(results: str, job: dict) -> str:
+    return (
+        f"{results}/packing/{job['model']}/{job['opt']}/c{job['budget']}/bs{job['batch_size']}.json"
+    )

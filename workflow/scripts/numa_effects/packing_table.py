@@ -1,0 +1,162 @@
+"""``tables/packing.csv``: per (model, opt, core budget, total batch) the optimizer's plan, its
+predicted latency and the measured one, and the fat instance's (numa_effects.packing,
+numa_effects.packing_run). Pure: rows from the plans and run JSONs.
+
+Columns (docs/packing.md):
+
+- ``plan``: ``2x(t1,b8)`` = two instances of 1 thread and 8 images; ``instances`` the same as
+  ``threads:batch`` pairs; ``k``, ``cores``; ``is_fat``: the plan is the fat instance itself;
+- ``predicted_latency_ms``, ``predicted_fat_latency_ms``, ``predicted_speedup``: from the grid's
+  ``sequential`` cells (``statistic`` names the column: the median, or PackRat's mean);
+- ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the measured plan, the median
+  round latency (slowest instance + signalling) over the timed rounds of all replicates pooled,
+  and its 95 % order-statistic CI; the CI covers the variation between rounds of these
+  processes, not between processes (``replicates`` > 1 pools, it does not nest);
+- ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job just
+  before the plan (when the plan is the fat instance, one measurement serves both);
+- ``prediction_error`` = measured / predicted - 1 (plan); ``speedup`` = fat / plan (measured
+  medians) with ``speedup_ci_low``/``speedup_ci_high`` a percentile bootstrap over rounds;
+- ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
+  (t, b) without a measured cell, which the optimizer could not use;
+- ``status``/``failure``, ``contended`` (any instance's contention watch), ``rounds``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+from .degradation import bootstrap_ratio
+
+COLUMNS = [
+    "model",
+    "opt",
+    "budget",
+    "budget_names",
+    "batch_size",
+    "plan",
+    "instances",
+    "k",
+    "cores",
+    "is_fat",
+    "statistic",
+    "predicted_latency_ms",
+    "predicted_fat_latency_ms",
+    "predicted_speedup",
+    "latency_ms",
+    "latency_ci_low_ms",
+    "latency_ci_high_ms",
+    "fat_latency_ms",
+    "fat_ci_low_ms",
+    "fat_ci_high_ms",
+    "prediction_error",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "rounds",
+    "fat_rounds",
+    "replicates",
+    "contended",
+    "core_map",
+    "fat_core_map",
+    "missing",
+    "status",
+    "failure",
+]
+
+
+def _rounds(recs: list[dict]) -> np.ndarray:
+    return np.array(
+        [x for r in recs if r.get("status") == "ok" for x in r["measurement"]["latencies_s"]]
+    )
+
+
+def _core_map(placements) -> str:
+    if not placements or isinstance(placements, str):
+        return ""
+    return " ".join(f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements))
+
+
+def row(choice: dict, result: dict | None, budget_names: list[str] | None = None) -> dict:
+    out = {c: None for c in COLUMNS}
+    out.update(
+        model=choice["model"],
+        opt=choice["opt"],
+        budget=choice["budget"],
+        budget_names=",".join(budget_names or []),
+        batch_size=choice["batch"],
+        statistic=choice.get("statistic"),
+        missing=" ".join(f"t{t}:b{b}" for t, b in choice.get("missing", [])),
+    )
+    if not choice.get("instances"):
+        out.update(status="no-plan", failure=choice.get("reason"))
+        return out
+    out.update(
+        plan=choice["label"],
+        instances=" ".join(f"{i['threads']}:{i['batch']}" for i in choice["instances"]),
+        k=choice["k"],
+        cores=choice["cores"],
+        is_fat=choice["is_fat"],
+        predicted_latency_ms=choice["latency_s"] * 1e3,
+        predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
+        predicted_speedup=choice["speedup"],
+    )
+    if result is None:
+        out["status"] = "not-measured"
+        return out
+    placements = result.get("placements", {})
+    out["fat_core_map"] = _core_map(placements.get("fat"))
+    out["core_map"] = _core_map(placements.get("plan", placements.get("fat")))
+    out["status"] = result["status"]
+    if result["status"] != "ok":
+        f = result.get("failure") or {}
+        out["failure"] = f"{f.get('cause')}: {f.get('message')}"
+        return out
+    runs = result["runs"]
+    fat = _rounds(runs["fat"])
+    plan = _rounds(runs["plan"]) if "plan" in runs else fat
+    out["replicates"] = len(runs["fat"])
+    out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
+    out["contended"] = any(r.get("contended") for recs in runs.values() for r in recs)
+    for prefix, x in (("latency", plan), ("fat", fat)):
+        s = stats.summarize(x)
+        key = "latency_ms" if prefix == "latency" else "fat_latency_ms"
+        out[key] = s["median_s"] * 1e3
+        out[f"{prefix}_ci_low_ms"] = s["ci_low_s"] * 1e3
+        out[f"{prefix}_ci_high_ms"] = s["ci_high_s"] * 1e3
+    out["prediction_error"] = out["latency_ms"] / out["predicted_latency_ms"] - 1.0
+    out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
+    if "plan" in runs:
+        # CI of fat / plan: bootstrap_ratio gives stat(compared) / stat(baseline)
+        lo, hi = bootstrap_ratio(plan, fat)
+        out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
+    else:
+        out["speedup_ci_low"] = out["speedup_ci_high"] = 1.0
+    return out
+
+
+def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
+    """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): run JSON}."""
+    rows = []
+    for doc in plans:
+        for choice in doc["choices"]:
+            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
+            names = (budget_names or {}).get(choice["budget"])
+            rows.append(row(choice, results.get(key), names))
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
+
+
+def benchmark_summary(df: pd.DataFrame, tolerance: float = 0.10) -> dict:
+    """The ``packing`` benchmark's numbers: share of measured batch sizes whose prediction is
+    within ``tolerance``, and the measured speedup per row."""
+    ok = df[df["status"] == "ok"]
+    within = ok["prediction_error"].abs() <= tolerance
+    return {
+        "measured": len(ok),
+        "within": int(within.sum()),
+        "share_within": float(within.mean()) if len(ok) else math.nan,
+    }
