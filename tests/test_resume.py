@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
@@ -259,3 +260,43 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
         "resnet18/none/interleave/t1/bs1/r1.json",
         "resnet18/none/interleave/t1/bs2/r1.json",
     ]
+
+
+# -- the same without Snakemake's metadata, and values spelled differently (issue 13) -------------
+def dry_run(snakefile: Path, work: Path, cfg: dict, log: str) -> tuple[dict[str, int], str]:
+    rc, out = robust.run(work, cfg, "-n", "all", snakefile=snakefile, log=log)
+    assert rc == 0, out[-3000:]
+    return jobs_planned(type("P", (), {"stdout": out, "stderr": ""})()), out
+
+
+def test_a_grid_change_is_honoured_in_a_fresh_checkout_with_copied_results(complete, tmp_path):
+    """Results copied into a fresh checkout (modification times kept, no .snakemake/): the
+    same grid runs nothing, one more batch size runs exactly its cell (then the aggregation),
+    one batch size fewer re-runs the aggregation only, so the tables drop it."""
+    _, work, cfg = complete
+    snakefile = robust.copy_workflow(tmp_path / "checkout")
+    fresh = tmp_path / "run"
+    shutil.copytree(work / "results", fresh / "results")  # copy2: mtimes kept
+    assert not (fresh / ".snakemake").exists()
+    same = {**cfg, "results": str(fresh / "results")}
+    assert dry_run(snakefile, fresh, same, "same.log")[0] == {}
+    jobs, out = dry_run(snakefile, fresh, {**same, "batch_sizes": [1, 2, 4]}, "more.log")
+    assert jobs["cell"] == 1 and jobs["tables"] == 1, jobs
+    cells = re.findall(r"output: (\S+/cells/\S+\.json)", out)
+    assert [Path(p).relative_to(fresh / "results" / "cells").as_posix() for p in cells] == [
+        "resnet18/none/sequential/t1/bs4/r1.json"
+    ]
+    jobs, _ = dry_run(snakefile, fresh, {**same, "batch_sizes": [1]}, "fewer.log")
+    assert "cell" not in jobs and jobs["tables"] == 1, jobs
+
+
+def test_an_integral_float_changes_nothing(complete):
+    _, _, cfg = complete
+    assert cfg.get("seed", 0) == 0 and "seed" not in cfg  # the run used the default, 0
+    assert planned(complete, cfg={**cfg, "seed": 0.0, "image_size": float(cfg["image_size"])}) == {}
+
+
+def test_another_spelling_of_the_results_folder_changes_nothing(complete):
+    _, work, cfg = complete
+    for spelling in (f"{work}/results/", f"{work}/./results", f"{work}//results"):
+        assert planned(complete, cfg={**cfg, "results": spelling}) == {}, spelling
