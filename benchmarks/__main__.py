@@ -1,11 +1,11 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
-Runs the selected benchmarks (all by default, in the order cost, fidelity, overhead, dag), prints
-one table each and writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load
-average before and after, and each benchmark's wall time. ``--grid quick`` uses ResNet-18 at
-batch sizes 1 and 4 instead of the default grid (for a shared or slow machine). ``--reuse``
-reuses the pipeline runs of an earlier invocation (to re-print or re-analyse; do not compare
-times across invocations)."""
+Runs the selected benchmarks (all by default, in the order cost, fidelity, overhead, dag,
+packing), prints one table each and writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with
+the grid, the load average before and after, and each benchmark's wall time. ``--grid quick``
+uses ResNet-18 at batch sizes 1 and 4 instead of the default grid (for a shared or slow
+machine). ``--reuse`` reuses the pipeline runs of an earlier invocation (to re-print or
+re-analyse; do not compare times across invocations)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import common, cost, dag, fidelity, overhead
+from . import common, cost, dag, fidelity, overhead, packing
 
-BENCHMARKS = {m.NAME: m for m in (cost, fidelity, overhead, dag)}
+BENCHMARKS = {m.NAME: m for m in (cost, fidelity, overhead, dag, packing)}
 
 
 def main(argv=None) -> int:

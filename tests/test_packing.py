@@ -2,15 +2,18 @@
 enumeration on random tables, hand-checked cases, core budgets on captured/reconstructed
 topologies, and PackRat's published CloudLab table as a realistic input."""
 
+import json
 import math
 import random
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
-from numa_effects import packing, packrat, placement
+from numa_effects import packing, packing_table, packrat, placement
 from numa_effects.packing import Instance
 
 
@@ -205,3 +208,75 @@ def test_pack_is_disjoint_on_every_fixture(name):
                 assert p.mem_nodes == p.cpu_nodes
                 if p.threads <= min(topo.cores_per_node().values()) and len(plans) == 1:
                     assert len(p.cpu_nodes) == 1  # a lone instance that fits a node stays on it
+
+
+# -- tables/packing.csv and the report's figures, from a captured run (tests/fixtures/packing) --
+PACK_FIX = Path(__file__).parent / "fixtures" / "packing"
+
+
+def captured():
+    plans = [json.loads((PACK_FIX / "resnet18/none/plans.json").read_text())]
+    results = {}
+    for path in sorted((PACK_FIX / "resnet18/none").glob("c*/bs*.json")):
+        r = json.loads(path.read_text())
+        j = r["job"]
+        results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
+    return plans, results
+
+
+def test_packing_table_rebuilt_from_the_captured_jsons():
+    plans, results = captured()
+    df = packing_table.table(plans, results, {2: ["node", "all"]})
+    want = pd.read_csv(PACK_FIX / "packing.csv")
+    assert list(df.columns) == list(want.columns) == packing_table.COLUMNS
+    for col in ("plan", "instances", "core_map", "status"):
+        assert list(df[col]) == list(want[col])
+    for col in ("latency_ms", "fat_latency_ms", "predicted_latency_ms", "speedup"):
+        assert np.allclose(df[col], want[col])
+    for r in df.itertuples():
+        run = results[("resnet18", "none", r.budget, r.batch_size)]
+        rounds = [
+            x
+            for rec in run["runs"].get("plan", run["runs"]["fat"])
+            for x in rec["measurement"]["latencies_s"]
+        ]
+        assert r.latency_ms == pytest.approx(np.median(rounds) * 1e3)
+        assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_latency_ms - 1)
+        assert r.speedup_ci_low <= r.speedup <= r.speedup_ci_high
+    # a failed job and a job never measured are rows that say so
+    key = ("resnet18", "none", 2, 4)
+    failed = {**results[key], "status": "failed", "failure": {"cause": "timeout", "message": "x"}}
+    df = packing_table.table(plans, {**results, key: failed})
+    row = df[df["batch_size"] == 4].iloc[0]
+    assert (
+        row["status"] == "failed" and row["failure"] == "timeout: x" and np.isnan(row["latency_ms"])
+    )
+    df = packing_table.table(plans, {})
+    assert set(df["status"]) == {"not-measured"} and df["predicted_latency_ms"].notna().all()
+    s = packing_table.benchmark_summary(pd.read_csv(PACK_FIX / "packing.csv"))
+    assert s["measured"] == 3 and s["within"] == 1  # -48 %, -7 %, +27 % on the loaded machine
+
+
+def test_packing_figures_draw_every_budget_and_instance():
+    from numa_effects import figure_data, figures, plots
+
+    tables = figure_data.Tables(
+        pd.DataFrame(), pd.DataFrame(), None, pd.read_csv(PACK_FIX / "packing.csv")
+    )
+    assert {f.name for f in figures.FAMILIES if f.section == "packing"} == {
+        "packing_latency",
+        "packing_core_map",
+    }
+    fig = plots.draw("packing_latency", tables, {"model": "resnet18", "opt": "none"})
+    (ax,) = fig.axes  # one budget on the captured 1-node machine
+    assert len(ax.get_legend().get_texts()) == 3  # fat, predicted, measured
+    assert sorted(t.get_text().split("\n")[0] for t in ax.texts) == [
+        "1x(t1,b1)",
+        "1x(t1,b4)",
+        "2x(t1,b4)",
+    ]
+    fig = plots.draw("packing_core_map", tables, {"model": "resnet18", "opt": "none"})
+    # one box per (row, CPU of an instance): 1 + 1 + 2
+    assert len(fig.axes[0].patches) == 4
+    # without the packing config the registry plans no Packing figure
+    assert figures.plan_packing([{"model": "m"}]) == []

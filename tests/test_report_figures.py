@@ -36,7 +36,8 @@ def by_family(figs):
 
 def test_two_node_grid_has_every_family_once_per_varying_part():
     fams = by_family(plan(TOPO_2NODE))
-    assert set(fams) == {f.name for f in figures.FAMILIES}
+    # Packing figures follow the config key packing (workflow/rules/packing.smk), not the cells
+    assert set(fams) == {f.name for f in figures.FAMILIES if f.plan != "packing"}
     counts = {name: len(v) for name, v in fams.items()}
     assert counts == {
         "latency_per_batch": 3,  # one per batch size

@@ -10,6 +10,8 @@ from numa_effects import figure_data, plots
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
     warnings.simplefilter("default")
-    tables = figure_data.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+    tables = figure_data.Tables.load(
+        sm.input.cells, sm.input.skipped, sm.input.get("degradation"), sm.input.get("packing")
+    )
     fig = plots.draw(sm.params.family, tables, dict(sm.wildcards.items()))
     plots.save(fig, sm.output.png, sm.output.svg)

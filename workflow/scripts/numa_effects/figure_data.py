@@ -59,13 +59,14 @@ class Tables:
     cells: pd.DataFrame
     skipped: pd.DataFrame
     degradation: pd.DataFrame | None = None
+    packing: pd.DataFrame | None = None  # tables/packing.csv (the Packing section)
 
     @classmethod
-    def load(cls, cells, skipped=None, degradation=None) -> Tables:
+    def load(cls, cells, skipped=None, degradation=None, packing=None) -> Tables:
         deg = read_csv(degradation) if degradation else None
         if deg is not None and "significant" in deg:
             deg["significant"] = deg["significant"].map(_bool_or_none).astype(object)
-        return cls(read_csv(cells), read_csv(skipped), deg)
+        return cls(read_csv(cells), read_csv(skipped), deg, read_csv(packing) if packing else None)
 
     @property
     def latency_stat(self) -> str:

@@ -60,6 +60,12 @@ SECTIONS = {
         "No sequential cell was run, so this section has no figure.",
     ),
     "numa": Section("NUMA Effects", "numa-effects"),
+    "packing": Section(
+        "Packing",
+        "packing",
+        "packing is off (it needs at least two thread counts and the sequential placement; "
+        "config key packing, docs/packing.md).",
+    ),
 }
 
 TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<name>.csv)
@@ -162,6 +168,19 @@ FAMILIES: tuple[Family, ...] = (
        "``sequential`` over the intra-op threads, one line per placement; positive is fewer "
        "images per second. Error bars: confidence interval where raw samples exist; hollow "
        "markers: not significant.", _D),
+    _F("packing_latency", "packing", "Fat instance vs packed plan",
+       "{model}/packing_latency/{opt}", "packing_plots.latency", "lat", "packing",
+       "PackRat's question from this grid (docs/packing.md): latency against the total batch B "
+       "for one instance on all budget cores (*fat*, measured), the best <instances, threads, "
+       "batch> predicted from the ``sequential`` cells, and that plan measured as concurrent "
+       "pinned instances; one panel per core budget. Error bars: 95 % CI of the median over "
+       "the timed rounds. Labels: the plan and the measured speedup over fat.",
+       (*TABLES, "packing")),
+    _F("packing_core_map", "packing", "Core map of the packed plans",
+       "{model}/packing_core_map/{opt}", "packing_plots.core_map", "lat", "packing",
+       "Which logical CPUs each instance of the measured plan was pinned to (one row per core "
+       "budget and batch size; the number in a box is the instance). No CPU is shared.",
+       (*TABLES, "packing")),
 )  # fmt: skip
 BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -243,9 +262,16 @@ def plan_comparison(keys: list[dict]) -> list[dict]:
     ]
 
 
+def plan_packing(keys: list[dict]) -> list[dict]:
+    """None by default: which (model, opt) were packed depends on the config key ``packing``,
+    so workflow/rules/packing.smk replaces this entry with ``packing.figure_plan``."""
+    return []
+
+
 PLANS: dict[str, Callable[[list[dict]], list[dict]]] = {
     "sequential": plan_sequential,
     "comparison": plan_comparison,
+    "packing": plan_packing,
 }
 
 

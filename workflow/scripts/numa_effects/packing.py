@@ -370,3 +370,13 @@ def run_path(results: str, job: dict) -> str:
     return (
         f"{results}/packing/{job['model']}/{job['opt']}/c{job['budget']}/bs{job['batch_size']}.json"
     )
+
+
+def figure_plan(s: dict):
+    """The report's ``packing`` plan (``figures.PLANS``): one figure per packed (model, opt)."""
+    packed = {(j["model"], j["opt"]) for j in jobs(s)}
+
+    def plan(keys: list[dict]) -> list[dict]:
+        return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
+
+    return plan
