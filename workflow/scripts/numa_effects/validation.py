@@ -374,7 +374,7 @@ def _unknown(key: str, values, known: Iterable[str], what: str) -> list[str]:
         near = difflib.get_close_matches(v, known, n=5, cutoff=0.5)
         nearest = f"nearest: {', '.join(near)}; " if near else ""
         problems.append(
-            f"config key '{key}[{i}]': {_value(v)} is not {what}{_suggest(v, known)}; "
+            f"config key '{key}[{i}]': {_value(v)} is not {what}; "
             f"{nearest}all {len(known)}: {LIST_COMMAND} {key}"
         )
     return problems
