@@ -31,6 +31,7 @@ def run(tmp_path_factory):
         "max_seconds_per_cell": 2,
         "min_iterations": 6,  # the smallest n with a 95 % CI of the median
         "max_iterations": 8,
+        "peak": False,  # efficiency is not what this test is about: no peak jobs
     }
     snakemake(workdir, cfg, "--cores", "2", "results/tables/packing.csv")
     return workdir, cfg
