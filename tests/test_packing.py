@@ -187,6 +187,15 @@ def test_pack_on_2x16():
     assert isinstance(placement.pack(topo, [1], 33), placement.NotApplicable)
 
 
+def test_pack_on_the_2_node_test_guest():
+    topo = load("qemu-2node-test-guest")  # node 0: CPUs 0-1, node 1: CPUs 2-3
+    plans = placement.pack(topo, [2, 2], 4)
+    assert [(p.cpus, p.mem_nodes) for p in plans] == [((0, 1), (0,)), ((2, 3), (1,))]
+    plans = placement.pack(topo, [3, 1], 4)  # 3 threads cannot fit a 2-core node
+    assert [(p.cpus, p.mem_nodes) for p in plans] == [((0, 1, 2), (0, 1)), ((3,), (1,))]
+    assert [p.cpus for p in placement.pack(topo, [1, 1], 2)] == [(0,), (1,)]  # budget: node 0
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_pack_is_disjoint_on_every_fixture(name):
     topo = load(name)
