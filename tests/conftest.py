@@ -26,6 +26,7 @@ TINY_CONFIG = {
     "max_iterations": 5,
     "max_seconds_per_cell": 1,
     "replicates": 1,  # config/config.yaml runs more; tests that need replicates say so
+    "contended_retries": 0,  # a busy test machine must not add back-offs (unit-tested)
 }
 
 

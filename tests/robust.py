@@ -28,6 +28,7 @@ BASE = {
     "fixed_iterations": 2,
     "max_seconds_per_cell": 1,
     "replicates": 1,
+    "contended_retries": 0,
 }
 
 

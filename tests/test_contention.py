@@ -138,3 +138,34 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     row = tidy.cell_row(result, str(tmp_path / "bs1.json"))
     assert row["contended"] is True and row["foreign_cpu_pct"] > 20
     assert os.path.exists(tmp_path / "bs1.json")
+
+
+def test_iteration_probe_on_a_recorded_burst(tmp_path):
+    """The /proc/stat sequence of tests/fixtures/proc/iterations-burst.json (another process
+    spinning on CPU 0 during iterations 10-14): about half of CPU 0 went to it during the burst,
+    nothing outside (one tick of resolution allowed)."""
+    data = json.loads((REPO / "tests/fixtures/proc/iterations-burst.json").read_text())
+    snap = {}
+    stat = tmp_path / "stat"
+
+    def read():
+        stat.write_text(snap["stat"])
+        return contention.cpu_busy(stat)
+
+    probe = contention.IterationProbe(
+        data["cpus"], read=read, own=lambda: snap["own_s"], clock=lambda: snap["t"], hz=data["hz"]
+    )
+    shares = []
+    for it in data["iterations"]:
+        snap.update(it["before"])
+        probe.begin()
+        snap.update(it["after"])
+        shares.append(probe.end())
+    burst = set(data["burst"])
+    assert all(30 < s < 70 for i, s in enumerate(shares) if i in burst)
+    assert all(s < 5 for i, s in enumerate(shares) if i not in burst)
+
+
+def test_foreign_share_allows_one_tick_per_cpu():
+    assert contention.foreign_share_pct(0.05, 0.04, 0.05, 1, hz=100) == pytest.approx(0.0, abs=1e-9)
+    assert contention.foreign_share_pct(0.10, 0.04, 0.10, 1, hz=100) == pytest.approx(50.0)

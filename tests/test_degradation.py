@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects import degradation
+from numa_effects import degradation, stats
 from numa_effects.degradation import DEGRADATION_COLUMNS, OPT_SPEEDUP_COLUMNS
 
 
@@ -114,7 +114,8 @@ def test_without_samples_the_ci_stays_empty():
     buf = io.StringIO()
     d.to_csv(buf, index=False)
     line = buf.getvalue().splitlines()[1]
-    assert line.endswith(",,,")  # throughput CI low, high and significant are empty
+    # throughput CI low, high, significant and ci_method are empty; not contended, not noisy
+    assert line.endswith(",,,,False,False")
 
 
 def test_packrat_import_uses_the_mean():
@@ -203,3 +204,49 @@ def test_smt_cells_are_compared_with_the_smt_baseline_only():
     assert d.loc["interleave+smt", "baseline"] == "sequential+smt"
     assert d.loc["interleave+smt", "latency_baseline_ms"] == pytest.approx(8.0)
     assert d.loc["interleave+smt", "latency_degradation_pct"] == pytest.approx(-25.0)
+
+
+def two_level_cells(rng, ratio, replicates=2, sigma_b=0.025):
+    """Baseline and compared cells combined from simulated replicate medians (12 cell pairs, so
+    the run's pool moderates each cell's variance) with a true ratio ``ratio``."""
+    truth = [1.0] * 12 + [ratio] * 12
+    meds = [np.exp(np.log(t) + rng.normal(0, sigma_b, replicates)) for t in truth]
+    pooled = stats.pooled_replicate_var(meds)
+    return [stats.combine_replicates(m, (), pooled) for m in meds]
+
+
+def test_two_level_ratio_ci_covers_the_true_degradation_and_the_within_ci_does_not():
+    """1000 simulated runs: the ratio CI from both cells' two-level CIs covers the true ratio
+    >= 93 %; a CI that ignores the process level (the within-process bootstrap) does not."""
+    rng = np.random.default_rng(5)
+    hits = naive = total = 0
+    for _ in range(1000):
+        c = two_level_cells(rng, 1.04)
+        b, k = c[0], c[12]
+        lo, hi = degradation.two_level_ratio_ci(
+            (b["ci_low_s"], b["ci_high_s"], b["ci_df"]),
+            (k["ci_low_s"], k["ci_high_s"], k["ci_df"]),
+        )
+        hits += lo <= 1.04 <= hi
+        total += 1
+        # within-process only: 20 iterations per process with 1 % noise, one process each
+        base = b["median_s"] * np.exp(rng.normal(0, 0.01, 20))
+        comp = k["median_s"] * np.exp(rng.normal(0, 0.01, 20))
+        nlo, nhi = degradation.bootstrap_ratio(base, comp, n_boot=200, seed=int(rng.integers(9)))
+        naive += nlo <= 1.04 <= nhi
+    assert hits / total >= 0.93
+    assert naive / total < 0.80
+
+
+def test_contended_or_noisy_cell_marks_the_comparison():
+    cells = pd.DataFrame(
+        [
+            cell("sequential", 10.0, contended=False, noisy=False),
+            cell("interleave", 12.0, contended=True, noisy=False),
+            cell("sequential", 10.0, opt="script", contended=False, noisy=True),
+        ]
+    )
+    d = degradation.degradation_table(cells, None)
+    assert bool(d["contended"].iloc[0]) and not bool(d["noisy"].iloc[0])
+    o = degradation.opt_speedup_table(cells, None)
+    assert list(o["contended"]) == [False] and list(o["noisy"]) == [True]

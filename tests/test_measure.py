@@ -2,11 +2,13 @@
 each step advances it by the next latency of the stream, so no real time passes)."""
 
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from numa_effects import measure, stats
+from numa_effects import contention, measure, stats
 
 
 class FakeTimer:
@@ -161,3 +163,131 @@ def test_measurement_record_has_the_protocol_and_totals():
 def test_unknown_protocol_is_refused():
     with pytest.raises(ValueError, match="protocol"):
         run(itertools.repeat(0.01), protocol="sometimes")
+
+
+# -- contaminated iterations (issue 10) --------------------------------------------------------
+
+BURST = Path(__file__).parent / "fixtures" / "proc" / "iterations-burst.json"
+
+
+class RecordedProbe:
+    """``contention.IterationProbe`` fed a /proc/stat sequence recorded on a real machine
+    (tests/fixtures/proc/capture_iterations.py: 30 iterations pinned to CPU 0, another process
+    spinning on CPU 0 during iterations 10-14): each begin()/end() pair replays one iteration's
+    snapshots, cycling."""
+
+    def __init__(self, tmp_path):
+        self.data = json.loads(BURST.read_text())
+        self.i = -1
+        self.snap = None
+        self.tmp = tmp_path / "stat"
+
+        def read():
+            self.tmp.write_text(self.snap["stat"])
+            return contention.cpu_busy(self.tmp)
+
+        self.probe = contention.IterationProbe(
+            self.data["cpus"],
+            read=read,
+            own=lambda: self.snap["own_s"],
+            clock=lambda: self.snap["t"],
+            hz=self.data["hz"],
+        )
+
+    def begin(self):
+        self.i += 1
+        self.snap = self.it()["before"]
+        self.probe.begin()
+
+    def end(self):
+        self.snap = self.it()["after"]
+        return self.probe.end()
+
+    def it(self):
+        its = self.data["iterations"]
+        return its[self.i % len(its)]
+
+
+def test_recorded_burst_of_foreign_time_excludes_exactly_those_iterations(tmp_path):
+    rec = RecordedProbe(tmp_path)
+    n = len(rec.data["iterations"])
+    t = FakeTimer([0.01] * (n + 5))
+    settings = {"protocol": "fixed", "warmup": 0, "fixed_iterations": n}
+    m = measure.run(t.step, settings, clock=t.clock, probe=rec)
+    assert len(m.latencies_s) == n and len(m.foreign_pct) == n
+    assert [i for i, e in enumerate(m.excluded) if e] == rec.data["burst"]
+    assert len(m.clean_latencies()) == n - len(rec.data["burst"])
+    assert not m.contended()
+
+
+def test_excluded_iterations_do_not_count_for_the_stopping_rule():
+    """A probe that reports contention on every other iteration: the rule stops only once
+    min_iterations clean ones exist, and its CI is over the clean ones."""
+    flags = itertools.cycle([50.0, 0.0])
+
+    class Alternating:
+        def begin(self):
+            pass
+
+        def end(self):
+            return next(flags)
+
+    # three stable warm-up iterations, then the contaminated (slow) and clean ones alternate
+    t = FakeTimer(itertools.chain([0.010] * 3, itertools.cycle([0.030, 0.010])))
+    m = measure.run(t.step, {"max_seconds_per_cell": 1e9}, clock=t.clock, probe=Alternating())
+    assert m.stop_reason == "target_ci"
+    assert len(m.clean_latencies()) >= 6
+    assert np.allclose(m.clean_latencies(), 0.010)  # (fake-clock differences)
+    assert sum(m.excluded) == len(m.latencies_s) - len(m.clean_latencies())
+
+
+def test_a_replicate_contended_throughout_is_retried_then_flagged():
+    class Busy:
+        def begin(self):
+            pass
+
+        def end(self):
+            return 60.0
+
+    t = FakeTimer(itertools.repeat(0.01))
+    waits = []
+    settings = {"max_seconds_per_cell": 1.0, "contended_retries": 2, "contended_backoff_s": 3}
+    m, attempts = measure.run_with_retries(
+        t.step, settings, probe=Busy(), sleep=waits.append, clock=t.clock
+    )
+    assert waits == [3, 6]  # bounded, doubling back-off
+    assert len(attempts) == 2 and all(a["excluded"] == a["iterations"] for a in attempts)
+    assert m.contended(6) and m.stop_reason == "max_seconds"  # bounded by the cell's budget
+    assert m.clean_latencies() == []
+
+
+def test_a_replicate_that_becomes_quiet_after_a_retry_is_clean():
+    shares = itertools.chain(itertools.repeat(60.0, 200), itertools.repeat(0.0))
+
+    class Burst:
+        def begin(self):
+            pass
+
+        def end(self):
+            return next(shares)
+
+    t = FakeTimer(itertools.repeat(0.01))
+    m, attempts = measure.run_with_retries(
+        t.step, {"max_seconds_per_cell": 1.0}, probe=Burst(), sleep=lambda s: None, clock=t.clock
+    )
+    assert len(attempts) >= 1
+    assert not m.contended(6) and m.stop_reason == "target_ci"
+
+
+def test_minimum_warmup_and_timed_window_are_spent_before_stopping():
+    rng = np.random.default_rng(3)
+    m, _ = run(
+        lognormal(rng, 0.010, 0.001),
+        min_warmup_seconds=0.5,
+        min_timed_seconds=0.5,
+        max_seconds_per_cell=10,
+    )
+    assert sum(m.warmup_s) >= 0.5 and sum(m.latencies_s) >= 0.5
+    assert m.stop_reason == "target_ci"
+    quick, _ = run(lognormal(rng, 0.010, 0.001))
+    assert len(quick.latencies_s) < len(m.latencies_s)

@@ -87,3 +87,44 @@ def test_atomic_write_gives_the_umask_mode_not_0600(tmp_path):
     finally:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+REPLICATES = sorted((Path(__file__).parent / "fixtures" / "cells_replicates").glob("*.json"))
+
+
+def test_replicates_combine_into_one_row_per_cell_with_variance_components():
+    """Five real processes per cell (tests/fixtures/cells_replicates, quiet Xeon): one row per
+    cell, its median the geometric mean of the replicate medians, a two-level CI wider than
+    any replicate's own, and the process level dominating the variance (as measured there)."""
+    cells, samples = tidy.tables([str(p) for p in REPLICATES])
+    assert len(cells) == 3 and (cells["replicates"] == 5).all()
+    assert set(cells["ci_method"]) == {"two-level"}
+    for _, row in cells.iterrows():
+        key = tuple(row[k] for k in tidy.KEY_COLUMNS)
+        per_rep = [
+            cellresult.read(p)
+            for p in REPLICATES
+            if tuple(cellresult.read(p)["cell"][k] for k in tidy.KEY_COLUMNS) == key
+        ]
+        meds = [d["stats"]["median_s"] * 1000 for d in per_rep]
+        assert row["latency_median_ms"] == pytest.approx(math.exp(sum(map(math.log, meds)) / 5))
+        own = max(d["stats"]["ci_halfwidth_pct"] for d in per_rep)
+        assert row["ci_halfwidth_pct"] > own
+        assert row["between_sd_pct"] > row["within_sd_pct"] > 0
+        assert row["n"] == sum(len(d["measurement"]["latencies_s"]) for d in per_rep)
+    assert len(samples) == cells["n"].sum()
+
+
+def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
+    data = cellresult.read(CELLS[0])
+    m = data["measurement"]
+    n = len(m["latencies_s"])
+    m["latencies_s"][0] = 100.0  # a contaminated iteration, excluded
+    m["foreign_pct"] = [80.0] + [0.0] * (n - 1)
+    m["excluded"] = [True] + [False] * (n - 1)
+    rows = list(tidy.sample_rows(data))
+    assert len(rows) == n and rows[0]["excluded"] and rows[0]["foreign_pct"] == 80.0
+    reps = pd.DataFrame([tidy.cell_row(data)])
+    cells = tidy.combine_replicates(reps, pd.DataFrame(rows, columns=tidy.SAMPLE_COLUMNS))
+    assert cells["n"].iloc[0] == n - 1
+    assert cells["latency_max_ms"].iloc[0] < 100_000.0

@@ -59,6 +59,8 @@ MEASUREMENT_KEYS = (
     "max_iterations",
     "max_seconds_per_cell",
     "seed",
+    "min_warmup_seconds",
+    "min_timed_seconds",
     "exclude_foreign_pct",
     "contended_retries",
     "contended_backoff_s",

@@ -75,6 +75,37 @@ def build_for(spec: dict):
     )
 
 
+def replicate_contention(m: measure.Measurement, attempts: list[dict], settings: dict) -> dict:
+    """The replicate's contention verdict from what its statistics use: contended when too few
+    clean iterations remain after exclusion and retries, or when the clean iterations' own
+    foreign share (duration-weighted) is above ``contention.FOREIGN_SHARE_LIMIT``. The whole
+    window's verdict (``contention.Watch``, which spans excluded iterations and back-offs too)
+    is kept as ``contended_window``."""
+    min_clean = int(measure.settings_with_defaults(settings)["min_iterations"])
+    out: dict = {"retries": len(attempts), "retried_attempts": attempts}
+    if not m.foreign_pct:
+        return out
+    keep = [not e for e in m.excluded]
+    w = [x for x, k in zip(m.latencies_s, keep, strict=True) if k]
+    f = [x for x, k in zip(m.foreign_pct, keep, strict=True) if k]
+    clean_pct = sum(a * b for a, b in zip(w, f, strict=True)) / sum(w) if w else None
+    too_few = m.contended(min_clean if m.protocol == "adaptive" else 1)
+    busy = clean_pct is not None and clean_pct > 100 * contention.FOREIGN_SHARE_LIMIT
+    out["excluded_iterations"] = int(sum(m.excluded))
+    out["clean_foreign_pct"] = None if clean_pct is None else round(clean_pct, 2)
+    out["contended"] = bool(too_few or busy)
+    reasons = []
+    if too_few:
+        reasons.append(
+            f"{sum(m.excluded)} of {len(m.latencies_s)} timed iterations excluded "
+            f"(> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} retries"
+        )
+    if busy:
+        reasons.append(f"other tasks used {clean_pct:.1f} % of the CPUs in the clean iterations")
+    out["contended_reason"] = "; ".join(reasons) or None
+    return out
+
+
 def run(spec: dict) -> dict:
     import torch
 
@@ -97,8 +128,16 @@ def run(spec: dict) -> dict:
         timings["first_call_s"] = time.perf_counter() - t0
         # Did anything else use this cell's CPUs while it was timed? (numa_effects.contention)
         watch = contention.Watch(spec["plan"]["cpus"])
-        m = measure.run(step, settings, first_call_s=timings["first_call_s"])
+        # foreign CPU per timed iteration: contaminated ones are excluded, a replicate that
+        # stays contended is measured again after a back-off (measure.run_with_retries)
+        probe = contention.IterationProbe(spec["plan"]["cpus"])
+        m, attempts = measure.run_with_retries(
+            step, settings, probe=probe, first_call_s=timings["first_call_s"]
+        )
         noise = watch.stop()
+    noise["contended_window"] = noise.get("contended")
+    noise["contended_window_reason"] = noise.get("contended_reason")
+    noise.update(replicate_contention(m, attempts, settings))
     for w in wlist:
         entry = {"category": w.category.__name__, "message": str(w.message).splitlines()[0]}
         if entry not in caught:
@@ -108,7 +147,8 @@ def run(spec: dict) -> dict:
     # exist and the weights and activations are resident.
     verification = verify.run(spec["plan"])
 
-    summary = stats.summarize(m.latencies_s)
+    clean = m.clean_latencies() or m.latencies_s  # all excluded: keep them, flagged contended
+    summary = stats.summarize(clean)
     result = {
         "schema_version": cellresult.SCHEMA_VERSION,
         "status": "ok",
@@ -118,7 +158,7 @@ def run(spec: dict) -> dict:
         "settings": settings,
         "measurement": {**m.to_dict(), **timings},
         "stats": summary,
-        "throughput": stats.throughput(int(cell["batch_size"]), m.latencies_s, summary["median_s"]),
+        "throughput": stats.throughput(int(cell["batch_size"]), clean, summary["median_s"]),
         "binding": {**bind, **thread_info, "verification": verification},
         "contention": noise,
         "provenance": {

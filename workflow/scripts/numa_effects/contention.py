@@ -11,6 +11,11 @@
   resolution of /proc/stat). Busy SMT siblings of the cell's cores (when the cell does not use
   them) count the same way: they share the core's execution units.
 
+- ``IterationProbe(cpus)``, around every timed iteration (``measure.run(probe=...)``): the same
+  /proc/stat deltas per iteration, as the share of the CPUs' (and their SMT siblings')
+  capacity that other tasks used (``foreign_share_pct``), minus one 10 ms tick per CPU of
+  resolution. ``measure`` excludes iterations above ``exclude_foreign_pct`` from the statistics.
+
 Flagged cells are kept (a shared server is never perfectly quiet); the columns ``contended``,
 ``foreign_cpu_pct``, ``load_1m`` and ``runnable_others`` in cells.csv let the analysis drop or
 re-run them.
@@ -186,3 +191,43 @@ class Watch:
                 clock_ticks(),
             ),
         }
+
+
+ITERATION_TICK_SLACK = 1  # per CPU: /proc/stat's resolution within one iteration
+
+
+def foreign_share_pct(
+    cpus_busy_s: float, own_cpu_s: float, window_s: float, ncpus: int, hz: int = 100
+) -> float:
+    """The share (%) of ``ncpus`` CPUs' capacity over ``window_s`` that went to other tasks:
+    busy time beyond the process's own CPU time, less ``ITERATION_TICK_SLACK`` ticks per CPU
+    (busy time is counted in whole ticks). Pure: unit-tested on recorded /proc/stat."""
+    foreign = cpus_busy_s - own_cpu_s - ITERATION_TICK_SLACK * ncpus / hz
+    return max(0.0, 100.0 * foreign / max(ncpus * window_s, 1e-9))
+
+
+class IterationProbe:
+    """Foreign CPU share of the cell's CPUs and their SMT siblings over each timed iteration:
+    ``begin()`` just before it, ``end()`` just after (outside the timed region). ``read`` and
+    ``own`` are injectable for tests (a recorded /proc/stat sequence)."""
+
+    def __init__(self, cpus, proc_stat="/proc/stat", read=None, own=None, clock=None, hz=None):
+        self.cpus = tuple(int(c) for c in cpus)
+        self.all = self.cpus + siblings_of(self.cpus)
+        self._read = read or (lambda: cpu_busy(proc_stat))
+        self._own = own or _own_cpu_s
+        self._clock = clock or time.monotonic
+        self.hz = hz or clock_ticks()
+        self._start = None
+
+    def _busy(self) -> float:
+        busy = self._read()
+        return sum(busy.get(c, 0.0) for c in self.all)
+
+    def begin(self) -> None:
+        self._start = (self._busy(), self._own(), self._clock())
+
+    def end(self) -> float:
+        busy0, own0, t0 = self._start
+        busy, own, t = self._busy(), self._own(), self._clock()
+        return foreign_share_pct(busy - busy0, own - own0, t - t0, len(self.all), self.hz)

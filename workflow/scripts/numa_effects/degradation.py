@@ -15,11 +15,19 @@ whose placement is not ``sequential`` and that has a ``sequential`` cell with th
 - ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
   ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
   images per second);
-- ``*_ci_low_pct, *_ci_high_pct``: 95 % percentile-bootstrap CI (``N_BOOTSTRAP`` resamples of
-  each cell's samples, independently, statistic recomputed on each); empty when either cell has
-  no raw samples (imported tables): never invented;
+- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. When both cells have a two-level CI
+  (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
+  same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
+  se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
+  freedom by Welch-Satterthwaite (``two_level_ratio_ci``), so process-to-process variation
+  and drift between the two cells' measurements are inside it. Otherwise (one process per
+  cell) a percentile bootstrap of each cell's samples (``N_BOOTSTRAP`` resamples, clean
+  iterations only), which covers only within-process noise: ``ci_method`` says which. Empty
+  when either cell has neither (imported tables): never invented;
 - ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
-  transform of the same resamples, so it agrees), empty when there is no CI.
+  transform of the same interval, so it agrees), empty when there is no CI;
+- ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
+  rows as suspect.
 
 ``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
 ``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
@@ -62,6 +70,9 @@ DEGRADATION_COLUMNS = [
     "throughput_degradation_ci_low_pct",
     "throughput_degradation_ci_high_pct",
     "significant",
+    "ci_method",
+    "contended",
+    "noisy",
 ]
 
 OPT_SPEEDUP_COLUMNS = [
@@ -80,7 +91,37 @@ OPT_SPEEDUP_COLUMNS = [
     "throughput_baseline_ips",
     "throughput_compared_ips",
     "significant",
+    "ci_method",
+    "contended",
+    "noisy",
 ]
+
+
+def _log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
+    """The standard error of a cell's ln-median from its symmetric (log scale) t interval."""
+    from scipy.special import stdtrit
+
+    return (np.log(high) - np.log(low)) / 2.0 / float(stdtrit(df, 0.5 + confidence / 2))
+
+
+def two_level_ratio_ci(
+    baseline: tuple[float, float, float],
+    compared: tuple[float, float, float],
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """CI of compared / baseline from each cell's two-level CI ``(ci_low, ci_high, ci_df)``
+    (``stats.combine_replicates``; the point estimate is the CI's log-centre)."""
+    from scipy.special import stdtrit
+
+    (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
+    sb, sc = _log_se(bl, bh, bdf, confidence), _log_se(cl, ch, cdf, confidence)
+    centre = (np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0
+    var = sb**2 + sc**2
+    if var == 0:
+        return float(np.exp(centre)), float(np.exp(centre))
+    df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * np.sqrt(var)
+    return float(np.exp(centre - half)), float(np.exp(centre + half))
 
 
 def bootstrap_ratio(
@@ -114,6 +155,8 @@ def bootstrap_ratio(
 def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
     if samples is None or samples.empty:
         return {}
+    if "excluded" in samples.columns:
+        samples = samples[~samples["excluded"].fillna(False).astype(bool)]
     out = {}
     for key, group in samples.groupby(list(KEYS), sort=False):
         k = (key[0], key[1], key[2], int(key[3]), int(key[4]))
@@ -138,7 +181,8 @@ def _pairs(
 ) -> pd.DataFrame:
     """Baseline/compared pairs differing only in ``vary``, with the statistic, both values and
     the bootstrap CI of the ratio compared / baseline (NaN without samples)."""
-    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
+    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic", "ci_method"]
+    cols += ["contended", "noisy"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
     df = cells
@@ -150,8 +194,19 @@ def _pairs(
     group = [k for k in KEYS if k != vary]
     if "source" in df.columns:
         group.append("source")
+    for col, default in (
+        ("ci_method", None),
+        ("latency_ci_low_ms", np.nan),
+        ("latency_ci_high_ms", np.nan),
+        ("ci_df", np.nan),
+        ("contended", False),
+        ("noisy", False),
+    ):
+        if col not in df.columns:
+            df = df.assign(**{col: default})
     keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
-    keep.append("latency_mean_ms")
+    keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
+    keep += ["contended", "noisy"]
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
@@ -173,8 +228,16 @@ def _pairs(
         lc, lb = float(r[f"latency_{stat}_ms"]), float(r[f"latency_{stat}_ms_b"])
         sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
         lo = hi = np.nan
-        if sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
+        method = None
+        if stat == "median" and r["ci_method"] == r["ci_method_b"] == "two-level":
+            lo, hi = two_level_ratio_ci(
+                (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
+                (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
+            )
+            method = "two-level"
+        elif sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
             lo, hi = bootstrap_ratio(sb, sc, stat)
+            method = "within-process bootstrap"
         rows.append(
             {
                 **{k: r[k] for k in KEYS},
@@ -184,10 +247,17 @@ def _pairs(
                 "ratio_ci_low": lo,
                 "ratio_ci_high": hi,
                 "latency_statistic": stat,
+                "ci_method": method,
+                "contended": _flag(r["contended"]) or _flag(r["contended_b"]),
+                "noisy": _flag(r["noisy"]) or _flag(r["noisy_b"]),
             }
         )
     out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
     return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def _flag(v) -> bool:
+    return bool(v) if isinstance(v, bool | np.bool_) else str(v).lower() == "true"
 
 
 def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
@@ -224,6 +294,9 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
             "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
             "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "ci_method": p["ci_method"],
+            "contended": p["contended"].astype(bool),
+            "noisy": p["noisy"].astype(bool),
         },
         columns=DEGRADATION_COLUMNS,
     )
@@ -248,6 +321,9 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
             "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "ci_method": p["ci_method"],
+            "contended": p["contended"].astype(bool),
+            "noisy": p["noisy"].astype(bool),
         },
         columns=OPT_SPEEDUP_COLUMNS,
     )

@@ -4,15 +4,24 @@ Column convention (documented in config/README.md): snake_case; the five cell ke
 (``model, opt, placement, threads, batch_size``); units as suffixes: ``_ms`` milliseconds,
 ``_s`` seconds, ``_ips`` images per second, ``_mb`` megabytes; every latency statistic is
 ``latency_<stat>_ms``; provenance columns last.
+
+A cell is measured by ``replicates`` independent processes (one JSON each); ``tables``
+combines them into one row per cell (``combine_replicates``): the median and 95 % CI are the
+two-level ones of ``stats.combine_replicates`` (``ci_method``, ``ci_df``, ``replicates``,
+``replicate_sd_pct``, ``within_sd_pct``, ``between_sd_pct``), the other latency statistics are
+over the clean iterations of all replicates, times are sums, ``contended`` and ``noisy`` are
+true when any replicate is (after exclusion and retries). samples.csv keeps every timed
+iteration with its ``replicate``, ``foreign_pct`` and ``excluded``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import pandas as pd
 
-from . import cellresult
+from . import cellresult, stats
 from . import placement as placement_mod
 from .grid import KEYS
 
@@ -102,6 +111,8 @@ def contention_columns(noise: dict | None) -> dict:
         "runnable_others": noise.get("runnable_others"),
         "contended": noise.get("contended"),
         "foreign_cpu_pct": noise.get("foreign_cpu_pct"),
+        "excluded_iterations": noise.get("excluded_iterations"),
+        "contended_retries": noise.get("retries"),
         "contended_reason": noise.get("contended_reason"),
     }
 
@@ -150,8 +161,120 @@ def sample_rows(data: dict) -> Iterable[dict]:
         return
     keys = {k: data["cell"][k] for k in KEYS}
     keys["replicate"] = int(data.get("replicate", 1))
-    for i, lat in enumerate(data["measurement"]["latencies_s"]):
-        yield {**keys, "iteration": i, "latency_ms": lat * 1000.0}
+    m = data["measurement"]
+    lats = m["latencies_s"]
+    foreign = m.get("foreign_pct") or [None] * len(lats)
+    excluded = m.get("excluded") or [False] * len(lats)
+    for i, (lat, f, e) in enumerate(zip(lats, foreign, excluded, strict=True)):
+        yield {
+            **keys,
+            "iteration": i,
+            "latency_ms": lat * 1000.0,
+            "foreign_pct": f,
+            "excluded": bool(e),
+        }
+
+
+SAMPLE_COLUMNS = [*KEY_COLUMNS, "replicate", "iteration", "latency_ms", "foreign_pct", "excluded"]
+SUMMED = ("measure_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s")
+
+
+def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
+    (see the module docstring). The run's pooled replicate variance moderates each cell's
+    own (``stats.pooled_replicate_var``)."""
+    if reps.empty:
+        return reps
+    reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
+    for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy"):
+        if col not in reps.columns:  # older cell JSONs, or no replicate succeeded
+            reps = reps.assign(**{col: math.nan})
+    for col in ("contended", "contended_reason", "stop_reason", "load_1m", "foreign_cpu_pct"):
+        if col not in reps.columns:
+            reps = reps.assign(**{col: None})
+    ok = reps[reps["status"] == "ok"]
+    groups = {k: g for k, g in ok.groupby(KEY_COLUMNS, sort=False)}
+    pooled = stats.pooled_replicate_var(
+        [g["latency_median_ms"].to_numpy() / 1000.0 for g in groups.values()]
+    )
+    clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
+    by_cell = {k: g["latency_ms"].to_numpy() for k, g in clean.groupby(KEY_COLUMNS, sort=False)}
+    rows = []
+    for key, g in reps.groupby(KEY_COLUMNS, sort=False):
+        good = groups.get(key)
+        first = (good if good is not None else g).iloc[0].to_dict()
+        row = dict(first)
+        row["replicate"] = None
+        row["replicates_failed"] = int((g["status"] != "ok").sum())
+        if good is None:
+            row["replicates"] = 0
+            rows.append(row)
+            continue
+        meds = good["latency_median_ms"].to_numpy() / 1000.0
+        wv = [
+            stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
+            for m, lo, hi in zip(
+                meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
+            )
+        ]
+        c = stats.combine_replicates(meds, wv, pooled)
+        lat = by_cell.get(key)
+        if lat is not None and lat.size:
+            s = stats.summarize(lat / 1000.0)
+            for k2, v in s.items():
+                if k2.endswith("_s"):
+                    row[f"latency_{k2[:-2]}_ms"] = v * 1000.0
+                else:
+                    row[k2] = v
+        med = c["median_s"] * 1000.0
+        lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
+        if c["ci_method"] == "within-process":  # one replicate, nothing to pool: its own CI
+            lo, hi = (
+                float(good["latency_ci_low_ms"].iloc[0]),
+                float(good["latency_ci_high_ms"].iloc[0]),
+            )
+        row.update(
+            {
+                "latency_median_ms": med,
+                "latency_ci_low_ms": lo,
+                "latency_ci_high_ms": hi,
+                "ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0 if med > 0 else math.nan,
+                "ci_method": c["ci_method"],
+                "ci_df": c["ci_df"],
+                "replicates": c["replicates"],
+                "replicate_sd_pct": c["replicate_sd_pct"],
+                "within_sd_pct": c["within_sd_pct"],
+                "between_sd_pct": c["between_sd_pct"],
+                "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
+                "contended": bool(good["contended"].fillna(False).astype(bool).any()),
+                "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
+                "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
+                "contended_reason": "; ".join(
+                    f"replicate {int(r)}: {why}"
+                    for r, why in zip(good["replicate"], good["contended_reason"], strict=True)
+                    if isinstance(why, str) and why
+                )
+                or None,
+                "load_1m": good["load_1m"].max(),
+                "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
+                "started_at": good["started_at"].min(),
+                "finished_at": good["finished_at"].max(),
+            }
+        )
+        for col in SUMMED:
+            if col in good.columns:
+                row[col] = float(good[col].sum())
+        for col in ("excluded_iterations", "contended_retries"):
+            if col in good.columns:
+                row[col] = good[col].fillna(0).sum()
+        bs = float(row["batch_size"])
+        row["throughput_ips"] = bs * 1000.0 / med
+        row["throughput_ci_low_ips"] = bs * 1000.0 / hi if hi > 0 else math.nan
+        row["throughput_ci_high_ips"] = bs * 1000.0 / lo if lo > 0 else math.nan
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    front = [*KEY_COLUMNS, "replicates"]
+    return out[front + [c for c in out.columns if c not in front and c != "replicate"]]
 
 
 def tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -160,12 +283,10 @@ def tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         data = cellresult.read(path)
         rows.append(cell_row(data, str(path)))
         samples.extend(sample_rows(data))
-    cells = pd.DataFrame(rows)
+    samples_df = pd.DataFrame(samples, columns=SAMPLE_COLUMNS)
+    cells = combine_replicates(pd.DataFrame(rows), samples_df)
     if not cells.empty:
         cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
-    samples_df = pd.DataFrame(
-        samples, columns=[*KEY_COLUMNS, "replicate", "iteration", "latency_ms"]
-    )
     return cells, samples_df
 
 
