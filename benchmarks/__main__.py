@@ -1,11 +1,12 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
-Runs the selected benchmarks (all by default, in the order cost, fidelity, overhead, dag,
-packing), prints one table each and writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with
-the grid, the load average before and after, and each benchmark's wall time. ``--grid quick``
-uses ResNet-18 at batch sizes 1 and 4 instead of the default grid (for a shared or slow
-machine). ``--reuse`` reuses the pipeline runs of an earlier invocation (to re-print or
-re-analyse; do not compare times across invocations)."""
+Runs the selected benchmarks (all by default, in the order cost, replication, fidelity, noise,
+overhead, bias, dag, packing), prints one table each and writes ``<out>/<name>.csv``, plus
+``<out>/run.json`` with the grid, the load average before and after, and each benchmark's wall
+time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4 instead of the default grid (for a
+shared or slow machine). ``--reuse`` reuses the pipeline runs of an earlier invocation (to
+re-print or re-analyse; do not compare times across invocations). ``--bias-data DIR`` runs
+``bias`` offline on DIR/fixed/samples.csv (e.g. ../shared/measurements/quiet-2core-xeon-*)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import common, cost, dag, fidelity, overhead, packing
+from . import bias, common, cost, dag, fidelity, noise, overhead, packing, replication
 
-BENCHMARKS = {m.NAME: m for m in (cost, fidelity, overhead, dag, packing)}
+BENCHMARKS = {m.NAME: m for m in (cost, replication, fidelity, noise, overhead, bias, dag, packing)}
 
 
 def main(argv=None) -> int:
@@ -36,12 +37,20 @@ def main(argv=None) -> int:
     ap.add_argument("--grid", default="default", choices=["default", "quick", "smoke"])
     ap.add_argument("--out", type=Path, default=common.ROOT / "results" / "bench")
     ap.add_argument("--reuse", action="store_true", help="reuse earlier pipeline runs")
+    ap.add_argument(
+        "--bias-data",
+        type=Path,
+        default=None,
+        help="bias: analyse DIR/fixed/samples.csv instead of the cost benchmark's fixed run",
+    )
     args = ap.parse_args(argv)
     names = args.names or list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         ap.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
-    ctx = common.Context(grid_name=args.grid, out=args.out, reuse=args.reuse)
+    ctx = common.Context(
+        grid_name=args.grid, out=args.out, reuse=args.reuse, bias_data=args.bias_data
+    )
     ctx.work.mkdir(parents=True, exist_ok=True)
     meta = {
         "grid": args.grid,

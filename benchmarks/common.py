@@ -24,8 +24,15 @@ from numa_effects.grid import KEYS as CELL_KEYS  # noqa: E402
 
 GRID_KEYS = ("models", "batch_sizes", "optimizations", "threads", "placements", "image_size")
 
-# PackRat's protocol: 10 warm-up + 100 timed iterations, no time cap that could cut it short.
-FIXED = {"protocol": "fixed", "warmup": 10, "fixed_iterations": 100, "max_seconds_per_cell": 3600}
+# PackRat's protocol: 10 warm-up + 100 timed iterations, no time cap that could cut it short,
+# one process per cell (as PackRat).
+FIXED = {
+    "protocol": "fixed",
+    "warmup": 10,
+    "fixed_iterations": 100,
+    "max_seconds_per_cell": 3600,
+    "replicates": 1,
+}
 
 
 def grid(name: str) -> dict:
@@ -55,6 +62,7 @@ class Context:
     out: Path = ROOT / "results" / "bench"
     reuse: bool = False
     cores: int = os.cpu_count() or 1
+    bias_data: Path | None = None  # offline data for ``bias`` (a folder with fixed/samples.csv)
     runs: dict = field(default_factory=dict)  # name -> PipelineRun, shared between benchmarks
 
     @property

@@ -1,18 +1,23 @@
 """Benchmark 1, cost vs the reference protocol: the grid measured twice by the pipeline, with
-the adaptive protocol (config defaults) and with PackRat's fixed 10 + 100 iterations; per cell
-and in total, timed inference seconds, warm-up seconds and the achieved CI half-width.
+the config defaults (adaptive, ``replicates`` processes per cell) and with PackRat's fixed
+10 + 100 iterations in one process per cell; per cell and in total, timed inference seconds,
+warm-up seconds, the CI half-width, and whether the fixed run's median lies inside the
+default run's two-level CI (``fixed_inside_ci``).
 
-Goal: adaptive total <= 0.25 x fixed, with every adaptive cell's CI half-width <= 2 %."""
+Goals: wall time of the default run (``make run``: every job, report included) <= 0.5 x the
+fixed run's cell measurement (its tables); the fixed median inside the CI on >= 90 % of cells.
+Why the adaptive median used to read low: ``bias``."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from .common import FIXED, KEYS, Context, pipeline, show
+from .judge import against_ci, share
 
 NAME = "cost"
-GOAL_RATIO = 0.25
-GOAL_HALFWIDTH_PCT = 2.0
+GOAL_WALL_RATIO = 0.5
+GOAL_SHARE = 0.90
 
 
 def _side(cells: pd.DataFrame, prefix: str) -> pd.DataFrame:
@@ -33,7 +38,12 @@ def run(ctx: Context) -> pd.DataFrame:
     adaptive = pipeline(ctx, "adaptive", {})
     fixed = pipeline(ctx, "fixed", FIXED, target="tables/cells.csv")
     a, f = _side(adaptive.cells(), "adaptive"), _side(fixed.cells(), "fixed")
+    for side in (a, f):
+        side["threads"] = side["threads"].astype(int)
+        side["batch_size"] = side["batch_size"].astype(int)
     df = a.merge(f, on=KEYS, how="outer")
+    inside = against_ci(adaptive.cells(), fixed.cells())[[*KEYS, "inside_ci", "spread_over_ci"]]
+    df = df.merge(inside.rename(columns={"inside_ci": "fixed_inside_ci"}), on=KEYS, how="left")
     df["median_diff_pct"] = (df["adaptive_median_ms"] / df["fixed_median_ms"] - 1) * 100
     df["timed_ratio"] = df["adaptive_timed_s"] / df["fixed_timed_s"]
     df["measure_ratio"] = df["adaptive_measure_s"] / df["fixed_measure_s"]
@@ -53,13 +63,17 @@ def run(ctx: Context) -> pd.DataFrame:
     total["timed_ratio"] = total["adaptive_timed_s"] / total["fixed_timed_s"]
     total["measure_ratio"] = total["adaptive_measure_s"] / total["fixed_measure_s"]
     df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
-    show("cost: adaptive vs fixed 10+100 (TOTAL row: sums; ci_hw and median_diff: max)", df)
-    within = (df["adaptive_ci_hw_pct"].iloc[:-1] <= GOAL_HALFWIDTH_PCT).sum()
+    show("cost: default (adaptive, replicates) vs fixed 10+100 (TOTAL: sums; max)", df)
+    wall = adaptive.wall_s / fixed.wall_s
+    cells_ok = df["fixed_inside_ci"].iloc[:-1].astype(bool)
+    lower = (df["median_diff_pct"].iloc[:-1] < 0).sum()
     print(
-        f"timed seconds ratio {total['timed_ratio']:.3f}, with warm-up "
-        f"{total['measure_ratio']:.3f} (goal <= {GOAL_RATIO}); adaptive CI half-width "
-        f"<= {GOAL_HALFWIDTH_PCT} % on {within}/{len(df) - 1} cells (max "
-        f"{total['adaptive_ci_hw_pct']:.2f} %); fixed protocol max half-width "
-        f"{total['fixed_ci_hw_pct']:.2f} %"
+        f"wall: default run (all jobs) {adaptive.wall_s:.0f} s vs fixed run (cells and tables) "
+        f"{fixed.wall_s:.0f} s = {wall:.3f} (goal <= {GOAL_WALL_RATIO}); timed seconds ratio "
+        f"{total['timed_ratio']:.3f}, with warm-up {total['measure_ratio']:.3f}; fixed median "
+        f"inside the default run's two-level CI: {int(cells_ok.sum())}/{len(cells_ok)} = "
+        f"{share(cells_ok):.0%} (goal >= {GOAL_SHARE:.0%}); default median lower than fixed "
+        f"in {lower}/{len(cells_ok)} cells; CI half-width max {total['adaptive_ci_hw_pct']:.2f} %"
     )
+    df.attrs["wall_ratio"] = wall
     return df

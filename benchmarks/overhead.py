@@ -24,11 +24,14 @@ def _ts(s: str) -> datetime:
 
 
 def _cells(run) -> pd.DataFrame:
-    cells = run.cells()
-    cells = cells[cells["status"] == "ok"]
+    import json
+
     rows = []
-    for _, row in cells.iterrows():
-        d = run.cell_json(row)
+    for path in sorted(run.results.joinpath("cells").rglob("r*.json")):  # every replicate
+        d = json.loads(path.read_text())
+        if d.get("status") != "ok":
+            continue
+        row = {**d["cell"], "replicate": d.get("replicate", 1)}
         m, prov = d["measurement"], d["provenance"]
         span = (_ts(prov["finished_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
         start = (_ts(prov["started_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
@@ -38,6 +41,7 @@ def _cells(run) -> pd.DataFrame:
             {
                 "run": run.name,
                 **{k: row[k] for k in KEYS},
+                "replicate": row["replicate"],
                 "timed_s": m["timed_s"],
                 "warmup_s": warm,
                 "process_start_s": start,

@@ -42,7 +42,7 @@ REPLICATES = grid_mod.replicates(config)
 GRID_MANIFEST = manifest_mod.content(GRID, REPLICATES)
 GRID_MANIFEST_PATH = manifest_mod.path(RESULTS, GRID_MANIFEST)
 # (cell, replicate) -> Snakemake priority: the earlier in grid.job_order, the higher.
-_ORDER = grid_mod.job_order(GRID.cells, REPLICATES)
+_ORDER = grid_mod.job_order(GRID.cells, REPLICATES, int(config.get("order_seed") or 0))
 JOB_PRIORITY = {job: len(_ORDER) - i for i, job in enumerate(_ORDER)}
 
 # Benchmark cells never run concurrently on one machine, whatever --cores says: each holds

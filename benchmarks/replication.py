@@ -1,0 +1,28 @@
+"""Benchmark, replication: the grid measured by two independent pipeline runs in different job
+orders (``order_seed`` 0 and 1: the groups of each round shuffled differently); per cell, is the
+second run's median inside the first run's reported 95 % CI, and how large is the observed
+run-to-run difference compared with that CI (``spread_over_ci``: |difference| / half-width).
+
+Goal: inside on >= 90 % of cells (before replicates: 1 of 12 on the quiet Xeon)."""
+
+from __future__ import annotations
+
+from .common import Context, pipeline, show
+from .judge import against_ci, share
+
+NAME = "replication"
+GOAL_SHARE = 0.90
+
+
+def run(ctx: Context):
+    first = pipeline(ctx, "adaptive", {})
+    second = pipeline(ctx, "replication", {"order_seed": 1}, target="tables/cells.csv")
+    df = against_ci(first.cells(), second.cells())
+    show("replication: run 2 (order_seed 1) vs run 1's two-level 95 % CI", df)
+    print(
+        f"run 2 median inside run 1's CI: {int(df['inside_ci'].sum())}/{len(df)} = "
+        f"{share(df['inside_ci']):.0%} (goal >= {GOAL_SHARE:.0%}); |difference| / CI half-width:"
+        f" median {df['spread_over_ci'].median():.2f}, max {df['spread_over_ci'].max():.2f}; "
+        f"difference {df['diff_pct'].min():+.1f} ... {df['diff_pct'].max():+.1f} %"
+    )
+    return df
