@@ -262,6 +262,26 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
     )
     df = packing_table.table(plans, {})
     assert set(df["status"]) == {"not-measured"} and df["predicted_latency_ms"].notna().all()
+    # rounds the contention probe excluded are left out of the statistics
+    key1 = ("resnet18", "none", 2, 1)
+    run = results[key1]
+    rec = run["runs"]["plan"][0]
+    n = len(rec["measurement"]["latencies_s"])
+    excluded = [i % 2 == 1 for i in range(n)]
+    rec = {**rec, "measurement": {**rec["measurement"], "excluded": excluded}}
+    clean = [x for x, e in zip(rec["measurement"]["latencies_s"], excluded, strict=True) if not e]
+    assert packing_table.clean_rounds(rec) == clean
+    df = packing_table.table(
+        plans, {**results, key1: {**run, "runs": {**run["runs"], "plan": [rec]}}}
+    )
+    got = df[df["batch_size"] == 1].iloc[0]
+    assert got["latency_ms"] == pytest.approx(np.median(clean) * 1e3) and got["rounds"] == len(
+        clean
+    )
+    # two replicates: the two-level CI of stats.combine_replicates
+    two = {**run, "runs": {"fat": run["runs"]["fat"] * 2, "plan": run["runs"]["plan"] * 2}}
+    got = packing_table.table(plans, {key1: two}).iloc[0]
+    assert got["ci_method"] == "two-level" and got["replicates"] == 2
     s = packing_table.benchmark_summary(pd.read_csv(PACK_FIX / "packing.csv"))
     assert s["measured"] == 3 and s["within"] == 1  # -48 %, -7 %, +27 % on the loaded machine
 

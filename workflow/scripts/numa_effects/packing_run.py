@@ -11,9 +11,14 @@ instance is ready, a *round* sends ``go`` to all of them at once (the barrier) a
 reply: a round's latency is the wall time from the first ``go`` to the last reply, i.e. the
 slowest instance plus the signalling (the difference to the slowest instance's own duration is
 recorded as ``overhead``). Rounds are timed by the project's timing loop (``measure.run``:
-warm-up, adaptive stopping, caps), summarised by ``stats.summarize``; after the rounds every
-instance runs the in-cell verification (``verify.run``) and reports its contention watch. Any
-instance that fails, or is not where its plan says, fails the group.
+warm-up, adaptive stopping, caps) with a ``contention.IterationProbe`` over the CPUs of all
+instances, whose own CPU time is that of the instance processes: a round during which other
+tasks used more than ``exclude_foreign_pct`` of those CPUs is excluded from the statistics
+(``stats.summarize`` of ``Measurement.clean_latencies``) and from the stopping rule. A
+contended group is flagged, not retried (``measure.run_with_retries`` would restart the rounds
+of processes whose per-instance record this module keeps). After the rounds every instance runs
+the in-cell verification (``verify.run``) and reports its contention watch. Any instance that
+fails, or is not where its plan says, fails the group.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -121,6 +127,21 @@ class _Instance:
         self.logfh.close()
 
 
+def group_cpu_s(pids) -> float:
+    """CPU seconds (user + system, all threads) of the processes ``pids`` and of this one: the
+    group's own CPU time for the contention probe (``/proc/<pid>/stat`` fields 14 and 15)."""
+    hz = contention.clock_ticks()
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / hz
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return total + ru.ru_utime + ru.ru_stime
+
+
 def measure_group(
     instances: list[tuple[placement.Plan, int]],
     cell_common: dict,
@@ -171,7 +192,11 @@ def measure_group(
                 per_instance[j].append(r["t1"] - r["t0"])
             slowest.append(max(r["t1"] - r["t0"] for r in replies))
 
-        m = measure.run(one_round, settings)
+        pids = [inst.proc.pid for inst in running]
+        probe = contention.IterationProbe(
+            sorted(c for inst in running for c in inst.plan.cpus), own=lambda: group_cpu_s(pids)
+        )
+        m = measure.run(one_round, settings, probe=probe)
         for inst in running:
             inst.send("verify")
         checks = [inst.read(deadline, timeout_s) for inst in running]
@@ -183,28 +208,40 @@ def measure_group(
     finally:
         for inst in running:
             inst.stop()
-    # The warm-up rounds come first in per_instance and slowest; only timed rounds are kept.
+    # The warm-up rounds come first in per_instance and slowest; only timed rounds are kept,
+    # and the statistics use the clean ones (rounds the probe did not exclude).
     n_warm = len(m.warmup_s)
+    clean = [not e for e in m.excluded] if m.excluded else [True] * len(m.latencies_s)
+    if not any(clean):  # every round excluded: kept, on all rounds, and flagged contended
+        clean = [True] * len(m.latencies_s)
+        record["all_rounds_excluded"] = True
+
+    def kept(xs):
+        return [x for x, ok in zip(xs, clean, strict=True) if ok]
+
     for j, rec in enumerate(record["instances"]):
         own = per_instance[j][n_warm:]
         rec.update(
             latencies_s=own,
-            stats=stats.summarize(own),
+            stats=stats.summarize(kept(own)),
             verification=checks[j]["verification"],
             binding=checks[j]["binding"],
             contention=checks[j]["contention"],
         )
     slow = slowest[n_warm:]
-    summary = stats.summarize(m.latencies_s)
+    min_clean = int(measure.settings_with_defaults(settings)["min_iterations"])
     record.update(
         status="ok",
         measurement=m.to_dict(),
-        stats=summary,
         slowest_instance_s=slow,
-        overhead_median_s=summary["median_s"] - stats.summarize(slow)["median_s"],
         finished_at=provenance.now(),
-        contended=any((c["contention"] or {}).get("contended") for c in checks),
+        contended=m.contended(min_clean)
+        or bool(record.get("all_rounds_excluded"))
+        or any((c["contention"] or {}).get("contended") for c in checks),
     )
+    summary = stats.summarize(kept(m.latencies_s))
+    record["stats"] = summary
+    record["overhead_median_s"] = summary["median_s"] - stats.summarize(kept(slow))["median_s"]
     bad = [(j, c["verification"]) for j, c in enumerate(checks) if not c["verification"]["ok"]]
     if bad:
         j, v = bad[0]

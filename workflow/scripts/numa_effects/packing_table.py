@@ -9,13 +9,17 @@ Columns (docs/packing.md):
 - ``predicted_latency_ms``, ``predicted_fat_latency_ms``, ``predicted_speedup``: from the grid's
   ``sequential`` cells (``statistic`` names the column: the median, or PackRat's mean);
 - ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the measured plan, the median
-  round latency (slowest instance + signalling) over the timed rounds of all replicates pooled,
-  and its 95 % order-statistic CI; the CI covers the variation between rounds of these
-  processes, not between processes (``replicates`` > 1 pools, it does not nest);
+  round latency (slowest instance + signalling) over the clean timed rounds (rounds the
+  contention probe excluded are left out) and its 95 % CI. ``ci_method`` says what the CI
+  covers: ``within-process`` (one replicate: the order-statistic CI of the median round, i.e.
+  round-to-round variation only) or ``two-level`` (``replicates`` >= 2 process groups:
+  ``stats.combine_replicates`` on the replicates' medians, the process-level variance pooled
+  over all configurations of the table, as cells.csv does);
 - ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job just
   before the plan (when the plan is the fat instance, one measurement serves both);
 - ``prediction_error`` = measured / predicted - 1 (plan); ``speedup`` = fat / plan (measured
-  medians) with ``speedup_ci_low``/``speedup_ci_high`` a percentile bootstrap over rounds;
+  medians) with ``speedup_ci_low``/``speedup_ci_high`` a percentile bootstrap over the clean
+  rounds of both (round-to-round variation only, whatever ``ci_method``);
 - ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
   (t, b) without a measured cell, which the optimizer could not use;
 - ``status``/``failure``, ``contended`` (any instance's contention watch), ``rounds``.
@@ -56,6 +60,7 @@ COLUMNS = [
     "speedup",
     "speedup_ci_low",
     "speedup_ci_high",
+    "ci_method",
     "rounds",
     "fat_rounds",
     "replicates",
@@ -68,9 +73,35 @@ COLUMNS = [
 ]
 
 
+def clean_rounds(rec: dict) -> list[float]:
+    """The timed rounds of one measured configuration that its statistics use: those the
+    contention probe did not exclude (all of them when every round was excluded)."""
+    m = rec["measurement"]
+    xs, excluded = m["latencies_s"], m.get("excluded") or []
+    if not excluded or all(excluded):
+        return list(xs)
+    return [x for x, e in zip(xs, excluded, strict=True) if not e]
+
+
 def _rounds(recs: list[dict]) -> np.ndarray:
-    return np.array(
-        [x for r in recs if r.get("status") == "ok" for x in r["measurement"]["latencies_s"]]
+    return np.array([x for r in recs if r.get("status") == "ok" for x in clean_rounds(r)])
+
+
+def _replicates(recs: list[dict]) -> list[dict]:
+    return [stats.summarize(clean_rounds(r)) for r in recs if r.get("status") == "ok"]
+
+
+def _estimate(recs: list[dict], pooled) -> dict:
+    """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
+    median round (within-process); several, ``stats.combine_replicates`` (two-level)."""
+    reps = _replicates(recs)
+    if len(reps) == 1:
+        s = reps[0]
+        return {**s, "ci_method": "within-process"}
+    return stats.combine_replicates(
+        [r["median_s"] for r in reps],
+        [stats.within_log_var(r["median_s"], r["ci_low_s"], r["ci_high_s"]) for r in reps],
+        pooled,
     )
 
 
@@ -80,7 +111,12 @@ def _core_map(placements) -> str:
     return " ".join(f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements))
 
 
-def row(choice: dict, result: dict | None, budget_names: list[str] | None = None) -> dict:
+def row(
+    choice: dict,
+    result: dict | None,
+    budget_names: list[str] | None = None,
+    pooled: tuple[float, int] = (float("nan"), 0),
+) -> dict:
     out = {c: None for c in COLUMNS}
     out.update(
         model=choice["model"],
@@ -121,8 +157,11 @@ def row(choice: dict, result: dict | None, budget_names: list[str] | None = None
     out["replicates"] = len(runs["fat"])
     out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
     out["contended"] = any(r.get("contended") for recs in runs.values() for r in recs)
-    for prefix, x in (("latency", plan), ("fat", fat)):
-        s = stats.summarize(x)
+    estimates = {"fat": _estimate(runs["fat"], pooled)}
+    estimates["plan"] = _estimate(runs["plan"], pooled) if "plan" in runs else estimates["fat"]
+    out["ci_method"] = estimates["plan"]["ci_method"]
+    for prefix, name in (("latency", "plan"), ("fat", "fat")):
+        s = estimates[name]
         key = "latency_ms" if prefix == "latency" else "fat_latency_ms"
         out[key] = s["median_s"] * 1e3
         out[f"{prefix}_ci_low_ms"] = s["ci_low_s"] * 1e3
@@ -140,12 +179,21 @@ def row(choice: dict, result: dict | None, budget_names: list[str] | None = None
 
 def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
     """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): run JSON}."""
+    # The process-level variance pooled over every measured configuration (as tidy does for
+    # cells), so a configuration with 2 replicates gets a usable two-level CI.
+    groups = [
+        [r["median_s"] for r in _replicates(recs)]
+        for res in results.values()
+        if res.get("status") == "ok"
+        for recs in res["runs"].values()
+    ]
+    pooled = stats.pooled_replicate_var(groups)
     rows = []
     for doc in plans:
         for choice in doc["choices"]:
             key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
             names = (budget_names or {}).get(choice["budget"])
-            rows.append(row(choice, results.get(key), names))
+            rows.append(row(choice, results.get(key), names, pooled))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
 
