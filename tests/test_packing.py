@@ -287,6 +287,8 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
 
 
 def test_packing_figures_draw_every_budget_and_instance():
+    from matplotlib.collections import PathCollection
+
     from numa_effects import figure_data, figures, plots
 
     tables = figure_data.Tables(
@@ -299,6 +301,13 @@ def test_packing_figures_draw_every_budget_and_instance():
     fig = plots.draw("packing_latency", tables, {"model": "resnet18", "opt": "none"})
     (ax,) = fig.axes  # one budget on the captured 1-node machine
     assert len(ax.get_legend().get_texts()) == 3  # fat, predicted, measured
+    # the captured groups were all contended: drawn hollow (fat and plan at 3 batch sizes)
+    hollow = [
+        c
+        for c in ax.collections
+        if isinstance(c, PathCollection) and (c.get_facecolor() == (1, 1, 1, 1)).all()
+    ]
+    assert sum(len(c.get_offsets()) for c in hollow) == 6 and "contended" in fig.get_suptitle()
     assert sorted(t.get_text().split("\n")[0] for t in ax.texts) == [
         "1x(t1,b1)",
         "1x(t1,b4)",

@@ -173,8 +173,9 @@ FAMILIES: tuple[Family, ...] = (
        "PackRat's question from this grid (docs/packing.md): latency against the total batch B "
        "for one instance on all budget cores (*fat*, measured), the best <instances, threads, "
        "batch> predicted from the ``sequential`` cells, and that plan measured as concurrent "
-       "pinned instances; one panel per core budget. Error bars: 95 % CI of the median over "
-       "the timed rounds. Labels: the plan and the measured speedup over fat.",
+       "pinned instances; one panel per core budget. Error bars: 95 % CI of the median round "
+       "latency (two-level over replicates when there are several: ``ci_method`` in "
+       "packing.csv). Hollow markers: contended. Labels: the plan and the measured speedup.",
        (*TABLES, "packing")),
     _F("packing_core_map", "packing", "Core map of the packed plans",
        "{model}/packing_core_map/{opt}", "packing_plots.core_map", "lat", "packing",

@@ -38,6 +38,7 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
     fig, axes = plt.subplots(
         1, max(1, len(budgets)), figsize=(7.0 * max(1, len(budgets)), 4.8), squeeze=False
     )
+    contended = False
     for ax, c in zip(axes[0], budgets, strict=False):
         b = d[d["budget"] == c]
         x = b["batch_size"].to_numpy(dtype=float)
@@ -50,7 +51,13 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
                 lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
                 yerr = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
                 yerr = np.nan_to_num(yerr)
-            ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
+            line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
+            if ci is not None:  # measured: a contended group is drawn hollow
+                hit = b["contended"].map(lambda v: str(v) == "True").to_numpy()
+                if hit.any():
+                    color = line.lines[0].get_color()
+                    ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
+                    contended = True
         for r in b.itertuples():
             if isinstance(r.plan, str):
                 top = np.nanmax([r.latency_ms, r.predicted_latency_ms, r.fat_latency_ms])
@@ -67,9 +74,10 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
         ax.set_ylabel("latency per batch, median (ms)")
         ax.legend(fontsize=8, loc="upper left")
         ax.grid(alpha=0.3)
+    note = "; hollow: contended (other tasks used the CPUs)" if contended else ""
     fig.suptitle(
         f"{model}, {opt}: fat instance vs the packed plan (label: instances x (threads, batch); "
-        "measured speedup)",
+        f"measured speedup){note}",
         fontsize=10,
     )
     fig.tight_layout()
