@@ -10,12 +10,13 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: run retry-failed test lint format bench venv sysdeps clean help
+.PHONY: run retry-failed test check lint format bench venv sysdeps clean help
 
 help:
 	@echo "make run    - run the default pipeline (config/config.yaml) into results/"
 	@echo "make retry-failed - re-run only the failed cells (RESULTS=folder if not results/)"
 	@echo "make test   - lint (ruff, snakefmt, snakemake --lint) and run the test suite"
+	@echo "make check  - the fast inner loop: lint and the unit tests (no torch or snakemake runs)"
 	@echo "make bench  - run the benchmarks in benchmarks/ (slow; not part of make test)"
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
 
@@ -52,6 +53,12 @@ lint: venv
 
 test: venv sysdeps lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop while developing: lint and every test without a marker (pure logic on
+# fixtures; no torch model, no snakemake run, no guest, no Slurm). `make test` is what CI runs.
+UNIT_TESTS := -m "not integration and not numa_vm and not slurm"
+check: venv lint
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(UNIT_TESTS) -q $(PYTEST_ARGS)
 
 format: venv
 	$(BIN)/ruff format .

@@ -12,6 +12,9 @@ from numa_effects import figure_data, figures, grid, plots, style
 FIX = Path(__file__).parent / "fixtures" / "tables"
 FAILED = ("script", "interleave", 4, 8)  # see tests/fixtures/tables/make_fixture.py
 MISSING = ("none", "sequential", 2, 64)
+# The families planned from the cells alone (packing figures follow the config key packing and
+# draw tables/packing.csv: tests/test_packing*.py)
+FROM_CELLS = [f.name for f in figures.FAMILIES if f.plan in ("sequential", "comparison")]
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +166,7 @@ def test_color_limit_ignores_a_few_outliers():
     assert style.pct1(-0.04) == "0.0"
 
 
-@pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
+@pytest.mark.parametrize("family", FROM_CELLS)
 def test_every_family_saves_png_and_svg(tables, tmp_path, family):
     fig_spec = next(
         f
@@ -233,7 +236,7 @@ def test_contended_and_noisy_cells_are_never_drawn_like_clean_ones(tables, distu
     assert any(style.DISTURBED_TEXT in s for s in texts(fig))
 
 
-@pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
+@pytest.mark.parametrize("family", FROM_CELLS)
 def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
     f = next(
         f

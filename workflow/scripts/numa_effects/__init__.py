@@ -12,6 +12,7 @@ Machine and plan:
 - ``grid``: the config's grid expanded into runnable cells and skipped cells with reasons;
   ``grid.KEYS``, the cell key columns.
 - ``memory``: each cell's memory estimated while planning; cells that cannot fit are skipped.
+- ``manifest``: the grid manifest (cells and replicates asked for, digest in its name).
 - ``validation``: config validation before any job starts, with messages a user can act on.
 - ``models``: the torchvision model names, checked in (no torch import at parse time).
 - ``optimizations``: the registry of model optimizations (eager, TorchScript, ...).
@@ -38,6 +39,7 @@ Packing (PackRat's question on the user's grid):
 - ``packing_run``: measure a packing plan: k concurrent pinned instances, round by round.
 - ``packing_child``: one instance of a packing plan, driven by the runner.
 - ``packing_table``: ``tables/packing.csv``: each plan, its predicted and measured latency.
+- ``packing_plots``: the report's Packing figures, drawn from ``tables/packing.csv``.
 
 Tables and report:
 
