@@ -16,12 +16,16 @@ result = launcher.run(
     supervise.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
-cell = "/".join(str(result["cell"][k]) for k in KEYS)
+cell = "/".join(str(result["cell"][k]) for k in KEYS) + f" r{result.get('replicate', 1)}"
 if result["status"] == "ok":
     s = result["stats"]
+    noise = result.get("contention") or {}
+    excluded = noise.get("excluded_iterations") or 0
     print(
-        f"cell {cell}: median {s['median_s'] * 1e3:.1f} ms/batch, n={s['n']}, "
-        f"{result['throughput']['ips']:.1f} img/s ({result['measurement']['stop_reason']})",
+        f"cell {cell}: median {s['median_s'] * 1e3:.1f} ms/batch, n={s['n']}"
+        f"{f' (+{excluded} excluded)' if excluded else ''}, "
+        f"{result['throughput']['ips']:.1f} img/s ({result['measurement']['stop_reason']})"
+        f"{', CONTENDED' if noise.get('contended') else ''}",
         file=sys.stderr,
     )
 else:
