@@ -67,7 +67,10 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
     df = pd.read_csv(workdir / "results/tables/packing.csv")
     for r in df.itertuples():
         assert r.status == "ok", r.failure
-        assert r.latency_ci_low_ms <= r.latency_ms <= r.latency_ci_high_ms
+        if r.rounds >= 6:  # the smallest n with a 95 % CI of the median
+            assert r.latency_ci_low_ms <= r.latency_ms <= r.latency_ci_high_ms
+        else:  # contended rounds excluded on a loaded machine: too few clean ones for a CI
+            assert r.contended and pd.isna(r.latency_ci_low_ms)
         assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_latency_ms - 1)
         assert r.speedup == pytest.approx(r.fat_latency_ms / r.latency_ms)
         result = json.loads(
