@@ -138,10 +138,10 @@ def test_packrat_cloudlab_plans(cloudlab):
     topo = load("2x16-nosmt-alternating")
     budgets = packing.budgets(topo)
     batches = sorted(cloudlab["batch_size"].unique())
+    # PackRat has no median: the mean is used, read back from the CSV's latency(avg)
+    assert packing.statistic(cloudlab) == "latency_mean_ms"
     for opt in ("none", "script"):
         table = packing.latency_table(cloudlab, "resnet50", opt)
-        # PackRat has no median: the mean is used, read back from the CSV's latency(avg)
-        assert packing.statistic(cloudlab) == "latency_mean_ms"
         assert len(table) == 16 * len(batches)
         for budget in budgets:
             for total in batches:
@@ -150,15 +150,14 @@ def test_packrat_cloudlab_plans(cloudlab):
                 if budget == 16:
                     # the fat instance is a candidate: the plan is never predicted slower
                     assert c.latency_s <= c.fat_latency_s
+                    # the paper's claim, in this table's terms: several instances win for B >= 2
+                    assert total < 2 or (c.k > 1 and c.speedup > 1.0)
                 else:
                     # 32 cores: no cell had 32 threads, and no instance straddles two nodes
                     assert math.isnan(c.fat_latency_s)
                     assert max(i.threads for i in c.instances) <= 16
                 if total <= 8:
                     assert (c.latency_s, c.k, c.cores) == packing.brute_force(table, budget, total)
-        # the paper's claim, in this table's terms: more than one instance wins for B >= 2
-        rows = packing.choices(cloudlab, "resnet50", opt, [16], batches, range(1, 17))
-        assert all(r["k"] > 1 and r["speedup"] > 1.0 for r in rows if r["batch"] >= 2)
 
 
 # -- disjoint core sets for concurrent instances (placement.pack) ----------------------------------
