@@ -551,15 +551,21 @@ def check(
     if not isinstance(config, dict):
         raise ConfigError([f"the config is {_type_of(config)}; allowed: a mapping of keys"])
     normalize(config, schema)
-    problems = schema_problems(config, schema) + nonfinite_problems(config) + name_problems(config)
-    if problems:
-        raise ConfigError(problems)
-    problems = results_problems(config["results"], workdir, workflow_dir)
-    problems += import_problems(config)
-    try:
-        topo = load_topology(config)
-    except ConfigError as exc:
-        problems += exc.problems
+    problems = schema_problems(config, schema)
+    found = (re.match(r"(?:unknown )?config key '([^'.\[]+)", p) for p in problems)
+    bad_keys = {m.group(1) for m in found if m}
+    problems += nonfinite_problems(config) + name_problems(config)
+    # The file-system checks of the keys that passed the schema, in the same report.
+    if "results" not in bad_keys:
+        problems += results_problems(config["results"], workdir, workflow_dir)
+    if "import" not in bad_keys:
+        problems += import_problems(config)
+    topo = None
+    if "topology" not in bad_keys:
+        try:
+            topo = load_topology(config)
+        except ConfigError as exc:
+            problems += exc.problems
     if problems:
         raise ConfigError(problems)
     problems = thread_problems(config, topo)
