@@ -9,7 +9,8 @@ cells whose binding is deliberately wrong. Writes, below --out:
     fixtures/                    with --capture-fixtures: sysfs, lscpu, /proc captures
     summary.json                 what ran, what was skipped and why, wall times
 
-Usage (inside the guest): python tests/numa_vm/driver.py --out DIR [--jobs N]
+Usage (inside the guest): python tests/numa_vm/driver.py --out DIR [--jobs N] [--threads 1,2,4]
+[--only remote/t1,...]
 """
 
 from __future__ import annotations
@@ -142,6 +143,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-negative", action="store_true", help="skip the wrong-binding cell")
     ap.add_argument("--only", help="comma-separated cell names to run (e.g. remote/t1)")
     ap.add_argument(
+        "--threads",
+        default=",".join(map(str, THREADS)),
+        help="comma-separated thread counts of the cells (default %(default)s; e.g. 1,2,4 in "
+        "the 4-node guest, for interleave across 4 nodes)",
+    )
+    ap.add_argument(
         "--capture-fixtures",
         action="store_true",
         help="also capture sysfs/lscpu/numa_maps fixtures into OUT/fixtures (a few minutes)",
@@ -169,7 +176,7 @@ def main(argv=None) -> int:
     skipped = {}
     plans = {}
     for place in PLACEMENTS:
-        for t in THREADS:
+        for t in (int(x) for x in args.threads.split(",")):
             p = placement.plan(topo, t, place)
             name = f"{place}/t{t}"
             if isinstance(p, placement.NotApplicable):
