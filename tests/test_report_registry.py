@@ -109,3 +109,28 @@ def test_package_docstring_lists_every_module():
     modules = {p.stem for p in pkg.glob("*.py")} - {"__init__"}
     listed = set(re.findall(r"^- ``(\w+)``", numa_effects.__doc__, re.M))
     assert modules <= listed, sorted(modules - listed)
+
+
+def test_only_drawing_loads_matplotlib():
+    """The page and the planner load the tables without matplotlib (issue 12); plots does."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from numa_effects import figure_data, figures, report_html, style; "
+        "print('matplotlib' in sys.modules); from numa_effects import plots; "
+        "print('matplotlib' in sys.modules)"
+    )
+    env = {"PYTHONPATH": str(REPO / "workflow" / "scripts")}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert out.stdout.split() == ["False", "True"], out.stderr
+
+
+def test_docs_table_of_families_is_the_registry():
+    """docs/report.md lists the families in page order under their section headings."""
+    doc = (REPO / "docs" / "report.md").read_text()
+    rows = re.findall(r"^\|([^|]*)\| `(\w+)` \|", doc, re.M)
+    assert [name for _, name in rows] == [f.name for f in figures.FAMILIES]
+    for section, name in rows:
+        if section.strip():
+            assert section.strip() == figures.SECTIONS[figures.BY_NAME[name].section].heading

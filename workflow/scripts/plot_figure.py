@@ -10,8 +10,7 @@ from numa_effects import figure_data, plots
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
     warnings.simplefilter("default")
-    tables = figure_data.Tables.load(
-        sm.input.cells, sm.input.skipped, sm.input.get("degradation"), sm.input.get("packing")
-    )
+    # the family's tables (figures.Family.tables), by name: cells, skipped, degradation, ...
+    tables = figure_data.Tables.load(**dict(sm.input.items()))
     fig = plots.draw(sm.params.family, tables, dict(sm.wildcards.items()))
     plots.save(fig, sm.output.png, sm.output.svg)
