@@ -212,9 +212,9 @@ def test_max_threads():
     assert placement.max_threads(load("2x16-nosmt-alternating")) == 16
 
 
-def test_readme_examples_are_the_planners_output():
-    """The numactl examples in docs/placements.md are generated, not hand-written: each marked block is
-    ``examples_markdown`` on the named fixture."""
+def test_docs_examples_are_the_planners_output():
+    """The numactl examples in docs/placements.md are generated, not hand-written: each marked
+    block is ``examples_markdown`` on the named fixture."""
     import re
     from pathlib import Path
 

@@ -127,7 +127,7 @@ def all_outputs():
         # Imported results (workflow/rules/packrat.smk): nothing is measured on this machine.
         measured_only = {f"{RESULTS}/tables/peak.csv", f"{RESULTS}/tables/failures.csv"}
         outputs = [o for o in outputs if o not in measured_only]
-    outputs += packing_outputs()  # workflow/rules/packing.smk; [] when packing is off
+    outputs += PACKING_OUTPUTS  # workflow/rules/packing.smk; [] when packing is off
     return outputs
 
 

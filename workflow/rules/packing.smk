@@ -16,10 +16,8 @@ PACKING_JOBS = packing_mod.jobs(PACKING)
 figures_mod.PLANS["packing"] = packing_mod.figure_plan(PACKING)
 
 
-def packing_outputs():
-    if not PACKING_JOBS:
-        return []
-    return [f"{RESULTS}/tables/packing.csv"]
+# What `all` asks of packing (workflow/rules/common.smk): the table, or nothing when it is off.
+PACKING_OUTPUTS = [f"{RESULTS}/tables/packing.csv"] if PACKING_JOBS else []
 
 
 if PACKING_JOBS:
