@@ -145,8 +145,9 @@ def _file(path: Path, data: bytes) -> Path:
 @pytest.mark.parametrize(
     ("over", "expected"), [c[1:] for c in CLASSES], ids=[c[0] for c in CLASSES]
 )
-def test_bad_input_is_one_line_naming_the_key(tmp_path, over, expected):
-    """Snakemake and `python -m numa_effects.validation` print the same single line."""
+def test_bad_input_is_one_line_naming_the_key(tmp_path, capsys, over, expected):
+    """Snakemake and the checker (`python -m numa_effects.validation`, its main() here; run as
+    a command by the tests below) print the same single line."""
     over = over(tmp_path) if callable(over) else over
     lines = dry_run_fails(tmp_path, cfg(**over))
     assert len(lines) == 1, lines
@@ -156,8 +157,9 @@ def test_bad_input_is_one_line_naming_the_key(tmp_path, over, expected):
     for text in expected:
         assert text in lines[0], f"{text!r} not in {lines[0]}"
     assert not list(tmp_path.rglob("X"))
-    rc, checker = checker_lines(tmp_path, str(tmp_path / "config.yaml"))
-    assert (rc, checker) == (1, lines)
+    capsys.readouterr()
+    rc = validation.main([str(tmp_path / "config.yaml"), "--directory", str(tmp_path)])
+    assert (rc, capsys.readouterr().err.splitlines()) == (1, lines)
 
 
 @pytest.mark.integration
