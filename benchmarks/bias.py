@@ -21,14 +21,17 @@ from .common import FIXED, KEYS, Context, pipeline, show
 
 NAME = "bias"
 SHUFFLES = 100
+MIN_ITERATIONS = 20  # clean iterations a fixed cell needs to be analysed
 
 
 def replay(x: np.ndarray, settings: dict) -> np.ndarray:
     """The adaptive rule on a recorded sequence (fake clock; time caps lifted, the sequence
-    repeated so the rule never runs out)."""
+    cycled so the rule never runs out; ``max_iterations`` still ends it)."""
+    import itertools
+
     from numa_effects import measure
 
-    seq = iter(np.concatenate([x, x, x, x]))
+    seq = itertools.cycle(x)
     now = [0.0]
 
     def step():
@@ -45,6 +48,8 @@ def analyse(fixed: pd.DataFrame, settings: dict, adaptive_n: dict | None = None,
     rows = []
     for key, g in fixed.groupby(KEYS):
         x = g.sort_values("iteration")["latency_ms"].to_numpy() / 1000.0
+        if x.size < MIN_ITERATIONS:  # e.g. most iterations excluded as contaminated
+            continue
         whole = np.median(x)
         y = replay(x, settings)
         n = (adaptive_n or {}).get(key, len(y))
@@ -62,7 +67,8 @@ def analyse(fixed: pd.DataFrame, settings: dict, adaptive_n: dict | None = None,
                 "rho_p": p,
             }
         )
-    return pd.DataFrame(rows)
+    cols = ["n_fixed", "n_replay", "window_pct", "replay_pct", "shuffled_pct", "rho", "rho_p"]
+    return pd.DataFrame(rows, columns=[*KEYS, *cols])
 
 
 def summary(df: pd.DataFrame) -> str:
