@@ -23,8 +23,9 @@ def expected(cfg: dict, topo=None) -> grid.Grid:
     return grid.expand(cfg, topo or topology.current())
 
 
-def check_cells(results: Path, g: grid.Grid, replicates: int = 1) -> None:
-    """Every planned cell (each replicate) measured, pinned as planned, bound where planned."""
+def check_cells(results: Path, g: grid.Grid, replicates: int = 1, min_timed: int = 3) -> None:
+    """Every planned cell (each replicate) measured, pinned as planned, bound where planned,
+    with at least ``min_timed`` timed iterations."""
     paths = grid.replicate_outputs(g, replicates, str(results))
     found = results.joinpath("cells").rglob("*.json")
     assert sorted(str(p) for p in found if not p.name.endswith(".spec.json")) == sorted(paths)
@@ -42,7 +43,7 @@ def check_cells(results: Path, g: grid.Grid, replicates: int = 1) -> None:
             assert data["provenance"]["command"][:3] == ["numactl", *plan.numactl_args()]
             assert data["provenance"]["versions"]["torch"]
             m = data["measurement"]
-            assert len(m["latencies_s"]) >= 3
+            assert len(m["latencies_s"]) >= min_timed
             # iterations another process disturbed are kept but left out of the statistics
             # (exclude_foreign_pct; all of them kept when every one was disturbed)
             clean = len(m["latencies_s"]) - (m.get("excluded_iterations") or 0)
