@@ -378,6 +378,8 @@ def render(
         if not in_section:
             if key == "numa":
                 why = no_numa_reason(cells, skipped, placements, bool(imported))
+            elif key == "packing" and imported:
+                why = "imported results: packing measures its plans on this machine."
             else:
                 why = sec.empty
             body.append(f'<p class="why">No figures: {why}</p>')
