@@ -38,9 +38,7 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
         lines.append(
             f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
         )
-        lines.append(
-            "  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)"
-        )
+        lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
     if "contended" in ok and not ok.empty:
         n = int(ok["contended"].astype("boolean").fillna(False).sum())
         if n:
