@@ -128,6 +128,11 @@ def all_outputs():
         measured_only = {f"{RESULTS}/tables/peak.csv", f"{RESULTS}/tables/failures.csv"}
         outputs = [o for o in outputs if o not in measured_only]
     outputs += PACKING_OUTPUTS  # workflow/rules/packing.smk; [] when packing is off
+    if not config.get("import"):
+        # Every replicate's result is a target too: Snakemake does not re-make a deleted
+        # intermediate file whose consumers are up to date, so a deleted or missing replicate
+        # re-runs (alone, then the tables) only when it is asked for.
+        outputs += cell_outputs()
     return outputs
 
 
