@@ -75,14 +75,15 @@ def run(tmp_path_factory):
     from conftest import TINY_CONFIG
 
     workdir = tmp_path_factory.mktemp("pipeline")
-    cfg = {**TINY_CONFIG, "placements": ["sequential", "interleave"]}
+    # two replicates per cell (issue 10): two result files, one combined row per cell
+    cfg = {**TINY_CONFIG, "placements": ["sequential", "interleave"], "replicates": 2}
     first = snakemake(workdir, cfg, "--cores", "2", "all")
     return workdir, cfg, first
 
 
 def test_cells_are_pinned_and_read_back(run):
     workdir, cfg, _ = run
-    check_cells(workdir / "results", expected(cfg))
+    check_cells(workdir / "results", expected(cfg), replicates=2)
 
 
 def test_cells_never_overlap_even_with_two_cores(run):
@@ -97,7 +98,15 @@ def test_cells_never_overlap_even_with_two_cores(run):
 
 def test_tables_and_skipped(run):
     workdir, cfg, _ = run
-    check_tables(workdir / "results", expected(cfg), cfg["optimizations"])
+    check_tables(workdir / "results", expected(cfg), cfg["optimizations"], replicates=2)
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    assert (cells["replicates"] == 2).all() and set(cells["ci_method"]) == {"two-level"}
+    for col in ("between_sd_pct", "within_sd_pct", "replicate_sd_pct", "contended", "noisy"):
+        assert col in cells.columns
+    assert (cells["latency_ci_low_ms"] <= cells["latency_median_ms"]).all()
+    assert (cells["latency_median_ms"] <= cells["latency_ci_high_ms"]).all()
+    samples = pd.read_csv(workdir / "results/tables/samples.csv")
+    assert set(samples["replicate"]) == {1, 2}
 
 
 def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(run):
@@ -107,8 +116,8 @@ def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(run):
     assert "Nothing to be done" in again.stdout + again.stderr
     more = snakemake(workdir, {**cfg, "batch_sizes": [1, 2, 4]}, "--cores", "1", "-n", "all")
     planned = jobs_planned(more)
-    # bs4 for none and script, in every placement this machine can run
-    assert planned.get("cell") == len(expected({**cfg, "batch_sizes": [4]}).cells)
+    # bs4 for none and script, in every placement this machine can run, both replicates
+    assert planned.get("cell") == 2 * len(expected({**cfg, "batch_sizes": [4]}).cells)
     assert planned.get("tables") == 1
 
 
@@ -125,3 +134,30 @@ def test_peak_false_plans_no_peak_job(tmp_path):
         snakemake(tmp_path, {**cfg, "peak": True}, "--cores", "1", "-n", "all")
     )
     assert with_peak["peak"] == len({(k.placement, k.threads) for k in expected(cfg).cells})
+
+
+def test_replicates_run_round_by_round(run):
+    """Every first replicate started before any second one (grid.job_order via priorities)."""
+    workdir, _, _ = run
+    data = [json.loads(p.read_text()) for p in (workdir / "results/cells").rglob("r*.json")]
+    first = max(d["provenance"]["launcher_started_at"] for d in data if d["replicate"] == 1)
+    second = min(d["provenance"]["launcher_started_at"] for d in data if d["replicate"] == 2)
+    assert first < second
+
+
+def test_a_deleted_replicate_reruns_alone_and_more_replicates_run_only_the_new_ones(run):
+    workdir, cfg, _ = run
+    gone = next((workdir / "results/cells").rglob("r2.json"))
+    kept = gone.read_bytes()
+    gone.unlink()
+    try:
+        again = snakemake(workdir, cfg, "--cores", "1", "-n", "all")
+        assert jobs_planned(again).get("cell") == 1
+        assert f"output: {gone.relative_to(workdir)}" in again.stdout + again.stderr
+    finally:
+        gone.write_bytes(kept)
+    more = snakemake(workdir, {**cfg, "replicates": 3}, "--cores", "1", "-n", "all")
+    # the third replicate of each cell, nothing else measured
+    assert jobs_planned(more).get("cell") == len(expected(cfg).cells)
+    outputs = [ln for ln in (more.stdout + more.stderr).splitlines() if "/cells/" in ln]
+    assert outputs and all("r3.json" in ln for ln in outputs if "output:" in ln)
