@@ -39,7 +39,10 @@ def grid(results: Path, **over) -> dict:
 
 def cell_jsons(results: Path) -> list[Path]:
     cells = results / "cells"
-    return sorted(p for p in cells.rglob("r*.json")) if cells.exists() else []
+    if not cells.exists():
+        return []
+    # replicate results r<k>.json, not the child's result.json in a cell's temp folder
+    return sorted(p for p in cells.rglob("r*.json") if re.fullmatch(r"r\d+\.json", p.name))
 
 
 def result_of(spec: str) -> Path:
