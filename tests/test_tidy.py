@@ -115,6 +115,28 @@ def test_replicates_combine_into_one_row_per_cell_with_variance_components():
     assert len(samples) == cells["n"].sum()
 
 
+def test_a_noisy_thread_count_does_not_widen_the_other_thread_counts_cis():
+    """The process-level pool is per thread count: making the 2-thread cell's replicates
+    disagree widens its own CI, and leaves the 1-thread cells' CIs exactly as they were."""
+    reps = pd.DataFrame([tidy.cell_row(cellresult.read(p)) for p in REPLICATES])
+    _, samples = tidy.tables([str(p) for p in REPLICATES])
+    assert set(reps["threads"]) >= {1, 2}
+    before = tidy.combine_replicates(reps, samples).set_index(tidy.KEY_COLUMNS)
+    noisy = reps.copy()
+    two = noisy.index[noisy["threads"] == 2]
+    noisy.loc[two[0], "latency_median_ms"] *= 1.5
+    after = tidy.combine_replicates(noisy, samples).set_index(tidy.KEY_COLUMNS)
+    for key in before.index:
+        cols = ["latency_ci_low_ms", "latency_ci_high_ms"]
+        if key[tidy.KEY_COLUMNS.index("threads")] == 2:
+            width = (after.loc[key, cols[1]] - after.loc[key, cols[0]]) / (
+                before.loc[key, cols[1]] - before.loc[key, cols[0]]
+            )
+            assert width > 1.5
+        else:
+            assert list(after.loc[key, cols]) == pytest.approx(list(before.loc[key, cols]))
+
+
 def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
     data = cellresult.read(CELLS[0])
     m = data["measurement"]
