@@ -82,10 +82,16 @@ def test_contention_columns_in_cells_csv():
 
 
 # -- real processes -------------------------------------------------------------------------------
+def first_cpu() -> int:
+    """The CPU a 1-thread sequential cell gets on this machine (the planner's choice)."""
+    return placement.plan(topology.current(), 1, "sequential").cpus[0]
+
+
 @pytest.fixture
 def hog():
-    """A busy loop pinned to CPU 0."""
-    proc = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+    """A busy loop pinned to the CPU a 1-thread sequential cell gets."""
+    cpu = str(first_cpu())
+    proc = subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", "while True: pass"])
     yield proc
     proc.kill()
     proc.wait()
@@ -96,7 +102,7 @@ WORKER = textwrap.dedent(
     import json, sys, time
     sys.path.insert(0, {scripts!r})
     from numa_effects import contention
-    w = contention.Watch([0])
+    w = contention.Watch([{cpu}])
     end = time.monotonic() + 1.5
     while time.monotonic() < end:
         pass
@@ -106,22 +112,23 @@ WORKER = textwrap.dedent(
 
 
 def test_a_busy_loop_on_the_same_cpu_is_detected(hog):
+    cpu = first_cpu()
     out = subprocess.run(
-        ["taskset", "-c", "0", sys.executable, "-c", WORKER.format(scripts=SCRIPTS)],
+        ["taskset", "-c", str(cpu), sys.executable, "-c", WORKER.format(scripts=SCRIPTS, cpu=cpu)],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     verdict = json.loads(out)
     assert verdict["contended"] is True, verdict
-    assert verdict["foreign_cpu_pct"] > 20  # the hog got a good share of CPU 0
+    assert verdict["foreign_cpu_pct"] > 20  # the hog got a good share of that CPU
 
 
 @pytest.mark.integration
 def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     topo = topology.current()
     plan = placement.plan(topo, 1, "sequential")
-    assert plan.cpus == (0,)
+    assert plan.cpus == (first_cpu(),)  # the CPU the hog is pinned to
     spec = {
         "cell": {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
         | {"batch_size": 1, "image_size": 32, "use_smt": False},
