@@ -141,9 +141,16 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     noise = result["contention"]
     assert noise["runnable_others"] >= 1  # the hog, at least
     assert noise["load_1m"] is not None
-    assert noise["contended"] is True, noise
+    # The whole window saw the hog (it took a good share of the cell's CPU) ...
+    assert noise["contended_window"] is True, noise
+    # ... and the iterations it interrupted are kept out of the statistics. Whether enough
+    # clean ones remain (short iterations fit between the scheduler's switches) decides the
+    # replicate's own verdict (issue 10): contended, or clean iterations that are clean.
+    assert noise["excluded_iterations"] >= 1, noise
+    assert noise["contended"] or noise["clean_foreign_pct"] <= 100 * contention.FOREIGN_SHARE_LIMIT
     row = tidy.cell_row(result, str(tmp_path / "bs1.json"))
-    assert row["contended"] is True and row["foreign_cpu_pct"] > 20
+    assert row["contended"] is noise["contended"]
+    assert row["foreign_cpu_pct"] > 100 * contention.FOREIGN_SHARE_LIMIT  # the window's share
     assert os.path.exists(tmp_path / "bs1.json")
 
 
