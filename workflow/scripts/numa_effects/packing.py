@@ -156,48 +156,55 @@ def optimize(
     budget: int,
     total: int,
     missing: Iterable[tuple[int, int]] = (),
+    min_instances: int = 1,
 ) -> Choice | None:
     """The configuration of minimal predicted latency for ``total`` images on ``budget``
-    cores, or None when no combination of measured points sums to ``total`` images."""
-    if budget < 1 or total < 1:
-        raise ValueError(f"budget and batch must be >= 1, got {budget}, {total}")
+    cores, or None when no combination of measured points sums to ``total`` images.
+    ``min_instances`` = 2 asks for the best *split* (at least two instances): what the
+    ``packing`` benchmark measures when the fat instance wins, to test the prediction of
+    concurrent instances."""
+    if budget < 1 or total < 1 or min_instances < 1:
+        raise ValueError(
+            f"budget, batch and min_instances must be >= 1, got {budget}, {total}, {min_instances}"
+        )
     points = _points(table, budget, total)
 
+    # ``need``: instances still required from here on (0 once min_instances are placed).
     @cache
-    def best(c: int, n: int) -> float:
+    def best(c: int, n: int, need: int) -> float:
         if n == 0:
-            return 0.0
+            return 0.0 if need == 0 else math.inf
         out = math.inf
         for t, b, lat in points:
             if t > c:
                 break
             if b <= n and lat < out:
-                out = min(out, max(lat, best(c - t, n - b)))
+                out = min(out, max(lat, best(c - t, n - b, max(need - 1, 0))))
         return out
 
-    target = best(budget, total)
+    target = best(budget, total, min_instances)
     if not math.isfinite(target):
         return None
     usable = [(t, b, lat) for t, b, lat in points if lat <= target]
 
     # Fewest instances, then fewest cores, among configurations with every instance <= target.
     @cache
-    def fewest(c: int, n: int) -> tuple[float, float, tuple]:
+    def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
         if n == 0:
-            return (0, 0, ())
+            return (0, 0, ()) if need == 0 else (math.inf, math.inf, ())
         out: tuple[float, float, tuple] = (math.inf, math.inf, ())
         for t, b, lat in usable:
             if t > c:
                 break
             if b > n:
                 continue
-            k, cores, rest = fewest(c - t, n - b)
+            k, cores, rest = fewest(c - t, n - b, max(need - 1, 0))
             cand = (k + 1, cores + t, ((t, b, lat), *rest))
             if cand[:2] < out[:2]:
                 out = cand
         return out
 
-    k, _, chosen = fewest(budget, total)
+    k, _, chosen = fewest(budget, total, min_instances)
     assert math.isfinite(k), "the second programme must reach the first one's optimum"
     instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
     fat = table.get((budget, total), math.nan)
@@ -211,15 +218,18 @@ def optimize(
     )
 
 
-def brute_force(table: Table, budget: int, total: int) -> tuple[float, int, int] | None:
-    """(latency, instances, cores) of the best configuration by enumerating every multiset of
-    measured points; exponential, for tests on small tables."""
+def brute_force(
+    table: Table, budget: int, total: int, min_instances: int = 1
+) -> tuple[float, int, int] | None:
+    """(latency, instances, cores) of the best configuration of at least ``min_instances``
+    instances by enumerating every multiset of measured points; exponential, for tests on small
+    tables."""
     points = _points(table, budget, total)
     best: tuple[float, int, int] | None = None
 
     def walk(start: int, cores: int, images: int, lat: float, k: int) -> None:
         nonlocal best
-        if images == total:
+        if images == total and k >= min_instances:
             cand = (lat, k, cores)
             if best is None or cand < best:
                 best = cand
