@@ -3,6 +3,8 @@ optimizer's plans measured as concurrent pinned instances, and tables/packing.cs
 counts, budgets and core sets are derived from this machine's topology and the planner."""
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -134,3 +136,43 @@ def test_one_instance_per_core_runs_concurrently(run, tmp_path):
     wrong = {**job, "placements": {"plan": [{"cpus": [999]}]}}
     result = packing_run.run(wrong, tmp_path / "wrong.json", tmp_path / "logs", 300)
     assert result["status"] == "failed" and result["failure"]["cause"] == "plan-mismatch"
+
+
+def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path):
+    """A real busy loop pinned to the core of a 1-thread fat instance: every round shares that
+    core, so the group is contended, measured again after the back-off with new processes, and
+    kept flagged, with the earlier attempt summarised (issue 10's rule, applied to groups)."""
+    cpu = placement.pack(TOPO, [1], 1)[0].cpus[0]
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+    try:
+        job = {
+            "model": "resnet18",
+            "opt": "none",
+            "image_size": 224,  # rounds of tens of ms: each spans many scheduler slices
+            "use_smt": False,
+            "replicates": 1,
+            "settings": {
+                "warmup": 1,
+                "min_iterations": 3,
+                "max_iterations": 6,
+                "max_seconds_per_cell": 2,
+                "contended_retries": 1,
+                "contended_backoff_s": 0.1,
+            },
+            "budget": 1,
+            "batch": 1,
+            "choice": {"instances": [{"threads": 1, "batch": 1}], "is_fat": True},
+            "placements": {},
+        }
+        result = packing_run.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert result["status"] == "ok", result.get("failure")
+    rec = result["runs"]["fat"][0]
+    assert rec["instances"][0]["plan"]["cpus"] == [cpu]
+    assert rec["contended"] is True
+    assert len(rec["attempts"]) == 1 and rec["attempts"][0]["backoff_s"] == 0.1
+    assert rec["attempts"][0]["foreign_pct_median"] > 10  # the hog's share of the core
+    assert rec["started_at"] > rec["attempts"][0]["started_at"]  # a new group, measured later
+    assert sorted((tmp_path / "logs").glob("fat-r1-i0.log"))  # one log per instance

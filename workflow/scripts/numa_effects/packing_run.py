@@ -14,11 +14,13 @@ recorded as ``overhead``). Rounds are timed by the project's timing loop (``meas
 warm-up, adaptive stopping, caps) with a ``contention.IterationProbe`` over the CPUs of all
 instances, whose own CPU time is that of the instance processes: a round during which other
 tasks used more than ``exclude_foreign_pct`` of those CPUs is excluded from the statistics
-(``stats.summarize`` of ``Measurement.clean_latencies``) and from the stopping rule. A
-contended group is flagged, not retried (``measure.run_with_retries`` would restart the rounds
-of processes whose per-instance record this module keeps). After the rounds every instance runs
-the in-cell verification (``verify.run``) and reports its contention watch. Any instance that
-fails, or is not where its plan says, fails the group.
+(``stats.summarize`` of ``Measurement.clean_latencies``) and from the stopping rule. After the
+rounds every instance runs the in-cell verification (``verify.run``) and reports its contention
+watch. Any instance that fails, or is not where its plan says, fails the group. A contended
+group is measured again, as a cell is (``measure.run_with_retries``): after
+``contended_backoff_s`` (doubling), at most ``contended_retries`` times, with new processes; the
+earlier attempts are summarised in the record's ``attempts`` and the last one is kept, flagged
+if it is still contended.
 """
 
 from __future__ import annotations
@@ -254,6 +256,38 @@ def measure_group(
     return record
 
 
+def attempt_summary(record: dict, backoff_s: float) -> dict:
+    """What a contended attempt leaves in the kept record's ``attempts``."""
+    m = record.get("measurement") or {}
+    fp = [x for x in (m.get("foreign_pct") or []) if x is not None]
+    return {
+        "started_at": record.get("started_at"),
+        "rounds": len(m.get("latencies_s") or []),
+        "excluded": int(m.get("excluded_iterations") or 0),
+        "foreign_pct_median": float(sorted(fp)[len(fp) // 2]) if fp else None,
+        "median_s": (record.get("stats") or {}).get("median_s"),
+        "backoff_s": backoff_s,
+    }
+
+
+def with_retries(measure_once, settings: dict, sleep=time.sleep) -> dict:
+    """``measure_once()`` (one group record), again while the record is ``ok`` and
+    ``contended``: wait ``contended_backoff_s``, doubling, at most ``contended_retries`` times.
+    Returns the last record with ``attempts`` (``attempt_summary`` of each earlier one); it may
+    still be contended, and then says so."""
+    s = measure.settings_with_defaults(settings)
+    retries, backoff = int(s["contended_retries"]), float(s["contended_backoff_s"])
+    attempts: list[dict] = []
+    record = measure_once()
+    while record.get("status") == "ok" and record.get("contended") and len(attempts) < retries:
+        wait = backoff * 2 ** len(attempts)
+        attempts.append(attempt_summary(record, wait))
+        sleep(wait)
+        record = measure_once()
+    record["attempts"] = attempts
+    return record
+
+
 def plans_for(topo, budget: int, configuration: list[tuple[int, int]], use_smt: bool):
     """``[(Plan, images)]`` of a configuration ``[(threads, images), ...]`` on ``topo``, or a
     reason string when it does not fit."""
@@ -263,7 +297,13 @@ def plans_for(topo, budget: int, configuration: list[tuple[int, int]], use_smt: 
     return list(zip(got, [b for _, b in configuration], strict=True))
 
 
-def run(job: dict, out: str | os.PathLike, logdir: str | os.PathLike, timeout_s: float) -> dict:
+def run(
+    job: dict,
+    out: str | os.PathLike,
+    logdir: str | os.PathLike,
+    timeout_s: float,
+    sleep=time.sleep,
+) -> dict:
     """Measure the fat instance and the chosen plan of one job (see the module docstring) and
     write the result JSON atomically to ``out``. ``job``: ``model``, ``opt``, ``image_size``,
     ``use_smt``, ``settings``, ``replicates``, ``budget``, ``batch``, ``choice`` (a row of
@@ -316,7 +356,14 @@ def run(job: dict, out: str | os.PathLike, logdir: str | os.PathLike, timeout_s:
     # Replicate by replicate, the fat instance then the plan: drift hits both alike.
     for r in range(1, int(job.get("replicates", 1)) + 1):
         for name, got in groups.items():
-            rec = measure_group(got, common, job["settings"], logdir, f"{name}-r{r}", timeout_s)
+            tag = f"{name}-r{r}"
+            rec = with_retries(
+                lambda got=got, tag=tag: measure_group(
+                    got, common, job["settings"], logdir, tag, timeout_s
+                ),
+                job["settings"],
+                sleep,
+            )
             rec["replicate"] = r
             runs[name].append(rec)
     result["runs"] = runs
