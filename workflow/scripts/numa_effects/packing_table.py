@@ -14,12 +14,13 @@ Columns (docs/packing.md):
   covers: ``within-process`` (one replicate: the order-statistic CI of the median round, i.e.
   round-to-round variation only) or ``two-level`` (``replicates`` >= 2 process groups:
   ``stats.combine_replicates`` on the replicates' medians, the process-level variance pooled
-  over all configurations of the table, as cells.csv does);
+  over the table's fat instances and, apart, its plans: ``pooled_by_kind``);
 - ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job just
   before the plan (when the plan is the fat instance, one measurement serves both);
 - ``prediction_error`` = measured / predicted - 1 (plan); ``speedup`` = fat / plan (measured
-  medians) with ``speedup_ci_low``/``speedup_ci_high`` a percentile bootstrap over the clean
-  rounds of both (round-to-round variation only, whatever ``ci_method``);
+  medians) with ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level,
+  the ratio of both two-level CIs (``degradation.two_level_ratio_ci``); within-process, a
+  percentile bootstrap over the clean rounds of both (round-to-round variation only);
 - ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
   (t, b) without a measured cell, which the optimizer could not use;
 - ``status``/``failure``, ``contended`` (any instance's contention watch), ``rounds``.
@@ -33,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats
-from .degradation import bootstrap_ratio
+from .degradation import bootstrap_ratio, two_level_ratio_ci
 
 COLUMNS = [
     "model",
@@ -115,7 +116,7 @@ def row(
     choice: dict,
     result: dict | None,
     budget_names: list[str] | None = None,
-    pooled: tuple[float, int] = (float("nan"), 0),
+    pooled: dict | tuple[float, int] = (float("nan"), 0),
 ) -> dict:
     out = {c: None for c in COLUMNS}
     out.update(
@@ -157,8 +158,12 @@ def row(
     out["replicates"] = len(runs["fat"])
     out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
     out["contended"] = any(r.get("contended") for recs in runs.values() for r in recs)
-    estimates = {"fat": _estimate(runs["fat"], pooled)}
-    estimates["plan"] = _estimate(runs["plan"], pooled) if "plan" in runs else estimates["fat"]
+    pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
+    estimates = {"fat": _estimate(runs["fat"], pools["fat"])}
+    if "plan" in runs:
+        estimates["plan"] = _estimate(runs["plan"], pools["plan"])
+    else:
+        estimates["plan"] = estimates["fat"]
     out["ci_method"] = estimates["plan"]["ci_method"]
     for prefix, name in (("latency", "plan"), ("fat", "fat")):
         s = estimates[name]
@@ -168,32 +173,50 @@ def row(
         out[f"{prefix}_ci_high_ms"] = s["ci_high_s"] * 1e3
     out["prediction_error"] = out["latency_ms"] / out["predicted_latency_ms"] - 1.0
     out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
-    if "plan" in runs:
-        # CI of fat / plan: bootstrap_ratio gives stat(compared) / stat(baseline)
-        lo, hi = bootstrap_ratio(plan, fat)
+    if "plan" not in runs:
+        out["speedup_ci_low"] = out["speedup_ci_high"] = 1.0
+    elif all(estimates[n]["ci_method"] == "two-level" for n in ("fat", "plan")):
+        # fat / plan from both two-level CIs (Welch-Satterthwaite on the log scale, as
+        # degradation.csv): the process-to-process variation of both configurations counts
+        lo, hi = two_level_ratio_ci(
+            *(
+                (s["ci_low_s"], s["ci_high_s"], s["ci_df"])
+                for s in (estimates["plan"], estimates["fat"])
+            )
+        )
         out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
     else:
-        out["speedup_ci_low"] = out["speedup_ci_high"] = 1.0
+        # one replicate: round-to-round only. bootstrap_ratio gives stat(compared) /
+        # stat(baseline)
+        lo, hi = bootstrap_ratio(plan, fat)
+        out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
     return out
+
+
+def pooled_by_kind(results: dict) -> dict:
+    """{"fat"|"plan": (pooled variance of ln-medians, df)}: the process-level variance pooled
+    over the fat instances of the table and, apart, over its plans, so a configuration with 2
+    replicates gets a usable two-level CI. Apart, as cells.csv pools per thread count
+    (``tidy.pooled_by_threads``): the fat instance uses every core of its budget and its
+    processes vary more than those of small instances do."""
+    groups: dict[str, list] = {"fat": [], "plan": []}
+    for res in results.values():
+        if res.get("status") != "ok":
+            continue
+        for kind, recs in res["runs"].items():
+            groups.setdefault(kind, []).append([r["median_s"] for r in _replicates(recs)])
+    return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
 def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
     """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): run JSON}."""
-    # The process-level variance pooled over every measured configuration (as tidy does for
-    # cells), so a configuration with 2 replicates gets a usable two-level CI.
-    groups = [
-        [r["median_s"] for r in _replicates(recs)]
-        for res in results.values()
-        if res.get("status") == "ok"
-        for recs in res["runs"].values()
-    ]
-    pooled = stats.pooled_replicate_var(groups)
+    pools = pooled_by_kind(results)
     rows = []
     for doc in plans:
         for choice in doc["choices"]:
             key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
             names = (budget_names or {}).get(choice["budget"])
-            rows.append(row(choice, results.get(key), names, pooled))
+            rows.append(row(choice, results.get(key), names, pools))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
 
