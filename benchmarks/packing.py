@@ -210,6 +210,18 @@ def run(ctx: Context) -> pd.DataFrame:
     if not split_df.empty:
         line += f"; best splits: {verdict(split_df)}"
     print(line)
+    ok = both[both["status"] == "ok"]
+    for label, sel in (
+        ("one instance", ok[ok["plan"].str.startswith("1x")]),
+        ("several instances", ok[~ok["plan"].str.startswith("1x")]),
+    ):
+        if len(sel):
+            print(
+                f"prediction error of {label}: mean {sel['error_pct'].mean():+.1f} %, "
+                f"range {sel['error_pct'].min():+.1f} ... {sel['error_pct'].max():+.1f} % "
+                f"({len(sel)} measured; a systematic + means concurrent instances slow each "
+                "other, which the prediction from cells measured alone ignores)"
+            )
     print(
         "measured speedup over the fat instance: "
         + ", ".join(
