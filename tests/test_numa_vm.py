@@ -5,7 +5,9 @@ guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
   the guest: resnet18 at 32 x 32, batch 1, threads 1 and 2, all four placements, ``peak: false``
   (8 cells, each numactl-pinned and verified in the cell);
 - runs ``driver.py --only negative/wrong-binding`` beside it: a cell whose numactl binding is
-  deliberately not its plan must be caught and fail.
+  deliberately not its plan must be caught and fail; then, in the same branch,
+  ``packing_group.py``: one packing group (docs/packing.md) of concurrent pinned instances on
+  every core, planned by ``placement.pack`` and measured by ``packing_run.measure_group``.
 
 The host then draws everything else from the guest's results folder with the same workflow
 (flops, tables, degradation, figures, page): a dry run first must plan no cell, peak or
@@ -14,7 +16,9 @@ of every placement is bound as planned (CPUs, memory policy, pages), the pipelin
 assertions (tests/test_pipeline.py) hold against the guest's topology with the real planner,
 every NUMA figure family is drawn from those cells, ``degradation.csv`` has rows for each
 non-sequential placement, the page's NUMA section shows them, and machine.json says the guest
-is emulated (efficiency stays empty: no peak was measured).
+is emulated (efficiency stays empty: no peak was measured). The packing group: every instance on
+the CPUs and node that ``placement.pack`` gives on the guest's topology (recomputed here), no CPU
+shared, memory bound to the instance's node only, verified in the instance (CPUs, policy, pages).
 
 Select with ``-m numa_vm``; skip with ``-m "not numa_vm"``. ``NUMA_VM_RESULTS=DIR`` checks the
 output of an earlier run instead (``tests/numa_vm/run-in-guest ... --rwdir DIR -- \
@@ -26,6 +30,8 @@ docs/development.md (TCG: Python is ~13x slower in the guest).
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 import os
 import re
@@ -69,13 +75,15 @@ GUEST_CONFIG = {
     "contended_retries": 0,
     "cell_timeout_margin_s": 1500,
     "peak": False,  # a GEMM peak of an emulated CPU means nothing: efficiency stays empty
-    # packing measures concurrent instances (docs/packing.md): not the NUMA half, and the host
-    # must measure nothing
+    # the pipeline's packing jobs (a fat instance and a plan per batch size, docs/packing.md)
+    # would add minutes of torch imports per job, and the host must measure nothing: guest-e2e's
+    # packing step measures one group directly instead (packing_group.py)
     "packing": {"enabled": False},
 }
 CELLS = [(p, t) for p in PLACEMENTS for t in GUEST_CONFIG["threads"]]
-# The guest is killed after this long.
-TIMEOUT_S = 40 * 60
+# The guest is killed after this long (a hung guest, not a slow one: at load 7-15 the run took
+# 1980 s before the packing step, which adds ~5 min at load 2-5 and more on a busier machine).
+TIMEOUT_S = 50 * 60
 
 
 @pytest.fixture(scope="module")
@@ -290,3 +298,123 @@ def test_page_numa_section_shows_the_figures_and_the_emulation_banner(guest, dra
     assert want <= srcs, want - srcs
     # the page says that these timings come from an emulated guest (machine.json "emulated")
     assert 'id="emulated"' in page
+
+
+# -- the packing group (guest-e2e's packing step) ----------------------------------------------
+def _guest_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"numa_vm_{name}", VM / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the guest's script, for its configuration rule (budget, [(threads, images)]) only
+PACKING_GROUP = _guest_script("packing_group")
+
+
+def packing_record(out: Path) -> dict:
+    return json.loads((out / "driver" / "packing" / "group.json").read_text())
+
+
+def check_packing_group(rec: dict, topo: topology.Topology) -> None:
+    """The group is where ``placement.pack`` puts it on ``topo`` (recomputed here, not read from
+    the record's own plans) and each live instance was verified there; raises AssertionError."""
+    budget, conf = PACKING_GROUP.configuration(topo)
+    want = placement.pack(topo, [t for t, _ in conf], budget)
+    assert isinstance(want, list), want
+    assert rec["budget"] == budget and [tuple(c) for c in rec["configuration"]] == conf
+    group = rec["group"]
+    assert group["status"] == "ok", group.get("failure")
+    insts = group["instances"]
+    assert [(i["threads"], i["batch"]) for i in insts] == conf
+    node_size = max(len(topo.node_cpus(n)) for n in topo.nodes)
+    seen: set[int] = set()
+    for j, (inst, plan) in enumerate(zip(insts, want, strict=True)):
+        assert inst["plan"] == plan.to_dict(), (j, inst["plan"]["cpus"], plan.cpus)
+        # the CPUs the live process had: exactly its plan's, and no other instance's
+        bind = inst["binding"]
+        cpus = set(cpulist.parse(bind["cpus_allowed_list"]))
+        assert cpus == set(plan.cpus), (j, cpus, plan.cpus)
+        assert set(bind["sched_affinity"]) == cpus, j
+        assert not cpus & seen, (j, cpus & seen)
+        seen |= cpus
+        nodes = sorted({topo.node_of(c) for c in cpus})
+        if plan.threads <= node_size:
+            assert len(nodes) == 1, (j, nodes)  # an instance that fits a node is on one node
+        # memory bound to the instance's own node(s) only
+        assert bind["mempolicy"]["mode"] == "bind", (j, bind["mempolicy"])
+        assert bind["mempolicy"]["nodes"] == nodes, (j, bind["mempolicy"], nodes)
+        assert inst["threads_info"]["torch_num_threads"] == plan.threads, j
+        # the in-instance verification, and its observations read again here
+        ver = inst["verification"]
+        assert ver["ok"] and ver["problems"] == [], (j, ver["problems"])
+        last = {t["last_cpu"] for t in ver["threads"]["tasks"]}
+        assert last <= cpus and ver["threads"]["outside_plan"] == [], (j, last)
+        by_node = {int(n): kb for n, kb in ver["pages"]["anon_kb_by_node"].items()}
+        total = sum(by_node.values())
+        assert total > 50 * 1024, (j, by_node)  # a torch process: tens of MB at least
+        on_own = sum(by_node.get(n, 0) for n in nodes) / total
+        assert on_own >= verify.MIN_SHARE, (j, nodes, by_node)
+        assert len(inst["latencies_s"]) == len(group["measurement"]["latencies_s"]) >= 1, j
+    assert seen == {c for n in topo.nodes for c in topo.node_cpus(n)}  # budget: every core
+
+
+def test_packing_group_is_placed_and_verified_as_pack_plans_it(guest):
+    rec = packing_record(guest)
+    topo = topology.load(GUEST_TOPOLOGY)
+    # planned in the guest on the topology it read there, which is the captured fixture
+    assert topology.Topology.from_dict(rec["topology"]).cpus == topo.cpus
+    check_packing_group(rec, topo)
+
+
+def test_packing_group_exercises_the_node_logic(guest):
+    """On the 2 x 2 guest: the 2-thread instance alone on one node, the two 1-thread instances
+    on the other node's two CPUs (derived from the topology, not CPU numbers)."""
+    topo = topology.load(GUEST_TOPOLOGY)
+    insts = packing_record(guest)["group"]["instances"]
+    node_size = len(topo.node_cpus(topo.nodes[0]))
+    assert len(topo.nodes) == 2 and node_size >= 2, "the test's guest is 2 nodes x 2 CPUs"
+    nodes = [{topo.node_of(c) for c in i["plan"]["cpus"]} for i in insts]
+    wide = [j for j, i in enumerate(insts) if i["threads"] == node_size]
+    narrow = [j for j, i in enumerate(insts) if i["threads"] == 1]
+    assert len(wide) == 1 and len(narrow) == node_size and len(insts) == node_size + 1
+    (w,) = wide
+    assert len(nodes[w]) == 1
+    others = set().union(*(nodes[j] for j in narrow))
+    assert len(others) == 1 and not others & nodes[w]  # the wide one alone on its node
+
+
+def test_packing_checks_fail_on_a_misplaced_group(guest):
+    """check_packing_group can fail: records altered to look self-consistent but wrong."""
+    rec = packing_record(guest)
+    topo = topology.load(GUEST_TOPOLOGY)
+    insts = rec["group"]["instances"]
+    narrow = [j for j, i in enumerate(insts) if i["threads"] == 1]
+    wide = next(j for j, i in enumerate(insts) if i["threads"] > 1)
+    other_node = next(
+        n for n in topo.nodes if n not in {topo.node_of(c) for c in insts[wide]["plan"]["cpus"]}
+    )
+    bad = []
+    # two 1-thread instances swapped: each pinned and verified as its own plan says, but not
+    # where placement.pack puts it
+    swapped = copy.deepcopy(rec)
+    a, b = narrow[:2]
+    swapped["group"]["instances"][a], swapped["group"]["instances"][b] = insts[b], insts[a]
+    bad.append(swapped)
+    # the wide instance's memory bound to the other node
+    membind = copy.deepcopy(rec)
+    membind["group"]["instances"][wide]["binding"]["mempolicy"]["nodes"] = [other_node]
+    bad.append(membind)
+    # its pages on the other node (the verification's own verdict left "ok")
+    pages = copy.deepcopy(rec)
+    ver = pages["group"]["instances"][wide]["verification"]
+    ver["pages"]["anon_kb_by_node"] = {str(other_node): ver["pages"]["anon_kb"]}
+    bad.append(pages)
+    # a CPU of another instance
+    shared = copy.deepcopy(rec)
+    wide_cpus = insts[wide]["plan"]["cpu_list"]
+    shared["group"]["instances"][narrow[0]]["binding"]["cpus_allowed_list"] = wide_cpus
+    bad.append(shared)
+    for r in bad:
+        with pytest.raises(AssertionError):
+            check_packing_group(r, topo)
