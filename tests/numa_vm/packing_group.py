@@ -25,19 +25,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import driver  # noqa: E402
 
 from numa_effects import cellresult, packing_run, topology  # noqa: E402
 
 # As driver.py's cells: timings in the guest mean nothing, a round or two is enough.
 SETTINGS = {
-    "warmup": 1,
-    "min_iterations": 1,
-    "max_iterations": 2,
-    "max_seconds_per_cell": 5,
-    "seed": 0,
+    **driver.SETTINGS,
     "contended_retries": 0,  # contended it will be (TCG, beside the pipeline's cells)
 }
-CELL_COMMON = {"model": "resnet18", "opt": "none", "image_size": 32, "use_smt": False}
+CELL_COMMON = {k: driver.CELL[k] for k in ("model", "opt", "image_size")} | {"use_smt": False}
 TIMEOUT_S = 1800  # the whole group: k cold torch imports at once in the guest take minutes
 
 
