@@ -145,8 +145,8 @@ def splits(ctx: Context, results: Path, table: pd.DataFrame) -> pd.DataFrame:
                 & (table["batch_size"] == batch)
             ]
             if rec["status"] == "ok":
-                groups = [[s["median_s"] for s in packing_table._replicates(rec["runs"])]]
-                est = packing_table._estimate(rec["runs"], stats.pooled_replicate_var(groups))
+                groups = [[s["median_s"] for s in packing_table.replicate_stats(rec["runs"])]]
+                est = packing_table.estimate(rec["runs"], stats.pooled_replicate_var(groups))
                 row.update(
                     latency_ms=est["median_s"] * 1e3,
                     latency_ci_low_ms=est["ci_low_s"] * 1e3,

@@ -142,13 +142,12 @@ def run_with_retries(
     Returns the last measurement and one summary per earlier attempt (kept in the cell JSON).
     The last one may still be contended: the caller flags it, never hides it."""
     s = settings_with_defaults(settings)
-    retries = int(s["contended_retries"])
-    backoff = float(s["contended_backoff_s"])
+    waits = backoffs(settings)
     attempts: list[dict] = []
     m = run(step, settings, clock=clock, first_call_s=first_call_s, probe=probe)
     min_clean = int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
-    while probe is not None and m.contended(min_clean) and len(attempts) < retries:
-        wait = backoff * 2 ** len(attempts)
+    while probe is not None and m.contended(min_clean) and len(attempts) < len(waits):
+        wait = waits[len(attempts)]
         attempts.append(
             {
                 "iterations": len(m.latencies_s),
@@ -160,6 +159,13 @@ def run_with_retries(
         sleep(wait)
         m = run(step, settings, clock=clock, probe=probe)
     return m, attempts
+
+
+def backoffs(settings: dict) -> list[float]:
+    """The waits before each new measurement of a contended one: ``contended_backoff_s``,
+    doubling, ``contended_retries`` of them (cells here, packing groups in packing_run)."""
+    s = settings_with_defaults(settings)
+    return [float(s["contended_backoff_s"]) * 2**i for i in range(int(s["contended_retries"]))]
 
 
 def settings_with_defaults(settings: dict) -> dict:

@@ -32,6 +32,7 @@ import resource
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -264,7 +265,7 @@ def attempt_summary(record: dict, backoff_s: float) -> dict:
         "started_at": record.get("started_at"),
         "rounds": len(m.get("latencies_s") or []),
         "excluded": int(m.get("excluded_iterations") or 0),
-        "foreign_pct_median": float(sorted(fp)[len(fp) // 2]) if fp else None,
+        "foreign_pct_median": float(statistics.median(fp)) if fp else None,
         "median_s": (record.get("stats") or {}).get("median_s"),
         "backoff_s": backoff_s,
     }
@@ -275,12 +276,11 @@ def with_retries(measure_once, settings: dict, sleep=time.sleep) -> dict:
     ``contended``: wait ``contended_backoff_s``, doubling, at most ``contended_retries`` times.
     Returns the last record with ``attempts`` (``attempt_summary`` of each earlier one); it may
     still be contended, and then says so."""
-    s = measure.settings_with_defaults(settings)
-    retries, backoff = int(s["contended_retries"]), float(s["contended_backoff_s"])
+    waits = measure.backoffs(settings)
     attempts: list[dict] = []
     record = measure_once()
-    while record.get("status") == "ok" and record.get("contended") and len(attempts) < retries:
-        wait = backoff * 2 ** len(attempts)
+    while record.get("status") == "ok" and record.get("contended") and len(attempts) < len(waits):
+        wait = waits[len(attempts)]
         attempts.append(attempt_summary(record, wait))
         sleep(wait)
         record = measure_once()

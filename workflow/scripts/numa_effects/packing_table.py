@@ -88,14 +88,14 @@ def _rounds(recs: list[dict]) -> np.ndarray:
     return np.array([x for r in recs if r.get("status") == "ok" for x in clean_rounds(r)])
 
 
-def _replicates(recs: list[dict]) -> list[dict]:
+def replicate_stats(recs: list[dict]) -> list[dict]:
     return [stats.summarize(clean_rounds(r)) for r in recs if r.get("status") == "ok"]
 
 
-def _estimate(recs: list[dict], pooled) -> dict:
+def estimate(recs: list[dict], pooled) -> dict:
     """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
     median round (within-process); several, ``stats.combine_replicates`` (two-level)."""
-    reps = _replicates(recs)
+    reps = replicate_stats(recs)
     if len(reps) == 1:
         s = reps[0]
         return {**s, "ci_method": "within-process"}
@@ -159,9 +159,9 @@ def row(
     out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
     out["contended"] = any(r.get("contended") for recs in runs.values() for r in recs)
     pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
-    estimates = {"fat": _estimate(runs["fat"], pools["fat"])}
+    estimates = {"fat": estimate(runs["fat"], pools["fat"])}
     if "plan" in runs:
-        estimates["plan"] = _estimate(runs["plan"], pools["plan"])
+        estimates["plan"] = estimate(runs["plan"], pools["plan"])
     else:
         estimates["plan"] = estimates["fat"]
     out["ci_method"] = estimates["plan"]["ci_method"]
@@ -204,7 +204,7 @@ def pooled_by_kind(results: dict) -> dict:
         if res.get("status") != "ok":
             continue
         for kind, recs in res["runs"].items():
-            groups.setdefault(kind, []).append([r["median_s"] for r in _replicates(recs)])
+            groups.setdefault(kind, []).append([r["median_s"] for r in replicate_stats(recs)])
     return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
