@@ -58,7 +58,7 @@ def overrides(grid: dict) -> dict:
     }
 
 
-def _split_record(ctx: Context, results: Path, choice: dict, split, run_json: dict) -> dict:
+def _split_record(ctx: Context, choice: dict, split, run_json: dict) -> dict:
     """Measure one split configuration (or reuse it with ``--reuse``); returns its record."""
     out = ctx.work / "packing-splits" / choice["model"] / choice["opt"]
     path = out / f"c{choice['budget']}-bs{choice['batch']}.json"
@@ -102,12 +102,14 @@ def _split_record(ctx: Context, results: Path, choice: dict, split, run_json: di
 def split_candidates(doc: dict, cells: pd.DataFrame) -> list[tuple[dict, packing.Choice]]:
     """(choice, best split) for every choice of a plans.json document whose plan is a single
     instance and whose batch can be split between two or more instances of measured points."""
-    out = []
+    out, tables = [], {}
     for choice in doc["choices"]:
         if not choice.get("instances") or choice.get("k", 1) >= 2:
             continue  # no plan, or the plan is already a split (the pipeline measured it)
-        lat = packing.latency_table(cells, choice["model"], choice["opt"])
-        split = packing.optimize(lat, choice["budget"], choice["batch"], min_instances=2)
+        key = (choice["model"], choice["opt"])
+        if key not in tables:
+            tables[key] = packing.latency_table(cells, *key)
+        split = packing.optimize(tables[key], choice["budget"], choice["batch"], min_instances=2)
         if split is not None:
             out.append((choice, split))
     return out
@@ -127,7 +129,7 @@ def splits(ctx: Context, results: Path, table: pd.DataFrame) -> pd.DataFrame:
             run_json = json.loads(run_path.read_text())
             if run_json.get("status") != "ok":
                 continue
-            rec = _split_record(ctx, results, choice, split, run_json)
+            rec = _split_record(ctx, choice, split, run_json)
             row = {
                 "model": model,
                 "opt": opt,
