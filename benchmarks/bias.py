@@ -29,7 +29,7 @@ def replay(x: np.ndarray, settings: dict) -> np.ndarray:
     cycled so the rule never runs out; ``max_iterations`` still ends it)."""
     import itertools
 
-    from numa_effects import measure
+    from numa_effects.measure import timing as measure
 
     seq = itertools.cycle(x)
     now = [0.0]

@@ -20,7 +20,7 @@ SCRIPTS = ROOT / "workflow" / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-from numa_effects.grid import KEYS as CELL_KEYS  # noqa: E402
+from numa_effects.plan.grid import KEYS as CELL_KEYS  # noqa: E402
 
 GRID_KEYS = ("models", "batch_sizes", "optimizations", "threads", "placements", "image_size")
 
@@ -204,7 +204,7 @@ def show(title: str, df: pd.DataFrame, floatfmt: str = "{:.3g}") -> None:
     sys.stdout.flush()
 
 
-KEYS = list(CELL_KEYS)  # the cell key columns, defined once in numa_effects.grid
+KEYS = list(CELL_KEYS)  # the cell key columns, defined once in numa_effects.plan.grid
 
 
 def key_label(row) -> str:

@@ -27,8 +27,8 @@ GOAL_SHARE = 0.90
 
 
 def _timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
-    from numa_effects import launcher
-    from numa_effects import placement as placement_mod
+    from numa_effects.measure import launcher
+    from numa_effects.plan import placement as placement_mod
 
     args = placement_mod.Plan.from_dict(plan).numactl_args()
     env = launcher.child_env(threads)
@@ -40,7 +40,7 @@ def _timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
 
 
 def run(ctx: Context) -> pd.DataFrame:
-    from numa_effects import launcher
+    from numa_effects.measure import launcher
 
     adaptive = pipeline(ctx, "adaptive", {})
     cells = adaptive.cells()

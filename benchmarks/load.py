@@ -65,7 +65,7 @@ class DutyCycleLoad:
 
 def cell_cpus(cells) -> list[int]:
     """Every CPU the grid's cells are planned on (``planned_cpus`` of cells.csv)."""
-    from numa_effects import cpulist
+    from numa_effects.plan import cpulist
 
     out: set[int] = set()
     for text in cells["planned_cpus"].dropna().astype(str):

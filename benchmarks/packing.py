@@ -26,8 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from numa_effects import packing, packing_run, packing_table, provenance, stats
-from numa_effects import topology as topology_mod
+from numa_effects import stats
+from numa_effects.measure import group as packing_run
+from numa_effects.measure import provenance
+from numa_effects.plan import packing
+from numa_effects.plan import topology as topology_mod
+from numa_effects.tables import packing as packing_table
 
 from .common import Context, load, pipeline, show
 

@@ -1,5 +1,6 @@
 """The fidelity benchmark's pinned child: the cell's model and input built by the pipeline's own
-code (``numa_effects.cell.build``), timed by ``torch.utils.benchmark.Timer.blocked_autorange``.
+code (``numa_effects.measure.cell.build``), timed by
+``torch.utils.benchmark.Timer.blocked_autorange``.
 
 Run as ``numactl <the cell's binding> python -m benchmarks.timer_child --spec S --out O`` with
 the cell's ``OMP_NUM_THREADS``, exactly like the cell process."""
@@ -25,7 +26,7 @@ def main(argv=None) -> int:
     import torch
     from torch.utils.benchmark import Timer
 
-    from numa_effects.cell import build_for, set_threads
+    from numa_effects.measure.cell import build_for, set_threads
 
     threads = int(spec["cell"]["threads"])
     set_threads(threads)

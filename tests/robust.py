@@ -100,7 +100,7 @@ def cell_processes(root: Path) -> dict[str, int]:
         if not d.name.isdigit():
             continue
         argv = cmdline(int(d.name))
-        if "numa_effects.cell" not in argv or "--spec" not in argv:
+        if "numa_effects.measure.cell" not in argv or "--spec" not in argv:
             continue
         if "numactl" in Path(argv[0]).name:
             continue  # not exec'd into python yet
@@ -156,7 +156,7 @@ def copy_workflow(dst: Path) -> Path:
 def vm_peak_mb() -> int:
     """VmPeak of a process that builds and runs the tiny resnet18 cell as a cell would."""
     code = (
-        "import numa_effects.cell as c, torch, re\n"
+        "import numa_effects.measure.cell as c, torch, re\n"
         "fn, x, _, _ = c.build('resnet18', 'none', 1, 32, 0, {})\n"
         "with torch.inference_mode(): fn(x)\n"
         "print(re.search(r'VmPeak:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"

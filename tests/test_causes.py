@@ -1,13 +1,14 @@
-"""Failure causes have one source, numa_effects.causes: the docs table is generated from it and
+"""Failure causes have one source, numa_effects.measure.causes: the docs table is generated from it
+and
 the code that classifies failures names its causes from it (no free-form cause strings)."""
 
 import re
 from pathlib import Path
 
-from numa_effects import causes, supervise
+from numa_effects.measure import causes, supervise
 
 REPO = Path(__file__).resolve().parents[1]
-PKG = REPO / "workflow" / "scripts" / "numa_effects"
+PKG = REPO / "workflow" / "scripts" / "numa_effects" / "measure"
 
 
 def test_docs_table_is_the_registry():
@@ -16,7 +17,7 @@ def test_docs_table_is_the_registry():
     assert block, "docs/troubleshooting.md has no failure-causes block"
     assert block.group(1) == causes.markdown(), (
         "docs/troubleshooting.md failure causes are stale: regenerate with "
-        "PYTHONPATH=workflow/scripts python -m numa_effects.causes"
+        "PYTHONPATH=workflow/scripts python -m numa_effects.measure.causes"
     )
 
 

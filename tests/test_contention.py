@@ -1,4 +1,5 @@
-"""Noise and concurrency guards (numa_effects.contention): the machine's load before a cell and
+"""Noise and concurrency guards (numa_effects.measure.contention): the machine's load before a cell
+and
 whether other tasks used the cell's CPUs while it was timed."""
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import pytest
 import robust
 from conftest import REPO
 
-from numa_effects import contention, launcher, placement, tidy, topology
+from numa_effects.measure import contention, launcher
+from numa_effects.plan import placement, topology
+from numa_effects.tables import cells as tidy
 
 SCRIPTS = str(REPO / "workflow" / "scripts")
 
@@ -101,7 +104,7 @@ WORKER = textwrap.dedent(
     """
     import json, sys, time
     sys.path.insert(0, {scripts!r})
-    from numa_effects import contention
+    from numa_effects.measure import contention
     w = contention.Watch([{cpu}])
     end = time.monotonic() + 1.5
     while time.monotonic() < end:

@@ -1,6 +1,6 @@
 import pytest
 
-from numa_effects import cpulist
+from numa_effects.plan import cpulist
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects import degradation, stats
-from numa_effects.degradation import DEGRADATION_COLUMNS, OPT_SPEEDUP_COLUMNS
+from numa_effects import stats
+from numa_effects.tables import compare as degradation
+from numa_effects.tables.compare import DEGRADATION_COLUMNS, OPT_SPEEDUP_COLUMNS
 
 
 def cell(placement, median, opt="none", threads=2, bs=4, **extra):

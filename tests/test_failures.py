@@ -2,7 +2,7 @@
 max_memory_mb, a crash by signal, a hung cell hitting the timeout, numactl refusing the binding,
 an exception in model build) become failed results; the grid completes; the failures show in
 cells.csv, failures.csv, the summary and the report; one command retries only them. And an
-interruption is never recorded as a failure (numa_effects.supervise)."""
+interruption is never recorded as a failure (numa_effects.measure.supervise)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ import pytest
 import robust
 from conftest import REPO
 
-from numa_effects import launcher, placement, supervise, topology
+from numa_effects.measure import launcher, supervise
+from numa_effects.plan import placement, topology
 
 # The schema's largest batch (65536): 0.8 GB of 32 x 32 input plus 4.3 GB for the first conv's
-# output never fit max_memory_mb below; numa_effects.memory estimates 8 GiB, so a machine with
+# output never fit max_memory_mb below; numa_effects.plan.memory estimates 8 GiB, so a machine with
 # less memory than that would skip the cell at planning instead.
 BIG = 65536
 SCRIPTS = str(REPO / "workflow" / "scripts")
@@ -270,7 +271,7 @@ LAUNCHER = textwrap.dedent(
     """
     import os, sys
     sys.path.insert(0, {scripts!r})
-    from numa_effects import supervise
+    from numa_effects.measure import supervise
     with open({log!r}, "w") as log:
         outcome = supervise.run_child(["sleep", {marker!r}], os.environ, log, 120)
     supervise.classify(outcome, open({log!r}).read(), 120)
@@ -333,11 +334,11 @@ usage: numactl [--all | -a]
 """
 BUILD_TB = """# env ...
 Traceback (most recent call last):
-  File "/x/numa_effects/cell.py", line 74, in run
+  File "/x/numa_effects/measure/cell.py", line 74, in run
     fn, x, timings, caught = build(
-  File "/x/numa_effects/cell.py", line 54, in build
+  File "/x/numa_effects/measure/cell.py", line 54, in build
     fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
-  File "/x/numa_effects/optimizations.py", line 30, in _script
+  File "/x/numa_effects/plan/optimizations.py", line 30, in _script
 RuntimeError: Freezing expects a ScriptModule as input.
 """
 
@@ -351,7 +352,7 @@ RuntimeError: Freezing expects a ScriptModule as input.
         (supervise.Outcome(-6), "terminate called after 'std::bad_alloc'", "out-of-memory"),
         (
             supervise.Outcome(3),
-            "numa_effects.cell: torch.get_num_threads() is 2",
+            "numa_effects.measure.cell: torch.get_num_threads() is 2",
             "thread-mismatch",
         ),
         (supervise.Outcome(1), NUMACTL_LOG, "binding-refused"),

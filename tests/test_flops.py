@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from numa_effects import flops, peak
+from numa_effects.measure import peak
+from numa_effects.tables import flops
 
 
 @pytest.mark.parametrize(

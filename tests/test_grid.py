@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects import grid, topology
+from numa_effects.plan import grid, topology
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 

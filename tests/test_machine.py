@@ -3,7 +3,7 @@ machines (tests/fixtures): the TCG guest of tests/numa_vm and a KVM virtual mach
 
 from conftest import FIXTURES
 
-from numa_effects import machine
+from numa_effects.measure import machine
 
 TOPO = FIXTURES / "topology"
 GUEST_CMDLINE = (FIXTURES / "proc" / "guest-cmdline.txt").read_text()
@@ -39,7 +39,7 @@ def test_kvm_virtual_machine_is_not_emulated():
 
 
 def test_facts_carry_the_verdict():
-    from numa_effects import topology
+    from numa_effects.plan import topology
 
     facts = machine.facts(topology.current())
     assert isinstance(facts["emulated"], bool)

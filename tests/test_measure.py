@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numa_effects import contention, measure, stats
+from numa_effects import stats
+from numa_effects.measure import contention
+from numa_effects.measure import timing as measure
 
 
 class FakeTimer:

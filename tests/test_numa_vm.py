@@ -46,7 +46,10 @@ import yaml
 from conftest import jobs_planned, snakemake
 from test_pipeline import check_cells, check_tables
 
-from numa_effects import cellresult, cpulist, figures, grid, placement, topology, verify
+from numa_effects.measure import result as cellresult
+from numa_effects.measure import verify
+from numa_effects.plan import cpulist, grid, placement, topology
+from numa_effects.report import registry as figures
 
 pytestmark = pytest.mark.numa_vm
 

@@ -1,4 +1,4 @@
-"""The packing optimizer (numa_effects.packing): the dynamic programme against brute-force
+"""The packing optimizer (numa_effects.plan.packing): the dynamic programme against brute-force
 enumeration on random tables, hand-checked cases, core budgets on captured/reconstructed
 topologies, and PackRat's published CloudLab table as a realistic input."""
 
@@ -13,8 +13,11 @@ import pytest
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
-from numa_effects import packing, packing_run, packing_table, packrat, placement
-from numa_effects.packing import Instance
+from numa_effects.measure import group as packing_run
+from numa_effects.plan import packing, placement
+from numa_effects.plan.packing import Instance
+from numa_effects.tables import packing as packing_table
+from numa_effects.tables import packrat
 
 
 def check(choice, table, budget, total):
@@ -303,7 +306,9 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
 def test_packing_figures_draw_every_budget_and_instance():
     from matplotlib.collections import PathCollection
 
-    from numa_effects import figure_data, figures, plots
+    from numa_effects.report import data as figure_data
+    from numa_effects.report import plots
+    from numa_effects.report import registry as figures
 
     tables = figure_data.Tables(
         pd.DataFrame(), pd.DataFrame(), None, pd.read_csv(PACK_FIX / "packing.csv")

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from conftest import TINY_CONFIG, snakemake
 
-from numa_effects import grid, packing, packing_run, placement, topology
+from numa_effects.measure import group as packing_run
+from numa_effects.plan import grid, packing, placement, topology
 
 pytestmark = pytest.mark.integration
 

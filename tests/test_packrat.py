@@ -12,7 +12,10 @@ import pytest
 from conftest import REPO, jobs_planned, snakemake
 from report_browser import install_chromium, load_page, page_links
 
-from numa_effects import degradation, figures, grid, packrat
+from numa_effects.plan import grid
+from numa_effects.report import registry as figures
+from numa_effects.tables import compare as degradation
+from numa_effects.tables import packrat
 
 # The reference data (read-only, beside the repository); NUMA_EFFECTS_PACKRAT points elsewhere.
 PACKRAT = Path(os.environ.get("NUMA_EFFECTS_PACKRAT", REPO.parent / "shared/reference/packrat"))
@@ -288,7 +291,7 @@ def test_imported_report_renders_in_chromium(imported, chromium, tmp_path):
 
 
 def test_the_import_config_key_is_validated():
-    from numa_effects import validation
+    from numa_effects import config as validation
 
     schema = validation.load_schema()
     base = {

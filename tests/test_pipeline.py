@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import jobs_planned, snakemake
 
-from numa_effects import grid, topology
+from numa_effects.plan import grid, topology
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from math import ceil
 import pytest
 from test_topology import FIXTURES, load
 
-from numa_effects import placement
-from numa_effects.placement import NotApplicable, Plan
+from numa_effects.plan import placement
+from numa_effects.plan.placement import NotApplicable, Plan
 
 PLACEMENTS = list(placement.PLACEMENTS)
 
@@ -218,7 +218,7 @@ def test_docs_examples_are_the_planners_output():
     import re
     from pathlib import Path
 
-    from numa_effects import topology
+    from numa_effects.plan import topology
 
     readme = (Path(__file__).parents[1] / "docs" / "placements.md").read_text()
     blocks = re.findall(

@@ -1,10 +1,12 @@
-"""Which figures a grid supports (numa_effects.figures): planned from the grid, not from files."""
+"""Which figures a grid supports (numa_effects.report.registry): planned from the grid, not from
+files."""
 
 from pathlib import Path
 
 import pytest
 
-from numa_effects import figures, grid, topology
+from numa_effects.plan import grid, topology
+from numa_effects.report import registry as figures
 
 HERE = Path(__file__).parent
 TOPO_2NODE = HERE / "fixtures" / "tables" / "topology-2node-4core.lscpu"

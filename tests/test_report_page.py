@@ -1,4 +1,4 @@
-"""The report page (numa_effects.report_html) on the fixture tables, without snakemake: the
+"""The report page (numa_effects.report.page) on the fixture tables, without snakemake: the
 cells whose timing was disturbed are listed, and an emulated machine gets a banner."""
 
 import json
@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects import figure_data, figures, grid, report_html
+from numa_effects.plan import grid
+from numa_effects.report import data as figure_data
+from numa_effects.report import page as report_html
+from numa_effects.report import registry as figures
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 MACHINE = json.loads((FIX / "machine.json").read_text())

@@ -7,7 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects import figure_data, figures, grid, plots, style
+from numa_effects.plan import grid
+from numa_effects.report import data as figure_data
+from numa_effects.report import plots, style
+from numa_effects.report import registry as figures
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 FAILED = ("script", "interleave", 4, 8)  # see tests/fixtures/tables/make_fixture.py

@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO, snakemake
 
-from numa_effects import figure_data, figures, grid, plots, report_html
+from numa_effects.plan import grid
+from numa_effects.report import data as figure_data
+from numa_effects.report import page as report_html
+from numa_effects.report import plots
+from numa_effects.report import registry as figures
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 
@@ -79,7 +83,9 @@ def test_draw_functions_take_their_family_wildcards():
 
     for fam in figures.FAMILIES:
         module, name = fam.draw.split(".")
-        assert callable(getattr(importlib.import_module(f"numa_effects.{module}"), name)), fam.name
+        assert callable(getattr(importlib.import_module(f"numa_effects.report.{module}"), name)), (
+            fam.name
+        )
         assert fam.metric in ("lat", "thr") and fam.plan in figures.PLANS
         assert set(fam.wildcards) <= set(figures.WILDCARD_CONSTRAINTS)
 
@@ -117,8 +123,8 @@ def test_only_drawing_loads_matplotlib():
     import sys
 
     probe = (
-        "import sys; from numa_effects import figure_data, figures, report_html, style; "
-        "print('matplotlib' in sys.modules); from numa_effects import plots; "
+        "import sys; from numa_effects.report import data, page, registry, style; "
+        "print('matplotlib' in sys.modules); from numa_effects.report import plots; "
         "print('matplotlib' in sys.modules)"
     )
     env = {"PYTHONPATH": str(REPO / "workflow" / "scripts")}

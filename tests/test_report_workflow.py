@@ -14,7 +14,8 @@ import pytest
 from conftest import snakemake
 from report_browser import install_chromium, load_page, page_links
 
-from numa_effects import figures, grid, topology
+from numa_effects.plan import grid, topology
+from numa_effects.report import registry as figures
 
 pytestmark = pytest.mark.integration
 

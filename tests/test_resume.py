@@ -216,7 +216,7 @@ def test_editing_a_plot_script_reruns_only_plots_and_report(complete):
 
 
 def test_editing_the_summary_script_reruns_only_the_summary(complete):
-    jobs = planned_after_editing(complete, complete[0].parent / "workflow/scripts/summary.py")
+    jobs = planned_after_editing(complete, complete[0].parent / "workflow/scripts/write_summary.py")
     assert jobs == {"summary": 1, "all": 1}
 
 

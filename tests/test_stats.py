@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import quantile_test
 
-from numa_effects import measure, stats
+from numa_effects import stats
+from numa_effects.measure import timing as measure
 
 
 @pytest.mark.parametrize("n", [6, 7, 10, 11, 30, 101, 1000])

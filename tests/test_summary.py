@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numa_effects import packrat, summary
+from numa_effects.tables import packrat, summary
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numa_effects import cellresult, tidy
+from numa_effects.measure import result as cellresult
+from numa_effects.tables import cells as tidy
 
 CELLS = sorted((Path(__file__).parent / "fixtures" / "cells").glob("*.json"))
 

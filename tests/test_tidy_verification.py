@@ -3,7 +3,8 @@ tests/numa_vm/driver.py (tests/fixtures/cells_numa_vm/)."""
 
 from pathlib import Path
 
-from numa_effects import cellresult, tidy
+from numa_effects.measure import result as cellresult
+from numa_effects.tables import cells as tidy
 
 FIX = Path(__file__).parent / "fixtures" / "cells_numa_vm"
 

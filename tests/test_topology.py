@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects import topology
-from numa_effects.topology import LogicalCpu, Topology, TopologyError
+from numa_effects.plan import topology
+from numa_effects.plan.topology import LogicalCpu, Topology, TopologyError
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 

@@ -1,8 +1,9 @@
 """Bad input is rejected before any job starts: exit status 1, one line per problem naming the
 full key path and what is allowed, never a traceback, nothing created, by a real
 `snakemake -n` (one case per class of bad input) and, with the same lines, by
-`python -m numa_effects.validation`; plus unit tests of numa_effects.validation (message
-variants, normalisation, the results folder), numa_effects.memory and numa_effects.manifest,
+`python -m numa_effects.config`; plus unit tests of numa_effects.config (message
+variants, normalisation, the results folder), numa_effects.plan.memory and
+numa_effects.plan.manifest,
 and the guards that keep config values away from any shell."""
 
 from __future__ import annotations
@@ -19,16 +20,8 @@ import pytest
 import yaml
 from conftest import REPO, TINY_CONFIG, jobs_planned, snakemake
 
-from numa_effects import (
-    grid,
-    manifest,
-    memory,
-    models,
-    optimizations,
-    placement,
-    topology,
-    validation,
-)
+from numa_effects import config as validation
+from numa_effects.plan import grid, manifest, memory, models, optimizations, placement, topology
 
 TOPO = REPO / "tests" / "fixtures" / "topology"
 TWO_NODES = TOPO / "2x16-nosmt-alternating.lscpu-p.txt"  # 2 nodes x 16 cores, no SMT
@@ -57,9 +50,9 @@ def dry_run_fails(tmp_path: Path, config: dict | None, *extra: str) -> list[str]
 
 
 def checker_lines(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
-    """`python -m numa_effects.validation` on the same input, as a user would run it."""
+    """`python -m numa_effects.config` on the same input, as a user would run it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "numa_effects.validation", *args, "--directory", str(tmp_path)],
+        [sys.executable, "-m", "numa_effects.config", *args, "--directory", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -146,7 +139,7 @@ def _file(path: Path, data: bytes) -> Path:
     ("over", "expected"), [c[1:] for c in CLASSES], ids=[c[0] for c in CLASSES]
 )
 def test_bad_input_is_one_line_naming_the_key(tmp_path, capsys, over, expected):
-    """Snakemake and the checker (`python -m numa_effects.validation`, its main() here; run as
+    """Snakemake and the checker (`python -m numa_effects.config`, its main() here; run as
     a command by the tests below) print the same single line."""
     over = over(tmp_path) if callable(over) else over
     lines = dry_run_fails(tmp_path, cfg(**over))
@@ -204,7 +197,7 @@ def test_the_checker_reads_dash_dash_config_like_snakemake(tmp_path):
         "No such file or directory (every key is described in config/README.md)"
     ]
     proc = subprocess.run(
-        [sys.executable, "-m", "numa_effects.validation", "--list", "models"],
+        [sys.executable, "-m", "numa_effects.config", "--list", "models"],
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(REPO / "workflow" / "scripts"), "PATH": os.environ["PATH"]},
@@ -349,7 +342,7 @@ def test_schema_enums_match_the_registries():
 
 def test_validation_never_imports_torch():
     code = (
-        "import sys; from numa_effects import validation; "
+        "import sys; from numa_effects import config as validation; "
         "validation.check({'models': ['resnet18'], 'batch_sizes': [1], "
         "'optimizations': ['none'], 'threads': [1], 'placements': ['sequential']}); "
         "assert 'torch' not in sys.modules, 'torch imported'"

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects import placement, topology, verify
+from numa_effects.measure import verify
+from numa_effects.plan import placement, topology
 
 PROC = Path(__file__).parent / "fixtures" / "proc"
 TOPO = Path(__file__).parent / "fixtures" / "topology"
@@ -216,7 +217,7 @@ def test_run_on_this_process_under_its_real_binding():
     """verify.run on the live test process against a plan equal to its actual binding."""
     import os
 
-    from numa_effects import provenance
+    from numa_effects.measure import provenance
 
     bind = provenance.binding()
     mode = bind["mempolicy"]["mode"]

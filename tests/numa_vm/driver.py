@@ -1,5 +1,6 @@
 """Runs inside the 2-node guest (tests/numa_vm/run-in-guest): the project's own cell runner
-(``numa_effects.launcher.run``: plan re-check, numactl, the pinned cell, in-cell verification)
+(``numa_effects.measure.launcher.run``: plan re-check, numactl, the pinned cell, in-cell
+verification)
 for every placement at t=1 and t=2 against the topology read inside the guest, plus negative
 cells whose binding is deliberately wrong. Writes, below --out:
 
@@ -28,7 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from numa_effects import cellresult, launcher, machine, placement, topology  # noqa: E402
+from numa_effects.measure import launcher, machine  # noqa: E402
+from numa_effects.measure import result as cellresult  # noqa: E402
+from numa_effects.plan import placement, topology  # noqa: E402
 
 PLACEMENTS = ("sequential", "interleave", "remote", "mem-interleave")
 THREADS = (1, 2)
@@ -101,7 +104,7 @@ def _migrate_while_running(marker: str, src: int, dst: int, stop: threading.Even
                 cmdline = Path("/proc", pid, "cmdline").read_bytes().replace(b"\0", b" ")
             except OSError:
                 continue
-            if marker.encode() in cmdline and b"numa_effects.cell" in cmdline:
+            if marker.encode() in cmdline and b"numa_effects.measure.cell" in cmdline:
                 cmdline_s = cmdline.decode(errors="replace")
                 if not cmdline_s.startswith(sys.executable):
                     continue  # numactl itself, before it execs

@@ -1,6 +1,6 @@
 """Runs inside the 2-node guest (tests/numa_vm/guest-e2e, step ``packing``): ONE packing group
 through the packing runner's own code, ``packing_run.plans_for`` (``placement.pack``) and
-``packing_run.measure_group`` (k concurrent numactl-pinned ``numa_effects.packing_child``
+``packing_run.measure_group`` (k concurrent numactl-pinned ``numa_effects.measure.group_child``
 processes, rounds, then ``verify.run`` in every instance). No fat instance: each instance costs
 the guest a torch import of minutes.
 
@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import driver  # noqa: E402
 
-from numa_effects import cellresult, packing_run, topology  # noqa: E402
+from numa_effects.measure import group as packing_run  # noqa: E402
+from numa_effects.measure import result as cellresult  # noqa: E402
+from numa_effects.plan import topology  # noqa: E402
 
 # As driver.py's cells: timings in the guest mean nothing, a round or two is enough.
 SETTINGS = {

@@ -1,4 +1,4 @@
-# The grid as data, under a name that changes with it (numa_effects.manifest): the aggregations
+# The grid as data, under a name that changes with it (numa_effects.plan.manifest): the aggregations
 # take it as input, so an added or removed cell re-runs them without Snakemake's metadata.
 rule grid_manifest:
     output:
@@ -11,7 +11,7 @@ rule grid_manifest:
     params:
         manifest=GRID_MANIFEST,
     script:
-        "../scripts/grid_manifest.py"
+        "../scripts/write_manifest.py"
 
 
 rule tables:
@@ -32,7 +32,7 @@ rule tables:
     params:
         skipped=skipped_rows(),
     script:
-        "../scripts/aggregate.py"
+        "../scripts/aggregate_cells.py"
 
 
 rule summary:
@@ -48,4 +48,4 @@ rule summary:
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/summary.py"
+        "../scripts/write_summary.py"

@@ -3,12 +3,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
-from numa_effects import grid as grid_mod  # noqa: E402
-from numa_effects import manifest as manifest_mod  # noqa: E402
-from numa_effects import memory as memory_mod  # noqa: E402
-from numa_effects import topology as topology_mod  # noqa: E402
-from numa_effects import runlock, validation  # noqa: E402
-from numa_effects import supervise as supervise_mod  # noqa: E402
+from numa_effects.plan import grid as grid_mod  # noqa: E402
+from numa_effects.plan import manifest as manifest_mod  # noqa: E402
+from numa_effects.plan import memory as memory_mod  # noqa: E402
+from numa_effects.plan import topology as topology_mod  # noqa: E402
+from numa_effects import runlock  # noqa: E402
+from numa_effects import config as validation  # noqa: E402
+from numa_effects.measure import supervise as supervise_mod  # noqa: E402
 
 # Bad input stops here, before any job (also under `snakemake -n`): exit status 1 and one line
 # per problem naming the key and the allowed values, never a traceback (validation.check_or_exit).
@@ -35,7 +36,7 @@ if workflow.is_main_process:
             "(no run of this workflow is alive in this directory).",
             file=sys.stderr,
         )
-# Cells estimated not to fit in this machine's memory are skipped (numa_effects.memory).
+# Cells estimated not to fit in this machine's memory are skipped (numa_effects.plan.memory).
 GRID = grid_mod.expand(config, TOPOLOGY, memory_mod.machine_bytes(TOPOLOGY))
 REPLICATES = grid_mod.replicates(config)
 # Input of the aggregations: a grid change re-runs them even without .snakemake/ metadata.

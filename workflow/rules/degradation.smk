@@ -13,4 +13,4 @@ rule degradation:
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/degradation_tables.py"
+        "../scripts/compare_cells.py"

@@ -1,8 +1,8 @@
 # Work per cell and the machine's limit: FLOPs per (model, batch, image size) and the float32
 # GEMM peak per (placement, threads), joined into cells.csv as gflop_per_s and efficiency.
 
-from numa_effects import flops as flops_mod  # noqa: E402
-from numa_effects import peak as peak_mod  # noqa: E402
+from numa_effects.tables import flops as flops_mod  # noqa: E402
+from numa_effects.measure import peak as peak_mod  # noqa: E402
 
 # One plan per (placement, threads): the peak is pinned exactly like the cells that use it.
 # None with `peak: false` (an emulated test guest): peak.csv is then empty and so is efficiency.
@@ -21,7 +21,7 @@ rule flops:
     params:
         combos=flops_mod.combos(GRID, config["image_size"]),
     script:
-        "../scripts/flops_table.py"
+        "../scripts/count_flops.py"
 
 
 rule peak:
@@ -56,4 +56,4 @@ rule peak_table:
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/peak_table.py"
+        "../scripts/tabulate_peak.py"

@@ -6,4 +6,4 @@ rule machine:
     conda:
         "../../envs/benchmark.yaml"
     script:
-        "../scripts/machine.py"
+        "../scripts/record_machine.py"

@@ -1,8 +1,8 @@
 # PackRat's question from this grid (docs/packing.md): per (model, opt) the optimizer picks the
 # best <instances, threads, batch> for every batch size and core budget from tables/cells.csv;
 # each choice and the fat instance are then measured for real as concurrent pinned processes.
-from numa_effects import figures as figures_mod  # noqa: E402
-from numa_effects import packing as packing_mod  # noqa: E402
+from numa_effects.report import registry as figures_mod  # noqa: E402
+from numa_effects.plan import packing as packing_mod  # noqa: E402
 
 try:
     PACKING = packing_mod.settings(
@@ -12,7 +12,7 @@ except packing_mod.PackingConfigError as exc:
     raise WorkflowError(str(exc)) from None
 PACKING_JOBS = packing_mod.jobs(PACKING)
 # The report's Packing figures exist for the packed (model, opt): the registry's plan is the
-# config's (numa_effects.figures.plan_packing; figures are listed by report_functions.smk).
+# config's (numa_effects.report.registry.plan_packing; figures are listed by report_functions.smk).
 figures_mod.PLANS["packing"] = packing_mod.figure_plan(PACKING)
 
 
@@ -38,7 +38,7 @@ if PACKING_JOBS:
             use_smt=PACKING["use_smt"],
             topology=TOPOLOGY.to_dict(),
         script:
-            "../scripts/packing_plan.py"
+            "../scripts/plan_packing.py"
 
     rule packing_run:
         input:
@@ -88,4 +88,4 @@ if PACKING_JOBS:
         params:
             budget_names={str(k): v for k, v in PACKING["budgets"].items()},
         script:
-            "../scripts/packing_table.py"
+            "../scripts/tabulate_packing.py"

@@ -1,7 +1,7 @@
 # Importing PackRat results instead of measuring (config key `import`, README "Importing PackRat
 # results"): one rule writes the tables and machine.json that the cells would have produced;
 # everything downstream (degradation, summary, report) is unchanged.
-from numa_effects import packrat as packrat_mod  # noqa: E402
+from numa_effects.tables import packrat as packrat_mod  # noqa: E402
 
 IMPORT = config.get("import") or {}
 PACKRAT_SOURCES = list(IMPORT.get("packrat") or [])

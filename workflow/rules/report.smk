@@ -1,7 +1,7 @@
 # The report: one rule per figure family (generated from the registry: its wildcards are the
 # family's varying part) and results/report/index.html. Figures are planned from the grid (or the
 # imported cells), never by globbing results: only figures whose data exist are requested.
-# Families, paths, sections and captions: workflow/scripts/numa_effects/figures.py.
+# Families, paths, sections and captions: workflow/scripts/numa_effects/report/registry.py.
 include: "report_functions.smk"
 
 
@@ -48,4 +48,4 @@ rule report_page:
         placements=report_placements(),
         imported=PACKRAT_SOURCES,
     script:
-        "../scripts/report_page.py"
+        "../scripts/render_report.py"

@@ -3,7 +3,7 @@
 # cells), never by globbing results: only figures whose data exist are requested.
 import os
 
-from numa_effects import figures as figures_mod  # noqa: E402
+from numa_effects.report import registry as figures_mod  # noqa: E402
 
 REPORT_DIR = f"{RESULTS}/report"
 FIGURE_DIR = f"{REPORT_DIR}/figures"

@@ -7,7 +7,7 @@ runs this instead of measuring. From a shell it writes the same files:
         --results results/packrat-cloudlab
 
 -> <results>/tables/{cells,samples,skipped}.csv (+ Parquet) and <results>/machine.json.
-The mapping is documented in numa_effects/packrat.py and the README.
+The mapping is documented in numa_effects/tables/packrat.py and the README.
 """
 
 import argparse
@@ -16,7 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from numa_effects import cellresult, packrat, tidy
+from numa_effects.measure import result as cellresult
+from numa_effects.tables import cells as tidy
+from numa_effects.tables import packrat
 
 
 def write(sources, cells, samples, skipped, machine, description=None) -> int:

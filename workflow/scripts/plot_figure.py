@@ -5,7 +5,8 @@ Every ``plot_<family>`` rule of workflow/rules/report.smk runs this with ``param
 import contextlib
 import warnings
 
-from numa_effects import figure_data, plots
+from numa_effects.report import data as figure_data
+from numa_effects.report import plots
 
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):

@@ -1,9 +1,9 @@
-"""Snakemake entry: run one pinned benchmark cell (see numa_effects.launcher)."""
+"""Snakemake entry: run one pinned benchmark cell (see numa_effects.measure.launcher)."""
 
 import sys
 
-from numa_effects import launcher, supervise
-from numa_effects.grid import KEYS
+from numa_effects.measure import launcher, supervise
+from numa_effects.plan.grid import KEYS
 
 sm = snakemake  # noqa: F821
 # The timeout and max_memory_mb come from the config, not params: changing them re-runs

@@ -1,11 +1,12 @@
 """Snakemake entry: measure the fat instance and the chosen plan of one (model, opt, budget,
-batch) for real (see numa_effects.packing_run)."""
+batch) for real (see numa_effects.measure.group)."""
 
 import json
 import sys
 from pathlib import Path
 
-from numa_effects import packing_run, supervise
+from numa_effects.measure import group as packing_run
+from numa_effects.measure import supervise
 
 sm = snakemake  # noqa: F821
 plans = json.loads(Path(sm.input.plans).read_text())

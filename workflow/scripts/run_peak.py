@@ -2,11 +2,15 @@
 
 import sys
 
-from numa_effects import launcher
+from numa_effects.measure import launcher
 
 sm = snakemake  # noqa: F821
 result = launcher.run(
-    sm.params.spec, sm.output[0], sm.log[0], float(sm.params.timeout_s), module="numa_effects.peak"
+    sm.params.spec,
+    sm.output[0],
+    sm.log[0],
+    float(sm.params.timeout_s),
+    module="numa_effects.measure.peak",
 )
 where = f"{result['cell']['placement']}/t{result['cell']['threads']}"
 if result["status"] == "ok":

@@ -22,7 +22,7 @@ Measuring one cell:
 - ``stats``: summary statistics of latency samples; the order-statistic CI of the median.
 - ``measure``: the timing loop: warm-up, adaptive or fixed stopping (no process handling).
 - ``flops``: FLOPs per forward pass (FlopCounterMode) and the efficiency columns.
-- ``peak``: the pinned float32 GEMM peak process (``python -m numa_effects.peak``).
+- ``peak``: the pinned float32 GEMM peak process (``python -m numa_effects.measure.peak``).
 - ``provenance``: versions, environment, machine facts, binding read back from /proc.
 - ``verify``: proof from inside the running cell that threads and memory sit where planned.
 - ``contention``: noise and concurrency guards (was anything else running?).
@@ -30,7 +30,7 @@ Measuring one cell:
 - ``launcher``: process orchestration: numactl command line, timeout, failure capture.
 - ``supervise``: supervising the pinned child of one cell and classifying how it ended.
 - ``causes``: the failure causes a cell can end with, one line of meaning each.
-- ``cell``: the pinned child process entry point (``python -m numa_effects.cell``).
+- ``cell``: the pinned child process entry point (``python -m numa_effects.measure.cell``).
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
 
 Packing (PackRat's question on the user's grid):

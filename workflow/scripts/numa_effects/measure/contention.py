@@ -1,0 +1,233 @@
+"""Noise and concurrency guards: was anything else running where a cell was measured?
+
+- ``preflight()``, in the launcher just before the cell process starts: the machine's 1-minute
+  load average, the number of other runnable tasks (``procs_running`` of /proc/stat minus the
+  reader) and the busiest other processes at that moment.
+- ``Watch(cpus)``, in the cell process around the timed measurement: per-CPU busy time of the
+  cell's CPUs from /proc/stat against the cell process's own CPU time (all its threads, from
+  getrusage). What the cell's CPUs spent beyond the cell's own time went to someone else
+  (another process, kernel threads, interrupts). The cell is flagged ``contended`` when that
+  exceeds ``FOREIGN_SHARE_LIMIT`` of the CPUs' capacity over the window (and the tick
+  resolution of /proc/stat). Busy SMT siblings of the cell's cores (when the cell does not use
+  them) count the same way: they share the core's execution units.
+
+- ``IterationProbe(cpus)``, around every timed iteration (``measure.run(probe=...)``): the same
+  /proc/stat deltas per iteration, as the share of the CPUs' (and their SMT siblings')
+  capacity that other tasks used (``foreign_share_pct``), minus one 10 ms tick per CPU of
+  resolution. ``measure`` excludes iterations above ``exclude_foreign_pct`` from the statistics.
+
+Flagged cells are kept (a shared server is never perfectly quiet); the columns ``contended``,
+``foreign_cpu_pct``, ``load_1m`` and ``runnable_others`` in cells.csv let the analysis drop or
+re-run them.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+from numa_effects.plan import cpulist
+
+FOREIGN_SHARE_LIMIT = 0.05  # of the cell CPUs' capacity (CPU count x window)
+TICK_SLACK = 2  # /proc/stat counts whole ticks: allow this many per CPU before flagging
+BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (guest is inside user)
+
+
+def clock_ticks() -> int:
+    try:
+        return os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError):
+        return 100
+
+
+def cpu_busy(path: str | os.PathLike = "/proc/stat") -> dict[int, float]:
+    """Busy seconds per logical CPU since boot (idle and iowait excluded)."""
+    hz = clock_ticks()
+    out: dict[int, float] = {}
+    for line in Path(path).read_text().splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *fields = line.split()
+        vals = [int(v) for v in fields]
+        out[int(name[3:])] = sum(vals[i] for i in BUSY_FIELDS if i < len(vals)) / hz
+    return out
+
+
+def stat_counter(name: str, path: str | os.PathLike = "/proc/stat") -> int | None:
+    for line in Path(path).read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == name:
+            return int(parts[1])
+    return None
+
+
+def busy_processes(limit: int = 5, proc: str = "/proc") -> list[str]:
+    """Other processes in state R (running or runnable) right now: 'name(pid)'."""
+    me = os.getpid()
+    found = []
+    for d in Path(proc).iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
+        if state == "R":
+            found.append(f"{comm}({d.name})")
+    return sorted(found)[:limit]
+
+
+def preflight() -> dict:
+    """The machine's state just before a cell starts (never raises)."""
+    out: dict = {}
+    try:
+        out["load_1m"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        out["load_1m"] = None
+    try:
+        running = stat_counter("procs_running")
+        out["runnable_others"] = None if running is None else max(0, running - 1)
+        out["runnable_processes"] = busy_processes()
+    except OSError:
+        out["runnable_others"] = None
+    return out
+
+
+def siblings_of(cpus, sysfs: str | os.PathLike = "/sys/devices/system/cpu") -> tuple[int, ...]:
+    """SMT siblings of ``cpus`` that are not themselves in ``cpus``."""
+    mine = set(cpus)
+    extra: set[int] = set()
+    for c in mine:
+        try:
+            text = Path(sysfs, f"cpu{c}", "topology", "thread_siblings_list").read_text()
+        except OSError:
+            continue
+        extra.update(cpulist.parse(text.strip()))
+    return tuple(sorted(extra - mine))
+
+
+def assess(
+    cpus_busy_s: float,
+    own_cpu_s: float,
+    window_s: float,
+    ncpus: int,
+    sibling_busy_s: float = 0.0,
+    nsiblings: int = 0,
+    hz: int = 100,
+) -> dict:
+    """The verdict from the numbers (pure: unit-tested on synthetic values)."""
+    foreign = max(0.0, cpus_busy_s - own_cpu_s)
+    capacity = max(ncpus * window_s, 1e-9)
+    tolerance = max(FOREIGN_SHARE_LIMIT * capacity, TICK_SLACK * ncpus / hz)
+    reasons = []
+    if foreign > tolerance:
+        reasons.append(
+            f"other tasks used {foreign:.2f} CPU-s of the cell's {ncpus} CPU(s) over "
+            f"{window_s:.2f} s ({100 * foreign / capacity:.0f} %)"
+        )
+    sib_share = None
+    if nsiblings:
+        sib_capacity = max(nsiblings * window_s, 1e-9)
+        sib_share = sibling_busy_s / sib_capacity
+        sib_tol = max(FOREIGN_SHARE_LIMIT * sib_capacity, TICK_SLACK * nsiblings / hz)
+        if sibling_busy_s > sib_tol:
+            reasons.append(
+                f"SMT siblings of the cell's cores were busy {sibling_busy_s:.2f} CPU-s "
+                f"({100 * sib_share:.0f} %)"
+            )
+    return {
+        "contended": bool(reasons),
+        "contended_reason": "; ".join(reasons) or None,
+        "foreign_cpu_s": round(foreign, 3),
+        "foreign_cpu_pct": round(100 * foreign / capacity, 2),
+        "own_cpu_s": round(own_cpu_s, 3),
+        "cpus_busy_s": round(cpus_busy_s, 3),
+        "sibling_busy_pct": None if sib_share is None else round(100 * sib_share, 2),
+        "window_s": round(window_s, 3),
+        "threshold_pct": 100 * FOREIGN_SHARE_LIMIT,
+    }
+
+
+def _own_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class Watch:
+    """Snapshot the cell's CPUs now; ``stop()`` returns the verdict for the window since."""
+
+    def __init__(self, cpus, proc_stat: str | os.PathLike = "/proc/stat"):
+        self.cpus = tuple(int(c) for c in cpus)
+        self.siblings = siblings_of(self.cpus)
+        self.proc_stat = proc_stat
+        self._busy = cpu_busy(proc_stat)
+        self._own = _own_cpu_s()
+        self._t = time.monotonic()
+
+    def stop(self) -> dict:
+        try:
+            busy = cpu_busy(self.proc_stat)
+        except OSError as exc:
+            return {"contended": None, "contended_reason": f"cannot read /proc/stat: {exc}"}
+        window = time.monotonic() - self._t
+        own = _own_cpu_s() - self._own
+
+        def delta(cpus):
+            return sum(busy.get(c, 0.0) - self._busy.get(c, 0.0) for c in cpus)
+
+        return {
+            "cpus": cpulist.format(self.cpus),
+            **assess(
+                delta(self.cpus),
+                own,
+                window,
+                len(self.cpus),
+                delta(self.siblings),
+                len(self.siblings),
+                clock_ticks(),
+            ),
+        }
+
+
+ITERATION_TICK_SLACK = 1  # per CPU: /proc/stat's resolution within one iteration
+
+
+def foreign_share_pct(
+    cpus_busy_s: float, own_cpu_s: float, window_s: float, ncpus: int, hz: int = 100
+) -> float:
+    """The share (%) of ``ncpus`` CPUs' capacity over ``window_s`` that went to other tasks:
+    busy time beyond the process's own CPU time, less ``ITERATION_TICK_SLACK`` ticks per CPU
+    (busy time is counted in whole ticks). Pure: unit-tested on recorded /proc/stat."""
+    foreign = cpus_busy_s - own_cpu_s - ITERATION_TICK_SLACK * ncpus / hz
+    return max(0.0, 100.0 * foreign / max(ncpus * window_s, 1e-9))
+
+
+class IterationProbe:
+    """Foreign CPU share of the cell's CPUs and their SMT siblings over each timed iteration:
+    ``begin()`` just before it, ``end()`` just after (outside the timed region). ``read`` and
+    ``own`` are injectable for tests (a recorded /proc/stat sequence)."""
+
+    def __init__(self, cpus, proc_stat="/proc/stat", read=None, own=None, clock=None, hz=None):
+        self.cpus = tuple(int(c) for c in cpus)
+        self.all = self.cpus + siblings_of(self.cpus)
+        self._read = read or (lambda: cpu_busy(proc_stat))
+        self._own = own or _own_cpu_s
+        self._clock = clock or time.monotonic
+        self.hz = hz or clock_ticks()
+        self._start = None
+
+    def _busy(self) -> float:
+        busy = self._read()
+        return sum(busy.get(c, 0.0) for c in self.all)
+
+    def begin(self) -> None:
+        self._start = (self._busy(), self._own(), self._clock())
+
+    def end(self) -> float:
+        busy0, own0, t0 = self._start
+        busy, own, t = self._busy(), self._own(), self._clock()
+        return foreign_share_pct(busy - busy0, own - own0, t - t0, len(self.all), self.hz)

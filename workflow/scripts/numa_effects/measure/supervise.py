@@ -1,0 +1,325 @@
+"""Supervising the pinned child process of one cell, and classifying how it ended.
+
+Two kinds of endings, kept strictly apart:
+
+- A **failure** belongs to the cell and becomes its result (``status: failed``), so the grid
+  goes on and the tables show it: a timeout, running out of memory (an allocation refused under
+  ``max_memory_mb``, or the kernel's OOM killer), a crash (SIGSEGV, SIGABRT, ...), numactl
+  refusing the binding, an exception (in model build or later).
+- An **interruption** belongs to the run, not to the cell: Ctrl-C, SIGTERM/SIGHUP to the
+  launcher, the death of the Snakemake process that started it, or a SIGKILL/SIGTERM/SIGINT/
+  SIGHUP sent to the cell process from outside. Then the child (and everything it started) is
+  killed, no result is written and ``Interrupted`` is raised, which exits the job with status
+  1: Snakemake keeps the cell out of the finished set and the next ``snakemake ... all`` runs
+  it again from scratch.
+
+The child runs in its own session (so its whole process group can be killed), dies with the
+launcher (``PR_SET_PDEATHSIG``), and optionally under an address-space limit (``RLIMIT_AS``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import resource
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from numa_effects.measure.causes import Cause
+
+POLL_S = 0.5
+PR_SET_PDEATHSIG = 1
+
+# Signals that mean "someone stopped this run" rather than "this cell crashed".
+INTERRUPT_SIGNALS = frozenset(
+    {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
+)
+
+# The failure causes and what each means: numa_effects.measure.causes (and docs/troubleshooting.md).
+
+# numactl's own complaints come before the Python child ever starts.
+NUMACTL_PATTERNS = (
+    re.compile(r"^libnuma: Warning"),
+    re.compile(r"^usage: numactl"),
+    re.compile(r"^numactl: "),
+    re.compile(r"^<[^>]*> is invalid"),
+    re.compile(r"^(sched_setaffinity|set_mempolicy|mbind)\b"),
+)
+OOM_PATTERNS = (
+    "DefaultCPUAllocator: can't allocate memory",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "MemoryError",
+    "failed to map segment from shared object",
+    "OutOfMemoryError",
+)
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^:]*): ?(.*)$")
+BUILD_FRAMES = re.compile(
+    r'File ".*numa_effects/(?:measure/cell|plan/optimizations)\.py", line \d+, in (\w+)'
+)
+
+
+def cell_timeout_s(config: dict) -> float:
+    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s`` for
+    process start, model build and optimization. Read from the config by the cell job itself
+    (not a rule parameter), so raising the margin re-runs nothing but ``make retry-failed``."""
+    return 3 * float(config["max_seconds_per_cell"]) + float(
+        config.get("cell_timeout_margin_s", 120)
+    )
+
+
+class Interrupted(SystemExit):
+    """The run was interrupted while this cell ran: no result, exit status 1, re-run next time."""
+
+    def __init__(self, why: str):
+        self.why = why
+        super().__init__(f"cell interrupted ({why}); no result written, the next run re-runs it")
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    timed_out: bool = False
+    wall_s: float = 0.0
+    oom_kills: int = 0
+    cpu_s: float = 0.0
+    max_rss_kb: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def signal(self) -> signal.Signals | None:
+        if self.returncode < 0:
+            with contextlib.suppress(ValueError):
+                return signal.Signals(-self.returncode)
+        return None
+
+
+# -- evidence of the kernel's OOM killer --------------------------------------------------------
+def _own_cgroup_dirs() -> list[Path]:
+    dirs = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":  # cgroup v2
+                dirs.append(Path("/sys/fs/cgroup") / path.lstrip("/"))
+            elif "memory" in controllers.split(","):  # cgroup v1
+                dirs.append(Path("/sys/fs/cgroup/memory") / path.lstrip("/"))
+    except (OSError, ValueError):
+        pass
+    return dirs
+
+
+def oom_kill_count() -> int:
+    """Sum of the OOM-kill counters visible to this process: the system's (/proc/vmstat) and
+    its memory cgroup's (v2 memory.events, v1 memory.oom_control). Only differences matter."""
+    total = 0
+    sources = [Path("/proc/vmstat")]
+    for d in _own_cgroup_dirs():
+        sources += [d / "memory.events", d / "memory.oom_control"]
+    for src in sources:
+        try:
+            text = src.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "oom_kill" and parts[1].isdigit():
+                total += int(parts[1])
+    return total
+
+
+# -- running the child --------------------------------------------------------------------------
+def _preexec(launcher_pid: int, max_memory_mb: int | None):
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork
+    except (OSError, AttributeError):
+        prctl = None
+
+    def setup():  # runs in the child between fork and exec
+        os.setsid()
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != launcher_pid:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+        if max_memory_mb:
+            limit = int(max_memory_mb) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return setup
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    proc.wait()
+
+
+def run_child(
+    cmd: list[str],
+    env: dict,
+    logfh,
+    timeout_s: float,
+    max_memory_mb: int | None = None,
+) -> Outcome:
+    """Run ``cmd`` with stdout and stderr to ``logfh``; kill it after ``timeout_s``.
+
+    Raises ``Interrupted`` (after killing the child's process group) if this process receives
+    SIGINT/SIGTERM/SIGHUP or its parent (Snakemake) dies while the child runs."""
+    parent = os.getppid()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ooms = oom_kill_count()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=logfh,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_preexec(os.getpid(), max_memory_mb),
+    )
+    received: list[int] = []
+
+    def on_signal(signum, frame):
+        received.append(signum)
+
+    # Signal handlers can only be installed from the main thread; a launcher run from another
+    # thread still gets the parent-death and timeout handling.
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, on_signal) for s in handled}
+    else:
+        previous = {}
+    timed_out = False
+    try:
+        deadline = started + timeout_s
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if received:
+                _kill_group(proc)
+                raise Interrupted(f"the launcher received {signal.Signals(received[0]).name}")
+            if os.getppid() != parent:
+                _kill_group(proc)
+                raise Interrupted("the Snakemake process that started it is gone")
+            if time.monotonic() >= deadline:
+                timed_out = True
+                _kill_group(proc)
+                break
+    except BaseException:
+        if proc.poll() is None:
+            _kill_group(proc)
+        raise
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    # The group may hold processes the child started (compile workers): none may outlive it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if received:
+        raise Interrupted(f"the launcher received {signal.Signals(received[0]).name}")
+    return Outcome(
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        wall_s=time.monotonic() - started,
+        oom_kills=max(0, oom_kill_count() - ooms),
+        cpu_s=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        max_rss_kb=after.ru_maxrss,
+    )
+
+
+# -- classification -----------------------------------------------------------------------------
+def child_output(log_text: str) -> list[str]:
+    """The child's lines of a cell log: everything after the '# command' header lines."""
+    return [ln for ln in log_text.splitlines() if not ln.startswith("# ")]
+
+
+def numactl_refused(lines: list[str]) -> bool:
+    first = next((ln for ln in lines if ln.strip()), "")
+    return any(p.search(first) for p in NUMACTL_PATTERNS)
+
+
+def last_exception(lines: list[str]) -> str | None:
+    """The final 'SomeError: message' line of a Python traceback, if any."""
+    for ln in reversed(lines):
+        m = EXCEPTION_LINE.match(ln.strip())
+        if m:
+            return ln.strip()
+    return None
+
+
+def in_build(lines: list[str]) -> bool:
+    """True if the traceback passes through the cell's model build (``cell.build``)."""
+    return any(m.group(1) == "build" for ln in lines if (m := BUILD_FRAMES.search(ln)))
+
+
+def classify(outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3):
+    """(cause, message) of a child that produced no result; raises ``Interrupted`` when the
+    child was stopped from outside (see the module docstring)."""
+    lines = child_output(log_text)
+    text = "\n".join(lines)
+    sig = outcome.signal
+    if outcome.timed_out:
+        return Cause.TIMEOUT, f"no result after {timeout_s:.0f} s; killed with its process group"
+    if sig is not None:
+        if sig == signal.SIGKILL and outcome.oom_kills:
+            return (
+                Cause.OUT_OF_MEMORY,
+                "killed by the kernel's OOM killer (SIGKILL, oom_kill counted)",
+            )
+        if sig in INTERRUPT_SIGNALS:
+            raise Interrupted(f"the cell process was killed by {sig.name} from outside")
+        if any(p in text for p in OOM_PATTERNS):
+            return Cause.OUT_OF_MEMORY, f"killed by {sig.name} after a failed allocation"
+        return Cause.SIGNAL, f"the cell process crashed: killed by {sig.name}"
+    rc = outcome.returncode
+    if rc == exit_mismatch:
+        exc = next(
+            (ln for ln in reversed(lines) if ln.startswith("numa_effects.measure.cell:")), ""
+        )
+        return Cause.THREAD_MISMATCH, exc or f"exit status {rc}"
+    if numactl_refused(lines):
+        first = next(ln for ln in lines if ln.strip())
+        return Cause.BINDING_REFUSED, f"numactl refused the binding: {first.strip()}"
+    exc = last_exception(lines)
+    if any(p in text for p in OOM_PATTERNS):
+        return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
+    if rc in (126, 127):
+        return Cause.ERROR, f"exit status {rc}: the command could not be executed"
+    if exc and in_build(lines):
+        return Cause.BUILD_ERROR, f"exception in model build: {exc}"
+    if rc == 0:
+        return Cause.ERROR, "the cell process exited 0 but wrote no result"
+    return Cause.ERROR, exc or f"exit status {rc}"
+
+
+def tail(text: str, lines: int = 20) -> str:
+    """The last lines of the child's output, numactl's usage text condensed to its first line."""
+    out = child_output(text)
+    if numactl_refused(out):
+        out = [ln for ln in out if ln.strip()][:1] + [
+            ln for ln in out if re.match(r"^<[^>]*> is invalid", ln)
+        ]
+    return "\n".join(out[-lines:])
+
+
+def remove_leftovers(out: Path) -> None:
+    """Temp files of an earlier, killed attempt at the same cell (never another cell's)."""
+    for p in out.parent.glob(f".{out.name}.*"):
+        if p.is_dir():
+            import shutil
+
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()

@@ -1,0 +1,295 @@
+"""The timing loop: warm-up, then timed iterations until a stopping rule fires.
+
+No process handling here (see ``launcher``) and no model handling (see ``cell``): ``step`` is
+one complete inference, including whatever synchronisation it needs.
+
+Two protocols (config key ``protocol``):
+
+``adaptive`` (default)
+    *Warm-up*: at least ``warmup`` untimed iterations (the cell's first call counts as the
+    first) and ``min_warmup_seconds``, then more until the last ``STABLE_WINDOW`` (3) warm-up
+    iterations are within ``STABLE_TOLERANCE`` (5 %) of one another (max <= 1.05 x min), or
+    until warm-up has used ``WARMUP_BUDGET_FRACTION`` (20 %) of ``max_seconds_per_cell``,
+    whichever comes first (``warmup_stable`` records which).
+    *Stopping*: once ``n >= min_iterations`` clean iterations and ``min_timed_seconds`` of
+    timed iterations, at each look (``LOOK_GROWTH``), stop when both bounds of the 95 % CI of
+    the median of the clean iterations (``stats.median_ci``) lie within ``target_rel_ci`` of
+    the median (``stop_reason = "target_ci"``). Otherwise stop at ``max_iterations``
+    (``"max_iterations"``) or when the next iteration would end past ``max_seconds_per_cell``
+    counted from the start of warm-up (``"max_seconds"``; the next iteration is estimated by the
+    median so far).
+
+``fixed``
+    Exactly ``warmup`` untimed iterations (first call included) and ``fixed_iterations`` timed
+    ones (``stop_reason = "fixed"``): PackRat's protocol is ``warmup: 10, fixed_iterations:
+    100``. ``max_seconds_per_cell`` still applies as a safety cap (``"max_seconds"``), so set it
+    high enough to reproduce PackRat exactly.
+
+*Contaminated iterations* (both protocols): with a ``probe`` (``contention.IterationProbe``),
+each timed iteration records the share of its CPUs' capacity that other tasks used while it
+ran (``foreign_pct``); an iteration above ``exclude_foreign_pct`` is ``excluded``: kept in the
+result and in samples.csv, left out of the statistics and not counted by the stopping rule.
+
+Why a minimum warm-up and timed window (``min_warmup_seconds``, ``min_timed_seconds``): on the
+quiet 2-core Xeon (../shared/measurements/quiet-2core-xeon-2026-11-30, fixed 10 + 100 runs)
+the first seconds of a process ran faster than the rest (ResNet-50 eager, 1 thread, batch 1:
+-9 % in the first second, settled after ~3 s), so a window of a few iterations read low: the
+adaptive rule replayed on those sequences came out -1.5 % below the whole run on average (9
+of 12 cells lower), while on the same iterations shuffled (no drift) it was unbiased (+0.03
+%). At least 2 s of warm-up and 2 s of timing brought the mean to -0.2 % (7 of 12 lower);
+``benchmarks.bias`` recomputes this. The rest is process-to-process and slow drift, which the
+cell's two-level CI (``stats.combine_replicates``) covers.
+
+Public API for other measuring code (e.g. concurrent instances): ``run(step, settings,
+probe=None)`` returns a ``Measurement`` (all samples, ``clean_latencies()``, ``contended()``);
+``stats.summarize(m.clean_latencies())`` gives its statistics.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from numa_effects import stats
+
+STABLE_WINDOW = 3
+STABLE_TOLERANCE = 0.05
+WARMUP_BUDGET_FRACTION = 0.2
+# The target is checked at n = min_iterations, then whenever n has grown by 10 % (every iteration
+# up to n = 10). Checking after every iteration ("peeking") lets noise end a run on a lucky
+# streak: in simulation the final 95 % CI then covers the true median only ~92 % of the time;
+# with these looks ~94 %, for ~13 % more iterations.
+LOOK_GROWTH = 1.1
+
+DEFAULTS = {
+    "protocol": "adaptive",
+    "warmup": 2,
+    "min_iterations": 6,
+    "max_iterations": 1000,
+    "max_seconds_per_cell": 30.0,
+    "target_rel_ci": 0.02,
+    "fixed_iterations": 100,
+    "min_warmup_seconds": 0.0,
+    "min_timed_seconds": 0.0,
+    "exclude_foreign_pct": 10.0,
+    "contended_retries": 2,
+    "contended_backoff_s": 5.0,
+}
+# A replicate is contended when fewer than min_iterations of its iterations are clean, or
+# more than this share of them was excluded.
+CONTENDED_EXCLUDED_SHARE = 0.5
+
+
+@dataclass
+class Measurement:
+    warmup_s: list[float] = field(default_factory=list)
+    latencies_s: list[float] = field(default_factory=list)
+    stop_reason: str = ""
+    elapsed_s: float = 0.0
+    protocol: str = "adaptive"
+    warmup_stable: bool | None = None
+    target_rel_ci: float | None = None
+    foreign_pct: list[float] = field(default_factory=list)
+    excluded: list[bool] = field(default_factory=list)
+    exclude_foreign_pct: float | None = None
+
+    def clean_latencies(self) -> list[float]:
+        """The timed iterations the statistics use (all of them without a probe)."""
+        if not self.excluded:
+            return list(self.latencies_s)
+        return [x for x, e in zip(self.latencies_s, self.excluded, strict=True) if not e]
+
+    def contended(self, min_clean: int = 1) -> bool:
+        """Too few clean iterations, or more than ``CONTENDED_EXCLUDED_SHARE`` excluded."""
+        n = len(self.latencies_s)
+        bad = sum(self.excluded)
+        return n - bad < min_clean or (n > 0 and bad / n > CONTENDED_EXCLUDED_SHARE)
+
+    def to_dict(self) -> dict:
+        return {
+            "protocol": self.protocol,
+            "warmup_iterations": len(self.warmup_s),
+            "warmup_latencies_s": self.warmup_s,
+            "warmup_stable": self.warmup_stable,
+            "warmup_total_s": float(sum(self.warmup_s)),
+            "latencies_s": self.latencies_s,
+            "timed_s": float(sum(self.latencies_s)),
+            "target_rel_ci": self.target_rel_ci,
+            "stop_reason": self.stop_reason,
+            "elapsed_s": self.elapsed_s,
+            "foreign_pct": self.foreign_pct or None,
+            "excluded": self.excluded or None,
+            "excluded_iterations": int(sum(self.excluded)),
+            "exclude_foreign_pct": self.exclude_foreign_pct,
+        }
+
+
+def run_with_retries(
+    step: Callable[[], object],
+    settings: dict,
+    probe=None,
+    first_call_s: float | None = None,
+    sleep=time.sleep,
+    clock=time.perf_counter,
+) -> tuple[Measurement, list[dict]]:
+    """``run``, and while the result is contended (``Measurement.contended``: fewer than
+    ``min_iterations`` clean iterations or more than half excluded) wait
+    ``contended_backoff_s`` (doubling) and measure again, at most ``contended_retries`` times.
+    Returns the last measurement and one summary per earlier attempt (kept in the cell JSON).
+    The last one may still be contended: the caller flags it, never hides it."""
+    s = settings_with_defaults(settings)
+    waits = backoffs(settings)
+    attempts: list[dict] = []
+    m = run(step, settings, clock=clock, first_call_s=first_call_s, probe=probe)
+    min_clean = int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
+    while probe is not None and m.contended(min_clean) and len(attempts) < len(waits):
+        wait = waits[len(attempts)]
+        attempts.append(
+            {
+                "iterations": len(m.latencies_s),
+                "excluded": int(sum(m.excluded)),
+                "foreign_pct_median": float(np.median(m.foreign_pct)) if m.foreign_pct else None,
+                "backoff_s": wait,
+            }
+        )
+        sleep(wait)
+        m = run(step, settings, clock=clock, probe=probe)
+    return m, attempts
+
+
+def backoffs(settings: dict) -> list[float]:
+    """The waits before each new measurement of a contended one: ``contended_backoff_s``,
+    doubling, ``contended_retries`` of them (cells here, packing groups in packing_run)."""
+    s = settings_with_defaults(settings)
+    return [float(s["contended_backoff_s"]) * 2**i for i in range(int(s["contended_retries"]))]
+
+
+def settings_with_defaults(settings: dict) -> dict:
+    """``settings`` with every missing (or null) measurement key set to its default."""
+    return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
+
+
+def stable(window: list[float], tolerance: float = STABLE_TOLERANCE) -> bool:
+    """True when the last ``STABLE_WINDOW`` iterations are within ``tolerance`` of each other."""
+    if len(window) < STABLE_WINDOW:
+        return False
+    last = window[-STABLE_WINDOW:]
+    return max(last) <= (1.0 + tolerance) * min(last)
+
+
+def run(
+    step: Callable[[], object],
+    settings: dict,
+    clock=time.perf_counter,
+    first_call_s: float | None = None,
+    probe=None,
+) -> Measurement:
+    """Time ``step`` under ``settings`` (see the module docstring; missing keys take
+    ``DEFAULTS``). ``first_call_s``: the duration of a call the caller already made (the cell's
+    first call); it counts as the first warm-up iteration. ``probe``: an object with
+    ``begin()`` and ``end() -> foreign share in %`` called just outside each timed iteration
+    (``contention.IterationProbe``); None = no exclusion."""
+    s = settings_with_defaults(settings)
+    protocol = s["protocol"]
+    if protocol not in ("adaptive", "fixed"):
+        raise ValueError(f"unknown protocol {protocol!r}")
+    warmup = int(s["warmup"])
+    budget = float(s["max_seconds_per_cell"])
+    m = Measurement(protocol=protocol)
+    if first_call_s is not None:
+        m.warmup_s.append(float(first_call_s))
+    limit = float(s["exclude_foreign_pct"])
+    clean: list[float] = []
+
+    def timed() -> float:
+        t0 = clock()
+        step()
+        return clock() - t0
+
+    def timed_iteration() -> None:
+        """One timed iteration, with its foreign share when there is a probe."""
+        if probe is not None:
+            probe.begin()
+        x = timed()
+        m.latencies_s.append(x)
+        if probe is None:
+            clean.append(x)
+            return
+        share = float(probe.end())
+        m.foreign_pct.append(round(share, 2))
+        m.excluded.append(share > limit)
+        if share <= limit:
+            clean.append(x)
+
+    stats.median_ci_ranks(int(s["min_iterations"]))  # import scipy now, not between timings
+    if probe is not None:
+        m.exclude_foreign_pct = limit
+    start = clock()
+    # -- warm-up ------------------------------------------------------------------------------
+    if protocol == "fixed":
+        while len(m.warmup_s) < warmup:
+            m.warmup_s.append(timed())
+    else:
+        warm_budget = WARMUP_BUDGET_FRACTION * budget
+        min_warm = min(float(s["min_warmup_seconds"]), warm_budget)
+        while len(m.warmup_s) < warmup:
+            m.warmup_s.append(timed())
+        while (not stable(m.warmup_s) or clock() - start < min_warm) and (
+            clock() - start < warm_budget
+        ):
+            m.warmup_s.append(timed())
+        m.warmup_stable = stable(m.warmup_s)
+
+    # -- timed iterations ---------------------------------------------------------------------
+    if protocol == "fixed":
+        n_fixed = int(s["fixed_iterations"])
+        while len(m.latencies_s) < n_fixed:
+            timed_iteration()
+            if len(m.latencies_s) < n_fixed and clock() - start >= budget:
+                m.stop_reason = "max_seconds"
+                break
+        else:
+            m.stop_reason = "fixed"
+    else:
+        min_n = int(s["min_iterations"])
+        max_n = int(s["max_iterations"])
+        target = float(s["target_rel_ci"])
+        min_timed = float(s["min_timed_seconds"])
+        m.target_rel_ci = target
+        next_look = min_n
+        while True:
+            timed_iteration()
+            n = len(clean)  # the stopping rule counts clean iterations only
+            if n < min_n:
+                # min_iterations always run; only excluded iterations can end it early (a
+                # replicate contended throughout must not run until the cell's timeout)
+                if any(m.excluded) and len(m.latencies_s) >= max_n:
+                    m.stop_reason = "max_iterations"
+                    break
+                if any(m.excluded) and clock() - start > budget:
+                    m.stop_reason = "max_seconds"
+                    break
+                continue
+            within, median = stats.ci_within(clean, target)
+            look = n >= next_look  # see LOOK_GROWTH
+            if look:
+                next_look = max(n + 1, math.ceil(LOOK_GROWTH * n))
+            long_enough = sum(m.latencies_s) >= min_timed
+            if within and look and long_enough:
+                m.stop_reason = "target_ci"
+                break
+            cap = None
+            if len(m.latencies_s) >= max_n:
+                cap = "max_iterations"
+            elif clock() - start + median > budget:  # the next iteration would overrun
+                cap = "max_seconds"
+            if cap:
+                # a cap that fires between looks while the target holds: the target was met
+                m.stop_reason = "target_ci" if within else cap
+                break
+    m.elapsed_s = clock() - start
+    return m

@@ -1,0 +1,57 @@
+"""The grid manifest: which cells (and replicates) the config asks for, and which are skipped,
+in a small file whose name carries a digest of its content (``grid/manifest-<digest>.json``).
+
+The aggregation rules take it as an input. When the grid changes (a batch size, thread count,
+model, optimization or placement added or removed, replicates changed), the digest changes, the
+file does not exist yet, so Snakemake writes it and re-runs the aggregation after the new cells:
+added cells are measured and removed ones drop out of the tables and figures. This works from
+file existence and modification times alone, without Snakemake's metadata in ``.snakemake/``
+(which a results folder copied to another checkout or machine does not bring along;
+Snakemake re-runs an aggregate for a changed input list only when that metadata is present).
+When the grid is unchanged the file exists and nothing re-runs. Writing a manifest removes the
+older ones, so returning to an earlier grid re-runs the aggregation too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from numa_effects.plan.grid import Grid
+
+FOLDER = "grid"
+PREFIX = "manifest-"
+
+
+def content(grid: Grid, replicates: int) -> dict:
+    """The grid as plain data: cell keys, replicates, skipped cells with their reasons."""
+    return {
+        "replicates": int(replicates),
+        "cells": [key.as_dict() for key in sorted(grid.cells)],
+        "skipped": [{**key.as_dict(), "reason": why} for key, why in sorted(grid.skipped.items())],
+    }
+
+
+def digest(data: dict) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def path(results: str, data: dict) -> str:
+    return f"{results}/{FOLDER}/{PREFIX}{digest(data)}.json"
+
+
+def write(output: str | os.PathLike, data: dict) -> list[Path]:
+    """Write the manifest (temp file, then rename) and remove the folder's other manifests;
+    returns the removed ones."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, output)
+    stale = [p for p in output.parent.glob(f"{PREFIX}*.json") if p != output]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

@@ -1,0 +1,291 @@
+"""Placement planning: a pure function from (topology, threads, placement, use_smt) to the
+exact CPUs and memory policy of a cell, and the ``numactl`` arguments that enforce them.
+
+| placement          | CPUs                                             | memory                 |
+| ------------------ | ------------------------------------------------ | ---------------------- |
+| ``sequential``     | t cores packed from node 0, filling node 0        | bound to the nodes of  |
+|                    | before node 1 (PackRat "sequential")              | those cores            |
+| ``interleave``     | t cores alternated over all nodes: ceil(t/n) on   | bound to the nodes of  |
+|                    | the first node, and so on (PackRat "interleave")  | those cores            |
+| ``remote``         | t cores of node 0                                 | bound to node 1        |
+| ``mem-interleave`` | t cores of node 0                                 | interleaved, all nodes |
+
+"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. Cores are physical
+cores: one logical CPU per core, the lowest-numbered of its ``thread_siblings_list``. With
+``use_smt`` the siblings are usable too (after every core of the node has one thread) and the
+cell's label gets the suffix ``+smt`` (``label``), so SMT and non-SMT results never share a
+path or a table row. ``sequential`` is the baseline every other placement is compared against
+(``sequential+smt`` for ``+smt`` cells).
+
+A plan that the topology cannot satisfy is returned as ``NotApplicable`` with the reason; it is
+never run differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from numa_effects.plan import cpulist
+from numa_effects.plan.topology import Topology
+
+BASELINE = "sequential"
+SMT_SUFFIX = "+smt"
+
+
+def label(placement: str, use_smt: bool) -> str:
+    """The cell label of a placement: ``sequential`` or, with SMT allowed, ``sequential+smt``."""
+    return placement + SMT_SUFFIX if use_smt else placement
+
+
+def parse_label(text: str) -> tuple[str, bool]:
+    """Inverse of ``label``: ``"remote+smt"`` -> ``("remote", True)``."""
+    if text.endswith(SMT_SUFFIX):
+        return text[: -len(SMT_SUFFIX)], True
+    return text, False
+
+
+@dataclass(frozen=True)
+class Plan:
+    placement: str
+    threads: int
+    cpus: tuple[int, ...]
+    cpu_nodes: tuple[int, ...]
+    mem_policy: str  # "bind" or "interleave"
+    mem_nodes: tuple[int, ...]
+    use_smt: bool = False
+    cores: int = 0  # distinct physical cores used (< threads only when SMT siblings are used)
+
+    @property
+    def label(self) -> str:
+        return label(self.placement, self.use_smt)
+
+    def numactl_args(self) -> list[str]:
+        mem_flag = "--membind" if self.mem_policy == "bind" else "--interleave"
+        return [
+            f"--physcpubind={cpulist.format(self.cpus)}",
+            f"{mem_flag}={cpulist.format(self.mem_nodes)}",
+        ]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["cpus"] = list(self.cpus)
+        d["cpu_nodes"] = list(self.cpu_nodes)
+        d["mem_nodes"] = list(self.mem_nodes)
+        d["cpu_list"] = cpulist.format(self.cpus)
+        d["mem_list"] = cpulist.format(self.mem_nodes)
+        d["numactl_args"] = self.numactl_args()
+        d["label"] = self.label
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Plan:
+        return cls(
+            placement=d["placement"],
+            threads=int(d["threads"]),
+            cpus=tuple(d["cpus"]),
+            cpu_nodes=tuple(d["cpu_nodes"]),
+            mem_policy=d["mem_policy"],
+            mem_nodes=tuple(d["mem_nodes"]),
+            use_smt=bool(d.get("use_smt", False)),
+            cores=int(d.get("cores", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    placement: str
+    threads: int
+    reason: str
+
+
+def _unit(use_smt: bool) -> str:
+    return "logical CPUs" if use_smt else "physical cores"
+
+
+def _cores_used(topo: Topology, cpus) -> int:
+    return len({topo.cpu(c).siblings for c in cpus})
+
+
+def _make(topo, placement, t, cpus, mem_policy, mem_nodes, use_smt) -> Plan:
+    cpus = tuple(sorted(cpus))
+    cpu_nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
+    cores = _cores_used(topo, cpus)
+    return Plan(placement, t, cpus, cpu_nodes, mem_policy, tuple(mem_nodes), use_smt, cores)
+
+
+def _node0_cpus(topo: Topology, threads: int, use_smt: bool, what: str):
+    node0 = topo.nodes[0]
+    cpus = topo.node_cpus(node0, use_smt)
+    if threads > len(cpus):
+        return None, (
+            f"{what} needs {threads} {_unit(use_smt)} on node {node0}, which has {len(cpus)}"
+        )
+    return cpus[:threads], None
+
+
+def _needs_nodes(topo: Topology, placement: str) -> str | None:
+    if len(topo.nodes) < 2:
+        return f"{placement} needs at least 2 NUMA nodes; this machine has {len(topo.nodes)}"
+    return None
+
+
+def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
+    # Node 0 is filled before node 1 is touched; memory follows the cores' nodes.
+    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
+    if t > len(order):
+        return f"sequential needs {t} {_unit(use_smt)}, this machine has {len(order)}"
+    cpus = order[:t]
+    nodes = sorted({topo.node_of(c) for c in cpus})
+    return _make(topo, "sequential", t, cpus, "bind", nodes, use_smt)
+
+
+def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
+    why = _needs_nodes(topo, "interleave")
+    if why:
+        return why
+    nodes = topo.nodes
+    per_node = {n: list(topo.node_cpus(n, use_smt)) for n in nodes}
+    picked: list[int] = []
+    # Round-robin over nodes: node 0 gets ceil(t/n), the next ones follow.
+    for i in range(t):
+        node = nodes[i % len(nodes)]
+        if not per_node[node]:
+            need = len([j for j in range(t) if nodes[j % len(nodes)] == node])
+            return (
+                f"interleave needs {need} {_unit(use_smt)} on node {node}, which has "
+                f"{len(topo.node_cpus(node, use_smt))}"
+            )
+        picked.append(per_node[node].pop(0))
+    used = sorted({topo.node_of(c) for c in picked})
+    return _make(topo, "interleave", t, picked, "bind", used, use_smt)
+
+
+def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
+    why = _needs_nodes(topo, "remote")
+    if why:
+        return why
+    cpus, why = _node0_cpus(topo, t, use_smt, "remote")
+    if why:
+        return why
+    return _make(topo, "remote", t, cpus, "bind", (topo.nodes[1],), use_smt)
+
+
+def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
+    why = _needs_nodes(topo, "mem-interleave")
+    if why:
+        return why
+    cpus, why = _node0_cpus(topo, t, use_smt, "mem-interleave")
+    if why:
+        return why
+    return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
+
+
+# The registry: adding a placement is one entry here (and its row in the table above).
+PLACEMENTS: dict[str, Callable[[Topology, int, bool], Plan | str]] = {
+    "sequential": _sequential,
+    "interleave": _interleave,
+    "remote": _remote,
+    "mem-interleave": _mem_interleave,
+}
+
+
+def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
+    """Plan one cell. Returns a ``Plan`` or a ``NotApplicable`` with the reason.
+
+    ``placement`` is a name from ``PLACEMENTS``, or its ``+smt`` label (which implies use_smt).
+    """
+    placement, smt_label = parse_label(placement)
+    use_smt = use_smt or smt_label
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown placement {placement!r}; known: {', '.join(PLACEMENTS)}")
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    result = PLACEMENTS[placement](topo, threads, use_smt)
+    if isinstance(result, str):
+        return NotApplicable(placement, threads, result)
+    return result
+
+
+PACKED = "packed"
+
+
+def pack(topo: Topology, threads: list[int], budget: int, use_smt: bool = False):
+    """Disjoint CPU sets for concurrent instances (the packing runner, numa_effects.plan.packing):
+    instance j gets ``threads[j]`` cores of its own, out of the first ``budget`` cores in
+    ``sequential`` order (node 0 filled before node 1). No CPU is shared. Largest instance
+    first, each goes to the node with the fewest free cores that still holds it (best fit), so
+    an instance straddles nodes only when no node has room for it; a straddling instance takes
+    the lowest free cores in node order. Memory is bound to the nodes of the instance's cores.
+    Returns the plans in the order of ``threads``, or ``NotApplicable`` with the reason."""
+    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
+    if budget > len(order):
+        return NotApplicable(
+            PACKED, budget, f"a budget of {budget} {_unit(use_smt)}; this machine has {len(order)}"
+        )
+    if any(t < 1 for t in threads) or sum(threads) > budget:
+        return NotApplicable(
+            PACKED, sum(threads), f"instances of {threads} threads do not fit {budget} cores"
+        )
+    free = {n: [c for c in order[:budget] if topo.node_of(c) == n] for n in topo.nodes}
+    cpus_of: dict[int, list[int]] = {}
+    for j in sorted(range(len(threads)), key=lambda j: -threads[j]):
+        t = threads[j]
+        fits = [n for n in topo.nodes if len(free[n]) >= t]
+        if fits:
+            node = min(fits, key=lambda n: (len(free[n]), n))
+            cpus_of[j], free[node] = free[node][:t], free[node][t:]
+        else:
+            cpus_of[j] = []
+            for n in topo.nodes:
+                take = min(t - len(cpus_of[j]), len(free[n]))
+                cpus_of[j] += free[n][:take]
+                free[n] = free[n][take:]
+    plans = []
+    for j, t in enumerate(threads):
+        nodes = sorted({topo.node_of(c) for c in cpus_of[j]})
+        plans.append(_make(topo, PACKED, t, cpus_of[j], "bind", nodes, use_smt))
+    return plans
+
+
+def max_threads(topo: Topology, use_smt: bool = False) -> int:
+    """Threads that ``threads: auto`` expands to: the usable CPUs of one NUMA node."""
+    return len(topo.node_cpus(topo.nodes[0], use_smt))
+
+
+def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
+    """A Markdown table of the numactl arguments of every placement at the given thread counts
+    (the examples in docs/placements.md are this function's output on the 2 x 16-core fixture)."""
+    lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
+    for name in PLACEMENTS:
+        for t in threads:
+            p = plan(topo, t, name, use_smt)
+            what = (
+                f"`numactl {' '.join(p.numactl_args())}`"
+                if isinstance(p, Plan)
+                else f"not applicable: {p.reason}"
+            )
+            lines.append(f"| `{label(name, use_smt)}` | {t} | {what} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from numa_effects.plan import topology
+
+    ap = argparse.ArgumentParser(
+        prog="python -m numa_effects.plan.placement",
+        description="Print the numactl arguments of every placement on a topology.",
+    )
+    ap.add_argument("--topology", help="topology file or sysfs copy (default: this machine)")
+    ap.add_argument("--threads", default="1,4", help="comma-separated thread counts")
+    ap.add_argument("--smt", action="store_true", help="use_smt: true")
+    args = ap.parse_args(argv)
+    topo = topology.load(args.topology) if args.topology else topology.current()
+    print(examples_markdown(topo, [int(t) for t in args.threads.split(",")], args.smt))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,277 @@
+"""The machine's CPU topology: NUMA nodes, packages, physical cores and their SMT siblings.
+
+Read from sysfs (``/sys/devices/system/{node,cpu}``), from ``lscpu -p`` output, or from the JSON
+this module writes (``Topology.to_dict``), so a cluster's compute-node topology can be given as a
+file. Physical cores are identified by their sibling set (``thread_siblings_list``), never by
+assuming siblings are adjacent or offset by N.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from numa_effects.plan import cpulist
+
+
+class TopologyError(ValueError):
+    """A topology source is missing, malformed or inconsistent."""
+
+
+@dataclass(frozen=True, order=True)
+class LogicalCpu:
+    cpu: int
+    node: int
+    package: int
+    siblings: tuple[int, ...]  # all logical CPUs of this physical core, this one included
+
+    @property
+    def primary(self) -> bool:
+        """True for the lowest-numbered sibling: the one used when SMT is off."""
+        return self.cpu == min(self.siblings)
+
+
+@dataclass(frozen=True)
+class Topology:
+    cpus: tuple[LogicalCpu, ...]
+    cpu_model: str = ""
+    source: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        if not self.cpus:
+            raise TopologyError("topology has no CPUs")
+        ids = [c.cpu for c in self.cpus]
+        if len(set(ids)) != len(ids):
+            raise TopologyError("topology lists a CPU twice")
+        known = set(ids)
+        for c in self.cpus:
+            if c.cpu not in c.siblings:
+                raise TopologyError(f"CPU {c.cpu} is missing from its own sibling list")
+            if not set(c.siblings) <= known:
+                raise TopologyError(f"CPU {c.cpu} has siblings {c.siblings} not in the topology")
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        """NUMA nodes that have CPUs, ascending."""
+        return tuple(sorted({c.node for c in self.cpus}))
+
+    @property
+    def smt(self) -> bool:
+        return any(len(c.siblings) > 1 for c in self.cpus)
+
+    @property
+    def threads_per_core(self) -> int:
+        return max(len(c.siblings) for c in self.cpus)
+
+    def cpu(self, cpu_id: int) -> LogicalCpu:
+        for c in self.cpus:
+            if c.cpu == cpu_id:
+                return c
+        raise KeyError(cpu_id)
+
+    def node_cpus(self, node: int, use_smt: bool = False) -> tuple[int, ...]:
+        """CPUs of a node usable for placement, in placement order.
+
+        Without SMT: one CPU per physical core (the lowest-numbered sibling), ascending.
+        With SMT: all primaries first, then second siblings, and so on, so that t <= cores
+        still gets one thread per core.
+        """
+        on_node = sorted((c for c in self.cpus if c.node == node), key=lambda c: c.cpu)
+        if not use_smt:
+            return tuple(c.cpu for c in on_node if c.primary)
+        by_rank: dict[int, list[int]] = {}
+        for c in on_node:
+            by_rank.setdefault(sorted(c.siblings).index(c.cpu), []).append(c.cpu)
+        return tuple(cpu for rank in sorted(by_rank) for cpu in by_rank[rank])
+
+    def cores_per_node(self) -> dict[int, int]:
+        return {n: len(self.node_cpus(n)) for n in self.nodes}
+
+    def node_of(self, cpu_id: int) -> int:
+        return self.cpu(cpu_id).node
+
+    def summary(self) -> dict:
+        return {
+            "cpu_model": self.cpu_model,
+            "nodes": len(self.nodes),
+            "packages": len({c.package for c in self.cpus}),
+            "logical_cpus": len(self.cpus),
+            "physical_cores": sum(1 for c in self.cpus if c.primary),
+            "cores_per_node": {str(k): v for k, v in self.cores_per_node().items()},
+            "smt": self.smt,
+            "threads_per_core": self.threads_per_core,
+        }
+
+    # -- (de)serialisation -------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "cpu_model": self.cpu_model,
+            "source": self.source,
+            "cpus": [
+                {
+                    "cpu": c.cpu,
+                    "node": c.node,
+                    "package": c.package,
+                    "siblings": cpulist.format(c.siblings),
+                }
+                for c in self.cpus
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "") -> Topology:
+        try:
+            cpus = tuple(
+                LogicalCpu(
+                    cpu=int(c["cpu"]),
+                    node=int(c["node"]),
+                    package=int(c.get("package", c["node"])),
+                    siblings=cpulist.parse(str(c.get("siblings", c["cpu"]))),
+                )
+                for c in data["cpus"]
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TopologyError(f"malformed topology {source or 'data'}: {exc!r}") from exc
+        return cls(
+            cpus=tuple(sorted(cpus)),
+            cpu_model=str(data.get("cpu_model", "")),
+            source=source or str(data.get("source", "")),
+        )
+
+
+def _read(path: Path) -> str:
+    return path.read_text().strip()
+
+
+def from_sysfs(root: str | os.PathLike = "/") -> Topology:
+    """Read the topology below ``root`` (``/`` on a live system, a fixture tree in tests)."""
+    root = Path(root)
+    cpu_dir = root / "sys/devices/system/cpu"
+    node_dir = root / "sys/devices/system/node"
+    if not cpu_dir.is_dir():
+        raise TopologyError(f"{cpu_dir} does not exist")
+    online_file = cpu_dir / "online"
+    if online_file.exists():
+        online = cpulist.parse(_read(online_file))
+    else:
+        online = tuple(
+            sorted(int(p.name[3:]) for p in cpu_dir.glob("cpu[0-9]*") if p.name[3:].isdigit())
+        )
+    node_of: dict[int, int] = {}
+    if node_dir.is_dir():
+        for nd in sorted(node_dir.glob("node[0-9]*")):
+            for cpu in cpulist.parse(_read(nd / "cpulist")):
+                node_of[cpu] = int(nd.name[4:])
+    cpus = []
+    for cpu in online:
+        topo = cpu_dir / f"cpu{cpu}" / "topology"
+        try:
+            package = int(_read(topo / "physical_package_id"))
+            siblings = cpulist.parse(_read(topo / "thread_siblings_list"))
+        except FileNotFoundError as exc:
+            raise TopologyError(f"incomplete sysfs topology for cpu{cpu}: {exc}") from exc
+        cpus.append(LogicalCpu(cpu, node_of.get(cpu, 0), max(package, 0), siblings))
+    return Topology(cpus=tuple(sorted(cpus)), cpu_model=_cpu_model(root), source=f"sysfs:{root}")
+
+
+def _cpu_model(root: Path) -> str:
+    cpuinfo = root / "proc/cpuinfo"
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.lower().startswith(("model name", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    # Only the live system may fall back to this interpreter's idea of the processor.
+    return (platform.processor() or "") if root.resolve() == Path("/") else ""
+
+
+def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topology:
+    """Parse ``lscpu -p`` (``-p=CPU,CORE,SOCKET,NODE`` or the default columns) or ``lscpu -e``.
+
+    ``-p``: columns from the ``# CPU,Core,Socket,Node,...`` header; other ``#`` lines are
+    comments. ``-e``: columns from the ``CPU NODE SOCKET CORE ...`` header line, whitespace
+    separated; CPUs whose ``ONLINE`` column says ``no`` are left out. Siblings are the CPUs that
+    share (socket, core).
+    """
+    header: list[str] | None = None
+    rows: list[dict[str, str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            fields = [f.strip().lower() for f in line.lstrip("#").split(",")]
+            if "cpu" in fields and "core" in fields:
+                header = fields
+            continue
+        if header is None and line.split()[0].upper() == "CPU" and "CORE" in line.upper():
+            header = [f.lower() for f in line.split()]
+            continue
+        if header is None:
+            raise TopologyError("lscpu output has no '# CPU,Core,Socket,Node' or 'CPU NODE' header")
+        values = line.split(",") if "," in line else line.split()
+        row = dict(zip(header, values, strict=False))
+        if row.get("online", "yes").lower() == "no":
+            continue
+        rows.append(row)
+    if not rows:
+        raise TopologyError("lscpu output lists no CPUs")
+
+    def num(row: dict, key: str) -> int:
+        value = (row.get(key) or "").strip()
+        return int(value) if value not in ("", "-") else 0
+
+    try:
+        core_key = {int(r["cpu"]): (num(r, "socket"), int(r["core"])) for r in rows}
+        by_core: dict[tuple[int, int], list[int]] = {}
+        for cpu, key in core_key.items():
+            by_core.setdefault(key, []).append(cpu)
+        cpus = tuple(
+            LogicalCpu(
+                cpu=int(r["cpu"]),
+                node=num(r, "node"),
+                package=num(r, "socket"),
+                siblings=tuple(sorted(by_core[core_key[int(r["cpu"])]])),
+            )
+            for r in rows
+        )
+    except (KeyError, ValueError) as exc:
+        raise TopologyError(f"malformed lscpu output: {exc!r}") from exc
+    return Topology(cpus=tuple(sorted(cpus)), cpu_model=cpu_model, source=source)
+
+
+def load(path: str | os.PathLike) -> Topology:
+    """Load a topology file: this project's JSON (``machine.json`` or its ``topology`` part),
+    ``lscpu -p`` or ``lscpu -e`` text, or a folder holding a copy of ``sys/devices/system``
+    (as ``tests/fixtures/topology/capture`` writes). Raises TopologyError with the file name on
+    any problem."""
+    path = Path(path)
+    if path.is_dir():
+        return from_sysfs(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TopologyError(f"cannot read topology file {path}: {exc.strerror}") from exc
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TopologyError(f"topology file {path} is not valid JSON: {exc}") from exc
+        if isinstance(data, dict) and "topology" in data:
+            data = data["topology"]
+        if not isinstance(data, dict):
+            raise TopologyError(f"topology file {path} does not hold a JSON object")
+        return Topology.from_dict(data, source=str(path))
+    return from_lscpu(text, source=str(path))
+
+
+def current() -> Topology:
+    """The topology of the machine this process runs on."""
+    return from_sysfs("/")

@@ -1,0 +1,237 @@
+"""The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
+
+Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv``. ``Tables.universe`` knows
+every cell a figure of a model should show (the product of the threads and batch sizes that
+appear for it, per optimization x placement that appears) with its status -- ``ok``, ``failed``,
+``skipped`` or ``missing`` -- so the drawing never shows a cell that is not a measured value as 0,
+and whether its timing was disturbed (``contended`` or ``noisy`` in cells.csv; a missing column
+counts as false). ``comparison`` pairs each placement's cell with its sequential cell and the
+row of degradation.csv. The report page (workflow/scripts/render_report.py) loads the tables here
+without importing matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from numa_effects.plan.grid import KEYS
+from numa_effects.report.registry import BASELINE, baseline_of, is_baseline
+
+DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
+
+
+def read_csv(path) -> pd.DataFrame:
+    """A tidy table; an empty file (a run with no cells) is an empty frame with the keys."""
+    if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
+        return pd.DataFrame(columns=list(KEYS))
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=list(KEYS))
+
+
+def _bool_or_none(v):
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    if isinstance(v, int | float) and not (isinstance(v, float) and math.isnan(v)):
+        return bool(v)
+    return None
+
+
+def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
+    """True where any of the boolean ``columns`` is true; absent columns and blanks are false."""
+    out = pd.Series(False, index=df.index, dtype=bool)
+    for c in columns:
+        if c in df:
+            out |= df[c].map(_bool_or_none).eq(True)
+    return out
+
+
+@dataclass
+class Tables:
+    cells: pd.DataFrame
+    skipped: pd.DataFrame
+    degradation: pd.DataFrame | None = None
+    packing: pd.DataFrame | None = None  # tables/packing.csv (the Packing section)
+
+    @classmethod
+    def load(cls, cells, skipped=None, degradation=None, packing=None) -> Tables:
+        deg = read_csv(degradation) if degradation else None
+        if deg is not None and "significant" in deg:
+            deg["significant"] = deg["significant"].map(_bool_or_none).astype(object)
+        return cls(read_csv(cells), read_csv(skipped), deg, read_csv(packing) if packing else None)
+
+    @property
+    def latency_stat(self) -> str:
+        """``median`` when the cells have medians, else ``mean`` (PackRat imports)."""
+        c = self.cells
+        if "latency_median_ms" in c and c["latency_median_ms"].notna().any():
+            return "median"
+        return "mean"
+
+    @property
+    def latency_column(self) -> str:
+        return f"latency_{self.latency_stat}_ms"
+
+    def statuses(self) -> pd.DataFrame:
+        """Keys, ``status`` (ok / failed / skipped), ``reason`` and ``disturbed`` (contended or
+        noisy) of every known cell."""
+        c = self.cells
+        rows = pd.DataFrame(columns=[*KEYS, "status", "reason"])
+        if not c.empty:
+            status = c["status"] if "status" in c else pd.Series("ok", index=c.index)
+            status = status.where(status.isin(["ok"]), "failed")
+            reason = c["failure_cause"] if "failure_cause" in c else pd.Series(None, index=c.index)
+            rows = pd.DataFrame(
+                {
+                    **{k: c[k] for k in KEYS},
+                    "status": status,
+                    "reason": reason,
+                    "disturbed": flag(c),
+                }
+            )
+        s = self.skipped
+        if not s.empty:
+            sk = pd.DataFrame(
+                {**{k: s[k] for k in KEYS}, "status": "skipped", "reason": s.get("reason")}
+            )
+            sk = sk[~sk.set_index(list(KEYS)).index.isin(rows.set_index(list(KEYS)).index)]
+            rows = pd.concat([rows, sk], ignore_index=True) if not rows.empty else sk
+        rows = rows.astype({"threads": int, "batch_size": int})
+        if "disturbed" not in rows:
+            rows["disturbed"] = False
+        rows["disturbed"] = rows["disturbed"].eq(True)
+        return rows.reset_index(drop=True)
+
+    def universe(self, model: str) -> pd.DataFrame:
+        """Every cell a figure of ``model`` should show, with its status and values.
+
+        The (opt, placement) pairs that appear for the model x every threads x batch size that
+        appears for it; cells in no table have status ``missing``. Columns ``lat``, ``thr`` (and
+        ``lat_lo``/``lat_hi``, ``thr_lo``/``thr_hi`` when the cells carry CIs); a metric of a
+        cell that is not ``ok`` or has no value is NaN and its ``<metric>_status`` says why.
+        ``disturbed``: the cell was contended or noisy.
+        """
+        st = self.statuses()
+        st = st[st["model"] == model]
+        pairs = st[["opt", "placement"]].drop_duplicates()
+        grid = pairs.merge(
+            pd.DataFrame({"threads": sorted(st["threads"].unique())}), how="cross"
+        ).merge(pd.DataFrame({"batch_size": sorted(st["batch_size"].unique())}), how="cross")
+        grid.insert(0, "model", model)
+        u = grid.merge(st, on=list(KEYS), how="left")
+        u["status"] = u["status"].fillna("missing")
+        u["disturbed"] = u["disturbed"].eq(True)
+        c = self.cells
+        cols = {self.latency_column: "lat", "throughput_ips": "thr"}
+        for src, dst in list(cols.items()):
+            lo, hi = ci_columns(src)
+            if lo in c and hi in c:
+                cols[lo], cols[hi] = f"{dst}_lo", f"{dst}_hi"
+        have = [k for k in cols if k in c]
+        vals = c[c["model"] == model][[*KEYS, *have]].rename(columns=cols) if not c.empty else None
+        if vals is not None and not vals.empty:
+            vals = vals.astype({"threads": int, "batch_size": int})
+            u = u.merge(vals, on=list(KEYS), how="left")
+        for metric in ("lat", "thr"):
+            if metric not in u:
+                u[metric] = np.nan
+            ok = u["status"].eq("ok")
+            u.loc[~ok, metric] = np.nan
+            u[f"{metric}_status"] = np.where(
+                ok & u[metric].isna(), "missing", np.where(ok, "ok", u["status"])
+            )
+        return u
+
+
+def ci_columns(column: str) -> tuple[str, str]:
+    """CI columns of a value column (config/README.md): the median's CI is ``latency_ci_low_ms``
+    / ``latency_ci_high_ms``, the throughput's ``throughput_ci_low_ips`` / ``..._high_ips``."""
+    if column == "latency_median_ms":
+        return "latency_ci_low_ms", "latency_ci_high_ms"
+    stem, unit = column.rsplit("_", 1)
+    return f"{stem}_ci_low_{unit}", f"{stem}_ci_high_{unit}"
+
+
+def sequential(u: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a universe run with a baseline placement (sequential[+smt])."""
+    return u[u["placement"].map(is_baseline)]
+
+
+def pair_status(a: pd.Series, b: pd.Series) -> pd.Series:
+    """Status of a comparison of two cells: the worse of theirs."""
+    out = pd.Series("ok", index=a.index, dtype=object)
+    for s in ("missing", "skipped", "failed"):
+        out = out.mask(a.eq(s) | b.eq(s), s)
+    return out
+
+
+def comparison(tables: Tables, model: str, opt: str, metric: str) -> pd.DataFrame:
+    """Per (placement != sequential, threads, batch size): degradation row + pair status.
+
+    ``disturbed``: either cell of the pair was contended or noisy (cells.csv, or the
+    ``contended`` / ``noisy`` columns of degradation.csv)."""
+    if tables.degradation is None:
+        raise ValueError("this figure needs the degradation table")
+    u = tables.universe(model)
+    u = u[u["opt"] == opt]
+    base = u[u["placement"].map(is_baseline)][
+        ["placement", "threads", "batch_size", f"{metric}_status", "disturbed"]
+    ]
+    base = base.rename(columns={"placement": "baseline_label"})
+    other = u[~u["placement"].map(is_baseline)].copy()
+    other["baseline_label"] = other["placement"].map(baseline_of)
+    on = ["baseline_label", "threads", "batch_size"]
+    d = other.merge(base, on=on, how="left", suffixes=("", "_base"))
+    d["disturbed"] = d["disturbed"] | d["disturbed_base"].eq(True)
+    d = d.drop(columns="disturbed_base")
+    d["pair_status"] = pair_status(
+        d[f"{metric}_status"], d[f"{metric}_status_base"].fillna("missing")
+    )
+    name = "latency" if metric == "lat" else "throughput"
+    g = tables.degradation
+    g = g[(g["model"] == model) & (g["opt"] == opt)]
+    if "baseline" in g:
+        g = g[g["baseline"].fillna(BASELINE).map(is_baseline)]
+    cols = {
+        f"{name}_degradation_pct": "pct",
+        f"{name}_degradation_ci_low_pct": "pct_lo",
+        f"{name}_degradation_ci_high_pct": "pct_hi",
+        "significant": "sig",
+    }
+    keep = [c for c in cols if c in g]
+    g = g.assign(deg_disturbed=flag(g))
+    g = g[
+        [
+            *KEYS,
+            *keep,
+            *(["latency_statistic"] if "latency_statistic" in g else []),
+            "deg_disturbed",
+        ]
+    ]
+    g = g.rename(columns=cols).astype({"threads": int, "batch_size": int})
+    d = d.merge(g, on=list(KEYS), how="left")
+    d["disturbed"] = d["disturbed"] | d.pop("deg_disturbed").eq(True)
+    for c in ("pct", "pct_lo", "pct_hi"):
+        if c not in d:
+            d[c] = np.nan
+    if "sig" not in d:
+        d["sig"] = None
+    d.loc[d["pair_status"] != "ok", ["pct", "pct_lo", "pct_hi"]] = np.nan
+    d["pct_status"] = np.where(
+        d["pair_status"].ne("ok"), d["pair_status"], np.where(d["pct"].isna(), "missing", "ok")
+    )
+    return d
+
+
+def deg_stat(d: pd.DataFrame, tables: Tables) -> str:
+    if "latency_statistic" in d and d["latency_statistic"].notna().any():
+        return "/".join(sorted(d["latency_statistic"].dropna().astype(str).unique()))
+    return tables.latency_stat

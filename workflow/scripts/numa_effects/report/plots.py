@@ -1,0 +1,602 @@
+"""Draw the report's figures (matplotlib + seaborn, Agg backend): one function per kind of
+figure, called through the family registry (``numa_effects.report.registry``) by ``draw``.
+
+The data come shaped from ``numa_effects.report.data`` and the look from
+``numa_effects.report.style``: a failed, skipped or missing cell is marked, never drawn as 0 (lines
+break
+there instead of bridging); a contended or noisy cell is ringed or cross-hatched and has a legend
+entry. Every draw function has the signature ``f(tables, *, metric, **wildcards)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import matplotlib
+
+from numa_effects.report import style
+
+style.apply()
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from numa_effects.report import registry as figures  # noqa: E402
+from numa_effects.report.data import Tables, comparison, deg_stat, sequential  # noqa: E402
+from numa_effects.report.style import (  # noqa: E402
+    DPI,
+    LOG_Y_RATIO,
+    NOT_SIGNIFICANT,
+    OPT_LABELS,
+    STATUS_MARKERS,
+    STATUS_TEXT,
+    batch_color,
+    color_limit,
+    opt_color,
+    opt_order,
+    pct1,
+    placement_color,
+    placement_order,
+    thread_color,
+)
+
+# -- drawing helpers ------------------------------------------------------------------------
+
+
+def _titles(ax, title: str, subtitle: str) -> None:
+    ax.set_title(title, fontsize=14, fontweight="bold", pad=22)
+    ax.annotate(
+        subtitle,
+        xy=(0.5, 1.0),
+        xycoords="axes fraction",
+        xytext=(0, 6),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        color="0.35",
+    )
+
+
+def _footnote(ax, notes: list[str]) -> None:
+    """Notes under the x axis label (inside the saved area: figures are saved tight)."""
+    if notes:
+        ax.annotate(
+            "\n".join(notes),
+            xy=(0.0, 0.0),
+            xycoords=("axes fraction", ax.xaxis.label),
+            xytext=(0, -8),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=8,
+            color="0.3",
+        )
+
+
+def _not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
+    bad = df[df[status_col] != "ok"]
+    if bad.empty:
+        return []
+    parts = [f"{n} {s}" for s, n in bad[status_col].value_counts().sort_index().items()]
+    reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
+    why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
+    return [f"Not measured: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+
+
+def _lines(
+    ax,
+    df: pd.DataFrame,
+    hue: str,
+    order: list,
+    color_of,
+    label_of,
+    metric: str,
+    *,
+    x: str = "threads",
+    annotate: bool = False,
+    fmt=None,
+    sig: str | None = None,
+) -> set[str]:
+    """One line per ``hue`` value over ``x``; returns the marks drawn (statuses of cells with no
+    value, ``style.DISTURBED`` when a contended or noisy point is ringed)."""
+    drawn: set[str] = set()
+    xs = sorted(df[x].unique())
+    for i, h in enumerate(order):
+        d = df[df[hue] == h].set_index(x).reindex(xs)
+        color = color_of(h)
+        y = d[metric].to_numpy(dtype=float)
+        ax.plot(xs, y, marker="o", markersize=5, linewidth=1.8, color=color, label=label_of(h))
+        if sig is not None and sig in d:
+            hollow = d[sig].map(lambda s: s is False).to_numpy(dtype=bool) & ~np.isnan(y)
+            if hollow.any():
+                ax.plot(
+                    np.asarray(xs)[hollow],
+                    y[hollow],
+                    linestyle="none",
+                    marker="o",
+                    markersize=7,
+                    markerfacecolor="white",
+                    markeredgecolor=color,
+                    markeredgewidth=1.5,
+                )
+        if "disturbed" in d:
+            ring = d["disturbed"].eq(True).to_numpy(dtype=bool) & ~np.isnan(y)
+            if ring.any():
+                ax.plot(np.asarray(xs)[ring], y[ring], **style.DISTURBED_MARK)
+                drawn.add(style.DISTURBED)
+        lo, hi = f"{metric}_lo", f"{metric}_hi"
+        if lo in d and hi in d and d[lo].notna().any():
+            err = np.vstack([y - d[lo].to_numpy(float), d[hi].to_numpy(float) - y])
+            ax.errorbar(xs, y, yerr=np.abs(err), fmt="none", ecolor=color, capsize=3, lw=1)
+        if annotate:
+            for j, (xv, yv) in enumerate(zip(xs, y, strict=True)):
+                if not np.isnan(yv):
+                    ax.annotate(
+                        (fmt or style.fmt)(yv),
+                        (xv, yv),
+                        textcoords="offset points",
+                        xytext=(0, 7 if i % 2 == 0 else -13),
+                        ha="center",
+                        fontsize=7,
+                        color=color,
+                        alpha=0.9 if j % 2 == 0 else 0.75,
+                    )
+        st = d[f"{metric}_status"].fillna("missing")
+        for xv, s in zip(xs, st, strict=True):
+            if s == "ok":
+                continue
+            drawn.add(s)
+            ax.scatter(
+                [xv],
+                [0.03 + 0.055 * i],
+                transform=ax.get_xaxis_transform(),
+                marker=STATUS_MARKERS[s],
+                s=60,
+                facecolors="none" if s == "skipped" else [color],
+                edgecolors=[color],
+                linewidths=1.5,
+                clip_on=False,
+                zorder=5,
+            )
+    return drawn
+
+
+def _y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
+    v = values.dropna()
+    v = v[v > 0]
+    if len(v) and v.max() / v.min() > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        return " (log scale)"
+    if zero:
+        ax.set_ylim(bottom=0)
+        ax.margins(y=0.12)
+    return ""
+
+
+def _threads_axis(ax, threads: list[int]) -> None:
+    ax.set_xlabel("Intra-op threads")
+    if len(threads) <= 24:
+        ax.set_xticks(threads)
+    else:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+
+
+def _finish(fig, ax, statuses: set[str], notes: list[str], *, extra: list | None = None) -> None:
+    handles, _ = ax.get_legend_handles_labels()
+    handles = handles + (extra or []) + style.status_legend(statuses)
+    if handles:
+        ncol = 2 if len(handles) > 12 else 1
+        ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            ncol=ncol,
+            fontsize=8,
+            frameon=False,
+        )
+    _footnote(ax, notes)
+
+
+def _new(width: float = 8.0, height: float = 4.8):
+    return plt.subplots(figsize=(width, height))
+
+
+def _lat_label(tables: Tables) -> str:
+    return f"Latency per batch, {tables.latency_stat} (ms)"
+
+
+THR_LABEL = "Throughput (images/s)"
+
+
+def _threads_label(t) -> str:
+    return f"{int(t)} thread" + ("s" if int(t) > 1 else "")
+
+
+def _sub(model: str, *parts: str) -> str:
+    return " · ".join([model, *parts])
+
+
+# -- families -------------------------------------------------------------------------------
+
+
+def _threads_metric_axes(ax, tables: Tables, d, metric: str) -> str:
+    """x = threads, y = the metric's label, unit and scale; returns "Latency" or "Throughput"."""
+    _threads_axis(ax, sorted(d["threads"].unique()))
+    scale = _y_scale(ax, d[metric])
+    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
+    return "Latency" if metric == "lat" else "Throughput"
+
+
+def per_batch(tables: Tables, model: str, batch_size: int, metric: str):
+    """Families 1 and 3: x = threads, one line per optimization, sequential placement."""
+    u = sequential(tables.universe(model))
+    d = u[u["batch_size"] == batch_size]
+    opts = sorted(d["opt"].unique(), key=opt_order)
+    fig, ax = _new()
+    drawn = _lines(
+        ax, d, "opt", opts, opt_color, lambda o: OPT_LABELS.get(o, o), metric, annotate=True
+    )
+    name = _threads_metric_axes(ax, tables, d, metric)
+    _titles(
+        ax,
+        f"Threads vs {name} (BS={batch_size})",
+        _sub(model, "placement sequential", "one line per optimization"),
+    )
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    return fig
+
+
+def per_opt(tables: Tables, model: str, opt: str, metric: str):
+    """Families 2 and 4: x = threads, one line per batch size."""
+    u = sequential(tables.universe(model))
+    d = u[u["opt"] == opt]
+    bss = sorted(d["batch_size"].unique())
+    fig, ax = _new()
+    drawn = _lines(
+        ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", metric
+    )
+    name = _threads_metric_axes(ax, tables, d, metric)
+    _titles(
+        ax,
+        f"Threads vs {name} (opt={opt})",
+        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per batch size"),
+    )
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    return fig
+
+
+def speedup(tables: Tables, model: str, opt: str, metric: str = "thr"):
+    """Family 5: throughput relative to the fewest threads, one line per batch size + mean."""
+    u = sequential(tables.universe(model))
+    d = u[u["opt"] == opt].copy()
+    t0 = int(d["threads"].min())
+    base = d[d["threads"] == t0].set_index("batch_size")["thr"]
+    d["speedup"] = d["thr"] / d["batch_size"].map(base)
+    base_disturbed = d[d["threads"] == t0].set_index("batch_size")["disturbed"]
+    d["disturbed"] = d["disturbed"] | d["batch_size"].map(base_disturbed).eq(True)
+    d["speedup_status"] = np.where(
+        d["thr_status"].ne("ok"), d["thr_status"], np.where(d["speedup"].isna(), "missing", "ok")
+    )
+    bss = sorted(d["batch_size"].unique())
+    fig, ax = _new()
+    drawn = _lines(
+        ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", "speedup"
+    )
+    threads = sorted(d["threads"].unique())
+    mean = d.groupby("threads")["speedup"].mean()
+    ax.plot(
+        mean.index,
+        mean.to_numpy(),
+        color="black",
+        linewidth=3,
+        linestyle="--",
+        label="mean over batch sizes",
+    )
+    ax.plot(
+        threads,
+        [t / t0 for t in threads],
+        color="0.55",
+        linewidth=1,
+        linestyle=":",
+        label="ideal (linear)",
+    )
+    _threads_axis(ax, threads)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"Speedup (throughput / throughput at {_threads_label(t0)})")
+    _titles(
+        ax,
+        f"Speedup over {_threads_label(t0).title()} (opt={opt})",
+        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per batch size"),
+    )
+    notes = _not_value_note(d, "speedup_status")
+    no_base = sorted(set(bss) - set(base.dropna().index))
+    if no_base:
+        notes.append(
+            f"No {t0}-thread baseline for BS={', '.join(map(str, no_base))}: "
+            "no speedup drawn for those batch sizes."
+        )
+    _finish(fig, ax, drawn, notes)
+    return fig
+
+
+def throughput_per_batch_size(tables: Tables, model: str, opt: str, metric: str = "thr"):
+    """Family 6: x = batch size (log2), y = images/s, one line per thread count."""
+    u = sequential(tables.universe(model))
+    d = u[u["opt"] == opt]
+    threads = sorted(d["threads"].unique())
+    fig, ax = _new(10.0, 5.6)
+    drawn = _lines(
+        ax,
+        d,
+        "threads",
+        threads,
+        lambda t: thread_color(t, threads),
+        lambda t: _threads_label(t),
+        "thr",
+        x="batch_size",
+    )
+    bss = sorted(d["batch_size"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(bss, [str(b) for b in bss])
+    ax.minorticks_off()
+    ax.set_xlabel("Batch size (images, log2 scale)")
+    ax.set_ylabel(THR_LABEL + _y_scale(ax, d["thr"]))
+    _titles(
+        ax,
+        f"Batch Size vs Throughput (opt={opt})",
+        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per thread count"),
+    )
+    _finish(fig, ax, drawn, _not_value_note(d, "thr_status"))
+    return fig
+
+
+def _sig_notes(d: pd.DataFrame, how: str) -> list[str]:
+    ok = d[d["pct_status"] == "ok"]
+    if ok.empty:
+        return []
+    known = ok["sig"].map(lambda s: s is not None)
+    if not known.any():
+        return ["No per-iteration samples: no confidence intervals, significance not assessed."]
+    return [f"{how}: {NOT_SIGNIFICANT}."]
+
+
+def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
+    """Families 7 and 8: % degradation of ``placement`` vs sequential, x = threads, y = BS."""
+    d = comparison(tables, model, opt, metric)
+    d = d[d["placement"] == placement]
+    threads = sorted(d["threads"].unique())
+    bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
+    val = d.pivot(index="batch_size", columns="threads", values="pct").reindex(
+        index=bss, columns=threads
+    )
+    status = d.pivot(index="batch_size", columns="threads", values="pct_status").reindex(
+        index=bss, columns=threads
+    )
+    sig = d.pivot(index="batch_size", columns="threads", values="sig").reindex(
+        index=bss, columns=threads
+    )
+    disturbed = (
+        d.pivot(index="batch_size", columns="threads", values="disturbed")
+        .reindex(index=bss, columns=threads)
+        .eq(True)
+    )
+    vmax, extend = color_limit(val.to_numpy(float))
+    width = min(18.0, 4.0 + 0.62 * len(threads))
+    height = min(14.0, 2.6 + 0.45 * len(bss))
+    fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
+    name = "latency" if metric == "lat" else "throughput"
+    worse = "slower" if metric == "lat" else "fewer images/s"
+    import seaborn as sns
+
+    cmap = sns.color_palette("RdBu_r", as_cmap=True)
+    sns.heatmap(
+        val,
+        ax=ax,
+        cmap=cmap,
+        center=0.0,
+        vmin=-vmax,
+        vmax=vmax,
+        mask=val.isna(),
+        linewidths=0.6,
+        linecolor="white",
+        cbar_kws={"label": f"% {name} degradation (+ = {worse})", "shrink": 0.9, "extend": extend},
+    )
+    fontsize = 9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6
+    norm = matplotlib.colors.Normalize(-vmax, vmax)
+    for i, bs in enumerate(bss):
+        for j, t in enumerate(threads):
+            s = status.loc[bs, t]
+            if s != "ok":
+                ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.88", edgecolor="white", lw=0.6))
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    STATUS_TEXT.get(s, s),
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize - 1,
+                    color="0.3",
+                    style="italic",
+                )
+                continue
+            v = float(val.loc[bs, t])
+            r, g, b, _ = cmap(norm(v))
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+            ax.text(
+                j + 0.5,
+                i + 0.5,
+                pct1(v),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color="white" if dark else "black",
+            )
+            if sig.loc[bs, t] is False:
+                ax.add_patch(
+                    Rectangle(
+                        (j, i),
+                        1,
+                        1,
+                        fill=False,
+                        hatch=style.NOT_SIGNIFICANT_HATCH,
+                        edgecolor=(0, 0, 0, 0.35),
+                        lw=0,
+                    )
+                )
+            if disturbed.loc[bs, t]:
+                ax.add_patch(
+                    Rectangle(
+                        (j, i),
+                        1,
+                        1,
+                        fill=False,
+                        hatch=style.DISTURBED_HATCH,
+                        edgecolor=style.DISTURBED_COLOR,
+                        lw=1.5,
+                    )
+                )
+    ax.set_xlabel("Intra-op threads")
+    ax.set_ylabel("Batch size (images)")
+    ax.tick_params(axis="y", rotation=0)
+    stat = deg_stat(d, tables)
+    formula = (
+        f"({placement} − sequential) / sequential × 100 of the {stat} latency"
+        if metric == "lat"
+        else f"(sequential − {placement}) / sequential × 100 of the throughput"
+    )
+    _titles(
+        ax,
+        f"% {name.title()} Degradation, {placement} (opt={opt})",
+        _sub(model, formula),
+    )
+    notes = _sig_notes(d, "Hatched cells")
+    if extend == "both":
+        notes.append(
+            f"Colour scale clipped at ±{vmax:.1f} % (95th percentile): cells beyond it have the "
+            "end colour; their printed values are exact."
+        )
+    n_disturbed = int((d["disturbed"] & d["pct_status"].eq("ok")).sum())
+    if n_disturbed:
+        notes.append(
+            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in either "
+            "cell of the pair; read their values with care."
+        )
+    bad = d[d["pct_status"] != "ok"]
+    if not bad.empty:
+        counts = ", ".join(f"{n} {s}" for s, n in bad["pct_status"].value_counts().items())
+        notes.append(
+            f"Grey cells have no value ({counts}): either cell of the pair is not measured."
+        )
+    _footnote(ax, notes)
+    return fig
+
+
+def numa_per_batch(tables: Tables, model: str, opt: str, batch_size: int, metric: str):
+    """Families 9 and 11: x = threads, one line per placement (sequential included)."""
+    u = tables.universe(model)
+    d = u[(u["opt"] == opt) & (u["batch_size"] == batch_size)]
+    places = sorted(d["placement"].unique(), key=placement_order)
+    fig, ax = _new()
+    drawn = _lines(ax, d, "placement", places, placement_color, str, metric, annotate=True)
+    name = _threads_metric_axes(ax, tables, d, metric)
+    _titles(
+        ax,
+        f"Threads vs {name} by Placement (BS={batch_size}, opt={opt})",
+        _sub(model, OPT_LABELS.get(opt, opt), "one line per placement"),
+    )
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    return fig
+
+
+def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: str):
+    """Families 10 and 12: x = threads, y = % degradation vs sequential, one line per placement."""
+    d = comparison(tables, model, opt, metric)
+    d = d[d["batch_size"] == batch_size]
+    places = sorted(d["placement"].unique(), key=placement_order)
+    fig, ax = _new()
+    drawn = _lines(
+        ax,
+        d,
+        "placement",
+        places,
+        placement_color,
+        lambda p: f"{p} vs sequential",
+        "pct",
+        annotate=True,
+        fmt=pct1,
+        sig="sig",
+    )
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.margins(y=0.15)
+    _threads_axis(ax, sorted(d["threads"].unique()))
+    name = "latency" if metric == "lat" else "throughput"
+    worse = "slower" if metric == "lat" else "fewer images/s"
+    ax.set_ylabel(f"% {name} degradation vs sequential\n(+ = {worse}, − = better)")
+    _titles(
+        ax,
+        f"Threads vs % {name.title()} Loss (BS={batch_size}, opt={opt})",
+        _sub(
+            model,
+            OPT_LABELS.get(opt, opt),
+            f"{deg_stat(d, tables)} latency" if metric == "lat" else "throughput",
+            "error bars: CI where samples exist",
+        ),
+    )
+    extra = []
+    if d["sig"].map(lambda s: s is False).any():
+        extra.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="none",
+                markerfacecolor="white",
+                markeredgecolor="0.3",
+                label="not significant",
+            )
+        )
+    _finish(
+        fig,
+        ax,
+        drawn,
+        _sig_notes(d, "Hollow markers") + _not_value_note(d, "pct_status"),
+        extra=extra,
+    )
+    return fig
+
+
+# -- entry ----------------------------------------------------------------------------------
+
+
+def draw(family: str, tables: Tables, wildcards: dict):
+    """The matplotlib figure of ``family`` for ``wildcards`` (model, opt, placement, batch_size):
+    the family's draw function (``figures.Family.draw``) with its metric."""
+    if family not in figures.BY_NAME:
+        raise ValueError(f"unknown figure family {family!r}")
+    fam = figures.BY_NAME[family]
+    module, name = fam.draw.rsplit(".", 1)
+    fn = getattr(importlib.import_module(f".{module}", __package__), name)
+    w = {k: wildcards[k] for k in fam.wildcards}
+    if "batch_size" in w:
+        w["batch_size"] = int(w["batch_size"])
+    return fn(tables, metric=fam.metric, **w)
+
+
+def save(fig, png: str, svg: str | None = None) -> None:
+    """PNG (and SVG) without timestamps, so re-drawing the same data gives the same files."""
+    for path, kw in (
+        (png, {"dpi": DPI, "metadata": {"Software": None}}),
+        (svg, {"metadata": {"Date": None}}),
+    ):
+        if path is None:
+            continue
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        tmp = f"{path}.tmp{os.path.splitext(path)[1]}"
+        fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15, **kw)
+        os.replace(tmp, path)
+    plt.close(fig)

@@ -1,0 +1,329 @@
+"""Cell JSONs -> tidy tables.
+
+Column convention (documented in config/README.md): snake_case; the five cell keys first
+(``model, opt, placement, threads, batch_size``); units as suffixes: ``_ms`` milliseconds,
+``_s`` seconds, ``_ips`` images per second, ``_mb`` megabytes; every latency statistic is
+``latency_<stat>_ms``; provenance columns last.
+
+A cell is measured by ``replicates`` independent processes (one JSON each); ``tables``
+combines them into one row per cell (``combine_replicates``): the median and 95 % CI are the
+two-level ones of ``stats.combine_replicates`` (``ci_method``, ``ci_df``, ``replicates``,
+``replicate_sd_pct``, ``within_sd_pct``, ``between_sd_pct``), the other latency statistics are
+over the clean iterations of all replicates, times are sums, ``contended`` and ``noisy`` are
+true when any replicate is (after exclusion and retries). samples.csv keeps every timed
+iteration with its ``replicate``, ``foreign_pct`` and ``excluded``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.measure import result as cellresult
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.grid import KEYS
+
+KEY_COLUMNS = list(KEYS)
+
+
+def cell_row(data: dict, path: str = "") -> dict:
+    cell = data["cell"]
+    row = {k: cell[k] for k in KEYS}
+    row["replicate"] = int(data.get("replicate", 1))
+    row["image_size"] = cell.get("image_size")
+    row["use_smt"] = cell.get("use_smt", False)
+    row["placement_base"] = placement_mod.parse_label(str(cell["placement"]))[0]
+    row["status"] = data["status"]
+    for key, value in (data.get("stats") or {}).items():
+        if key.endswith("_s"):
+            row[f"latency_{key[:-2]}_ms"] = value * 1000.0
+        else:
+            row[key] = value
+    for key, value in (data.get("throughput") or {}).items():
+        row["throughput_ips" if key == "ips" else f"throughput_{key.removesuffix('_ips')}_ips"] = (
+            value
+        )
+    m = data.get("measurement") or {}
+    for key in ("protocol", "stop_reason", "target_rel_ci", "warmup_iterations", "warmup_stable"):
+        if key in m:
+            row[key] = m[key]
+    for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
+        if key in m:
+            row[key.replace("elapsed_s", "measure_s")] = m[key]
+    plan = data.get("plan") or {}
+    row["planned_cpus"] = plan.get("cpu_list")
+    row["mem_policy"] = plan.get("mem_policy")
+    row["planned_mems"] = plan.get("mem_list")
+    bind = data.get("binding") or {}
+    row["cpus_allowed"] = bind.get("cpus_allowed_list")
+    row["mems_allowed"] = bind.get("mems_allowed_list")
+    pol = bind.get("mempolicy") or {}
+    row["mempolicy"] = (
+        f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
+    )
+    row["torch_num_threads"] = bind.get("torch_num_threads")
+    row.update(verification_columns(bind.get("verification")))
+    row.update(contention_columns(data.get("contention")))
+    failure = data.get("failure") or {}
+    row["failure_cause"] = failure.get("cause")
+    row["failure_message"] = failure.get("message")
+    prov = data.get("provenance") or {}
+    versions = prov.get("versions") or {}
+    row["torch_version"] = versions.get("torch")
+    row["torchvision_version"] = versions.get("torchvision")
+    row["hostname"] = (prov.get("host") or {}).get("hostname")
+    row["slurm_job_id"] = (prov.get("slurm") or {}).get("SLURM_JOB_ID")
+    row["peak_rss_mb"] = prov["peak_rss_kb"] / 1024.0 if prov.get("peak_rss_kb") else None
+    row["started_at"] = prov.get("started_at")
+    row["finished_at"] = prov.get("finished_at")
+    row["command_line"] = prov.get("command_line") or failure.get("command_line")
+    row["source"] = data.get("source", "measured")
+    row["cell_json"] = path
+    return row
+
+
+def verification_columns(ver: dict | None) -> dict:
+    """The in-cell verification (``verify``) as flat columns; all None when absent."""
+    ver = ver or {}
+    threads = ver.get("threads") or {}
+    pages = ver.get("pages") or {}
+    by_node = pages.get("anon_kb_by_node") or {}
+    share = pages.get("share_on_plan")
+    return {
+        "verified": ver.get("ok"),
+        "verify_problems": "; ".join(p["message"] for p in ver.get("problems", [])) or None,
+        "thread_count": threads.get("n_tasks"),
+        "thread_last_cpus": threads.get("last_cpus"),
+        "threads_outside_plan": len(threads["outside_plan"]) if "outside_plan" in threads else None,
+        "anon_mb": pages["anon_kb"] / 1024.0 if "anon_kb" in pages else None,
+        "anon_mb_by_node": ";".join(f"{n}:{kb / 1024.0:.1f}" for n, kb in by_node.items()) or None,
+        "anon_on_plan_pct": share * 100.0 if share is not None else None,
+    }
+
+
+def contention_columns(noise: dict | None) -> dict:
+    """Machine state before the cell and the contention verdict (``contention``)."""
+    noise = noise or {}
+    return {
+        "load_1m": noise.get("load_1m"),
+        "runnable_others": noise.get("runnable_others"),
+        "contended": noise.get("contended"),
+        "foreign_cpu_pct": noise.get("foreign_cpu_pct"),
+        "excluded_iterations": noise.get("excluded_iterations"),
+        "contended_retries": noise.get("retries"),
+        "contended_reason": noise.get("contended_reason"),
+    }
+
+
+FAILURE_COLUMNS = [
+    *KEY_COLUMNS,
+    "cause",
+    "message",
+    "returncode",
+    "signal",
+    "stderr_tail",
+    "log",
+    "command_line",
+    "cell_json",
+]
+
+
+def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per failed cell of ``cells`` (from ``tables``): its keys, the cause, the exit
+    status (``returncode``; negative = killed by ``signal``) and the last lines of its output,
+    read back from the cell JSON."""
+    rows = []
+    if not cells.empty:
+        for _, cell in cells[cells["status"] != "ok"].iterrows():
+            data = cellresult.read(cell["cell_json"])
+            f = data.get("failure") or {}
+            rows.append(
+                {
+                    **{k: cell[k] for k in KEY_COLUMNS},
+                    "cause": f.get("cause"),
+                    "message": f.get("message"),
+                    "returncode": f.get("returncode"),
+                    "signal": f.get("signal"),
+                    "stderr_tail": f.get("stderr_tail"),
+                    "log": f.get("log"),
+                    "command_line": f.get("command_line"),
+                    "cell_json": cell["cell_json"],
+                }
+            )
+    df = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
+    return df.astype({"returncode": "Int64"})
+
+
+def sample_rows(data: dict) -> Iterable[dict]:
+    if data["status"] != "ok":
+        return
+    keys = {k: data["cell"][k] for k in KEYS}
+    keys["replicate"] = int(data.get("replicate", 1))
+    m = data["measurement"]
+    lats = m["latencies_s"]
+    foreign = m.get("foreign_pct") or [None] * len(lats)
+    excluded = m.get("excluded") or [False] * len(lats)
+    for i, (lat, f, e) in enumerate(zip(lats, foreign, excluded, strict=True)):
+        yield {
+            **keys,
+            "iteration": i,
+            "latency_ms": lat * 1000.0,
+            "foreign_pct": f,
+            "excluded": bool(e),
+        }
+
+
+SAMPLE_COLUMNS = [*KEY_COLUMNS, "replicate", "iteration", "latency_ms", "foreign_pct", "excluded"]
+SUMMED = ("measure_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s")
+
+
+def pooled_by_threads(groups: dict) -> dict:
+    """The process-level variance pool of each thread count: ``stats.pooled_replicate_var``
+    over the cells with that many threads, or over the whole run where that thread count has
+    no cell with two replicates. Cells of one thread count contend for the same CPUs and
+    drift alike; pooling across thread counts let noisy 2-thread cells of a 2-core machine
+    widen every 1-thread cell's CI (a run measured +-13 % where its two processes agreed
+    within 0.5 %)."""
+
+    def pool(gs):
+        return stats.pooled_replicate_var([g["latency_median_ms"].to_numpy() / 1000.0 for g in gs])
+
+    run = pool(groups.values())
+    out = {}
+    for t in {k[KEY_COLUMNS.index("threads")] for k in groups}:
+        mine = pool(g for k, g in groups.items() if k[KEY_COLUMNS.index("threads")] == t)
+        out[t] = mine if mine[1] else run
+    return out
+
+
+def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
+    (see the module docstring). The pooled replicate variance of the cells with the same
+    thread count moderates each cell's own (``pooled_by_threads``)."""
+    if reps.empty:
+        return reps
+    reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
+    for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy"):
+        if col not in reps.columns:  # older cell JSONs, or no replicate succeeded
+            reps = reps.assign(**{col: math.nan})
+    for col in ("contended", "contended_reason", "stop_reason", "load_1m", "foreign_cpu_pct"):
+        if col not in reps.columns:
+            reps = reps.assign(**{col: None})
+    ok = reps[reps["status"] == "ok"]
+    groups = {k: g for k, g in ok.groupby(KEY_COLUMNS, sort=False)}
+    pooled = pooled_by_threads(groups)
+    clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
+    by_cell = {k: g["latency_ms"].to_numpy() for k, g in clean.groupby(KEY_COLUMNS, sort=False)}
+    rows = []
+    for key, g in reps.groupby(KEY_COLUMNS, sort=False):
+        good = groups.get(key)
+        first = (good if good is not None else g).iloc[0].to_dict()
+        row = dict(first)
+        row["replicate"] = None
+        row["replicates_failed"] = int((g["status"] != "ok").sum())
+        if good is None:
+            row["replicates"] = 0
+            rows.append(row)
+            continue
+        meds = good["latency_median_ms"].to_numpy() / 1000.0
+        wv = [
+            stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
+            for m, lo, hi in zip(
+                meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
+            )
+        ]
+        c = stats.combine_replicates(meds, wv, pooled[good["threads"].iloc[0]])
+        lat = by_cell.get(key)
+        if lat is not None and lat.size:
+            s = stats.summarize(lat / 1000.0)
+            for k2, v in s.items():
+                if k2.endswith("_s"):
+                    row[f"latency_{k2[:-2]}_ms"] = v * 1000.0
+                else:
+                    row[k2] = v
+        med = c["median_s"] * 1000.0
+        lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
+        if c["ci_method"] == "within-process":  # one replicate, nothing to pool: its own CI
+            lo, hi = (
+                float(good["latency_ci_low_ms"].iloc[0]),
+                float(good["latency_ci_high_ms"].iloc[0]),
+            )
+        row.update(
+            {
+                "latency_median_ms": med,
+                "latency_ci_low_ms": lo,
+                "latency_ci_high_ms": hi,
+                "ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0 if med > 0 else math.nan,
+                "ci_method": c["ci_method"],
+                "ci_df": c["ci_df"],
+                "replicates": c["replicates"],
+                "replicate_sd_pct": c["replicate_sd_pct"],
+                "within_sd_pct": c["within_sd_pct"],
+                "between_sd_pct": c["between_sd_pct"],
+                "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
+                "contended": bool(good["contended"].fillna(False).astype(bool).any()),
+                "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
+                "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
+                "contended_reason": "; ".join(
+                    f"replicate {int(r)}: {why}"
+                    for r, why in zip(good["replicate"], good["contended_reason"], strict=True)
+                    if isinstance(why, str) and why
+                )
+                or None,
+                "load_1m": good["load_1m"].max(),
+                "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
+                "started_at": good["started_at"].min(),
+                "finished_at": good["finished_at"].max(),
+            }
+        )
+        for col in SUMMED:
+            if col in good.columns:
+                row[col] = float(good[col].sum())
+        for col in ("excluded_iterations", "contended_retries"):
+            if col in good.columns:
+                row[col] = good[col].fillna(0).sum()
+        bs = float(row["batch_size"])
+        row["throughput_ips"] = bs * 1000.0 / med
+        row["throughput_ci_low_ips"] = bs * 1000.0 / hi if hi > 0 else math.nan
+        row["throughput_ci_high_ips"] = bs * 1000.0 / lo if lo > 0 else math.nan
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    front = [*KEY_COLUMNS, "replicates"]
+    return out[front + [c for c in out.columns if c not in front and c != "replicate"]]
+
+
+def tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, samples = [], []
+    for path in paths:
+        data = cellresult.read(path)
+        rows.append(cell_row(data, str(path)))
+        samples.extend(sample_rows(data))
+    samples_df = pd.DataFrame(samples, columns=SAMPLE_COLUMNS)
+    cells = combine_replicates(pd.DataFrame(rows), samples_df)
+    if not cells.empty:
+        cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
+    return cells, samples_df
+
+
+def skipped_table(rows: list[dict]) -> pd.DataFrame:
+    """``rows``: the cell keys and ``reason`` of every cell the grid could not schedule."""
+    return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "reason"])
+
+
+def write(df: pd.DataFrame, path: str) -> None:
+    """CSV always; a Parquet copy beside it when pyarrow is installed. Atomic per file."""
+    import os
+
+    tmp = f"{path}.tmp"
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return
+    pq = path.removesuffix(".csv") + ".parquet"
+    df.to_parquet(f"{pq}.tmp", index=False)
+    os.replace(f"{pq}.tmp", pq)

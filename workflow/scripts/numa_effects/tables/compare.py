@@ -1,0 +1,330 @@
+"""How much a placement degrades a cell against ``sequential``, and how much TorchScript speeds
+up eager, each with a bootstrap CI over the raw samples of both cells.
+
+``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
+whose placement is not ``sequential`` and that has a ``sequential`` cell with the same
+(model, opt, threads, batch_size). Columns (exactly):
+
+- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is
+  ``sequential`` (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
+  themselves);
+- ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
+  (imported PackRat tables have only min/mean/max);
+- ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
+  (compared - baseline) / baseline x 100 (positive: the placement is slower);
+- ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
+  ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
+  images per second);
+- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. When both cells have a two-level CI
+  (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
+  same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
+  se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
+  freedom by Welch-Satterthwaite (``two_level_ratio_ci``), so process-to-process variation
+  and drift between the two cells' measurements are inside it. Otherwise (one process per
+  cell) a percentile bootstrap of each cell's samples (``N_BOOTSTRAP`` resamples, clean
+  iterations only), which covers only within-process noise: ``ci_method`` says which. Empty
+  when either cell has neither (imported tables): never invented;
+- ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
+  transform of the same interval, so it agrees), empty when there is no CI;
+- ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
+  rows as suspect.
+
+``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
+``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
+batch_size): ``speedup`` = eager latency / optimized latency (> 1: the optimization is faster)
+with its bootstrap CI, and ``significant`` when the CI excludes 1.
+
+When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
+within the same source.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.grid import KEYS
+
+N_BOOTSTRAP = 2000
+CONFIDENCE = 0.95
+SEED = 0
+CHUNK = 4_000_000  # resampled values held in memory at once
+
+DEGRADATION_COLUMNS = [
+    "model",
+    "opt",
+    "placement",
+    "threads",
+    "batch_size",
+    "baseline",
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "latency_degradation_pct",
+    "latency_degradation_ci_low_pct",
+    "latency_degradation_ci_high_pct",
+    "throughput_baseline_ips",
+    "throughput_compared_ips",
+    "throughput_degradation_pct",
+    "throughput_degradation_ci_low_pct",
+    "throughput_degradation_ci_high_pct",
+    "significant",
+    "ci_method",
+    "contended",
+    "noisy",
+]
+
+OPT_SPEEDUP_COLUMNS = [
+    "model",
+    "placement",
+    "threads",
+    "batch_size",
+    "baseline",
+    "opt",
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "speedup",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "throughput_baseline_ips",
+    "throughput_compared_ips",
+    "significant",
+    "ci_method",
+    "contended",
+    "noisy",
+]
+
+
+def _log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
+    """The standard error of a cell's ln-median from its symmetric (log scale) t interval."""
+    from scipy.special import stdtrit
+
+    return (np.log(high) - np.log(low)) / 2.0 / float(stdtrit(df, 0.5 + confidence / 2))
+
+
+def two_level_ratio_ci(
+    baseline: tuple[float, float, float],
+    compared: tuple[float, float, float],
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """CI of compared / baseline from each cell's two-level CI ``(ci_low, ci_high, ci_df)``
+    (``stats.combine_replicates``; the point estimate is the CI's log-centre)."""
+    from scipy.special import stdtrit
+
+    (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
+    sb, sc = _log_se(bl, bh, bdf, confidence), _log_se(cl, ch, cdf, confidence)
+    centre = (np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0
+    var = sb**2 + sc**2
+    if var == 0:
+        return float(np.exp(centre)), float(np.exp(centre))
+    df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * np.sqrt(var)
+    return float(np.exp(centre - half)), float(np.exp(centre + half))
+
+
+def bootstrap_ratio(
+    baseline: np.ndarray,
+    compared: np.ndarray,
+    statistic: str = "median",
+    n_boot: int = N_BOOTSTRAP,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of stat(compared) / stat(baseline), resampling each sample
+    independently with replacement."""
+    fn = np.median if statistic == "median" else np.mean
+    rng = np.random.default_rng(seed)
+
+    def boot(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        rows = max(1, CHUNK // max(1, x.size))
+        out = []
+        for start in range(0, n_boot, rows):
+            k = min(rows, n_boot - start)
+            out.append(fn(x[rng.integers(0, x.size, size=(k, x.size))], axis=1))
+        return np.concatenate(out)
+
+    ratio = boot(compared) / boot(baseline)
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(ratio, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    if samples is None or samples.empty:
+        return {}
+    if "excluded" in samples.columns:
+        samples = samples[~samples["excluded"].fillna(False).astype(bool)]
+    out = {}
+    for key, group in samples.groupby(list(KEYS), sort=False):
+        k = (key[0], key[1], key[2], int(key[3]), int(key[4]))
+        out[k] = group["latency_ms"].to_numpy(dtype=float)
+    return out
+
+
+def _key(row: pd.Series, suffix: str, vary: str) -> tuple:
+    vals = {k: row[k] for k in KEYS if k != vary}
+    vals[vary] = row[f"{vary}{suffix}"]
+    return (
+        vals["model"],
+        vals["opt"],
+        vals["placement"],
+        int(vals["threads"]),
+        int(vals["batch_size"]),
+    )
+
+
+def _pairs(
+    cells: pd.DataFrame, samples: pd.DataFrame | None, vary: str, baseline: str
+) -> pd.DataFrame:
+    """Baseline/compared pairs differing only in ``vary``, with the statistic, both values and
+    the bootstrap CI of the ratio compared / baseline (NaN without samples)."""
+    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic", "ci_method"]
+    cols += ["contended", "noisy"]
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
+    df = cells
+    if "status" in df.columns:
+        df = df[df["status"].fillna("ok") == "ok"]
+    for stat in ("median", "mean"):
+        if f"latency_{stat}_ms" not in df.columns:
+            df = df.assign(**{f"latency_{stat}_ms": np.nan})
+    group = [k for k in KEYS if k != vary]
+    if "source" in df.columns:
+        group.append("source")
+    for col, default in (
+        ("ci_method", None),
+        ("latency_ci_low_ms", np.nan),
+        ("latency_ci_high_ms", np.nan),
+        ("ci_df", np.nan),
+        ("contended", False),
+        ("noisy", False),
+    ):
+        if col not in df.columns:
+            df = df.assign(**{col: default})
+    keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
+    keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
+    keep += ["contended", "noisy"]
+    df = df[keep].copy()
+    df["threads"] = df["threads"].astype(int)
+    df["batch_size"] = df["batch_size"].astype(int)
+    if vary == "placement":
+        # A "+smt" cell is compared with the "+smt" baseline (sequential+smt), never across.
+        parsed = df["placement"].map(placement_mod.parse_label)
+        df = df.assign(_smt=parsed.map(lambda p: p[1]))
+        group.append("_smt")
+        is_base = parsed.map(lambda p: p[0]) == baseline
+    else:
+        is_base = df[vary] == baseline
+    base, comp = df[is_base], df[~is_base]
+    merged = comp.merge(base, on=group, suffixes=("", "_b"), how="inner")
+    index = _sample_index(samples)
+    rows = []
+    for _, r in merged.iterrows():
+        both_median = pd.notna(r["latency_median_ms"]) and pd.notna(r["latency_median_ms_b"])
+        stat = "median" if both_median else "mean"
+        lc, lb = float(r[f"latency_{stat}_ms"]), float(r[f"latency_{stat}_ms_b"])
+        sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
+        lo = hi = np.nan
+        method = None
+        if stat == "median" and r["ci_method"] == r["ci_method_b"] == "two-level":
+            lo, hi = two_level_ratio_ci(
+                (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
+                (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
+            )
+            method = "two-level"
+        elif sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
+            lo, hi = bootstrap_ratio(sb, sc, stat)
+            method = "within-process bootstrap"
+        rows.append(
+            {
+                **{k: r[k] for k in KEYS},
+                "latency_baseline_ms": lb,
+                "latency_compared_ms": lc,
+                "ratio": lc / lb if lb > 0 else np.nan,
+                "ratio_ci_low": lo,
+                "ratio_ci_high": hi,
+                "latency_statistic": stat,
+                "ci_method": method,
+                "contended": _flag(r["contended"]) or _flag(r["contended_b"]),
+                "noisy": _flag(r["noisy"]) or _flag(r["noisy_b"]),
+            }
+        )
+    out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
+    return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def _flag(v) -> bool:
+    return bool(v) if isinstance(v, bool | np.bool_) else str(v).lower() == "true"
+
+
+def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
+    has = lo.notna() & hi.notna()
+    sig = (lo > null) | (hi < null)
+    return pd.Series(
+        [bool(s) if h else None for s, h in zip(sig, has, strict=True)],
+        index=lo.index,
+        dtype=object,
+    )
+
+
+def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Placement vs ``sequential`` (see the module docstring); works on cells.csv alone."""
+    p = _pairs(cells, samples, "placement", "sequential")
+    bs = p["batch_size"].astype(float)
+    out = pd.DataFrame(
+        {
+            **{k: p[k] for k in KEYS},
+            "baseline": p["placement"].map(
+                lambda x: placement_mod.label(
+                    placement_mod.BASELINE, placement_mod.parse_label(x)[1]
+                )
+            ),
+            "latency_statistic": p["latency_statistic"],
+            "latency_baseline_ms": p["latency_baseline_ms"],
+            "latency_compared_ms": p["latency_compared_ms"],
+            "latency_degradation_pct": (p["ratio"] - 1.0) * 100.0,
+            "latency_degradation_ci_low_pct": (p["ratio_ci_low"] - 1.0) * 100.0,
+            "latency_degradation_ci_high_pct": (p["ratio_ci_high"] - 1.0) * 100.0,
+            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+            "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
+            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
+            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
+            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "ci_method": p["ci_method"],
+            "contended": p["contended"].astype(bool),
+            "noisy": p["noisy"].astype(bool),
+        },
+        columns=DEGRADATION_COLUMNS,
+    )
+    return out
+
+
+def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every optimization vs eager (``none``); see the module docstring."""
+    p = _pairs(cells, samples, "opt", "none")
+    bs = p["batch_size"].astype(float)
+    out = pd.DataFrame(
+        {
+            **{k: p[k] for k in ("model", "placement", "threads", "batch_size")},
+            "baseline": "none",
+            "opt": p["opt"],
+            "latency_statistic": p["latency_statistic"],
+            "latency_baseline_ms": p["latency_baseline_ms"],
+            "latency_compared_ms": p["latency_compared_ms"],
+            "speedup": 1.0 / p["ratio"],
+            "speedup_ci_low": 1.0 / p["ratio_ci_high"],
+            "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "ci_method": p["ci_method"],
+            "contended": p["contended"].astype(bool),
+            "noisy": p["noisy"].astype(bool),
+        },
+        columns=OPT_SPEEDUP_COLUMNS,
+    )
+    return out.sort_values(list(KEYS)).reset_index(drop=True)

@@ -1,0 +1,217 @@
+"""Import PackRat's published results as this project's tidy tables.
+
+PackRat (msr-fiddle/packrat) appends one row per cell to ``resnet_latency.csv`` (latency min /
+avg / max in ms per batch, hardware-counter GFLOP/s) and ``resnet_throughput.csv`` (images/s =
+batch x iterations / total time). Mapping (docs/report.md, "Importing PackRat results"):
+
+- ``benchmark`` = ``<model>_<runtype>_<opt>`` or ``<model>_<local|remote>_<opt>``: ``opt`` is the
+  last part (``resnet_manual_none`` -> ``none``, ``..._script`` -> ``script``); the model
+  ``resnet`` is torchvision ResNet-50 (``MODEL_NAMES``);
+- placement: ``topology`` (``sequential`` / ``interleave``: threads packed on one socket or
+  alternated across sockets); ``local`` / ``remote`` in the benchmark name -> ``sequential`` /
+  ``remote`` (threads on node 0, memory on node 0 / node 1);
+- ``latency(min|avg|max)`` -> ``latency_{min,mean,max}_ms``; PackRat has no median, percentiles,
+  std or samples: those stay empty (never invented), so the report plots the mean;
+- ``throughput`` -> ``throughput_ips`` and ``throughput_total_ips`` (PackRat's definition is the
+  latter's: batch x iterations / total time);
+- ``flops`` (GFLOP/s from hardware counters, 0 = unavailable) -> ``hw_gflop_per_s`` (0 -> empty);
+- ``source`` = ``imported from PackRat``; ``source_file`` names the file and line of each value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from numa_effects.plan.grid import KEYS
+
+LATENCY_FILE = "resnet_latency.csv"
+THROUGHPUT_FILE = "resnet_throughput.csv"
+SOURCE = "imported from PackRat"
+MODEL_NAMES = {"resnet": "resnet50"}  # PackRat's `resnet` benchmark is ResNet-50
+MEMORY_PLACEMENTS = {"local": "sequential", "remote": "remote"}
+TOPOLOGIES = ("sequential", "interleave")
+# Columns identifying a PackRat cell: in both files when present.
+PACKRAT_KEYS = (
+    "benchmark",
+    "topology",
+    "pinning",
+    "allocator",
+    "instance_id",
+    "interop_threads",
+    "intraop_threads",
+    "batch_size",
+)
+LATENCY_COLUMNS = {"latency(min)": "min", "latency(avg)": "mean", "latency(max)": "max"}
+STATS = ("min", "p10", "median", "mean", "p90", "p99", "max", "std", "iqr")
+COLUMNS = [
+    *KEYS,
+    "status",
+    "n",
+    *(f"latency_{s}_ms" for s in STATS),
+    "throughput_ips",
+    "throughput_total_ips",
+    "hw_gflop_per_s",
+    "interop_threads",
+    "packrat_benchmark",
+    "packrat_topology",
+    "pinning",
+    "allocator",
+    "instance_id",
+    "failure_cause",
+    "failure_message",
+    "source",
+    "source_file",
+]
+
+
+class PackratError(ValueError):
+    """A PackRat source is missing or cannot be mapped."""
+
+
+def source_files(path: str | os.PathLike) -> tuple[Path, Path]:
+    """``path``: a PackRat results folder, or either of its two CSV files."""
+    p = Path(path)
+    folder = p.parent if p.suffix == ".csv" else p
+    lat, thr = folder / LATENCY_FILE, folder / THROUGHPUT_FILE
+    missing = [str(f) for f in (lat, thr) if not f.is_file()]
+    if missing:
+        raise PackratError(f"PackRat import: {', '.join(missing)} not found")
+    return lat, thr
+
+
+def parse_benchmark(name: str) -> tuple[str, str, str]:
+    """``resnet_manual_script`` -> (``resnet50``, ``manual``, ``script``)."""
+    parts = str(name).split("_")
+    if len(parts) < 3 or not all(parts):
+        raise PackratError(
+            f"PackRat benchmark {name!r} is not <model>_<runtype|local|remote>_<opt>"
+        )
+    return MODEL_NAMES.get(parts[0], parts[0]), parts[1], "_".join(parts[2:])
+
+
+def placement(topology: str, runtype: str) -> str:
+    if topology not in TOPOLOGIES:
+        raise PackratError(f"PackRat topology {topology!r} is not one of {', '.join(TOPOLOGIES)}")
+    if runtype in MEMORY_PLACEMENTS:
+        if topology != "sequential":
+            raise PackratError(f"PackRat {runtype} memory with {topology} threads has no placement")
+        return MEMORY_PLACEMENTS[runtype]
+    return topology
+
+
+def _read(path: Path, values: Sequence[str]) -> pd.DataFrame:
+    df = pd.read_csv(path)
+    need = {"benchmark", "topology", "intraop_threads", "batch_size", *values}
+    if need - set(df.columns):
+        raise PackratError(f"{path}: missing columns {', '.join(sorted(need - set(df.columns)))}")
+    df["_line"] = df.index + 2  # 1-based, after the header
+    return df
+
+
+def read(path: str | os.PathLike) -> pd.DataFrame:
+    """One PackRat folder as rows of cells.csv (``COLUMNS``), sorted by the cell keys.
+
+    A cell repeated in a file (the harness appends) keeps its last row."""
+    lat_path, thr_path = source_files(path)
+    lat = _read(lat_path, list(LATENCY_COLUMNS))
+    thr = _read(thr_path, ["throughput"])
+    on = [k for k in PACKRAT_KEYS if k in lat.columns and k in thr.columns]
+    lat = lat.drop_duplicates(on, keep="last")
+    thr = thr.drop_duplicates(on, keep="last")
+    m = lat.merge(thr, on=on, how="outer", suffixes=("", "_thr"))
+    rows = []
+    for r in m.to_dict("records"):
+        model, runtype, opt = parse_benchmark(r["benchmark"])
+        lines = []
+        if pd.notna(r.get("_line")):
+            lines.append(f"{lat_path}:{int(r['_line'])}")
+        if pd.notna(r.get("_line_thr")):
+            lines.append(f"{thr_path}:{int(r['_line_thr'])}")
+        flops = r.get("flops")
+        row = dict.fromkeys(COLUMNS)
+        row.update(
+            model=model,
+            opt=opt,
+            placement=placement(r["topology"], runtype),
+            threads=int(r["intraop_threads"]),
+            batch_size=int(r["batch_size"]),
+            status="ok",
+            throughput_ips=r.get("throughput"),
+            throughput_total_ips=r.get("throughput"),
+            hw_gflop_per_s=flops if pd.notna(flops) and float(flops) > 0 else None,
+            interop_threads=r.get("interop_threads"),
+            packrat_benchmark=r["benchmark"],
+            packrat_topology=r["topology"],
+            pinning=r.get("pinning"),
+            allocator=r.get("allocator"),
+            instance_id=r.get("instance_id"),
+            source=SOURCE,
+            source_file="; ".join(lines),
+        )
+        for col, stat in LATENCY_COLUMNS.items():
+            row[f"latency_{stat}_ms"] = r.get(col)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    dup = out.duplicated(list(KEYS), keep=False)
+    if dup.any():
+        first = out[dup].iloc[0]
+        raise PackratError(
+            f"{path}: several PackRat rows map to the cell "
+            f"{'/'.join(str(first[k]) for k in KEYS)} (e.g. differing pinning, allocator or "
+            "instance_id); import them into separate results folders"
+        )
+    numeric = [c for c in COLUMNS if c.endswith(("_ms", "_ips", "_per_s")) or c == "n"]
+    out = out.astype({"threads": int, "batch_size": int, **dict.fromkeys(numeric, float)})
+    return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def cells_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """The cells of every source; a cell in two sources is an error (no silent overwrite)."""
+    frames = [read(p) for p in paths]
+    if not frames:
+        raise PackratError("PackRat import: no source folder given")
+    cells = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    dup = cells.duplicated(list(KEYS), keep=False)
+    if dup.any():
+        files = sorted({f.split(":")[0] for f in cells[dup]["source_file"]})
+        raise PackratError(
+            f"PackRat import: {int(dup.sum())} rows are the same cell in several sources "
+            f"({', '.join(files)}); import them into separate results folders"
+        )
+    return cells.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def tables(paths: Iterable[str | os.PathLike]) -> dict[str, pd.DataFrame]:
+    """``cells``, ``samples`` (empty: PackRat kept no per-iteration latencies), ``skipped``."""
+    return {
+        "cells": cells_table(paths),
+        "samples": pd.DataFrame(columns=[*KEYS, "iteration", "latency_ms"]),
+        "skipped": pd.DataFrame(columns=[*KEYS, "reason"]),
+    }
+
+
+def keys(paths: Iterable[str | os.PathLike]) -> list[dict]:
+    """The imported cells' keys (the workflow plans the report's figures from them)."""
+    return cells_table(paths)[list(KEYS)].to_dict("records")
+
+
+def input_files(paths: Iterable[str | os.PathLike]) -> list[str]:
+    return [str(f) for p in paths for f in source_files(p)]
+
+
+def machine_facts(paths: Sequence[str], description: str | None = None) -> dict:
+    """``machine.json`` of an import: what is known is where the results come from."""
+    return {
+        "summary": {"cpu_model": description or "not recorded (imported from PackRat)"},
+        "topology": None,
+        "host": {},
+        "versions": {},
+        "kernel": {},
+        "source": SOURCE,
+        "imported_from": [str(p) for p in paths],
+        "description": description,
+    }

@@ -1,0 +1,17 @@
+"""Snakemake entry: plans and measurements of every packing job -> results/tables/packing.csv."""
+
+import json
+from pathlib import Path
+
+from numa_effects.tables import cells as tidy
+from numa_effects.tables import packing as packing_table
+
+sm = snakemake  # noqa: F821
+plans = [json.loads(Path(p).read_text()) for p in sm.input.plans]
+results = {}
+for path in sm.input.runs:
+    r = json.loads(Path(path).read_text())
+    j = r["job"]
+    results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
+names = {int(k): v for k, v in sm.params.budget_names.items()}
+tidy.write(packing_table.table(plans, results, names), sm.output[0])
