@@ -2,7 +2,11 @@
 
 Each entry turns an eval-mode model and an example input into a callable ``fn(x) -> y`` plus
 the input to time it on (an optimization may change the input's memory format). Conversion
-time and warnings are recorded by the caller (``cell``), not here.
+time and warnings are recorded by the caller (``measure.cell``), not here. The entry carries
+everything else an optimization means to the pipeline: its ``dtype`` (bytes per weight for the
+memory estimate; the peak the efficiency is measured against), its graph mode, whether it
+uses the compile cache shared across the processes of a run, and its label and colour in the
+report.
 """
 
 from __future__ import annotations
@@ -11,12 +15,28 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Bytes per element of each dtype an optimization computes in (the memory estimate).
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+
 
 @dataclass(frozen=True)
 class Optimization:
     name: str
     description: str
     prepare: Callable  # (model, example_input, settings) -> (callable, input)
+    label: str = ""  # legend text in the report ("" = the name)
+    dtype: str = "float32"  # the weights' and the arithmetic's dtype (a key of DTYPE_BYTES)
+    graph: str = "eager"  # eager | torchscript | inductor
+    compile_cache: bool = False  # inductor: a cache folder shared by the run's processes
+    color: str | None = None  # fixed colour in every figure (None: a spare one)
+
+    @property
+    def legend(self) -> str:
+        return self.label or self.name
+
+    @property
+    def bytes_per_element(self) -> int:
+        return DTYPE_BYTES[self.dtype]
 
 
 def _none(model, x, settings):
@@ -49,11 +69,36 @@ def _compile(model, x, settings):
 OPTIMIZATIONS: dict[str, Optimization] = {
     o.name: o
     for o in (
-        Optimization("none", "eager PyTorch under torch.inference_mode()", _none),
-        Optimization("script", "TorchScript: script -> freeze -> optimize_for_inference", _script),
         Optimization(
-            "channels_last", "eager, model and input in channels-last format", _channels_last
+            "none",
+            "eager PyTorch under torch.inference_mode()",
+            _none,
+            label="none (eager)",
+            color="#0173b2",
         ),
-        Optimization("compile", "torch.compile (inductor); compile time recorded apart", _compile),
+        Optimization(
+            "script",
+            "TorchScript: script -> freeze -> optimize_for_inference",
+            _script,
+            label="script (TorchScript)",
+            graph="torchscript",
+            color="#de8f05",
+        ),
+        Optimization(
+            "channels_last",
+            "eager, model and input in channels-last format",
+            _channels_last,
+            label="channels_last (eager)",
+            color="#029e73",
+        ),
+        Optimization(
+            "compile",
+            "torch.compile (inductor); compile time recorded apart",
+            _compile,
+            label="compile (torch.compile)",
+            graph="inductor",
+            compile_cache=True,
+            color="#cc78bc",
+        ),
     )
 }

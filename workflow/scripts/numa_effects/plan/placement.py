@@ -23,6 +23,8 @@ never run differently.
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -181,27 +183,122 @@ def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
 
 
-# The registry: adding a placement is one entry here (and its row in the table above).
-PLACEMENTS: dict[str, Callable[[Topology, int, bool], Plan | str]] = {
-    "sequential": _sequential,
-    "interleave": _interleave,
-    "remote": _remote,
-    "mem-interleave": _mem_interleave,
+@dataclass(frozen=True)
+class Placement:
+    """One entry of the placement registry: a fixed name (``sequential``) or a *family* whose
+    name is a pattern with integer fields (``n{cpu}m{mem}``: one placement per value of the
+    fields, e.g. ``n0m1``). ``plan(topo, threads, use_smt, **fields)`` returns a ``Plan`` or the
+    reason (a string) why the topology cannot run it. ``baseline`` names the placement every cell
+    of this one is compared against (a pattern over the same fields, e.g. ``n{cpu}m{cpu}``);
+    None for a baseline itself. ``color``: the placement's colour in every figure (None: a spare
+    one)."""
+
+    name: str
+    plan: Callable[..., Plan | str]
+    description: str
+    baseline: str | None = BASELINE
+    color: str | tuple | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(f for _, f, _, _ in string.Formatter().parse(self.name) if f)
+
+    @property
+    def regex(self) -> str:
+        """The names this entry stands for, as a regular expression (wildcard constraints)."""
+        out = ""
+        for text, f, _, _ in string.Formatter().parse(self.name):
+            out += re.escape(text) + (rf"(?P<{f}>\d+)" if f else "")
+        return out
+
+    def match(self, name: str) -> dict | None:
+        """The field values of ``name`` if this entry stands for it, else None."""
+        m = re.fullmatch(self.regex, name)
+        return None if m is None else {k: int(v) for k, v in m.groupdict().items()}
+
+    def baseline_name(self, fields: dict) -> str | None:
+        return None if self.baseline is None else self.baseline.format(**fields)
+
+
+# The registry: adding a placement (or a family of them) is one entry here.
+PLACEMENTS: dict[str, Placement] = {
+    p.name: p
+    for p in (
+        Placement(
+            "sequential",
+            _sequential,
+            "t cores packed from node 0 (PackRat's sequential); memory bound to their nodes",
+            baseline=None,
+            color=(0.2, 0.2, 0.2),
+        ),
+        Placement(
+            "interleave",
+            _interleave,
+            "t cores alternated over all nodes (PackRat's interleave); memory bound to their nodes",
+            color="#d55e00",
+        ),
+        Placement("remote", _remote, "t cores of node 0; memory bound to node 1", color="#ca9161"),
+        Placement(
+            "mem-interleave",
+            _mem_interleave,
+            "t cores of node 0; memory interleaved over all nodes",
+            color="#56b4e9",
+        ),
+    )
 }
+
+
+def lookup(name: str) -> tuple[Placement, dict]:
+    """The registry entry of a placement name (not a ``+smt`` label) and its field values.
+    Raises ValueError naming the known placements."""
+    for entry in PLACEMENTS.values():
+        fields = entry.match(name)
+        if fields is not None:
+            return entry, fields
+    raise ValueError(f"unknown placement {name!r}; known: {', '.join(PLACEMENTS)}")
+
+
+def known(name: str) -> bool:
+    """True when ``name`` (or its ``+smt`` label) is a registered placement."""
+    try:
+        lookup(parse_label(str(name))[0])
+    except ValueError:
+        return False
+    return True
+
+
+def names_regex() -> str:
+    """Every placement label (``+smt`` included) as one regular expression (wildcards)."""
+    bare = [re.sub(r"\?P<\w+>", "", p.regex) for p in PLACEMENTS.values()]
+    alternatives = "|".join(f"(?:{b})" for b in bare)
+    return f"(?:{alternatives})(?:{re.escape(SMT_SUFFIX)})?"
+
+
+def baseline_of(label_text: str) -> str | None:
+    """The label a cell of placement ``label_text`` is compared against (``sequential``;
+    ``sequential+smt`` for an SMT cell; a family's own baseline), or None for a baseline."""
+    name, smt = parse_label(str(label_text))
+    entry, fields = lookup(name)
+    base = entry.baseline_name(fields)
+    return None if base is None else label(base, smt)
+
+
+def is_baseline(label_text: str) -> bool:
+    return baseline_of(label_text) is None
 
 
 def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
     """Plan one cell. Returns a ``Plan`` or a ``NotApplicable`` with the reason.
 
-    ``placement`` is a name from ``PLACEMENTS``, or its ``+smt`` label (which implies use_smt).
+    ``placement`` is a registered name (or a family member such as ``n0m1``), or its ``+smt``
+    label (which implies use_smt).
     """
     placement, smt_label = parse_label(placement)
     use_smt = use_smt or smt_label
-    if placement not in PLACEMENTS:
-        raise ValueError(f"unknown placement {placement!r}; known: {', '.join(PLACEMENTS)}")
+    entry, fields = lookup(placement)
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    result = PLACEMENTS[placement](topo, threads, use_smt)
+    result = entry.plan(topo, threads, use_smt, **fields)
     if isinstance(result, str):
         return NotApplicable(placement, threads, result)
     return result
