@@ -1,6 +1,7 @@
 # numa-effects: CPU inference of torchvision ResNets across batch size x optimization x
 # intra-op threads x NUMA placement, one pinned process per cell, aggregated into tidy tables.
-# This file is the table of contents; logic lives in workflow/scripts/numa_effects/.
+# This file is the table of contents; the plan is numa_effects.plan.build (workflow/rules/
+# common.smk) and the logic lives in workflow/scripts/numa_effects/ (docs/development.md).
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -9,22 +10,22 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-include: "workflow/rules/common.smk"
-include: "workflow/rules/resources.smk"
-include: "workflow/rules/machine.smk"
-include: "workflow/rules/benchmark.smk"
-include: "workflow/rules/efficiency.smk"
-include: "workflow/rules/aggregate.smk"
-include: "workflow/rules/degradation.smk"
-include: "workflow/rules/packrat.smk"
-include: "workflow/rules/packing.smk"
-include: "workflow/rules/report.smk"
+include: "workflow/rules/common.smk"  # the config checked, the plan built
+include: "workflow/rules/resources.smk"  # one set of job resources for every executor
+include: "workflow/rules/machine.smk"  # machine.json: topology, kernel knobs, versions
+include: "workflow/rules/benchmark.smk"  # one pinned process per replicate of a cell
+include: "workflow/rules/efficiency.smk"  # FLOPs and the GEMM peak
+include: "workflow/rules/aggregate.smk"  # manifest, cells/samples/skipped/failures, summary
+include: "workflow/rules/degradation.smk"  # placements vs baseline, optimizations vs eager
+include: "workflow/rules/packrat.smk"  # importing PackRat's results instead of measuring
+include: "workflow/rules/packing.smk"  # PackRat's packing question, measured
+include: "workflow/rules/report.smk"  # one rule per figure family and the report page
 
 
 rule all:
     default_target: True
     input:
-        all_outputs(),
+        PLAN.targets(),
 
 
 onsuccess:

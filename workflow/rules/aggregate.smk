@@ -1,36 +1,38 @@
-# The grid as data, under a name that changes with it (numa_effects.plan.manifest): the aggregations
-# take it as input, so an added or removed cell re-runs them without Snakemake's metadata.
+# The grid as data, under a name that changes with it (numa_effects.plan.manifest): the
+# aggregations take it as input, so an added or removed cell re-runs them without Snakemake's
+# metadata.
 rule grid_manifest:
     output:
-        GRID_MANIFEST_PATH,
+        PLAN.manifest_path,
     log:
-        f"{RESULTS}/logs/grid_manifest.log",
+        PLAN.log("grid_manifest"),
     localrule: True
     conda:
         "../../envs/analysis.yaml"
     params:
-        manifest=GRID_MANIFEST,
+        manifest=PLAN.manifest,
     script:
         "../scripts/write_manifest.py"
 
 
 rule tables:
     input:
-        cells=cell_outputs(),
-        manifest=GRID_MANIFEST_PATH,
-        flops=f"{RESULTS}/tables/flops.csv",
-        peak=f"{RESULTS}/tables/peak.csv",
+        cells=PLAN.cell_outputs(),
+        manifest=PLAN.manifest_path,
+        flops=PLAN.table("flops"),
+        peak=PLAN.table("peak"),
     output:
-        cells=f"{RESULTS}/tables/cells.csv",
-        samples=f"{RESULTS}/tables/samples.csv",
-        skipped=f"{RESULTS}/tables/skipped.csv",
-        failures=f"{RESULTS}/tables/failures.csv",
+        cells=PLAN.table("cells"),
+        samples=PLAN.table("samples"),
+        skipped=PLAN.table("skipped"),
+        failures=PLAN.table("failures"),
     log:
-        f"{RESULTS}/logs/tables.log",
+        PLAN.log("tables"),
     conda:
         "../../envs/analysis.yaml"
     params:
-        skipped=skipped_rows(),
+        skipped=PLAN.skipped_rows(),
+        code=PLAN.code["tables"],
     script:
         "../scripts/aggregate_cells.py"
 
@@ -38,14 +40,16 @@ rule tables:
 rule summary:
     input:
         # plain paths, not rules.tables.output: imported results (packrat.smk) make them too
-        cells=f"{RESULTS}/tables/cells.csv",
-        skipped=f"{RESULTS}/tables/skipped.csv",
-        machine=f"{RESULTS}/machine.json",
+        cells=PLAN.table("cells"),
+        skipped=PLAN.table("skipped"),
+        machine=PLAN.path(paths.MACHINE),
     output:
-        f"{RESULTS}/summary.txt",
+        PLAN.path(paths.SUMMARY),
     log:
-        f"{RESULTS}/logs/summary.log",
+        PLAN.log("summary"),
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=PLAN.code["tables"],
     script:
         "../scripts/write_summary.py"

@@ -1,27 +1,25 @@
+# One pinned process per replicate of a cell (numa_effects.measure): the grid's cells, their
+# replicates and the order they run in come from the plan (PLAN.order via priorities).
 rule cell:
     output:
-        f"{RESULTS}/{grid_mod.CELL_PATTERN}",
+        PLAN.path(paths.CELL),
     log:
-        f"{RESULTS}/{grid_mod.LOG_PATTERN}",
-    # Names only: no path separators or shell metacharacters can reach a cell.
+        PLAN.path(paths.CELL_LOG),
+    # Names only (from the axis registry): no path separators or shell metacharacters.
     wildcard_constraints:
-        model=r"[a-z][a-z0-9_]*",
-        opt=r"[a-z][a-z0-9_]*",
-        placement=r"[a-z][a-z-]*(\+smt)?",
-        threads=r"\d+",
-        batch_size=r"\d+",
-        replicate=r"[1-9]\d*",
-    # Replicates run round by round, a placement next to its baseline (grid.job_order).
-    priority: cell_priority
+        **grid_mod.wildcard_constraints(),
+    # Replicates run round by round, a placement next to its baseline (plan.grid.job_order).
+    priority: lambda wc: PLAN.priority(cell_key(wc), wc.replicate)
     conda:
         "../../envs/benchmark.yaml"
     threads: bench_threads
     resources:
-        **bench_resources(cell_timeout(None)),
-    # The timeout (cell_timeout) and max_memory_mb are read from the config by the job, not
-    # params: they decide whether a cell fails, not how it is measured, so changing them
-    # re-runs nothing (`make retry-failed` re-runs the failed cells).
+        **bench_resources(PLAN.cell_timeout_s),
+    # The timeout and max_memory_mb are read from the config by the job, not params: they
+    # decide whether a cell fails, not how it is measured, so changing them re-runs nothing
+    # (`make retry-failed` re-runs the failed cells). The spec carries the measuring code's
+    # digest: an edit that changes what it does re-measures (plan.code).
     params:
-        spec=cell_spec,
+        spec=lambda wc: PLAN.cell_spec(cell_key(wc), wc.replicate),
     script:
         "../scripts/run_cell.py"

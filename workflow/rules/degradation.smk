@@ -1,16 +1,18 @@
-# Placement vs sequential and optimization vs eager, with bootstrap CIs over the raw samples.
+# Each placement against its baseline and each optimization against eager, with two-level CIs.
 
 
 rule degradation:
     input:
-        cells=f"{RESULTS}/tables/cells.csv",
-        samples=f"{RESULTS}/tables/samples.csv",
+        cells=PLAN.table("cells"),
+        samples=PLAN.table("samples"),
     output:
-        degradation=f"{RESULTS}/tables/degradation.csv",
-        opt_speedup=f"{RESULTS}/tables/opt_speedup.csv",
+        degradation=PLAN.table("degradation"),
+        opt_speedup=PLAN.table("opt_speedup"),
     log:
-        f"{RESULTS}/logs/degradation.log",
+        PLAN.log("degradation"),
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=PLAN.code["tables"],
     script:
         "../scripts/compare_cells.py"

@@ -1,59 +1,55 @@
-# Work per cell and the machine's limit: FLOPs per (model, batch, image size) and the float32
-# GEMM peak per (placement, threads), joined into cells.csv as gflop_per_s and efficiency.
-
-from numa_effects.tables import flops as flops_mod  # noqa: E402
-from numa_effects.measure import peak as peak_mod  # noqa: E402
-
-# One plan per (placement, threads): the peak is pinned exactly like the cells that use it.
-# None with `peak: false` (an emulated test guest): peak.csv is then empty and so is efficiency.
-PEAK_PLANS = peak_mod.plans(GRID) if config["peak"] else {}
+# Work per cell and the machine's limit: FLOPs per (model, batch, image size) and the GEMM peak
+# per (placement, threads), pinned exactly like the cells that use it, joined into cells.csv as
+# gflop_per_s and efficiency. With `peak: false` (an emulated test guest) there is no peak job:
+# peak.csv is empty and so is efficiency.
 
 
 rule flops:
     input:
-        manifest=GRID_MANIFEST_PATH,  # a grid change re-counts (common.smk)
+        manifest=PLAN.manifest_path,  # a grid change re-counts (plan.manifest)
     output:
-        f"{RESULTS}/tables/flops.csv",
+        PLAN.table("flops"),
     log:
-        f"{RESULTS}/logs/flops.log",
+        PLAN.log("flops"),
     conda:
         "../../envs/benchmark.yaml"
     params:
-        combos=flops_mod.combos(GRID, config["image_size"]),
+        combos=PLAN.flops_combos(),
+        code=PLAN.code["tables"],
     script:
         "../scripts/count_flops.py"
 
 
 rule peak:
     output:
-        f"{RESULTS}/peak/{{placement}}/t{{threads}}.json",
+        PLAN.path(paths.PEAK),
     log:
-        f"{RESULTS}/logs/peak/{{placement}}/t{{threads}}.log",
+        PLAN.path(paths.PEAK_LOG),
     wildcard_constraints:
         threads=r"\d+",
     conda:
         "../../envs/benchmark.yaml"
     threads: bench_threads
     resources:
-        **bench_resources(300),
+        **bench_resources(plan_mod.PEAK_TIMEOUT_S),
     params:
-        spec=lambda wc: peak_mod.spec(
-            PEAK_PLANS, wc.placement, int(wc.threads), config["use_smt"]
-        ),
-        timeout_s=300,
+        spec=lambda wc: PLAN.peak_spec(wc.placement, int(wc.threads)),
+        timeout_s=plan_mod.PEAK_TIMEOUT_S,
     script:
         "../scripts/run_peak.py"
 
 
 rule peak_table:
     input:
-        peaks=peak_mod.outputs(PEAK_PLANS, RESULTS),
-        manifest=GRID_MANIFEST_PATH,  # a removed thread count drops its row (common.smk)
+        peaks=PLAN.peak_outputs(),
+        manifest=PLAN.manifest_path,  # a removed thread count drops its row
     output:
-        f"{RESULTS}/tables/peak.csv",
+        PLAN.table("peak"),
     log:
-        f"{RESULTS}/logs/peak_table.log",
+        PLAN.log("peak_table"),
     conda:
         "../../envs/analysis.yaml"
+    params:
+        code=PLAN.code["tables"],
     script:
         "../scripts/tabulate_peak.py"

@@ -1,8 +1,8 @@
 rule machine:
     output:
-        f"{RESULTS}/machine.json",
+        PLAN.path(paths.MACHINE),
     log:
-        f"{RESULTS}/logs/machine.log",
+        PLAN.log("machine"),
     conda:
         "../../envs/benchmark.yaml"
     script:

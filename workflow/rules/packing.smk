@@ -1,52 +1,36 @@
 # PackRat's question from this grid (docs/packing.md): per (model, opt) the optimizer picks the
 # best <instances, threads, batch> for every batch size and core budget from tables/cells.csv;
 # each choice and the fat instance are then measured for real as concurrent pinned processes.
-from numa_effects.report import registry as figures_mod  # noqa: E402
-from numa_effects.plan import packing as packing_mod  # noqa: E402
-
-try:
-    PACKING = packing_mod.settings(
-        config, TOPOLOGY, grid_mod.thread_counts(config, TOPOLOGY)
-    )
-except packing_mod.PackingConfigError as exc:
-    raise WorkflowError(str(exc)) from None
-PACKING_JOBS = packing_mod.jobs(PACKING)
-# The report's Packing figures exist for the packed (model, opt): the registry's plan is the
-# config's (numa_effects.report.registry.plan_packing; figures are listed by report_functions.smk).
-figures_mod.PLANS["packing"] = packing_mod.figure_plan(PACKING)
+# The jobs are the plan's (PLAN.packing_jobs; none when packing is off).
 
 
-# What `all` asks of packing (workflow/rules/common.smk): the table, or nothing when it is off.
-PACKING_OUTPUTS = [f"{RESULTS}/tables/packing.csv"] if PACKING_JOBS else []
-
-
-if PACKING_JOBS:
+if PLAN.packing_jobs:
 
     rule packing_plan:
         input:
-            cells=f"{RESULTS}/tables/cells.csv",
+            cells=PLAN.table("cells"),
         output:
-            f"{RESULTS}/packing/{{model}}/{{opt}}/plans.json",
+            PLAN.path(paths.PACKING_PLANS),
         log:
-            f"{RESULTS}/logs/packing/{{model}}/{{opt}}/plans.log",
+            PLAN.path(paths.PACKING_PLANS_LOG),
         conda:
             "../../envs/analysis.yaml"
         params:
-            budgets=list(PACKING["budgets"]),
-            batch_sizes=PACKING["batch_sizes"],
-            threads=PACKING["threads"],
-            use_smt=PACKING["use_smt"],
-            topology=TOPOLOGY.to_dict(),
+            budgets=list(PLAN.packing["budgets"]),
+            batch_sizes=PLAN.packing["batch_sizes"],
+            threads=PLAN.packing["threads"],
+            use_smt=PLAN.packing["use_smt"],
+            topology=PLAN.topology.to_dict(),
         script:
             "../scripts/plan_packing.py"
 
     rule packing_run:
         input:
-            plans=f"{RESULTS}/packing/{{model}}/{{opt}}/plans.json",
+            plans=PLAN.path(paths.PACKING_PLANS),
         output:
-            f"{RESULTS}/packing/{{model}}/{{opt}}/c{{budget}}/bs{{batch_size}}.json",
+            PLAN.path(paths.PACKING_RUN),
         log:
-            f"{RESULTS}/logs/packing/{{model}}/{{opt}}/c{{budget}}/bs{{batch_size}}.log",
+            PLAN.path(paths.PACKING_RUN_LOG),
         wildcard_constraints:
             budget=r"\d+",
             batch_size=r"\d+",
@@ -54,38 +38,24 @@ if PACKING_JOBS:
             "../../envs/benchmark.yaml"
         threads: bench_threads
         resources:
-            **bench_resources(4 * cell_timeout(None)),
+            **bench_resources(4 * PLAN.cell_timeout_s),
         params:
-            job=lambda wc: {
-                "model": wc.model,
-                "opt": wc.opt,
-                "image_size": config["image_size"],
-                "use_smt": config["use_smt"],
-                "replicates": config.get("replicates", 1),
-                "settings": {
-                    **{k: config.get(k) for k in MEASUREMENT_KEYS},
-                    "max_seconds_per_cell": PACKING["max_seconds"],
-                },
-            },
+            job=lambda wc: PLAN.packing_job(wc.model, wc.opt),
         script:
             "../scripts/run_packing.py"
 
     rule packing_table:
         input:
-            plans=sorted(
-                {
-                    packing_mod.plan_path(RESULTS, j["model"], j["opt"])
-                    for j in PACKING_JOBS
-                }
-            ),
-            runs=[packing_mod.run_path(RESULTS, j) for j in PACKING_JOBS],
+            plans=PLAN.packing_plan_paths(),
+            runs=PLAN.packing_run_paths(),
         output:
-            f"{RESULTS}/tables/packing.csv",
+            PLAN.table("packing"),
         log:
-            f"{RESULTS}/logs/packing_table.log",
+            PLAN.log("packing_table"),
         conda:
             "../../envs/analysis.yaml"
         params:
-            budget_names={str(k): v for k, v in PACKING["budgets"].items()},
+            budget_names={str(k): v for k, v in PLAN.packing["budgets"].items()},
+            code=PLAN.code["tables"],
         script:
             "../scripts/tabulate_packing.py"

@@ -1,31 +1,28 @@
-# Importing PackRat results instead of measuring (config key `import`, README "Importing PackRat
-# results"): one rule writes the tables and machine.json that the cells would have produced;
-# everything downstream (degradation, summary, report) is unchanged.
-from numa_effects.tables import packrat as packrat_mod  # noqa: E402
-
-IMPORT = config.get("import") or {}
-PACKRAT_SOURCES = list(IMPORT.get("packrat") or [])
+# Importing PackRat results instead of measuring (config key `import`, docs/report.md): one rule
+# writes the tables and machine.json that the cells would have produced; everything downstream
+# (degradation, summary, report) is unchanged.
 
 
-if PACKRAT_SOURCES:
+if PLAN.imported:
 
     ruleorder: import_packrat > tables
     ruleorder: import_packrat > machine
 
     rule import_packrat:
         input:
-            packrat_mod.input_files(PACKRAT_SOURCES),
+            packrat_inputs(PLAN.imported),
         output:
-            cells=f"{RESULTS}/tables/cells.csv",
-            samples=f"{RESULTS}/tables/samples.csv",
-            skipped=f"{RESULTS}/tables/skipped.csv",
-            machine=f"{RESULTS}/machine.json",
+            cells=PLAN.table("cells"),
+            samples=PLAN.table("samples"),
+            skipped=PLAN.table("skipped"),
+            machine=PLAN.path(paths.MACHINE),
         log:
-            f"{RESULTS}/logs/import_packrat.log",
+            PLAN.log("import_packrat"),
         conda:
             "../../envs/analysis.yaml"
         params:
-            sources=PACKRAT_SOURCES,
-            description=IMPORT.get("machine"),
+            sources=list(PLAN.imported),
+            description=PLAN.config["import"].get("machine"),
+            code=PLAN.code["tables"],
         script:
             "../scripts/import_packrat.py"

@@ -26,6 +26,7 @@ for family in figures_mod.FAMILIES:
         params:
             family=family.name,
             caption=family.caption,
+            code=PLAN.code["report"],
         script:
             "../scripts/plot_figure.py"
 
@@ -37,7 +38,7 @@ rule report_page:
     output:
         f"{REPORT_DIR}/index.html",
     log:
-        f"{RESULTS}/logs/report/index.log",
+        PLAN.log("report/index"),
     conda:
         "../../envs/analysis.yaml"
     params:
@@ -45,7 +46,8 @@ rule report_page:
         figure_dir=lambda wildcards, output: os.path.join(
             os.path.dirname(output[0]), "figures"
         ),
-        placements=report_placements(),
-        imported=PACKRAT_SOURCES,
+        placements=PLAN.placements(),
+        imported=list(PLAN.imported),
+        code=PLAN.code["report"],
     script:
         "../scripts/render_report.py"

@@ -1,28 +1,16 @@
 # Functions of the report rules (workflow/rules/report.smk): which figures exist, and the
-# inputs, outputs and logs of the plot rules. Figures are planned from the grid (or the imported
-# cells), never by globbing results: only figures whose data exist are requested.
+# inputs, outputs and logs of the plot rules. Figures are planned from the plan's cells (or the
+# imported ones), never by globbing results: only figures whose data exist are requested.
 import os
 
+from numa_effects.plan import packing as packing_mod  # noqa: E402
 from numa_effects.report import registry as figures_mod  # noqa: E402
 
-REPORT_DIR = f"{RESULTS}/report"
-FIGURE_DIR = f"{REPORT_DIR}/figures"
-
-
-def report_cell_keys():
-    """The cells that run (or were imported): skipped cells get no figure of their own."""
-    if PACKRAT_SOURCES:
-        return packrat_mod.keys(PACKRAT_SOURCES)
-    return list(GRID.cells)
-
-
-FIGURES = figures_mod.figures(report_cell_keys())
-
-
-def report_placements():
-    if PACKRAT_SOURCES:
-        return sorted({k["placement"] for k in report_cell_keys()})
-    return list(config["placements"])
+REPORT_DIR = PLAN.path(paths.REPORT_DIR)
+FIGURE_DIR = PLAN.path(paths.FIGURE_DIR)
+# The Packing figures exist for the packed (model, opt) of the plan.
+figures_mod.PLANS["packing"] = packing_mod.figure_plan(PLAN.packing)
+FIGURES = figures_mod.figures(PLAN.figure_keys())
 
 
 def figure_targets():
@@ -31,7 +19,7 @@ def figure_targets():
 
 def figure_input(family):
     """The tables the family reads (``Family.tables``): results/tables/<name>.csv."""
-    return {t: f"{RESULTS}/tables/{t}.csv" for t in figures_mod.BY_NAME[family].tables}
+    return {t: PLAN.table(t) for t in figures_mod.BY_NAME[family].tables}
 
 
 def figure_output(family):
@@ -57,17 +45,17 @@ def figure_output(family):
 
 
 def figure_log(family):
-    return f"{RESULTS}/logs/report/{figures_mod.BY_NAME[family].pattern}.log"
+    return PLAN.log(f"report/{figures_mod.BY_NAME[family].pattern}")
 
 
 def report_page_tables():
     """Tables the page reads; failures.csv exists only for measured runs (not imports)."""
     tables = {
-        "cells": f"{RESULTS}/tables/cells.csv",
-        "skipped": f"{RESULTS}/tables/skipped.csv",
-        "degradation": f"{RESULTS}/tables/degradation.csv",
-        "machine": f"{RESULTS}/machine.json",
+        "cells": PLAN.table("cells"),
+        "skipped": PLAN.table("skipped"),
+        "degradation": PLAN.table("degradation"),
+        "machine": PLAN.path(paths.MACHINE),
     }
-    if not PACKRAT_SOURCES:
-        tables["failures"] = f"{RESULTS}/tables/failures.csv"
+    if PLAN.measured:
+        tables["failures"] = PLAN.table("failures")
     return tables

@@ -40,7 +40,7 @@ def bench_resources(timeout_s):
 def bench_threads(wildcards):
     """Every logical CPU of the planning topology: a benchmark job owns the whole machine."""
     require_cluster_topology()
-    return len(TOPOLOGY.cpus)
+    return len(PLAN.topology.cpus)
 
 
 def require_cluster_topology():

@@ -1,31 +1,71 @@
 """The experiment grid: the config expanded into cells (runnable, with their plan) and skipped
 cells (with the reason this machine cannot run them); each cell's ``replicates`` (independent
-pinned processes, one result file each) and the order in which they run (``job_order``)."""
+pinned processes, one result file each) and the order in which they run (``job_order``).
+
+The grid's axes are one registry, ``AXES``: each names its column (and wildcard), the config
+key that lists its values, its segment of the result path and the names it allows. The cell
+key (``CellKey``), the key columns of every table (``KEYS``), the result and log paths
+(``CELL_PATTERN``) and the workflow's wildcard constraints all follow from it, so a new axis is
+one ``Axis`` entry (and where it matters, a reason to skip some of its cells in ``expand``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from numa_effects.plan import memory as memory_mod
+from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
-KEYS = ("model", "opt", "placement", "threads", "batch_size")
+NAME = r"[a-z][a-z0-9_]*"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the grid."""
+
+    name: str  # the column of every table and the wildcard of every path
+    config_key: str  # the config key that lists the axis' values
+    segment: str  # its part of the result path, e.g. ``t{threads}``
+    pattern: Callable[[], str]  # the values it allows, as a regular expression
+    type: type = str
+
+    def values(self, config: dict, topo: Topology) -> list:
+        if self.name == "threads":
+            return thread_counts(config, topo)
+        if self.name == "placement":
+            use_smt = bool(config.get("use_smt", False))
+            return [placement_mod.label(p, use_smt) for p in config["placements"]]
+        return [self.type(v) for v in config[self.config_key]]
+
+
+AXES: tuple[Axis, ...] = (
+    Axis("model", "models", "{model}", lambda: NAME),
+    Axis("opt", "optimizations", "{opt}", lambda: NAME),
+    Axis("placement", "placements", "{placement}", placement_mod.names_regex),
+    Axis("threads", "threads", "t{threads}", lambda: r"\d+", int),
+    Axis("batch_size", "batch_sizes", "bs{batch_size}", lambda: r"\d+", int),
+)
+KEYS = tuple(a.name for a in AXES)
 # One result file per replicate (an independent pinned process) of a cell.
-CELL_PATTERN = "cells/{model}/{opt}/{placement}/t{threads}/bs{batch_size}/r{replicate}.json"
+CELL_PATTERN = "cells/" + "/".join(a.segment for a in AXES) + "/r{replicate}.json"
 LOG_PATTERN = "logs/" + CELL_PATTERN.removesuffix(".json") + ".log"
 DEFAULT_REPLICATES = 1  # when the config has no ``replicates`` (config/config.yaml sets it)
 
 
-@dataclass(frozen=True, order=True)
-class CellKey:
-    model: str
-    opt: str
-    placement: str
-    threads: int
-    batch_size: int
+def wildcard_constraints() -> dict[str, str]:
+    """The wildcard constraints of a cell's path: names only, no separators or shell
+    metacharacters can reach a cell."""
+    return {a.name: a.pattern() for a in AXES} | {"replicate": r"[1-9]\d*"}
+
+
+class _Key:
+    """Methods of ``CellKey`` (its fields are ``AXES``)."""
 
     def path(self, results: str = "results", replicate: int = 1) -> str:
         """The result file of replicate ``replicate`` (1-based) of this cell."""
@@ -37,13 +77,17 @@ class CellKey:
     @classmethod
     def from_wildcards(cls, wc) -> CellKey:
         get = wc.get if isinstance(wc, dict) else lambda k: getattr(wc, k)
-        return cls(
-            get("model"),
-            get("opt"),
-            get("placement"),
-            int(get("threads")),
-            int(get("batch_size")),
-        )
+        return cls(*(a.type(get(a.name)) for a in AXES))
+
+
+CellKey = dataclasses.make_dataclass(
+    "CellKey",
+    [(a.name, a.type) for a in AXES],
+    bases=(_Key,),
+    frozen=True,
+    order=True,
+)
+CellKey.__module__ = __name__
 
 
 @dataclass(frozen=True)
@@ -63,26 +107,32 @@ def expand(config: dict, topo: Topology, memory_bytes: int | None = None) -> Gri
     """``memory_bytes``: the planning machine's memory; cells estimated not to fit in it are
     skipped with the estimate (``numa_effects.plan.memory``). None: no memory check."""
     use_smt = bool(config.get("use_smt", False))
+    image_size = int(config.get("image_size", 224))
     cells: dict[CellKey, placement_mod.Plan] = {}
     skipped: dict[CellKey, str] = {}
-    for model in config["models"]:
-        for opt in config["optimizations"]:
-            for place in config["placements"]:
-                for t in thread_counts(config, topo):
-                    result = placement_mod.plan(topo, t, place, use_smt)
-                    for bs in config["batch_sizes"]:
-                        # With use_smt the label is "<placement>+smt": its own path and rows.
-                        label = placement_mod.label(place, use_smt)
-                        key = CellKey(model, opt, label, t, int(bs))
-                        too_big = memory_mod.skip_reason(
-                            model, int(bs), config.get("image_size", 224), memory_bytes
-                        )
-                        if isinstance(result, placement_mod.NotApplicable):
-                            skipped[key] = result.reason
-                        elif too_big:
-                            skipped[key] = too_big
-                        else:
-                            cells[key] = result
+    plans: dict[tuple, placement_mod.Plan | placement_mod.NotApplicable] = {}
+    for values in itertools.product(*(a.values(config, topo) for a in AXES)):
+        key = CellKey(*values)
+        where = (key.placement, key.threads)
+        if where not in plans:
+            plans[where] = placement_mod.plan(topo, key.threads, key.placement, use_smt)
+        planned = plans[where]
+        opt = optimizations_mod.OPTIMIZATIONS.get(key.opt)
+        reason = (
+            planned.reason
+            if isinstance(planned, placement_mod.NotApplicable)
+            else memory_mod.skip_reason(
+                key.model,
+                key.batch_size,
+                image_size,
+                memory_bytes,
+                opt.bytes_per_element if opt else memory_mod.FLOAT32_BYTES,
+            )
+        )
+        if reason:
+            skipped[key] = reason
+        else:
+            cells[key] = planned
     return Grid(dict(sorted(cells.items())), dict(sorted(skipped.items())))
 
 
@@ -93,10 +143,10 @@ def replicates(config: dict) -> int:
 
 
 def _group(key: CellKey) -> tuple:
-    """Cells compared with each other by ``degradation`` (a placement and its sequential
-    baseline, SMT kept apart): they run next to each other in every round."""
-    _base, smt = placement_mod.parse_label(key.placement)
-    return (key.model, key.opt, key.threads, key.batch_size, smt)
+    """Cells compared with each other by ``tables.compare`` (a placement and its baseline, SMT
+    kept apart): they run next to each other in every round."""
+    base = placement_mod.baseline_of(key.placement) or key.placement
+    return (*(getattr(key, k) for k in KEYS if k != "placement"), base)
 
 
 def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list[tuple]:
@@ -105,9 +155,9 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
 
     - round r measures replicate r of every cell (all first replicates, then all second ones),
       so two replicates of a cell are a whole round apart, never back to back (with >= 2 cells);
-    - within a round, the cells of one comparison group (a placement and its ``sequential``
-      baseline at the same model, opt, threads and batch size) run next to each other, in ABBA
-      order over the rounds (baseline first in odd rounds, last in even ones);
+    - within a round, the cells of one comparison group (a placement and its baseline at the
+      same values of every other axis) run next to each other, in ABBA order over the rounds
+      (baseline first in odd rounds, last in even ones);
     - the groups' order is a seeded shuffle per round, re-drawn if it would put the same group
       at the end of one round and the start of the next.
     """
@@ -117,20 +167,19 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
         groups.setdefault(_group(k), []).append(k)
 
     def baseline_first(k: CellKey) -> tuple:
-        return (placement_mod.parse_label(k.placement)[0] != placement_mod.BASELINE, k)
+        return (not placement_mod.is_baseline(k.placement), k)
 
     for members in groups.values():
         members.sort(key=baseline_first)
     rng = random.Random(seed)
     order: list[tuple] = []
-    names = list(groups)
     last = None
     for r in range(1, int(n_replicates) + 1):
         names = list(groups)
         rng.shuffle(names)
         if len(names) > 1 and names[0] == last:
             names.append(names.pop(0))
-        last = names[-1]
+        last = names[-1] if names else None
         for g in names:
             members = groups[g]
             # ABBA across rounds; a lone group keeps one order (else its last cell would

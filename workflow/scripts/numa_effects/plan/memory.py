@@ -92,13 +92,18 @@ FOOTPRINT: dict[str, tuple[int, int]] = {
 }
 
 
-def estimate(model: str, batch_size: int, image_size: int) -> int | None:
-    """Bytes a cell needs at least (weights + one batch's largest layer), or None if unknown."""
+def estimate(
+    model: str, batch_size: int, image_size: int, bytes_per_element: int = FLOAT32_BYTES
+) -> int | None:
+    """Bytes a cell needs at least (weights + one batch's largest layer), or None if unknown.
+    ``bytes_per_element``: of the optimization's dtype (``Optimization.bytes_per_element``);
+    ``FOOTPRINT``'s layer bytes were measured in float32 and scale with it."""
     if model not in FOOTPRINT:
         return None
     params, layer = FOOTPRINT[model]
     area = (int(image_size) / REFERENCE_SIZE) ** 2
-    return int(params * FLOAT32_BYTES + int(batch_size) * layer * area)
+    scale = bytes_per_element / FLOAT32_BYTES
+    return int(params * bytes_per_element + int(batch_size) * layer * area * scale)
 
 
 def machine_bytes(topo=None) -> int | None:
@@ -120,9 +125,15 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def skip_reason(model: str, batch_size: int, image_size: int, memory: int | None) -> str | None:
+def skip_reason(
+    model: str,
+    batch_size: int,
+    image_size: int,
+    memory: int | None,
+    bytes_per_element: int = FLOAT32_BYTES,
+) -> str | None:
     """Why the cell cannot fit in ``memory`` bytes (None if it may, or if unknown)."""
-    need = estimate(model, batch_size, image_size)
+    need = estimate(model, batch_size, image_size, bytes_per_element)
     if need is None or memory is None or need <= memory:
         return None
     return (

@@ -1,0 +1,239 @@
+"""The workflow's plan: everything the rules need, computed once from the checked config and the
+planning topology. ``build(config, topology, ...) -> Plan`` is pure (no I/O, no module state):
+the .smk files only read from the plan, so what runs is a function of its inputs and the order
+of ``include:`` statements cannot change it.
+
+A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
+priority, the cell specs, the GEMM peak jobs, the packing jobs, the imported cells (PackRat), the
+grid manifest, the code digests that decide re-runs, and every output path (``plan.paths``). A
+grid in which every cell is skipped is a valid plan: it measures nothing, and the tables and
+report list the skipped cells with their reasons.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import manifest as manifest_mod
+from numa_effects.plan import optimizations as optimizations_mod
+from numa_effects.plan import packing as packing_mod
+from numa_effects.plan import paths
+from numa_effects.plan import settings as settings_mod
+from numa_effects.plan.topology import Topology
+
+# The GEMM peak of one (placement, threads): the denominator of efficiency (measure.peak).
+PEAK_MATRIX_SIZE = 2048
+PEAK_SECONDS = 2.0
+PEAK_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: dict
+    topology: Topology
+    grid: grid_mod.Grid
+    replicates: int
+    order: tuple  # ((CellKey, replicate), ...) in the order the cell jobs run
+    peak: dict  # (placement label, threads) -> placement.Plan; {} with peak: false or imports
+    packing: dict  # the resolved packing settings (plan.packing.settings)
+    packing_jobs: tuple  # one dict of wildcards per packing measurement job
+    imported: tuple  # PackRat sources (config key import.packrat); () = measured here
+    imported_keys: tuple  # the imported cells' keys (dicts)
+    code: dict  # layer -> digest of its code's content (plan.code)
+    manifest: dict = field(init=False)
+    _priority: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "manifest", manifest_mod.content(self.grid, self.replicates))
+        n = len(self.order)
+        object.__setattr__(self, "_priority", {job: n - i for i, job in enumerate(self.order)})
+
+    # -- paths ----------------------------------------------------------------------------------
+    @property
+    def results(self) -> str:
+        return self.config["results"]
+
+    def path(self, pattern: str, **fields) -> str:
+        """``pattern`` (a ``plan.paths`` constant) below the results folder; fields formatted
+        when given, else left as wildcards."""
+        return f"{self.results}/{pattern.format(**fields) if fields else pattern}"
+
+    def table(self, name: str) -> str:
+        return self.path(paths.table(name))
+
+    def log(self, name: str) -> str:
+        return self.path(paths.log(name))
+
+    @property
+    def manifest_path(self) -> str:
+        return manifest_mod.path(self.results, self.manifest)
+
+    # -- cells ----------------------------------------------------------------------------------
+    @property
+    def measured(self) -> bool:
+        """False for an import: nothing is measured on this machine."""
+        return not self.imported
+
+    def priority(self, key, replicate: int) -> int:
+        """Snakemake priority of a cell job: the earlier in ``order``, the higher."""
+        return self._priority.get((key, int(replicate)), 0)
+
+    def cell_outputs(self) -> list[str]:
+        """Every replicate of every cell (one result file each), in the order they run."""
+        return [k.path(self.results, r) for k, r in self.order]
+
+    def cell_spec(self, key, replicate: int) -> dict:
+        """Everything the pinned cell process needs; a change here re-runs the cell."""
+        spec = {
+            "cell": {
+                **key.as_dict(),
+                "image_size": self.config["image_size"],
+                "use_smt": self.config["use_smt"],
+            },
+            "plan": self.grid.cells[key].to_dict(),
+            "settings": settings_mod.of(self.config),
+            # which independent process of the cell this is (its own result file)
+            "replicate": int(replicate),
+            # the content of the measuring code (plan.code): an edit that changes it re-measures
+            "code": self.code.get("measure"),
+        }
+        if optimizations_mod.OPTIMIZATIONS[key.opt].compile_cache:
+            # torch.compile's cache lives under results/ so the processes of a run share kernels
+            spec["compile_cache_dir"] = os.path.abspath(self.path(paths.COMPILE_CACHE))
+        return spec
+
+    def skipped_rows(self) -> list[dict]:
+        return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
+
+    @property
+    def cell_timeout_s(self) -> float:
+        return settings_mod.cell_timeout_s(self.config)
+
+    # -- peak and FLOPs -------------------------------------------------------------------------
+    def peak_outputs(self) -> list[str]:
+        return [self.path(paths.PEAK, placement=p, threads=t) for p, t in self.peak]
+
+    def peak_spec(self, placement: str, threads: int) -> dict:
+        """What the pinned peak process needs (the launcher's cell-spec shape)."""
+        return {
+            "cell": {
+                "kind": "peak",
+                "placement": placement,
+                "threads": int(threads),
+                "use_smt": self.config["use_smt"],
+            },
+            "plan": self.peak[(placement, int(threads))].to_dict(),
+            "settings": {"matrix_size": PEAK_MATRIX_SIZE, "seconds": PEAK_SECONDS},
+            "code": self.code.get("measure"),
+        }
+
+    def flops_combos(self) -> list[dict]:
+        """The distinct (model, batch_size, image_size) of the runnable cells."""
+        keys = sorted({(k.model, k.batch_size) for k in self.grid.cells})
+        size = int(self.config["image_size"])
+        return [{"model": m, "batch_size": b, "image_size": size} for m, b in keys]
+
+    # -- packing --------------------------------------------------------------------------------
+    def packing_plan_paths(self) -> list[str]:
+        pairs = sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
+        return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in pairs]
+
+    def packing_run_paths(self) -> list[str]:
+        return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
+
+    def packing_job(self, model: str, opt: str) -> dict:
+        """What a packing measurement job needs besides its plan (run_packing.py)."""
+        return {
+            "model": model,
+            "opt": opt,
+            "image_size": self.config["image_size"],
+            "use_smt": self.config["use_smt"],
+            "replicates": self.replicates,
+            "settings": {
+                **settings_mod.of(self.config),
+                "max_seconds_per_cell": self.packing["max_seconds"],
+            },
+            "code": self.code.get("measure"),
+        }
+
+    # -- report ---------------------------------------------------------------------------------
+    def figure_keys(self) -> list:
+        """The cells the report's figures are planned from: those that run (or were imported);
+        skipped cells get no figure of their own."""
+        return list(self.imported_keys) if self.imported else list(self.grid.cells)
+
+    def packed(self) -> list[tuple[str, str]]:
+        """The (model, opt) pairs whose packing is measured (the report's Packing figures)."""
+        return sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
+
+    def placements(self) -> list[str]:
+        """The placements the report speaks of: the config's, or the imported cells'."""
+        if self.imported:
+            return sorted({k["placement"] for k in self.imported_keys})
+        return list(self.config["placements"])
+
+    # -- what `all` asks for ----------------------------------------------------------------------
+    def targets(self, figures: list[str] = ()) -> list[str]:
+        """Every output of a complete run. A missing input of the target makes Snakemake
+        re-check the jobs that make it, with or without .snakemake/ metadata: a changed grid's
+        new manifest re-runs the aggregations."""
+        tables = ["cells", "samples", "skipped", "degradation", "opt_speedup"]
+        out = [self.manifest_path, self.path(paths.MACHINE)]
+        if self.measured:
+            tables += ["failures", "peak"]
+        out += [self.table(t) for t in tables]
+        out += [self.path(paths.SUMMARY), self.path(paths.REPORT_PAGE)]
+        if self.packing_jobs:
+            out.append(self.table("packing"))
+        if self.measured:
+            # Every replicate's result is a target too: Snakemake does not re-make a deleted
+            # intermediate file whose consumers are up to date, so a deleted or missing
+            # replicate re-runs (alone, then the tables) only when it is asked for.
+            out += self.cell_outputs()
+        return out
+
+
+def build(
+    config: dict,
+    topology: Topology,
+    *,
+    memory_bytes: int | None = None,
+    imported_keys: list[dict] | None = None,
+    code: dict | None = None,
+) -> Plan:
+    """The plan of a checked config (``numa_effects.config.check``: defaults filled, values
+    normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
+    cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
+    ``code``: ``plan.code.digests()``."""
+    imported = tuple((config.get("import") or {}).get("packrat") or ())
+    grid = grid_mod.expand(config, topology, memory_bytes) if not imported else _empty()
+    replicates = grid_mod.replicates(config)
+    order = tuple(grid_mod.job_order(grid.cells, replicates, int(config.get("order_seed") or 0)))
+    peak = {}
+    if config.get("peak", True) and not imported:
+        for key, cell_plan in grid.cells.items():
+            peak.setdefault((key.placement, key.threads), cell_plan)
+        peak = dict(sorted(peak.items()))
+    threads = grid_mod.thread_counts(config, topology) if not imported else []
+    packing = packing_mod.settings(config, topology, threads)
+    jobs = tuple(packing_mod.jobs(packing)) if not imported else ()
+    return Plan(
+        config=config,
+        topology=topology,
+        grid=grid,
+        replicates=replicates,
+        order=order,
+        peak=peak,
+        packing=packing,
+        packing_jobs=jobs,
+        imported=imported,
+        imported_keys=tuple(imported_keys or ()),
+        code=dict(code or {}),
+    )
+
+
+def _empty() -> grid_mod.Grid:
+    return grid_mod.Grid({}, {})
+

@@ -1,0 +1,75 @@
+"""What "the code changed" means for a re-run: a digest of the *content* of the code that
+produces an output, never its files' modification times (a fresh ``git clone`` makes every
+file newer than results copied beside it, and Snakemake's ``code`` trigger compares exactly
+those times; it is off in profiles/default).
+
+Each layer's digest is a rule parameter of the jobs it decides (cells: ``measure``; tables:
+``tables``; figures and page: ``report``), so with Snakemake's records (``.snakemake/``) an
+edit that changes what the code does re-runs exactly those jobs. The digest is over the
+modules' syntax trees without docstrings, so an edit of a comment or a docstring re-runs
+nothing. Which files belong to which layer: ``LAYERS`` (docs/troubleshooting.md says which
+edits re-measure)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[2]  # workflow/scripts
+# layer -> the files (relative to workflow/scripts, globs allowed) whose content decides it
+LAYERS = {
+    "measure": (
+        "numa_effects/measure/*.py",
+        "numa_effects/plan/optimizations.py",
+        "numa_effects/plan/settings.py",
+        "numa_effects/stats.py",
+        "run_cell.py",
+        "run_peak.py",
+        "run_packing.py",
+    ),
+    "tables": (
+        "numa_effects/tables/*.py",
+        "numa_effects/stats.py",
+        "aggregate_cells.py",
+        "compare_cells.py",
+        "count_flops.py",
+        "tabulate_peak.py",
+        "tabulate_packing.py",
+        "write_summary.py",
+    ),
+    "report": ("numa_effects/report/*.py", "plot_figure.py", "render_report.py"),
+}
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def file_digest(path: Path) -> str:
+    """The digest of a Python file's syntax tree without docstrings (comments are not in it)."""
+    tree = _strip_docstrings(ast.parse(path.read_text(), str(path)))
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def digest(patterns, root: Path = SCRIPTS) -> str:
+    files = sorted({p for pat in patterns for p in root.glob(pat)})
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(root)}:{file_digest(p)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def digests(root: Path = SCRIPTS) -> dict[str, str]:
+    """``{layer: digest}`` of every layer in ``LAYERS``."""
+    return {layer: digest(patterns, root) for layer, patterns in LAYERS.items()}

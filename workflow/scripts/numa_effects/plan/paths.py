@@ -1,0 +1,33 @@
+"""Every output path of the workflow, relative to the results folder: one place, so the rules,
+the entry scripts and the tests name a file the same way. ``{...}`` fields are Snakemake
+wildcards (or ``str.format`` fields); ``Plan.path`` puts the results folder in front."""
+
+from __future__ import annotations
+
+from numa_effects.plan import grid
+
+MACHINE = "machine.json"
+SUMMARY = "summary.txt"
+TABLE = "tables/{name}.csv"
+MANIFEST = "grid/manifest-{digest}.json"
+CELL = grid.CELL_PATTERN
+CELL_LOG = grid.LOG_PATTERN
+PEAK = "peak/{placement}/t{threads}.json"
+PEAK_LOG = "logs/peak/{placement}/t{threads}.log"
+PACKING_PLANS = "packing/{model}/{opt}/plans.json"
+PACKING_PLANS_LOG = "logs/packing/{model}/{opt}/plans.log"
+PACKING_RUN = "packing/{model}/{opt}/c{budget}/bs{batch_size}.json"
+PACKING_RUN_LOG = "logs/packing/{model}/{opt}/c{budget}/bs{batch_size}.log"
+REPORT_DIR = "report"
+REPORT_PAGE = "report/index.html"
+FIGURE_DIR = "report/figures"
+LOG = "logs/{name}.log"
+COMPILE_CACHE = "cache/torchinductor"
+
+
+def table(name: str) -> str:
+    return TABLE.format(name=name)
+
+
+def log(name: str) -> str:
+    return LOG.format(name=name)

@@ -1,0 +1,44 @@
+"""The measurement settings: the config keys that decide how a cell is measured, with the
+timing loop's defaults (``measure.timing``). They travel in every cell's spec, so changing
+one re-measures every cell; keys that only decide whether a cell fails (its timeout,
+``max_memory_mb``) are read from the config by the job instead and re-run nothing."""
+
+from __future__ import annotations
+
+DEFAULTS = {
+    "protocol": "adaptive",
+    "warmup": 2,
+    "min_iterations": 6,
+    "max_iterations": 1000,
+    "max_seconds_per_cell": 30.0,
+    "target_rel_ci": 0.02,
+    "fixed_iterations": 100,
+    "min_warmup_seconds": 0.0,
+    "min_timed_seconds": 0.0,
+    "exclude_foreign_pct": 10.0,
+    "contended_retries": 2,
+    "contended_backoff_s": 5.0,
+}
+# Every key a cell's spec carries: the timing loop's, and the seed of the input and weights.
+KEYS = (*DEFAULTS, "seed")
+TIMEOUT_MARGIN_S = 120.0
+
+
+def of(config: dict) -> dict:
+    """The measurement settings of a (checked) config."""
+    return {k: config.get(k) for k in KEYS}
+
+
+def with_defaults(settings: dict) -> dict:
+    """``settings`` with every missing (or null) timing key set to its default."""
+    return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
+
+
+def cell_timeout_s(config: dict) -> float:
+    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s`` for
+    process start, model build and optimization. Read from the config by the cell job itself
+    (not a rule parameter), so raising the margin re-runs nothing but ``make retry-failed``."""
+    margin = config.get("cell_timeout_margin_s")
+    return 3 * float(config["max_seconds_per_cell"]) + float(
+        TIMEOUT_MARGIN_S if margin is None else margin
+    )
