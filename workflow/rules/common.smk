@@ -47,7 +47,7 @@ PLAN = plan_mod.build(
     memory_bytes=memory_mod.machine_bytes(TOPOLOGY),
     imported_keys=imported_keys(_SOURCES) if _SOURCES else None,
     # what "the code changed" means for a re-run: its content (plan.code), never file times
-    code=code_mod.digests(),
+    code=code_mod.digests(cache_file=".snakemake/numa-effects/code-digests.json"),
 )
 RESULTS = PLAN.results
 

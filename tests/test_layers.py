@@ -1,0 +1,93 @@
+"""The package's folders are its layers, and the import contract between them holds:
+
+    report -> tables -> measure -> plan -> stats        config -> tables, plan, stats
+
+A module may import its own layer and the layers below it, never one above (lazy imports inside
+functions count too): the planner can never pull in torch or matplotlib, the measuring child
+never pandas, and the layers stay separable. Entry scripts (workflow/scripts/*.py) may import
+anything, and never share a stem with a library module. This runs in ``make check``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "workflow" / "scripts"
+PKG = SCRIPTS / "numa_effects"
+
+# layer -> the layers it may import (itself included)
+ALLOWED = {
+    "stats": {"stats"},
+    "runlock": {"runlock"},
+    "plan": {"plan", "stats"},
+    "measure": {"measure", "plan", "stats"},
+    "tables": {"tables", "measure", "plan", "stats"},
+    "report": {"report", "tables", "measure", "plan", "stats"},
+    "config": {"config", "tables", "plan", "stats"},
+}
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PKG)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imported_layers(path: Path) -> list[tuple[int, str]]:
+    """(line, layer) of every numa_effects import in a module, lazy ones included."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(SCRIPTS).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the module's package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            names = [f"{mod}.{a.name}" if mod == "numa_effects" else mod for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "numa_effects" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+MODULES = sorted(p for p in PKG.rglob("*.py") if p.name != "__init__.py" or p.parent != PKG)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
+def test_a_module_imports_only_its_layer_and_the_layers_below(path):
+    layer = layer_of(path)
+    assert layer in ALLOWED, f"{path.relative_to(PKG)} is in no layer of the contract"
+    bad = [(line, target) for line, target in imported_layers(path) if target not in ALLOWED[layer]]
+    assert not bad, f"{path.relative_to(PKG)} ({layer}) imports " + ", ".join(
+        f"{t} (line {n})" for n, t in bad
+    )
+
+
+def test_the_contract_can_fail(tmp_path):
+    """A plan module importing the report is caught (the checker is not vacuous)."""
+    fake = PKG / "plan" / "_contract_probe.py"
+    fake.write_text("def f():\n    from numa_effects.report import plots\n")
+    try:
+        assert imported_layers(fake) == [(2, "report")]
+        assert "report" not in ALLOWED[layer_of(fake)]
+    finally:
+        fake.unlink()
+
+
+def test_every_package_folder_is_a_layer():
+    folders = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {k for k in ALLOWED if (PKG / k).is_dir()}
+
+
+def test_entry_scripts_and_library_modules_never_share_a_stem():
+    entries = {p.stem for p in SCRIPTS.glob("*.py")}
+    library = {p.stem for p in PKG.rglob("*.py")} - {"__init__", "__main__"}
+    assert not entries & library, sorted(entries & library)

@@ -1,0 +1,212 @@
+"""The plan (numa_effects.plan.build): one pure function of the checked config and a topology
+that the rule files only read. Captured topologies of real machines; no Snakemake run here
+(tests/test_pipeline.py runs the workflow built from it)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from numa_effects import config as config_mod
+from numa_effects.plan import build, code, grid, optimizations, placement, topology
+
+FIX = Path(__file__).parent / "fixtures" / "topology"
+TWO_NODES = FIX / "2x16-nosmt-alternating.lscpu-p.txt"
+ONE_NODE = FIX / "this-vm-2cpu-1node.lscpu"
+
+BASE = {
+    "models": ["resnet18"],
+    "batch_sizes": [1, 8],
+    "optimizations": ["none", "script"],
+    "threads": [1, 2],
+    "placements": ["sequential", "interleave"],
+    "image_size": 32,
+    "replicates": 2,
+}
+
+
+def checked(topo_file: Path, **over) -> tuple[dict, topology.Topology]:
+    cfg = copy.deepcopy({**BASE, **over, "topology": str(topo_file)})
+    topo = config_mod.check(cfg)
+    return cfg, topo
+
+
+def unchecked(topo_file: Path, **over) -> tuple[dict, topology.Topology]:
+    """Defaults and types as the checker fills them, without its checks (for registry
+    entries the checker does not know yet)."""
+    cfg = copy.deepcopy({**BASE, **over, "topology": str(topo_file)})
+    config_mod.normalize(cfg, config_mod.load_schema())
+    return cfg, topology.load(topo_file)
+
+
+def make(topo_file: Path = TWO_NODES, check=checked, **over) -> build.Plan:
+    cfg, topo = check(topo_file, **over)
+    return build.build(cfg, topo, code={"measure": "m0", "tables": "t0", "report": "r0"})
+
+
+def test_the_plan_holds_every_cell_replicate_in_run_order_with_its_priority():
+    p = make()
+    assert len(p.grid.cells) == 1 * 2 * 2 * 2 * 2 and not p.grid.skipped
+    assert len(p.order) == 2 * len(p.grid.cells)
+    # round by round: every first replicate before any second one
+    rounds = [r for _, r in p.order]
+    assert rounds == sorted(rounds)
+    prios = [p.priority(k, r) for k, r in p.order]
+    assert prios == sorted(prios, reverse=True) and len(set(prios)) == len(prios)
+    outs = p.cell_outputs()
+    assert outs[0] == p.order[0][0].path(p.results, p.order[0][1])
+    assert set(outs) <= set(p.targets())
+
+
+def test_a_cell_spec_carries_plan_settings_replicate_and_the_measuring_code():
+    p = make()
+    key = next(k for k in p.grid.cells if k.placement == "interleave" and k.threads == 2)
+    spec = p.cell_spec(key, 2)
+    assert spec["plan"] == p.grid.cells[key].to_dict()
+    assert spec["cell"]["image_size"] == 32 and spec["replicate"] == 2
+    assert spec["code"] == "m0"
+    assert set(spec["settings"]) == {*config_mod_settings_keys()}
+    assert "compile_cache_dir" not in spec
+
+
+def config_mod_settings_keys():
+    from numa_effects.plan import settings
+
+    return settings.KEYS
+
+
+def test_an_optimization_with_a_compile_cache_gets_the_runs_cache_folder():
+    p = make(optimizations=["compile"])
+    spec = p.cell_spec(next(iter(p.grid.cells)), 1)
+    assert spec["compile_cache_dir"].endswith("results/cache/torchinductor")
+
+
+def test_a_grid_in_which_every_cell_is_skipped_is_a_valid_plan():
+    p = make(ONE_NODE, placements=["interleave"])
+    assert not p.grid.cells and len(p.grid.skipped) == 8
+    assert p.order == () and p.cell_outputs() == [] and p.peak == {}
+    targets = p.targets()
+    assert p.table("cells") in targets and p.table("skipped") in targets
+    assert {r["reason"] for r in p.skipped_rows()} == {
+        "interleave needs at least 2 NUMA nodes; this machine has 1"
+    }
+
+
+def test_a_batch_too_large_for_memory_is_skipped_not_a_traceback():
+    cfg, topo = checked(ONE_NODE, placements=["sequential"], batch_sizes=[65536], image_size=224)
+    p = build.build(cfg, topo, memory_bytes=2**30)
+    assert not p.grid.cells and all(
+        "more than this machine's" in w for w in p.grid.skipped.values()
+    )
+    assert p.order == ()
+
+
+def test_peak_jobs_one_per_placement_and_thread_count_or_none():
+    p = make()
+    assert set(p.peak) == {(pl, t) for pl in ("sequential", "interleave") for t in (1, 2)}
+    assert make(peak=False).peak == {}
+    spec = p.peak_spec("interleave", 2)
+    assert spec["plan"] == p.peak[("interleave", 2)].to_dict()
+
+
+def test_an_import_measures_nothing_and_plans_figures_from_the_imported_cells():
+    cfg, topo = checked(ONE_NODE)
+    cfg["import"] = {"packrat": ["somewhere"]}
+    keys = [{"model": "resnet50", "opt": "script", "placement": "interleave", "threads": 4,
+             "batch_size": 8}]  # fmt: skip
+    p = build.build(cfg, topo, imported_keys=keys)
+    assert not p.measured and p.grid.cells == {} and p.figure_keys() == keys
+    assert p.placements() == ["interleave"]
+    assert p.table("failures") not in p.targets() and p.table("peak") not in p.targets()
+
+
+def test_packing_jobs_follow_the_packing_settings():
+    p = make(ONE_NODE, placements=["sequential"])
+    assert p.packing["enabled"] and p.packed() == [("resnet18", "none")]
+    assert len(p.packing_jobs) == len(p.packing["budgets"]) * 2  # x batch sizes
+    assert make(ONE_NODE, placements=["sequential"], threads=[1]).packing_jobs == ()
+
+
+# -- registries: a new axis value is one entry ---------------------------------------------------
+def _pinned_pair(topo, t, use_smt, cpu, mem):
+    """The throwaway family's planner: t cores of node ``cpu``, memory bound to node ``mem``."""
+    if cpu not in topo.nodes or mem not in topo.nodes:
+        return f"n{cpu}m{mem} needs nodes {cpu} and {mem}; this machine has {list(topo.nodes)}"
+    cpus = topo.node_cpus(cpu, use_smt)[:t]
+    if len(cpus) < t:
+        return f"node {cpu} has {len(cpus)} cores"
+    return placement._make(topo, f"n{cpu}m{mem}", t, cpus, "bind", (mem,), use_smt)
+
+
+@pytest.fixture
+def node_pairs(monkeypatch):
+    entry = placement.Placement(
+        "n{cpu}m{mem}", _pinned_pair, "CPUs of node cpu, memory on node mem", "n{cpu}m{cpu}"
+    )
+    monkeypatch.setitem(placement.PLACEMENTS, entry.name, entry)
+    return entry
+
+
+def test_a_placement_family_is_one_registry_entry(node_pairs):
+    p = make(
+        placements=["n0m0", "n0m1", "n1m0"], threads=[2], optimizations=["none"], check=unchecked
+    )
+    plans = {k.placement: v for k, v in p.grid.cells.items() if k.batch_size == 1}
+    assert plans["n0m1"].numactl_args() == ["--physcpubind=0,2", "--membind=1"]
+    assert placement.baseline_of("n0m1") == "n0m0" and placement.is_baseline("n0m0")
+    # n1m0's baseline n1m1 is not in the grid: it runs in its own group
+    order = [k.placement for k, r in p.order if r == 1 and k.batch_size == 1]
+    assert abs(order.index("n0m1") - order.index("n0m0")) == 1
+    rx = grid.wildcard_constraints()["placement"]
+    assert re.fullmatch(rx, "n3m12") and re.fullmatch(rx, "n0m1+smt")
+    assert not re.fullmatch(rx, "n0m")
+
+
+def test_a_placement_family_member_the_machine_lacks_is_skipped_with_the_reason(node_pairs):
+    p = make(
+        ONE_NODE, placements=["n0m0", "n0m1"], threads=[1], optimizations=["none"], check=unchecked
+    )
+    assert {k.placement for k in p.grid.cells} == {"n0m0"}
+    assert {w for w in p.grid.skipped.values()} == {
+        "n0m1 needs nodes 0 and 1; this machine has [0]"
+    }
+
+
+def test_an_optimization_is_one_registry_entry(monkeypatch):
+    entry = optimizations.Optimization(
+        "half", "throwaway: eager in a 2-byte dtype", lambda m, x, s: (m, x), dtype="bfloat16"
+    )
+    monkeypatch.setitem(optimizations.OPTIMIZATIONS, "half", entry)
+    cfg, topo = checked(ONE_NODE, optimizations=["none", "half"], placements=["sequential"],
+                        batch_sizes=[4096], image_size=224, threads=[1])  # fmt: skip
+    # ResNet-18 batch 4096 at 224: float32 needs ~24.7 GiB, a 2-byte dtype half of it
+    p = build.build(cfg, topo, memory_bytes=16 * 2**30)
+    assert {k.opt for k in p.grid.cells} == {"half"} and {k.opt for k in p.grid.skipped} == {"none"}
+    assert re.fullmatch(grid.wildcard_constraints()["opt"], "half")
+
+
+# -- code digests: content, not file times --------------------------------------------------------
+def test_code_digests_follow_content_not_comments_docstrings_or_times(tmp_path):
+    root = tmp_path / "scripts"
+    (root / "numa_effects" / "measure").mkdir(parents=True)
+    mod = root / "numa_effects" / "measure" / "m.py"
+    mod.write_text('"""Doc."""\n\ndef f():\n    """Doc."""\n    return 1  # one\n')
+    layers = {"measure": ("numa_effects/measure/*.py",)}
+    first = code.digest(layers["measure"], root)
+    mod.write_text('"""Other doc."""\n\n\ndef f():\n    """More."""\n    return 1  # two\n')
+    assert code.digest(layers["measure"], root) == first
+    mod.write_text('"""Doc."""\n\ndef f():\n    return 2\n')
+    assert code.digest(layers["measure"], root) != first
+
+
+def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
+    cache = tmp_path / "digests.json"
+    first = code.digests(cache_file=cache)
+    assert cache.exists()
+    calls = []
+    monkeypatch.setattr(code, "file_digest", lambda p: calls.append(p) or "x")
+    assert code.digests(cache_file=cache) == first and calls == []
+    assert set(first) == set(code.LAYERS) and all(len(d) == 16 for d in first.values())

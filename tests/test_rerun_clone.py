@@ -1,0 +1,91 @@
+"""Re-runs are decided by content, not by file times (issue 18): a fresh ``git clone`` of the
+same commit with a finished results folder copied in (``cp -a``: times kept; no .snakemake/)
+plans nothing for the same grid, and exactly the new cells (and the aggregations) for an added
+batch size. A clone makes every workflow file newer than the copied results, which is what
+Snakemake's mtime-based ``code`` trigger trips over; profiles/default turns it off and the jobs'
+params carry their code's digest instead (numa_effects.plan.code)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+pytestmark = pytest.mark.integration
+
+GRID = {
+    "models": ["resnet18"],
+    "batch_sizes": [1],
+    "optimizations": ["none"],
+    "threads": [1],
+    "placements": ["sequential"],
+    "image_size": 32,
+    "protocol": "fixed",
+    "warmup": 1,
+    "fixed_iterations": 3,
+    "max_seconds_per_cell": 2,
+    "replicates": 1,
+    "contended_retries": 0,
+    "peak": False,
+}
+
+
+def clone(dest: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True)
+    return dest
+
+
+def snakemake(checkout: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
+    cfg = checkout / "test-config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), *args]
+    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def planned(checkout: Path, config: dict) -> Counter:
+    """The jobs a dry run would execute, by rule, from Snakemake's DAG (JSON), not its log."""
+    proc = snakemake(checkout, config, "-n", "--d3dag", "all")
+    dag = json.loads(proc.stdout[proc.stdout.index("{") :])
+    return Counter(n["value"]["rule"] for n in dag["nodes"])
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs git and a git checkout of the project")
+    a = clone(tmp_path_factory.mktemp("run") / "a")
+    snakemake(a, GRID, "--cores", "1", "all")
+    return a
+
+
+def test_a_fresh_clone_with_copied_results_plans_nothing_then_only_the_new_cells(
+    finished, tmp_path
+):
+    b = clone(tmp_path / "b")
+    subprocess.run(["cp", "-a", str(finished / "results"), str(b / "results")], check=True)
+    assert not (b / ".snakemake").exists()
+    # every workflow file of the clone is newer than every copied result
+    newest = max(p.stat().st_mtime for p in (b / "results").rglob("*") if p.is_file())
+    assert (b / "workflow/scripts/run_cell.py").stat().st_mtime > newest
+    assert planned(b, GRID) == Counter()
+    more = planned(b, {**GRID, "batch_sizes": [1, 2]})
+    assert more["cell"] == 1  # bs2; bs1 is not re-measured
+    assert more["grid_manifest"] == 1 and more["tables"] == 1 and more["all"] == 1
+    assert "machine" not in more
+
+
+def test_a_dry_run_of_a_finished_run_reads_as_nothing_planned(finished):
+    """The DAG a finished run prints is empty: ``planned`` can tell 0 jobs from a parse error."""
+    assert planned(finished, GRID) == Counter()
+    assert planned(finished, {**GRID, "replicates": 2})["cell"] == 1
