@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,18 @@ def jobs_planned(proc: subprocess.CompletedProcess) -> dict[str, int]:
             break
     counts.pop("total", None)
     return counts
+
+
+DOT_NODE = re.compile(r'^\s*\d+\[label = "([^"\\]+)[^"]*",.*style="([^"]*)"\];$', re.M)
+
+
+def dag_jobs(dot: str) -> Counter:
+    """{rule: jobs to run} from Snakemake's ``--dag`` output (Graphviz): every job of the DAG
+    is a node, and those that need not run are drawn ``dashed``. Empty when nothing would
+    run; a text without a graph is an error, never "nothing to do"."""
+    if "digraph snakemake_dag" not in dot:
+        raise AssertionError(f"no DAG in snakemake's output:\n{dot[-2000:]}")
+    return Counter(rule for rule, style in DOT_NODE.findall(dot) if "dashed" not in style)
 
 
 @pytest.fixture

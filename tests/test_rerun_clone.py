@@ -7,7 +7,6 @@ params carry their code's digest instead (numa_effects.plan.code)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, dag_jobs
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +53,9 @@ def snakemake(checkout: Path, config: dict, *args: str) -> subprocess.CompletedP
 
 
 def planned(checkout: Path, config: dict) -> Counter:
-    """The jobs a dry run would execute, by rule, from Snakemake's DAG (JSON), not its log."""
-    proc = snakemake(checkout, config, "-n", "--d3dag", "all")
-    dag = json.loads(proc.stdout[proc.stdout.index("{") :])
-    return Counter(n["value"]["rule"] for n in dag["nodes"])
+    """The jobs a run would execute, by rule: Snakemake's DAG (``--dag``, Graphviz), whose
+    finished jobs are dashed; not its log text."""
+    return dag_jobs(snakemake(checkout, config, "--dag", "dot", "all").stdout)
 
 
 @pytest.fixture(scope="module")
