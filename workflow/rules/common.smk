@@ -8,20 +8,19 @@ from numa_effects.plan import manifest as manifest_mod  # noqa: E402
 from numa_effects.plan import memory as memory_mod  # noqa: E402
 from numa_effects.plan import topology as topology_mod  # noqa: E402
 from numa_effects import runlock  # noqa: E402
-from numa_effects import config as validation  # noqa: E402
+from numa_effects import config as config_check  # noqa: E402
 from numa_effects.measure import supervise as supervise_mod  # noqa: E402
 
 # Bad input stops here, before any job (also under `snakemake -n`): exit status 1 and one line
-# per problem naming the key and the allowed values, never a traceback (validation.check_or_exit).
+# per problem naming the key and the allowed values, never a traceback; the config files are
+# re-read for keys given twice. The same check as `python -m numa_effects.config`.
 # Values are normalised in place (1000.0 -> 1000, 'true' -> true, ./results/ -> results) before
 # anything below uses them. Cells are planned against the topology file named in the config (a
 # cluster's compute nodes differ from the submit host) or against this machine; every cell
 # re-checks where it runs.
-TOPOLOGY = validation.check_or_exit(
-    config,
-    schema_path=Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
-    workflow_dir=workflow.basedir,
-)
+TOPOLOGY = config_check.check_or_exit(
+    config, configfiles=workflow.configfiles, workflow_dir=workflow.basedir
+).topology
 
 RESULTS = config["results"]
 
