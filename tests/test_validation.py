@@ -23,13 +23,14 @@ import yaml
 from conftest import REPO, TINY_CONFIG, jobs_planned, snakemake
 
 from numa_effects import config as validation
-from numa_effects.config import coerce, files, paths, schema
+from numa_effects.config import checks, coerce, files, paths, schema
 from numa_effects.plan import (
     grid,
     manifest,
     memory,
     models,
     optimizations,
+    packing,
     placement,
     topology,
 )
@@ -218,6 +219,38 @@ CASES = [
         lambda d: {"import": {"packrat": [str(d / "nope")]}},
         ["config key 'import.packrat[0]'", "not found", "allowed: PackRat results folders"],
         reads=("import",),
+    ),
+    Case(
+        "packing-without-sequential",
+        {"placements": ["interleave"], "packing": {"enabled": True}},
+        ["'packing.enabled': true, but packing predicts from the 'sequential' cells"],
+        reads=(
+            "optimizations",
+            "use_smt",
+            "topology",
+        ),
+    ),
+    Case(
+        "packing-budget-beyond-topology",
+        {"packing": {"budgets": ["node", 4096]}},
+        ["'packing.budgets[1]': 4096 is more than the", "allowed: node, all or a core count"],
+        reads=(
+            "optimizations",
+            "placements",
+            "use_smt",
+            "topology",
+        ),
+    ),
+    Case(
+        "packing-optimization-not-in-grid",
+        {"packing": {"optimizations": ["compile"]}},
+        ["'packing.optimizations[0]': 'compile' is not in optimizations; allowed: none, script"],
+        reads=(
+            "optimizations",
+            "placements",
+            "use_smt",
+            "topology",
+        ),
     ),
 ]
 IDS = [c.id for c in CASES]
@@ -585,6 +618,18 @@ def test_a_key_given_twice_is_named_with_its_file_and_lines(tmp_path):
     ]
     (tmp_path / "ok.yaml").write_text("seed: 1\nwarmup: 1\n")
     assert files.duplicate_problems(["ok.yaml", "missing.yaml"], tmp_path) == []
+
+
+def test_packing_checks_name_the_key_and_settings_trust_them():
+    topo = topology.load(TWO_NODES)
+    config = cfg(threads=[1, 2], packing={"budgets": ["node", 32, 33], "optimizations": ["none"]})
+    assert [str(p) for p in checks.packing_problems(config, topo)] == [
+        "config key 'packing.budgets[2]': 33 is more than the 32 cores of this machine; "
+        "allowed: node, all or a core count between 1 and 32"
+    ]
+    config["packing"]["budgets"] = ["node", 32]
+    s = packing.settings(config, topo, [1, 2])
+    assert s["enabled"] and s["budgets"] == {16: ["node"], 32: ["32"]}
 
 
 def test_the_snakefile_names_the_workflow_configfile():

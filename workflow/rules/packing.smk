@@ -4,12 +4,10 @@
 from numa_effects.report import registry as figures_mod  # noqa: E402
 from numa_effects.plan import packing as packing_mod  # noqa: E402
 
-try:
-    PACKING = packing_mod.settings(
-        config, TOPOLOGY, grid_mod.thread_counts(config, TOPOLOGY)
-    )
-except packing_mod.PackingConfigError as exc:
-    raise WorkflowError(str(exc)) from None
+# The packing key was checked with the rest of the config (numa_effects.config, common.smk).
+PACKING = packing_mod.settings(
+    config, TOPOLOGY, grid_mod.thread_counts(config, TOPOLOGY)
+)
 PACKING_JOBS = packing_mod.jobs(PACKING)
 # The report's Packing figures exist for the packed (model, opt): the registry's plan is the
 # config's (numa_effects.report.registry.plan_packing; figures are listed by report_functions.smk).

@@ -12,7 +12,7 @@ The modules, one concern each:
 - ``schema``: the schema, registries filled in; what a schema allows, in words.
 - ``messages``: jsonschema's errors as problems.
 - ``coerce``: every value normalised to its schema type (``'8'``, ``8.0`` -> ``8``; ...).
-- ``checks``: what the schema cannot check (names, bounds between keys, threads).
+- ``checks``: what the schema cannot check (names, bounds between keys, threads, packing).
 - ``paths``: the keys that name files and folders (``results``, ``topology``, ``import``).
 - ``files``: config files read as Snakemake reads them; a key given twice refused.
 - ``cli``: the command line. Nothing here imports torch.
@@ -75,6 +75,8 @@ def check(
         problems += found
     if topo is not None and not failed & {"threads", "use_smt"}:
         problems += checks.thread_problems(config, topo)
+    if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
+        problems += checks.packing_problems(config, topo)
     if problems:
         raise ConfigError(problems)
     return Checked(config, topo)

@@ -1,6 +1,7 @@
 """What the schema cannot check: finite numbers, names against their registries, iteration
-bounds, thread counts against the planning topology. Each function returns problems (``[]``
-when there are none); the file system is ``paths``'s."""
+bounds, thread counts against the planning topology, and the ``packing`` key against the grid
+and the topology. Each function returns problems (``[]`` when there are none); the file system
+is ``paths``'s."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 
 from numa_effects.config.problem import Problem, key_path, shown, suggest
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
@@ -100,3 +102,39 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
             f"placements that cannot run them are skipped and listed in skipped.csv.)",
         )
     ]
+
+
+def packing_problems(config: dict, topo: Topology) -> list[Problem]:
+    """The ``packing`` key against the grid and the planning topology (docs/packing.md)."""
+    given = config.get("packing") or {}
+    problems = []
+    placements = config.get("placements", ())
+    if given.get("enabled") is True and packing_mod.BASELINE_PLACEMENT not in placements:
+        problems.append(
+            Problem(
+                "packing.enabled",
+                f"true, but packing predicts from the '{packing_mod.BASELINE_PLACEMENT}' cells "
+                f"and placements ({', '.join(placements)}) has none; allowed: auto or false, "
+                f"or add {packing_mod.BASELINE_PLACEMENT} to placements",
+            )
+        )
+    total = usable_cpus(topo, bool(config.get("use_smt")))
+    for i, b in enumerate(given.get("budgets") or ()):
+        if isinstance(b, int) and not isinstance(b, bool) and b > total:
+            problems.append(
+                Problem(
+                    f"packing.budgets[{i}]",
+                    f"{b} is more than the {total} cores of {_machine(config)}; allowed: node, "
+                    f"all or a core count between 1 and {total}",
+                )
+            )
+    grid_opts = list(config.get("optimizations") or ())
+    for i, o in enumerate(given.get("optimizations") or ()):
+        if o not in grid_opts:
+            problems.append(
+                Problem(
+                    f"packing.optimizations[{i}]",
+                    f"{shown(o)} is not in optimizations; allowed: {', '.join(grid_opts)}",
+                )
+            )
+    return problems
