@@ -92,6 +92,30 @@ def _file(path: Path, data: bytes) -> Path:
     return path
 
 
+LATENCY_HEADER = "benchmark,topology,interop_threads,intraop_threads,batch_size,"
+LATENCY_HEADER += "latency(min),latency(avg),latency(max),flops"
+THROUGHPUT_HEADER = "benchmark,topology,interop_threads,intraop_threads,batch_size,throughput"
+
+
+def packrat_folder(
+    folder: Path, latencies: list[str] | None = None, rows: int = 2, header_only: str = ""
+) -> str:
+    """A PackRat results folder of ``rows`` cells (threads 1..rows, batch 1); ``latencies``
+    replaces the latency(avg) of the first rows; the file ``header_only`` has no rows."""
+    latencies = list(latencies or [])
+    lat, thr = [LATENCY_HEADER], [THROUGHPUT_HEADER]
+    for t in range(1, rows + 1):
+        avg = latencies[t - 1] if t <= len(latencies) else str(100.0 / t)
+        lat.append(f"resnet_manual_script,sequential,1,{t},1,{90.0 / t},{avg},{120.0 / t},0.0")
+        thr.append(f"resnet_manual_script,sequential,1,{t},1,{10.0 * t}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "resnet_latency.csv").write_text("\n".join(lat) + "\n")
+    (folder / "resnet_throughput.csv").write_text("\n".join(thr) + "\n")
+    if header_only:
+        (folder / header_only).write_text((folder / header_only).read_text().split("\n")[0] + "\n")
+    return str(folder)
+
+
 # -- every class of bad input: one problem each ---------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -218,6 +242,28 @@ CASES = [
         "import-folder-missing",
         lambda d: {"import": {"packrat": [str(d / "nope")]}},
         ["config key 'import.packrat[0]'", "not found", "allowed: PackRat results folders"],
+        reads=("import",),
+    ),
+    Case(
+        "import-csv-without-rows",
+        lambda d: {
+            "import": {
+                "packrat": [packrat_folder(d / "packrat-empty", header_only="resnet_latency.csv")]
+            }
+        },
+        ["config key 'import.packrat[0]'", "resnet_latency.csv has no rows after its header"],
+        reads=("import",),
+    ),
+    Case(
+        "import-negative-latency",
+        lambda d: {"import": {"packrat": [packrat_folder(d / "packrat-neg", ["50", "-1.5"])]}},
+        ["'import.packrat[0]'", "resnet_latency.csv line 3: latency(avg) -1.5 is negative"],
+        reads=("import",),
+    ),
+    Case(
+        "import-nan-latency",
+        lambda d: {"import": {"packrat": [packrat_folder(d / "packrat-nan", ["nan"])]}},
+        ["resnet_latency.csv line 2: latency(avg) nan is not a finite number"],
         reads=("import",),
     ),
     Case(
@@ -618,6 +664,39 @@ def test_a_key_given_twice_is_named_with_its_file_and_lines(tmp_path):
     ]
     (tmp_path / "ok.yaml").write_text("seed: 1\nwarmup: 1\n")
     assert files.duplicate_problems(["ok.yaml", "missing.yaml"], tmp_path) == []
+
+
+def test_impossible_packrat_values_are_named_by_file_and_line_and_capped(tmp_path):
+    bad = ["-1", "nan", "inf", "0", "x", "", "-2", "-3"]
+    folder = packrat_folder(tmp_path / "p", bad, rows=8)
+    problems = paths.import_problems({"import": {"packrat": [folder]}})
+    lines = [str(p) for p in problems]
+    assert {p.key for p in problems} == {"import.packrat[0]"}
+    assert len(lines) == paths.MAX_ROWS_NAMED + 1, lines
+    lat = f"{folder}/resnet_latency.csv"
+    for line, what in [
+        (2, "latency(avg) -1 is negative"),
+        (3, "latency(avg) nan is not a finite number"),
+        (4, "latency(avg) inf is not a finite number"),
+        (5, "latency(avg) 0 is zero"),
+        (6, "latency(avg) 'x' is not a number"),
+    ]:
+        assert f"'import.packrat[0]': {lat} line {line}: {what}; allowed:" in "\n".join(lines)
+    assert f"{lat}: 3 more impossible values after line 6" in lines[-1]
+    from numa_effects.tables import packrat
+
+    with pytest.raises(packrat.PackratError, match=r"line 2: latency\(avg\) -1 is negative"):
+        packrat.read(folder)
+    empty = tmp_path / "e"
+    packrat_folder(empty, rows=0)
+    (empty / "resnet_latency.csv").write_text("")
+    (problem, other) = paths.import_problems({"import": {"packrat": [str(empty)]}})
+    assert str(problem).endswith(
+        f"{empty}/resnet_latency.csv is empty; allowed: PackRat results "
+        "folders (or one of their CSVs) holding resnet_latency.csv and "
+        "resnet_throughput.csv"
+    )
+    assert "resnet_throughput.csv has no rows after its header" in str(other)
 
 
 def test_packing_checks_name_the_key_and_settings_trust_them():

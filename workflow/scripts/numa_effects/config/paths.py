@@ -1,7 +1,7 @@
 """The keys that name files and folders, checked against the file system: ``results`` (a folder
-of its own), ``topology`` (read and parsed), ``import.packrat`` (PackRat CSVs that exist and
-can be read). Relative paths are read from the current directory: Snakemake's working
-directory, or ``--directory`` of the command line."""
+of its own), ``topology`` (read and parsed), ``import.packrat`` (PackRat CSVs that exist, have
+rows, and hold finite latencies and throughputs > 0). Relative paths are read from the current
+directory: Snakemake's working directory, or ``--directory`` of the command line."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ SYSTEM_DIRS += ("/proc", "/sys", "/run")
 WORKFLOW_DIRS = ("workflow", "config", "profiles", "tests", "docs", "envs", "tools")
 WORKFLOW_DIRS += ("benchmarks", ".ci", ".git", ".snakemake", ".venv")
 REPO_DIR = SCHEMA_PATH.parents[2]
+# Lines of impossible values named per PackRat file; the rest are counted in one more line.
+MAX_ROWS_NAMED = 5
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -87,7 +89,9 @@ def load_topology(config: dict) -> tuple[topology_mod.Topology | None, list[Prob
 
 
 def import_problems(config: dict) -> list[Problem]:
-    """The PackRat sources of ``import.packrat`` exist and map to cells."""
+    """The PackRat sources of ``import.packrat`` exist, have rows, hold possible values (each
+    impossible one named by file and line, at most ``MAX_ROWS_NAMED`` per file), and map to
+    cells."""
     imported = config.get("import")
     sources = imported.get("packrat") if isinstance(imported, dict) else None
     if not isinstance(sources, list) or not sources:
@@ -98,12 +102,30 @@ def import_problems(config: dict) -> list[Problem]:
         "allowed: PackRat results folders (or one of their CSVs) holding "
         f"{packrat.LATENCY_FILE} and {packrat.THROUGHPUT_FILE}"
     )
+    values = "allowed: latencies (ms) and throughputs (images/s) that are finite numbers > 0"
     problems = []
     for i, source in enumerate(sources):
+        key = f"import.packrat[{i}]"
         try:
-            packrat.source_files(source)
+            files = packrat.source_files(source)
         except Exception as exc:
-            problems.append(Problem(f"import.packrat[{i}]", f"{exc}; {allowed}"))
+            problems.append(Problem(key, f"{exc}; {allowed}"))
+            continue
+        for path in files:
+            found = packrat.row_problems(path)
+            if found is None:
+                what = "is empty" if path.stat().st_size == 0 else "has no rows after its header"
+                problems.append(Problem(key, f"{path} {what}; {allowed}"))
+                continue
+            for line, what in found[:MAX_ROWS_NAMED]:
+                problems.append(Problem(key, f"{path} line {line}: {what}; {values}"))
+            if len(found) > MAX_ROWS_NAMED:
+                more = len(found) - MAX_ROWS_NAMED
+                problems.append(
+                    Problem(
+                        key, f"{path}: {more} more impossible values after line {line}; {values}"
+                    )
+                )
     if not problems:
         try:
             packrat.keys(sources)
