@@ -3,7 +3,7 @@ full key path and what is allowed, never a traceback, nothing created. Every cas
 one problem alone (``check``), and the same lines from a real `snakemake -n` and from
 `python -m numa_effects.config` (cases batched: one run reports many problems); plus unit
 tests of numa_effects.config (message variants, normalisation, config files, the results
-folder, registries), numa_effects.plan.memory and
+folder, registries, the README's key tables), numa_effects.plan.memory and
 numa_effects.plan.manifest, and the guards that keep config values away from any shell."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import yaml
 from conftest import REPO, TINY_CONFIG, jobs_planned, snakemake
 
 from numa_effects import config as validation
-from numa_effects.config import checks, coerce, files, paths, schema
+from numa_effects.config import checks, coerce, files, paths, readme, schema
 from numa_effects.plan import (
     grid,
     manifest,
@@ -570,6 +570,7 @@ def test_a_new_optimization_is_one_registry_entry(monkeypatch):
     checked, config = check(optimizations=["none", "bf16"])
     assert config["optimizations"] == ["none", "bf16"] and checked.topology.cpus
     assert "bf16" in schema.load()["properties"]["optimizations"]["items"]["enum"]
+    assert "`bf16`: throwaway" in readme.markdown("grid")
     with pytest.raises(validation.ConfigError, match=r"'bf17'.*\(did you mean 'bf16'\?\)"):
         check(optimizations=["bf17"])
 
@@ -640,6 +641,22 @@ def test_describe_reads_like_english():
         "of one of none, script, channels_last, compile"
     )
     assert "--list models" in schema.describe(props["models"])
+
+
+def test_the_readme_key_tables_are_the_schema():
+    text = readme.README_PATH.read_text()
+    assert readme.update(text) == text, (
+        "config/README.md's key tables are stale: regenerate with "
+        "PYTHONPATH=workflow/scripts python -m numa_effects.config --readme"
+    )
+    schema_keys = [path for path, _, _ in schema.properties(schema.load())]
+    assert all(f"| `{key}` |" in text for key in schema_keys)
+    assert readme.sections(schema.load()) == ["grid", "measurement", "packing", "failure handling"]
+
+
+def test_the_readme_generator_fails_without_its_markers():
+    with pytest.raises(ValueError, match="config-keys: grid"):
+        readme.update("# Configuration\n")
 
 
 def test_a_key_given_twice_is_named_with_its_file_and_lines(tmp_path):

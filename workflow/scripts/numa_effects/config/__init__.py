@@ -15,6 +15,7 @@ The modules, one concern each:
 - ``checks``: what the schema cannot check (names, bounds between keys, threads, packing).
 - ``paths``: the keys that name files and folders (``results``, ``topology``, ``import``).
 - ``files``: config files read as Snakemake reads them; a key given twice refused.
+- ``readme``: config/README.md's key tables, generated from the schema.
 - ``cli``: the command line. Nothing here imports torch.
 """
 

@@ -5,7 +5,7 @@ The files are read as Snakemake reads them (``files``: the workflow's ``config/c
 the working directory first when it exists, then each FILE, then ``--config``), the working
 directory is entered as Snakemake enters it, and the one checker (``numa_effects.config.check``)
 runs. Unlike Snakemake it says where a YAML syntax error is. ``--list NAME`` prints a
-registry's names.
+registry's names; ``--readme`` regenerates config/README.md's key tables from the schema.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-from numa_effects.config import check, check_or_exit, files
+from numa_effects.config import check, check_or_exit, files, readme
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.registries import REGISTRIES
 
@@ -42,10 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE", help="as snakemake's")
     ap.add_argument("--directory", "-d", default=None, help="the working directory, as snakemake's")
     ap.add_argument("--list", choices=list(REGISTRIES), help="print every allowed name")
+    ap.add_argument("--readme", action="store_true", help="regenerate config/README.md's tables")
     ap.add_argument("--traceback", action="store_true", help="let an unexpected error raise")
     args = ap.parse_args(argv)
     if args.list:
         print("\n".join(REGISTRIES[args.list].names()))
+        return 0
+    if args.readme:
+        changed = readme.write()
+        print(f"{readme.README_PATH}: {'updated' if changed else 'up to date'}")
         return 0
     if args.directory and not os.path.isdir(args.directory):
         print(

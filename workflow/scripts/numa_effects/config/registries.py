@@ -30,6 +30,7 @@ class Registry:
 
     # A regular expression of every name when some entry is a family (its members are not listed).
     pattern: Callable[[], str | None] = lambda: None
+    meanings: Callable[[], dict[str, str]] = dict  # name -> what it does (config/README.md)
 
     @property
     def command(self) -> str:
@@ -72,6 +73,7 @@ REGISTRIES: dict[str, Registry] = {
             "a known optimization",
             lambda: list(optimizations.OPTIMIZATIONS),
             lambda name: name in optimizations.OPTIMIZATIONS,
+            meanings=lambda: {n: o.description for n, o in optimizations.OPTIMIZATIONS.items()},
         ),
         Registry(
             "placements",
@@ -80,6 +82,7 @@ REGISTRIES: dict[str, Registry] = {
             _placement_known,
             _placement_hint,
             _placement_pattern,
+            lambda: {n: p.description for n, p in placement.PLACEMENTS.items()},
         ),
     )
 }

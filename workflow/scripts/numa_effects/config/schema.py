@@ -3,10 +3,12 @@
 The file names registries instead of listing their members: ``x-registry: optimizations`` on
 a list's items becomes the registry's ``enum`` (or ``pattern``, for a placement family) when
 the schema is loaded, so the registries in ``numa_effects.plan`` are the one source of names.
+``x-section`` sorts the top-level keys into the tables of config/README.md (``readme``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
@@ -43,6 +45,16 @@ def _fill(node) -> None:
     elif isinstance(node, list):
         for value in node:
             _fill(value)
+
+
+def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool]]:
+    """(key path, schema, required) of every key, nested mappings' keys after their parent's."""
+    for key, prop in schema.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        yield path, prop, key in schema.get("required", ())
+        for branch in [prop, *prop.get("oneOf", []), *prop.get("anyOf", [])]:
+            if "properties" in branch:
+                yield from properties(branch, f"{path}.")
 
 
 def type_of(value) -> str:
