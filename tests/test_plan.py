@@ -30,20 +30,11 @@ BASE = {
 
 def checked(topo_file: Path, **over) -> tuple[dict, topology.Topology]:
     cfg = copy.deepcopy({**BASE, **over, "topology": str(topo_file)})
-    topo = config_mod.check(cfg)
-    return cfg, topo
+    return cfg, config_mod.check(cfg).topology
 
 
-def unchecked(topo_file: Path, **over) -> tuple[dict, topology.Topology]:
-    """Defaults and types as the checker fills them, without its checks (for registry
-    entries the checker does not know yet)."""
-    cfg = copy.deepcopy({**BASE, **over, "topology": str(topo_file)})
-    config_mod.normalize(cfg, config_mod.load_schema())
-    return cfg, topology.load(topo_file)
-
-
-def make(topo_file: Path = TWO_NODES, check=checked, **over) -> build.Plan:
-    cfg, topo = check(topo_file, **over)
+def make(topo_file: Path = TWO_NODES, **over) -> build.Plan:
+    cfg, topo = checked(topo_file, **over)
     return build.build(cfg, topo, code={"measure": "m0", "tables": "t0", "report": "r0"})
 
 
@@ -151,9 +142,7 @@ def node_pairs(monkeypatch):
 
 
 def test_a_placement_family_is_one_registry_entry(node_pairs):
-    p = make(
-        placements=["n0m0", "n0m1", "n1m0"], threads=[2], optimizations=["none"], check=unchecked
-    )
+    p = make(placements=["n0m0", "n0m1", "n1m0"], threads=[2], optimizations=["none"])
     plans = {k.placement: v for k, v in p.grid.cells.items() if k.batch_size == 1}
     assert plans["n0m1"].numactl_args() == ["--physcpubind=0,2", "--membind=1"]
     assert placement.baseline_of("n0m1") == "n0m0" and placement.is_baseline("n0m0")
@@ -166,9 +155,7 @@ def test_a_placement_family_is_one_registry_entry(node_pairs):
 
 
 def test_a_placement_family_member_the_machine_lacks_is_skipped_with_the_reason(node_pairs):
-    p = make(
-        ONE_NODE, placements=["n0m0", "n0m1"], threads=[1], optimizations=["none"], check=unchecked
-    )
+    p = make(ONE_NODE, placements=["n0m0", "n0m1"], threads=[1], optimizations=["none"])
     assert {k.placement for k in p.grid.cells} == {"n0m0"}
     assert {w for w in p.grid.skipped.values()} == {
         "n0m1 needs nodes 0 and 1; this machine has [0]"

@@ -1,10 +1,10 @@
 """Bad input is rejected before any job starts: exit status 1, one line per problem naming the
-full key path and what is allowed, never a traceback, nothing created, by a real
-`snakemake -n` (one case per class of bad input) and, with the same lines, by
-`python -m numa_effects.config`; plus unit tests of numa_effects.config (message
-variants, normalisation, the results folder), numa_effects.plan.memory and
-numa_effects.plan.manifest,
-and the guards that keep config values away from any shell."""
+full key path and what is allowed, never a traceback, nothing created. Every case below gives
+one problem alone (``check``), and the same lines from a real `snakemake -n` and from
+`python -m numa_effects.config` (cases batched: one run reports many problems); plus unit
+tests of numa_effects.config (message variants, normalisation, config files, the results
+folder, registries, the README's key tables), numa_effects.plan.memory and
+numa_effects.plan.manifest, and the guards that keep config values away from any shell."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,12 +23,23 @@ import yaml
 from conftest import REPO, TINY_CONFIG, jobs_planned, snakemake
 
 from numa_effects import config as validation
-from numa_effects.plan import grid, manifest, memory, models, optimizations, placement, topology
+from numa_effects.config import checks, coerce, files, paths, readme, schema
+from numa_effects.plan import (
+    grid,
+    manifest,
+    memory,
+    models,
+    optimizations,
+    packing,
+    placement,
+    topology,
+)
 
 TOPO = REPO / "tests" / "fixtures" / "topology"
 TWO_NODES = TOPO / "2x16-nosmt-alternating.lscpu-p.txt"  # 2 nodes x 16 cores, no SMT
 # Lines Snakemake prints before it reads the workflow (not ours).
 BANNERS = ("Using workflow specific profile",)
+ENV = {"PYTHONPATH": str(REPO / "workflow" / "scripts"), "PATH": os.environ["PATH"]}
 
 
 def tree(root: Path) -> set[Path]:
@@ -49,16 +62,21 @@ def dry_run_fails(tmp_path: Path, config: dict | None, *extra: str) -> list[str]
     return [line for line in out.splitlines() if line.strip() and not line.startswith(BANNERS)]
 
 
-def checker_lines(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
-    """`python -m numa_effects.config` on the same input, as a user would run it."""
+def checker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m numa_effects.config ... --directory tmp_path`, as a user would run it."""
     proc = subprocess.run(
         [sys.executable, "-m", "numa_effects.config", *args, "--directory", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO / "workflow" / "scripts"), "PATH": os.environ["PATH"]},
+        env=ENV,
     )
     assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def checker_lines(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
+    proc = checker(tmp_path, *args)
     return proc.returncode, [line for line in proc.stderr.splitlines() if line.strip()]
 
 
@@ -68,102 +86,284 @@ def cfg(**over) -> dict:
     return c
 
 
-# -- snakemake -n: one case per class of bad input ------------------------------------------------
-# (case id, config overrides or a callable(tmp_path) -> overrides, texts the one line must hold)
-CLASSES = [
-    ("out-of-range", {"batch_sizes": [4, 0]}, ["'batch_sizes[1]': 0 is out of range", ">= 1"]),
-    ("wrong-type", {"batch_sizes": [1.5]}, ["'batch_sizes[0]': 1.5 is a number", "an integer"]),
-    (
-        "above-upper-bound",
-        {"batch_sizes": [1099511627776]},
-        ["'batch_sizes[0]': 1099511627776 is out of range", "<= 65536"],
-    ),
-    ("image-size-bound", {"image_size": 100000}, ["'image_size': 100000 is out of range", "16384"]),
-    (
-        "integral-float-checked-as-int",
-        {"threads": [1000.0]},
-        ["'threads': 1000 is more than this machine can ever run", "allowed: 1.."],
-    ),
-    ("not-finite", {"max_seconds_per_cell": math.nan}, ["'max_seconds_per_cell': nan is not a"]),
-    ("duplicate-after-normalising", {"batch_sizes": [1, 1.0]}, ["'batch_sizes': 1 appears"]),
-    ("unknown-key", {"batch_size": [1]}, ["unknown config key 'batch_size'", "'batch_sizes'?"]),
-    ("unknown-nested-key", {"import": {"packrat": ["x"], "foo": 1}}, ["'import.foo'"]),
-    (
-        "unknown-name-short-list",
-        {"placements": ["sequentail"]},
-        ["'placements[0]': 'sequentail'", "sequential, interleave, remote, mem-interleave"],
-    ),
-    (
-        "unknown-name-long-list",
-        {"models": ["resnet18", "resnet5"]},
-        ["'models[1]': 'resnet5'", "nearest: resnet50", "--list models"],
-    ),
-    ("min-above-max", {"min_iterations": 50, "max_iterations": 10}, ["'min_iterations': 50"]),
-    ("shell-characters", {"results": "out; touch X"}, ["'results'", "no spaces, quotes"]),
-    ("results-system-folder", {"results": "/etc"}, ["'results': '/etc' is a system folder"]),
-    ("results-inside-system", {"results": "/usr/local/x"}, ["'results'", "inside a system"]),
-    ("results-root", {"results": "/"}, ["'results': '/' is the root folder"]),
-    ("results-holds-workdir", {"results": ".."}, ["'results': '..' is the working directory"]),
-    ("results-snakemake", {"results": ".snakemake/x"}, ["inside one of the workflow's own"]),
-    (
-        "results-workflow-folder",
-        {"results": str(REPO / "workflow" / "out")},
-        ["inside one of the workflow's own folders"],
-    ),
-    (
-        "results-is-a-file",
-        lambda d: {"results": str(_file(d / "afile", b"x"))},
-        ["is an existing file, not a folder"],
-    ),
-    (
-        "topology-not-text",
-        lambda d: {"topology": str(_file(d / "topo.bin", bytes(range(256)) * 4))},
-        ["config key 'topology': cannot read topology file", "allowed: null (this machine)"],
-    ),
-    (
-        "import-folder-missing",
-        lambda d: {"import": {"packrat": [str(d / "nope")]}},
-        ["config key 'import.packrat[0]'", "not found", "allowed: PackRat results folders"],
-    ),
-]
-
-
 def _file(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
 
 
+LATENCY_HEADER = "benchmark,topology,interop_threads,intraop_threads,batch_size,"
+LATENCY_HEADER += "latency(min),latency(avg),latency(max),flops"
+THROUGHPUT_HEADER = "benchmark,topology,interop_threads,intraop_threads,batch_size,throughput"
+
+
+def packrat_folder(
+    folder: Path, latencies: list[str] | None = None, rows: int = 2, header_only: str = ""
+) -> str:
+    """A PackRat results folder of ``rows`` cells (threads 1..rows, batch 1); ``latencies``
+    replaces the latency(avg) of the first rows; the file ``header_only`` has no rows."""
+    latencies = list(latencies or [])
+    lat, thr = [LATENCY_HEADER], [THROUGHPUT_HEADER]
+    for t in range(1, rows + 1):
+        avg = latencies[t - 1] if t <= len(latencies) else str(100.0 / t)
+        lat.append(f"resnet_manual_script,sequential,1,{t},1,{90.0 / t},{avg},{120.0 / t},0.0")
+        thr.append(f"resnet_manual_script,sequential,1,{t},1,{10.0 * t}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "resnet_latency.csv").write_text("\n".join(lat) + "\n")
+    (folder / "resnet_throughput.csv").write_text("\n".join(thr) + "\n")
+    if header_only:
+        (folder / header_only).write_text((folder / header_only).read_text().split("\n")[0] + "\n")
+    return str(folder)
+
+
+# -- every class of bad input: one problem each ---------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    id: str
+    over: dict | Callable[[Path], dict]  # config overrides, or made with files in a folder
+    texts: list[str]  # what its one line must hold
+    extra: str = ""  # YAML lines appended to the config file
+    reads: tuple[str, ...] = ()  # other keys its check reads, and keys a callable sets
+
+    @property
+    def keys(self) -> set[str]:
+        appended = re.findall(r"^(\w+):", self.extra, re.M)
+        return {*(self.over if isinstance(self.over, dict) else ()), *appended, *self.reads}
+
+
+CASES = [
+    Case("out-of-range", {"batch_sizes": [4, 0]}, ["'batch_sizes[1]': 0 is out of range", ">= 1"]),
+    Case("wrong-type", {"batch_sizes": [1.5]}, ["'batch_sizes[0]': 1.5 is a number", "an integer"]),
+    Case(
+        "above-upper-bound",
+        {"batch_sizes": [1099511627776]},
+        ["'batch_sizes[0]': 1099511627776 is out of range", "<= 65536"],
+    ),
+    Case("negative", {"batch_sizes": [4, -2]}, ["'batch_sizes[1]': -2 is out of range"]),
+    Case("not-a-number", {"batch_sizes": ["eight"]}, ["'batch_sizes[0]': 'eight' is a string"]),
+    Case("not-a-list", {"batch_sizes": "16"}, ["'batch_sizes': '16' is a string; allowed: a list"]),
+    Case("boolean-is-not-int", {"batch_sizes": [True]}, ["'batch_sizes[0]': true is a boolean"]),
+    Case(
+        "image-size-bound",
+        {"image_size": 100000},
+        ["'image_size': 100000 is out of range", "16384"],
+    ),
+    Case(
+        "integral-float-checked-as-int",
+        {"threads": [1000.0]},
+        ["'threads': 1000 is more than this machine can ever run", "allowed: 1.."],
+        reads=(
+            "topology",
+            "use_smt",
+        ),
+    ),
+    Case(
+        "threads-word", {"threads": "all"}, ["'threads': 'all' is not allowed; allowed: auto, or a"]
+    ),
+    Case(
+        "not-finite", {"max_seconds_per_cell": math.nan}, ["'max_seconds_per_cell': nan is not a"]
+    ),
+    Case(
+        "not-positive", {"max_seconds_per_cell": -5}, ["'max_seconds_per_cell': -5 is out of range"]
+    ),
+    Case("infinite", {"max_seconds_per_cell": math.inf}, ["'max_seconds_per_cell': inf is not a"]),
+    Case("duplicate-after-normalising", {"batch_sizes": [1, 1.0]}, ["'batch_sizes': 1 appears"]),
+    Case("duplicate-name", {"optimizations": ["script", "script"]}, ["'script' appears more than"]),
+    Case("empty-list", {"models": []}, ["'models': the list is empty"]),
+    Case("unknown-key", {"batch_size": [1]}, ["unknown config key 'batch_size'", "'batch_sizes'?"]),
+    Case(
+        "unknown-nested-key",
+        {"import": {"packrat": ["x"], "foo": 1}},
+        ["unknown config key 'import.foo'"],
+    ),
+    Case(
+        "missing-nested-key",
+        {"import": {"machine": "x"}},
+        ["config key 'import.packrat' is missing"],
+    ),
+    Case(
+        "key-given-twice",
+        {},
+        ["'warmup': given twice in config file", "only the last would count"],
+        extra="warmup: 3\n",
+    ),
+    Case(
+        "unknown-name-short-list",
+        {"placements": ["sequentail"]},
+        ["'placements[0]': 'sequentail'", "sequential, interleave, remote, mem-interleave"],
+    ),
+    Case(
+        "unknown-name-long-list",
+        {"models": ["resnet18", "resnet5"]},
+        ["'models[1]': 'resnet5' is not a torchvision", "nearest: resnet50", "--list models"],
+    ),
+    Case(
+        "unknown-optimization",
+        {"optimizations": ["none", "scirpt"]},
+        ["'optimizations[1]': 'scirpt'", "none, script, channels_last, compile"],
+    ),
+    Case(
+        "smt-label-as-placement",
+        {"placements": ["sequential+smt"]},
+        ["'placements[0]': 'sequential+smt' is not a known placement", "use_smt: true"],
+    ),
+    Case("shell-in-a-name", {"placements": ["sequential$(touch X)"]}, ["'placements[0]'"]),
+    Case("min-above-max", {"min_iterations": 50, "max_iterations": 10}, ["'min_iterations': 50"]),
+    Case("max-memory", {"max_memory_mb": 0}, ["'max_memory_mb': 0 is out of range; allowed: an"]),
+    Case("seed-bound", {"seed": 2**70}, ["'seed'", "<= 4294967295"]),
+    Case("seed-fraction", {"seed": 0.5}, ["'seed': 0.5 is a number; allowed: an integer"]),
+    Case(
+        "boolean-word", {"use_smt": "yes"}, ["'use_smt': 'yes' is a string; allowed: true or false"]
+    ),
+    Case("shell-characters", {"results": "out; touch X"}, ["'results'", "no spaces, quotes"]),
+    Case("results-system-folder", {"results": "/etc"}, ["'results': '/etc' is a system folder"]),
+    Case("results-inside-system", {"results": "/usr/local/x"}, ["'results'", "inside a system"]),
+    Case("results-root", {"results": "/"}, ["'results': '/' is the root folder"]),
+    Case("results-holds-workdir", {"results": ".."}, ["'results': '..' is the working directory"]),
+    Case("results-snakemake", {"results": ".snakemake/x"}, ["inside one of the workflow's own"]),
+    Case(
+        "results-workflow-folder",
+        {"results": str(REPO / "workflow" / "out")},
+        ["inside one of the workflow's own folders"],
+    ),
+    Case(
+        "results-is-a-file",
+        lambda d: {"results": str(_file(d / "afile", b"x"))},
+        ["is an existing file, not a folder"],
+        reads=("results",),
+    ),
+    Case(
+        "topology-not-text",
+        lambda d: {"topology": str(_file(d / "topo.bin", bytes(range(256)) * 4))},
+        ["config key 'topology': cannot read topology file", "allowed: null (this machine)"],
+        reads=("topology",),
+    ),
+    Case(
+        "import-folder-missing",
+        lambda d: {"import": {"packrat": [str(d / "nope")]}},
+        ["config key 'import.packrat[0]'", "not found", "allowed: PackRat results folders"],
+        reads=("import",),
+    ),
+    Case(
+        "import-csv-without-rows",
+        lambda d: {
+            "import": {
+                "packrat": [packrat_folder(d / "packrat-empty", header_only="resnet_latency.csv")]
+            }
+        },
+        ["config key 'import.packrat[0]'", "resnet_latency.csv has no rows after its header"],
+        reads=("import",),
+    ),
+    Case(
+        "import-negative-latency",
+        lambda d: {"import": {"packrat": [packrat_folder(d / "packrat-neg", ["50", "-1.5"])]}},
+        ["'import.packrat[0]'", "resnet_latency.csv line 3: latency(avg) -1.5 is negative"],
+        reads=("import",),
+    ),
+    Case(
+        "import-nan-latency",
+        lambda d: {"import": {"packrat": [packrat_folder(d / "packrat-nan", ["nan"])]}},
+        ["resnet_latency.csv line 2: latency(avg) nan is not a finite number"],
+        reads=("import",),
+    ),
+    Case(
+        "packing-without-sequential",
+        {"placements": ["interleave"], "packing": {"enabled": True}},
+        ["'packing.enabled': true, but packing predicts from the 'sequential' cells"],
+        reads=(
+            "optimizations",
+            "use_smt",
+            "topology",
+        ),
+    ),
+    Case(
+        "packing-budget-beyond-topology",
+        {"packing": {"budgets": ["node", 4096]}},
+        ["'packing.budgets[1]': 4096 is more than the", "allowed: node, all or a core count"],
+        reads=(
+            "optimizations",
+            "placements",
+            "use_smt",
+            "topology",
+        ),
+    ),
+    Case(
+        "packing-optimization-not-in-grid",
+        {"packing": {"optimizations": ["compile"]}},
+        ["'packing.optimizations[0]': 'compile' is not in optimizations; allowed: none, script"],
+        reads=(
+            "optimizations",
+            "placements",
+            "use_smt",
+            "topology",
+        ),
+    ),
+]
+IDS = [c.id for c in CASES]
+
+
+def write_config(folder: Path, cases: list[Case]) -> Path:
+    """The config file of ``cases`` together (their files made in ``folder``)."""
+    over: dict = {}
+    for case in cases:
+        over.update(case.over(folder) if callable(case.over) else copy.deepcopy(case.over))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg(**over)) + "".join(case.extra for case in cases))
+    return path
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_bad_input_is_one_problem_naming_its_key(tmp_path, case):
+    path = write_config(tmp_path, [case])
+    with pytest.raises(validation.ConfigError) as err:
+        validation.check(files.load([path]), configfiles=[path], workdir=tmp_path)
+    (problem,) = err.value.problems
+    line = str(problem)
+    assert line.startswith(("config key '", "unknown config key '")), line
+    assert problem.key and f"'{problem.key}'" in line
+    for text in case.texts:
+        assert text in line, f"{text!r} not in {line}"
+    assert "\n" not in line
+
+
+def batches(cases: list[Case]) -> list[list[Case]]:
+    """Cases grouped so that no two in a group touch the same key (or a key another's check
+    reads): one run of a group reports each case's problem."""
+    groups: list[tuple[set, list[Case]]] = []
+    for case in cases:
+        for used, group in groups:
+            if not used & case.keys:
+                used |= case.keys
+                group.append(case)
+                break
+        else:
+            groups.append((set(case.keys), [case]))
+    return [group for _, group in groups]
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize(
-    ("over", "expected"), [c[1:] for c in CLASSES], ids=[c[0] for c in CLASSES]
-)
-def test_bad_input_is_one_line_naming_the_key(tmp_path, capsys, over, expected):
-    """Snakemake and the checker (`python -m numa_effects.config`, its main() here; run as
-    a command by the tests below) print the same single line."""
-    over = over(tmp_path) if callable(over) else over
-    lines = dry_run_fails(tmp_path, cfg(**over))
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("invalid configuration: config key '") or lines[0].startswith(
-        "invalid configuration: unknown config key '"
-    ), lines
-    for text in expected:
-        assert text in lines[0], f"{text!r} not in {lines[0]}"
+@pytest.mark.parametrize("group", batches(CASES), ids=lambda g: f"{g[0].id}-and-{len(g) - 1}")
+def test_snakemake_and_the_checker_give_the_same_lines(tmp_path, group):
+    """A real `snakemake -n` and `python -m numa_effects.config` on the same file print the
+    same lines: one per case of the group, each case's texts in exactly one."""
+    path = write_config(tmp_path, group)
+    lines = dry_run_fails(tmp_path, None, "--configfile", str(path))
+    assert checker_lines(tmp_path, str(path)) == (1, lines)
+    if len(group) > 1:
+        assert lines[0].startswith(f"invalid configuration ({len(group)} problems;"), lines
+        lines = lines[1:]
+    assert len(lines) == len(group), lines
+    for case in group:
+        hits = [line for line in lines if all(text in line for text in case.texts)]
+        assert len(hits) == 1, (case.id, lines)
     assert not list(tmp_path.rglob("X"))
-    capsys.readouterr()
-    rc = validation.main([str(tmp_path / "config.yaml"), "--directory", str(tmp_path)])
-    assert (rc, capsys.readouterr().err.splitlines()) == (1, lines)
 
 
-@pytest.mark.integration
-def test_every_problem_is_reported_at_once(tmp_path):
-    lines = dry_run_fails(
-        tmp_path, cfg(models=["resnet5"], batch_sizes=[0], max_seconds_per_cell=0, typo=1)
-    )
-    assert lines[0].startswith("invalid configuration (4 problems;")
-    assert len(lines) == 5
-    for key in ("'models[0]'", "'batch_sizes[0]'", "'max_seconds_per_cell'", "'typo'"):
-        assert sum(key in line for line in lines[1:]) == 1, key
+def test_every_case_is_in_a_batch_and_batches_are_few():
+    groups = batches(CASES)
+    assert sorted(c.id for g in groups for c in g) == sorted(IDS)
+    assert len(groups) <= 10, [len(g) for g in groups]
 
 
 @pytest.mark.integration
@@ -188,30 +388,50 @@ def test_invalid_yaml_is_rejected_and_the_checker_says_where(tmp_path):
     assert f"config file {bad} line 2, column" in lines[0]
 
 
-def test_the_checker_reads_dash_dash_config_like_snakemake(tmp_path):
+def test_the_checker_reads_files_and_dash_dash_config_like_snakemake(tmp_path):
     rc, lines = checker_lines(tmp_path, "config/config.yaml", "--config", "batch_sizes=[1,0]")
     assert rc == 1 and len(lines) == 1 and "'batch_sizes[1]': 0 is out of range" in lines[0]
+    # Like Snakemake, the workflow's config/config.yaml (in the working directory) comes
+    # first, then each file; a key given twice in one file is refused in either.
+    own = write_config(tmp_path / "config", [])
+    own.rename(tmp_path / files.WORKFLOW_CONFIGFILE)
+    (tmp_path / "more.yaml").write_text("seed: 5\nwarmup: 2\nwarmup: 3\n")
+    proc = checker(tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok: config/config.yaml ("), proc
+    rc, lines = checker_lines(tmp_path, str(tmp_path / "more.yaml"))
+    assert rc == 1 and lines == [
+        f"invalid configuration: config key 'warmup': given twice in config file "
+        f"{tmp_path / 'more.yaml'} (lines 2 and 3); only the last would count; allowed: each "
+        "key once per file (a later file or --config overrides an earlier file) (every key is "
+        "described in config/README.md)"
+    ]
+    (tmp_path / "more.yaml").write_text("seed: 5\n")
+    proc = checker(tmp_path, str(tmp_path / "more.yaml"))
+    assert proc.returncode == 0 and proc.stdout.startswith(f"ok: config/config.yaml + {tmp_path}")
     rc, lines = checker_lines(tmp_path, str(tmp_path / "nope.yaml"))
     assert rc == 1 and lines == [
         f"invalid configuration: cannot read config file {tmp_path / 'nope.yaml'}: "
         "No such file or directory (every key is described in config/README.md)"
     ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "numa_effects.config", "--list", "models"],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(REPO / "workflow" / "scripts"), "PATH": os.environ["PATH"]},
-        check=True,
-    )
+    proc = checker(tmp_path, "--list", "models")
     assert proc.stdout.split() == list(models.CLASSIFICATION_MODELS)
 
 
 @pytest.mark.integration
-def test_a_config_file_that_is_not_a_mapping_is_rejected(tmp_path):
-    bad = tmp_path / "list.yaml"
-    bad.write_text("- resnet18\n- resnet50\n")
+@pytest.mark.parametrize(
+    ("content", "holds"),
+    [("- resnet18\n- resnet50\n", "holds a list, not"), ("# nothing yet\n", "holds no keys")],
+    ids=["a-list", "only-a-comment"],
+)
+def test_a_config_file_without_keys_is_refused_by_both(tmp_path, content, holds):
+    """Snakemake refuses a config file that is not a mapping (an empty or comment-only one
+    too) before the workflow runs, with its own message; the checker refuses it as well."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(content)
     out = "\n".join(dry_run_fails(tmp_path, None, "--configfile", str(bad)))
-    assert "keys at top level" in out
+    assert "keys at top level" in out  # Snakemake's own message
+    rc, lines = checker_lines(tmp_path, str(bad))
+    assert rc == 1 and len(lines) == 1 and f"config file {bad} {holds}" in lines[0], lines
 
 
 @pytest.mark.parametrize(
@@ -230,7 +450,7 @@ def test_malformed_topology_file_is_rejected(tmp_path, content, expected):
         topo.write_text(content)
     with pytest.raises(validation.ConfigError) as err:
         validation.check(cfg(topology=str(topo)), workdir=tmp_path)
-    (line,) = err.value.problems
+    (line,) = err.value.lines
     assert line.startswith("config key 'topology': ")
     assert "allowed: null (this machine)" in line
     assert expected in line
@@ -248,7 +468,7 @@ def test_more_threads_than_one_node_are_skipped_cells_not_an_error(tmp_path):
     assert jobs_planned(proc).get("cell") == len(planned.cells) > 0
     with pytest.raises(validation.ConfigError) as err:
         validation.check({**ok, "threads": [20, 33]}, workdir=tmp_path)
-    (line,) = err.value.problems
+    (line,) = err.value.lines
     assert "config key 'threads': 33 is more than topology file" in line
     assert "(32 physical cores usable in total on 2 NUMA nodes" in line
     assert "allowed: 1..32" in line
@@ -313,10 +533,20 @@ def test_no_shell_directive_uses_an_unquoted_value():
 
 
 def test_name_wildcards_only_match_names():
-    """The cell rule's wildcards cannot match shell metacharacters or path separators."""
+    """The cell rule's wildcards (from the axis registry) cannot match shell metacharacters or
+    path separators."""
+    from numa_effects.plan import grid
+
     text = (REPO / "workflow" / "rules" / "benchmark.smk").read_text()
-    for wc in ("model", "opt", "placement", "threads", "batch_size"):
-        assert re.search(rf"\b{wc}=r\"[^\"]+\"", text), f"no wildcard constraint for {wc}"
+    assert "**grid_mod.wildcard_constraints()" in text
+    constraints = grid.wildcard_constraints()
+    assert set(constraints) == {*grid.KEYS, "replicate"}
+    for name, rx in constraints.items():
+        for bad in ("a/b", "x;rm", "$(id)", "a b", "..", "", "1'"):
+            assert not re.fullmatch(rx, bad), (name, bad)
+    good = {"model": "resnet50", "opt": "channels_last", "placement": "mem-interleave+smt"}
+    for name, value in {**good, "threads": "16", "batch_size": "1024", "replicate": "2"}.items():
+        assert re.fullmatch(constraints[name], value), (name, value)
 
 
 # -- unit tests (no snakemake) --------------------------------------------------------------------
@@ -333,11 +563,44 @@ def test_checked_in_model_list_equals_torchvision():
     assert torchvision.__version__.split("+")[0] == models.TORCHVISION_VERSION
 
 
-def test_schema_enums_match_the_registries():
-    schema = validation.load_schema()
-    props = schema["properties"]
+def test_the_registries_are_the_one_source_of_names():
+    """The schema file names registries, not their members; the loaded schema has them."""
+    raw = yaml.safe_load(schema.SCHEMA_PATH.read_text())["properties"]
+    for key in ("models", "optimizations", "placements"):
+        assert raw[key]["items"] == {"type": "string", "x-registry": key}
+    props = schema.load()["properties"]
     assert props["optimizations"]["items"]["enum"] == list(optimizations.OPTIMIZATIONS)
     assert props["placements"]["items"]["enum"] == list(placement.PLACEMENTS)
+    assert props["models"]["items"]["enum"] == list(models.CLASSIFICATION_MODELS)
+
+
+def test_a_new_optimization_is_one_registry_entry(monkeypatch):
+    new = optimizations.Optimization("bf16", "throwaway", lambda m, x, s: (m, x), dtype="bfloat16")
+    monkeypatch.setitem(optimizations.OPTIMIZATIONS, "bf16", new)
+    checked, config = check(optimizations=["none", "bf16"])
+    assert config["optimizations"] == ["none", "bf16"] and checked.topology.cpus
+    assert "bf16" in schema.load()["properties"]["optimizations"]["items"]["enum"]
+    assert "`bf16`: throwaway" in readme.markdown("grid")
+    with pytest.raises(validation.ConfigError, match=r"'bf17'.*\(did you mean 'bf16'\?\)"):
+        check(optimizations=["bf17"])
+
+
+def test_a_new_placement_family_is_one_registry_entry(monkeypatch):
+    def plan(topo, t, use_smt, cpu, mem):
+        return placement._make(
+            topo, f"n{cpu}m{mem}", t, topo.node_cpus(cpu)[:t], "bind", [mem], use_smt
+        )
+
+    family = placement.Placement("n{cpu}m{mem}", plan, "CPUs of node cpu, memory on node mem")
+    monkeypatch.setitem(placement.PLACEMENTS, family.name, family)
+    _, config = check(placements=["sequential", "n0m1", "n1m0"])
+    assert config["placements"] == ["sequential", "n0m1", "n1m0"]
+    pattern = schema.load()["properties"]["placements"]["items"]["pattern"]
+    assert re.fullmatch(pattern, "n0m1") and not re.fullmatch(pattern, "n0mx")
+    with pytest.raises(validation.ConfigError) as err:
+        check(placements=["n0mx", "n0m1+smt"])
+    assert [p.key for p in err.value.problems] == ["placements[0]", "placements[1]"]
+    assert "n{cpu}m{mem}" in err.value.lines[0]
 
 
 def test_validation_never_imports_torch():
@@ -363,59 +626,125 @@ def test_defaults_are_filled_and_strings_normalised():
 
 
 def test_valid_tiny_config_passes_and_returns_this_machine():
-    topo, _ = check()
-    assert topo.cpus
+    checked, config = check()
+    assert checked.topology.cpus and checked.config is config
 
 
-def test_booleans_are_not_integers():
-    with pytest.raises(validation.ConfigError, match=r"'batch_sizes\[0\]': true is a boolean"):
-        check(batch_sizes=[True])
-
-
-def test_nested_import_key_errors_are_named():
-    with pytest.raises(validation.ConfigError, match=r"unknown config key 'import\.foo'"):
-        check(**{"import": {"packrat": ["x"], "foo": 1}})
+def test_failed_keys_come_from_the_problems_not_their_text():
+    """A bad ``results`` is not also checked against the file system; a bad ``topology``
+    skips the thread check; problems say which key they are about."""
+    with pytest.raises(validation.ConfigError) as err:
+        check(results="/etc;x", topology=5, threads=[10**6])
+    assert [p.key for p in err.value.problems] == ["results", "topology"]
+    assert validation.Problem("a.b[0]", "x").top == "a"
+    assert str(validation.Problem("seed", "is bad")) == "config key 'seed': is bad"
 
 
 def test_describe_reads_like_english():
-    schema = yaml.safe_load(validation.SCHEMA_PATH.read_text())["properties"]
-    assert validation.describe(schema["batch_sizes"]) == (
+    props = schema.load()["properties"]
+    assert schema.describe(props["batch_sizes"]) == (
         "a list (non-empty, no duplicates) of integers >= 1 and <= 65536"
     )
-    assert validation.describe(schema["max_seconds_per_cell"]) == "a number > 0 and <= 86400"
-    assert validation.describe(schema["threads"]).startswith("auto, or a list")
+    assert schema.describe(props["max_seconds_per_cell"]) == "a number > 0 and <= 86400"
+    assert schema.describe(props["threads"]).startswith("auto, or a list")
+    assert schema.describe(props["optimizations"]).endswith(
+        "of one of none, script, channels_last, compile"
+    )
+    assert "--list models" in schema.describe(props["models"])
 
 
-@pytest.mark.parametrize(
-    ("over", "expected"),
-    [
-        ({"models": ["resnet5"]}, "'models[0]': 'resnet5' is not a torchvision"),
-        ({"optimizations": ["none", "scirpt"]}, "none, script, channels_last, compile"),
-        ({"batch_sizes": [4, -2]}, "'batch_sizes[1]': -2 is out of range"),
-        ({"batch_sizes": ["eight"]}, "'batch_sizes[0]': 'eight' is a string"),
-        ({"batch_sizes": "16"}, "'batch_sizes': '16' is a string; allowed: a list"),
-        ({"models": []}, "'models': the list is empty"),
-        ({"optimizations": ["script", "script"]}, "'script' appears more than once"),
-        ({"threads": "all"}, "'threads': 'all' is not allowed; allowed: auto, or a list"),
-        ({"max_seconds_per_cell": -5}, "'max_seconds_per_cell': -5 is out of range"),
-        ({"max_seconds_per_cell": math.inf}, "'max_seconds_per_cell': inf is not a finite"),
-        ({"max_memory_mb": 0}, "'max_memory_mb': 0 is out of range; allowed: an integer >= 256"),
-        ({"seed": 2**70}, "<= 4294967295"),
-        ({"seed": 0.5}, "'seed': 0.5 is a number; allowed: an integer"),
-        ({"use_smt": "yes"}, "'use_smt': 'yes' is a string; allowed: true or false"),
-        ({"import": {"machine": "x"}}, "config key 'import.packrat' is missing"),
-        ({"placements": ["sequential$(touch X)"]}, "'placements[0]'"),
-    ],
-)
-def test_message_variants(tmp_path, over, expected):
-    with pytest.raises(validation.ConfigError) as err:
-        validation.check(cfg(**over), workdir=tmp_path)
-    assert any(expected in line for line in err.value.problems), err.value.problems
-    assert "\n" not in "".join(err.value.problems)
+def test_the_readme_key_tables_are_the_schema():
+    text = readme.README_PATH.read_text()
+    assert readme.update(text) == text, (
+        "config/README.md's key tables are stale: regenerate with "
+        "PYTHONPATH=workflow/scripts python -m numa_effects.config --readme"
+    )
+    schema_keys = [path for path, _, _ in schema.properties(schema.load())]
+    assert all(f"| `{key}` |" in text for key in schema_keys)
+    assert readme.sections(schema.load()) == ["grid", "measurement", "packing", "failure handling"]
+
+
+def test_the_readme_generator_fails_without_its_markers():
+    with pytest.raises(ValueError, match="config-keys: grid"):
+        readme.update("# Configuration\n")
+
+
+def test_a_key_given_twice_is_named_with_its_file_and_lines(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "seed: 1\npacking:\n  enabled: true\n  budgets: [node]\n  enabled: false\n"
+        "import: {packrat: [a], packrat: [b]}\nseed: 2\nseed: 3\n"
+    )
+    problems = files.duplicate_problems([f, str(f), f"{tmp_path}/./c.yaml"])  # read once
+    assert [(p.key, str(p).split(" in config file")[0]) for p in problems] == [
+        ("packing.enabled", "config key 'packing.enabled': given twice"),
+        ("import.packrat", "config key 'import.packrat': given twice"),
+        ("seed", "config key 'seed': given 3 times"),
+    ]
+    assert "(lines 3 and 5)" in str(problems[0])
+    assert "(line:column 6:10 and 6:24)" in str(problems[1])
+    assert "(lines 1, 7 and 8)" in str(problems[2])
+    j = tmp_path / "c.json"
+    j.write_text('{\n\t"seed": 1,\n\t"seed": 2\n}\n')
+    assert [str(p).split("; only")[0] for p in files.duplicate_problems([j])] == [
+        f"config key 'seed': given twice in config file {j} (lines 2 and 3)"
+    ]
+    (tmp_path / "ok.yaml").write_text("seed: 1\nwarmup: 1\n")
+    assert files.duplicate_problems(["ok.yaml", "missing.yaml"], tmp_path) == []
+
+
+def test_impossible_packrat_values_are_named_by_file_and_line_and_capped(tmp_path):
+    bad = ["-1", "nan", "inf", "0", "x", "", "-2", "-3"]
+    folder = packrat_folder(tmp_path / "p", bad, rows=8)
+    problems = paths.import_problems({"import": {"packrat": [folder]}})
+    lines = [str(p) for p in problems]
+    assert {p.key for p in problems} == {"import.packrat[0]"}
+    assert len(lines) == paths.MAX_ROWS_NAMED + 1, lines
+    lat = f"{folder}/resnet_latency.csv"
+    for line, what in [
+        (2, "latency(avg) -1 is negative"),
+        (3, "latency(avg) nan is not a finite number"),
+        (4, "latency(avg) inf is not a finite number"),
+        (5, "latency(avg) 0 is zero"),
+        (6, "latency(avg) 'x' is not a number"),
+    ]:
+        assert f"'import.packrat[0]': {lat} line {line}: {what}; allowed:" in "\n".join(lines)
+    assert f"{lat}: 3 more impossible values after line 6" in lines[-1]
+    from numa_effects.tables import packrat
+
+    with pytest.raises(packrat.PackratError, match=r"line 2: latency\(avg\) -1 is negative"):
+        packrat.read(folder)
+    empty = tmp_path / "e"
+    packrat_folder(empty, rows=0)
+    (empty / "resnet_latency.csv").write_text("")
+    (problem, other) = paths.import_problems({"import": {"packrat": [str(empty)]}})
+    assert str(problem).endswith(
+        f"{empty}/resnet_latency.csv is empty; allowed: PackRat results "
+        "folders (or one of their CSVs) holding resnet_latency.csv and "
+        "resnet_throughput.csv"
+    )
+    assert "resnet_throughput.csv has no rows after its header" in str(other)
+
+
+def test_packing_checks_name_the_key_and_settings_trust_them():
+    topo = topology.load(TWO_NODES)
+    config = cfg(threads=[1, 2], packing={"budgets": ["node", 32, 33], "optimizations": ["none"]})
+    assert [str(p) for p in checks.packing_problems(config, topo)] == [
+        "config key 'packing.budgets[2]': 33 is more than the 32 cores of this machine; "
+        "allowed: node, all or a core count between 1 and 32"
+    ]
+    config["packing"]["budgets"] = ["node", 32]
+    s = packing.settings(config, topo, [1, 2])
+    assert s["enabled"] and s["budgets"] == {16: ["node"], 32: ["32"]}
+
+
+def test_the_snakefile_names_the_workflow_configfile():
+    text = (REPO / "Snakefile").read_text()
+    assert f'configfile: "{files.WORKFLOW_CONFIGFILE}"' in text
 
 
 def test_values_are_normalised_by_schema_type_for_every_key():
-    schema = validation.load_schema()
+    sch = schema.load()
     config = cfg(
         batch_sizes=["1", 2.0, " 8 "],
         threads=[1.0],
@@ -426,7 +755,7 @@ def test_values_are_normalised_by_schema_type_for_every_key():
         max_seconds_per_cell="2.5",
         results="./out//x/",
     )
-    validation.normalize(config, schema)
+    coerce.normalize(config, sch)
     assert config["batch_sizes"] == [1, 2, 8] and all(type(b) is int for b in config["batch_sizes"])
     assert config["threads"] == [1] and type(config["threads"][0]) is int
     assert type(config["seed"]) is int and type(config["image_size"]) is int
@@ -434,9 +763,9 @@ def test_values_are_normalised_by_schema_type_for_every_key():
     assert config["max_seconds_per_cell"] == 2.5
     assert config["results"] == "out/x"
     for b in ("true", "false", "True", "False"):
-        assert validation.coerce(b, schema["properties"]["use_smt"]) is (b.lower() == "true")
-    assert validation.coerce(1.5, schema["properties"]["seed"]) == 1.5  # refused later
-    assert validation.coerce(True, schema["properties"]["seed"]) is True  # not 1
+        assert coerce.coerce(b, sch["properties"]["use_smt"]) is (b.lower() == "true")
+    assert coerce.coerce(1.5, sch["properties"]["seed"]) == 1.5  # refused later
+    assert coerce.coerce(True, sch["properties"]["seed"]) is True  # not 1
 
 
 def test_every_number_in_the_schema_has_an_upper_bound():
@@ -454,7 +783,7 @@ def test_every_number_in_the_schema_has_an_upper_bound():
             for sub, sub_prop in branch.get("properties", {}).items():
                 yield from unbounded(f"{key}.{sub}", sub_prop)
 
-    props = validation.load_schema()["properties"]
+    props = schema.load()["properties"]
     assert [k for key, prop in props.items() for k in unbounded(key, prop)] == []
 
 
@@ -483,7 +812,7 @@ def test_results_folder_rules(tmp_path, results, ok):
     work.mkdir()
     for d in ("config", "tests", ".git"):
         (work / d).mkdir()
-    problems = validation.results_problems(results, workdir=work, workflow_dir=work)
+    problems = [str(p) for p in paths.results_problems(results, workdir=work, workflow_dir=work)]
     assert (problems == []) is ok, problems
     if not ok:
         (line,) = problems
@@ -498,8 +827,8 @@ def test_results_below_a_file_or_through_a_symlink_is_refused(tmp_path):
         ("afile/sub", "which is a file"),
         ("link/x", "system"),
     ):
-        (line,) = validation.results_problems(bad, workdir=tmp_path, workflow_dir=REPO)
-        assert why in line, line
+        (problem,) = paths.results_problems(bad, workdir=tmp_path, workflow_dir=REPO)
+        assert why in str(problem), problem
 
 
 def test_every_tracked_top_level_folder_is_protected():
@@ -507,7 +836,7 @@ def test_every_tracked_top_level_folder_is_protected():
         ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     folders = {line.split("/")[0] for line in out.splitlines() if "/" in line}
-    assert folders <= set(validation.WORKFLOW_DIRS), folders - set(validation.WORKFLOW_DIRS)
+    assert folders <= set(paths.WORKFLOW_DIRS), folders - set(paths.WORKFLOW_DIRS)
 
 
 # -- memory estimate and grid manifest ------------------------------------------------------------
@@ -541,8 +870,8 @@ def test_manifest_name_changes_with_the_grid_only(tmp_path):
     more = manifest.content(grid.expand(cfg(batch_sizes=[1, 2, 4]), topo), 1)
     fewer = manifest.content(grid.expand(cfg(batch_sizes=[1]), topo), 1)
     reps = manifest.content(grid.expand(cfg(), topo), 2)
-    paths = {manifest.path("r", c) for c in (a, more, fewer, reps)}
-    assert manifest.path("r", a) == manifest.path("r", same) and len(paths) == 4
+    names = {manifest.path("r", c) for c in (a, more, fewer, reps)}
+    assert manifest.path("r", a) == manifest.path("r", same) and len(names) == 4
     old = tmp_path / manifest.path("r", a)
     manifest.write(old, a)
     new = tmp_path / manifest.path("r", more)

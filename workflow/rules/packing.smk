@@ -1,7 +1,8 @@
 # PackRat's question from this grid (docs/packing.md): per (model, opt) the optimizer picks the
 # best <instances, threads, batch> for every batch size and core budget from tables/cells.csv;
 # each choice and the fat instance are then measured for real as concurrent pinned processes.
-# The jobs are the plan's (PLAN.packing_jobs; none when packing is off).
+# The jobs are the plan's (PLAN.packing_jobs; none when packing is off); the packing key was
+# checked with the rest of the config (numa_effects.config).
 
 
 if PLAN.packing_jobs:

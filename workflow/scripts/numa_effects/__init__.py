@@ -13,7 +13,8 @@ Machine and plan:
   ``grid.KEYS``, the cell key columns.
 - ``memory``: each cell's memory estimated while planning; cells that cannot fit are skipped.
 - ``manifest``: the grid manifest (cells and replicates asked for, digest in its name).
-- ``validation``: config validation before any job starts, with messages a user can act on.
+- ``config``: the config checked before any job starts, one line per problem (a sub-package:
+  Snakemake and ``python -m numa_effects.config`` run the same check).
 - ``models``: the torchvision model names, checked in (no torch import at parse time).
 - ``optimizations``: the registry of model optimizations (eager, TorchScript, ...).
 

@@ -236,4 +236,3 @@ def build(
 
 def _empty() -> grid_mod.Grid:
     return grid_mod.Grid({}, {})
-

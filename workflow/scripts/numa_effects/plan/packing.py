@@ -307,46 +307,21 @@ DEFAULTS = {
 }
 
 
-class PackingConfigError(ValueError):
-    """The ``packing`` config key asks for something the grid or machine cannot give."""
-
-
 def settings(config: dict, topo, threads: list[int]) -> dict:
     """The resolved ``packing`` config key (config/README.md, "Packing"): ``enabled`` (``auto``
     = on when the grid has at least two thread counts and measures ``sequential``, the
     optimizer's table), ``budgets`` ({cores: [names]}), ``optimizations`` (null = the grid's
     first one: packing adds measurement jobs, so by default one optimization's worth),
     ``max_seconds`` (per measured configuration: the fat instance and the plan each).
-    Raises PackingConfigError naming the key for what the schema cannot check."""
+    ``config`` has been checked (``numa_effects.config.checks.packing_problems``)."""
     given = config.get("packing") or {}
     s = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
-    problems = []
     use_smt = bool(config.get("use_smt", False))
     enabled = s["enabled"]
-    sequential = BASELINE_PLACEMENT in config.get("placements", ())
     if enabled == "auto":
+        sequential = BASELINE_PLACEMENT in config.get("placements", ())
         enabled = len(set(threads)) >= 2 and sequential and not config.get("import")
-    elif enabled and not sequential:
-        problems.append(
-            "config key 'packing.enabled': packing predicts from the 'sequential' cells; "
-            "add sequential to placements"
-        )
-    total = sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
-    for b in s["budgets"]:
-        if b not in BUDGET_NAMES and not (isinstance(b, int) and 1 <= b <= total):
-            problems.append(
-                f"config key 'packing.budgets': {b!r} is not node, all or a core count "
-                f"between 1 and {total} (this topology's cores)"
-            )
     opts = s["optimizations"] or list(config.get("optimizations", ()))[:1]
-    for o in opts:
-        if o not in config.get("optimizations", ()):
-            problems.append(
-                f"config key 'packing.optimizations': {o!r} is not in optimizations "
-                f"({', '.join(config.get('optimizations', ()))})"
-            )
-    if problems:
-        raise PackingConfigError("\n".join(problems))
     return {
         "enabled": bool(enabled),
         "budgets": budgets(topo, s["budgets"], use_smt),

@@ -20,6 +20,8 @@ batch x iterations / total time). Mapping (docs/report.md, "Importing PackRat re
 
 from __future__ import annotations
 
+import csv
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -46,6 +48,8 @@ PACKRAT_KEYS = (
     "batch_size",
 )
 LATENCY_COLUMNS = {"latency(min)": "min", "latency(avg)": "mean", "latency(max)": "max"}
+# The measured values of each file: finite numbers > 0 (``row_problems``).
+VALUE_COLUMNS = {LATENCY_FILE: tuple(LATENCY_COLUMNS), THROUGHPUT_FILE: ("throughput",)}
 STATS = ("min", "p10", "median", "mean", "p90", "p99", "max", "std", "iqr")
 COLUMNS = [
     *KEYS,
@@ -83,6 +87,37 @@ def source_files(path: str | os.PathLike) -> tuple[Path, Path]:
     return lat, thr
 
 
+def row_problems(path: str | os.PathLike) -> list[tuple[int, str]] | None:
+    """(line, what) of every impossible value in one PackRat CSV, in file order: a latency or
+    throughput (``VALUE_COLUMNS``) that is empty, not a number, not finite, or not > 0.
+    None when the file has no rows after its header (or no header)."""
+    path = Path(path)
+    columns = VALUE_COLUMNS.get(path.name, (*LATENCY_COLUMNS, "throughput"))
+    found: list[tuple[int, str]] = []
+    rows = 0
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.DictReader(fh)
+        for row in reader:
+            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+                continue  # a blank line (pandas skips them too)
+            rows += 1
+            for col in columns:
+                if col not in row:
+                    continue  # a missing column is read()'s error
+                text = (row[col] or "").strip()
+                try:
+                    value = float(text)
+                except ValueError:
+                    found.append((reader.line_num, f"{col} {text!r} is not a number"))
+                    continue
+                if not math.isfinite(value):
+                    found.append((reader.line_num, f"{col} {text} is not a finite number"))
+                elif value <= 0:
+                    what = "negative" if value < 0 else "zero"
+                    found.append((reader.line_num, f"{col} {text} is {what}"))
+    return found if rows else None
+
+
 def parse_benchmark(name: str) -> tuple[str, str, str]:
     """``resnet_manual_script`` -> (``resnet50``, ``manual``, ``script``)."""
     parts = str(name).split("_")
@@ -115,8 +150,16 @@ def _read(path: Path, values: Sequence[str]) -> pd.DataFrame:
 def read(path: str | os.PathLike) -> pd.DataFrame:
     """One PackRat folder as rows of cells.csv (``COLUMNS``), sorted by the cell keys.
 
-    A cell repeated in a file (the harness appends) keeps its last row."""
+    A cell repeated in a file (the harness appends) keeps its last row. A file without rows,
+    or with an impossible latency or throughput (``row_problems``), is an error."""
     lat_path, thr_path = source_files(path)
+    for f in (lat_path, thr_path):  # the config check names every one; here the first
+        found = row_problems(f)
+        if found is None:
+            raise PackratError(f"{f} has no rows after its header")
+        if found:
+            (line, what), more = found[0], len(found) - 1
+            raise PackratError(f"{f} line {line}: {what}" + (f" (and {more} more)" if more else ""))
     lat = _read(lat_path, list(LATENCY_COLUMNS))
     thr = _read(thr_path, ["throughput"])
     on = [k for k in PACKRAT_KEYS if k in lat.columns and k in thr.columns]

@@ -1,0 +1,140 @@
+"""What the schema cannot check: finite numbers, names against their registries, iteration
+bounds, thread counts against the planning topology, and the ``packing`` key against the grid
+and the topology. Each function returns problems (``[]`` when there are none); the file system
+is ``paths``'s."""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+from numa_effects.config.problem import Problem, key_path, shown, suggest
+from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.plan import packing as packing_mod
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.topology import Topology
+
+
+def nonfinite_problems(value, path=()) -> list[Problem]:
+    """nan and inf pass every schema bound (nan compares false with anything): refuse them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [Problem(key_path(path), f"{value} is not a finite number; allowed: numbers")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in nonfinite_problems(v, (*path, i))]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in nonfinite_problems(v, (*path, k))]
+    return []
+
+
+def name_problems(config: dict) -> list[Problem]:
+    """Each name of models, optimizations and placements names an entry of its registry."""
+    problems = []
+    for key, registry in REGISTRIES.items():
+        values = config.get(key)
+        if not isinstance(values, list):
+            continue
+        names = registry.names()
+        for i, v in enumerate(values):
+            if not isinstance(v, str) or registry.known(v):
+                continue
+            where, what = f"{key}[{i}]", f"{shown(v)} is not {registry.what}"
+            if len(names) <= LONG_LIST:
+                hint = registry.hint(v) or suggest(v, names)
+                text = f"{what}{hint}; allowed: {', '.join(names)}"
+            else:
+                near = difflib.get_close_matches(v, names, n=5, cutoff=0.5)
+                nearest = f"nearest: {', '.join(near)}; " if near else ""
+                text = f"{what}; {nearest}all {len(names)}: {registry.command}"
+            problems.append(Problem(where, text))
+    return problems
+
+
+def iteration_problems(config: dict) -> list[Problem]:
+    lo, hi = config.get("min_iterations"), config.get("max_iterations")
+    if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+        return [
+            Problem(
+                "min_iterations",
+                f"{lo} is more than max_iterations ({hi}); "
+                "allowed: min_iterations <= max_iterations",
+            )
+        ]
+    return []
+
+
+def _machine(config: dict) -> str:
+    return f"topology file {config['topology']}" if config.get("topology") else "this machine"
+
+
+def usable_cpus(topo: Topology, use_smt: bool) -> int:
+    return sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
+
+
+def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
+    """The most threads any registered placement (a fixed name; a family's members are placed
+    on cores a fixed placement can use too) can run on ``topo`` (0 if none)."""
+    fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
+    for t in range(usable_cpus(topo, use_smt), 0, -1):
+        for name in fixed:
+            if isinstance(placement_mod.plan(topo, t, name, use_smt), placement_mod.Plan):
+                return t
+    return 0
+
+
+def thread_problems(config: dict, topo: Topology) -> list[Problem]:
+    threads = config.get("threads")
+    if not isinstance(threads, list) or not all(isinstance(t, int) for t in threads):
+        return []
+    use_smt = bool(config.get("use_smt"))
+    limit = max_runnable_threads(topo, use_smt)
+    too_many = sorted(t for t in threads if t > limit)
+    if not too_many:
+        return []
+    unit = "logical CPUs" if use_smt else "physical cores"
+    nodes = len(topo.nodes)
+    return [
+        Problem(
+            "threads",
+            f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
+            f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
+            f"node{'s' if nodes > 1 else ''}, use_smt: {str(use_smt).lower()}); allowed: "
+            f"1..{limit}, or auto. (Counts above one node's cores but within the total are fine: "
+            f"placements that cannot run them are skipped and listed in skipped.csv.)",
+        )
+    ]
+
+
+def packing_problems(config: dict, topo: Topology) -> list[Problem]:
+    """The ``packing`` key against the grid and the planning topology (docs/packing.md)."""
+    given = config.get("packing") or {}
+    problems = []
+    placements = config.get("placements", ())
+    if given.get("enabled") is True and packing_mod.BASELINE_PLACEMENT not in placements:
+        problems.append(
+            Problem(
+                "packing.enabled",
+                f"true, but packing predicts from the '{packing_mod.BASELINE_PLACEMENT}' cells "
+                f"and placements ({', '.join(placements)}) has none; allowed: auto or false, "
+                f"or add {packing_mod.BASELINE_PLACEMENT} to placements",
+            )
+        )
+    total = usable_cpus(topo, bool(config.get("use_smt")))
+    for i, b in enumerate(given.get("budgets") or ()):
+        if isinstance(b, int) and not isinstance(b, bool) and b > total:
+            problems.append(
+                Problem(
+                    f"packing.budgets[{i}]",
+                    f"{b} is more than the {total} cores of {_machine(config)}; allowed: node, "
+                    f"all or a core count between 1 and {total}",
+                )
+            )
+    grid_opts = list(config.get("optimizations") or ())
+    for i, o in enumerate(given.get("optimizations") or ()):
+        if o not in grid_opts:
+            problems.append(
+                Problem(
+                    f"packing.optimizations[{i}]",
+                    f"{shown(o)} is not in optimizations; allowed: {', '.join(grid_opts)}",
+                )
+            )
+    return problems

@@ -1,0 +1,89 @@
+"""Every value normalised to its schema type before anything is checked, planned or recorded.
+
+Driven by the schema's types, never per key: ``--config`` list items arrive as strings
+(Snakemake parses list values with YAML's BaseLoader: ``batch_sizes='[1,8]'`` is
+``['1', '8']``) and ``--config use_smt=true`` as the string ``'true'``; YAML gives ``1000.0``
+and ``0.0`` for integral values (checked, planned and recorded as ``1000``, ``0``); ``null``/
+``none``/``~`` mean none for nullable keys; ``results`` is spelled one way
+(``./results/`` -> ``results``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+
+NULL_STRINGS = {"null", "none", "~", ""}
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+BOOLEAN_STRINGS = {"true": True, "false": False}
+
+
+def _types(schema: dict) -> set[str]:
+    """The JSON types a schema allows, its oneOf/anyOf branches included."""
+    t = schema.get("type")
+    out = {t} if isinstance(t, str) else set(t or ())
+    for branch in schema.get("oneOf", []) + schema.get("anyOf", []):
+        out |= _types(branch)
+    return out
+
+
+def _branch(schema: dict, kind: str) -> dict | None:
+    """The (sub-)schema that describes ``kind`` ('array' or 'object') values."""
+    t = schema.get("type")
+    if t == kind or (isinstance(t, list) and kind in t):
+        return schema
+    for branch in schema.get("oneOf", []) + schema.get("anyOf", []):
+        found = _branch(branch, kind)
+        if found is not None:
+            return found
+    return None
+
+
+def coerce(value, schema: dict):
+    """``value`` normalised to the types ``schema`` allows: 'null'/'none'/'~' -> None,
+    'true'/'False' -> bool, '8' and 8.0 -> 8 (integral only), '0.5' -> 0.5; lists and mappings
+    item by item. Anything else is returned unchanged (and refused by the schema check)."""
+    types = _types(schema)
+    if isinstance(value, str):
+        text = value.strip()
+        if "null" in types and text.lower() in NULL_STRINGS:
+            return None
+        if "boolean" in types and text.lower() in BOOLEAN_STRINGS:
+            return BOOLEAN_STRINGS[text.lower()]
+        if not (types & {"integer", "number"} and NUMBER.fullmatch(text)):
+            return value
+        if re.fullmatch(r"[-+]?\d+", text):
+            return int(text)
+        value = float(text)
+    if isinstance(value, float) and "integer" in types and value.is_integer():
+        return int(value)  # is_integer() is false for nan and inf
+    if isinstance(value, list):
+        array = _branch(schema, "array")
+        if array is not None and "items" in array:
+            return [coerce(v, array["items"]) for v in value]
+    if isinstance(value, dict):
+        obj = _branch(schema, "object")
+        if obj is not None:
+            props = obj.get("properties", {})
+            return {k: coerce(v, props[k]) if k in props else v for k, v in value.items()}
+    return value
+
+
+def normalize_results(path: str) -> str:
+    """``./results/`` -> ``results``, ``/scratch//x/`` -> ``/scratch/x``: one spelling per
+    folder, so output paths (and Snakemake's record of them) never differ by spelling."""
+    return os.path.normpath(path)
+
+
+def normalize(config: dict, schema: dict) -> None:
+    """In place: defaults for missing keys, then every value coerced to its schema type."""
+    props = schema.get("properties", {})
+    for key, prop in props.items():
+        if key not in config and "default" in prop:
+            config[key] = copy.deepcopy(prop["default"])
+    for key, value in list(config.items()):
+        if key in props:
+            config[key] = coerce(value, props[key])
+    if isinstance(config.get("results"), str) and config["results"].strip():
+        config["results"] = normalize_results(config["results"])

@@ -1,0 +1,173 @@
+"""Config files read as Snakemake reads them, and what Snakemake lets pass silently refused.
+
+Snakemake merges the workflow's ``configfile:`` (``config/config.yaml`` in the working
+directory, when it exists), then every ``--configfile`` in order, then ``--config`` values;
+each file is JSON, else YAML. ``load`` does the same for the command line, and says where a
+YAML syntax error is. ``duplicate_problems`` refuses a key given twice in one mapping of one
+file (YAML keeps the last, silently), naming the file and the lines; it re-reads the files
+Snakemake read (``workflow.configfiles``), so both paths refuse the same way. An empty or
+comment-only file is refused: Snakemake refuses it too ("Config file must be given as JSON or
+YAML with keys at top level"), before the workflow runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from numa_effects.config.problem import ConfigError, Kind, Problem, key_path
+from numa_effects.config.schema import type_of
+
+# The Snakefile's `configfile:`, read from the working directory before any --configfile.
+WORKFLOW_CONFIGFILE = "config/config.yaml"
+ALLOWED = "allowed: a mapping of keys"
+
+
+def _general(text: str) -> Problem:
+    return Problem("", text, Kind.GENERAL)
+
+
+def _text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise _error(f"cannot read config file {path}: {reason}") from None
+
+
+def _error(text: str) -> ConfigError:
+    return ConfigError([_general(text)])
+
+
+def read(path: str | Path) -> dict:
+    """One config file (JSON, else YAML), or ConfigError with the one line saying why not."""
+    import yaml
+
+    text = _text(path)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise _error(f"config file {path}{where} is not valid YAML: {problem}") from None
+    if data is None:
+        raise _error(f"config file {path} holds no keys (it is empty or only comments); {ALLOWED}")
+    if not isinstance(data, dict):
+        raise _error(f"config file {path} holds {type_of(data)}, not a mapping of keys; {ALLOWED}")
+    return data
+
+
+def merge(config: dict, update: dict) -> None:
+    """Nested keys merged, later values winning (as Snakemake's ``update_config``)."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            merge(config[key], value)
+        else:
+            config[key] = value
+
+
+def workflow_files(files: Iterable[str | Path], directory: str | Path | None = None) -> list:
+    """The files Snakemake reads, as ``workflow.configfiles`` lists them: every ``--configfile``
+    made absolute (as Snakemake does), then the workflow's own when it exists in ``directory``
+    (spelled as the Snakefile spells it), or when no file is given (then Snakemake, and
+    ``load``, say it is missing). Snakemake merges the workflow's own first."""
+    out: list = [Path(f).absolute() for f in files]
+    own = Path(directory or ".", WORKFLOW_CONFIGFILE)
+    given = {os.path.realpath(f) for f in out}
+    if not out or (own.is_file() and os.path.realpath(own) not in given):
+        out.append(WORKFLOW_CONFIGFILE)  # (Snakemake lists it again when given: read once)
+    return out
+
+
+def load(configfiles: Iterable[str | Path], directory: str | Path | None = None) -> dict:
+    """Merge ``configfiles`` (``workflow_files``' list) in Snakemake's order: the workflow's
+    own (relative to ``directory``), then the others in order."""
+    files = list(configfiles)
+    own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
+    config: dict = {}
+    for f in own + [f for f in files if str(f) != WORKFLOW_CONFIGFILE]:
+        merge(config, read(Path(directory or ".", f)))
+    return config
+
+
+def parse_config_args(entries: list[str]) -> dict:
+    """``--config key=value ...`` parsed exactly as Snakemake parses it."""
+    if not entries:
+        return {}
+    from snakemake.cli import parse_config
+
+    try:
+        return parse_config(entries)
+    except ValueError as exc:
+        raise _error(f"--config: {exc}") from None
+
+
+def duplicate_problems(
+    configfiles: Iterable[str | Path], directory: str | Path | None = None
+) -> list[Problem]:
+    """A key given more than once in one mapping of one file, named with the file and lines.
+    A relative path is read from ``directory`` (default: the current one) and named as given;
+    a file is read once however it is spelled."""
+    problems, seen = [], set()
+    for f in configfiles:
+        path = Path(directory or ".", f)
+        real = os.path.realpath(path)
+        if real in seen or not path.is_file():
+            continue  # an unreadable file is Snakemake's (or read()'s) error
+        seen.add(real)
+        for key, marks in _duplicates(path):
+            lines = [line for line, _ in marks]
+            if len(set(lines)) == len(lines):
+                where = "lines " + _and(map(str, lines))
+            else:  # a flow mapping on one line
+                where = "line:column " + _and(f"{line}:{col}" for line, col in marks)
+            times = "twice" if len(marks) == 2 else f"{len(marks)} times"
+            problems.append(
+                Problem(
+                    key,
+                    f"given {times} in config file {f} ({where}); only the last would "
+                    "count; allowed: each key once per file (a later file or --config overrides "
+                    "an earlier file)",
+                )
+            )
+    return problems
+
+
+def _and(items) -> str:
+    items = list(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _duplicates(path: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+    """(key path, 1-based (line, column)s) of every key given more than once in one mapping."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        # JSON is YAML, but for tabs between tokens: blanks on the same line keep the lines.
+        root = yaml.compose(text.replace("\t", " "), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return []  # read() or Snakemake says why the file cannot be read
+    found: list[tuple[str, list[tuple[int, int]]]] = []
+
+    def walk(node, where: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            marks: dict[str, list[tuple[int, int]]] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value != "<<":
+                    mark = k.start_mark
+                    marks.setdefault(k.value, []).append((mark.line + 1, mark.column + 1))
+                    walk(v, (*where, k.value))
+            found.extend((key_path((*where, k)), m) for k, m in marks.items() if len(m) > 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*where, i))
+
+    walk(root, ())
+    return found

@@ -1,0 +1,84 @@
+"""jsonschema's errors as problems: one line each, naming the full key path and what is allowed."""
+
+from __future__ import annotations
+
+from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
+from numa_effects.config.schema import REGISTRY, describe, type_of
+
+RANGE = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+
+
+def schema_problems(config: dict, schema: dict) -> list[Problem]:
+    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(
+        Draft202012Validator(schema).iter_errors(config), key=lambda e: [str(p) for p in e.path]
+    )
+    problems: list[Problem] = []
+    for err in errors:
+        if err.validator in ("enum", "pattern") and REGISTRY in err.schema:
+            continue  # checks.name_problems says it with the registry's names
+        for p in format_error(err):
+            if p not in problems:
+                problems.append(p)
+    return problems
+
+
+def format_error(err) -> list[Problem]:
+    """One jsonschema error -> problems naming the key and the allowed values."""
+    kind, schema, value = err.validator, err.schema, err.instance
+    key = key_path(err.absolute_path)
+    prefix = "" if not err.absolute_path else f"{key}."
+    if kind == "additionalProperties":
+        allowed = list(schema.get("properties", {}))
+        return [
+            Problem(
+                prefix + k,
+                f"{suggest(k, allowed)}; allowed keys: {', '.join(allowed)}",
+                Kind.UNKNOWN,
+            )
+            for k in value
+            if k not in allowed
+        ]
+    if kind == "required":
+        props = schema.get("properties", {})
+        return [
+            Problem(prefix + k, describe(props.get(k, {})), Kind.MISSING)
+            for k in schema["required"]
+            if k not in value
+        ]
+    if kind in ("oneOf", "anyOf"):
+        # The branch that matches the value's type (threads: 'auto' or a list of integers).
+        for i, branch in enumerate(schema[kind]):
+            want = branch.get("type")
+            if (want == "array" and isinstance(value, list)) or (
+                want == "string" and isinstance(value, str) and "const" not in branch
+            ):
+                sub = [e for e in err.context if e.relative_schema_path[0] == i]
+                if sub:
+                    return [p for e in sub for p in format_error(e)]
+        return [Problem(key, f"{shown(value)} is not allowed; allowed: {describe(schema)}")]
+    allowed = describe(schema)
+    if kind == "enum":
+        near = suggest(value, map(str, schema["enum"]))
+        return [Problem(key, f"{shown(value)} is not allowed{near}; allowed: {allowed}")]
+    if kind == "type":
+        return [Problem(key, f"{shown(value)} is {type_of(value)}; allowed: {allowed}")]
+    if kind in RANGE:
+        return [Problem(key, f"{shown(value)} is out of range; allowed: {allowed}")]
+    if kind == "minItems":
+        return [Problem(key, f"the list is empty; allowed: {allowed}")]
+    if kind == "uniqueItems":
+        seen, dups = set(), []
+        for v in value:
+            if repr(v) in seen and v not in dups:
+                dups.append(v)
+            seen.add(repr(v))
+        twice = ", ".join(shown(d) for d in dups) or "a value"
+        return [Problem(key, f"{twice} appears more than once; each value may appear once")]
+    if kind == "pattern":
+        return [Problem(key, f"{shown(value)} is not allowed; allowed: {allowed}")]
+    if kind == "minLength":
+        return [Problem(key, f"the string is empty; allowed: {allowed}")]
+    return [Problem(key, f"{err.message}; allowed: {allowed}")]

@@ -1,0 +1,129 @@
+"""The config schema (``workflow/schemas/config.schema.yaml``) and what it allows, in words.
+
+The file names registries instead of listing their members: ``x-registry: optimizations`` on
+a list's items becomes the registry's ``enum`` (or ``pattern``, for a placement family) when
+the schema is loaded, so the registries in ``numa_effects.plan`` are the one source of names.
+``x-section`` sorts the top-level keys into the tables of config/README.md (``readme``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from numa_effects.config.registries import LONG_LIST, REGISTRIES
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
+REGISTRY = "x-registry"
+
+# Human words for the schema's patterns (the schema keeps the regex, users get the words).
+PATTERN_WORDS = {
+    "^[A-Za-z0-9_./-]+$": (
+        "a path",
+        "paths",
+        "of letters, digits and _ . / - only (no spaces, quotes or shell metacharacters)",
+    ),
+}
+
+
+def load(path: str | Path = SCHEMA_PATH) -> dict:
+    """The schema, with every ``x-registry`` filled from its registry."""
+    import yaml
+
+    with open(path) as fh:
+        schema = yaml.safe_load(fh)
+    _fill(schema)
+    return schema
+
+
+def _fill(node) -> None:
+    if isinstance(node, dict):
+        if REGISTRY in node:
+            node.update(REGISTRIES[node[REGISTRY]].schema())
+        for value in node.values():
+            _fill(value)
+    elif isinstance(node, list):
+        for value in node:
+            _fill(value)
+
+
+def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool]]:
+    """(key path, schema, required) of every key, nested mappings' keys after their parent's."""
+    for key, prop in schema.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        yield path, prop, key in schema.get("required", ())
+        for branch in [prop, *prop.get("oneOf", []), *prop.get("anyOf", [])]:
+            if "properties" in branch:
+                yield from properties(branch, f"{path}.")
+
+
+def type_of(value) -> str:
+    if value is None:
+        return "null"
+    for kind, words in (
+        (bool, "a boolean"),
+        (int, "an integer"),
+        (float, "a number"),
+        (str, "a string"),
+        (list, "a list"),
+        (dict, "a mapping"),
+    ):
+        if isinstance(value, kind):
+            return words
+    return type(value).__name__
+
+
+def _bounds(schema: dict) -> str:
+    ops = (
+        ("minimum", ">="),
+        ("exclusiveMinimum", ">"),
+        ("maximum", "<="),
+        ("exclusiveMaximum", "<"),
+    )
+    return " and ".join(f"{op} {schema[key]}" for key, op in ops if key in schema)
+
+
+def describe(schema: dict, plural: bool = False) -> str:
+    """What a schema allows, in words."""
+    if REGISTRY in schema:
+        registry = REGISTRIES[schema[REGISTRY]]
+        names = registry.names()
+        if len(names) <= LONG_LIST:
+            return "one of " + ", ".join(names)
+        what = registry.what.split(" ", 1)[1] + (" names" if plural else " name")
+        return f"{what if plural else 'a ' + what} ({len(names)}: {registry.command})"
+    if "enum" in schema:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    if "const" in schema:
+        return str(schema["const"])
+    if "oneOf" in schema or "anyOf" in schema:
+        return ", or ".join(describe(s, plural) for s in schema.get("oneOf", schema.get("anyOf")))
+    types = schema.get("type")
+    if isinstance(types, list):
+        return " or ".join(describe({**schema, "type": t}, plural) for t in types)
+    bounds = _bounds(schema)
+    if types in ("integer", "number"):
+        text = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}[types]
+        return f"{text[plural]} {bounds}".strip()
+    if types == "boolean":
+        return "true or false"
+    if types == "null":
+        return "null"
+    if types == "string":
+        if "pattern" in schema:
+            words = PATTERN_WORDS.get(schema["pattern"])
+            if words is None:
+                return f"{'strings' if plural else 'a string'} matching {schema['pattern']}"
+            return f"{words[1] if plural else words[0]} {words[2]}"
+        return "strings" if plural else "a string"
+    if types == "array":
+        items = describe(schema.get("items", {}), plural=True)
+        extras = []
+        if schema.get("minItems", 0) >= 1:
+            extras.append("non-empty")
+        if schema.get("uniqueItems"):
+            extras.append("no duplicates")
+        return f"a list ({', '.join(extras)}) of {items}" if extras else f"a list of {items}"
+    if types == "object":
+        return "a mapping with keys " + ", ".join(schema.get("properties", {}))
+    return "see config/README.md"
