@@ -106,11 +106,14 @@ class Choice:
 
 # -- the latency table -------------------------------------------------------------------------
 def statistic(cells) -> str:
-    """The latency column used: the median, or the mean where no cell has a median (PackRat)."""
-    for col in STATISTICS:
-        if col in cells.columns and cells[col].notna().any():
-            return col
-    raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+    """The latency column used: the median, or the mean where no cell has a median (PackRat;
+    ``stats.table_statistic``)."""
+    from numa_effects import stats  # numpy: not at the workflow's parse time
+
+    col = stats.latency_column(stats.table_statistic(cells))
+    if col not in cells.columns or not cells[col].notna().any():
+        raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+    return col
 
 
 def latency_table(cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT) -> dict:

@@ -12,13 +12,12 @@ without importing matplotlib.
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from numa_effects import stats
 from numa_effects.plan.grid import KEYS
 from numa_effects.report.registry import BASELINE, baseline_of, is_baseline
 
@@ -26,23 +25,8 @@ DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is n
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table; an empty file (a run with no cells) is an empty frame with the keys."""
-    if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
-        return pd.DataFrame(columns=list(KEYS))
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame(columns=list(KEYS))
-
-
-def _bool_or_none(v):
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-        return v.strip().lower() == "true"
-    if isinstance(v, int | float) and not (isinstance(v, float) and math.isnan(v)):
-        return bool(v)
-    return None
+    """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys."""
+    return stats.read_table(path, KEYS)
 
 
 def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
@@ -50,7 +34,7 @@ def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
     out = pd.Series(False, index=df.index, dtype=bool)
     for c in columns:
         if c in df:
-            out |= df[c].map(_bool_or_none).eq(True)
+            out |= df[c].map(stats.as_bool).eq(True)
     return out
 
 
@@ -64,21 +48,16 @@ class Tables:
     @classmethod
     def load(cls, cells, skipped=None, degradation=None, packing=None) -> Tables:
         deg = read_csv(degradation) if degradation else None
-        if deg is not None and "significant" in deg:
-            deg["significant"] = deg["significant"].map(_bool_or_none).astype(object)
         return cls(read_csv(cells), read_csv(skipped), deg, read_csv(packing) if packing else None)
 
     @property
     def latency_stat(self) -> str:
         """``median`` when the cells have medians, else ``mean`` (PackRat imports)."""
-        c = self.cells
-        if "latency_median_ms" in c and c["latency_median_ms"].notna().any():
-            return "median"
-        return "mean"
+        return stats.table_statistic(self.cells)
 
     @property
     def latency_column(self) -> str:
-        return f"latency_{self.latency_stat}_ms"
+        return stats.latency_column(self.latency_stat)
 
     def statuses(self) -> pd.DataFrame:
         """Keys, ``status`` (ok / failed / skipped), ``reason`` and ``disturbed`` (contended or

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from numa_effects import stats
 from numa_effects.report.data import Tables
 
 SERIES = (
@@ -53,7 +54,7 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
                 yerr = np.nan_to_num(yerr)
             line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
             if ci is not None:  # measured: a contended group is drawn hollow
-                hit = b["contended"].map(lambda v: str(v) == "True").to_numpy()
+                hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
                 if hit.any():
                     color = line.lines[0].get_color()
                     ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
