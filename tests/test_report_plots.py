@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from numa_effects.plan import grid
+from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.plan.placement import PLACEMENTS
 from numa_effects.report import data as figure_data
 from numa_effects.report import plots, style
 from numa_effects.report import registry as figures
@@ -85,9 +87,10 @@ def test_colours_are_fixed_per_opt_and_placement(tables):
 
     a = colours("latency_per_batch", {"batch_size": 1})
     b = colours("throughput_per_batch", {"batch_size": 64})
-    assert a["script (TorchScript)"] == b["script (TorchScript)"] == style.OPT_COLORS["script"]
+    script = OPTIMIZATIONS["script"]
+    assert a[script.legend] == b[script.legend] == script.color  # the registry's
     c = colours("numa_throughput_per_batch", {"opt": "none", "batch_size": 1})
-    assert c["interleave"] == style.PLACEMENT_COLORS["interleave"]
+    assert c["interleave"] == PLACEMENTS["interleave"].color
 
 
 def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
@@ -247,3 +250,85 @@ def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
         if f.family == family
     )
     plots.plt.close(plots.draw(family, disturbed, f.wildcards))
+
+
+# -- cells with no value -----------------------------------------------------------------------
+
+
+def no_value_marks(fig):
+    """The no-value markers of a line plot: collections drawn outside the data coordinates."""
+    from matplotlib.collections import PathCollection
+
+    ax = fig.axes[0]
+    return [
+        c
+        for c in ax.collections
+        if isinstance(c, PathCollection)
+        and not c.get_offset_transform().contains_branch(ax.transData)
+    ]
+
+
+def data_x(fig, mark) -> float:
+    """The data x of a no-value marker."""
+    ax = fig.axes[0]
+    display = mark.get_offset_transform().transform(mark.get_offsets())
+    return ax.transData.inverted().transform(display)[0][0]
+
+
+# -- contended without a clean iteration: a status, never a number ----------------------------
+
+NO_CLEAN = ("none", "interleave", 2, 8)  # the fixture row turned into a contended cell
+
+
+@pytest.fixture(scope="module")
+def no_clean():
+    """cells.csv with ``none/interleave/t2/bs8`` as the measuring side writes a cell whose
+    replicates had no clean iteration: ``status`` contended, no latency or throughput,
+    ``contended`` true."""
+    cells = figure_data.read_csv(FIX / "cells.csv")
+    hit = (
+        (cells["opt"] == NO_CLEAN[0])
+        & (cells["placement"] == NO_CLEAN[1])
+        & (cells["threads"] == NO_CLEAN[2])
+        & (cells["batch_size"] == NO_CLEAN[3])
+    )
+    assert hit.sum() == 1
+    cells["contended"] = False
+    cells.loc[hit, "status"] = "contended"
+    cells.loc[hit, "contended"] = True
+    for c in cells.columns:
+        if c.startswith(("latency_", "throughput_")):
+            cells.loc[hit, c] = np.nan
+    deg = figure_data.read_csv(FIX / "degradation.csv")
+    return figure_data.Tables(cells, figure_data.read_csv(FIX / "skipped.csv"), deg)
+
+
+def test_a_contended_cell_without_a_clean_iteration_is_a_status_not_a_number(no_clean):
+    u = no_clean.universe("resnet50").set_index(["opt", "placement", "threads", "batch_size"])
+    assert u.loc[NO_CLEAN, "status"] == "contended"
+    assert u.loc[NO_CLEAN, "lat_status"] == "contended" and np.isnan(u.loc[NO_CLEAN, "lat"])
+    wc = {"model": "resnet50", "opt": "none", "batch_size": 8}
+    fig = plots.draw("numa_latency_per_batch", no_clean, wc)
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "interleave")
+    assert np.isnan(np.asarray(line.get_ydata(), dtype=float)[1])  # t=2: a gap, not a value
+    (mark,) = [c for c in no_value_marks(fig) if data_x(fig, c) == 2]  # (remote t8: skipped)
+    diamond = plots.matplotlib.markers.MarkerStyle(style.STATUS_MARKERS["contended"])
+    want = diamond.get_path().transformed(diamond.get_transform()).vertices
+    assert np.allclose(mark.get_paths()[0].vertices, want)
+    assert style.STATUS_LEGEND["contended"] in legend_texts(fig)
+    assert "contended (no clean iteration)" in style.STATUS_LEGEND["contended"]
+    assert rings(fig) == []  # no value: nothing to ring
+    # the comparison has no value either: a gap and the marker in the loss plot
+    fig = plots.draw("numa_latency_loss", no_clean, wc)
+    assert sorted(data_x(fig, c) for c in no_value_marks(fig)) == [2, 8]  # and remote t8
+    # the heatmap: a grey cell saying why, never a number
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        no_clean,
+        {"model": "resnet50", "opt": "none", "placement": "interleave"},
+    )
+    t = texts(fig)
+    assert "contended\n(no clean\niteration)" in t
+    note = next(s for s in t if "Grey cells have no value" in s)
+    assert "1 contended" in note and "either cell of the pair has no value" in note

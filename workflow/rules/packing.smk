@@ -1,7 +1,6 @@
 # PackRat's question from this grid (docs/packing.md): per (model, opt) the optimizer picks the
 # best <instances, threads, batch> for every batch size and core budget from tables/cells.csv;
 # each choice and the fat instance are then measured for real as concurrent pinned processes.
-from numa_effects.report import registry as figures_mod  # noqa: E402
 from numa_effects.plan import packing as packing_mod  # noqa: E402
 
 try:
@@ -11,9 +10,9 @@ try:
 except packing_mod.PackingConfigError as exc:
     raise WorkflowError(str(exc)) from None
 PACKING_JOBS = packing_mod.jobs(PACKING)
-# The report's Packing figures exist for the packed (model, opt): the registry's plan is the
-# config's (numa_effects.report.registry.plan_packing; figures are listed by report_functions.smk).
-figures_mod.PLANS["packing"] = packing_mod.figure_plan(PACKING)
+# The report's Packing figures exist for the packed (model, opt) (report_functions.smk passes
+# them to numa_effects.report.registry.figures).
+PACKED = packing_mod.packed(PACKING)
 
 
 # What `all` asks of packing (workflow/rules/common.smk): the table, or nothing when it is off.

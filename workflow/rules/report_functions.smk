@@ -16,7 +16,7 @@ def report_cell_keys():
     return list(GRID.cells)
 
 
-FIGURES = figures_mod.figures(report_cell_keys())
+FIGURES = figures_mod.figures(report_cell_keys(), packed=PACKED)
 
 
 def report_placements():

@@ -385,11 +385,7 @@ def run_path(results: str, job: dict) -> str:
     )
 
 
-def figure_plan(s: dict):
-    """The report's ``packing`` plan (``figures.PLANS``): one figure per packed (model, opt)."""
-    packed = {(j["model"], j["opt"]) for j in jobs(s)}
-
-    def plan(keys: list[dict]) -> list[dict]:
-        return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
-
-    return plan
+def packed(s: dict) -> list[tuple[str, str]]:
+    """The (model, opt) pairs packing measures: the report's Packing figures
+    (``report.registry.figures(keys, packed=...)``)."""
+    return sorted({(j["model"], j["opt"]) for j in jobs(s)})

@@ -2,8 +2,10 @@
 
 - ``latency``: latency against the total batch B for the fat instance (measured), the plan as
   predicted from the grid and the plan as measured, with their 95 % CIs (round-to-round, see
-  ``packing_table``), one panel per core budget; every B is labelled with the chosen plan;
+  ``tables.packing``), one panel per core budget; every B is labelled with the chosen plan;
 - ``core_map``: which cores each instance of the measured plan got, one row per (budget, B).
+
+Registered for their families with ``registry.drawer`` (``plots`` imports this module).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from numa_effects import stats
 from numa_effects.report.data import Tables
+from numa_effects.report.registry import LATENCY, Metric, drawer
 
 SERIES = (
     # (column, CI columns, label, style)
@@ -33,7 +36,8 @@ def _rows(tables: Tables, model: str, opt: str):
     return p[(p["model"] == model) & (p["opt"] == opt)].sort_values(["budget", "batch_size"])
 
 
-def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
+@drawer("packing_latency")
+def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     d = _rows(tables, model, opt)
     budgets = sorted(d["budget"].unique())
     fig, axes = plt.subplots(
@@ -85,7 +89,8 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
     return fig
 
 
-def core_map(tables: Tables, model: str, opt: str, metric: str = "lat"):
+@drawer("packing_core_map")
+def core_map(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     from numa_effects.plan import cpulist
 
     d = _rows(tables, model, opt)

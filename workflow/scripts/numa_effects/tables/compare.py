@@ -1,12 +1,13 @@
-"""How much a placement degrades a cell against ``sequential``, and how much TorchScript speeds
-up eager, each with a bootstrap CI over the raw samples of both cells.
+"""How much a placement degrades a cell against its baseline (``sequential``), and how much
+TorchScript speeds up eager, each with a CI of the ratio of both cells (``stats``).
 
 ``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
-whose placement is not ``sequential`` and that has a ``sequential`` cell with the same
-(model, opt, threads, batch_size). Columns (exactly):
+whose placement is not a baseline and that has a cell of its baseline
+(``placement.baseline_of``: ``sequential``; a placement family's own, e.g. ``n0m0`` for
+``n0m1``) with the same (model, opt, threads, batch_size). Columns (exactly):
 
-- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is
-  ``sequential`` (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
+- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is the
+  baseline's label (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
   themselves);
 - ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
   (imported PackRat tables have only min/mean/max; ``stats.latency_statistic``);
@@ -41,12 +42,16 @@ within the same source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
+
+EAGER = "none"  # the optimization every other one is compared against (opt_speedup.csv)
 
 DEGRADATION_COLUMNS = [
     "model",
@@ -119,11 +124,16 @@ def _key(row: pd.Series, suffix: str, vary: str) -> tuple:
 
 
 def _pairs(
-    cells: pd.DataFrame, samples: pd.DataFrame | None, vary: str, baseline: str
+    cells: pd.DataFrame,
+    samples: pd.DataFrame | None,
+    vary: str,
+    baseline_of: Callable[[str], str | None],
 ) -> pd.DataFrame:
-    """Baseline/compared pairs differing only in ``vary``, with the statistic, both values and
-    the bootstrap CI of the ratio compared / baseline (NaN without samples)."""
-    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic", "ci_method"]
+    """Baseline/compared pairs differing only in ``vary``: each cell whose ``vary`` value has a
+    baseline (``baseline_of``; None: it is one) with the cell of that baseline, the statistic,
+    both values and the CI of the ratio compared / baseline (NaN without samples)."""
+    cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
+    cols += ["ci_method"]
     cols += ["contended", "noisy"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
@@ -152,16 +162,12 @@ def _pairs(
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
-    if vary == "placement":
-        # A "+smt" cell is compared with the "+smt" baseline (sequential+smt), never across.
-        parsed = df["placement"].map(placement_mod.parse_label)
-        df = df.assign(_smt=parsed.map(lambda p: p[1]))
-        group.append("_smt")
-        is_base = parsed.map(lambda p: p[0]) == baseline
-    else:
-        is_base = df[vary] == baseline
-    base, comp = df[is_base], df[~is_base]
-    merged = comp.merge(base, on=group, suffixes=("", "_b"), how="inner")
+    # Each cell is paired with the cell of its own baseline: a "+smt" cell with sequential+smt
+    # (never across), a family member with its family's baseline (n0m1 with n0m0).
+    wanted = df[vary].map(baseline_of)
+    comp = df[wanted.notna()].assign(_base=wanted[wanted.notna()])
+    base = df.assign(_base=df[vary])
+    merged = comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
     index = _sample_index(samples)
     rows = []
     for _, r in merged.iterrows():
@@ -185,6 +191,7 @@ def _pairs(
         rows.append(
             {
                 **{k: r[k] for k in KEYS},
+                "baseline": r["_base"],
                 "latency_baseline_ms": lb,
                 "latency_compared_ms": lc,
                 "ratio": lc / lb if lb > 0 else np.nan,
@@ -215,17 +222,13 @@ def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
 
 
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Placement vs ``sequential`` (see the module docstring); works on cells.csv alone."""
-    p = _pairs(cells, samples, "placement", "sequential")
+    """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
+    p = _pairs(cells, samples, "placement", placement_mod.baseline_of)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
             **{k: p[k] for k in KEYS},
-            "baseline": p["placement"].map(
-                lambda x: placement_mod.label(
-                    placement_mod.BASELINE, placement_mod.parse_label(x)[1]
-                )
-            ),
+            "baseline": p["baseline"],
             "latency_statistic": p["latency_statistic"],
             "latency_baseline_ms": p["latency_baseline_ms"],
             "latency_compared_ms": p["latency_compared_ms"],
@@ -249,12 +252,12 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
 
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
-    p = _pairs(cells, samples, "opt", "none")
+    p = _pairs(cells, samples, "opt", lambda opt: None if opt == EAGER else EAGER)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
             **{k: p[k] for k in ("model", "placement", "threads", "batch_size")},
-            "baseline": "none",
+            "baseline": EAGER,
             "opt": p["opt"],
             "latency_statistic": p["latency_statistic"],
             "latency_baseline_ms": p["latency_baseline_ms"],
