@@ -252,7 +252,44 @@ def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
     plots.plt.close(plots.draw(family, disturbed, f.wildcards))
 
 
-# -- cells with no value -----------------------------------------------------------------------
+# -- cells with no value: marked along the x axis, below it ----------------------------------
+
+
+def four_node_run() -> figure_data.Tables:
+    """What a 4-node guest run gives the per-batch NUMA figure: four placements over threads 1-16
+    whose latencies span more than ``style.LOG_Y_RATIO`` (a log y axis), some cells skipped
+    (remote and mem-interleave need more cores of node 0) and one failed."""
+    rows, skipped = [], []
+    for p, slow in [
+        ("sequential", 1.0),
+        ("interleave", 1.3),
+        ("remote", 1.6),
+        ("mem-interleave", 1.2),
+    ]:
+        for t in (1, 2, 4, 8, 16):
+            key = {
+                "model": "resnet50",
+                "opt": "none",
+                "placement": p,
+                "threads": t,
+                "batch_size": 8,
+            }
+            if p in ("remote", "mem-interleave") and t >= 8:
+                skipped.append({**key, "reason": f"{p} needs {t} physical cores on node 0"})
+                continue
+            lat = 4000.0 * slow / t**1.5
+            status = "failed" if (p, t) == ("interleave", 2) else "ok"
+            ok = status == "ok"
+            rows.append(
+                {
+                    **key,
+                    "status": status,
+                    "latency_median_ms": lat if ok else None,
+                    "throughput_ips": 8000.0 / lat if ok else None,
+                    "failure_cause": None if ok else "timeout",
+                }
+            )
+    return figure_data.Tables(pd.DataFrame(rows), pd.DataFrame(skipped))
 
 
 def no_value_marks(fig):
@@ -273,6 +310,53 @@ def data_x(fig, mark) -> float:
     ax = fig.axes[0]
     display = mark.get_offset_transform().transform(mark.get_offsets())
     return ax.transData.inverted().transform(display)[0][0]
+
+
+@pytest.mark.parametrize("family", ["numa_latency_per_batch", "numa_throughput_per_batch"])
+def test_no_value_markers_sit_along_the_x_axis_below_the_data(family):
+    """Issue 18: on a 4-node guest run the "skipped (no value)" squares were drawn at 250-350 ms
+    among the real points (axes fractions 0.03 + 0.055 x line index, on a log y axis). They sit
+    in a strip just below the x axis, above its tick labels, at the x of their cell."""
+    fig = plots.draw(family, four_node_run(), {"model": "resnet50", "opt": "none", "batch_size": 8})
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    if family == "numa_latency_per_batch":
+        assert ax.get_yscale() == "log"
+    marks = no_value_marks(fig)
+    assert len(marks) == 5  # 2 remote + 2 mem-interleave skipped, 1 interleave failed
+    axes_box = ax.get_window_extent(renderer)
+    labels_top = max(t.get_window_extent(renderer).y1 for t in ax.get_xticklabels() if t.get_text())
+    for c in marks:
+        (x, y) = ax.transAxes.inverted().transform(
+            c.get_offset_transform().transform(c.get_offsets())
+        )[0]
+        data_x = ax.transData.inverted().transform(
+            c.get_offset_transform().transform(c.get_offsets())
+        )[0][0]
+        assert 0.0 <= x <= 1.0 and data_x in (2, 8, 16)
+        assert y < 0.0, f"marker inside the axes at axes fraction {y:.3f}"
+        box = c.get_window_extent(renderer)
+        assert box.y1 <= axes_box.y0 + 0.5  # not among the data
+        assert box.y0 >= labels_top - 0.5  # not on the tick labels
+    # two lines have no value at 16 threads: stacked, not drawn on top of each other
+    at16 = sorted(
+        ax.transAxes.inverted().transform(c.get_offset_transform().transform(c.get_offsets()))[0][1]
+        for c in marks
+        if ax.transData.inverted().transform(c.get_offset_transform().transform(c.get_offsets()))[
+            0
+        ][0]
+        == 16
+    )
+    assert len(at16) == 2 and at16[0] < at16[1]
+    # every real point lies in the axes, above the strip
+    for ln in ax.get_lines():
+        xy = ln.get_xydata()
+        xy = xy[np.isfinite(xy[:, 1])]
+        if len(xy) and ln.get_label() in ("sequential", "interleave", "remote", "mem-interleave"):
+            ya = ax.transAxes.inverted().transform(ax.transData.transform(xy))[:, 1]
+            assert (ya > 0).all()
+    assert any("marked along the x axis" in t.get_text() for t in ax.texts)
 
 
 # -- contended without a clean iteration: a status, never a number ----------------------------

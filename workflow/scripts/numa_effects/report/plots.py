@@ -4,7 +4,7 @@ called by ``draw``.
 
 The data come shaped from ``numa_effects.report.data`` and the look from
 ``numa_effects.report.style``: a failed, skipped, contended (no clean iteration) or missing cell
-is marked along the x axis, never drawn as 0 (lines break there instead of bridging); a
+is marked below the x axis, never drawn as 0 (lines break there instead of bridging); a
 contended or noisy cell with a value is ringed or cross-hatched and has a legend entry. Every
 draw function has the signature ``f(tables, *, metric, **wildcards)``, ``metric`` the family's
 ``registry.Metric``.
@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from numa_effects.plan import placement as placement_mod  # noqa: E402
 from numa_effects.report import packing_plots, registry  # noqa: E402, F401 (packing drawers)
@@ -37,6 +38,7 @@ from numa_effects.report.style import (  # noqa: E402
     LOG_Y_RATIO,
     NOT_SIGNIFICANT,
     STATUS_MARKERS,
+    STATUS_STEP_PT,
     STATUS_TEXT,
     batch_color,
     color_limit,
@@ -113,6 +115,7 @@ def _lines(
     ``<value>_hi`` and status ``<value>_status``); returns the marks drawn (statuses of cells
     with no value, ``style.DISTURBED`` when a contended or noisy point is ringed)."""
     drawn: set[str] = set()
+    no_value: dict = {}  # x -> [(status, colour)] in line order
     xs = sorted(df[x].unique())
     for i, h in enumerate(order):
         d = df[df[hue] == h].set_index(x).reindex(xs)
@@ -156,22 +159,38 @@ def _lines(
                     )
         st = d[f"{value}_status"].fillna("missing")
         for xv, s in zip(xs, st, strict=True):
-            if s == "ok":
-                continue
-            drawn.add(s)
+            if s != "ok":
+                drawn.add(s)
+                no_value.setdefault(xv, []).append((s, color))
+    _no_value_marks(ax, no_value)
+    return drawn
+
+
+def _no_value_marks(ax, marks: dict) -> None:
+    """Cells with no value, marked along the x axis: in a strip just below it (never among the
+    data, whatever the y scale), at the cell's x, one marker per line with no value there
+    (stacked downwards in line order); the x tick labels move down to make room."""
+    if not marks:
+        return
+    for xv, at_x in marks.items():
+        for rank, (s, color) in enumerate(at_x):
+            below = ScaledTranslation(
+                0, -STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
+            )
             ax.scatter(
                 [xv],
-                [0.03 + 0.055 * i],
-                transform=ax.get_xaxis_transform(),
+                [0.0],
+                transform=ax.get_xaxis_transform() + below,
                 marker=STATUS_MARKERS[s],
-                s=60,
+                s=45,
                 facecolors="none" if s in HOLLOW_STATUSES else [color],
                 edgecolors=[color],
                 linewidths=1.5,
                 clip_on=False,
                 zorder=5,
             )
-    return drawn
+    depth = max(len(v) for v in marks.values())
+    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + STATUS_STEP_PT * depth + 1)
 
 
 def _y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:

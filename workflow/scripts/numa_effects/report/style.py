@@ -51,7 +51,7 @@ _DARK = [
 ]
 _SPARE = [_CB[6], _CB[8], _CB[7], *_DARK]
 
-# How a cell that is not a measured value is drawn (line plots: along the x axis).
+# How a cell that is not a measured value is drawn (line plots: along the x axis, below it).
 STATUS_MARKERS = {"failed": "X", "skipped": "s", "contended": "D", "missing": "$?$"}
 STATUS_TEXT = {
     "failed": "failed",
@@ -66,6 +66,7 @@ STATUS_LEGEND = {
     "missing": "missing (no value)",
 }
 HOLLOW_STATUSES = ("skipped", "contended")  # drawn unfilled
+STATUS_STEP_PT = 9.0  # line plots: markers at one x stacked this far apart below the x axis
 NOT_SIGNIFICANT = "not significant (the CI of the difference includes 0)"
 NOT_SIGNIFICANT_HATCH = "////"
 
