@@ -18,6 +18,8 @@ importing this module stays cheap.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from numa_effects.plan import placement as placement_mod
@@ -107,7 +109,9 @@ def _cmap(name: str):
 
 
 def _spare(name: str):
-    return _SPARE[sum(map(ord, name)) % len(_SPARE)]
+    """A spare colour chosen by the name (a CRC, not a sum of characters: the members of a
+    family such as ``n0m1`` and ``n1m0`` are permutations of each other)."""
+    return _SPARE[zlib.crc32(name.encode()) % len(_SPARE)]
 
 
 def opt_color(opt: str):
