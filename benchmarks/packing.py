@@ -29,7 +29,7 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.measure import group as packing_run
 from numa_effects.measure import provenance
-from numa_effects.plan import packing
+from numa_effects.plan import packing, paths
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import packing as packing_table
 
@@ -127,7 +127,7 @@ def splits(ctx: Context, results: Path, table: pd.DataFrame) -> pd.DataFrame:
         doc = json.loads(plans_path.read_text())
         for choice, split in split_candidates(doc, cells):
             model, opt, budget, batch = (choice[k] for k in ("model", "opt", "budget", "batch"))
-            run_path = Path(packing.run_path(str(results), {**choice, "batch_size": batch}))
+            run_path = results / paths.PACKING_RUN.format(**choice, batch_size=batch)
             if not run_path.exists():
                 continue
             run_json = json.loads(run_path.read_text())

@@ -99,7 +99,7 @@ def test_bootstrap_ci_covers_a_known_ratio():
     hits = 0
     for seed in range(100):
         b, c = rng.lognormal(np.log(10), 0.05, 60), rng.lognormal(np.log(11), 0.05, 60)
-        lo, hi = degradation.bootstrap_ratio(b, c, "median", n_boot=500, seed=seed)
+        lo, hi = stats.bootstrap_ratio(b, c, "median", n_boot=500, seed=seed)
         hits += lo <= 1.1 <= hi
     assert hits >= 88
 
@@ -224,7 +224,7 @@ def test_two_level_ratio_ci_covers_the_true_degradation_and_the_within_ci_does_n
     for _ in range(1000):
         c = two_level_cells(rng, 1.04)
         b, k = c[0], c[12]
-        lo, hi = degradation.two_level_ratio_ci(
+        lo, hi = stats.two_level_ratio_ci(
             (b["ci_low_s"], b["ci_high_s"], b["ci_df"]),
             (k["ci_low_s"], k["ci_high_s"], k["ci_df"]),
         )
@@ -233,7 +233,7 @@ def test_two_level_ratio_ci_covers_the_true_degradation_and_the_within_ci_does_n
         # within-process only: 20 iterations per process with 1 % noise, one process each
         base = b["median_s"] * np.exp(rng.normal(0, 0.01, 20))
         comp = k["median_s"] * np.exp(rng.normal(0, 0.01, 20))
-        nlo, nhi = degradation.bootstrap_ratio(base, comp, n_boot=200, seed=int(rng.integers(9)))
+        nlo, nhi = stats.bootstrap_ratio(base, comp, n_boot=200, seed=int(rng.integers(9)))
         naive += nlo <= 1.04 <= nhi
     assert hits / total >= 0.93
     assert naive / total < 0.80

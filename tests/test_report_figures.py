@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects.plan import grid, topology
+from numa_effects.plan import grid, placement, topology
 from numa_effects.report import registry as figures
 
 HERE = Path(__file__).parent
@@ -38,7 +38,7 @@ def by_family(figs):
 
 def test_two_node_grid_has_every_family_once_per_varying_part():
     fams = by_family(plan(TOPO_2NODE))
-    # Packing figures follow the config key packing (workflow/rules/packing.smk), not the cells
+    # Packing figures follow the config key packing (the packed (model, opt)), not the cells
     assert set(fams) == {f.name for f in figures.FAMILIES if f.plan != "packing"}
     counts = {name: len(v) for name, v in fams.items()}
     assert counts == {
@@ -123,8 +123,8 @@ def test_smt_cells_are_compared_with_sequential_smt():
     assert {f.spec.section for f in figs} == {"latency", "throughput", "numa"}
     heat = [f for f in figs if f.family == "latency_degradation_heatmap"]
     assert [f.placement for f in heat] == ["interleave+smt"]
-    assert figures.baseline_of("remote+smt") == "sequential+smt"
-    assert figures.baseline_of("remote") == "sequential"
+    assert placement.baseline_of("remote+smt") == "sequential+smt"
+    assert placement.baseline_of("remote") == "sequential"
     # an SMT placement is not compared with the non-SMT baseline
     assert figures.figures([{**keys[1]}, {**keys[0], "placement": "sequential"}]) == [
         f for f in figures.figures([{**keys[0], "placement": "sequential"}])

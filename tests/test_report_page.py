@@ -4,6 +4,7 @@ cells whose timing was disturbed are listed, and an emulated machine gets a bann
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from numa_effects.plan import grid
@@ -64,3 +65,36 @@ def test_sections_and_navigation_follow_the_registry(tmp_path):
     for fam in figures.FAMILIES:
         if fam.plan != "packing":  # planned from the config key packing (packing.smk)
             assert report_html.caption_html(fam.caption) in html
+
+
+def test_a_cell_contended_without_a_clean_iteration_is_listed_apart(tmp_path):
+    """The measuring side's contract: ``status`` contended, no values, ``contended`` true. The
+    run section counts and lists it apart (not failed, not "ringed"), the table marks its row."""
+    t = figure_data.Tables.load(FIX / "cells.csv", FIX / "skipped.csv", FIX / "degradation.csv")
+    cells = t.cells.assign(contended=False)
+    hit = (cells["placement"] == "interleave") & (cells["threads"] == 2) & (cells["opt"] == "none")
+    hit &= cells["batch_size"] == 8
+    cells.loc[hit, ["status", "contended", "contended_reason"]] = [
+        "contended",
+        True,
+        "other tasks used 40 % of the cell's CPUs",
+    ]
+    cells.loc[hit, ["latency_median_ms", "throughput_ips"]] = np.nan
+    html = report_html.render(
+        [f.as_dict() for f in figures.figures(cells[list(grid.KEYS)].to_dict("records"))],
+        cells,
+        t.skipped,
+        t.degradation,
+        MACHINE,
+        page_dir=str(tmp_path),
+        figure_dir=str(tmp_path / "figures"),
+        placements=["sequential", "interleave", "remote"],
+    )
+    run = html[html.index('<h2 id="run">') : html.index('<h2 id="cells">')]
+    failed = int((t.cells["status"] != "ok").sum())
+    assert f"<th>cells failed</th><td>{failed}</td>" in run
+    assert "<th>cells contended, no clean iteration</th><td>1</td>" in run
+    listed = run[run.index('id="contended"') :]
+    assert "<code>resnet50/none/interleave/2/8</code>: other tasks used 40 %" in listed
+    assert 'id="disturbed"' not in run  # a cell with no value is not ringed anywhere
+    assert '<tr class="contended">' in html

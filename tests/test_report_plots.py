@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from numa_effects.plan import grid
+from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.plan.placement import PLACEMENTS
 from numa_effects.report import data as figure_data
 from numa_effects.report import plots, style
 from numa_effects.report import registry as figures
@@ -85,9 +87,10 @@ def test_colours_are_fixed_per_opt_and_placement(tables):
 
     a = colours("latency_per_batch", {"batch_size": 1})
     b = colours("throughput_per_batch", {"batch_size": 64})
-    assert a["script (TorchScript)"] == b["script (TorchScript)"] == style.OPT_COLORS["script"]
+    script = OPTIMIZATIONS["script"]
+    assert a[script.legend] == b[script.legend] == script.color  # the registry's
     c = colours("numa_throughput_per_batch", {"opt": "none", "batch_size": 1})
-    assert c["interleave"] == style.PLACEMENT_COLORS["interleave"]
+    assert c["interleave"] == PLACEMENTS["interleave"].color
 
 
 def test_heatmap_is_centred_on_zero_with_one_decimal_and_marks(tables):
@@ -247,3 +250,169 @@ def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
         if f.family == family
     )
     plots.plt.close(plots.draw(family, disturbed, f.wildcards))
+
+
+# -- cells with no value: marked along the x axis, below it ----------------------------------
+
+
+def four_node_run() -> figure_data.Tables:
+    """What a 4-node guest run gives the per-batch NUMA figure: four placements over threads 1-16
+    whose latencies span more than ``style.LOG_Y_RATIO`` (a log y axis), some cells skipped
+    (remote and mem-interleave need more cores of node 0) and one failed."""
+    rows, skipped = [], []
+    for p, slow in [
+        ("sequential", 1.0),
+        ("interleave", 1.3),
+        ("remote", 1.6),
+        ("mem-interleave", 1.2),
+    ]:
+        for t in (1, 2, 4, 8, 16):
+            key = {
+                "model": "resnet50",
+                "opt": "none",
+                "placement": p,
+                "threads": t,
+                "batch_size": 8,
+            }
+            if p in ("remote", "mem-interleave") and t >= 8:
+                skipped.append({**key, "reason": f"{p} needs {t} physical cores on node 0"})
+                continue
+            lat = 4000.0 * slow / t**1.5
+            status = "failed" if (p, t) == ("interleave", 2) else "ok"
+            ok = status == "ok"
+            rows.append(
+                {
+                    **key,
+                    "status": status,
+                    "latency_median_ms": lat if ok else None,
+                    "throughput_ips": 8000.0 / lat if ok else None,
+                    "failure_cause": None if ok else "timeout",
+                }
+            )
+    return figure_data.Tables(pd.DataFrame(rows), pd.DataFrame(skipped))
+
+
+def no_value_marks(fig):
+    """The no-value markers of a line plot: collections drawn outside the data coordinates."""
+    from matplotlib.collections import PathCollection
+
+    ax = fig.axes[0]
+    return [
+        c
+        for c in ax.collections
+        if isinstance(c, PathCollection)
+        and not c.get_offset_transform().contains_branch(ax.transData)
+    ]
+
+
+def data_x(fig, mark) -> float:
+    """The data x of a no-value marker."""
+    ax = fig.axes[0]
+    display = mark.get_offset_transform().transform(mark.get_offsets())
+    return ax.transData.inverted().transform(display)[0][0]
+
+
+@pytest.mark.parametrize("family", ["numa_latency_per_batch", "numa_throughput_per_batch"])
+def test_no_value_markers_sit_along_the_x_axis_below_the_data(family):
+    """Issue 18: on a 4-node guest run the "skipped (no value)" squares were drawn at 250-350 ms
+    among the real points (axes fractions 0.03 + 0.055 x line index, on a log y axis). They sit
+    in a strip just below the x axis, above its tick labels, at the x of their cell."""
+    fig = plots.draw(family, four_node_run(), {"model": "resnet50", "opt": "none", "batch_size": 8})
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    if family == "numa_latency_per_batch":
+        assert ax.get_yscale() == "log"
+    marks = no_value_marks(fig)
+    assert len(marks) == 5  # 2 remote + 2 mem-interleave skipped, 1 interleave failed
+    axes_box = ax.get_window_extent(renderer)
+    labels_top = max(t.get_window_extent(renderer).y1 for t in ax.get_xticklabels() if t.get_text())
+    for c in marks:
+        (x, y) = ax.transAxes.inverted().transform(
+            c.get_offset_transform().transform(c.get_offsets())
+        )[0]
+        data_x = ax.transData.inverted().transform(
+            c.get_offset_transform().transform(c.get_offsets())
+        )[0][0]
+        assert 0.0 <= x <= 1.0 and data_x in (2, 8, 16)
+        assert y < 0.0, f"marker inside the axes at axes fraction {y:.3f}"
+        box = c.get_window_extent(renderer)
+        assert box.y1 <= axes_box.y0 + 0.5  # not among the data
+        assert box.y0 >= labels_top - 0.5  # not on the tick labels
+    # two lines have no value at 16 threads: stacked, not drawn on top of each other
+    at16 = sorted(
+        ax.transAxes.inverted().transform(c.get_offset_transform().transform(c.get_offsets()))[0][1]
+        for c in marks
+        if ax.transData.inverted().transform(c.get_offset_transform().transform(c.get_offsets()))[
+            0
+        ][0]
+        == 16
+    )
+    assert len(at16) == 2 and at16[0] < at16[1]
+    # every real point lies in the axes, above the strip
+    for ln in ax.get_lines():
+        xy = ln.get_xydata()
+        xy = xy[np.isfinite(xy[:, 1])]
+        if len(xy) and ln.get_label() in ("sequential", "interleave", "remote", "mem-interleave"):
+            ya = ax.transAxes.inverted().transform(ax.transData.transform(xy))[:, 1]
+            assert (ya > 0).all()
+    assert any("marked along the x axis" in t.get_text() for t in ax.texts)
+
+
+# -- contended without a clean iteration: a status, never a number ----------------------------
+
+NO_CLEAN = ("none", "interleave", 2, 8)  # the fixture row turned into a contended cell
+
+
+@pytest.fixture(scope="module")
+def no_clean():
+    """cells.csv with ``none/interleave/t2/bs8`` as the measuring side writes a cell whose
+    replicates had no clean iteration: ``status`` contended, no latency or throughput,
+    ``contended`` true."""
+    cells = figure_data.read_csv(FIX / "cells.csv")
+    hit = (
+        (cells["opt"] == NO_CLEAN[0])
+        & (cells["placement"] == NO_CLEAN[1])
+        & (cells["threads"] == NO_CLEAN[2])
+        & (cells["batch_size"] == NO_CLEAN[3])
+    )
+    assert hit.sum() == 1
+    cells["contended"] = False
+    cells.loc[hit, "status"] = "contended"
+    cells.loc[hit, "contended"] = True
+    for c in cells.columns:
+        if c.startswith(("latency_", "throughput_")):
+            cells.loc[hit, c] = np.nan
+    deg = figure_data.read_csv(FIX / "degradation.csv")
+    return figure_data.Tables(cells, figure_data.read_csv(FIX / "skipped.csv"), deg)
+
+
+def test_a_contended_cell_without_a_clean_iteration_is_a_status_not_a_number(no_clean):
+    u = no_clean.universe("resnet50").set_index(["opt", "placement", "threads", "batch_size"])
+    assert u.loc[NO_CLEAN, "status"] == "contended"
+    assert u.loc[NO_CLEAN, "lat_status"] == "contended" and np.isnan(u.loc[NO_CLEAN, "lat"])
+    wc = {"model": "resnet50", "opt": "none", "batch_size": 8}
+    fig = plots.draw("numa_latency_per_batch", no_clean, wc)
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "interleave")
+    assert np.isnan(np.asarray(line.get_ydata(), dtype=float)[1])  # t=2: a gap, not a value
+    (mark,) = [c for c in no_value_marks(fig) if data_x(fig, c) == 2]  # (remote t8: skipped)
+    diamond = plots.matplotlib.markers.MarkerStyle(style.STATUS_MARKERS["contended"])
+    want = diamond.get_path().transformed(diamond.get_transform()).vertices
+    assert np.allclose(mark.get_paths()[0].vertices, want)
+    assert style.STATUS_LEGEND["contended"] in legend_texts(fig)
+    assert "contended (no clean iteration)" in style.STATUS_LEGEND["contended"]
+    assert rings(fig) == []  # no value: nothing to ring
+    # the comparison has no value either: a gap and the marker in the loss plot
+    fig = plots.draw("numa_latency_loss", no_clean, wc)
+    assert sorted(data_x(fig, c) for c in no_value_marks(fig)) == [2, 8]  # and remote t8
+    # the heatmap: a grey cell saying why, never a number
+    fig = plots.draw(
+        "latency_degradation_heatmap",
+        no_clean,
+        {"model": "resnet50", "opt": "none", "placement": "interleave"},
+    )
+    t = texts(fig)
+    assert "contended\n(no clean\niteration)" in t
+    note = next(s for s in t if "Grey cells have no value" in s)
+    assert "1 contended" in note and "either cell of the pair has no value" in note

@@ -1,12 +1,14 @@
 """The figure-family registry is the one place a family is defined: adding one is a registry
-entry + a draw function (+ its test). A throwaway family proves it: it is planned from the cells,
-drawn through ``plots.draw``, laid out on the page under its section with its caption, and the
-workflow's plot rules are exactly the registry's families (no hand-written rule per family)."""
+entry + a ``@drawer`` function (+ its test). A throwaway family proves it: it is planned from the
+cells, drawn through ``plots.draw``, laid out on the page under its section with its caption, and
+the workflow's plot rules are exactly the registry's families (no hand-written rule per family).
+A throwaway section proves that a section is one entry too."""
 
 import dataclasses
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import REPO, snakemake
 
@@ -27,7 +29,7 @@ def tables():
 def max_latency(tables, *, model, opt, metric):
     """The throwaway family's draw function: worst latency per thread count (sequential)."""
     u = figure_data.sequential(tables.universe(model))
-    d = u[u["opt"] == opt].groupby("threads")[metric].max()
+    d = u[u["opt"] == opt].groupby("threads")[metric.key].max()
     fig, ax = plots.plt.subplots()
     ax.plot(d.index, d.to_numpy(), marker="o")
     ax.set_title(f"Worst latency (opt={opt})")
@@ -37,25 +39,25 @@ def max_latency(tables, *, model, opt, metric):
 @pytest.fixture
 def throwaway(monkeypatch):
     fam = figures.Family(
-        "max_latency",
-        "latency",
-        "Worst latency",
-        "{model}/max_latency/{opt}",
-        "plots.max_latency",
-        "lat",
-        "sequential",
-        "One figure per optimization: the worst latency of any batch size, ``sequential``.",
+        name="max_latency",
+        section="latency",
+        title="Worst latency",
+        pattern="{model}/max_latency/{opt}",
+        metric=figures.LATENCY,
+        plan="sequential",
+        caption="One figure per optimization: the worst latency of any batch size, ``sequential``.",
     )
-    monkeypatch.setattr(plots, "max_latency", max_latency, raising=False)
     monkeypatch.setattr(figures, "FAMILIES", (*figures.FAMILIES, fam))
     monkeypatch.setattr(figures, "BY_NAME", {**figures.BY_NAME, fam.name: fam})
+    monkeypatch.setattr(figures, "DRAWERS", dict(figures.DRAWERS))
+    figures.drawer(fam.name)(max_latency)
     return fam
 
 
 def test_a_new_family_is_one_registry_entry_and_one_draw_function(tables, throwaway, tmp_path):
     keys = tables.cells[list(grid.KEYS)].to_dict("records")
     mine = [f for f in figures.figures(keys) if f.family == throwaway.name]
-    opts = sorted({k["opt"] for k in keys if figures.is_baseline(k["placement"])})
+    opts = sorted({k["opt"] for k in keys if figures.is_sequential(k["placement"])})
     assert [f.opt for f in mine] == opts and throwaway.per == "model x opt"
     f = mine[0]
     assert f.path("r") == f"r/resnet50/max_latency/{f.opt}.png"
@@ -78,16 +80,37 @@ def test_a_new_family_is_one_registry_entry_and_one_draw_function(tables, throwa
     assert latency.count("/max_latency/") == 2 * 2 * len(opts)  # href + src of PNG, SVG link
 
 
-def test_draw_functions_take_their_family_wildcards():
-    import importlib
+def test_every_family_has_exactly_one_draw_function_taking_its_wildcards():
+    import inspect
 
+    assert set(figures.DRAWERS) == set(figures.BY_NAME)  # plots (and packing_plots) register
     for fam in figures.FAMILIES:
-        module, name = fam.draw.split(".")
-        assert callable(getattr(importlib.import_module(f"numa_effects.report.{module}"), name)), (
-            fam.name
-        )
-        assert fam.metric in ("lat", "thr") and fam.plan in figures.PLANS
+        params = inspect.signature(figures.DRAWERS[fam.name]).parameters
+        assert {*fam.wildcards, "metric"} <= set(params), fam.name
+        assert fam.metric in figures.METRICS and fam.plan in figures.PLANS
         assert set(fam.wildcards) <= set(figures.WILDCARD_CONSTRAINTS)
+    with pytest.raises(ValueError, match="two draw functions"):
+        figures.drawer("speedup")(max_latency)  # a second one is refused
+    assert figures.DRAWERS["speedup"] is plots.speedup
+
+
+def test_families_name_their_metric_and_sections_say_why_they_are_empty():
+    """``Metric`` records replace the metric strings; every section has its empty text."""
+    assert {f.metric.name for f in figures.FAMILIES if "throughput" in f.name} == {"throughput"}
+    assert {f.metric.name for f in figures.FAMILIES if "latency" in f.name} == {"latency"}
+    lat, thr = figures.LATENCY, figures.THROUGHPUT
+    assert lat.column("median") == "latency_median_ms" and thr.column("mean") == "throughput_ips"
+    assert lat.ci_columns("mean") is None and lat.ci_columns("median") == lat.ci
+    assert lat.degradation("remote", "sequential", "median") == (
+        "(remote − sequential) / sequential × 100 of the median latency"
+    )
+    assert thr.degradation("n0m1", "n0m0", "median").startswith("(n0m0 − n0m1) / n0m0")
+    assert thr.degradation_columns["throughput_degradation_ci_low_pct"] == "pct_lo"
+    facts = figures.PageFacts(
+        pd.DataFrame(), pd.DataFrame(), ["sequential", "interleave"], imported=False
+    )
+    for sec in figures.SECTIONS.values():
+        assert sec.empty(facts)
 
 
 def test_caption_html_renders_code_and_emphasis():
@@ -140,3 +163,39 @@ def test_docs_table_of_families_is_the_registry():
     for section, name in rows:
         if section.strip():
             assert section.strip() == figures.SECTIONS[figures.BY_NAME[name].section].heading
+
+
+def test_a_new_section_is_one_registry_entry(tables, throwaway, monkeypatch, tmp_path):
+    """A section is its ``Section`` entry: heading, anchor, navigation and what the page says
+    when it has no figure; ``page.render`` has no case of its own for any section."""
+    extra = figures.Section(
+        heading="Worst case",
+        anchor="worst-case",
+        empty=lambda facts: f"no worst case among {len(facts.placements)} placements.",
+    )
+    monkeypatch.setattr(figures, "SECTIONS", {**figures.SECTIONS, "worst": extra})
+    fam = dataclasses.replace(throwaway, section="worst")
+    monkeypatch.setattr(figures, "FAMILIES", (*figures.FAMILIES[:-1], fam))
+    monkeypatch.setattr(figures, "BY_NAME", {**figures.BY_NAME, fam.name: fam})
+    keys = tables.cells[list(grid.KEYS)].to_dict("records")
+
+    def page(figs):
+        return report_html.render(
+            [g.as_dict() for g in figs],
+            tables.cells,
+            tables.skipped,
+            tables.degradation,
+            {},
+            page_dir=str(tmp_path),
+            figure_dir=str(tmp_path / "figures"),
+            placements=["sequential", "interleave", "remote"],
+        )
+
+    html = page(figures.figures(keys))
+    nav = html[html.index("<nav>") : html.index("</nav>")]
+    assert '<a href="#worst-case">Worst case</a>' in nav
+    worst = html.split('<h2 id="worst-case">Worst case</h2>')[1].split("<h2")[0]
+    assert 'id="resnet50-max_latency"' in worst and "/max_latency/" in worst
+    html = page([f for f in figures.figures(keys) if f.family != fam.name])
+    worst = html.split('<h2 id="worst-case">Worst case</h2>')[1].split("<h2")[0]
+    assert "No figures: no worst case among 3 placements." in worst

@@ -177,3 +177,51 @@ def test_one_replicate_uses_the_runs_pool_or_says_it_has_only_the_within_ci():
     pooled = stats.combine_replicates([0.1], [1e-4], (0.03**2, 12))
     assert pooled["ci_method"] == "two-level" and pooled["ci_df"] == 2
     assert pooled["ci_low_s"] < 0.1 < pooled["ci_high_s"]
+
+
+# -- one reader, one "median else mean" ----------------------------------------------------------
+
+
+def test_read_table_types_booleans_one_way_and_integers_as_integers(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "cells.csv"
+    path.write_text(
+        "model,threads,batch_size,n,contended,noisy,significant,verified,latency_median_ms\n"
+        "m,1,8,10,True,false,,1,1.5\n"
+        "m,2,8,,False,TRUE,True,0,\n"
+    )
+    df = stats.read_table(path)
+    assert df["threads"].dtype == "int64" and df["batch_size"].tolist() == [8, 8]
+    assert str(df["n"].dtype) == "Int64" and df["n"].iloc[0] == 10 and df["n"].isna().iloc[1]
+    assert df["contended"].tolist() == [True, False]
+    assert df["noisy"].tolist() == [False, True]
+    assert df["significant"].tolist() == [None, True]
+    assert df["verified"].tolist() == [True, False]
+    assert all(type(v) is bool for v in df["contended"])  # not numpy.bool_, not strings
+    assert stats.read_table(tmp_path / "absent.csv", ["model"]).columns.tolist() == ["model"]
+    (tmp_path / "empty.csv").write_text("")
+    assert stats.read_table(tmp_path / "empty.csv").empty
+    assert [stats.as_bool(v) for v in ("yes", "0", 1.0, float("nan"), None, "maybe")] == [
+        True,
+        False,
+        True,
+        None,
+        None,
+        None,
+    ]
+    typed = stats.typed(pd.DataFrame({"contended": ["True", None], "threads": [1.0, 2.0]}))
+    assert typed["contended"].tolist() == [True, None] and typed["threads"].dtype == "int64"
+
+
+def test_the_median_is_used_where_it_exists_else_the_mean():
+    import pandas as pd
+
+    nan = float("nan")
+    assert stats.latency_statistic([1.0, nan]) == "median"  # a table: any cell has one
+    assert stats.latency_statistic([1.0, nan], every=True) == "mean"  # a pair: both must
+    assert stats.latency_statistic([nan, None]) == "mean"
+    assert stats.latency_statistic([]) == "mean"
+    assert stats.table_statistic(pd.DataFrame({"latency_mean_ms": [3.0]})) == "mean"
+    assert stats.latency_column(stats.table_statistic(pd.DataFrame({"latency_median_ms": [1]})))
+    assert stats.latency_column("median") == "latency_median_ms"

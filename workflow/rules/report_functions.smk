@@ -3,14 +3,12 @@
 # imported ones), never by globbing results: only figures whose data exist are requested.
 import os
 
-from numa_effects.plan import packing as packing_mod  # noqa: E402
 from numa_effects.report import registry as figures_mod  # noqa: E402
 
 REPORT_DIR = PLAN.path(paths.REPORT_DIR)
 FIGURE_DIR = PLAN.path(paths.FIGURE_DIR)
-# The Packing figures exist for the packed (model, opt) of the plan.
-figures_mod.PLANS["packing"] = packing_mod.figure_plan(PLAN.packing)
-FIGURES = figures_mod.figures(PLAN.figure_keys())
+# The Packing figures exist for the (model, opt) pairs whose packing the plan measures.
+FIGURES = figures_mod.figures(PLAN.figure_keys(), packed=PLAN.packed())
 
 
 def figure_targets():

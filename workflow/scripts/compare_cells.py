@@ -1,12 +1,11 @@
 """Snakemake entry: cells.csv + samples.csv -> degradation.csv and opt_speedup.csv."""
 
-import pandas as pd
-
+from numa_effects import stats
 from numa_effects.tables import cells as tidy
 from numa_effects.tables import compare as degradation
 
 sm = snakemake  # noqa: F821
-cells = pd.read_csv(sm.input.cells)
-samples = pd.read_csv(sm.input.samples)
+cells = stats.read_table(sm.input.cells)
+samples = stats.read_table(sm.input.samples)
 tidy.write(degradation.degradation_table(cells, samples), sm.output.degradation)
 tidy.write(degradation.opt_speedup_table(cells, samples), sm.output.opt_speedup)

@@ -3,8 +3,7 @@ placements of the fat instance and the plan on the scheduling topology -> packin
 
 import json
 
-import pandas as pd
-
+from numa_effects import stats
 from numa_effects.measure import group as packing_run
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import packing
@@ -13,7 +12,7 @@ from numa_effects.plan import topology as topology_mod
 sm = snakemake  # noqa: F821
 p = sm.params
 topo = topology_mod.Topology.from_dict(p.topology)
-cells = pd.read_csv(sm.input.cells)
+cells = stats.read_table(sm.input.cells)
 rows = packing.choices(
     cells, sm.wildcards.model, sm.wildcards.opt, p.budgets, p.batch_sizes, p.threads
 )

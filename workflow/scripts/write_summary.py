@@ -2,14 +2,13 @@
 
 from pathlib import Path
 
-import pandas as pd
-
+from numa_effects import stats
 from numa_effects.tables import summary
 
 sm = snakemake  # noqa: F821
 text = summary.render(
-    pd.read_csv(sm.input.cells),
-    pd.read_csv(sm.input.skipped),
+    stats.read_table(sm.input.cells),
+    stats.read_table(sm.input.skipped),
     summary.load_machine(sm.input.machine),
     str(Path(sm.output[0]).parent),
 )

@@ -1,5 +1,16 @@
-"""Summary statistics of one cell's latency samples (seconds), and the confidence interval of
-the median used by the adaptive stopping rule (``measure``).
+"""Every statistic of the project, and the one reader of its tables (the bottom layer):
+
+- summary statistics of one cell's latency samples (seconds) and the confidence interval of the
+  median used by the adaptive stopping rule (``measure``);
+- a cell's two-level CI from its replicates (``combine_replicates``);
+- the CI of a ratio of two cells (``two_level_ratio_ci``, ``bootstrap_ratio``): degradation.csv,
+  opt_speedup.csv, packing.csv;
+- which latency statistic a table or a comparison uses: the median, else the mean
+  (``latency_statistic``, ``table_statistic``);
+- ``read_table``: a results CSV with its boolean and integer columns typed one way (``as_bool``).
+
+Cheap to import in the measuring child: numpy only (scipy and pandas inside the functions that
+need them).
 
 Keys ending in ``_s`` are latencies in seconds; the tidy tables turn every such key into a
 ``latency_<name>_ms`` column, so new statistics flow into the tables without further code.
@@ -25,6 +36,7 @@ import numpy as np
 
 NOISY_IQR_OVER_MEDIAN = 0.10  # torch.utils.benchmark warns at this IQR/median ratio
 CONFIDENCE = 0.95
+MEDIAN, MEAN = "median", "mean"  # the latency statistics (``latency_statistic``)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -214,3 +226,198 @@ def combine_replicates(
         ),
         "log_var": var,
     }
+
+
+# -- ratios of two cells: CIs of compared / baseline ---------------------------------------------
+#
+# Two cells' latencies compared (a placement against its baseline, an optimization against eager,
+# a packed plan against the fat instance). With two-level CIs on both sides (replicates), the
+# ratio's CI is the same two-level interval over both (``two_level_ratio_ci``); with one process
+# per cell, a percentile bootstrap of both cells' samples (``bootstrap_ratio``), which covers
+# only the within-process noise. The tables say which (``ci_method``).
+
+N_BOOTSTRAP = 2000
+SEED = 0
+CHUNK = 4_000_000  # resampled values held in memory at once
+
+
+def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
+    """The standard error of a cell's ln-median from its symmetric (log scale) t interval."""
+    from scipy.special import stdtrit
+
+    return (np.log(high) - np.log(low)) / 2.0 / float(stdtrit(df, 0.5 + confidence / 2))
+
+
+def two_level_ratio_ci(
+    baseline: tuple[float, float, float],
+    compared: tuple[float, float, float],
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """CI of compared / baseline from each cell's two-level CI ``(ci_low, ci_high, ci_df)``
+    (``combine_replicates``; the point estimate is the CI's log-centre): ln(compared /
+    baseline) +- t x sqrt(se_c^2 + se_b^2), degrees of freedom by Welch-Satterthwaite."""
+    from scipy.special import stdtrit
+
+    (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
+    sb, sc = log_se(bl, bh, bdf, confidence), log_se(cl, ch, cdf, confidence)
+    centre = (np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0
+    var = sb**2 + sc**2
+    if var == 0:
+        return float(np.exp(centre)), float(np.exp(centre))
+    df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * np.sqrt(var)
+    return float(np.exp(centre - half)), float(np.exp(centre + half))
+
+
+def bootstrap_ratio(
+    baseline: np.ndarray,
+    compared: np.ndarray,
+    statistic: str = "median",
+    n_boot: int = N_BOOTSTRAP,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of stat(compared) / stat(baseline), resampling each sample
+    independently with replacement (``statistic``: ``median`` or ``mean``)."""
+    fn = np.median if statistic == MEDIAN else np.mean
+    rng = np.random.default_rng(seed)
+
+    def boot(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        rows = max(1, CHUNK // max(1, x.size))
+        out = []
+        for start in range(0, n_boot, rows):
+            k = min(rows, n_boot - start)
+            out.append(fn(x[rng.integers(0, x.size, size=(k, x.size))], axis=1))
+        return np.concatenate(out)
+
+    ratio = boot(compared) / boot(baseline)
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(ratio, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+# -- which latency statistic: the median, else the mean ------------------------------------------
+#
+# A measured cell has the median of its clean iterations; PackRat's imported cells have only
+# min/mean/max. Every table and figure uses the median where it exists, else the mean, and
+# says which (``latency_statistic``): decided here only.
+
+
+def latency_column(statistic: str) -> str:
+    """The cells.csv column of a latency statistic: ``latency_median_ms``, ``latency_mean_ms``."""
+    return f"latency_{statistic}_ms"
+
+
+def _present(v) -> bool:
+    try:
+        return v is not None and not math.isnan(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def latency_statistic(medians, *, every: bool = False) -> str:
+    """``median`` when the cells whose ``latency_median_ms`` values are ``medians`` have a
+    median -- any of them (a table: its figures), or ``every`` one (the cells of one
+    comparison) -- else ``mean``."""
+    have = [_present(v) for v in medians]
+    return MEDIAN if (all(have) if every else any(have)) and have else MEAN
+
+
+def table_statistic(table) -> str:
+    """``latency_statistic`` of a table of cells (a DataFrame; no median column: ``mean``)."""
+    col = latency_column(MEDIAN)
+    return latency_statistic(table.get(col, ()))
+
+
+# -- reading the tidy tables ---------------------------------------------------------------------
+#
+# Every results CSV is read by ``read_table``: booleans become True / False / None (blank) in
+# every column that holds them, whatever wrote them (pandas' True/False, true/false, 0/1), and
+# integer columns are integers (pandas' nullable Int64 where some rows are blank).
+
+BOOLEAN_COLUMNS = frozenset(
+    {
+        "contended",
+        "noisy",
+        "significant",
+        "verified",
+        "warmup_stable",
+        "use_smt",
+        "is_fat",
+        "excluded",
+    }
+)
+INTEGER_COLUMNS = frozenset(
+    {
+        "threads",
+        "batch_size",
+        "image_size",
+        "n",
+        "iteration",
+        "replicate",
+        "replicates",
+        "warmup_iterations",
+        "torch_num_threads",
+        "thread_count",
+        "runnable_others",
+        "interop_threads",
+        "instance_id",
+        "returncode",
+        "signal",
+        "budget",
+        "k",
+        "cores",
+        "rounds",
+        "fat_rounds",
+        "reps",
+        "matrix_size",
+    }
+)
+_TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no"})
+
+
+def as_bool(v) -> bool | None:
+    """One value of a boolean column: True, False, or None when blank or not a boolean."""
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        return True if s in _TRUE else False if s in _FALSE else None
+    if isinstance(v, int | float | np.integer | np.floating) and _present(v):
+        return bool(v)
+    return None
+
+
+def read_table(path, columns=()):
+    """A tidy table (pandas DataFrame) with typed columns: booleans parsed by ``as_bool``
+    (object dtype: True, False, None), integers as integers. A missing, empty or header-less
+    file is an empty frame with ``columns``."""
+    import os
+
+    import pandas as pd
+
+    if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
+        return pd.DataFrame(columns=list(columns))
+    try:
+        df = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=list(columns))
+    return typed(df)
+
+
+def typed(df):
+    """``df`` with the boolean and integer columns typed as ``read_table`` does (a copy)."""
+    import pandas as pd
+
+    df = df.copy()
+    for c in df.columns:
+        if c in BOOLEAN_COLUMNS:
+            df[c] = pd.Series([as_bool(v) for v in df[c]], index=df.index, dtype=object)
+        elif c in INTEGER_COLUMNS and df[c].dtype.kind not in "iu":
+            num = pd.to_numeric(df[c], errors="coerce")
+            given = num.notna()
+            if given.sum() != df[c].notna().sum() or not (num[given] % 1 == 0).all():
+                continue  # not integers: left as read
+            df[c] = num.astype("int64" if given.all() else "Int64")
+    return df

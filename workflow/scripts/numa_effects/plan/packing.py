@@ -106,11 +106,14 @@ class Choice:
 
 # -- the latency table -------------------------------------------------------------------------
 def statistic(cells) -> str:
-    """The latency column used: the median, or the mean where no cell has a median (PackRat)."""
-    for col in STATISTICS:
-        if col in cells.columns and cells[col].notna().any():
-            return col
-    raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+    """The latency column used: the median, or the mean where no cell has a median (PackRat;
+    ``stats.table_statistic``)."""
+    from numa_effects import stats  # numpy: not at the workflow's parse time
+
+    col = stats.latency_column(stats.table_statistic(cells))
+    if col not in cells.columns or not cells[col].notna().any():
+        raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+    return col
 
 
 def latency_table(cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT) -> dict:
@@ -345,23 +348,3 @@ def jobs(s: dict) -> list[dict]:
         for c in s["budgets"]
         for b in s["batch_sizes"]
     ]
-
-
-def plan_path(results: str, model: str, opt: str) -> str:
-    return f"{results}/packing/{model}/{opt}/plans.json"
-
-
-def run_path(results: str, job: dict) -> str:
-    return (
-        f"{results}/packing/{job['model']}/{job['opt']}/c{job['budget']}/bs{job['batch_size']}.json"
-    )
-
-
-def figure_plan(s: dict):
-    """The report's ``packing`` plan (``figures.PLANS``): one figure per packed (model, opt)."""
-    packed = {(j["model"], j["opt"]) for j in jobs(s)}
-
-    def plan(keys: list[dict]) -> list[dict]:
-        return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
-
-    return plan

@@ -276,8 +276,9 @@ def names_regex() -> str:
 
 def baseline_of(label_text: str) -> str | None:
     """The label a cell of placement ``label_text`` is compared against (``sequential``;
-    ``sequential+smt`` for an SMT cell; a family's own baseline), or None for a baseline
-    (whose baseline is None or itself, as ``n0m0`` of ``n{cpu}m{mem}`` -> ``n{cpu}m{cpu}``)."""
+    ``sequential+smt`` for an SMT cell; a family's own baseline), or None for a baseline (a
+    family member whose baseline is itself, e.g. ``n0m0`` of ``n{cpu}m{mem}`` with baseline
+    ``n{cpu}m{cpu}``, is one)."""
     name, smt = parse_label(str(label_text))
     entry, fields = lookup(name)
     base = entry.baseline_name(fields)

@@ -1,48 +1,38 @@
 """The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
 
-Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv``. ``Tables.universe`` knows
-every cell a figure of a model should show (the product of the threads and batch sizes that
-appear for it, per optimization x placement that appears) with its status -- ``ok``, ``failed``,
-``skipped`` or ``missing`` -- so the drawing never shows a cell that is not a measured value as 0,
-and whether its timing was disturbed (``contended`` or ``noisy`` in cells.csv; a missing column
-counts as false). ``comparison`` pairs each placement's cell with its sequential cell and the
-row of degradation.csv. The report page (workflow/scripts/render_report.py) loads the tables here
-without importing matplotlib.
+Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` for the
+Packing figures), read by ``stats.read_table``. ``Tables.universe`` knows every cell a figure of
+a model should show (the product of the threads and batch sizes that appear for it, per
+optimization x placement that appears) with its status -- ``ok``, ``failed``, ``skipped``,
+``contended`` (no clean iteration: no value) or ``missing`` -- so the drawing never shows a cell
+that is not a measured value as 0, and whether its timing was disturbed (``contended`` or
+``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of the registry
+(latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each placement's
+cell with its baseline's cell (``placement.baseline_of``) and the row of degradation.csv. The
+report page (workflow/scripts/render_report.py) loads the tables here without importing
+matplotlib.
 """
 
 from __future__ import annotations
 
-import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from numa_effects import stats
+from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
-from numa_effects.report.registry import BASELINE, baseline_of, is_baseline
+from numa_effects.report.registry import METRICS, Metric, is_sequential
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
+# Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.
+NO_VALUE = ("missing", "skipped", "contended", "failed")
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table; an empty file (a run with no cells) is an empty frame with the keys."""
-    if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
-        return pd.DataFrame(columns=list(KEYS))
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame(columns=list(KEYS))
-
-
-def _bool_or_none(v):
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-        return v.strip().lower() == "true"
-    if isinstance(v, int | float) and not (isinstance(v, float) and math.isnan(v)):
-        return bool(v)
-    return None
+    """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys."""
+    return stats.read_table(path, KEYS)
 
 
 def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
@@ -50,7 +40,7 @@ def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
     out = pd.Series(False, index=df.index, dtype=bool)
     for c in columns:
         if c in df:
-            out |= df[c].map(_bool_or_none).eq(True)
+            out |= df[c].map(stats.as_bool).eq(True)
     return out
 
 
@@ -64,30 +54,26 @@ class Tables:
     @classmethod
     def load(cls, cells, skipped=None, degradation=None, packing=None) -> Tables:
         deg = read_csv(degradation) if degradation else None
-        if deg is not None and "significant" in deg:
-            deg["significant"] = deg["significant"].map(_bool_or_none).astype(object)
         return cls(read_csv(cells), read_csv(skipped), deg, read_csv(packing) if packing else None)
 
     @property
     def latency_stat(self) -> str:
         """``median`` when the cells have medians, else ``mean`` (PackRat imports)."""
-        c = self.cells
-        if "latency_median_ms" in c and c["latency_median_ms"].notna().any():
-            return "median"
-        return "mean"
+        return stats.table_statistic(self.cells)
 
     @property
     def latency_column(self) -> str:
-        return f"latency_{self.latency_stat}_ms"
+        return stats.latency_column(self.latency_stat)
 
     def statuses(self) -> pd.DataFrame:
-        """Keys, ``status`` (ok / failed / skipped), ``reason`` and ``disturbed`` (contended or
-        noisy) of every known cell."""
+        """Keys, ``status`` (ok / failed / contended / skipped), ``reason`` and ``disturbed``
+        (contended or noisy) of every known cell. ``contended``: no replicate had a clean
+        iteration, so the cell has no value (cells.csv ``status``)."""
         c = self.cells
         rows = pd.DataFrame(columns=[*KEYS, "status", "reason"])
         if not c.empty:
             status = c["status"] if "status" in c else pd.Series("ok", index=c.index)
-            status = status.where(status.isin(["ok"]), "failed")
+            status = status.where(status.isin(["ok", "contended"]), "failed")
             reason = c["failure_cause"] if "failure_cause" in c else pd.Series(None, index=c.index)
             rows = pd.DataFrame(
                 {
@@ -130,51 +116,45 @@ class Tables:
         u["status"] = u["status"].fillna("missing")
         u["disturbed"] = u["disturbed"].eq(True)
         c = self.cells
-        cols = {self.latency_column: "lat", "throughput_ips": "thr"}
-        for src, dst in list(cols.items()):
-            lo, hi = ci_columns(src)
-            if lo in c and hi in c:
-                cols[lo], cols[hi] = f"{dst}_lo", f"{dst}_hi"
+        stat = self.latency_stat
+        cols = {}
+        for m in METRICS:
+            cols[m.column(stat)] = m.key
+            ci = m.ci_columns(stat)
+            if ci and ci[0] in c and ci[1] in c:
+                cols[ci[0]], cols[ci[1]] = f"{m.key}_lo", f"{m.key}_hi"
         have = [k for k in cols if k in c]
         vals = c[c["model"] == model][[*KEYS, *have]].rename(columns=cols) if not c.empty else None
         if vals is not None and not vals.empty:
             vals = vals.astype({"threads": int, "batch_size": int})
             u = u.merge(vals, on=list(KEYS), how="left")
-        for metric in ("lat", "thr"):
-            if metric not in u:
-                u[metric] = np.nan
+        for m in METRICS:
+            if m.key not in u:
+                u[m.key] = np.nan
             ok = u["status"].eq("ok")
-            u.loc[~ok, metric] = np.nan
-            u[f"{metric}_status"] = np.where(
-                ok & u[metric].isna(), "missing", np.where(ok, "ok", u["status"])
+            u.loc[~ok, m.key] = np.nan
+            u[f"{m.key}_status"] = np.where(
+                ok & u[m.key].isna(), "missing", np.where(ok, "ok", u["status"])
             )
         return u
 
 
-def ci_columns(column: str) -> tuple[str, str]:
-    """CI columns of a value column (config/README.md): the median's CI is ``latency_ci_low_ms``
-    / ``latency_ci_high_ms``, the throughput's ``throughput_ci_low_ips`` / ``..._high_ips``."""
-    if column == "latency_median_ms":
-        return "latency_ci_low_ms", "latency_ci_high_ms"
-    stem, unit = column.rsplit("_", 1)
-    return f"{stem}_ci_low_{unit}", f"{stem}_ci_high_{unit}"
-
-
 def sequential(u: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a universe run with a baseline placement (sequential[+smt])."""
-    return u[u["placement"].map(is_baseline)]
+    """The rows of a universe run with the ``sequential`` placement (``sequential+smt``)."""
+    return u[u["placement"].map(is_sequential)]
 
 
 def pair_status(a: pd.Series, b: pd.Series) -> pd.Series:
     """Status of a comparison of two cells: the worse of theirs."""
     out = pd.Series("ok", index=a.index, dtype=object)
-    for s in ("missing", "skipped", "failed"):
+    for s in NO_VALUE:
         out = out.mask(a.eq(s) | b.eq(s), s)
     return out
 
 
-def comparison(tables: Tables, model: str, opt: str, metric: str) -> pd.DataFrame:
-    """Per (placement != sequential, threads, batch size): degradation row + pair status.
+def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
+    """Per (placement that is not a baseline, threads, batch size): its baseline's label
+    (``baseline_label``), the degradation row and the pair status.
 
     ``disturbed``: either cell of the pair was contended or noisy (cells.csv, or the
     ``contended`` / ``noisy`` columns of degradation.csv)."""
@@ -182,30 +162,22 @@ def comparison(tables: Tables, model: str, opt: str, metric: str) -> pd.DataFram
         raise ValueError("this figure needs the degradation table")
     u = tables.universe(model)
     u = u[u["opt"] == opt]
-    base = u[u["placement"].map(is_baseline)][
-        ["placement", "threads", "batch_size", f"{metric}_status", "disturbed"]
-    ]
+    status = f"{metric.key}_status"
+    is_base = u["placement"].map(placement_mod.is_baseline)
+    base = u[is_base][["placement", "threads", "batch_size", status, "disturbed"]]
     base = base.rename(columns={"placement": "baseline_label"})
-    other = u[~u["placement"].map(is_baseline)].copy()
-    other["baseline_label"] = other["placement"].map(baseline_of)
+    other = u[~is_base].copy()
+    other["baseline_label"] = other["placement"].map(placement_mod.baseline_of)
     on = ["baseline_label", "threads", "batch_size"]
     d = other.merge(base, on=on, how="left", suffixes=("", "_base"))
     d["disturbed"] = d["disturbed"] | d["disturbed_base"].eq(True)
     d = d.drop(columns="disturbed_base")
-    d["pair_status"] = pair_status(
-        d[f"{metric}_status"], d[f"{metric}_status_base"].fillna("missing")
-    )
-    name = "latency" if metric == "lat" else "throughput"
+    d["pair_status"] = pair_status(d[status], d[f"{status}_base"].fillna("missing"))
     g = tables.degradation
     g = g[(g["model"] == model) & (g["opt"] == opt)]
     if "baseline" in g:
-        g = g[g["baseline"].fillna(BASELINE).map(is_baseline)]
-    cols = {
-        f"{name}_degradation_pct": "pct",
-        f"{name}_degradation_ci_low_pct": "pct_lo",
-        f"{name}_degradation_ci_high_pct": "pct_hi",
-        "significant": "sig",
-    }
+        g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
+    cols = {**metric.degradation_columns, "significant": "sig"}
     keep = [c for c in cols if c in g]
     g = g.assign(deg_disturbed=flag(g))
     g = g[

@@ -2,8 +2,10 @@
 
 - ``latency``: latency against the total batch B for the fat instance (measured), the plan as
   predicted from the grid and the plan as measured, with their 95 % CIs (round-to-round, see
-  ``packing_table``), one panel per core budget; every B is labelled with the chosen plan;
+  ``tables.packing``), one panel per core budget; every B is labelled with the chosen plan;
 - ``core_map``: which cores each instance of the measured plan got, one row per (budget, B).
+
+Registered for their families with ``registry.drawer`` (``plots`` imports this module).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from numa_effects import stats
 from numa_effects.report.data import Tables
+from numa_effects.report.registry import LATENCY, Metric, drawer
 
 SERIES = (
     # (column, CI columns, label, style)
@@ -32,7 +36,8 @@ def _rows(tables: Tables, model: str, opt: str):
     return p[(p["model"] == model) & (p["opt"] == opt)].sort_values(["budget", "batch_size"])
 
 
-def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
+@drawer("packing_latency")
+def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     d = _rows(tables, model, opt)
     budgets = sorted(d["budget"].unique())
     fig, axes = plt.subplots(
@@ -53,7 +58,7 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
                 yerr = np.nan_to_num(yerr)
             line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
             if ci is not None:  # measured: a contended group is drawn hollow
-                hit = b["contended"].map(lambda v: str(v) == "True").to_numpy()
+                hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
                 if hit.any():
                     color = line.lines[0].get_color()
                     ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
@@ -84,7 +89,8 @@ def latency(tables: Tables, model: str, opt: str, metric: str = "lat"):
     return fig
 
 
-def core_map(tables: Tables, model: str, opt: str, metric: str = "lat"):
+@drawer("packing_core_map")
+def core_map(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     from numa_effects.plan import cpulist
 
     d = _rows(tables, model, opt)

@@ -1,6 +1,10 @@
 """The report page ``results/report/index.html``: one self-contained HTML file (inline CSS, no
 script, no server) that links the figure files beside it (``figures/``), with the reference
-report's sections, the machine and the run, and the table of cells."""
+report's sections, the machine and the run, and the table of cells.
+
+The sections, their order, navigation, captions and what a section says when it has no figure
+come from the registry (``registry.SECTIONS``, ``registry.FAMILIES``): no section is special
+here."""
 
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ import pandas as pd
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import registry as figures_mod
 from numa_effects.report.data import flag
-from numa_effects.report.registry import BASELINE, SECTIONS, is_baseline
+from numa_effects.report.registry import PageFacts
 
+HIGHLIGHT = ' class="numa"'  # the section the page is about stands out in the navigation
 INT_COLUMNS = {"threads", "batch_size", "n", "interop_threads", "instance_id", "returncode"}
 
 CSS = """
@@ -46,14 +51,12 @@ table.data th{background:#f0f0f0}
 table.data td.t{text-align:left}
 tr.failed td{background:#fde2e1}
 tr.skipped td,tr.missing td{background:#eee;color:#666}
+tr.contended td{background:#fff3e0}
 .status-failed{color:#b00020;font-weight:600}
 .small{font-size:.85rem;color:#555}
 details{margin:.6rem 0}
 summary{cursor:pointer;font-weight:600}
 """
-
-
-NAV_CLASS = {"numa": ' class="numa"'}  # the section the page is about stands out
 
 
 def _e(v) -> str:
@@ -152,13 +155,15 @@ def _duration(seconds: float) -> str:
 
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
     status = cells["status"] if "status" in cells else pd.Series(dtype=object)
-    ok, failed = int((status == "ok").sum()), int((status != "ok").sum())
-    rows = [
-        ("cells measured", ok),
-        ("cells failed", failed),
-        ("cells skipped", len(skipped)),
-    ]
-    n_disturbed = int(flag(cells).sum()) if not cells.empty else 0
+    # contended: no replicate had a clean iteration, so the cell has no value (not a failure)
+    no_clean = status.eq("contended")
+    ok, failed = int((status == "ok").sum()), int((~status.isin(["ok", "contended"])).sum())
+    rows = [("cells measured", ok), ("cells failed", failed)]
+    if no_clean.any():
+        rows.append(("cells contended, no clean iteration", int(no_clean.sum())))
+    rows.append(("cells skipped", len(skipped)))
+    disturbed = cells[flag(cells) & ~no_clean.reindex(cells.index, fill_value=False)]
+    n_disturbed = len(disturbed)
     if n_disturbed:
         rows.append(("cells contended or noisy", n_disturbed))
     sources = sorted(cells["source"].dropna().astype(str).unique()) if "source" in cells else []
@@ -187,7 +192,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
             for reason, g in skipped.groupby("reason")
         )
         parts.append(f"<p>Skipped (this machine cannot run them):</p><ul>{items}</ul>")
-    bad = cells[status != "ok"] if failed else cells.iloc[0:0]
+    bad = cells[~status.isin(["ok", "contended"])] if failed else cells.iloc[0:0]
     if not bad.empty:
         items = "".join(
             f"<li><code>{_e(_key(r))}</code>: "
@@ -197,7 +202,19 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         parts.append(
             f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
         )
-    disturbed = cells[flag(cells)] if not cells.empty else cells
+    if no_clean.any():
+        items = "".join(
+            f"<li><code>{_e(_key(r))}</code>"
+            + (f": {_e(r.get('contended_reason'))}" if _given(r.get("contended_reason")) else "")
+            + "</li>"
+            for r in cells[no_clean].to_dict("records")
+        )
+        parts.append(
+            f'<p id="contended">Contended, no clean iteration ({int(no_clean.sum())}: other tasks '
+            "used the cell's CPUs during every timed iteration of every attempt; shown as "
+            "<em>contended</em> in every figure, never as a number):</p>"
+            f"<ul>{items}</ul>"
+        )
     if not disturbed.empty:
         items = "".join(
             f"<li><code>{_e(_key(r))}</code>: "
@@ -218,6 +235,10 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
             f"{_table(failures, list(failures.columns))}</details>"
         )
     return "".join(parts)
+
+
+def _given(v) -> bool:
+    return v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))
 
 
 def _table(df: pd.DataFrame, columns: list[str], row_class: str | None = None) -> str:
@@ -296,41 +317,6 @@ def _figure_html(fig: figures_mod.Figure, figure_dir: str, page_dir: str) -> str
     )
 
 
-def no_numa_reason(
-    cells: pd.DataFrame, skipped: pd.DataFrame, placements: Sequence[str], imported: bool
-) -> str:
-    """Why a run has no NUMA figure, from the config and the tables."""
-    others = [p for p in placements if p != BASELINE]
-    if imported:
-        return (
-            "The imported results have no placement other than sequential with matching "
-            "sequential cells, so there is nothing to compare."
-        )
-    if BASELINE not in placements:
-        return (
-            "NUMA effects compare every placement against sequential, and the config's "
-            "<code>placements</code> does not list sequential."
-        )
-    if not others:
-        return (
-            "The config's <code>placements</code> lists only sequential: add interleave, remote "
-            "or mem-interleave (on a machine with at least 2 NUMA nodes) to measure NUMA effects."
-        )
-    reasons = []
-    if not skipped.empty and "reason" in skipped:
-        sk = skipped[~skipped["placement"].map(is_baseline)]
-        reasons = sorted(sk["reason"].dropna().astype(str).unique())
-    if reasons:
-        return (
-            "Every cell of "
-            + ", ".join(others)
-            + " was skipped: "
-            + "; ".join(_e(r) for r in reasons)
-            + "."
-        )
-    return "No cell of " + ", ".join(others) + " has a sequential cell to compare with."
-
-
 def render(
     figure_list: Sequence[dict],
     cells: pd.DataFrame,
@@ -356,33 +342,30 @@ def render(
         if imported
         else f"Measured on {_e(cpu or 'this machine')}"
     )
+    facts = PageFacts(cells, skipped, placements, bool(imported))
+    shown = {"degradation": degradation}  # tables a section may show (Section.tables)
     nav = (
         "<nav>"
         + "".join(
-            f'<a{NAV_CLASS.get(key, "")} href="#{sec.anchor}">{_e(sec.heading)}</a>'
-            for key, sec in SECTIONS.items()
+            f'<a{HIGHLIGHT if sec.highlight else ""} href="#{sec.anchor}">{_e(sec.heading)}</a>'
+            for sec in figures_mod.SECTIONS.values()
         )
         + '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
     )
+    main = next((sec for sec in figures_mod.SECTIONS.values() if sec.highlight), None)
+    jump = f' <a href="#{main.anchor}">Jump to {_e(main.heading)}</a>.' if main else ""
     body = [
         f"<header><h1>{_e(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
-        f'(ms); throughput in images per second. <a href="#numa-effects">Jump to NUMA '
-        "Effects</a>.</p></header>",
+        f"(ms); throughput in images per second.{jump}</p></header>",
         nav,
         "<main>",
         emulated_banner(machine),
     ]
-    for key, sec in SECTIONS.items():
+    for key, sec in figures_mod.SECTIONS.items():
         body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
         in_section = [f for f in figs if f.spec.section == key]
         if not in_section:
-            if key == "numa":
-                why = no_numa_reason(cells, skipped, placements, bool(imported))
-            elif key == "packing" and imported:
-                why = "imported results: packing measures its plans on this machine."
-            else:
-                why = sec.empty
-            body.append(f'<p class="why">No figures: {why}</p>')
+            body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
             continue
         for model in models:
             mine = [f for f in in_section if f.model == model]
@@ -400,12 +383,14 @@ def render(
                     + "".join(_figure_html(f, figure_dir, page_dir) for f in group)
                     + "</div>"
                 )
-        if key == "numa" and degradation is not None and not degradation.empty:
-            cols = [c for c in degradation.columns if degradation[c].notna().any()]
-            body.append(
-                "<details><summary>degradation table (tables/degradation.csv)</summary>"
-                f"{_table(degradation, cols)}</details>"
-            )
+        for name in sec.tables:
+            table = shown.get(name)
+            if table is not None and not table.empty:
+                cols = [c for c in table.columns if table[c].notna().any()]
+                body.append(
+                    f"<details><summary>{name} table (tables/{name}.csv)</summary>"
+                    f"{_table(table, cols)}</details>"
+                )
     body.append('<div class="grid" style="grid-template-columns:1fr 1fr"><div>')
     body.append(machine_section(machine, cells))
     body.append("</div><div>")

@@ -1,17 +1,19 @@
 """Draw the report's figures (matplotlib + seaborn, Agg backend): one function per kind of
-figure, called through the family registry (``numa_effects.report.registry``) by ``draw``.
+figure, registered for its families with ``@drawer`` (``numa_effects.report.registry``) and
+called by ``draw``.
 
 The data come shaped from ``numa_effects.report.data`` and the look from
-``numa_effects.report.style``: a failed, skipped or missing cell is marked, never drawn as 0 (lines
-break
-there instead of bridging); a contended or noisy cell is ringed or cross-hatched and has a legend
-entry. Every draw function has the signature ``f(tables, *, metric, **wildcards)``.
+``numa_effects.report.style``: a failed, skipped, contended (no clean iteration) or missing cell
+is marked below the x axis, never drawn as 0 (lines break there instead of bridging); a
+contended or noisy cell with a value is ringed or cross-hatched and has a legend entry. Every
+draw function has the signature ``f(tables, *, metric, **wildcards)``, ``metric`` the family's
+``registry.Metric``.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
+import textwrap
 
 import matplotlib
 
@@ -24,19 +26,24 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
-from numa_effects.report import registry as figures  # noqa: E402
+from numa_effects.plan import placement as placement_mod  # noqa: E402
+from numa_effects.report import packing_plots, registry  # noqa: E402, F401 (packing drawers)
 from numa_effects.report.data import Tables, comparison, deg_stat, sequential  # noqa: E402
+from numa_effects.report.registry import THROUGHPUT, Metric, drawer  # noqa: E402
 from numa_effects.report.style import (  # noqa: E402
     DPI,
+    HOLLOW_STATUSES,
     LOG_Y_RATIO,
     NOT_SIGNIFICANT,
-    OPT_LABELS,
     STATUS_MARKERS,
+    STATUS_STEP_PT,
     STATUS_TEXT,
     batch_color,
     color_limit,
     opt_color,
+    opt_label,
     opt_order,
     pct1,
     placement_color,
@@ -82,10 +89,12 @@ def _not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
     bad = df[df[status_col] != "ok"]
     if bad.empty:
         return []
-    parts = [f"{n} {s}" for s, n in bad[status_col].value_counts().sort_index().items()]
+    counts = bad[status_col].value_counts().sort_index().items()
+    parts = [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts]
     reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
     why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
-    return [f"Not measured: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+    what = "No value" if "contended" in set(bad[status_col]) else "Not measured"
+    return [f"{what}: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
 
 
 def _lines(
@@ -95,21 +104,23 @@ def _lines(
     order: list,
     color_of,
     label_of,
-    metric: str,
+    value: str,
     *,
     x: str = "threads",
     annotate: bool = False,
     fmt=None,
     sig: str | None = None,
 ) -> set[str]:
-    """One line per ``hue`` value over ``x``; returns the marks drawn (statuses of cells with no
-    value, ``style.DISTURBED`` when a contended or noisy point is ringed)."""
+    """One line per ``hue`` value over ``x`` of the column ``value`` (its CI ``<value>_lo``,
+    ``<value>_hi`` and status ``<value>_status``); returns the marks drawn (statuses of cells
+    with no value, ``style.DISTURBED`` when a contended or noisy point is ringed)."""
     drawn: set[str] = set()
+    no_value: dict = {}  # x -> [(status, colour)] in line order
     xs = sorted(df[x].unique())
     for i, h in enumerate(order):
         d = df[df[hue] == h].set_index(x).reindex(xs)
         color = color_of(h)
-        y = d[metric].to_numpy(dtype=float)
+        y = d[value].to_numpy(dtype=float)
         ax.plot(xs, y, marker="o", markersize=5, linewidth=1.8, color=color, label=label_of(h))
         if sig is not None and sig in d:
             hollow = d[sig].map(lambda s: s is False).to_numpy(dtype=bool) & ~np.isnan(y)
@@ -129,7 +140,7 @@ def _lines(
             if ring.any():
                 ax.plot(np.asarray(xs)[ring], y[ring], **style.DISTURBED_MARK)
                 drawn.add(style.DISTURBED)
-        lo, hi = f"{metric}_lo", f"{metric}_hi"
+        lo, hi = f"{value}_lo", f"{value}_hi"
         if lo in d and hi in d and d[lo].notna().any():
             err = np.vstack([y - d[lo].to_numpy(float), d[hi].to_numpy(float) - y])
             ax.errorbar(xs, y, yerr=np.abs(err), fmt="none", ecolor=color, capsize=3, lw=1)
@@ -146,24 +157,40 @@ def _lines(
                         color=color,
                         alpha=0.9 if j % 2 == 0 else 0.75,
                     )
-        st = d[f"{metric}_status"].fillna("missing")
+        st = d[f"{value}_status"].fillna("missing")
         for xv, s in zip(xs, st, strict=True):
-            if s == "ok":
-                continue
-            drawn.add(s)
+            if s != "ok":
+                drawn.add(s)
+                no_value.setdefault(xv, []).append((s, color))
+    _no_value_marks(ax, no_value)
+    return drawn
+
+
+def _no_value_marks(ax, marks: dict) -> None:
+    """Cells with no value, marked along the x axis: in a strip just below it (never among the
+    data, whatever the y scale), at the cell's x, one marker per line with no value there
+    (stacked downwards in line order); the x tick labels move down to make room."""
+    if not marks:
+        return
+    for xv, at_x in marks.items():
+        for rank, (s, color) in enumerate(at_x):
+            below = ScaledTranslation(
+                0, -STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
+            )
             ax.scatter(
                 [xv],
-                [0.03 + 0.055 * i],
-                transform=ax.get_xaxis_transform(),
+                [0.0],
+                transform=ax.get_xaxis_transform() + below,
                 marker=STATUS_MARKERS[s],
-                s=60,
-                facecolors="none" if s == "skipped" else [color],
+                s=45,
+                facecolors="none" if s in HOLLOW_STATUSES else [color],
                 edgecolors=[color],
                 linewidths=1.5,
                 clip_on=False,
                 zorder=5,
             )
-    return drawn
+    depth = max(len(v) for v in marks.values())
+    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + STATUS_STEP_PT * depth + 1)
 
 
 def _y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
@@ -206,13 +233,6 @@ def _new(width: float = 8.0, height: float = 4.8):
     return plt.subplots(figsize=(width, height))
 
 
-def _lat_label(tables: Tables) -> str:
-    return f"Latency per batch, {tables.latency_stat} (ms)"
-
-
-THR_LABEL = "Throughput (images/s)"
-
-
 def _threads_label(t) -> str:
     return f"{int(t)} thread" + ("s" if int(t) > 1 else "")
 
@@ -224,63 +244,65 @@ def _sub(model: str, *parts: str) -> str:
 # -- families -------------------------------------------------------------------------------
 
 
-def _threads_metric_axes(ax, tables: Tables, d, metric: str) -> str:
+def _threads_metric_axes(ax, tables: Tables, d, metric: Metric) -> str:
     """x = threads, y = the metric's label, unit and scale; returns "Latency" or "Throughput"."""
     _threads_axis(ax, sorted(d["threads"].unique()))
-    scale = _y_scale(ax, d[metric])
-    ax.set_ylabel((_lat_label(tables) if metric == "lat" else THR_LABEL) + scale)
-    return "Latency" if metric == "lat" else "Throughput"
+    scale = _y_scale(ax, d[metric.key])
+    ax.set_ylabel(metric.axis_label(tables.latency_stat) + scale)
+    return metric.title
 
 
-def per_batch(tables: Tables, model: str, batch_size: int, metric: str):
-    """Families 1 and 3: x = threads, one line per optimization, sequential placement."""
+@drawer("latency_per_batch", "throughput_per_batch")
+def per_batch(tables: Tables, model: str, batch_size: int, metric: Metric):
+    """x = threads, one line per optimization, sequential placement."""
     u = sequential(tables.universe(model))
     d = u[u["batch_size"] == batch_size]
     opts = sorted(d["opt"].unique(), key=opt_order)
     fig, ax = _new()
-    drawn = _lines(
-        ax, d, "opt", opts, opt_color, lambda o: OPT_LABELS.get(o, o), metric, annotate=True
-    )
+    drawn = _lines(ax, d, "opt", opts, opt_color, opt_label, metric.key, annotate=True)
     name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} (BS={batch_size})",
         _sub(model, "placement sequential", "one line per optimization"),
     )
-    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status"))
     return fig
 
 
-def per_opt(tables: Tables, model: str, opt: str, metric: str):
-    """Families 2 and 4: x = threads, one line per batch size."""
+@drawer("latency_per_opt", "throughput_per_opt")
+def per_opt(tables: Tables, model: str, opt: str, metric: Metric):
+    """x = threads, one line per batch size."""
     u = sequential(tables.universe(model))
     d = u[u["opt"] == opt]
     bss = sorted(d["batch_size"].unique())
     fig, ax = _new()
     drawn = _lines(
-        ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", metric
+        ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", metric.key
     )
     name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} (opt={opt})",
-        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per batch size"),
+        _sub(model, opt_label(opt), "placement sequential", "one line per batch size"),
     )
-    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status"))
     return fig
 
 
-def speedup(tables: Tables, model: str, opt: str, metric: str = "thr"):
-    """Family 5: throughput relative to the fewest threads, one line per batch size + mean."""
+@drawer("speedup")
+def speedup(tables: Tables, model: str, opt: str, metric: Metric = THROUGHPUT):
+    """Throughput relative to the fewest threads, one line per batch size + mean."""
     u = sequential(tables.universe(model))
     d = u[u["opt"] == opt].copy()
     t0 = int(d["threads"].min())
-    base = d[d["threads"] == t0].set_index("batch_size")["thr"]
-    d["speedup"] = d["thr"] / d["batch_size"].map(base)
+    base = d[d["threads"] == t0].set_index("batch_size")[metric.key]
+    d["speedup"] = d[metric.key] / d["batch_size"].map(base)
     base_disturbed = d[d["threads"] == t0].set_index("batch_size")["disturbed"]
     d["disturbed"] = d["disturbed"] | d["batch_size"].map(base_disturbed).eq(True)
+    status = d[f"{metric.key}_status"]
     d["speedup_status"] = np.where(
-        d["thr_status"].ne("ok"), d["thr_status"], np.where(d["speedup"].isna(), "missing", "ok")
+        status.ne("ok"), status, np.where(d["speedup"].isna(), "missing", "ok")
     )
     bss = sorted(d["batch_size"].unique())
     fig, ax = _new()
@@ -307,11 +329,11 @@ def speedup(tables: Tables, model: str, opt: str, metric: str = "thr"):
     )
     _threads_axis(ax, threads)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel(f"Speedup (throughput / throughput at {_threads_label(t0)})")
+    ax.set_ylabel(f"Speedup ({metric.name} / {metric.name} at {_threads_label(t0)})")
     _titles(
         ax,
         f"Speedup over {_threads_label(t0).title()} (opt={opt})",
-        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per batch size"),
+        _sub(model, opt_label(opt), "placement sequential", "one line per batch size"),
     )
     notes = _not_value_note(d, "speedup_status")
     no_base = sorted(set(bss) - set(base.dropna().index))
@@ -324,8 +346,9 @@ def speedup(tables: Tables, model: str, opt: str, metric: str = "thr"):
     return fig
 
 
-def throughput_per_batch_size(tables: Tables, model: str, opt: str, metric: str = "thr"):
-    """Family 6: x = batch size (log2), y = images/s, one line per thread count."""
+@drawer("throughput_per_batch_size")
+def throughput_per_batch_size(tables: Tables, model: str, opt: str, metric: Metric = THROUGHPUT):
+    """x = batch size (log2), y = images/s, one line per thread count."""
     u = sequential(tables.universe(model))
     d = u[u["opt"] == opt]
     threads = sorted(d["threads"].unique())
@@ -337,7 +360,7 @@ def throughput_per_batch_size(tables: Tables, model: str, opt: str, metric: str 
         threads,
         lambda t: thread_color(t, threads),
         lambda t: _threads_label(t),
-        "thr",
+        metric.key,
         x="batch_size",
     )
     bss = sorted(d["batch_size"].unique())
@@ -345,13 +368,13 @@ def throughput_per_batch_size(tables: Tables, model: str, opt: str, metric: str 
     ax.set_xticks(bss, [str(b) for b in bss])
     ax.minorticks_off()
     ax.set_xlabel("Batch size (images, log2 scale)")
-    ax.set_ylabel(THR_LABEL + _y_scale(ax, d["thr"]))
+    ax.set_ylabel(metric.axis_label(tables.latency_stat) + _y_scale(ax, d[metric.key]))
     _titles(
         ax,
-        f"Batch Size vs Throughput (opt={opt})",
-        _sub(model, OPT_LABELS.get(opt, opt), "placement sequential", "one line per thread count"),
+        f"Batch Size vs {metric.title} (opt={opt})",
+        _sub(model, opt_label(opt), "placement sequential", "one line per thread count"),
     )
-    _finish(fig, ax, drawn, _not_value_note(d, "thr_status"))
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status"))
     return fig
 
 
@@ -365,32 +388,35 @@ def _sig_notes(d: pd.DataFrame, how: str) -> list[str]:
     return [f"{how}: {NOT_SIGNIFICANT}."]
 
 
-def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
-    """Families 7 and 8: % degradation of ``placement`` vs sequential, x = threads, y = BS."""
+def _by_cell(d: pd.DataFrame, column: str, bss: list, threads: list) -> pd.DataFrame:
+    """``column`` of the comparison rows as a batch size x threads grid (the heatmap's)."""
+    return d.pivot(index="batch_size", columns="threads", values=column).reindex(
+        index=bss, columns=threads
+    )
+
+
+def _baselines(placements) -> str:
+    """The baseline(s) the placements are compared with, for a label: ``sequential``."""
+    bases = sorted({placement_mod.baseline_of(p) for p in placements} - {None})
+    return " / ".join(bases) if len(bases) <= 2 else "their baselines"
+
+
+@drawer("latency_degradation_heatmap", "throughput_degradation_heatmap")
+def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric):
+    """% degradation of ``placement`` vs its baseline, x = threads, y = batch size."""
     d = comparison(tables, model, opt, metric)
     d = d[d["placement"] == placement]
+    baseline = placement_mod.baseline_of(placement)
     threads = sorted(d["threads"].unique())
     bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
-    val = d.pivot(index="batch_size", columns="threads", values="pct").reindex(
-        index=bss, columns=threads
-    )
-    status = d.pivot(index="batch_size", columns="threads", values="pct_status").reindex(
-        index=bss, columns=threads
-    )
-    sig = d.pivot(index="batch_size", columns="threads", values="sig").reindex(
-        index=bss, columns=threads
-    )
-    disturbed = (
-        d.pivot(index="batch_size", columns="threads", values="disturbed")
-        .reindex(index=bss, columns=threads)
-        .eq(True)
-    )
+    val = _by_cell(d, "pct", bss, threads)
+    status = _by_cell(d, "pct_status", bss, threads)
+    sig = _by_cell(d, "sig", bss, threads)
+    disturbed = _by_cell(d, "disturbed", bss, threads).eq(True)
     vmax, extend = color_limit(val.to_numpy(float))
     width = min(18.0, 4.0 + 0.62 * len(threads))
     height = min(14.0, 2.6 + 0.45 * len(bss))
     fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
-    name = "latency" if metric == "lat" else "throughput"
-    worse = "slower" if metric == "lat" else "fewer images/s"
     import seaborn as sns
 
     cmap = sns.color_palette("RdBu_r", as_cmap=True)
@@ -404,7 +430,11 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
         mask=val.isna(),
         linewidths=0.6,
         linecolor="white",
-        cbar_kws={"label": f"% {name} degradation (+ = {worse})", "shrink": 0.9, "extend": extend},
+        cbar_kws={
+            "label": f"% {metric.name} degradation (+ = {metric.worse})",
+            "shrink": 0.9,
+            "extend": extend,
+        },
     )
     fontsize = 9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6
     norm = matplotlib.colors.Normalize(-vmax, vmax)
@@ -416,7 +446,7 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
                 ax.text(
                     j + 0.5,
                     i + 0.5,
-                    STATUS_TEXT.get(s, s),
+                    textwrap.fill(STATUS_TEXT.get(s, s), 12),
                     ha="center",
                     va="center",
                     fontsize=fontsize - 1,
@@ -463,16 +493,10 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
     ax.set_xlabel("Intra-op threads")
     ax.set_ylabel("Batch size (images)")
     ax.tick_params(axis="y", rotation=0)
-    stat = deg_stat(d, tables)
-    formula = (
-        f"({placement} − sequential) / sequential × 100 of the {stat} latency"
-        if metric == "lat"
-        else f"(sequential − {placement}) / sequential × 100 of the throughput"
-    )
     _titles(
         ax,
-        f"% {name.title()} Degradation, {placement} (opt={opt})",
-        _sub(model, formula),
+        f"% {metric.title} Degradation, {placement} (opt={opt})",
+        _sub(model, metric.degradation(placement, baseline, deg_stat(d, tables))),
     )
     notes = _sig_notes(d, "Hatched cells")
     if extend == "both":
@@ -489,32 +513,33 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: str):
     bad = d[d["pct_status"] != "ok"]
     if not bad.empty:
         counts = ", ".join(f"{n} {s}" for s, n in bad["pct_status"].value_counts().items())
-        notes.append(
-            f"Grey cells have no value ({counts}): either cell of the pair is not measured."
-        )
+        what = "has no value" if "contended" in set(bad["pct_status"]) else "is not measured"
+        notes.append(f"Grey cells have no value ({counts}): either cell of the pair {what}.")
     _footnote(ax, notes)
     return fig
 
 
-def numa_per_batch(tables: Tables, model: str, opt: str, batch_size: int, metric: str):
-    """Families 9 and 11: x = threads, one line per placement (sequential included)."""
+@drawer("numa_latency_per_batch", "numa_throughput_per_batch")
+def numa_per_batch(tables: Tables, model: str, opt: str, batch_size: int, metric: Metric):
+    """x = threads, one line per placement (the baselines included)."""
     u = tables.universe(model)
     d = u[(u["opt"] == opt) & (u["batch_size"] == batch_size)]
     places = sorted(d["placement"].unique(), key=placement_order)
     fig, ax = _new()
-    drawn = _lines(ax, d, "placement", places, placement_color, str, metric, annotate=True)
+    drawn = _lines(ax, d, "placement", places, placement_color, str, metric.key, annotate=True)
     name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} by Placement (BS={batch_size}, opt={opt})",
-        _sub(model, OPT_LABELS.get(opt, opt), "one line per placement"),
+        _sub(model, opt_label(opt), "one line per placement"),
     )
-    _finish(fig, ax, drawn, _not_value_note(d, f"{metric}_status"))
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status"))
     return fig
 
 
-def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: str):
-    """Families 10 and 12: x = threads, y = % degradation vs sequential, one line per placement."""
+@drawer("numa_latency_loss", "numa_throughput_loss")
+def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Metric):
+    """x = threads, y = % degradation vs each placement's baseline, one line per placement."""
     d = comparison(tables, model, opt, metric)
     d = d[d["batch_size"] == batch_size]
     places = sorted(d["placement"].unique(), key=placement_order)
@@ -525,7 +550,7 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: str
         "placement",
         places,
         placement_color,
-        lambda p: f"{p} vs sequential",
+        lambda p: f"{p} vs {placement_mod.baseline_of(p)}",
         "pct",
         annotate=True,
         fmt=pct1,
@@ -534,16 +559,16 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: str
     ax.axhline(0.0, color="black", linewidth=1)
     ax.margins(y=0.15)
     _threads_axis(ax, sorted(d["threads"].unique()))
-    name = "latency" if metric == "lat" else "throughput"
-    worse = "slower" if metric == "lat" else "fewer images/s"
-    ax.set_ylabel(f"% {name} degradation vs sequential\n(+ = {worse}, − = better)")
+    ax.set_ylabel(
+        f"% {metric.name} degradation vs {_baselines(places)}\n(+ = {metric.worse}, − = better)"
+    )
     _titles(
         ax,
-        f"Threads vs % {name.title()} Loss (BS={batch_size}, opt={opt})",
+        f"Threads vs % {metric.title} Loss (BS={batch_size}, opt={opt})",
         _sub(
             model,
-            OPT_LABELS.get(opt, opt),
-            f"{deg_stat(d, tables)} latency" if metric == "lat" else "throughput",
+            opt_label(opt),
+            metric.of(deg_stat(d, tables)),
             "error bars: CI where samples exist",
         ),
     )
@@ -575,12 +600,13 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: str
 
 def draw(family: str, tables: Tables, wildcards: dict):
     """The matplotlib figure of ``family`` for ``wildcards`` (model, opt, placement, batch_size):
-    the family's draw function (``figures.Family.draw``) with its metric."""
-    if family not in figures.BY_NAME:
+    the family's registered draw function (``registry.DRAWERS``) with its metric."""
+    if family not in registry.BY_NAME:
         raise ValueError(f"unknown figure family {family!r}")
-    fam = figures.BY_NAME[family]
-    module, name = fam.draw.rsplit(".", 1)
-    fn = getattr(importlib.import_module(f".{module}", __package__), name)
+    fam = registry.BY_NAME[family]
+    fn = registry.DRAWERS.get(family)
+    if fn is None:
+        raise ValueError(f"figure family {family!r} has no draw function (registry.drawer)")
     w = {k: wildcards[k] for k in fam.wildcards}
     if "batch_size" in w:
         w["batch_size"] = int(w["batch_size"])

@@ -9,66 +9,226 @@ are requested. Everything about a family is its ``Family`` entry in ``FAMILIES``
 - the report page's section, heading and description (``numa_effects.report.page``) and the
   ``snakemake --report`` category, subcategory and caption (workflow/report/figure.rst renders
   ``caption``): one caption text for both;
-- the drawing: ``draw`` names a function ``"<module>.<function>"`` of this package, called as
-  ``function(tables, metric=metric, **wildcards)`` (``numa_effects.report.plots.draw``);
+- the drawing: the function registered for the family name with ``@drawer(name)`` (in
+  ``numa_effects.report.plots`` or ``packing_plots``), called as
+  ``function(tables, metric=family.metric, **wildcards)`` by ``plots.draw``;
+- the ``Metric`` it shows (latency or throughput: columns, labels, wording);
 - which figures exist: ``plan`` names a function of ``PLANS`` that lists the wildcard values the
-  cells support.
+  cells support (``figures(keys, packed=...)``; no module state is changed to plan).
 
-Adding a family = one entry here + one draw function + its test (tests/test_report_figures.py
-builds a throwaway family this way). A new section is one entry of ``SECTIONS``; a family that
-needs other cells than ``PLANS`` offers adds a plan function there; a new wildcard also needs a
-field of ``Figure`` and an entry of ``WILDCARD_CONSTRAINTS``. Captions are RST: only ````code````
-and ``*emphasis*`` markup (the page renders those two).
+Adding a family = one entry here + one ``@drawer`` function + its test
+(tests/test_report_figures.py builds a throwaway family this way). A new section is one entry
+of ``SECTIONS`` (its heading, anchor, and what the page says when it has no figure); a family
+that needs other cells than ``PLANS`` offers adds a plan function there; a new wildcard also
+needs a field of ``Figure`` and an entry of ``WILDCARD_CONSTRAINTS``. Captions are RST: only
+````code```` and ``*emphasis*`` markup (the page renders those two).
+
+Placements come from the placement registry (``numa_effects.plan.placement``): a cell is
+compared with *its* baseline (``placement.baseline_of``: ``sequential``, ``sequential+smt`` for
+an SMT cell, a family's own baseline such as ``n0m0`` for ``n0m1``); the Latency and Throughput
+sections show the ``sequential`` cells.
 """
 
 from __future__ import annotations
 
+import html
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any
 
-BASELINE = "sequential"
-SMT_SUFFIX = "+smt"  # cells run with use_smt are labelled <placement>+smt (placement.label)
-
-
-def baseline_of(placement: str) -> str:
-    """The placement a cell is compared against: ``sequential`` (``sequential+smt`` for SMT)."""
-    return BASELINE + SMT_SUFFIX if str(placement).endswith(SMT_SUFFIX) else BASELINE
+from numa_effects.plan import placement as placement_mod
 
 
-def is_baseline(placement: str) -> bool:
-    return placement in (BASELINE, BASELINE + SMT_SUFFIX)
+def is_sequential(label: str) -> bool:
+    """A cell of the ``sequential`` placement (``sequential+smt`` included): the Latency and
+    Throughput sections' cells."""
+    return placement_mod.parse_label(str(label))[0] == placement_mod.BASELINE
 
 
-class Section(NamedTuple):
+# -- metrics ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What a figure shows of a cell: latency or throughput. ``key`` is its column in the
+    figure data (``report.data``: ``lat``, ``thr``, with ``<key>_lo``, ``<key>_hi`` and
+    ``<key>_status``)."""
+
+    key: str
+    name: str  # "latency": in headings, labels and degradation.csv's column names
+    value: str  # cells.csv column; {statistic} = median or mean (stats.latency_statistic)
+    ci: tuple[str, str]  # cells.csv columns of the value's 95 % CI
+    ci_statistic: str | None  # the CI is of this statistic only (None: any)
+    axis: str  # y axis label; {statistic} as in ``value``
+    worse: str  # what a positive degradation means
+    formula: str  # the degradation, with {placement}, {baseline} and {statistic}
+    measure: str  # what the degradation is of, with {statistic}
+
+    @property
+    def title(self) -> str:
+        return self.name.title()
+
+    def column(self, statistic: str) -> str:
+        return self.value.format(statistic=statistic)
+
+    def ci_columns(self, statistic: str) -> tuple[str, str] | None:
+        return self.ci if self.ci_statistic in (None, statistic) else None
+
+    def axis_label(self, statistic: str) -> str:
+        return self.axis.format(statistic=statistic)
+
+    def degradation(self, placement: str, baseline: str, statistic: str) -> str:
+        return self.formula.format(placement=placement, baseline=baseline, statistic=statistic)
+
+    def of(self, statistic: str) -> str:
+        return self.measure.format(statistic=statistic)
+
+    @property
+    def degradation_columns(self) -> dict[str, str]:
+        """degradation.csv columns of this metric -> the figure data's ``pct``, ``pct_lo``,
+        ``pct_hi``."""
+        stem = f"{self.name}_degradation"
+        return {
+            f"{stem}_pct": "pct",
+            f"{stem}_ci_low_pct": "pct_lo",
+            f"{stem}_ci_high_pct": "pct_hi",
+        }
+
+
+LATENCY = Metric(
+    key="lat",
+    name="latency",
+    value="latency_{statistic}_ms",
+    ci=("latency_ci_low_ms", "latency_ci_high_ms"),
+    ci_statistic="median",
+    axis="Latency per batch, {statistic} (ms)",
+    worse="slower",
+    formula="({placement} − {baseline}) / {baseline} × 100 of the {statistic} latency",
+    measure="{statistic} latency",
+)
+THROUGHPUT = Metric(
+    key="thr",
+    name="throughput",
+    value="throughput_ips",
+    ci=("throughput_ci_low_ips", "throughput_ci_high_ips"),
+    ci_statistic=None,
+    axis="Throughput (images/s)",
+    worse="fewer images/s",
+    formula="({baseline} − {placement}) / {baseline} × 100 of the throughput",
+    measure="throughput",
+)
+METRICS = (LATENCY, THROUGHPUT)
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    """What a section may say about a run that gave it no figure."""
+
+    cells: Any  # pandas DataFrame of cells.csv
+    skipped: Any  # skipped.csv
+    placements: Sequence[str]  # the config's (or the imported cells') placements
+    imported: bool  # imported PackRat results
+
+
+def _no_sequential(facts: PageFacts) -> str:
+    return "No sequential cell was run, so this section has no figure."
+
+
+def _e(v) -> str:
+    return html.escape(str(v))
+
+
+def no_numa_reason(facts: PageFacts) -> str:
+    """Why a run has no NUMA figure, from the config and the tables (HTML)."""
+    if facts.imported:
+        return (
+            "The imported results have no placement other than sequential with matching "
+            "sequential cells, so there is nothing to compare."
+        )
+    placements = list(facts.placements)
+    others = [p for p in placements if not placement_mod.is_baseline(p)]
+    bases = sorted({placement_mod.baseline_of(p) for p in others})
+    missing = [b for b in bases if b not in placements]
+    seq = placement_mod.BASELINE
+    if missing == [seq] or not placements:
+        return (
+            "NUMA effects compare every placement against sequential, and the config's "
+            "<code>placements</code> does not list sequential."
+        )
+    if missing:
+        return (
+            "NUMA effects compare every placement against its baseline, and the config's "
+            f"<code>placements</code> does not list {', '.join(missing)}."
+        )
+    if not others:
+        return (
+            "The config's <code>placements</code> lists only sequential: add interleave, remote "
+            "or mem-interleave (on a machine with at least 2 NUMA nodes) to measure NUMA effects."
+            if all(is_sequential(p) for p in placements)
+            else f"The config's <code>placements</code> lists only baselines "
+            f"({', '.join(placements)}): add a placement compared against them."
+        )
+    reasons = []
+    skipped = facts.skipped
+    if not skipped.empty and "reason" in skipped:
+        sk = skipped[~skipped["placement"].map(placement_mod.is_baseline)]
+        reasons = sorted(sk["reason"].dropna().astype(str).unique())
+    if reasons:
+        return (
+            "Every cell of "
+            + ", ".join(others)
+            + " was skipped: "
+            + "; ".join(_e(r) for r in reasons)
+            + "."
+        )
+    return f"No cell of {', '.join(others)} has a {' or '.join(bases)} cell to compare with."
+
+
+def _packing_off(facts: PageFacts) -> str:
+    if facts.imported:
+        return "imported results: packing measures its plans on this machine."
+    return (
+        "packing is off (it needs at least two thread counts and the sequential placement; "
+        "config key packing, docs/packing.md)."
+    )
+
+
+@dataclass(frozen=True)
+class Section:
     heading: str
     anchor: str  # HTML id; the page's navigation links to it
-    empty: str = ""  # what the page says when the section has no figure (numa: computed)
+    empty: Callable[[PageFacts], str]  # what the page says when the section has no figure
+    tables: tuple[str, ...] = ()  # tables shown (folded) under its figures
+    highlight: bool = False  # the section the page is about: it stands out in the navigation
 
 
 # Section key -> Section. Order is the page order.
 SECTIONS = {
     "latency": Section(
-        "Latency (Sequential)",
-        "latency-sequential",
-        "No sequential cell was run, so this section has no figure.",
+        heading="Latency (Sequential)", anchor="latency-sequential", empty=_no_sequential
     ),
     "throughput": Section(
-        "Throughput (Sequential)",
-        "throughput-sequential",
-        "No sequential cell was run, so this section has no figure.",
+        heading="Throughput (Sequential)", anchor="throughput-sequential", empty=_no_sequential
     ),
-    "numa": Section("NUMA Effects", "numa-effects"),
-    "packing": Section(
-        "Packing",
-        "packing",
-        "packing is off (it needs at least two thread counts and the sequential placement; "
-        "config key packing, docs/packing.md).",
+    "numa": Section(
+        heading="NUMA Effects",
+        anchor="numa-effects",
+        empty=no_numa_reason,
+        tables=("degradation",),
+        highlight=True,
     ),
+    "packing": Section(heading="Packing", anchor="packing", empty=_packing_off),
 }
 
+# -- families -----------------------------------------------------------------------------------
+
 TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<name>.csv)
+WITH_DEGRADATION = (*TABLES, "degradation")
+WITH_PACKING = (*TABLES, "packing")
 
 
 @dataclass(frozen=True)
@@ -77,10 +237,9 @@ class Family:
     section: str  # key of SECTIONS
     title: str  # heading in the page and subcategory in `snakemake --report`
     pattern: str  # file path below report/figures/, without extension; its fields = wildcards
-    draw: str  # "<module>.<function>" in numa_effects
-    metric: str  # passed to the draw function: "lat" (latency) or "thr" (throughput)
     plan: str  # key of PLANS: the cells that support one figure
     caption: str  # RST, one text for the page and `snakemake --report`
+    metric: Metric = LATENCY  # passed to the draw function
     tables: tuple[str, ...] = TABLES
 
     @property
@@ -97,101 +256,214 @@ class Family:
         return "degradation" in self.tables
 
 
-_D = (*TABLES, "degradation")
-_F = Family
 FAMILIES: tuple[Family, ...] = (
-    _F("latency_per_batch", "latency", "Latency per batch",
-       "{model}/latency_per_batch/bs{batch_size}", "plots.per_batch", "lat", "sequential",
-       "One figure per batch size: latency of one batch against the intra-op threads, one line "
-       "per optimization, placement ``sequential``; points carry their value. Latency is the "
-       "median per batch (the mean for imported PackRat results, which have no median; the axis "
-       "label says which)."),
-    _F("latency_per_opt", "latency", "Latency per optimization",
-       "{model}/latency_per_opt/{opt}", "plots.per_opt", "lat", "sequential",
-       "One figure per optimization: latency per batch against the intra-op threads, one line "
-       "per batch size, placement ``sequential`` (log scale when batch sizes span orders of "
-       "magnitude)."),
-    _F("throughput_per_batch", "throughput", "Throughput per batch",
-       "{model}/throughput_per_batch/bs{batch_size}", "plots.per_batch", "thr", "sequential",
-       "One figure per batch size: images per second against the intra-op threads, one line per "
-       "optimization, placement ``sequential``."),
-    _F("throughput_per_opt", "throughput", "Throughput per optimization",
-       "{model}/throughput_per_opt/{opt}", "plots.per_opt", "thr", "sequential",
-       "One figure per optimization: images per second against the intra-op threads, one line "
-       "per batch size, placement ``sequential``."),
-    _F("speedup", "throughput", "Speedup over one thread",
-       "{model}/speedup/{opt}", "plots.speedup", "thr", "sequential",
-       "Throughput at t threads divided by throughput at the fewest threads measured, one line "
-       "per batch size, their mean (dashed) and linear scaling (dotted). A batch size without a "
-       "one-thread value has no line."),
-    _F("throughput_per_batch_size", "throughput", "Throughput per batch size",
-       "{model}/throughput_per_batch_size/{opt}", "plots.throughput_per_batch_size", "thr",
-       "sequential",
-       "Images per second against the batch size (log2 axis), one line per intra-op thread "
-       "count, placement ``sequential``."),
-    _F("latency_degradation_heatmap", "numa", "% latency degradation (heatmap)",
-       "{model}/latency_degradation_heatmap/{opt}/{placement}", "plots.heatmap", "lat",
-       "comparison",
-       "% latency degradation of each placement against ``sequential``, (placement − "
-       "sequential) / sequential × 100, per intra-op threads (x) and batch size (y). Diverging "
-       "scale centred on 0: red = slower, blue = faster than sequential; values have one "
-       "decimal. Hatched: not significant (the confidence interval includes 0, when raw samples "
-       "exist). Grey: no value (failed, skipped or missing cell).", _D),
-    _F("throughput_degradation_heatmap", "numa", "% throughput degradation (heatmap)",
-       "{model}/throughput_degradation_heatmap/{opt}/{placement}", "plots.heatmap", "thr",
-       "comparison",
-       "% throughput degradation of each placement against ``sequential``, (sequential − "
-       "placement) / sequential × 100, per intra-op threads (x) and batch size (y). Red = fewer "
-       "images per second than sequential, blue = more. Hatched: not significant; grey: no "
-       "value (failed, skipped or missing).", _D),
-    _F("numa_latency_per_batch", "numa", "Latency per batch, placements vs sequential",
-       "{model}/numa_latency_per_batch/{opt}/bs{batch_size}", "plots.numa_per_batch", "lat",
-       "comparison",
-       "One figure per optimization and batch size: latency per batch against the intra-op "
-       "threads, one line per placement (``sequential`` included), so each placement is read "
-       "against sequential directly."),
-    _F("numa_latency_loss", "numa", "% latency loss per batch",
-       "{model}/numa_latency_loss/{opt}/bs{batch_size}", "plots.numa_loss", "lat", "comparison",
-       "One figure per optimization and batch size: % latency degradation against "
-       "``sequential`` over the intra-op threads, one line per placement; positive is slower. "
-       "Error bars are the bootstrap confidence interval where raw samples exist; hollow "
-       "markers are not significant.", _D),
-    _F("numa_throughput_per_batch", "numa", "Throughput per batch, placements vs sequential",
-       "{model}/numa_throughput_per_batch/{opt}/bs{batch_size}", "plots.numa_per_batch", "thr",
-       "comparison",
-       "One figure per optimization and batch size: images per second against the intra-op "
-       "threads, one line per placement (``sequential`` included)."),
-    _F("numa_throughput_loss", "numa", "% throughput loss per batch",
-       "{model}/numa_throughput_loss/{opt}/bs{batch_size}", "plots.numa_loss", "thr",
-       "comparison",
-       "One figure per optimization and batch size: % throughput degradation against "
-       "``sequential`` over the intra-op threads, one line per placement; positive is fewer "
-       "images per second. Error bars: confidence interval where raw samples exist; hollow "
-       "markers: not significant.", _D),
-    _F("packing_latency", "packing", "Fat instance vs packed plan",
-       "{model}/packing_latency/{opt}", "packing_plots.latency", "lat", "packing",
-       "PackRat's question from this grid (docs/packing.md): latency against the total batch B "
-       "for one instance on all budget cores (*fat*, measured), the best <instances, threads, "
-       "batch> predicted from the ``sequential`` cells, and that plan measured as concurrent "
-       "pinned instances; one panel per core budget. Error bars: 95 % CI of the median round "
-       "latency (two-level over replicates when there are several: ``ci_method`` in "
-       "packing.csv). Hollow markers: contended. Labels: the plan and the measured speedup.",
-       (*TABLES, "packing")),
-    _F("packing_core_map", "packing", "Core map of the packed plans",
-       "{model}/packing_core_map/{opt}", "packing_plots.core_map", "lat", "packing",
-       "Which logical CPUs each instance of the measured plan was pinned to (one row per core "
-       "budget and batch size; the number in a box is the instance). No CPU is shared.",
-       (*TABLES, "packing")),
-)  # fmt: skip
+    Family(
+        name="latency_per_batch",
+        section="latency",
+        title="Latency per batch",
+        pattern="{model}/latency_per_batch/bs{batch_size}",
+        metric=LATENCY,
+        plan="sequential",
+        caption="One figure per batch size: latency of one batch against the intra-op threads, "
+        "one line per optimization, placement ``sequential``; points carry their value. Latency "
+        "is the median per batch (the mean for imported PackRat results, which have no median; "
+        "the axis label says which).",
+    ),
+    Family(
+        name="latency_per_opt",
+        section="latency",
+        title="Latency per optimization",
+        pattern="{model}/latency_per_opt/{opt}",
+        metric=LATENCY,
+        plan="sequential",
+        caption="One figure per optimization: latency per batch against the intra-op threads, "
+        "one line per batch size, placement ``sequential`` (log scale when batch sizes span "
+        "orders of magnitude).",
+    ),
+    Family(
+        name="throughput_per_batch",
+        section="throughput",
+        title="Throughput per batch",
+        pattern="{model}/throughput_per_batch/bs{batch_size}",
+        metric=THROUGHPUT,
+        plan="sequential",
+        caption="One figure per batch size: images per second against the intra-op threads, "
+        "one line per optimization, placement ``sequential``.",
+    ),
+    Family(
+        name="throughput_per_opt",
+        section="throughput",
+        title="Throughput per optimization",
+        pattern="{model}/throughput_per_opt/{opt}",
+        metric=THROUGHPUT,
+        plan="sequential",
+        caption="One figure per optimization: images per second against the intra-op threads, "
+        "one line per batch size, placement ``sequential``.",
+    ),
+    Family(
+        name="speedup",
+        section="throughput",
+        title="Speedup over one thread",
+        pattern="{model}/speedup/{opt}",
+        metric=THROUGHPUT,
+        plan="sequential",
+        caption="Throughput at t threads divided by throughput at the fewest threads measured, "
+        "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
+        "without a one-thread value has no line.",
+    ),
+    Family(
+        name="throughput_per_batch_size",
+        section="throughput",
+        title="Throughput per batch size",
+        pattern="{model}/throughput_per_batch_size/{opt}",
+        metric=THROUGHPUT,
+        plan="sequential",
+        caption="Images per second against the batch size (log2 axis), one line per intra-op "
+        "thread count, placement ``sequential``.",
+    ),
+    Family(
+        name="latency_degradation_heatmap",
+        section="numa",
+        title="% latency degradation (heatmap)",
+        pattern="{model}/latency_degradation_heatmap/{opt}/{placement}",
+        metric=LATENCY,
+        plan="comparison",
+        tables=WITH_DEGRADATION,
+        caption="% latency degradation of each placement against its baseline (``sequential``; "
+        "a placement family's own), (placement − baseline) / baseline × 100, per intra-op "
+        "threads (x) and batch size (y). Diverging scale centred on 0: red = slower, blue = "
+        "faster than the baseline; values have one decimal. Hatched: not significant (the "
+        "confidence interval includes 0, when raw samples exist). Grey: no value (failed, "
+        "skipped, contended without a clean iteration, or missing cell).",
+    ),
+    Family(
+        name="throughput_degradation_heatmap",
+        section="numa",
+        title="% throughput degradation (heatmap)",
+        pattern="{model}/throughput_degradation_heatmap/{opt}/{placement}",
+        metric=THROUGHPUT,
+        plan="comparison",
+        tables=WITH_DEGRADATION,
+        caption="% throughput degradation of each placement against its baseline "
+        "(``sequential``; a placement family's own), (baseline − placement) / baseline × 100, "
+        "per intra-op threads (x) and batch size (y). Red = fewer images per second than the "
+        "baseline, blue = more. Hatched: not significant; grey: no value (failed, skipped, "
+        "contended or missing).",
+    ),
+    Family(
+        name="numa_latency_per_batch",
+        section="numa",
+        title="Latency per batch, placements vs sequential",
+        pattern="{model}/numa_latency_per_batch/{opt}/bs{batch_size}",
+        metric=LATENCY,
+        plan="comparison",
+        caption="One figure per optimization and batch size: latency per batch against the "
+        "intra-op threads, one line per placement (``sequential`` included), so each placement "
+        "is read against sequential directly.",
+    ),
+    Family(
+        name="numa_latency_loss",
+        section="numa",
+        title="% latency loss per batch",
+        pattern="{model}/numa_latency_loss/{opt}/bs{batch_size}",
+        metric=LATENCY,
+        plan="comparison",
+        tables=WITH_DEGRADATION,
+        caption="One figure per optimization and batch size: % latency degradation against "
+        "each placement's baseline (``sequential``) over the intra-op threads, one line per "
+        "placement; positive is slower. Error bars are the bootstrap confidence interval where "
+        "raw samples exist; hollow markers are not significant.",
+    ),
+    Family(
+        name="numa_throughput_per_batch",
+        section="numa",
+        title="Throughput per batch, placements vs sequential",
+        pattern="{model}/numa_throughput_per_batch/{opt}/bs{batch_size}",
+        metric=THROUGHPUT,
+        plan="comparison",
+        caption="One figure per optimization and batch size: images per second against the "
+        "intra-op threads, one line per placement (``sequential`` included).",
+    ),
+    Family(
+        name="numa_throughput_loss",
+        section="numa",
+        title="% throughput loss per batch",
+        pattern="{model}/numa_throughput_loss/{opt}/bs{batch_size}",
+        metric=THROUGHPUT,
+        plan="comparison",
+        tables=WITH_DEGRADATION,
+        caption="One figure per optimization and batch size: % throughput degradation against "
+        "each placement's baseline (``sequential``) over the intra-op threads, one line per "
+        "placement; positive is fewer images per second. Error bars: confidence interval where "
+        "raw samples exist; hollow markers: not significant.",
+    ),
+    Family(
+        name="packing_latency",
+        section="packing",
+        title="Fat instance vs packed plan",
+        pattern="{model}/packing_latency/{opt}",
+        metric=LATENCY,
+        plan="packing",
+        tables=WITH_PACKING,
+        caption="PackRat's question from this grid (docs/packing.md): latency against the total "
+        "batch B for one instance on all budget cores (*fat*, measured), the best <instances, "
+        "threads, batch> predicted from the ``sequential`` cells, and that plan measured as "
+        "concurrent pinned instances; one panel per core budget. Error bars: 95 % CI of the "
+        "median round latency (two-level over replicates when there are several: "
+        "``ci_method`` in packing.csv). Hollow markers: contended. Labels: the plan and the "
+        "measured speedup.",
+    ),
+    Family(
+        name="packing_core_map",
+        section="packing",
+        title="Core map of the packed plans",
+        pattern="{model}/packing_core_map/{opt}",
+        metric=LATENCY,
+        plan="packing",
+        tables=WITH_PACKING,
+        caption="Which logical CPUs each instance of the measured plan was pinned to (one row "
+        "per core budget and batch size; the number in a box is the instance). No CPU is "
+        "shared.",
+    ),
+)
 BY_NAME = {f.name: f for f in FAMILIES}
 
 # Wildcard values never contain a slash; numbers are plain integers.
 WILDCARD_CONSTRAINTS = {
     "model": r"[A-Za-z0-9_.-]+",
     "opt": r"[A-Za-z0-9_.-]+",
-    "placement": r"[A-Za-z0-9_.-]+",
+    "placement": placement_mod.names_regex(),  # the registry's names and families (+smt)
     "batch_size": r"\d+",
 }
+
+# -- draw functions -------------------------------------------------------------------------------
+
+# Family name -> its draw function, filled by ``@drawer`` where the functions are defined
+# (report.plots, report.packing_plots: importing plots imports both).
+DRAWERS: dict[str, Callable] = {}
+
+
+def drawer(*families: str):
+    """Register the decorated function as the draw function of ``families`` (one each)."""
+
+    def register(fn):
+        for name in families:
+            old = DRAWERS.get(name)
+            if old is not None and (old.__module__, old.__qualname__) != (
+                fn.__module__,
+                fn.__qualname__,
+            ):
+                raise ValueError(
+                    f"family {name!r} has two draw functions: {old.__qualname__} and "
+                    f"{fn.__qualname__}"
+                )
+            DRAWERS[name] = fn
+        return fn
+
+    return register
+
+
+# -- which figures exist --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, order=True)
@@ -246,46 +518,53 @@ def _key_values(keys: Iterable) -> list[dict]:
     return out
 
 
-def plan_sequential(keys: list[dict]) -> list[dict]:
-    """Wildcard values of the cells run with a baseline placement (sequential[+smt])."""
-    return [k for k in keys if is_baseline(k["placement"])]
+def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the cells of the ``sequential`` placement (``sequential+smt``)."""
+    return [k for k in keys if is_sequential(k["placement"])]
 
 
-def plan_comparison(keys: list[dict]) -> list[dict]:
-    """Wildcard values of the cells of another placement that have a baseline cell to compare
-    with at the same model, opt and batch size (an SMT cell only with sequential+smt)."""
-    seq = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
-    return [
-        k
-        for k in keys
-        if not is_baseline(k["placement"])
-        and (k["model"], k["opt"], baseline_of(k["placement"]), k["batch_size"]) in seq
-    ]
+def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the cells of a placement that is not a baseline and whose baseline
+    (``placement.baseline_of``) has a cell at the same model, opt and batch size (an SMT cell
+    only with sequential+smt; ``n0m1`` with ``n0m0``)."""
+    have = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
+    out = []
+    for k in keys:
+        base = placement_mod.baseline_of(k["placement"])
+        if base is not None and (k["model"], k["opt"], base, k["batch_size"]) in have:
+            out.append(k)
+    return out
 
 
-def plan_packing(keys: list[dict]) -> list[dict]:
-    """None by default: which (model, opt) were packed depends on the config key ``packing``,
-    so workflow/rules/packing.smk replaces this entry with ``packing.figure_plan``."""
-    return []
+def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per packed (model, opt): ``packed`` (from the config key ``packing``:
+    ``plan.build.Plan.packed``); none without packing."""
+    return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
 
 
-PLANS: dict[str, Callable[[list[dict]], list[dict]]] = {
+PLANS: dict[str, Callable[..., list[dict]]] = {
     "sequential": plan_sequential,
     "comparison": plan_comparison,
     "packing": plan_packing,
 }
 
 
-def figures(keys: Iterable, families: Iterable[Family] | None = None) -> list[Figure]:
+def figures(
+    keys: Iterable,
+    families: Iterable[Family] | None = None,
+    packed: Iterable[tuple[str, str]] = (),
+) -> list[Figure]:
     """Every figure the cells ``keys`` support, in page order.
 
     ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
     ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
-    keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure.
+    keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure. ``packed``:
+    the (model, opt) pairs that packing measures (the Packing figures).
     """
     families = FAMILIES if families is None else tuple(families)
     values = _key_values(keys)
-    planned = {p: PLANS[p](values) for p in {f.plan for f in families}}
+    packed = frozenset((str(m), str(o)) for m, o in packed)
+    planned = {p: PLANS[p](values, packed) for p in {f.plan for f in families}}
     out = {
         Figure(fam.name, **{w: v[w] for w in fam.wildcards})
         for fam in families

@@ -1,12 +1,16 @@
 """How the report's figures look: colours, labels, the marks of cells that are not a clean
 measured value, number formats and the colour-scale limit. Shared by every drawing module.
 
-Colours are fixed per optimization and per placement (``OPT_COLORS``, ``PLACEMENT_COLORS``), so
-a line has the same colour in every figure of every run. A cell that is not a measured value --
-failed, skipped or missing -- is drawn with ``STATUS_MARKERS`` along the x axis (line plots) or as
-a labelled grey cell (heatmaps); a cell whose timing was disturbed (contended or noisy) is ringed
-(``DISTURBED_MARK``) or cross-hatched (``DISTURBED_HATCH``) and has its legend entry; a
-difference that is not significant is hollow or hatched (``NOT_SIGNIFICANT``).
+Colours and legend labels come from the registries: an optimization's ``color`` and ``legend``
+(``numa_effects.plan.optimizations.OPTIMIZATIONS``), a placement's ``color``
+(``numa_effects.plan.placement.PLACEMENTS``; every member of a family such as ``n{cpu}m{mem}``
+shares the family's colour). An entry without a colour gets a spare one chosen by its name, so a
+line has the same colour in every figure of every run. A cell that is not a measured value --
+failed, skipped, contended without a clean iteration, or missing -- is drawn with
+``STATUS_MARKERS`` along the x axis (line plots) or as a labelled grey cell (heatmaps); a cell
+whose timing was disturbed (contended or noisy) is ringed (``DISTURBED_MARK``) or cross-hatched
+(``DISTURBED_HATCH``) and has its legend entry; a difference that is not significant is hollow
+or hatched (``NOT_SIGNIFICANT``).
 
 matplotlib is imported only by the functions that need it (``apply``, the colour maps), so
 importing this module stays cheap.
@@ -14,9 +18,12 @@ importing this module stays cheap.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
-from numa_effects.report.registry import SMT_SUFFIX
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 # seaborn's "colorblind" and "dark" palettes (hex, so line plots need not import seaborn: its
 # import, scipy.stats included, doubles the start-up time of every figure job).
@@ -44,29 +51,24 @@ _DARK = [
     "#b8850a",
     "#006374",
 ]
-OPT_COLORS = {"none": _CB[0], "script": _CB[1], "channels_last": _CB[2], "compile": _CB[4]}
-OPT_LABELS = {
-    "none": "none (eager)",
-    "script": "script (TorchScript)",
-    "channels_last": "channels_last (eager)",
-    "compile": "compile (torch.compile)",
-}
-PLACEMENT_COLORS = {
-    "sequential": (0.2, 0.2, 0.2),
-    "interleave": _CB[3],
-    "remote": _CB[5],
-    "mem-interleave": _CB[9],
-}
 _SPARE = [_CB[6], _CB[8], _CB[7], *_DARK]
 
-# How a cell that is not a measured value is drawn (line plots: along the x axis).
-STATUS_MARKERS = {"failed": "X", "skipped": "s", "missing": "$?$"}
-STATUS_TEXT = {"failed": "failed", "skipped": "skipped", "missing": "missing"}
-NOT_SIGNIFICANT = "not significant (the CI of the difference includes 0)"
-
-# How a cell that is not a measured value is drawn (line plots: along the x axis).
-STATUS_MARKERS = {"failed": "X", "skipped": "s", "missing": "$?$"}
-STATUS_TEXT = {"failed": "failed", "skipped": "skipped", "missing": "missing"}
+# How a cell that is not a measured value is drawn (line plots: along the x axis, below it).
+STATUS_MARKERS = {"failed": "X", "skipped": "s", "contended": "D", "missing": "$?$"}
+STATUS_TEXT = {
+    "failed": "failed",
+    "skipped": "skipped",
+    "contended": "contended (no clean iteration)",
+    "missing": "missing",
+}
+STATUS_LEGEND = {
+    "failed": "failed (no value)",
+    "skipped": "skipped (no value)",
+    "contended": "contended (no clean iteration): no value",
+    "missing": "missing (no value)",
+}
+HOLLOW_STATUSES = ("skipped", "contended")  # drawn unfilled
+STATUS_STEP_PT = 9.0  # line plots: markers at one x stacked this far apart below the x axis
 NOT_SIGNIFICANT = "not significant (the CI of the difference includes 0)"
 NOT_SIGNIFICANT_HATCH = "////"
 
@@ -106,13 +108,39 @@ def _cmap(name: str):
     return matplotlib.colormaps[name]
 
 
+def _spare(name: str):
+    """A spare colour chosen by the name (a CRC, not a sum of characters: the members of a
+    family such as ``n0m1`` and ``n1m0`` are permutations of each other)."""
+    return _SPARE[zlib.crc32(name.encode()) % len(_SPARE)]
+
+
 def opt_color(opt: str):
-    return OPT_COLORS.get(opt) or _SPARE[sum(map(ord, opt)) % len(_SPARE)]
+    """The optimization's registered colour (a spare one when it has none)."""
+    o = OPTIMIZATIONS.get(opt)
+    return (o.color if o is not None else None) or _spare(opt)
+
+
+def opt_label(opt: str) -> str:
+    """Legend text of an optimization: its registered ``legend`` (the name if unknown)."""
+    o = OPTIMIZATIONS.get(opt)
+    return o.legend if o is not None else opt
+
+
+def _placement_entry(label: str):
+    """(registry index, entry, field values) of a placement label; index = len when unknown."""
+    name = placement_mod.parse_label(str(label))[0]
+    try:
+        entry, fields = placement_mod.lookup(name)
+    except ValueError:
+        return len(placement_mod.PLACEMENTS), None, {}
+    return list(placement_mod.PLACEMENTS).index(entry.name), entry, fields
 
 
 def placement_color(placement: str):
-    placement = str(placement).removesuffix(SMT_SUFFIX)
-    return PLACEMENT_COLORS.get(placement) or _SPARE[sum(map(ord, placement)) % len(_SPARE)]
+    """The placement's registered colour (its family's; SMT labels share it), else a spare one."""
+    _, entry, _ = _placement_entry(placement)
+    name = placement_mod.parse_label(str(placement))[0]
+    return (entry.color if entry is not None else None) or _spare(name)
 
 
 def batch_color(bs: int, all_bs: list[int]):
@@ -127,13 +155,14 @@ def thread_color(t: int, all_t: list[int]):
 
 
 def opt_order(opt: str):
-    known = list(OPT_COLORS)
+    known = list(OPTIMIZATIONS)
     return (known.index(opt) if opt in known else len(known), opt)
 
 
 def placement_order(p: str):
-    known, base = list(PLACEMENT_COLORS), str(p).removesuffix(SMT_SUFFIX)
-    return (known.index(base) if base in known else len(known), p)
+    """Registry order, then a family's members by their fields, then the label."""
+    index, _, fields = _placement_entry(p)
+    return (index, tuple(fields.values()), p)
 
 
 def fmt(v: float) -> str:
@@ -163,8 +192,8 @@ def color_limit(values: np.ndarray) -> tuple[float, str]:
 
 
 def status_legend(marks: set[str]) -> list:
-    """Legend entries of the marks a line plot drew: failed / skipped / missing cells along the
-    x axis, and the ring of a disturbed point."""
+    """Legend entries of the marks a line plot drew: cells with no value (failed, skipped,
+    contended, missing) along the x axis, and the ring of a disturbed point."""
     from matplotlib.lines import Line2D
 
     handles = [
@@ -174,11 +203,11 @@ def status_legend(marks: set[str]) -> list:
             marker=STATUS_MARKERS[s],
             linestyle="none",
             color="0.25",
-            markerfacecolor="none" if s == "skipped" else "0.25",
+            markerfacecolor="none" if s in HOLLOW_STATUSES else "0.25",
             markersize=8,
-            label=f"{STATUS_TEXT[s]} (no value)",
+            label=STATUS_LEGEND[s],
         )
-        for s in ("failed", "skipped", "missing")
+        for s in ("failed", "skipped", "contended", "missing")
         if s in marks
     ]
     if DISTURBED in marks:

@@ -1,15 +1,16 @@
-"""How much a placement degrades a cell against ``sequential``, and how much TorchScript speeds
-up eager, each with a bootstrap CI over the raw samples of both cells.
+"""How much a placement degrades a cell against its baseline (``sequential``), and how much
+TorchScript speeds up eager, each with a CI of the ratio of both cells (``stats``).
 
 ``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
-whose placement is not ``sequential`` and that has a ``sequential`` cell with the same
-(model, opt, threads, batch_size). Columns (exactly):
+whose placement is not a baseline and that has a cell of its baseline
+(``placement.baseline_of``: ``sequential``; a placement family's own, e.g. ``n0m0`` for
+``n0m1``) with the same (model, opt, threads, batch_size). Columns (exactly):
 
-- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is
-  ``sequential`` (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
+- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is the
+  baseline's label (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
   themselves);
 - ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
-  (imported PackRat tables have only min/mean/max);
+  (imported PackRat tables have only min/mean/max; ``stats.latency_statistic``);
 - ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
   (compared - baseline) / baseline x 100 (positive: the placement is slower);
 - ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
@@ -19,11 +20,12 @@ whose placement is not ``sequential`` and that has a ``sequential`` cell with th
   (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
   same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
   se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
-  freedom by Welch-Satterthwaite (``two_level_ratio_ci``), so process-to-process variation
+  freedom by Welch-Satterthwaite (``stats.two_level_ratio_ci``), so process-to-process variation
   and drift between the two cells' measurements are inside it. Otherwise (one process per
-  cell) a percentile bootstrap of each cell's samples (``N_BOOTSTRAP`` resamples, clean
-  iterations only), which covers only within-process noise: ``ci_method`` says which. Empty
-  when either cell has neither (imported tables): never invented;
+  cell) a percentile bootstrap of each cell's samples (``stats.bootstrap_ratio``,
+  ``stats.N_BOOTSTRAP`` resamples, clean iterations only), which covers only within-process
+  noise: ``ci_method`` says which. Empty when either cell has neither (imported tables): never
+  invented;
 - ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
   transform of the same interval, so it agrees), empty when there is no CI;
 - ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
@@ -40,16 +42,16 @@ within the same source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
+from numa_effects import stats
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 
-N_BOOTSTRAP = 2000
-CONFIDENCE = 0.95
-SEED = 0
-CHUNK = 4_000_000  # resampled values held in memory at once
+EAGER = "none"  # the optimization every other one is compared against (opt_speedup.csv)
 
 DEGRADATION_COLUMNS = [
     "model",
@@ -97,66 +99,11 @@ OPT_SPEEDUP_COLUMNS = [
 ]
 
 
-def _log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
-    """The standard error of a cell's ln-median from its symmetric (log scale) t interval."""
-    from scipy.special import stdtrit
-
-    return (np.log(high) - np.log(low)) / 2.0 / float(stdtrit(df, 0.5 + confidence / 2))
-
-
-def two_level_ratio_ci(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
-) -> tuple[float, float]:
-    """CI of compared / baseline from each cell's two-level CI ``(ci_low, ci_high, ci_df)``
-    (``stats.combine_replicates``; the point estimate is the CI's log-centre)."""
-    from scipy.special import stdtrit
-
-    (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
-    sb, sc = _log_se(bl, bh, bdf, confidence), _log_se(cl, ch, cdf, confidence)
-    centre = (np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0
-    var = sb**2 + sc**2
-    if var == 0:
-        return float(np.exp(centre)), float(np.exp(centre))
-    df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
-    half = float(stdtrit(df, 0.5 + confidence / 2)) * np.sqrt(var)
-    return float(np.exp(centre - half)), float(np.exp(centre + half))
-
-
-def bootstrap_ratio(
-    baseline: np.ndarray,
-    compared: np.ndarray,
-    statistic: str = "median",
-    n_boot: int = N_BOOTSTRAP,
-    confidence: float = CONFIDENCE,
-    seed: int = SEED,
-) -> tuple[float, float]:
-    """Percentile-bootstrap CI of stat(compared) / stat(baseline), resampling each sample
-    independently with replacement."""
-    fn = np.median if statistic == "median" else np.mean
-    rng = np.random.default_rng(seed)
-
-    def boot(x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        rows = max(1, CHUNK // max(1, x.size))
-        out = []
-        for start in range(0, n_boot, rows):
-            k = min(rows, n_boot - start)
-            out.append(fn(x[rng.integers(0, x.size, size=(k, x.size))], axis=1))
-        return np.concatenate(out)
-
-    ratio = boot(compared) / boot(baseline)
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(ratio, [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
-
-
 def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
     if samples is None or samples.empty:
         return {}
     if "excluded" in samples.columns:
-        samples = samples[~samples["excluded"].fillna(False).astype(bool)]
+        samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
     out = {}
     for key, group in samples.groupby(list(KEYS), sort=False):
         k = (key[0], key[1], key[2], int(key[3]), int(key[4]))
@@ -177,20 +124,25 @@ def _key(row: pd.Series, suffix: str, vary: str) -> tuple:
 
 
 def _pairs(
-    cells: pd.DataFrame, samples: pd.DataFrame | None, vary: str, baseline: str
+    cells: pd.DataFrame,
+    samples: pd.DataFrame | None,
+    vary: str,
+    baseline_of: Callable[[str], str | None],
 ) -> pd.DataFrame:
-    """Baseline/compared pairs differing only in ``vary``, with the statistic, both values and
-    the bootstrap CI of the ratio compared / baseline (NaN without samples)."""
-    cols = ["ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic", "ci_method"]
+    """Baseline/compared pairs differing only in ``vary``: each cell whose ``vary`` value has a
+    baseline (``baseline_of``; None: it is one) with the cell of that baseline, the statistic,
+    both values and the CI of the ratio compared / baseline (NaN without samples)."""
+    cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
+    cols += ["ci_method"]
     cols += ["contended", "noisy"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
     df = cells
     if "status" in df.columns:
         df = df[df["status"].fillna("ok") == "ok"]
-    for stat in ("median", "mean"):
-        if f"latency_{stat}_ms" not in df.columns:
-            df = df.assign(**{f"latency_{stat}_ms": np.nan})
+    for stat in (stats.MEDIAN, stats.MEAN):
+        if stats.latency_column(stat) not in df.columns:
+            df = df.assign(**{stats.latency_column(stat): np.nan})
     group = [k for k in KEYS if k != vary]
     if "source" in df.columns:
         group.append("source")
@@ -210,37 +162,36 @@ def _pairs(
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
-    if vary == "placement":
-        # A "+smt" cell is compared with the "+smt" baseline (sequential+smt), never across.
-        parsed = df["placement"].map(placement_mod.parse_label)
-        df = df.assign(_smt=parsed.map(lambda p: p[1]))
-        group.append("_smt")
-        is_base = parsed.map(lambda p: p[0]) == baseline
-    else:
-        is_base = df[vary] == baseline
-    base, comp = df[is_base], df[~is_base]
-    merged = comp.merge(base, on=group, suffixes=("", "_b"), how="inner")
+    # Each cell is paired with the cell of its own baseline: a "+smt" cell with sequential+smt
+    # (never across), a family member with its family's baseline (n0m1 with n0m0).
+    wanted = df[vary].map(baseline_of)
+    comp = df[wanted.notna()].assign(_base=wanted[wanted.notna()])
+    base = df.assign(_base=df[vary])
+    merged = comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
     index = _sample_index(samples)
     rows = []
     for _, r in merged.iterrows():
-        both_median = pd.notna(r["latency_median_ms"]) and pd.notna(r["latency_median_ms_b"])
-        stat = "median" if both_median else "mean"
-        lc, lb = float(r[f"latency_{stat}_ms"]), float(r[f"latency_{stat}_ms_b"])
+        stat = stats.latency_statistic(
+            (r["latency_median_ms"], r["latency_median_ms_b"]), every=True
+        )
+        col = stats.latency_column(stat)
+        lc, lb = float(r[col]), float(r[f"{col}_b"])
         sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
         lo = hi = np.nan
         method = None
-        if stat == "median" and r["ci_method"] == r["ci_method_b"] == "two-level":
-            lo, hi = two_level_ratio_ci(
+        if stat == stats.MEDIAN and r["ci_method"] == r["ci_method_b"] == "two-level":
+            lo, hi = stats.two_level_ratio_ci(
                 (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
                 (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
             )
             method = "two-level"
         elif sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
-            lo, hi = bootstrap_ratio(sb, sc, stat)
+            lo, hi = stats.bootstrap_ratio(sb, sc, stat)
             method = "within-process bootstrap"
         rows.append(
             {
                 **{k: r[k] for k in KEYS},
+                "baseline": r["_base"],
                 "latency_baseline_ms": lb,
                 "latency_compared_ms": lc,
                 "ratio": lc / lb if lb > 0 else np.nan,
@@ -248,16 +199,16 @@ def _pairs(
                 "ratio_ci_high": hi,
                 "latency_statistic": stat,
                 "ci_method": method,
-                "contended": _flag(r["contended"]) or _flag(r["contended_b"]),
-                "noisy": _flag(r["noisy"]) or _flag(r["noisy_b"]),
+                "contended": _either(r["contended"], r["contended_b"]),
+                "noisy": _either(r["noisy"], r["noisy_b"]),
             }
         )
     out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
     return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
 
 
-def _flag(v) -> bool:
-    return bool(v) if isinstance(v, bool | np.bool_) else str(v).lower() == "true"
+def _either(a, b) -> bool:
+    return stats.as_bool(a) is True or stats.as_bool(b) is True
 
 
 def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
@@ -271,17 +222,13 @@ def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
 
 
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Placement vs ``sequential`` (see the module docstring); works on cells.csv alone."""
-    p = _pairs(cells, samples, "placement", "sequential")
+    """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
+    p = _pairs(cells, samples, "placement", placement_mod.baseline_of)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
             **{k: p[k] for k in KEYS},
-            "baseline": p["placement"].map(
-                lambda x: placement_mod.label(
-                    placement_mod.BASELINE, placement_mod.parse_label(x)[1]
-                )
-            ),
+            "baseline": p["baseline"],
             "latency_statistic": p["latency_statistic"],
             "latency_baseline_ms": p["latency_baseline_ms"],
             "latency_compared_ms": p["latency_compared_ms"],
@@ -305,12 +252,12 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
 
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
-    p = _pairs(cells, samples, "opt", "none")
+    p = _pairs(cells, samples, "opt", lambda opt: None if opt == EAGER else EAGER)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
             **{k: p[k] for k in ("model", "placement", "threads", "batch_size")},
-            "baseline": "none",
+            "baseline": EAGER,
             "opt": p["opt"],
             "latency_statistic": p["latency_statistic"],
             "latency_baseline_ms": p["latency_baseline_ms"],

@@ -19,7 +19,7 @@ Columns (docs/packing.md):
   before the plan (when the plan is the fat instance, one measurement serves both);
 - ``prediction_error`` = measured / predicted - 1 (plan); ``speedup`` = fat / plan (measured
   medians) with ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level,
-  the ratio of both two-level CIs (``degradation.two_level_ratio_ci``); within-process, a
+  the ratio of both two-level CIs (``stats.two_level_ratio_ci``); within-process, a
   percentile bootstrap over the clean rounds of both (round-to-round variation only);
 - ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
   (t, b) without a measured cell, which the optimizer could not use;
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.tables.compare import bootstrap_ratio, two_level_ratio_ci
+from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
 COLUMNS = [
     "model",

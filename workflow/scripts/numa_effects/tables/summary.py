@@ -6,6 +6,8 @@ import json
 
 import pandas as pd
 
+from numa_effects import stats
+
 
 def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: str) -> str:
     s = machine.get("summary", {})
@@ -40,7 +42,7 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
         )
         lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
     if "contended" in ok and not ok.empty:
-        n = int(ok["contended"].astype("boolean").fillna(False).sum())
+        n = int(ok["contended"].map(stats.as_bool).eq(True).sum())
         if n:
             lines.append(
                 f"  contended: {n} cell(s) shared their CPUs with other tasks while timed "
