@@ -59,6 +59,7 @@ SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 CHILD_MODULE = "numa_effects.measure.cell"
 STDERR_TAIL_LINES = 20
 EXIT_TIMEOUT_S = 30.0  # for an instance to exit after its input ended
+EXIT_MISMATCH = 3  # cell.EXIT_MISMATCH: the instance's threads are not the planned ones
 
 
 def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
@@ -235,9 +236,6 @@ class Instance:
             self.died(timeout_s)
 
 
-EXIT_MISMATCH = 3  # cell.EXIT_MISMATCH (not imported: the child module stays the child's)
-
-
 def measure(
     members: list[Member],
     cell: dict,
@@ -292,10 +290,7 @@ def measure(
         except Failed as exc:
             guard.kill_all()
             return _failed(members, cell, settings, replicate, exc, before, started, max_memory_mb)
-        except BaseException:
-            guard.kill_all()
-            raise
-        finally:
+        finally:  # (an interruption or any other exception: the guard kills every instance)
             for inst in insts:
                 inst.logfh.close()
     return _record(
