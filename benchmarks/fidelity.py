@@ -65,9 +65,8 @@ def run(ctx: Context) -> pd.DataFrame:
                 )
         p, t = results["pipeline"], results["timer"]
         if p["status"] != "ok":
-            print(
-                f"[bench] fidelity {label}: pipeline cell failed: {p['failure']}", file=sys.stderr
-            )
+            why = p["failure"] or (p.get("contention") or {}).get("contended_reason")
+            print(f"[bench] fidelity {label}: pipeline cell {p['status']}: {why}", file=sys.stderr)
             continue
         p_med = p["stats"]["median_s"] * 1e3
         t_med = t["median_s"] * 1e3

@@ -11,8 +11,9 @@ When the fat instance wins, the plan *is* the fat instance and its prediction er
 about concurrent instances (their shared caches and memory bandwidth, which the prediction
 ignores). So for every batch that can be split the benchmark also measures the best *split*
 (``packing.optimize(..., min_instances=2)``, e.g. 2x(t1,b8) for B = 16 on 2 cores) with the
-runner's own code (``packing_run.measure_group``), as many replicates as the pipeline ran, right
-after the pipeline; records in ``<work>/packing-splits/``.
+runner's own code (``group.measure_replicates``: the one measuring stack, retries included), as
+many replicates as the pipeline ran, right after the pipeline; records in
+``<work>/packing-splits/``.
 
 Goal (issue 14): prediction error |measured / predicted - 1| <= 10 % on >= 80 % of the measured
 batch sizes, for the chosen plans. The same share is printed for the splits, and the measured
@@ -27,8 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.measure import group as packing_run
-from numa_effects.measure import provenance
+from numa_effects.measure import group, provenance
 from numa_effects.plan import packing, paths
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import packing as packing_table
@@ -71,7 +71,7 @@ def _split_record(ctx: Context, choice: dict, split, run_json: dict) -> dict:
     job = run_json["job"]
     conf = [(i.threads, i.batch) for i in split.instances]
     topo = topology_mod.current()
-    got = packing_run.plans_for(topo, split.budget, conf, bool(job["use_smt"]))
+    got = group.plans_for(topo, split.budget, conf, bool(job["use_smt"]))
     record = {
         "choice": {**choice, **split.to_dict()},
         "settings": run_json["settings"],
@@ -84,19 +84,17 @@ def _split_record(ctx: Context, choice: dict, split, run_json: dict) -> dict:
     else:
         record["placements"] = [p.to_dict() for p, _ in got]
         common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-        runs = []
-        for r in range(1, len(run_json["runs"]["fat"]) + 1):
-            tag = f"c{split.budget}-bs{split.batch}-r{r}"
-            rec = packing_run.with_retries(
-                lambda tag=tag: packing_run.measure_group(
-                    got, common, run_json["settings"], out / "logs", tag, TIMEOUT_S
-                ),
-                run_json["settings"],
-            )
-            rec["replicate"] = r
-            runs.append(rec)
+        runs = group.measure_replicates(
+            {"split": got},
+            common,
+            run_json["settings"],
+            out / "logs",
+            TIMEOUT_S,
+            len(run_json["runs"]["fat"]),
+            tag=f"c{split.budget}-bs{split.batch}-",
+        )["split"]
         record["runs"] = runs
-        record["status"] = "ok" if all(r["status"] == "ok" for r in runs) else "failed"
+        record["status"] = "failed" if any(r["status"] == "failed" for r in runs) else "ok"
     record["load_after"] = load()
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1))
@@ -150,14 +148,18 @@ def splits(ctx: Context, results: Path, table: pd.DataFrame) -> pd.DataFrame:
                 & (table["budget"] == budget)
                 & (table["batch_size"] == batch)
             ]
+            groups = [[s["median_s"] for s in packing_table.replicate_stats(rec.get("runs", []))]]
+            est = None
             if rec["status"] == "ok":
-                groups = [[s["median_s"] for s in packing_table.replicate_stats(rec["runs"])]]
                 est = packing_table.estimate(rec["runs"], stats.pooled_replicate_var(groups))
+                row["contended"] = any(packing_table.contended(r) for r in rec["runs"])
+                if est is None:  # no replicate had a clean round: not a number
+                    row["status"] = "contended"
+            if est is not None:
                 row.update(
                     latency_ms=est["median_s"] * 1e3,
                     latency_ci_low_ms=est["ci_low_s"] * 1e3,
                     latency_ci_high_ms=est["ci_high_s"] * 1e3,
-                    contended=any(r.get("contended") for r in rec["runs"]),
                 )
                 row["prediction_error"] = row["latency_ms"] / row["predicted_latency_ms"] - 1
                 if not fat.empty:

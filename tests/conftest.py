@@ -1,4 +1,5 @@
-"""Shared test helpers: the repository root and a real `snakemake` runner for integration tests."""
+"""Shared test helpers: the repository root, a real `snakemake` runner for integration tests,
+and a busy loop pinned to a CPU (``busy_loop``, ``hog``) for the contention tests."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +31,10 @@ TINY_CONFIG = {
     "max_seconds_per_cell": 1,
     "replicates": 1,  # config/config.yaml runs more; tests that need replicates say so
     "contended_retries": 0,  # a busy test machine must not add back-offs (unit-tested)
+    # nor leave a replicate with no clean iteration, i.e. no number: these tests check the
+    # pipeline's plumbing; exclusion is tested beside a real busy loop (test_contention,
+    # test_packing_pipeline) and on recorded /proc/stat (test_measure)
+    "exclude_foreign_pct": 100,
 }
 
 
@@ -94,3 +100,64 @@ def dag_jobs(dot: str) -> Counter:
 @pytest.fixture
 def tiny_config() -> dict:
     return dict(TINY_CONFIG)
+
+
+# -- a busy loop pinned to a CPU ----------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used: /proc/<pid>/stat fields 14 and 15."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def last_cpu(pid: int) -> int:
+    """The CPU a process last ran on (/proc/<pid>/stat field 39)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[36])
+
+
+def foreign_share_pct(cpus, seconds: float = 0.5) -> float:
+    """The share of ``cpus`` that tasks other than this (sleeping) test used over ``seconds``,
+    as the pipeline's contention watch measures it (numa_effects.measure.contention)."""
+    from numa_effects.measure import contention
+
+    watch = contention.Watch(cpus)
+    time.sleep(seconds)
+    return watch.stop()["foreign_cpu_pct"]
+
+
+@pytest.fixture
+def busy_loop():
+    """``start(cpu)``: a busy loop (``while True: pass``) pinned to ``cpu`` with taskset,
+    returned once it has really run there: it has used ``min_cpu_s`` of CPU time and last ran
+    on ``cpu``. On a loaded machine a new process may wait seconds for its first slice; a test
+    that measures before then measures an idle CPU (issue 18). Killed at teardown."""
+    procs = []
+
+    def start(cpu: int, min_cpu_s: float = 0.3, timeout: float = 120.0) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            ["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"]
+        )
+        procs.append(proc)
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                if cpu_seconds(proc.pid) >= min_cpu_s and last_cpu(proc.pid) == cpu:
+                    return proc
+            except (OSError, IndexError, ValueError):
+                pass
+            if proc.poll() is not None or time.monotonic() > end:
+                raise AssertionError(f"the busy loop never ran on CPU {cpu} ({timeout} s)")
+            time.sleep(0.05)
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def hog(busy_loop):
+    """A busy loop on the CPU the planner gives a 1-thread sequential cell, running."""
+    from numa_effects.plan import placement, topology
+
+    cpu = placement.plan(topology.current(), 1, "sequential").cpus[0]
+    return busy_loop(cpu)

@@ -80,8 +80,30 @@ def test_add_efficiency_joins_flops_and_peak():
     assert math.isnan(out["efficiency"].iloc[2])
 
 
-def test_peak_measure_is_short_and_sane():
-    r = peak.measure(size=128, seconds=0.05)
-    assert r["reps"] >= peak.MIN_REPS
-    assert r["peak_gflop_per_s"] >= r["median_gflop_per_s"] > 0
-    assert r["flop_per_product"] == 2 * 128**3
+def test_peak_workload_and_summary():
+    """The peak's GEMM step (built in the pinned instance: peak.build) and its summary from a
+    record of the one measuring stack: best and median rate over the clean products only; none
+    when no product was clean (status contended)."""
+    step, timings, caught = peak.build({"settings": {"matrix_size": 128}})
+    step()
+    assert timings["build_s"] >= 0 and caught == []
+    times = [0.004, 0.002, 0.001, 0.002]
+    record = {
+        "status": "ok",
+        "settings": {"matrix_size": 128},
+        "measurement": {"latencies_s": times, "excluded": [False, False, True, False]},
+    }
+    s = peak.summary(record)
+    flop = 2 * 128**3
+    assert s["flop_per_product"] == flop and s["reps"] == 3 and s["times_s"] == times
+    assert s["peak_gflop_per_s"] == pytest.approx(flop / 0.002 / 1e9)  # 0.001 was excluded
+    assert s["median_gflop_per_s"] == pytest.approx(flop / 0.002 / 1e9)
+    record |= {"status": "contended"}
+    assert peak.summary(record)["peak_gflop_per_s"] is None
+    spec = peak.spec({("sequential", 1): _Plan()}, "sequential", 1, False)
+    assert spec["workload"] == "gemm" and spec["settings"]["min_timed_seconds"] == peak.SECONDS
+
+
+class _Plan:
+    def to_dict(self):
+        return {"cpus": [0]}

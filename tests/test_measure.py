@@ -259,8 +259,11 @@ def test_a_replicate_contended_throughout_is_retried_then_flagged():
     )
     assert waits == [3, 6]  # bounded, doubling back-off
     assert len(attempts) == 2 and all(a["excluded"] == a["iterations"] for a in attempts)
-    assert m.contended(6) and m.stop_reason == "max_seconds"  # bounded by the cell's budget
-    assert m.clean_latencies() == []
+    assert m.contended() and m.stop_reason == "max_seconds"  # bounded by the cell's budget
+    assert m.clean_latencies() == []  # never "all of them, because all were excluded"
+    verdict = measure.judge(m, attempts)
+    assert verdict["has_statistics"] is False and verdict["contended"] is True
+    assert "no statistics" in verdict["contended_reason"]
 
 
 def test_a_replicate_that_becomes_quiet_after_a_retry_is_clean():
@@ -278,7 +281,7 @@ def test_a_replicate_that_becomes_quiet_after_a_retry_is_clean():
         t.step, {"max_seconds_per_cell": 1.0}, probe=Burst(), sleep=lambda s: None, clock=t.clock
     )
     assert len(attempts) >= 1
-    assert not m.contended(6) and m.stop_reason == "target_ci"
+    assert not m.contended() and m.stop_reason == "target_ci"
 
 
 def test_minimum_warmup_and_timed_window_are_spent_before_stopping():
@@ -293,3 +296,81 @@ def test_minimum_warmup_and_timed_window_are_spent_before_stopping():
     assert m.stop_reason == "target_ci"
     quick, _ = run(lognormal(rng, 0.010, 0.001))
     assert len(quick.latencies_s) < len(m.latencies_s)
+
+
+class Constant:
+    """A probe reporting the same foreign share for every iteration."""
+
+    def __init__(self, share):
+        self.share = share
+
+    def begin(self):
+        pass
+
+    def end(self):
+        return self.share
+
+
+@pytest.mark.parametrize("protocol", ["adaptive", "fixed"])
+def test_the_contended_rule_is_one_definition_for_every_measurement(protocol):
+    """min_clean: the adaptive rule needs min_iterations clean iterations, fixed needs one (its
+    fixed_iterations may be fewer than min_iterations); more than half excluded is contended
+    under both. The runner applies it to cells, the peak and packing groups alike (a group's
+    iteration is a round), so there is nothing else to keep in step."""
+    settings = {"protocol": protocol, "min_iterations": 6, "fixed_iterations": 4, "warmup": 0}
+    assert measure.min_clean(settings) == (6 if protocol == "adaptive" else 1)
+    m = measure.Measurement(protocol=protocol, min_clean=measure.min_clean(settings))
+    m.latencies_s = [0.01] * 4
+    m.excluded = [False, False, False, True]
+    assert m.contended() is (protocol == "adaptive")  # 3 clean: enough only for fixed
+    m.excluded = [True, True, True, False]
+    assert m.contended()  # 3 of 4 excluded: more than half
+    # run() records the rule it measured under
+    t = FakeTimer(itertools.repeat(0.01))
+    got = measure.run(t.step, {**settings, "max_seconds_per_cell": 1.0}, clock=t.clock)
+    assert got.min_clean == measure.min_clean(settings) and not got.contended()
+
+
+def test_every_iteration_excluded_means_no_statistics(tmp_path):
+    """The recorded /proc/stat of tests/fixtures/proc/iterations-burst.json replayed so that
+    only its burst iterations are timed: every timed iteration had another process on the CPU,
+    so all are excluded, no clean latency is left and the verdict says there are no
+    statistics (the runner then writes status contended, stats null)."""
+    rec = RecordedProbe(tmp_path)
+    burst = rec.data["burst"]
+    order = iter(burst * 10)
+
+    class BurstOnly(RecordedProbe):
+        def begin(self):
+            self.i = next(order) - 1
+            super().begin()
+
+    probe = BurstOnly(tmp_path)
+    t = FakeTimer(itertools.repeat(0.01))
+    settings = {"protocol": "fixed", "warmup": 0, "fixed_iterations": len(burst)}
+    m, attempts = measure.run_with_retries(
+        t.step,
+        {**settings, "contended_retries": 1},
+        probe=probe,
+        sleep=lambda s: None,
+        clock=t.clock,
+    )
+    assert len(attempts) == 1 and attempts[0]["clean_median_s"] is None
+    assert all(m.excluded) and m.clean_latencies() == [] and m.contended()
+    verdict = measure.judge(m, attempts)
+    assert verdict["has_statistics"] is False and verdict["contended"] is True
+    assert verdict["clean_foreign_pct"] is None and verdict["excluded_iterations"] == len(burst)
+
+
+def test_a_step_that_times_itself_is_timed_by_its_own_clock():
+    """A barrier round reports its own duration (the instances' clocks): that is the latency,
+    not the caller's clock around the call (which includes the pipe)."""
+    t = FakeTimer(itertools.repeat(0.05))
+
+    def step():
+        t.step()
+        return 0.01  # the work itself took 10 ms of the 50
+
+    m = measure.run(step, {"protocol": "fixed", "warmup": 1, "fixed_iterations": 5}, clock=t.clock)
+    assert m.latencies_s == [0.01] * 5 and m.warmup_s == [0.01]
+    assert m.elapsed_s == pytest.approx(0.05 * 6)  # caps still count the caller's time

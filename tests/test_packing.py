@@ -13,7 +13,6 @@ import pytest
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
-from numa_effects.measure import group as packing_run
 from numa_effects.plan import packing, placement
 from numa_effects.plan.packing import Instance
 from numa_effects.tables import packing as packing_table
@@ -339,46 +338,40 @@ def test_packing_figures_draw_every_budget_and_instance():
     assert figures.plan_packing([{"model": "m"}]) == []
 
 
-def test_a_contended_group_is_measured_again_then_kept_and_flagged():
-    """packing_run.with_retries on captured group records: a contended record is measured
-    again after the back-off (doubling), at most contended_retries times; the last record is
-    kept with a summary of the earlier attempts; failed or clean records are not retried."""
-    _, results = captured()
-    captured_rec = results[("resnet18", "none", 2, 1)]["runs"]["plan"][0]
-    rec = {**captured_rec, "contended": False}
-    contended = {**captured_rec, "contended": True}
-    settings = {"contended_retries": 2, "contended_backoff_s": 5}
-
-    def sequence(*records):
-        it = iter(records)
-        calls = []
-
-        def measure_once():
-            calls.append(1)
-            return dict(next(it))
-
-        return measure_once, calls
-
-    slept = []
-    once, calls = sequence(contended, contended, rec)
-    got = packing_run.with_retries(once, settings, slept.append)
-    assert len(calls) == 3 and slept == [5, 10] and not got["contended"]
-    assert [a["backoff_s"] for a in got["attempts"]] == [5, 10]
-    assert got["attempts"][0]["rounds"] == len(rec["measurement"]["latencies_s"])
-    assert got["attempts"][0]["median_s"] == rec["stats"]["median_s"]
-    # still contended after every retry: kept, flagged, attempts say what happened
-    slept.clear()
-    once, calls = sequence(contended, contended, contended)
-    got = packing_run.with_retries(once, settings, slept.append)
-    assert len(calls) == 3 and got["contended"] and len(got["attempts"]) == 2
-    # clean at once, failed, or no retries allowed: measured once
-    for first, s in ((rec, settings), ({**contended, "status": "failed"}, settings)):
-        once, calls = sequence(first)
-        assert packing_run.with_retries(once, s, slept.append)["attempts"] == []
-        assert len(calls) == 1
-    once, calls = sequence(contended)
-    got = packing_run.with_retries(once, {**settings, "contended_retries": 0}, slept.append)
-    assert len(calls) == 1 and got["contended"] and got["attempts"] == []
+def test_a_configuration_with_no_clean_round_is_contended_not_a_number():
+    """Issue 18: a group whose rounds were all excluded once reported 463 ms with a "95 % CI"
+    of 31-6,882 ms. A replicate with no clean round has no statistics: a record of the one
+    measuring stack says ``status: contended`` (older ones said ok with every round excluded);
+    either way the row has no latency, CI or speedup, and says contended."""
+    plans, results = captured()
+    key = ("resnet18", "none", 2, 1)
+    run = results[key]
+    rec = run["runs"]["plan"][0]
+    n = len(rec["measurement"]["latencies_s"])
+    old_style = {**rec, "measurement": {**rec["measurement"], "excluded": [True] * n}}
+    new_style = {
+        **old_style,
+        "status": "contended",
+        "stats": None,
+        "contention": {"contended": True},
+    }
+    del new_style["contended"]
+    for bad in (old_style, new_style):
+        assert packing_table.clean_rounds(bad) == [] and not packing_table.measured(bad)
+        assert packing_table.contended(bad)
+        df = packing_table.table(
+            plans, {**results, key: {**run, "runs": {**run["runs"], "plan": [bad]}}}
+        )
+        row = df[df["batch_size"] == 1].iloc[0]
+        assert row["status"] == "contended" and bool(row["contended"])
+        for col in ("latency_ms", "latency_ci_low_ms", "latency_ci_high_ms", "speedup"):
+            assert np.isnan(row[col]), col
+        assert row["fat_latency_ms"] > 0  # the fat instance was measured: its number stays
+    # one of two replicates without a clean round: the other one alone makes the estimate
+    two = {**run, "runs": {**run["runs"], "plan": [rec, new_style]}}
+    row = packing_table.table(plans, {key: two}).iloc[0]
+    assert row["status"] == "ok" and row["ci_method"] == "within-process"
+    assert row["latency_ms"] == pytest.approx(np.median(rec["measurement"]["latencies_s"]) * 1e3)
 
 
 def test_the_benchmark_measures_the_best_split_where_a_single_instance_wins(cloudlab):

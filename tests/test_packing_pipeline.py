@@ -1,16 +1,25 @@
 """Packing measured for real (issue 14): a tiny grid run by snakemake on this machine, the
 optimizer's plans measured as concurrent pinned instances, and tables/packing.csv. The thread
-counts, budgets and core sets are derived from this machine's topology and the planner."""
+counts, budgets and core sets are derived from this machine's topology and the planner. And the
+one measuring stack (issue 18): a group of one instance is recorded as a cell is, a group beside
+a real busy loop is measured again and flagged, its instances run under the supervisor's rules
+(own session, address-space limit, parent-death signal, interruption)."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import TINY_CONFIG, snakemake
+import robust
+from conftest import REPO, TINY_CONFIG, foreign_share_pct, snakemake
 
-from numa_effects.measure import group as packing_run
+from numa_effects.measure import group, launcher
 from numa_effects.plan import grid, packing, placement, topology
 
 pytestmark = pytest.mark.integration
@@ -96,11 +105,12 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
                     assert inst["binding"]["cpus_allowed_list"] == inst["plan"]["cpu_list"]
                     assert inst["threads_info"]["torch_num_threads"] == inst["threads"]
                     assert len(inst["latencies_s"]) == len(rec["measurement"]["latencies_s"])
-                # a round lasts at least as long as its slowest instance
-                for whole, slow in zip(
-                    rec["measurement"]["latencies_s"], rec["slowest_instance_s"], strict=True
-                ):
-                    assert whole >= slow
+                # a round lasts at least as long as its slowest instance (same clock)
+                own = zip(*(i["latencies_s"] for i in rec["instances"]), strict=True)
+                for whole, mine in zip(rec["measurement"]["latencies_s"], own, strict=True):
+                    assert whole >= max(mine)
+                if len(rec["instances"]) == 1:  # one instance: exactly its own time
+                    assert rec["measurement"]["latencies_s"] == rec["instances"][0]["latencies_s"]
 
 
 def test_one_instance_per_core_runs_concurrently(run, tmp_path):
@@ -119,13 +129,14 @@ def test_one_instance_per_core_runs_concurrently(run, tmp_path):
             "min_iterations": 3,
             "max_iterations": 5,
             "max_seconds_per_cell": 2,
+            "contended_retries": 0,  # concurrency and verification are tested here
         },
         "budget": budget,
         "batch": budget,
         "choice": {"instances": [{"threads": 1, "batch": 1}] * budget, "is_fat": False},
         "placements": {},
     }
-    result = packing_run.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
+    result = group.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
     assert result["status"] == "ok", result.get("failure")
     rec = result["runs"]["plan"][0]
     assert len(rec["instances"]) == budget
@@ -135,45 +146,192 @@ def test_one_instance_per_core_runs_concurrently(run, tmp_path):
     assert all(i["verification"]["ok"] for i in rec["instances"])
     # a placement planned for another machine is refused before anything runs
     wrong = {**job, "placements": {"plan": [{"cpus": [999]}]}}
-    result = packing_run.run(wrong, tmp_path / "wrong.json", tmp_path / "logs", 300)
+    result = group.run(wrong, tmp_path / "wrong.json", tmp_path / "logs", 300)
     assert result["status"] == "failed" and result["failure"]["cause"] == "plan-mismatch"
 
 
-def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path):
-    """A real busy loop pinned to the core of a 1-thread fat instance: every round shares that
-    core, so the group is contended, measured again after the back-off with new processes, and
-    kept flagged, with the earlier attempt summarised (issue 10's rule, applied to groups)."""
+COMMON = {"model": "resnet18", "opt": "none", "image_size": 32, "use_smt": False}
+
+
+def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path, busy_loop):
+    """A real busy loop pinned to the core of a 1-thread fat instance, measured only once it
+    really runs there (and the probe sees it): every round shares that core, so the group is
+    contended, measured again after the back-off (same processes), and kept flagged with the
+    earlier attempt summarised (issue 10's rule, the same for groups as for cells). Rounds
+    without a clean iteration never become a number."""
     cpu = placement.pack(TOPO, [1], 1)[0].cpus[0]
-    hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
-    try:
-        job = {
-            "model": "resnet18",
-            "opt": "none",
-            "image_size": 224,  # rounds of tens of ms: each spans many scheduler slices
-            "use_smt": False,
-            "replicates": 1,
-            "settings": {
-                "warmup": 1,
-                "min_iterations": 3,
-                "max_iterations": 6,
-                "max_seconds_per_cell": 2,
-                "contended_retries": 1,
-                "contended_backoff_s": 0.1,
-            },
-            "budget": 1,
-            "batch": 1,
-            "choice": {"instances": [{"threads": 1, "batch": 1}], "is_fat": True},
-            "placements": {},
-        }
-        result = packing_run.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
-    finally:
-        hog.kill()
-        hog.wait()
+    busy_loop(cpu)
+    assert foreign_share_pct([cpu]) > 50  # the probe's view of the core: the hog is there
+    job = {
+        **COMMON,
+        "image_size": 224,  # rounds of tens of ms: each spans many scheduler slices
+        "replicates": 1,
+        "settings": {
+            "warmup": 1,
+            "min_iterations": 3,
+            "max_iterations": 6,
+            "max_seconds_per_cell": 2,
+            "contended_retries": 1,
+            "contended_backoff_s": 0.1,
+        },
+        "budget": 1,
+        "batch": 1,
+        "choice": {"instances": [{"threads": 1, "batch": 1}], "is_fat": True},
+        "placements": {},
+    }
+    result = group.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
     assert result["status"] == "ok", result.get("failure")
     rec = result["runs"]["fat"][0]
     assert rec["instances"][0]["plan"]["cpus"] == [cpu]
-    assert rec["contended"] is True
-    assert len(rec["attempts"]) == 1 and rec["attempts"][0]["backoff_s"] == 0.1
-    assert rec["attempts"][0]["foreign_pct_median"] > 10  # the hog's share of the core
-    assert rec["started_at"] > rec["attempts"][0]["started_at"]  # a new group, measured later
+    noise = rec["contention"]
+    assert noise["contended"] is True, noise
+    (attempt,) = noise["retried_attempts"]
+    assert noise["retries"] == 1 and attempt["backoff_s"] == 0.1
+    assert attempt["foreign_pct_median"] > 10  # the hog's share of the core
     assert sorted((tmp_path / "logs").glob("fat-r1-i0.log"))  # one log per instance
+    if rec["status"] == "contended":  # no clean round at all: no statistics
+        assert rec["stats"] is None and all(rec["measurement"]["excluded"])
+    else:
+        assert rec["status"] == "ok" and rec["stats"]["n"] < len(rec["measurement"]["excluded"])
+
+
+def shape(record: dict) -> dict:
+    """The keys of a record, one level into its dict-valued entries and its first instance."""
+    out = {"": sorted(record)}
+    for key, value in record.items():
+        if isinstance(value, dict) and key not in ("cell", "settings", "plan"):
+            out[key] = sorted(value)
+    out["instance"] = sorted(record["instances"][0])
+    return out
+
+
+def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
+    """The same measuring stack: a cell (launcher) and a packing group of one instance on the
+    same CPU give records of the same shape (keys, measurement, contention, provenance, the
+    per-instance record), measured by the same loop under the same settings."""
+    plan = placement.plan(TOPO, 1, "sequential")
+    settings = {
+        "protocol": "fixed",
+        "warmup": 1,
+        "fixed_iterations": 6,
+        "max_seconds_per_cell": 30,
+        "contended_retries": 0,
+        "exclude_foreign_pct": 100,
+    }
+    spec = {
+        "cell": {**COMMON, "placement": "sequential", "threads": 1, "batch_size": 1},
+        "plan": plan.to_dict(),
+        "settings": settings,
+    }
+    cell = launcher.run(spec, tmp_path / "cell.json", tmp_path / "cell.log", 600)
+    (one,) = group.plans_for(TOPO, 1, [(1, 1)], False)
+    rec = group.measure_group([one], COMMON, settings, tmp_path / "logs", "g", 600)
+    assert cell["status"] == rec["status"] == "ok", (cell.get("failure"), rec.get("failure"))
+    assert shape(cell) == shape(rec)
+    for r in (cell, rec):
+        m = r["measurement"]
+        assert len(m["latencies_s"]) == 6 and m["stop_reason"] == "fixed"
+        assert m["latencies_s"] == r["instances"][0]["latencies_s"]  # the instance's own clock
+        assert m["round_skew_median_s"] == 0.0
+        assert r["binding"]["verification"]["ok"]
+        assert r["provenance"]["command"][:3] == ["numactl", *plan.numactl_args()]
+    assert rec["cell"]["placement"] == placement.PACKED
+    assert rec["binding"]["cpus_allowed_list"] == cell["binding"]["cpus_allowed_list"]
+
+
+RUNNER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {scripts!r})
+    from numa_effects.measure import group
+    from numa_effects.plan import topology
+    got = group.plans_for(topology.current(), {budget}, {conf!r}, False)
+    settings = {{"protocol": "fixed", "warmup": 0, "fixed_iterations": 10**6,
+                 "max_seconds_per_cell": 600, "contended_retries": 0}}
+    group.measure_group(
+        got, {common!r}, settings, Path({logdir!r}), "hold", 900, max_memory_mb={mb}
+    )
+    Path({done!r}).write_text("measured")
+    """
+)
+
+
+def start_group_runner(tmp_path, mb: int) -> tuple[subprocess.Popen, list[int]]:
+    """A runner (its own process) measuring a group of one 1-thread instance per core of the
+    smallest budget for minutes; returns it and the instances' pids once all of them run."""
+    budget = min(BUDGETS)
+    code = RUNNER.format(
+        scripts=str(REPO / "workflow" / "scripts"),
+        budget=budget,
+        conf=[(1, 1)] * budget,
+        common=COMMON,
+        logdir=str(tmp_path / "logs"),
+        mb=mb,
+        done=str(tmp_path / "done"),
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code])
+
+    def instances():
+        assert runner.poll() is None, "the runner ended before its instances ran"
+        found = robust.cell_processes(tmp_path / "logs")
+        return sorted(found.values()) if len(found) == budget else None
+
+    return runner, robust.wait_for(instances, 600, interval=0.2, what="the group's instances")
+
+
+def limits(pid: int) -> dict[str, str]:
+    out = {}
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines()[1:]:
+        out[line[:26].strip()] = line[26:].split()[0]
+    return out
+
+
+def session_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+
+
+def test_packing_instances_run_supervised_and_die_with_the_runner(tmp_path):
+    """Every instance of a group is started by the supervisor: its own session, the
+    address-space limit of max_memory_mb (RLIMIT_AS, read back from /proc/<pid>/limits), and
+    PR_SET_PDEATHSIG: kill -9 of the runner (no handler can run) takes every instance with it,
+    and no result is written. The instances are stopped (SIGSTOP) first, so that none can end
+    by itself on the end of its input: only the parent-death signal (SIGKILL) ends a stopped
+    process."""
+    mb = robust.vm_peak_mb() + 2048
+    runner, found = start_group_runner(tmp_path, mb)
+    try:
+        for pid in found:
+            assert limits(pid)["Max address space"] == str(mb * 1024 * 1024), pid
+            assert session_of(pid) == pid  # its own session: its whole group can be killed
+            assert session_of(pid) != session_of(runner.pid)
+            os.kill(pid, signal.SIGSTOP)
+        runner.kill()
+        runner.wait()
+        robust.wait_for(
+            lambda: not any(robust.alive(p) for p in found), 30, what="the instances to die"
+        )
+        assert not (tmp_path / "done").exists()
+    finally:
+        for pid in found:
+            if robust.alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_sigterm_to_the_runner_is_an_interruption_of_the_whole_group(tmp_path):
+    """SIGTERM to the runner while a group is timed: every instance is killed (process group),
+    the runner exits with status 1 (supervise.Interrupted) and writes nothing."""
+    runner, found = start_group_runner(tmp_path, robust.vm_peak_mb() + 2048)
+    try:
+        t0 = time.monotonic()
+        runner.terminate()
+        assert runner.wait(timeout=60) == 1
+        assert time.monotonic() - t0 < 30
+        robust.wait_for(
+            lambda: not any(robust.alive(p) for p in found), 30, what="the instances to die"
+        )
+        assert not (tmp_path / "done").exists()
+    finally:
+        for pid in found:
+            if robust.alive(pid):
+                os.kill(pid, signal.SIGKILL)

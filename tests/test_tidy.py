@@ -151,3 +151,61 @@ def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
     cells = tidy.combine_replicates(reps, pd.DataFrame(rows, columns=tidy.SAMPLE_COLUMNS))
     assert cells["n"].iloc[0] == n - 1
     assert cells["latency_max_ms"].iloc[0] < 100_000.0
+
+
+def contended_replicate(data: dict, replicate: int) -> dict:
+    """``data`` as the runner writes a replicate none of whose iterations was clean."""
+    out = json.loads(json.dumps(data))
+    m = out["measurement"]
+    n = len(m["latencies_s"])
+    m.update(foreign_pct=[60.0] * n, excluded=[True] * n, excluded_iterations=n)
+    why = f"all {n} timed iterations excluded (> 10 % foreign CPU) after 2 retries: no statistics"
+    out.update(status="contended", stats=None, throughput=None, replicate=replicate)
+    out["contention"] = {"contended": True, "contended_reason": why, "excluded_iterations": n}
+    return out
+
+
+def test_a_cell_without_a_clean_iteration_is_contended_not_a_number(tmp_path):
+    """Issue 18's contract: a replicate with no clean iteration has no statistics; a cell whose
+    replicates all are is a row with status contended, no latency, throughput or CI, and
+    contended true; failures.csv does not list it, failed_cells.py --contended does. With one
+    measured replicate the row combines only that one and stays contended."""
+    import subprocess
+    import sys
+
+    ok = cellresult.read(CELLS[0])
+    bad = contended_replicate(ok, 2)
+    paths = []
+    for name, data in (
+        ("r1", {**ok, "replicate": 1}),
+        ("r2", bad),
+        ("r3", {**bad, "replicate": 3}),
+    ):
+        paths.append(tmp_path / "cells" / f"{name}.json")
+        cellresult.write_json_atomic(paths[-1], data)
+    only_bad, samples = tidy.tables([str(p) for p in paths[1:]])
+    (row,) = only_bad.to_dict("records")
+    assert row["status"] == "contended" and row["contended"] is True and row["replicates"] == 0
+    assert row["replicates_failed"] == 0 and "no statistics" in row["contended_reason"]
+    for col in ("latency_median_ms", "latency_ci_low_ms", "throughput_ips", "n"):
+        assert col not in row or pd.isna(row[col]), col
+    assert samples["excluded"].all() and len(samples) == 2 * len(ok["measurement"]["latencies_s"])
+    assert tidy.failures_table(only_bad).empty
+    mixed, _ = tidy.tables([str(p) for p in paths])
+    (row,) = mixed.to_dict("records")
+    assert row["status"] == "ok" and row["replicates"] == 1 and row["contended"] is True
+    assert row["latency_median_ms"] == pytest.approx(ok["stats"]["median_s"] * 1000)
+    assert row["n"] == ok["stats"]["n"]
+    script = Path(__file__).parents[1] / "workflow" / "scripts" / "failed_cells.py"
+
+    def listed(*flags):
+        out = subprocess.run(
+            [sys.executable, str(script), str(tmp_path), *flags],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return sorted(out.stdout.split())
+
+    assert listed() == []
+    assert listed("--contended") == sorted(str(p) for p in paths[1:])

@@ -1,7 +1,8 @@
 """Runs inside the 2-node guest (tests/numa_vm/guest-e2e, step ``packing``): ONE packing group
-through the packing runner's own code, ``packing_run.plans_for`` (``placement.pack``) and
-``packing_run.measure_group`` (k concurrent numactl-pinned ``numa_effects.measure.group_child``
-processes, rounds, then ``verify.run`` in every instance). No fat instance: each instance costs
+through the packing runner's own code, ``group.plans_for`` (``placement.pack``) and
+``group.measure_group`` (the one measuring stack, ``runner.measure``: k concurrent
+numactl-pinned ``numa_effects.measure.cell`` processes, rounds, then ``verify.run`` in every
+instance). No fat instance: each instance costs
 the guest a torch import of minutes.
 
 The configuration comes from the topology read in the guest (``configuration``): budget = every
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import driver  # noqa: E402
 
-from numa_effects.measure import group as packing_run  # noqa: E402
+from numa_effects.measure import group  # noqa: E402
 from numa_effects.measure import result as cellresult  # noqa: E402
 from numa_effects.plan import topology  # noqa: E402
 
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         "settings": SETTINGS,
         "cell_common": CELL_COMMON,
     }
-    got = packing_run.plans_for(topo, budget, conf, use_smt=False)
+    got = group.plans_for(topo, budget, conf, use_smt=False)
     if isinstance(got, str):
         record["no_plan"] = got
         cellresult.write_json_atomic(out / "group.json", record)
@@ -77,13 +78,13 @@ def main(argv=None) -> int:
     record["plans"] = [p.to_dict() for p, _ in got]
     for p, b in got:
         print(f"numa_vm: packing: t={p.threads} b={b}: numactl {' '.join(p.numactl_args())}")
-    group = packing_run.measure_group(got, CELL_COMMON, SETTINGS, out / "logs", "plan", TIMEOUT_S)
-    record["group"] = group
+    measured = group.measure_group(got, CELL_COMMON, SETTINGS, out / "logs", "plan", TIMEOUT_S)
+    record["group"] = measured
     record["wall_s"] = time.monotonic() - t0
     cellresult.write_json_atomic(out / "group.json", record)
-    failure = group.get("failure") or {}
+    failure = measured.get("failure") or {}
     print(
-        f"numa_vm: packing: {group['status']} {failure.get('cause') or ''} "
+        f"numa_vm: packing: {measured['status']} {failure.get('cause') or ''} "
         f"{failure.get('message') or ''} ({record['wall_s']:.0f} s)",
         flush=True,
     )

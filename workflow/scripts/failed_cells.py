@@ -6,8 +6,9 @@ Snakemake's ``--forcerun``; prints nothing when none failed. Retry only those:
 
 (``make retry-failed`` does exactly this.) The results folder is the first argument, or the
 ``results`` key of config/config.yaml, or ``results``. Reads the cell JSONs themselves, so it
-works even when the tables were never built. ``--contended`` also lists the cells measured
-while other tasks used their CPUs (column ``contended`` of cells.csv), to re-measure them on a
+works even when the tables were never built. ``--contended`` also lists the replicates measured
+while other tasks used their CPUs (column ``contended`` of cells.csv), those left without any
+clean iteration (``status: contended``, no statistics) among them, to re-measure them on a
 quieter machine.
 """
 
@@ -42,7 +43,10 @@ def failed(results: str | Path, contended: bool = False) -> list[str]:
                 continue
             if not isinstance(data, dict):
                 continue
-            noisy = contended and bool((data.get("contention") or {}).get("contended"))
+            noisy = contended and (
+                data.get("status") == "contended"
+                or bool((data.get("contention") or {}).get("contended"))
+            )
             if data.get("status") == "failed" or noisy:
                 out.append(str(path))
     return out

@@ -4,7 +4,7 @@ placements of the fat instance and the plan on the scheduling topology -> packin
 import json
 
 from numa_effects import stats
-from numa_effects.measure import group as packing_run
+from numa_effects.measure import group
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import packing
 from numa_effects.plan import topology as topology_mod
@@ -22,7 +22,7 @@ for row in rows:
         confs["plan"] = [(i["threads"], i["batch"]) for i in row["instances"]]
     row["placements"] = {}
     for name, conf in confs.items():
-        got = packing_run.plans_for(topo, row["budget"], conf, p.use_smt)
+        got = group.plans_for(topo, row["budget"], conf, p.use_smt)
         row["placements"][name] = got if isinstance(got, str) else [g.to_dict() for g, _ in got]
     row["statistic"] = packing.statistic(cells) if not cells.empty else None
 cellresult.write_json_atomic(sm.output[0], {"topology_source": topo.source, "choices": rows})

@@ -28,6 +28,9 @@ if result["status"] == "ok":
         f"{', CONTENDED' if noise.get('contended') else ''}",
         file=sys.stderr,
     )
+elif result["status"] == "contended":
+    why = result["contention"].get("contended_reason")
+    print(f"cell {cell}: CONTENDED, no statistics: {why}", file=sys.stderr)
 else:
     f = result["failure"]
     print(f"cell {cell}: FAILED ({f['cause']}): {f['message']}", file=sys.stderr)

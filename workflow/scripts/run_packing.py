@@ -5,8 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from numa_effects.measure import group as packing_run
-from numa_effects.measure import supervise
+from numa_effects.measure import group, supervise
 
 sm = snakemake  # noqa: F821
 plans = json.loads(Path(sm.input.plans).read_text())
@@ -21,12 +20,17 @@ job = {
     "placements": placements,
 }
 log = Path(sm.log[0])
-result = packing_run.run(
-    job, sm.output[0], log.parent / log.stem, supervise.cell_timeout_s(sm.config)
+result = group.run(
+    job,
+    sm.output[0],
+    log.parent / log.stem,
+    supervise.cell_timeout_s(sm.config),
+    max_memory_mb=sm.config.get("max_memory_mb"),
 )
 runs = result.get("runs", {})
 med = {
-    n: [r["stats"]["median_s"] * 1e3 for r in recs if r.get("stats")] for n, recs in runs.items()
+    n: [round(r["stats"]["median_s"] * 1e3, 2) if r.get("stats") else r["status"] for r in recs]
+    for n, recs in runs.items()
 }
 msg = f"packing {sm.wildcards.model}/{sm.wildcards.opt} C={budget} B={batch}: {result['status']}"
 msg += f" {choice.get('label')}; medians ms {med}"

@@ -1,4 +1,5 @@
-"""Snakemake entry: the float32 GEMM peak at one (placement, threads), pinned like a cell."""
+"""Snakemake entry: the float32 GEMM peak at one (placement, threads), measured like a cell
+(numa_effects.measure.launcher, workload ``gemm``)."""
 
 import sys
 
@@ -10,11 +11,14 @@ result = launcher.run(
     sm.output[0],
     sm.log[0],
     float(sm.params.timeout_s),
-    module="numa_effects.measure.peak",
+    max_memory_mb=sm.config.get("max_memory_mb"),
 )
 where = f"{result['cell']['placement']}/t{result['cell']['threads']}"
 if result["status"] == "ok":
     print(f"peak {where}: {result['peak']['peak_gflop_per_s']:.1f} GFLOP/s", file=sys.stderr)
+elif result["status"] == "contended":
+    why = result["contention"].get("contended_reason")
+    print(f"peak {where}: CONTENDED, no peak: {why}", file=sys.stderr)
 else:
     f = result["failure"]
     print(f"peak {where}: FAILED ({f['cause']}): {f['message']}", file=sys.stderr)

@@ -21,24 +21,26 @@ Machine and plan:
 Measuring one cell:
 
 - ``stats``: summary statistics of latency samples; the order-statistic CI of the median.
-- ``measure``: the timing loop: warm-up, adaptive or fixed stopping (no process handling).
+- ``measure``: the timing loop: warm-up, adaptive or fixed stopping, which iterations count.
+- ``runner``: the one measuring stack: k >= 1 pinned instances driven round by round (cells,
+  the peak and packing groups alike): start, time, probe, retry, verify.
 - ``flops``: FLOPs per forward pass (FlopCounterMode) and the efficiency columns.
-- ``peak``: the pinned float32 GEMM peak process (``python -m numa_effects.measure.peak``).
+- ``peak``: the float32 GEMM peak, a workload of the one measuring stack, and peak.csv.
 - ``provenance``: versions, environment, machine facts, binding read back from /proc.
 - ``verify``: proof from inside the running cell that threads and memory sit where planned.
 - ``contention``: noise and concurrency guards (was anything else running?).
 - ``cellresult``: the cell JSON result model and atomic writes.
-- ``launcher``: process orchestration: numactl command line, timeout, failure capture.
-- ``supervise``: supervising the pinned child of one cell and classifying how it ended.
+- ``launcher``: one cell (or peak) end to end: plan re-check, the runner, the result file.
+- ``supervise``: starting and supervising pinned children; classifying how they ended.
 - ``causes``: the failure causes a cell can end with, one line of meaning each.
-- ``cell``: the pinned child process entry point (``python -m numa_effects.measure.cell``).
+- ``cell``: the pinned instance process of every measurement
+  (``python -m numa_effects.measure.cell``), answering the runner's ``go``/``verify``.
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
 
 Packing (PackRat's question on the user's grid):
 
 - ``packing``: which <instances, threads, batch> minimises latency for a batch and core budget.
-- ``packing_run``: measure a packing plan: k concurrent pinned instances, round by round.
-- ``packing_child``: one instance of a packing plan, driven by the runner.
+- ``packing_run``: measure a packing plan (fat and plan, per replicate) with the runner.
 - ``packing_table``: ``tables/packing.csv``: each plan, its predicted and measured latency.
 - ``packing_plots``: the report's Packing figures, drawn from ``tables/packing.csv``.
 

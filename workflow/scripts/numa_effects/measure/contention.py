@@ -1,20 +1,21 @@
 """Noise and concurrency guards: was anything else running where a cell was measured?
 
-- ``preflight()``, in the launcher just before the cell process starts: the machine's 1-minute
-  load average, the number of other runnable tasks (``procs_running`` of /proc/stat minus the
-  reader) and the busiest other processes at that moment.
-- ``Watch(cpus)``, in the cell process around the timed measurement: per-CPU busy time of the
-  cell's CPUs from /proc/stat against the cell process's own CPU time (all its threads, from
-  getrusage). What the cell's CPUs spent beyond the cell's own time went to someone else
-  (another process, kernel threads, interrupts). The cell is flagged ``contended`` when that
-  exceeds ``FOREIGN_SHARE_LIMIT`` of the CPUs' capacity over the window (and the tick
-  resolution of /proc/stat). Busy SMT siblings of the cell's cores (when the cell does not use
-  them) count the same way: they share the core's execution units.
+- ``preflight()``, in the runner just before the instance processes start: the machine's
+  1-minute load average, the number of other runnable tasks (``procs_running`` of /proc/stat
+  minus the reader) and the busiest other processes at that moment.
+- ``Watch(cpus, own=...)``, in the runner around the timed measurement: per-CPU busy time of
+  the instances' CPUs from /proc/stat against their own CPU time (all threads, from getrusage in
+  each instance, reported with every step: ``runner``). What the CPUs spent beyond that went to
+  someone else (another process, kernel threads, interrupts). The window is flagged
+  ``contended`` when that exceeds ``FOREIGN_SHARE_LIMIT`` of the CPUs' capacity over the window
+  (and the tick resolution of /proc/stat). Busy SMT siblings of the cores (when the instances do
+  not use them) count the same way: they share the core's execution units.
 
-- ``IterationProbe(cpus)``, around every timed iteration (``measure.run(probe=...)``): the same
-  /proc/stat deltas per iteration, as the share of the CPUs' (and their SMT siblings')
-  capacity that other tasks used (``foreign_share_pct``), minus one 10 ms tick per CPU of
-  resolution. ``measure`` excludes iterations above ``exclude_foreign_pct`` from the statistics.
+- ``IterationProbe(cpus, own=...)``, in the runner around every timed round
+  (``timing.run(probe=...)``): the same /proc/stat deltas per round, as the share of the CPUs'
+  (and their SMT siblings') capacity that other tasks used (``foreign_share_pct``), minus one
+  10 ms tick per CPU of resolution. ``timing`` excludes rounds above ``exclude_foreign_pct``
+  from the statistics.
 
 Flagged cells are kept (a shared server is never perfectly quiet); the columns ``contended``,
 ``foreign_cpu_pct``, ``load_1m`` and ``runnable_others`` in cells.csv let the analysis drop or
@@ -158,14 +159,16 @@ def _own_cpu_s() -> float:
 
 
 class Watch:
-    """Snapshot the cell's CPUs now; ``stop()`` returns the verdict for the window since."""
+    """Snapshot the CPUs now; ``stop()`` returns the verdict for the window since. ``own``: the
+    CPU seconds of the measured processes so far (default: this process's)."""
 
-    def __init__(self, cpus, proc_stat: str | os.PathLike = "/proc/stat"):
+    def __init__(self, cpus, proc_stat: str | os.PathLike = "/proc/stat", own=None):
         self.cpus = tuple(int(c) for c in cpus)
         self.siblings = siblings_of(self.cpus)
         self.proc_stat = proc_stat
+        self._own_fn = own or _own_cpu_s
         self._busy = cpu_busy(proc_stat)
-        self._own = _own_cpu_s()
+        self._own = self._own_fn()
         self._t = time.monotonic()
 
     def stop(self) -> dict:
@@ -174,7 +177,7 @@ class Watch:
         except OSError as exc:
             return {"contended": None, "contended_reason": f"cannot read /proc/stat: {exc}"}
         window = time.monotonic() - self._t
-        own = _own_cpu_s() - self._own
+        own = self._own_fn() - self._own
 
         def delta(cpus):
             return sum(busy.get(c, 0.0) - self._busy.get(c, 0.0) for c in cpus)

@@ -1,28 +1,40 @@
 """The machine's float32 GEMM peak at one thread count and placement: the denominator of
 ``efficiency``.
 
-Run by ``launcher`` exactly like a cell (same ``numactl`` binding, ``OMP_NUM_THREADS``, binding
-read back and checked): ``numactl <binding> python -m numa_effects.measure.peak --spec S --out O``.
-It times ``torch.mm`` of two ``MATRIX_SIZE`` x ``MATRIX_SIZE`` float32 matrices
-(2 n^3 FLOPs, the FlopCounterMode convention) after ``WARMUP`` untimed products, for
-``SECONDS`` seconds (at least ``MIN_REPS`` products), and reports the best rate as
-``peak_gflop_per_s`` (noise on a shared machine only slows a product down) and the median rate
-beside it. A few seconds per thread count and placement.
+Measured by the one measuring stack exactly like a cell (``launcher.run`` -> ``runner``: the same
+``numactl`` binding, ``OMP_NUM_THREADS``, timing loop, contention probe, retries, in-process
+verification and binding read back), with the workload ``gemm`` (``build``): one step is a
+``torch.mm`` of two ``MATRIX_SIZE`` x ``MATRIX_SIZE`` float32 matrices (2 n^3 FLOPs, the
+FlopCounterMode convention). ``SETTINGS``: at least ``WARMUP`` untimed products, then at least
+``SECONDS`` of timed ones (and ``MIN_REPS``). ``summary`` reports the best rate over the clean
+products as ``peak_gflop_per_s`` (noise on a shared machine only slows a product down) and the
+median rate beside it; none when no product was clean (``status: contended``). A few seconds
+per thread count and placement.
 """
 
 from __future__ import annotations
 
-import resource
-import sys
+import statistics
 import time
 
-from numa_effects.measure import provenance, verify
 from numa_effects.measure import result as cellresult
 
 MATRIX_SIZE = 2048
 WARMUP = 2
-MIN_REPS = 5
+MIN_REPS = 6  # the smallest n with a 95 % CI of the median
 SECONDS = 2.0
+# The peak's timing settings (the contention keys keep timing.DEFAULTS: exclusion at 10 %
+# foreign CPU, 2 retries after 5 and 10 s).
+SETTINGS = {
+    "protocol": "adaptive",
+    "warmup": WARMUP,
+    "min_warmup_seconds": 0.0,
+    "min_iterations": MIN_REPS,
+    "min_timed_seconds": SECONDS,
+    "target_rel_ci": 0.02,
+    "max_iterations": 100_000,
+    "max_seconds_per_cell": 3 * SECONDS,
+}
 
 PEAK_COLUMNS = [
     "placement",
@@ -58,7 +70,8 @@ def spec(plans_: dict, placement: str, threads: int, use_smt: bool) -> dict:
     return {
         "cell": {"kind": "peak", "placement": placement, "threads": threads, "use_smt": use_smt},
         "plan": plans_[(placement, threads)].to_dict(),
-        "settings": {"matrix_size": MATRIX_SIZE, "seconds": SECONDS},
+        "settings": {**SETTINGS, "matrix_size": MATRIX_SIZE},
+        "workload": "gemm",
     }
 
 
@@ -66,70 +79,43 @@ def outputs(plans_: dict, results: str) -> list[str]:
     return [f"{results}/peak/{p}/t{t}.json" for p, t in plans_]
 
 
-def measure(size: int = MATRIX_SIZE, seconds: float = SECONDS, clock=time.perf_counter) -> dict:
-    import numpy as np
+def build(spec: dict):
+    """The ``gemm`` workload in the pinned instance: (step, timings, warnings)."""
     import torch
 
+    size = int((spec.get("settings") or {}).get("matrix_size", MATRIX_SIZE))
+    t0 = time.perf_counter()
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(size, size, generator=gen)
     b = torch.randn(size, size, generator=gen)
     out = torch.empty(size, size)
-    for _ in range(WARMUP):
+
+    def step():
         torch.mm(a, b, out=out)
-    times = []
-    start = clock()
-    while len(times) < MIN_REPS or clock() - start < seconds:
-        t0 = clock()
-        torch.mm(a, b, out=out)
-        times.append(clock() - t0)
+
+    return step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, []
+
+
+def summary(record: dict) -> dict:
+    """The ``peak`` entry of a peak result from its measurement: rates over the clean products
+    (``timing``'s exclusion), None when there is none (a failed or contended peak)."""
+    m = record.get("measurement") or {}
+    size = int((record.get("settings") or {}).get("matrix_size", MATRIX_SIZE))
     flop = 2.0 * size**3
-    rates = flop / np.asarray(times) / 1e9
+    times = list(m.get("latencies_s") or [])
+    excluded = m.get("excluded") or [False] * len(times)
+    clean = [t for t, e in zip(times, excluded, strict=True) if not e]
+    ok = record.get("status") == "ok" and clean
+    rates = [flop / t / 1e9 for t in clean] if ok else []
     return {
         "matrix_size": size,
         "flop_per_product": flop,
-        "reps": len(times),
+        "reps": len(clean),
         "times_s": times,
-        "peak_gflop_per_s": float(rates.max()),
-        "median_gflop_per_s": float(np.median(rates)),
-        "measure_s": clock() - start,
+        "peak_gflop_per_s": max(rates) if rates else None,
+        "median_gflop_per_s": statistics.median(rates) if rates else None,
+        "measure_s": m.get("elapsed_s"),
     }
-
-
-def run(spec: dict) -> dict:
-    from numa_effects.measure.cell import set_threads
-
-    started = provenance.now()
-    thread_info = set_threads(int(spec["cell"]["threads"]))
-    settings = spec.get("settings") or {}
-    result = measure(
-        int(settings.get("matrix_size", MATRIX_SIZE)), float(settings.get("seconds", SECONDS))
-    )
-    # the same in-process proof of placement as a cell (threads, memory policy, pages)
-    verification = verify.run(spec["plan"])
-    out = {
-        "schema_version": cellresult.SCHEMA_VERSION,
-        "status": "ok",
-        "cell": spec["cell"],
-        "plan": spec["plan"],
-        "settings": settings,
-        "peak": result,
-        "binding": {**provenance.binding(), **thread_info, "verification": verification},
-        "provenance": {
-            "started_at": started,
-            "finished_at": provenance.now(),
-            "versions": provenance.versions(),
-            "host": provenance.host(),
-            "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        },
-        "failure": None,
-    }
-    if not verification["ok"]:
-        out["status"] = "failed"
-        out["failure"] = {
-            "cause": verification["cause"],
-            "message": verify.failure_message(verification),
-        }
-    return out
 
 
 def row(data: dict, path: str = "") -> dict:
@@ -166,13 +152,3 @@ def table(paths) -> pd.DataFrame:  # noqa: F821
     rows = [row(cellresult.read(p), str(p)) for p in paths]
     df = pd.DataFrame(rows, columns=PEAK_COLUMNS)
     return df.sort_values(["placement", "threads"], kind="stable").reset_index(drop=True)
-
-
-def main(argv=None) -> int:
-    from numa_effects.measure.cell import child_main
-
-    return child_main("numa_effects.measure.peak", run, argv, __doc__)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

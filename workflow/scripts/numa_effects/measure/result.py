@@ -1,19 +1,28 @@
-"""The cell result model (one JSON file per replicate of a cell) and atomic writes.
+"""The result model of a measurement (one JSON file per replicate of a cell; the same record per
+replicate of a packing configuration and for the peak: ``runner.measure``) and atomic writes.
 
-Top-level keys of a cell JSON (``SCHEMA_VERSION`` 1):
+Top-level keys (``SCHEMA_VERSION`` 1; ``instances`` and the status ``contended`` came with the
+one measuring stack, older files simply lack them):
 
-- ``status``: "ok" or "failed"
+- ``status``: "ok"; "contended": measured, but no timed iteration was clean after the retries,
+  so ``stats`` and ``throughput`` are null (the iterations stay in ``measurement``); "failed"
 - ``cell``: model, opt, placement, threads, batch_size, image_size, use_smt
 - ``replicate``: which independent process of the cell this is (1-based; ``grid.job_order``)
 - ``plan``: the planned binding (``placement.Plan.to_dict``)
 - ``settings``: the measurement settings the cell was run with
-- ``measurement``: warm-up and timed latencies (seconds, raw), stop reason, elapsed
+- ``measurement``: warm-up and timed latencies (seconds, raw; per timed iteration its
+  ``foreign_pct`` and ``excluded``), stop reason, elapsed, build and first-call times
+- ``contention``: the machine's load before, the window's and the replicate's verdict
+  (``contended``, ``contended_reason``, ``excluded_iterations``, ``retries``)
 - ``stats``: summary statistics (``stats.summarize``); ``throughput``: images/s
 - ``binding``: what the process found in force (/proc/self/status, get_mempolicy(2), torch
   threads) and ``binding.verification``: the in-cell checks of ``verify`` (CPUs, memory policy,
   the CPU each thread last ran on, anonymous pages per NUMA node) with ``ok`` and ``problems``
 - ``provenance``: command line, versions, env, host, timestamps, peak RSS, warnings
 - ``failure``: null, or cause, returncode, signal, stderr_tail for a failed cell
+- ``instances``: one entry per pinned instance process (1 for a cell): threads, batch, plan,
+  command line, its own latencies and statistics, binding and verification; for more than one
+  instance the top-level ``plan`` is null and ``binding`` holds the combined verification
 """
 
 from __future__ import annotations

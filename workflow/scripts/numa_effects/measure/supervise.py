@@ -1,4 +1,4 @@
-"""Supervising the pinned child process of one cell, and classifying how it ended.
+"""Supervising the pinned child processes of a measurement, and classifying how they ended.
 
 Two kinds of endings, kept strictly apart:
 
@@ -13,8 +13,11 @@ Two kinds of endings, kept strictly apart:
   1: Snakemake keeps the cell out of the finished set and the next ``snakemake ... all`` runs
   it again from scratch.
 
-The child runs in its own session (so its whole process group can be killed), dies with the
-launcher (``PR_SET_PDEATHSIG``), and optionally under an address-space limit (``RLIMIT_AS``).
+Every child (a cell's, the peak's or each instance of a packing group: ``runner``) is started by
+``start``: in its own session (so its whole process group can be killed), dying with the
+launcher (``PR_SET_PDEATHSIG``), optionally under an address-space limit (``RLIMIT_AS``).
+``Guard`` gives the interruption semantics while they run; ``run_child`` runs one command to
+its end under both (the tests' stand-in children).
 """
 
 from __future__ import annotations
@@ -154,12 +157,90 @@ def _preexec(launcher_pid: int, max_memory_mb: int | None):
     return setup
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def start(
+    cmd: list[str], env: dict, logfh, max_memory_mb: int | None = None, pipes: bool = False
+) -> subprocess.Popen:
+    """Start a pinned child the supervised way: its own session (its whole process group can be
+    killed), killed when this process dies (``PR_SET_PDEATHSIG``), optionally under an
+    address-space limit (``RLIMIT_AS``, ``max_memory_mb``). Output goes to ``logfh``; with
+    ``pipes`` stdin and stdout are pipes (the runner's protocol) and only stderr goes there."""
+    io = (
+        {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": logfh}
+        if pipes
+        else {"stdout": logfh, "stderr": subprocess.STDOUT}
+    )
+    return subprocess.Popen(cmd, env=env, preexec_fn=_preexec(os.getpid(), max_memory_mb), **io)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the child's process group (everything it started), then reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
     proc.wait()
+
+
+class Guard:
+    """Interruption semantics while children run: SIGINT/SIGTERM/SIGHUP to this process, or the
+    death of its parent (Snakemake), make ``check()`` kill every child started under the guard
+    (``watch``) and raise ``Interrupted``; so does leaving the guard after such a signal.
+    Leaving it by an exception kills the children too. Signal handlers are only installed from
+    the main thread (elsewhere the parent-death check still works)."""
+
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.parent = os.getppid()
+        self.received: list[int] = []
+        self.procs: list[subprocess.Popen] = []
+        self._previous: dict = {}
+
+    def __enter__(self) -> Guard:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._on_signal) for s in self.HANDLED}
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        for s, h in self._previous.items():
+            signal.signal(s, h)
+        if exc_type is not None:
+            self.kill_all()
+            return
+        if self.received:
+            self.kill_all()
+            raise Interrupted(f"the launcher received {signal.Signals(self.received[0]).name}")
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received.append(signum)
+
+    def watch(self, proc: subprocess.Popen) -> subprocess.Popen:
+        self.procs.append(proc)
+        return proc
+
+    def kill_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                kill_group(proc)
+            else:  # the group may hold processes the child started (compile workers)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    def check(self) -> None:
+        if self.received:
+            self.kill_all()
+            raise Interrupted(f"the launcher received {signal.Signals(self.received[0]).name}")
+        if os.getppid() != self.parent:
+            self.kill_all()
+            raise Interrupted("the Snakemake process that started it is gone")
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep`` that notices an interruption within ``POLL_S``."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            self.check()
+            time.sleep(min(POLL_S, left))
+        self.check()
 
 
 def run_child(
@@ -169,35 +250,16 @@ def run_child(
     timeout_s: float,
     max_memory_mb: int | None = None,
 ) -> Outcome:
-    """Run ``cmd`` with stdout and stderr to ``logfh``; kill it after ``timeout_s``.
+    """Run ``cmd`` (``start``) with stdout and stderr to ``logfh``; kill it after ``timeout_s``.
 
     Raises ``Interrupted`` (after killing the child's process group) if this process receives
     SIGINT/SIGTERM/SIGHUP or its parent (Snakemake) dies while the child runs."""
-    parent = os.getppid()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ooms = oom_kill_count()
     started = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=logfh,
-        stderr=subprocess.STDOUT,
-        preexec_fn=_preexec(os.getpid(), max_memory_mb),
-    )
-    received: list[int] = []
-
-    def on_signal(signum, frame):
-        received.append(signum)
-
-    # Signal handlers can only be installed from the main thread; a launcher run from another
-    # thread still gets the parent-death and timeout handling.
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    if threading.current_thread() is threading.main_thread():
-        previous = {s: signal.signal(s, on_signal) for s in handled}
-    else:
-        previous = {}
     timed_out = False
-    try:
+    with Guard() as guard:
+        proc = guard.watch(start(cmd, env, logfh, max_memory_mb))
         deadline = started + timeout_s
         while True:
             try:
@@ -205,29 +267,15 @@ def run_child(
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if received:
-                _kill_group(proc)
-                raise Interrupted(f"the launcher received {signal.Signals(received[0]).name}")
-            if os.getppid() != parent:
-                _kill_group(proc)
-                raise Interrupted("the Snakemake process that started it is gone")
+            guard.check()
             if time.monotonic() >= deadline:
                 timed_out = True
-                _kill_group(proc)
+                kill_group(proc)
                 break
-    except BaseException:
-        if proc.poll() is None:
-            _kill_group(proc)
-        raise
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-    # The group may hold processes the child started (compile workers): none may outlive it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        # The group may hold processes the child started (compile workers): none may outlive it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if received:
-        raise Interrupted(f"the launcher received {signal.Signals(received[0]).name}")
     return Outcome(
         returncode=proc.returncode,
         timed_out=timed_out,

@@ -40,9 +40,16 @@ of 12 cells lower), while on the same iterations shuffled (no drift) it was unbi
 ``benchmarks.bias`` recomputes this. The rest is process-to-process and slow drift, which the
 cell's two-level CI (``stats.combine_replicates``) covers.
 
-Public API for other measuring code (e.g. concurrent instances): ``run(step, settings,
-probe=None)`` returns a ``Measurement`` (all samples, ``clean_latencies()``, ``contended()``);
-``stats.summarize(m.clean_latencies())`` gives its statistics.
+*Which iterations count* is decided here and nowhere else: ``Measurement.clean_latencies()``
+(the timed iterations the probe did not exclude; none when all were excluded),
+``Measurement.contended()`` (fewer than ``min_clean(settings)`` clean ones, or more than
+``CONTENDED_EXCLUDED_SHARE`` excluded) and ``judge`` (the replicate's verdict). A measurement
+with no clean iteration has no statistics (``runner``: ``status: contended``).
+
+Public API: ``run(step, settings, probe=None)`` returns a ``Measurement``. ``step()`` is one
+complete timed step (one inference, or one barrier round of k instances: ``runner``) and may
+return its own duration in seconds, measured where the work ran; otherwise ``clock`` times the
+call. ``run_with_retries`` measures again after a back-off while the result is contended.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from numa_effects import stats
+from numa_effects.measure import contention
 
 STABLE_WINDOW = 3
 STABLE_TOLERANCE = 0.05
@@ -79,8 +87,8 @@ DEFAULTS = {
     "contended_retries": 2,
     "contended_backoff_s": 5.0,
 }
-# A replicate is contended when fewer than min_iterations of its iterations are clean, or
-# more than this share of them was excluded.
+# A replicate is contended when fewer than ``min_clean(settings)`` of its iterations are clean,
+# or more than this share of them was excluded.
 CONTENDED_EXCLUDED_SHARE = 0.5
 
 
@@ -96,18 +104,29 @@ class Measurement:
     foreign_pct: list[float] = field(default_factory=list)
     excluded: list[bool] = field(default_factory=list)
     exclude_foreign_pct: float | None = None
+    min_clean: int = 1
+
+    def clean_mask(self) -> list[bool]:
+        """Per timed iteration: does it count? (All of them without a probe.)"""
+        if not self.excluded:
+            return [True] * len(self.latencies_s)
+        return [not e for e in self.excluded]
+
+    def keep(self, xs: list) -> list:
+        """The entries of ``xs`` (one per timed iteration, e.g. one instance's own durations)
+        that belong to clean iterations."""
+        return [x for x, ok in zip(xs, self.clean_mask(), strict=True) if ok]
 
     def clean_latencies(self) -> list[float]:
-        """The timed iterations the statistics use (all of them without a probe)."""
-        if not self.excluded:
-            return list(self.latencies_s)
-        return [x for x, e in zip(self.latencies_s, self.excluded, strict=True) if not e]
+        """The timed iterations the statistics use; none when every one was excluded."""
+        return self.keep(self.latencies_s)
 
-    def contended(self, min_clean: int = 1) -> bool:
-        """Too few clean iterations, or more than ``CONTENDED_EXCLUDED_SHARE`` excluded."""
+    def contended(self) -> bool:
+        """Fewer than ``min_clean`` clean iterations, or more than
+        ``CONTENDED_EXCLUDED_SHARE`` of them excluded."""
         n = len(self.latencies_s)
         bad = sum(self.excluded)
-        return n - bad < min_clean or (n > 0 and bad / n > CONTENDED_EXCLUDED_SHARE)
+        return n - bad < self.min_clean or (n > 0 and bad / n > CONTENDED_EXCLUDED_SHARE)
 
     def to_dict(self) -> dict:
         return {
@@ -128,6 +147,18 @@ class Measurement:
         }
 
 
+def attempt_summary(m: Measurement, backoff_s: float) -> dict:
+    """What a contended attempt leaves in the kept record (``contention.retried_attempts``)."""
+    clean = m.clean_latencies()
+    return {
+        "iterations": len(m.latencies_s),
+        "excluded": int(sum(m.excluded)),
+        "foreign_pct_median": float(np.median(m.foreign_pct)) if m.foreign_pct else None,
+        "clean_median_s": float(np.median(clean)) if clean else None,
+        "backoff_s": backoff_s,
+    }
+
+
 def run_with_retries(
     step: Callable[[], object],
     settings: dict,
@@ -136,36 +167,69 @@ def run_with_retries(
     sleep=time.sleep,
     clock=time.perf_counter,
 ) -> tuple[Measurement, list[dict]]:
-    """``run``, and while the result is contended (``Measurement.contended``: fewer than
-    ``min_iterations`` clean iterations or more than half excluded) wait
-    ``contended_backoff_s`` (doubling) and measure again, at most ``contended_retries`` times.
-    Returns the last measurement and one summary per earlier attempt (kept in the cell JSON).
-    The last one may still be contended: the caller flags it, never hides it."""
-    s = settings_with_defaults(settings)
+    """``run``, and while the result is contended (``Measurement.contended``) wait
+    ``contended_backoff_s`` (doubling: ``backoffs``) and measure again with the same ``step``
+    (the same processes), at most ``contended_retries`` times. Returns the last measurement and
+    ``attempt_summary`` of each earlier one. The last one may still be contended: the caller
+    flags it (and reports no statistics when it has no clean iteration), never hides it."""
     waits = backoffs(settings)
     attempts: list[dict] = []
     m = run(step, settings, clock=clock, first_call_s=first_call_s, probe=probe)
-    min_clean = int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
-    while probe is not None and m.contended(min_clean) and len(attempts) < len(waits):
+    while probe is not None and m.contended() and len(attempts) < len(waits):
         wait = waits[len(attempts)]
-        attempts.append(
-            {
-                "iterations": len(m.latencies_s),
-                "excluded": int(sum(m.excluded)),
-                "foreign_pct_median": float(np.median(m.foreign_pct)) if m.foreign_pct else None,
-                "backoff_s": wait,
-            }
-        )
+        attempts.append(attempt_summary(m, wait))
         sleep(wait)
         m = run(step, settings, clock=clock, probe=probe)
     return m, attempts
 
 
+def judge(m: Measurement, attempts: list[dict]) -> dict:
+    """The replicate's contention verdict from what its statistics use: contended when too few
+    clean iterations remain after exclusion and retries (``Measurement.contended``), or when
+    the clean iterations' own foreign share (duration-weighted) is above
+    ``contention.FOREIGN_SHARE_LIMIT``. ``has_statistics`` is False when no iteration is clean:
+    the runner then reports ``status: contended`` with no median and no CI."""
+    clean = m.clean_latencies()
+    out: dict = {"retries": len(attempts), "retried_attempts": attempts}
+    out["has_statistics"] = bool(clean)
+    if not m.foreign_pct:
+        return out
+    f = m.keep(m.foreign_pct)
+    clean_pct = sum(a * b for a, b in zip(clean, f, strict=True)) / sum(clean) if clean else None
+    too_few = m.contended()
+    busy = clean_pct is not None and clean_pct > 100 * contention.FOREIGN_SHARE_LIMIT
+    out["excluded_iterations"] = int(sum(m.excluded))
+    out["clean_foreign_pct"] = None if clean_pct is None else round(clean_pct, 2)
+    out["contended"] = bool(too_few or busy)
+    reasons = []
+    if too_few:
+        excluded = f"{sum(m.excluded)} of {len(m.latencies_s)} timed iterations excluded"
+        if not clean:
+            excluded = f"all {len(m.latencies_s)} timed iterations excluded"
+        reasons.append(
+            f"{excluded} (> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} "
+            f"retries{': no statistics' if not clean else ''}"
+        )
+    if busy:
+        reasons.append(f"other tasks used {clean_pct:.1f} % of the CPUs in the clean iterations")
+    out["contended_reason"] = "; ".join(reasons) or None
+    return out
+
+
 def backoffs(settings: dict) -> list[float]:
     """The waits before each new measurement of a contended one: ``contended_backoff_s``,
-    doubling, ``contended_retries`` of them (cells here, packing groups in packing_run)."""
+    doubling, ``contended_retries`` of them."""
     s = settings_with_defaults(settings)
     return [float(s["contended_backoff_s"]) * 2**i for i in range(int(s["contended_retries"]))]
+
+
+def min_clean(settings: dict) -> int:
+    """Clean iterations a measurement needs not to be contended: ``min_iterations`` under the
+    adaptive protocol (its stopping rule needs them), 1 under ``fixed`` (``fixed_iterations``
+    may be fewer than ``min_iterations``; the excluded-share rule still applies). One rule for
+    cells, the peak and packing groups."""
+    s = settings_with_defaults(settings)
+    return int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
 
 
 def settings_with_defaults(settings: dict) -> dict:
@@ -189,8 +253,9 @@ def run(
     probe=None,
 ) -> Measurement:
     """Time ``step`` under ``settings`` (see the module docstring; missing keys take
-    ``DEFAULTS``). ``first_call_s``: the duration of a call the caller already made (the cell's
-    first call); it counts as the first warm-up iteration. ``probe``: an object with
+    ``DEFAULTS``). ``step()`` may return its own duration (seconds); otherwise ``clock`` times
+    it. ``first_call_s``: the duration of a call the caller already made (the first call); it
+    counts as the first warm-up iteration. ``probe``: an object with
     ``begin()`` and ``end() -> foreign share in %`` called just outside each timed iteration
     (``contention.IterationProbe``); None = no exclusion."""
     s = settings_with_defaults(settings)
@@ -199,7 +264,7 @@ def run(
         raise ValueError(f"unknown protocol {protocol!r}")
     warmup = int(s["warmup"])
     budget = float(s["max_seconds_per_cell"])
-    m = Measurement(protocol=protocol)
+    m = Measurement(protocol=protocol, min_clean=min_clean(s))
     if first_call_s is not None:
         m.warmup_s.append(float(first_call_s))
     limit = float(s["exclude_foreign_pct"])
@@ -207,8 +272,9 @@ def run(
 
     def timed() -> float:
         t0 = clock()
-        step()
-        return clock() - t0
+        own = step()
+        elapsed = clock() - t0
+        return elapsed if own is None else float(own)
 
     def timed_iteration() -> None:
         """One timed iteration, with its foreign share when there is a probe."""

@@ -10,8 +10,11 @@ combines them into one row per cell (``combine_replicates``): the median and 95 
 two-level ones of ``stats.combine_replicates`` (``ci_method``, ``ci_df``, ``replicates``,
 ``replicate_sd_pct``, ``within_sd_pct``, ``between_sd_pct``), the other latency statistics are
 over the clean iterations of all replicates, times are sums, ``contended`` and ``noisy`` are
-true when any replicate is (after exclusion and retries). samples.csv keeps every timed
-iteration with its ``replicate``, ``foreign_pct`` and ``excluded``.
+true when any replicate is (after exclusion and retries). A replicate with no clean iteration
+(``status: contended``: ``runner``) has no statistics and is left out of the combination; a cell
+whose replicates all are has ``status`` ``contended``, no latency, throughput or CI, and is not a
+failure (failures.csv lists ``failed`` cells only). samples.csv keeps every timed iteration with
+its ``replicate``, ``foreign_pct`` and ``excluded``.
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
     read back from the cell JSON."""
     rows = []
     if not cells.empty:
-        for _, cell in cells[cells["status"] != "ok"].iterrows():
+        for _, cell in cells[cells["status"] == "failed"].iterrows():
             data = cellresult.read(cell["cell_json"])
             f = data.get("failure") or {}
             rows.append(
@@ -158,7 +161,7 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def sample_rows(data: dict) -> Iterable[dict]:
-    if data["status"] != "ok":
+    if data["status"] not in ("ok", "contended"):
         return
     keys = {k: data["cell"][k] for k in KEYS}
     keys["replicate"] = int(data.get("replicate", 1))
@@ -220,12 +223,22 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
     rows = []
     for key, g in reps.groupby(KEY_COLUMNS, sort=False):
         good = groups.get(key)
-        first = (good if good is not None else g).iloc[0].to_dict()
+        failed = g[g["status"] == "failed"]
+        contended = bool(g["contended"].fillna(False).astype(bool).any())
+        reasons = "; ".join(
+            f"replicate {int(r)}: {why}"
+            for r, why in zip(g["replicate"], g["contended_reason"], strict=True)
+            if isinstance(why, str) and why
+        )
+        first = (good if good is not None else failed if len(failed) else g).iloc[0].to_dict()
         row = dict(first)
         row["replicate"] = None
-        row["replicates_failed"] = int((g["status"] != "ok").sum())
+        row["replicates_failed"] = len(failed)
         if good is None:
+            # no replicate measured: failed, or (none failed) contended throughout: no number
             row["replicates"] = 0
+            if failed.empty:
+                row.update(status="contended", contended=True, contended_reason=reasons or None)
             rows.append(row)
             continue
         meds = good["latency_median_ms"].to_numpy() / 1000.0
@@ -264,15 +277,11 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
                 "within_sd_pct": c["within_sd_pct"],
                 "between_sd_pct": c["between_sd_pct"],
                 "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
-                "contended": bool(good["contended"].fillna(False).astype(bool).any()),
+                # any replicate contended, also one left without statistics
+                "contended": contended,
                 "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
                 "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
-                "contended_reason": "; ".join(
-                    f"replicate {int(r)}: {why}"
-                    for r, why in zip(good["replicate"], good["contended_reason"], strict=True)
-                    if isinstance(why, str) and why
-                )
-                or None,
+                "contended_reason": reasons or None,
                 "load_1m": good["load_1m"].max(),
                 "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
                 "started_at": good["started_at"].min(),

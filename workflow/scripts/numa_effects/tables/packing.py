@@ -23,7 +23,9 @@ Columns (docs/packing.md):
   percentile bootstrap over the clean rounds of both (round-to-round variation only);
 - ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
   (t, b) without a measured cell, which the optimizer could not use;
-- ``status``/``failure``, ``contended`` (any instance's contention watch), ``rounds``.
+- ``status``/``failure``, ``contended`` (any replicate of fat or plan contended: too few clean
+  rounds, ``timing.judge``), ``rounds`` (clean ones). A configuration none of whose replicates
+  has a clean round has no latency, CI or speedup: the row's ``status`` is ``contended``.
 """
 
 from __future__ import annotations
@@ -76,26 +78,43 @@ COLUMNS = [
 
 def clean_rounds(rec: dict) -> list[float]:
     """The timed rounds of one measured configuration that its statistics use: those the
-    contention probe did not exclude (all of them when every round was excluded)."""
+    contention probe did not exclude (``timing``'s decision, recorded in ``excluded``); none
+    when every round was excluded."""
     m = rec["measurement"]
     xs, excluded = m["latencies_s"], m.get("excluded") or []
-    if not excluded or all(excluded):
+    if not excluded:
         return list(xs)
     return [x for x, e in zip(xs, excluded, strict=True) if not e]
 
 
+def measured(rec: dict) -> bool:
+    """A replicate with statistics: ok, and at least one clean round (a record of the one
+    measuring stack with none is ``status: contended``; older records said ``ok``)."""
+    return rec.get("status") == "ok" and bool(clean_rounds(rec))
+
+
+def contended(rec: dict) -> bool:
+    """The replicate's contention verdict (older group records kept it at the top level)."""
+    if "contended" in rec:
+        return bool(rec["contended"])
+    return bool((rec.get("contention") or {}).get("contended")) or rec.get("status") == "contended"
+
+
 def _rounds(recs: list[dict]) -> np.ndarray:
-    return np.array([x for r in recs if r.get("status") == "ok" for x in clean_rounds(r)])
+    return np.array([x for r in recs if measured(r) for x in clean_rounds(r)])
 
 
 def replicate_stats(recs: list[dict]) -> list[dict]:
-    return [stats.summarize(clean_rounds(r)) for r in recs if r.get("status") == "ok"]
+    return [stats.summarize(clean_rounds(r)) for r in recs if measured(r)]
 
 
-def estimate(recs: list[dict], pooled) -> dict:
+def estimate(recs: list[dict], pooled) -> dict | None:
     """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
-    median round (within-process); several, ``stats.combine_replicates`` (two-level)."""
+    median round (within-process); several, ``stats.combine_replicates`` (two-level); None
+    when no replicate has a clean round."""
     reps = replicate_stats(recs)
+    if not reps:
+        return None
     if len(reps) == 1:
         s = reps[0]
         return {**s, "ci_method": "within-process"}
@@ -157,21 +176,27 @@ def row(
     plan = _rounds(runs["plan"]) if "plan" in runs else fat
     out["replicates"] = len(runs["fat"])
     out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
-    out["contended"] = any(r.get("contended") for recs in runs.values() for r in recs)
+    out["contended"] = any(contended(r) for recs in runs.values() for r in recs)
     pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
     estimates = {"fat": estimate(runs["fat"], pools["fat"])}
     if "plan" in runs:
         estimates["plan"] = estimate(runs["plan"], pools["plan"])
     else:
         estimates["plan"] = estimates["fat"]
-    out["ci_method"] = estimates["plan"]["ci_method"]
     for prefix, name in (("latency", "plan"), ("fat", "fat")):
         s = estimates[name]
+        if s is None:  # no clean round in any replicate: not a number
+            continue
         key = "latency_ms" if prefix == "latency" else "fat_latency_ms"
         out[key] = s["median_s"] * 1e3
         out[f"{prefix}_ci_low_ms"] = s["ci_low_s"] * 1e3
         out[f"{prefix}_ci_high_ms"] = s["ci_high_s"] * 1e3
-    out["prediction_error"] = out["latency_ms"] / out["predicted_latency_ms"] - 1.0
+    if estimates["plan"] is not None:
+        out["ci_method"] = estimates["plan"]["ci_method"]
+        out["prediction_error"] = out["latency_ms"] / out["predicted_latency_ms"] - 1.0
+    if estimates["plan"] is None or estimates["fat"] is None:
+        out["status"] = "contended"
+        return out
     out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
     if "plan" not in runs:
         out["speedup_ci_low"] = out["speedup_ci_high"] = 1.0

@@ -12,7 +12,9 @@ from numa_effects import stats
 def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: str) -> str:
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
-    failed = cells[cells["status"] != "ok"] if not cells.empty else cells
+    failed = cells[cells["status"] == "failed"] if not cells.empty else cells
+    # measured, but no iteration was clean: not a number, not a failure either
+    unclean = cells[cells["status"] == "contended"] if not cells.empty else cells
     if "nodes" in s:
         smt = "on" if s.get("smt") else "off"
         machine_line = (
@@ -26,7 +28,10 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
     if imported:
         lines.append(f"  imported from: {', '.join(imported)}")
     verb = "imported" if imported else "measured"
-    lines.append(f"  cells: {len(ok)} {verb}, {len(failed)} failed, {len(skipped)} skipped")
+    line = f"  cells: {len(ok)} {verb}, {len(failed)} failed, {len(skipped)} skipped"
+    if len(unclean):
+        line += f", {len(unclean)} contended throughout (no statistics)"
+    lines.append(line)
     if not ok.empty and "measure_s" in ok:
         lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
     for reason, group in skipped.groupby("reason") if not skipped.empty else []:
@@ -41,6 +46,16 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
             f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
         )
         lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
+    for _, row in unclean.iterrows():
+        lines.append(
+            f"  CONTENDED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
+            f"bs{row['batch_size']}: {row.get('contended_reason')}"
+        )
+    if len(unclean):
+        lines.append(
+            "  re-measure them on a quieter machine: snakemake ... --forcerun "
+            "$(python workflow/scripts/failed_cells.py --contended)"
+        )
     if "contended" in ok and not ok.empty:
         n = int(ok["contended"].map(stats.as_bool).eq(True).sum())
         if n:
