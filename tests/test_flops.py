@@ -1,6 +1,7 @@
 """FLOP counts against published values, and the efficiency join."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -100,10 +101,16 @@ def test_peak_workload_and_summary():
     assert s["median_gflop_per_s"] == pytest.approx(flop / 0.002 / 1e9)
     record |= {"status": "contended"}
     assert peak.summary(record)["peak_gflop_per_s"] is None
-    spec = peak.spec({("sequential", 1): _Plan()}, "sequential", 1, False)
-    assert spec["workload"] == "gemm" and spec["settings"]["min_timed_seconds"] == peak.SECONDS
 
 
-class _Plan:
-    def to_dict(self):
-        return {"cpus": [0]}
+def test_the_plan_asks_the_peak_for_the_gemm_workload():
+    from numa_effects.plan import build, settings, topology
+
+    topo = topology.load(Path(__file__).parent / "fixtures/topology/this-vm-2cpu-1node.lscpu")
+    cfg = {
+        "models": ["resnet18"], "batch_sizes": [1], "optimizations": ["none"], "threads": [1],
+        "placements": ["sequential"], "results": "r", "image_size": 32, "use_smt": False,
+    }  # fmt: skip
+    spec = build.build(cfg, topo).peak_spec("sequential", 1)
+    assert spec["workload"] == "gemm" and spec["settings"] == settings.PEAK_SETTINGS
+    assert spec["settings"]["min_timed_seconds"] == settings.PEAK_SECONDS

@@ -2,7 +2,8 @@
 
 import sys
 
-from numa_effects.measure import launcher, supervise
+from numa_effects.measure import launcher
+from numa_effects.plan import settings
 from numa_effects.plan.grid import KEYS
 
 sm = snakemake  # noqa: F821
@@ -13,7 +14,7 @@ result = launcher.run(
     sm.params.spec,
     sm.output[0],
     sm.log[0],
-    supervise.cell_timeout_s(sm.config),
+    settings.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
 cell = "/".join(str(result["cell"][k]) for k in KEYS) + f" r{result.get('replicate', 1)}"

@@ -5,7 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from numa_effects.measure import group, supervise
+from numa_effects.measure import group
+from numa_effects.plan import settings
 
 sm = snakemake  # noqa: F821
 plans = json.loads(Path(sm.input.plans).read_text())
@@ -24,7 +25,7 @@ result = group.run(
     job,
     sm.output[0],
     log.parent / log.stem,
-    supervise.cell_timeout_s(sm.config),
+    settings.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
 runs = result.get("runs", {})

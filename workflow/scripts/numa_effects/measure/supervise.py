@@ -68,15 +68,6 @@ BUILD_FRAMES = re.compile(
 )
 
 
-def cell_timeout_s(config: dict) -> float:
-    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s`` for
-    process start, model build and optimization. Read from the config by the cell job itself
-    (not a rule parameter), so raising the margin re-runs nothing but ``make retry-failed``."""
-    return 3 * float(config["max_seconds_per_cell"]) + float(
-        config.get("cell_timeout_margin_s", 120)
-    )
-
-
 class Interrupted(SystemExit):
     """The run was interrupted while this cell ran: no result, exit status 1, re-run next time."""
 

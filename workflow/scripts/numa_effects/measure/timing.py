@@ -63,6 +63,7 @@ import numpy as np
 
 from numa_effects import stats
 from numa_effects.measure import contention
+from numa_effects.plan import settings as settings_mod
 
 STABLE_WINDOW = 3
 STABLE_TOLERANCE = 0.05
@@ -73,20 +74,7 @@ WARMUP_BUDGET_FRACTION = 0.2
 # with these looks ~94 %, for ~13 % more iterations.
 LOOK_GROWTH = 1.1
 
-DEFAULTS = {
-    "protocol": "adaptive",
-    "warmup": 2,
-    "min_iterations": 6,
-    "max_iterations": 1000,
-    "max_seconds_per_cell": 30.0,
-    "target_rel_ci": 0.02,
-    "fixed_iterations": 100,
-    "min_warmup_seconds": 0.0,
-    "min_timed_seconds": 0.0,
-    "exclude_foreign_pct": 10.0,
-    "contended_retries": 2,
-    "contended_backoff_s": 5.0,
-}
+DEFAULTS = settings_mod.DEFAULTS  # the measurement settings' defaults: one place
 # A replicate is contended when fewer than ``min_clean(settings)`` of its iterations are clean,
 # or more than this share of them was excluded.
 CONTENDED_EXCLUDED_SHARE = 0.5
@@ -232,9 +220,7 @@ def min_clean(settings: dict) -> int:
     return int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
 
 
-def settings_with_defaults(settings: dict) -> dict:
-    """``settings`` with every missing (or null) measurement key set to its default."""
-    return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
+settings_with_defaults = settings_mod.with_defaults  # one place: plan.settings
 
 
 def stable(window: list[float], tolerance: float = STABLE_TOLERANCE) -> bool:

@@ -23,10 +23,7 @@ from numa_effects.plan import paths
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.topology import Topology
 
-# The GEMM peak of one (placement, threads): the denominator of efficiency (measure.peak).
-PEAK_MATRIX_SIZE = 2048
-PEAK_SECONDS = 2.0
-PEAK_TIMEOUT_S = 300
+PEAK_TIMEOUT_S = settings_mod.PEAK_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,8 @@ class Plan:
                 "use_smt": self.config["use_smt"],
             },
             "plan": self.peak[(placement, int(threads))].to_dict(),
-            "settings": {"matrix_size": PEAK_MATRIX_SIZE, "seconds": PEAK_SECONDS},
+            "settings": dict(settings_mod.PEAK_SETTINGS),
+            "workload": "gemm",
             "code": self.code.get("measure"),
         }
 

@@ -23,6 +23,25 @@ DEFAULTS = {
 KEYS = (*DEFAULTS, "seed")
 TIMEOUT_MARGIN_S = 120.0
 
+# The GEMM peak of one (placement, threads) (measure.peak: the denominator of efficiency): a
+# torch.mm of two PEAK_MATRIX_SIZE^2 float32 matrices per step, at least 2 untimed products, then
+# at least PEAK_SECONDS of timed ones (and 6, the smallest n with a 95 % CI of the median). The
+# contention keys keep their defaults (exclusion at 10 % foreign CPU, 2 retries after 5, 10 s).
+PEAK_MATRIX_SIZE = 2048
+PEAK_SECONDS = 2.0
+PEAK_TIMEOUT_S = 300
+PEAK_SETTINGS = {
+    "protocol": "adaptive",
+    "warmup": 2,
+    "min_warmup_seconds": 0.0,
+    "min_iterations": 6,
+    "min_timed_seconds": PEAK_SECONDS,
+    "target_rel_ci": 0.02,
+    "max_iterations": 100_000,
+    "max_seconds_per_cell": 3 * PEAK_SECONDS,
+    "matrix_size": PEAK_MATRIX_SIZE,
+}
+
 
 def of(config: dict) -> dict:
     """The measurement settings of a (checked) config."""
