@@ -17,25 +17,13 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
-# A grid small enough for a real run in ~30 s on 2 cores: resnet18 on 32x32 images.
-TINY_CONFIG = {
-    "models": ["resnet18"],
-    "batch_sizes": [1, 2],
-    "optimizations": ["none", "script"],
-    "threads": [1],
-    "placements": ["sequential"],
-    "image_size": 32,
-    "warmup": 1,
-    "min_iterations": 3,
-    "max_iterations": 5,
-    "max_seconds_per_cell": 1,
-    "replicates": 1,  # config/config.yaml runs more; tests that need replicates say so
-    "contended_retries": 0,  # a busy test machine must not add back-offs (unit-tested)
-    # nor leave a replicate with no clean iteration, i.e. no number: these tests check the
-    # pipeline's plumbing; exclusion is tested beside a real busy loop (test_contention,
-    # test_packing_pipeline) and on recorded /proc/stat (test_measure)
-    "exclude_foreign_pct": 100,
-}
+TEST_CONFIGS = REPO / ".test" / "config"
+
+
+def load_config(name: str, **over) -> dict:
+    """A named test config (``.test/config/<name>.yaml``) with the keys ``over`` replaced."""
+    with open(TEST_CONFIGS / f"{name}.yaml") as fh:
+        return {**yaml.safe_load(fh), **over}
 
 
 def snakemake(
@@ -69,22 +57,6 @@ def snakemake(
     return proc
 
 
-def jobs_planned(proc: subprocess.CompletedProcess) -> dict[str, int]:
-    """Parse the 'Job stats' table of a snakemake run into {rule: count} ({} if nothing to do)."""
-    counts: dict[str, int] = {}
-    lines = (proc.stdout + proc.stderr).splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith("Job stats:"):
-            for row in lines[i + 3 :]:
-                parts = row.split()
-                if len(parts) != 2 or not parts[1].isdigit():
-                    break
-                counts[parts[0]] = int(parts[1])
-            break
-    counts.pop("total", None)
-    return counts
-
-
 DOT_NODE = re.compile(r'^\s*\d+\[label = "([^"\\]+)[^"]*",.*style="([^"]*)"\];$', re.M)
 
 
@@ -97,9 +69,14 @@ def dag_jobs(dot: str) -> Counter:
     return Counter(rule for rule, style in DOT_NODE.findall(dot) if "dashed" not in style)
 
 
+def planned(workdir: Path, config: dict | None, *args: str, target: str = "all") -> Counter:
+    """{rule: jobs a run of ``target`` would execute}, from Snakemake's DAG (``dag_jobs``)."""
+    return dag_jobs(snakemake(workdir, config, *args, "--dag", "dot", target).stdout)
+
+
 @pytest.fixture
 def tiny_config() -> dict:
-    return dict(TINY_CONFIG)
+    return load_config("tiny")
 
 
 # -- a busy loop pinned to a CPU ----------------------------------------------------------------

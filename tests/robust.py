@@ -4,33 +4,16 @@ the background, find and signal its cell processes, wait for things to happen.""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import yaml
-from conftest import REPO
-
-# One tiny cell: resnet18 on 32x32 images, a fixed number of iterations.
-BASE = {
-    "models": ["resnet18"],
-    "batch_sizes": [1],
-    "optimizations": ["none"],
-    "threads": [1],
-    "placements": ["sequential"],
-    "image_size": 32,
-    "protocol": "fixed",
-    "warmup": 0,
-    "fixed_iterations": 2,
-    "max_seconds_per_cell": 1,
-    "replicates": 1,
-    "contended_retries": 0,
-    "exclude_foreign_pct": 100,  # no replicate without a number on a busy test machine
-}
+from conftest import REPO, dag_jobs
 
 
 def env(**extra: str) -> dict:
@@ -134,12 +117,18 @@ def signal_cells(root: Path, plan: dict[str, signal.Signals], proc: subprocess.P
     assert not pending, f"never saw the cells {list(pending)}"
 
 
-def jobs_run(output: str) -> dict[str, int]:
-    """{rule: number of jobs finished} from a snakemake log."""
-    counts: dict[str, int] = {}
-    for m in re.finditer(r"Finished jobid: \d+ \(Rule: (\w+)\)", output):
-        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return counts
+def planned(workdir: Path, config: dict | None, *targets: str, log="dag.log", **kw) -> Counter:
+    """{rule: jobs a run would execute} from Snakemake's DAG (``--dag dot``: jobs that need not
+    run are drawn dashed), not from its log text."""
+    rc, out = run(workdir, config, "--dag", "dot", *targets, log=log, **kw)
+    assert rc == 0, out[-3000:]
+    return dag_jobs(out)
+
+
+def written_since(paths, since_ns: int) -> list[Path]:
+    """The files among ``paths`` written (created or replaced) at or after ``since_ns``: the
+    cells a run measured, read from its outputs rather than its log."""
+    return [p for p in paths if p.stat().st_mtime_ns >= since_ns]
 
 
 def copy_workflow(dst: Path) -> Path:

@@ -11,8 +11,7 @@ import sys
 import textwrap
 
 import pytest
-import robust
-from conftest import REPO, foreign_share_pct
+from conftest import REPO, foreign_share_pct, load_config
 
 from numa_effects.measure import contention, launcher
 from numa_effects.plan import placement, topology
@@ -127,7 +126,9 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
         "cell": {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
         | {"batch_size": 1, "image_size": 32, "use_smt": False},
         "plan": plan.to_dict(),
-        "settings": {**{k: v for k, v in robust.BASE.items() if k in ("protocol", "warmup")}}
+        "settings": {
+            **{k: v for k, v in load_config("one-cell").items() if k in ("protocol", "warmup")}
+        }
         | {"fixed_iterations": 100_000, "max_seconds_per_cell": 1.5, "seed": 0},
     }
     assert foreign_share_pct(plan.cpus) > 50  # the hog really runs on the cell's CPU

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import robust
-from conftest import REPO
+from conftest import REPO, load_config
 
 from numa_effects.measure import launcher, supervise
 from numa_effects.plan import placement, topology
@@ -39,7 +39,7 @@ def failing_grid(tmp_path_factory):
     work = tmp_path_factory.mktemp("failing")
     results = work / "results"
     cfg = {
-        **robust.BASE,
+        **load_config("one-cell"),
         "results": str(results),
         "optimizations": ["none", "script"],
         "batch_sizes": [1, 2, 3, BIG],
@@ -148,11 +148,13 @@ def test_retry_failed_reruns_only_the_failed_cells(failing_grid):
     ok_cell = results / "cells/resnet18/none/sequential/t1/bs1/r1.json"
     before = ok_cell.stat().st_mtime_ns
     # The documented command, without PYTORCH_JIT=0 and without signals this time.
+    since = time.time_ns()
     rc, out = robust.run(
         work, cfg, "--cores", "2", "all", "--forcerun", *listed, log="retry.log", timeout=1800
     )
     assert rc == 0, out[-5000:]
-    assert robust.jobs_run(out)["cell"] == 7
+    assert sorted(map(str, robust.written_since(map(Path, listed), since))) == sorted(listed)
+    assert len(listed) == 7
     assert ok_cell.stat().st_mtime_ns == before
     f = pd.read_csv(results / "tables" / "failures.csv")
     assert list(zip(f["opt"], f["batch_size"], f["cause"], strict=True)) == [
@@ -193,7 +195,7 @@ def test_numactl_refusal_is_a_failed_cell_and_the_grid_goes_on(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
     results = tmp_path / "results"
-    cfg = {**robust.BASE, "results": str(results), "threads": [1, 2]}
+    cfg = {**load_config("one-cell"), "results": str(results), "threads": [1, 2]}
     targets = [str(results / "tables" / "failures.csv"), str(results / "summary.txt")]
     rc, out = robust.run(tmp_path, cfg, "--cores", "1", *targets, prefix=("taskset", "-c", "0"))
     assert rc == 0, out[-5000:]

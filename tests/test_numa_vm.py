@@ -43,7 +43,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import jobs_planned, snakemake
+from conftest import load_config, planned, snakemake
 from test_pipeline import check_cells, check_tables
 
 from numa_effects.measure import result as cellresult
@@ -60,32 +60,8 @@ GUEST_TOPOLOGY = REPO / "tests" / "fixtures" / "topology" / "qemu-2node-test-gue
 # and 3 GiB each (a membind'ed torch process must fit on one node).
 GUEST_ARGS = ["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "3G"]
 PLACEMENTS = ["sequential", "interleave", "remote", "mem-interleave"]
-# The smallest grid that has every NUMA figure family: one model, opt and batch size, two thread
-# counts (a line per placement), every placement. Timings in the guest mean nothing, so a cell
-# only needs a few iterations; the margin covers the guest's minutes-long import of torch.
-GUEST_CONFIG = {
-    "models": ["resnet18"],
-    "batch_sizes": [1],
-    "optimizations": ["none"],
-    "threads": [1, 2],
-    "placements": PLACEMENTS,
-    "image_size": 32,
-    "warmup": 1,
-    "min_iterations": 3,
-    "max_iterations": 5,
-    "max_seconds_per_cell": 5,
-    "replicates": 1,
-    "contended_retries": 0,
-    # timings mean nothing here: no iteration excluded for contention, so no cell is left
-    # without numbers (status contended) by the guest's own load
-    "exclude_foreign_pct": 100,
-    "cell_timeout_margin_s": 1500,
-    "peak": False,  # a GEMM peak of an emulated CPU means nothing: efficiency stays empty
-    # the pipeline's packing jobs (a fat instance and a plan per batch size, docs/packing.md)
-    # would add minutes of torch imports per job, and the host must measure nothing: guest-e2e's
-    # packing step measures one group directly instead (packing_group.py)
-    "packing": {"enabled": False},
-}
+# The smallest grid that has every NUMA figure family (.test/config/guest.yaml).
+GUEST_CONFIG = load_config("guest")
 CELLS = [(p, t) for p in PLACEMENTS for t in GUEST_CONFIG["threads"]]
 # The guest is killed after this long (a hung guest, not a slow one: at load 7-15 the run took
 # 1980 s before the packing step, which adds ~5 min at load 2-5 and more on a busier machine).
@@ -165,7 +141,7 @@ def drawn(guest):
     # re-run the cells; NUMA_VM_RERUN_TRIGGERS=mtime draws them anyway (never in CI).
     triggers = os.environ.get("NUMA_VM_RERUN_TRIGGERS")
     extra = ["--rerun-triggers", *triggers.split(",")] if triggers else []
-    before = jobs_planned(snakemake(workdir, cfg, *extra, "--cores", "1", "-n", "all"))
+    before = planned(workdir, cfg, *extra)
     # Checked here, before anything runs: a cell job on the host would overwrite the guest's
     # measurement with one of this machine (Snakemake re-runs a cell whose code or params
     # changed since the guest ran it).
@@ -173,7 +149,7 @@ def drawn(guest):
     t0 = time.monotonic()
     snakemake(workdir, cfg, *extra, "--cores", "2", "all")
     print(f"numa_vm: host drew the report in {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    after = snakemake(workdir, cfg, *extra, "--cores", "1", "-n", "all")
+    after = planned(workdir, cfg, *extra)
     return workdir, before, after
 
 
@@ -254,7 +230,7 @@ def test_host_measures_nothing_and_a_rerun_plans_nothing(drawn):
     assert before, "the host had nothing to draw"
     assert not {"cell", "peak", "machine"} & set(before), before
     assert "tables" in before and "report_page" in before
-    assert jobs_planned(after) == {}, after.stdout + after.stderr
+    assert after == {}, after
 
 
 def test_tables_from_the_guest(guest, drawn):

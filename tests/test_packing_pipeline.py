@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import robust
-from conftest import REPO, TINY_CONFIG, foreign_share_pct, snakemake
+from conftest import REPO, foreign_share_pct, load_config, snakemake
 
 from numa_effects.measure import group, launcher
 from numa_effects.plan import grid, packing, placement, topology
@@ -36,7 +36,7 @@ def run(tmp_path_factory):
         pytest.skip("a 1-core node: nothing to pack")
     workdir = tmp_path_factory.mktemp("packing")
     cfg = {
-        **TINY_CONFIG,
+        **load_config("tiny"),
         "optimizations": ["none"],
         "threads": THREADS,
         "batch_sizes": [1, 2],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, jobs_planned, snakemake
+from conftest import REPO, planned, snakemake
 from report_browser import install_chromium, load_page, page_links
 
 from numa_effects.plan import grid
@@ -264,8 +264,7 @@ def test_import_builds_the_report_without_measuring(imported):
     assert "No figures" not in text[:packing]
     assert "No figures: imported results" in text[packing:]
     # a second run has nothing to do
-    proc = snakemake(wd, config, "--cores", "2", "-n", "all")
-    assert jobs_planned(proc) == {}
+    assert planned(wd, config) == {}
 
 
 @pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import jobs_planned, snakemake
+from conftest import planned, snakemake
 
 from numa_effects.plan import grid, topology
 
@@ -72,11 +72,11 @@ def check_tables(results: Path, g: grid.Grid, opts, replicates: int = 1) -> None
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from conftest import TINY_CONFIG
+    from conftest import load_config
 
     workdir = tmp_path_factory.mktemp("pipeline")
     # two replicates per cell (issue 10): two result files, one combined row per cell
-    cfg = {**TINY_CONFIG, "placements": ["sequential", "interleave"], "replicates": 2}
+    cfg = {**load_config("tiny"), "placements": ["sequential", "interleave"], "replicates": 2}
     first = snakemake(workdir, cfg, "--cores", "2", "all")
     return workdir, cfg, first
 
@@ -111,28 +111,23 @@ def test_tables_and_skipped(run):
 
 def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(run):
     workdir, cfg, _ = run
-    again = snakemake(workdir, cfg, "--cores", "1", "-n", "all")
-    assert jobs_planned(again) == {}
-    assert "Nothing to be done" in again.stdout + again.stderr
-    more = snakemake(workdir, {**cfg, "batch_sizes": [1, 2, 4]}, "--cores", "1", "-n", "all")
-    planned = jobs_planned(more)
+    assert planned(workdir, cfg) == {}
+    more = planned(workdir, {**cfg, "batch_sizes": [1, 2, 4]})
     # bs4 for none and script, in every placement this machine can run, both replicates
-    assert planned.get("cell") == 2 * len(expected({**cfg, "batch_sizes": [4]}).cells)
-    assert planned.get("tables") == 1
+    assert more.get("cell") == 2 * len(expected({**cfg, "batch_sizes": [4]}).cells)
+    assert more.get("tables") == 1
 
 
 def test_peak_false_plans_no_peak_job(tmp_path):
     """``peak: false`` (the emulated guest): the cells and an empty peak table, no peak job."""
-    from conftest import TINY_CONFIG
+    from conftest import load_config
 
-    cfg = {**TINY_CONFIG, "peak": False}
-    planned = jobs_planned(snakemake(tmp_path, cfg, "--cores", "1", "-n", "all"))
-    assert "peak" not in planned
-    assert planned["peak_table"] == 1
-    assert planned["cell"] == len(expected(cfg).cells)
-    with_peak = jobs_planned(
-        snakemake(tmp_path, {**cfg, "peak": True}, "--cores", "1", "-n", "all")
-    )
+    cfg = {**load_config("tiny"), "peak": False}
+    jobs = planned(tmp_path, cfg)
+    assert "peak" not in jobs
+    assert jobs["peak_table"] == 1
+    assert jobs["cell"] == len(expected(cfg).cells)
+    with_peak = planned(tmp_path, {**cfg, "peak": True})
     assert with_peak["peak"] == len({(k.placement, k.threads) for k in expected(cfg).cells})
 
 
@@ -151,13 +146,13 @@ def test_a_deleted_replicate_reruns_alone_and_more_replicates_run_only_the_new_o
     kept = gone.read_bytes()
     gone.unlink()
     try:
+        assert planned(workdir, cfg).get("cell") == 1
         again = snakemake(workdir, cfg, "--cores", "1", "-n", "all")
-        assert jobs_planned(again).get("cell") == 1
         assert f"output: {gone.relative_to(workdir)}" in again.stdout + again.stderr
     finally:
         gone.write_bytes(kept)
-    more = snakemake(workdir, {**cfg, "replicates": 3}, "--cores", "1", "-n", "all")
     # the third replicate of each cell, nothing else measured
-    assert jobs_planned(more).get("cell") == len(expected(cfg).cells)
+    assert planned(workdir, {**cfg, "replicates": 3}).get("cell") == len(expected(cfg).cells)
+    more = snakemake(workdir, {**cfg, "replicates": 3}, "--cores", "1", "-n", "all")
     outputs = [ln for ln in (more.stdout + more.stderr).splitlines() if "/cells/" in ln]
     assert outputs and all("r3.json" in ln for ln in outputs if "output:" in ln)

@@ -10,14 +10,19 @@ import re
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO, TINY_CONFIG, snakemake
+from conftest import FIXTURES, REPO, load_config, snakemake
 
 pytestmark = pytest.mark.integration
 
 PROFILES = REPO / "profiles"
 # A 2 x 16-core cluster node, as a topology file: what a grid on a cluster is planned against.
 NODE = FIXTURES / "topology" / "2x16-nosmt-alternating.lscpu-p.txt"
-CONFIG = {**TINY_CONFIG, "optimizations": ["none"], "threads": [1, 16], "topology": str(NODE)}
+CONFIG = {
+    **load_config("tiny"),
+    "optimizations": ["none"],
+    "threads": [1, 16],
+    "topology": str(NODE),
+}
 # Keys that define per-rule resources; a profile holding one would fork the shared definitions.
 PER_RULE_KEYS = {"set-resources", "set-threads", "default-resources"}
 

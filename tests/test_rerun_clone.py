@@ -16,25 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, dag_jobs
+from conftest import REPO, dag_jobs, load_config
 
 pytestmark = pytest.mark.integration
 
-GRID = {
-    "models": ["resnet18"],
-    "batch_sizes": [1],
-    "optimizations": ["none"],
-    "threads": [1],
-    "placements": ["sequential"],
-    "image_size": 32,
-    "protocol": "fixed",
-    "warmup": 1,
-    "fixed_iterations": 3,
-    "max_seconds_per_cell": 2,
-    "replicates": 1,
-    "contended_retries": 0,
-    "peak": False,
-}
+# One cell, no peak: the base of the robustness tests (.test/config/one-cell.yaml).
+GRID = load_config("one-cell", warmup=1, fixed_iterations=3, max_seconds_per_cell=2, peak=False)
 
 
 def clone(dest: Path) -> Path:

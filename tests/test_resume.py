@@ -13,12 +13,14 @@ import os
 import re
 import shutil
 import signal
+import time
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import robust
-from conftest import REPO, jobs_planned
+from conftest import REPO, load_config
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +30,7 @@ TWO_NODES = REPO / "tests" / "fixtures" / "topology" / "2x16-nosmt-alternating.l
 def grid(results: Path, **over) -> dict:
     """Three cells of ~2 s of timing each: long enough to be caught running."""
     return {
-        **robust.BASE,
+        **load_config("one-cell"),
         "results": str(results),
         "batch_sizes": [1, 2, 3],
         "fixed_iterations": 100_000,
@@ -62,9 +64,10 @@ def assert_no_partial_results(results: Path):
 
 def resume_and_check(work: Path, cfg: dict, target: str, done: dict[Path, int]):
     """Run again: only the cells without a result run, finished ones are untouched."""
+    since = time.time_ns()
     rc, out = robust.run(work, cfg, "--cores", "1", target, log="resume.log")
     assert rc == 0, out[-5000:]
-    assert robust.jobs_run(out).get("cell", 0) == 3 - len(done)
+    assert len(robust.written_since(cell_jsons(Path(cfg["results"])), since)) == 3 - len(done)
     for path, mtime in done.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was re-run"
     cells = pd.read_csv(Path(cfg["results"]) / "tables" / "cells.csv")
@@ -136,9 +139,10 @@ def test_a_result_written_but_not_recorded_is_rerun(tmp_path):
     )
     assert rc != 0 and "IncompleteFilesException" in out, out[-3000:]
     done = {p: p.stat().st_mtime_ns for p in cell_jsons(results) if p != victim}
+    since = time.time_ns()
     rc, out = robust.run(tmp_path, cfg, "--cores", "1", target, log="resume.log")
     assert rc == 0, out[-5000:]
-    assert robust.jobs_run(out)["cell"] == 3 - len(done)
+    assert len(robust.written_since(cell_jsons(results), since)) == 3 - len(done)
     assert json.loads(victim.read_text())["provenance"]["launcher_started_at"] != first
     for path, mtime in done.items():
         assert path.stat().st_mtime_ns == mtime
@@ -173,33 +177,32 @@ def complete(tmp_path_factory):
     root = tmp_path_factory.mktemp("complete")
     snakefile = robust.copy_workflow(root / "wf")
     work = root / "run"
-    cfg = {**robust.BASE, "batch_sizes": [1, 2], "results": str(work / "results")}
+    cfg = {**load_config("one-cell"), "batch_sizes": [1, 2], "results": str(work / "results")}
     rc, out = robust.run(work, cfg, "--cores", "2", "all", snakefile=snakefile, timeout=1800)
     assert rc == 0, out[-5000:]
     return snakefile, work, cfg
 
 
-def planned(complete, *args, cfg=None, log="dry.log") -> dict[str, int]:
+def planned(complete, cfg=None, log="dag.log") -> Counter:
     snakefile, work, base = complete
-    rc, out = robust.run(work, cfg or base, "-n", "all", *args, snakefile=snakefile, log=log)
-    assert rc == 0, out[-3000:]
-    return jobs_planned(type("P", (), {"stdout": out, "stderr": ""})())
+    return robust.planned(work, cfg or base, "all", snakefile=snakefile, log=log)
 
 
 def test_rerun_after_a_complete_run_executes_nothing(complete):
     snakefile, work, cfg = complete
+    outputs = [p for p in (work / "results").rglob("*") if p.is_file()]
+    since = time.time_ns()
     rc, out = robust.run(work, cfg, "--cores", "1", "all", snakefile=snakefile, log="again.log")
     assert rc == 0
     assert "Nothing to be done" in out
-    assert robust.jobs_run(out) == {}
+    assert robust.written_since(outputs, since) == []
 
 
-def planned_after_editing(complete, script: Path) -> dict[str, int]:
-    """Jobs a dry run plans after appending a comment to ``script``; then the script is put
-    back as it was, modification time included (Snakemake notices edited scripts by their
-    modification time: "Code has changed since last execution")."""
+def planned_after_editing(complete, script: Path, addition: str) -> Counter:
+    """Jobs a run would execute after appending ``addition`` to ``script``; then the script is
+    put back as it was."""
     original, st = script.read_text(), script.stat()
-    script.write_text(original + "\n# edited by test_resume\n")
+    script.write_text(original + addition)
     try:
         return planned(complete)
     finally:
@@ -207,17 +210,40 @@ def planned_after_editing(complete, script: Path) -> dict[str, int]:
         os.utime(script, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def test_editing_a_plot_script_reruns_only_plots_and_report(complete):
-    jobs = planned_after_editing(complete, complete[0].parent / "workflow/scripts/plot_figure.py")
+SCRIPTS = "workflow/scripts"
+
+
+def test_a_comment_or_a_newer_file_reruns_nothing(complete):
+    """What "the code changed" means is its content (numa_effects.plan.code): a comment, a
+    docstring or a file's modification time (a clone, a checkout, touch) re-runs nothing."""
+    root = complete[0].parent
+    assert planned_after_editing(complete, root / SCRIPTS / "plot_figure.py", "\n# x\n") == {}
+    cell = root / SCRIPTS / "numa_effects/measure/cell.py"
+    assert planned_after_editing(complete, cell, '\n"""A docstring-only edit."""\n') == {}
+    os.utime(root / SCRIPTS / "run_cell.py")  # newer than every result
+    assert planned(complete) == {}
+
+
+def test_editing_the_report_code_reruns_only_plots_and_report(complete):
+    script = complete[0].parent / SCRIPTS / "plot_figure.py"
+    jobs = planned_after_editing(complete, script, "\nEDITED_BY_TEST = 1\n")
     assert jobs.pop("report_page") == 1
     assert jobs.pop("all") == 1
     assert jobs and all(rule.startswith("plot_") for rule in jobs), jobs
     assert planned(complete) == {}
 
 
-def test_editing_the_summary_script_reruns_only_the_summary(complete):
-    jobs = planned_after_editing(complete, complete[0].parent / "workflow/scripts/write_summary.py")
-    assert jobs == {"summary": 1, "all": 1}
+def test_editing_the_table_code_reruns_the_tables_not_the_cells(complete):
+    script = complete[0].parent / SCRIPTS / "write_summary.py"
+    jobs = planned_after_editing(complete, script, "\nEDITED_BY_TEST = 1\n")
+    assert jobs["summary"] == 1 and jobs["tables"] == 1
+    assert "cell" not in jobs and "machine" not in jobs
+
+
+def test_editing_the_measuring_code_remeasures_every_cell(complete):
+    script = complete[0].parent / SCRIPTS / "numa_effects/measure/runner.py"
+    jobs = planned_after_editing(complete, script, "\nEDITED_BY_TEST = 1\n")
+    assert jobs["cell"] == 2 and jobs["tables"] == 1
 
 
 def test_changing_max_seconds_per_cell_reruns_every_cell(complete):
@@ -247,17 +273,17 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
     """Planned against a 2-node topology file: adding interleave adds exactly its cells (the
     dry run is enough; on this 1-node machine they would fail the placement re-check)."""
     results = tmp_path / "results"
-    cfg = {**robust.BASE, "batch_sizes": [1, 2], "results": str(results)}
+    cfg = {**load_config("one-cell"), "batch_sizes": [1, 2], "results": str(results)}
     cfg["topology"] = str(TWO_NODES)
     target = str(results / "tables" / "cells.csv")
     rc, out = robust.run(tmp_path, cfg, "--cores", "2", target)
     assert rc == 0, out[-5000:]
     assert (pd.read_csv(target)["status"] == "ok").all()  # sequential t1 = CPU 0 here too
     more = {**cfg, "placements": ["sequential", "interleave"]}
+    jobs = robust.planned(tmp_path, more, target)
+    assert jobs["cell"] == 2  # interleave x 2 batch sizes, nothing else re-measured
     rc, out = robust.run(tmp_path, more, "-n", target, log="dry.log")
     assert rc == 0, out[-3000:]
-    jobs = jobs_planned(type("P", (), {"stdout": out, "stderr": ""})())
-    assert jobs["cell"] == 2  # interleave x 2 batch sizes, nothing else re-measured
     outputs = re.findall(r"output: (\S+/cells/\S+\.json)", out)
     assert sorted(Path(p).relative_to(results / "cells").as_posix() for p in outputs) == [
         "resnet18/none/interleave/t1/bs1/r1.json",
@@ -266,10 +292,11 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
 
 
 # -- the same without Snakemake's metadata, and values spelled differently (issue 13) -------------
-def dry_run(snakefile: Path, work: Path, cfg: dict, log: str) -> tuple[dict[str, int], str]:
+def dry_run(snakefile: Path, work: Path, cfg: dict, log: str) -> tuple[Counter, str]:
+    jobs = robust.planned(work, cfg, "all", snakefile=snakefile, log=f"dag-{log}")
     rc, out = robust.run(work, cfg, "-n", "all", snakefile=snakefile, log=log)
     assert rc == 0, out[-3000:]
-    return jobs_planned(type("P", (), {"stdout": out, "stderr": ""})()), out
+    return jobs, out
 
 
 def test_a_grid_change_is_honoured_in_a_fresh_checkout_with_copied_results(complete, tmp_path):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, TINY_CONFIG, jobs_planned, snakemake
+from conftest import REPO, dag_jobs, load_config, snakemake
 
 pytestmark = pytest.mark.slurm
 
@@ -35,7 +35,7 @@ PROFILES = (
 # Two cells, one peak (same placement and threads) and the light jobs: a few minutes on 2 CPUs,
 # since every benchmark job holds the only node exclusively.
 CONFIG = {
-    **TINY_CONFIG,
+    **load_config("tiny"),
     "batch_sizes": [1, 2],
     "optimizations": ["none"],
     "threads": [1],
@@ -111,7 +111,7 @@ def slurm_run(slurm_cluster, tmp_path_factory):
         grid = run("all", "--config", f"topology={topology}")
         # 3. Everything is up to date afterwards: the node planned nothing the submit host would
         #    plan differently (a different plan would re-run the cells).
-        again = run("-n", "all", "--config", f"topology={topology}")
+        again = run("--dag", "dot", "all", "--config", f"topology={topology}")
     return {
         "workdir": workdir,
         "results": workdir / "results",
@@ -204,5 +204,5 @@ def test_nothing_left_to_do_after_the_cluster_run(slurm_run):
     # Every target of `all` (tables, plots and report included, whatever the workflow has)
     # exists and is up to date as seen from the submit host.
     again = slurm_run["again"]
-    assert jobs_planned(again) == {}, again.stdout + again.stderr
+    assert dag_jobs(again.stdout) == {}, again.stdout + again.stderr
     assert "Nothing to be done" in again.stdout + again.stderr
