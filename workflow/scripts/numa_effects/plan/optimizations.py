@@ -155,7 +155,7 @@ def _channels_last(model, x, settings):
     return model.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
 
 
-def _inductor(settings):
+def setup_inductor(settings: dict):
     """Inductor set up for inference: freezing on (weights become constants, folded and
     prepacked for oneDNN), the run's shared cache folder when the settings name one."""
     import torch._inductor.config as inductor_config
@@ -169,7 +169,7 @@ def _inductor(settings):
 def _compile(model, x, settings):
     import torch
 
-    _inductor(settings)
+    setup_inductor(settings)
     model, x = _channels_last(model, x, settings)
     return torch.compile(model), x
 
@@ -187,7 +187,7 @@ def _autocast_bf16(fn):
 def _bf16(model, x, settings):
     import torch
 
-    _inductor(settings)
+    setup_inductor(settings)
     model, x = _channels_last(model, x, settings)
     return _autocast_bf16(torch.compile(model)), x
 
@@ -219,14 +219,14 @@ def quantize_int8(model, x):
 def _int8(model, x, settings):
     import torch
 
-    _inductor(settings)
+    setup_inductor(settings)
     return torch.compile(quantize_int8(model, x)), x
 
 
 def _int8_bf16(model, x, settings):
     import torch
 
-    _inductor(settings)
+    setup_inductor(settings)
     return _autocast_bf16(torch.compile(quantize_int8(model, x))), x
 
 
