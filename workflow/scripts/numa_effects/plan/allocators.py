@@ -32,8 +32,9 @@ STANDARD_DIRS = (
 # torch.backends.xeon.run_cpu's MALLOC_CONF for jemalloc (torch 2.14.1, run_cpu.py)
 RUN_CPU_JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto"
 # ... plus never returning freed pages to the OS (-1: no decay), as Intel's extension for
-# PyTorch recommends: without it jemalloc gave back and re-faulted the activations on every
-# iteration and was no faster than glibc on ResNet-50 batch 16 here (research notes, issue 19).
+# PyTorch sets: with run_cpu's options alone jemalloc gave back and re-faulted the activations
+# on every iteration and was slower than glibc on ResNet-50 batch 16 here; with these it was
+# ~1.5x faster, like tcmalloc (docs/precision.md, section 6).
 JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
 
 
