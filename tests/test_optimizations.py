@@ -194,3 +194,12 @@ def test_int8_is_calibrated_quantized_compiled_and_runs_u8_s8_kernels(cache):
     assert out["checked"]["verdict"]["ok"], out["checked"]
     assert agree["cosine"] < 0.99999  # really quantized: not bit-equal to float32
     assert cpu_dtypes(out) == ["u8/s8"], out["trace"]["summary"]
+
+
+@pytest.mark.integration
+def test_int8_mixed_with_bf16_keeps_int8_kernels_and_outputs_bf16(cache):
+    _needs("int8_bf16")
+    out = run_child("int8_bf16", cache)
+    assert out["checked"]["verdict"]["ok"], out["checked"]
+    assert out["checked"]["agreement"]["output_dtype"] == "bfloat16"
+    assert "u8/s8" in cpu_dtypes(out), out["trace"]["summary"]
