@@ -5,18 +5,69 @@ the input to time it on (an optimization may change the input's memory format). 
 time and warnings are recorded by the caller (``measure.cell``), not here. The entry carries
 everything else an optimization means to the pipeline: its ``dtype`` (bytes per weight for the
 memory estimate; the peak the efficiency is measured against), its graph mode, whether it
-uses the compile cache shared across the processes of a run, and its label and colour in the
-report.
+uses the compile cache shared across the processes of a run, its label and colour in the
+report, what it ``requires`` to run at all (``skip_reason``) and which CPU capability makes it
+``native`` (``native_on``, ``precision_note``).
+
+Compiled entries (``graph == "inductor"``) compile lazily: ``torch.compile`` returns at once and
+the first call compiles, so their conversion cost is ``prepare_s`` (export, calibration,
+quantization) plus ``first_call_s`` (compilation). Freezing (``torch._inductor.config.freezing``)
+is a process-wide setting read at that first call, so ``prepare`` sets it globally: one cell per
+process.
+
+bf16 comes as two entries. ``bf16`` is PyTorch's CPU deployment recipe (autocast, channels-last,
+compiled with freezing: weights are converted and prepacked once); ``bf16_eager`` is the same
+autocast without compilation, what a user gets by adding one ``with`` line. Both are kept: the
+pair separates what the data type buys from what the compiler buys (``bf16`` against
+``compile``, ``bf16_eager`` against ``channels_last``, each pair differing only in dtype), and
+the eager one has no compile cost, runs where inductor cannot compile, and shows the per-call
+weight conversion that the compiled one avoids.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # Bytes per element of each dtype an optimization computes in (the memory estimate).
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """Something an optimization needs on the machine, and how to get it."""
+
+    name: str
+    kind: str  # "package" (importable module) | "program" (on PATH)
+    targets: tuple[str, ...]  # module names or programs; any one suffices
+    install: str
+
+    def available(self) -> bool:
+        if self.kind == "package":
+            return any(importlib.util.find_spec(t) is not None for t in self.targets)
+        return any(shutil.which(t) for t in self.targets)
+
+
+REQUIREMENTS: dict[str, Requirement] = {
+    r.name: r
+    for r in (
+        Requirement(
+            "torchao",
+            "package",
+            ("torchao",),
+            "pip install torchao==0.18.0 (pinned in requirements.txt; `make venv` installs it)",
+        ),
+        Requirement(
+            "cxx",
+            "program",
+            ("g++", "c++", "clang++"),
+            "a C++ compiler for inductor's CPU kernels: apt-get install g++",
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -29,6 +80,8 @@ class Optimization:
     graph: str = "eager"  # eager | torchscript | inductor
     compile_cache: bool = False  # inductor: a cache folder shared by the run's processes
     color: str | None = None  # fixed colour in every figure (None: a spare one)
+    requires: tuple[str, ...] = ()  # keys of REQUIREMENTS: without one, its cells are skipped
+    native: str | None = None  # the capability that makes the dtype fast: "bf16" | "int8"
 
     @property
     def legend(self) -> str:
@@ -39,6 +92,51 @@ class Optimization:
         return DTYPE_BYTES[self.dtype]
 
 
+# -- skip reasons and precision notes (pure: the lead's grid calls them) -----------------------
+def availability(names=None) -> dict[str, bool]:
+    """``{requirement: available}`` on this machine (no import of the packages themselves)."""
+    return {n: REQUIREMENTS[n].available() for n in (names or REQUIREMENTS)}
+
+
+def skip_reason(opt: Optimization, available: Mapping[str, bool]) -> str | None:
+    """Why ``opt``'s cells cannot run, given ``availability()`` (None: they can)."""
+    missing = [REQUIREMENTS[r] for r in opt.requires if not available.get(r, False)]
+    if not missing:
+        return None
+    return f"optimization {opt.name} needs " + "; ".join(
+        f"{r.name} (install: {r.install})" for r in missing
+    )
+
+
+def native_on(opt: Optimization, caps) -> bool:
+    """Does this CPU run ``opt``'s dtype natively? ``caps``: ``plan.cpu.Capabilities`` (or its
+    dict). What ``auto`` picks bf16 entries by; float32 entries are native everywhere."""
+    get = caps.get if isinstance(caps, Mapping) else lambda k: getattr(caps, k)
+    if opt.native == "bf16":
+        return get("bf16") == "native"
+    if opt.native == "int8":
+        return get("int8") in ("amx", "vnni")
+    return True
+
+
+def precision_note(opt: Optimization, caps) -> str | None:
+    """The mark a cell of ``opt`` carries on this CPU when its dtype is not native (None: no
+    mark), e.g. ``bf16 aten_fallback: no bf16 in oneDNN on this CPU, expect slower than
+    float32``."""
+    if native_on(opt, caps):
+        return None
+    get = caps.get if isinstance(caps, Mapping) else lambda k: getattr(caps, k)
+    if opt.native == "bf16":
+        state = get("bf16")
+        why = {
+            "onednn_emulated": "oneDNN emulates bf16 with AVX-512 (no bf16 instructions)",
+            "aten_fallback": "oneDNN refuses bf16 here; ATen's reference kernels run",
+        }.get(state, state)
+        return f"bf16 {state}: {why}, expect no speedup over float32"
+    return f"int8 {get('int8')}: no VNNI or AMX, int8 dot products take 2-3 instructions"
+
+
+# -- prepare functions ---------------------------------------------------------------------------
 def _none(model, x, settings):
     return model, x
 
@@ -57,13 +155,79 @@ def _channels_last(model, x, settings):
     return model.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
 
 
-def _compile(model, x, settings):
-    import torch
+def setup_inductor(settings: dict):
+    """Inductor set up for inference: freezing on (weights become constants, folded and
+    prepacked for oneDNN), the run's shared cache folder when the settings name one."""
+    import torch._inductor.config as inductor_config
 
     cache = settings.get("compile_cache_dir")
     if cache:  # read lazily by inductor at the first compile, so setting it here is in time
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    inductor_config.freezing = True
+
+
+def _compile(model, x, settings):
+    import torch
+
+    setup_inductor(settings)
+    model, x = _channels_last(model, x, settings)
     return torch.compile(model), x
+
+
+def _autocast_bf16(fn):
+    import torch
+
+    def run(z):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return fn(z)
+
+    return run
+
+
+def _bf16(model, x, settings):
+    import torch
+
+    setup_inductor(settings)
+    model, x = _channels_last(model, x, settings)
+    return _autocast_bf16(torch.compile(model)), x
+
+
+def _bf16_eager(model, x, settings):
+    model, x = _channels_last(model, x, settings)
+    return _autocast_bf16(model), x
+
+
+def quantize_int8(model, x):
+    """PT2E int8 with the x86 inductor quantizer (torchao): export (strict: non-strict export
+    of torchvision ResNets fails in ``prepare_pt2e`` with "Input partition has more than one
+    output node"), insert observers, calibrate on ``x`` (the cell's synthetic input), convert
+    to quantize/dequantize pairs that inductor fuses into int8 oneDNN kernels."""
+    import torch
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as xiq
+
+    # export and calibration need autograd-free but not inference tensors
+    with torch.inference_mode(False), torch.no_grad():
+        exported = torch.export.export(model, (x,), strict=True).module()
+        quantizer = xiq.X86InductorQuantizer()
+        quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
+        prepared = prepare_pt2e(exported, quantizer)
+        prepared(x)
+        return convert_pt2e(prepared)
+
+
+def _int8(model, x, settings):
+    import torch
+
+    setup_inductor(settings)
+    return torch.compile(quantize_int8(model, x)), x
+
+
+def _int8_bf16(model, x, settings):
+    import torch
+
+    setup_inductor(settings)
+    return _autocast_bf16(torch.compile(quantize_int8(model, x))), x
 
 
 OPTIMIZATIONS: dict[str, Optimization] = {
@@ -93,12 +257,59 @@ OPTIMIZATIONS: dict[str, Optimization] = {
         ),
         Optimization(
             "compile",
-            "torch.compile (inductor); compile time recorded apart",
+            "torch.compile (inductor) with freezing, channels-last; compile time recorded apart",
             _compile,
             label="compile (torch.compile)",
             graph="inductor",
             compile_cache=True,
             color="#cc78bc",
+            requires=("cxx",),
+        ),
+        Optimization(
+            "bf16",
+            "bfloat16 autocast, channels-last, torch.compile with freezing",
+            _bf16,
+            label="bf16 (compiled)",
+            dtype="bfloat16",
+            graph="inductor",
+            compile_cache=True,
+            color="#006374",
+            requires=("cxx",),
+            native="bf16",
+        ),
+        Optimization(
+            "bf16_eager",
+            "bfloat16 autocast, channels-last, eager (no compilation)",
+            _bf16_eager,
+            label="bf16 (eager)",
+            dtype="bfloat16",
+            color="#56b4e9",
+            native="bf16",
+        ),
+        Optimization(
+            "int8",
+            "int8 PT2E (torchao X86InductorQuantizer) calibrated on the input, compiled with "
+            "freezing",
+            _int8,
+            label="int8 (PT2E, compiled)",
+            dtype="int8",
+            graph="inductor",
+            compile_cache=True,
+            color="#b8850a",
+            requires=("torchao", "cxx"),
+            native="int8",
+        ),
+        Optimization(
+            "int8_bf16",
+            "int8 PT2E as int8, the unquantized rest under bfloat16 autocast, compiled",
+            _int8_bf16,
+            label="int8 + bf16 (PT2E, compiled)",
+            dtype="int8",
+            graph="inductor",
+            compile_cache=True,
+            color="#8c0800",
+            requires=("torchao", "cxx"),
+            native="bf16",
         ),
     )
 }

@@ -1,0 +1,171 @@
+"""plan.allocators: the registry, finding a library, the child's LD_PRELOAD environment, and the
+proof from /proc/self/maps. Unit tests run on text captured on this machine
+(tests/fixtures/allocators/: ``ldconfig -p`` lines and the maps of ``python3`` started with each
+allocator preloaded, and with a preload path that does not exist); the integration test preloads
+the real libraries into a real child."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, REPO
+
+from numa_effects.plan import allocators as al
+
+ALLOC = FIXTURES / "allocators"
+JE, TC, GLIBC = al.ALLOCATORS["jemalloc"], al.ALLOCATORS["tcmalloc"], al.ALLOCATORS["default"]
+
+
+def maps(name: str) -> str:
+    return (ALLOC / f"python-{name}.maps").read_text()
+
+
+def test_the_registry_names_default_jemalloc_tcmalloc_with_their_packages():
+    assert list(al.ALLOCATORS) == ["default", "jemalloc", "tcmalloc"]
+    assert (JE.package, TC.package, GLIBC.package) == ("libjemalloc2", "libtcmalloc-minimal4", None)
+    assert not GLIBC.preloaded and JE.preloaded and TC.preloaded
+    assert JE.env["MALLOC_CONF"].startswith(al.RUN_CPU_JEMALLOC_CONF)
+    with pytest.raises(KeyError, match="allowed: default, jemalloc, tcmalloc"):
+        al.get("mimalloc")
+
+
+def test_run_cpus_jemalloc_conf_is_the_one_in_this_torch():
+    """The constant quotes torch.backends.xeon.run_cpu; fail if the installed torch differs."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch not installed")
+    src = os.path.join(spec.submodule_search_locations[0], "backends", "xeon", "run_cpu.py")
+    assert f'"{al.RUN_CPU_JEMALLOC_CONF}"' in Path(src).read_text()
+
+
+def test_ldconfig_output_gives_the_64_bit_paths():
+    found = al.parse_ldconfig((ALLOC / "ldconfig-p.txt").read_text())
+    assert found["libjemalloc.so.2"] == "/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    assert found["libtcmalloc_minimal.so.4"].endswith("libtcmalloc_minimal.so.4")
+    text = "\tlibjemalloc.so.2 (libc6) => /usr/lib32/libjemalloc.so.2\n"  # a 32-bit library
+    assert al.parse_ldconfig(text) == {}
+
+
+def test_a_library_is_found_through_ldconfig_then_the_standard_folders():
+    ld = al.parse_ldconfig((ALLOC / "ldconfig-p.txt").read_text())
+    assert al.find_library(JE, ld, exists=lambda p: True) == ld["libjemalloc.so.2"]
+    only = "/usr/local/lib/libtcmalloc.so.4"  # the full tcmalloc, found in a standard folder
+    assert al.find_library(TC, {}, exists=lambda p: p == only) == only
+    assert al.find_library(JE, {}, exists=lambda p: False) is None
+    assert al.find_library(GLIBC, ld, exists=lambda p: True) is None
+
+
+def test_a_missing_library_is_skipped_with_the_sonames_and_the_install_line():
+    reason = al.skip_reason(TC, None)
+    assert "allocator tcmalloc: libtcmalloc_minimal.so.4 or libtcmalloc.so.4 not found" in reason
+    assert "tools/install-system-deps --allocators (apt-get install libtcmalloc-minimal4)" in reason
+    assert al.skip_reason(TC, "/x/libtcmalloc_minimal.so.4") is None
+    assert al.skip_reason(GLIBC, None) is None
+
+
+def test_the_child_env_puts_the_library_first_and_sets_malloc_conf():
+    env = al.child_env(JE, "/l/libjemalloc.so.2", {"PATH": "/bin", "LD_PRELOAD": "/x/libfoo.so"})
+    assert env["LD_PRELOAD"] == "/l/libjemalloc.so.2:/x/libfoo.so"
+    assert env["MALLOC_CONF"] == al.JEMALLOC_CONF and env["PATH"] == "/bin"
+    env = al.child_env(TC, "/l/libtcmalloc_minimal.so.4", {"MALLOC_CONF": "junk"})
+    assert env["LD_PRELOAD"] == "/l/libtcmalloc_minimal.so.4" and env["MALLOC_CONF"] == "junk"
+
+
+def test_an_inherited_allocator_preload_is_removed():
+    inherited = {"LD_PRELOAD": "/u/libtcmalloc.so.4 /x/libfoo.so", "MALLOC_CONF": "a:1"}
+    env = al.child_env(GLIBC, None, inherited)
+    assert env["LD_PRELOAD"] == "/x/libfoo.so" and "MALLOC_CONF" not in env
+    env = al.child_env(JE, "/l/libjemalloc.so.2", {"LD_PRELOAD": "/u/libtcmalloc.so.4"})
+    assert env["LD_PRELOAD"] == "/l/libjemalloc.so.2"
+    assert "LD_PRELOAD" not in al.child_env(GLIBC, None, {"LD_PRELOAD": "/u/libjemalloc.so.2"})
+    with pytest.raises(ValueError, match="no library"):
+        al.child_env(JE, None, {})
+
+
+@pytest.mark.parametrize("name, alloc", [("jemalloc", JE), ("tcmalloc", TC), ("default", GLIBC)])
+def test_a_preload_that_took_effect_verifies(name, alloc):
+    got = al.verify(alloc, maps(name))
+    assert got["ok"] and got["cause"] is None
+    assert len(got["mapped"]) == (0 if name == "default" else 1)
+
+
+def test_a_preload_that_did_not_take_effect_fails_verification():
+    # LD_PRELOAD=/nonexistent/libjemalloc.so.2: ld.so ignores it with a warning (bad-path.stderr)
+    got = al.verify(JE, maps("jemalloc-bad-path"))
+    assert not got["ok"] and got["cause"] == "allocator_not_loaded" and got["mapped"] == []
+    assert "did not take effect" in got["message"]
+
+
+def test_another_allocator_under_a_label_fails_verification():
+    got = al.verify(GLIBC, maps("tcmalloc"))
+    assert (got["ok"], got["cause"]) == (False, "foreign_allocator")
+    assert "libtcmalloc_minimal.so.4" in got["message"]
+    assert al.verify(JE, maps("tcmalloc"))["cause"] == "allocator_not_loaded"
+
+
+def test_versions():
+    assert al.parse_dpkg_version("5.3.0-1\n") == "5.3.0-1" and al.parse_dpkg_version("") is None
+    assert al.glibc_version().startswith("glibc ")
+
+
+# -- real preloads ---------------------------------------------------------------------------
+def _install_or_skip():
+    """The allocator libraries, installed the way numactl is (idempotent); under CI=true a
+    failed install fails the test instead of skipping it."""
+    proc = subprocess.run(
+        [str(REPO / "tools" / "install-system-deps"), "--allocators"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        msg = f"cannot install the allocator libraries: {proc.stderr.strip()[-500:]}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+PROBE = (
+    "import json, os\n"
+    "from numa_effects.plan import allocators as al\n"
+    "a = al.get(os.environ['ALLOC'])\n"
+    "print(json.dumps(al.verify(a, open('/proc/self/maps').read())))\n"
+)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["default", "jemalloc", "tcmalloc"])
+def test_a_real_child_runs_with_the_preloaded_allocator(name):
+    import json
+
+    _install_or_skip()
+    alloc = al.get(name)
+    path = al.locate(alloc)
+    assert al.skip_reason(alloc, path) is None
+    env = al.child_env(alloc, path, {**os.environ, "ALLOC": name})
+    env["PYTHONPATH"] = str(REPO / "workflow" / "scripts")
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    got = json.loads(out.stdout)
+    assert got["ok"], got
+    assert bool(got["mapped"]) == alloc.preloaded
+    if alloc.preloaded:
+        assert al.version(alloc)  # dpkg knows the package it came from
+
+
+@pytest.mark.integration
+def test_a_real_child_with_a_broken_preload_fails_verification(tmp_path):
+    env = {**os.environ, "ALLOC": "jemalloc", "PYTHONPATH": str(REPO / "workflow" / "scripts")}
+    env = al.child_env(JE, str(tmp_path / "libjemalloc.so.2"), env)  # no such file
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    assert "cannot be preloaded" in out.stderr
+    assert '"cause": "allocator_not_loaded"' in out.stdout

@@ -1,0 +1,103 @@
+"""measure.dtype_peaks: the timing loop and the choice of the best kernel on fakes; the real
+kernels of each dtype as integration tests (short: a fraction of a second each)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from numa_effects.measure import dtype_peaks as dp
+
+
+class FakeClock:
+    def __init__(self, durations):
+        self.t = 0.0
+        self.durations = itertools.cycle(durations)
+        self.calls = 0
+
+    def __call__(self):
+        return self.t
+
+    def run(self):
+        self.calls += 1
+        self.t += next(self.durations)
+
+
+def test_time_kernel_reports_the_best_and_median_rate_after_warmup():
+    clock = FakeClock([0.5, 0.25, 1.0])  # warm-up calls advance the clock too
+    got = dp.time_kernel(clock.run, flop=1e9, seconds=2.0, min_reps=3, warmup=2, clock=clock)
+    assert clock.calls == got["reps"] + 2
+    assert got["peak_gflop_per_s"] == pytest.approx(4.0)  # 1 GFLOP in 0.25 s
+    # timed: 1.0, 0.5, 0.25 (1.75 s < 2 s), 1.0 -> rates 1, 2, 4, 1
+    assert got["reps"] == 4 and got["median_gflop_per_s"] == pytest.approx(1.5)
+    assert got["measure_s"] >= 2.0 and got["flop_per_call"] == 1e9 and not got["slow"]
+
+
+def test_time_kernel_needs_min_reps_within_the_budget():
+    clock = FakeClock([0.1])
+    got = dp.time_kernel(clock.run, flop=1e9, seconds=0.2, min_reps=5, warmup=0, clock=clock)
+    assert got["reps"] == 5 and got["peak_gflop_per_s"] == pytest.approx(10.0)
+
+
+def test_a_slow_kernel_gets_one_warmup_and_two_timed_calls():
+    clock = FakeClock([10.0])
+    got = dp.time_kernel(clock.run, flop=1e9, seconds=2.0, min_reps=5, warmup=2, clock=clock)
+    assert (clock.calls, got["reps"], got["slow"]) == (3, 2, True)
+    assert got["peak_gflop_per_s"] == pytest.approx(0.1)
+
+
+def test_the_peak_is_the_best_kernel_and_failed_ones_are_skipped():
+    per = {
+        "mm": {"peak_gflop_per_s": 90.0},
+        "conv1x1_cl": {"peak_gflop_per_s": 120.0},
+        "broken": {"error": "RuntimeError: no"},
+    }
+    assert dp.best(per) == {"peak_gflop_per_s": 120.0, "peak_kernel": "conv1x1_cl"}
+    assert dp.best({"x": {"skipped": "needs torchao"}}) == {
+        "peak_gflop_per_s": None,
+        "peak_kernel": None,
+    }
+
+
+def test_measure_skips_kernels_whose_requirements_are_missing_and_survives_errors(monkeypatch):
+    def ok():
+        return (lambda: None), 1e6
+
+    def boom():
+        raise RuntimeError("oneDNN refused\nsecond line")
+
+    monkeypatch.setitem(
+        dp.KERNELS,
+        "int8",
+        (
+            dp.Kernel("needs_ao", "int8", ok, requires=("torchao",)),
+            dp.Kernel("fails", "int8", boom),
+            dp.Kernel("works", "int8", ok),
+        ),
+    )
+    got = dp.measure("int8", seconds=0.01, available={"torchao": False})
+    assert got["kernels"]["needs_ao"] == {"skipped": "needs torchao"}
+    assert got["kernels"]["fails"] == {"error": "RuntimeError: oneDNN refused"}
+    assert got["peak_kernel"] == "works" and got["dtype"] == "int8"
+
+
+def test_every_dtype_of_the_registry_has_kernels():
+    from numa_effects.plan.optimizations import OPTIMIZATIONS
+
+    assert {o.dtype for o in OPTIMIZATIONS.values()} <= set(dp.KERNELS)
+    assert dp.conv_flop(4, 512, 14) == pytest.approx(0.411041792e9)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+def test_real_kernels_of_each_dtype(dtype):
+    import torch
+
+    torch.set_num_threads(1)
+    got = dp.measure(dtype, seconds=0.3)
+    print(dtype, {k: v.get("peak_gflop_per_s", v) for k, v in got["kernels"].items()})
+    if dtype == "int8" and "skipped" in got["kernels"]["conv1x1_pt2e_int8"]:
+        pytest.skip(got["kernels"]["conv1x1_pt2e_int8"]["skipped"])
+    assert not any("error" in v for v in got["kernels"].values()), got
+    assert got["peak_gflop_per_s"] > 0.5

@@ -1,0 +1,105 @@
+"""measure.numerics: agreement of an optimized model's outputs with float32 eager, and the verdict
+that flags a broken conversion. Synthetic arrays for every branch; one real small model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from numa_effects.measure import numerics
+
+RNG = np.random.default_rng(0)
+REF = RNG.normal(size=(4, 1000)) * 3.0
+
+
+def test_identical_outputs_agree_exactly():
+    a = numerics.agreement(REF.copy(), REF)
+    assert a["cosine"] == pytest.approx(1.0) and a["max_rel_err"] == 0 and a["top1_agree"] == 1
+    assert a["finite"] and a["n"] == 4000
+    assert numerics.verdict(a, "float32")["ok"]
+
+
+def test_max_rel_err_is_the_largest_error_over_the_largest_reference_logit():
+    y = REF.copy()
+    y[2, 5] += 0.6
+    a = numerics.agreement(y, REF)
+    assert a["max_abs_err"] == pytest.approx(0.6)
+    assert a["max_rel_err"] == pytest.approx(0.6 / np.abs(REF).max())
+
+
+def test_bf16_like_rounding_passes_and_int8_like_noise_passes():
+    bf16 = REF * (1 + RNG.normal(scale=2**-8, size=REF.shape))  # ~bf16's relative precision
+    v = numerics.verdict(numerics.agreement(bf16, REF), "bfloat16")
+    assert v["ok"], v
+    int8 = REF + RNG.normal(scale=0.02 * 3, size=REF.shape)  # ~2 % of the logit scale
+    a = numerics.agreement(int8, REF)
+    assert 0.99 < a["cosine"] < 0.9999 and numerics.verdict(a, "int8")["ok"]
+    assert not numerics.verdict(a, "float32")["ok"]  # far too loose for float32
+
+
+@pytest.mark.parametrize(
+    "garbage, reason",
+    [
+        (RNG.normal(size=REF.shape) * 3.0, "cosine"),  # unrelated outputs
+        (-REF, "cosine"),  # a sign flip
+        (REF * 40.0, "max_rel_err"),  # a wrong quantization scale: same direction, wrong size
+        (np.roll(REF, 1, axis=1), "cosine"),  # a layout mix-up
+    ],
+)
+def test_garbage_is_flagged(garbage, reason):
+    v = numerics.verdict(numerics.agreement(garbage, REF), "int8")
+    assert not v["ok"] and any(r.startswith(reason) for r in v["reasons"]), v
+
+
+def test_nan_is_flagged_and_shapes_must_match():
+    y = REF.copy()
+    y[0, 0] = math.nan
+    a = numerics.agreement(y, REF)
+    assert not a["finite"] and math.isnan(a["cosine"])
+    assert numerics.verdict(a, "bfloat16")["reasons"] == ["outputs contain NaN or infinity"]
+    with pytest.raises(ValueError, match="shape"):
+        numerics.agreement(REF[:2], REF)
+
+
+def test_top1_is_reported_per_row_and_never_flags():
+    y = REF.copy()
+    row = y[1]
+    i, j = np.argsort(row)[-2:]
+    row[i], row[j] = row[j], row[i]  # swap the two largest logits of one row
+    a = numerics.agreement(y, REF)
+    assert a["top1_agree"] == 0.75
+    assert numerics.verdict(a, "int8")["ok"]
+
+
+def test_failure_message_names_the_reasons():
+    result = {"agreement": numerics.agreement(-REF, REF)}
+    result["verdict"] = numerics.verdict(result["agreement"], "int8")
+    msg = numerics.failure_message(result)
+    assert msg.startswith("int8 outputs disagree with float32 eager: cosine -1.00000 < 0.99")
+    assert "not a speedup" in msg
+
+
+def test_a_real_model_converted_to_bf16_agrees_and_a_broken_one_does_not():
+    """ResNet-18 at 32x32: bf16 autocast agrees within the bounds; the same model with one
+    convolution's weights negated (a broken conversion) is flagged."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    x = torch.randn(2, 3, 32, 32)
+    ref = numerics.reference_output(model, x)
+
+    def bf16(z):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(z)
+
+    good = numerics.check(bf16, x, ref, "bfloat16")
+    assert good["verdict"]["ok"], good
+    assert good["agreement"]["output_dtype"] == "bfloat16"
+    with torch.no_grad():
+        model.layer4[1].conv2.weight.mul_(-1)
+    bad = numerics.check(model, x, ref, "float32")
+    assert not bad["verdict"]["ok"]

@@ -1,0 +1,260 @@
+"""The registry of memory allocators a cell can run with (the ``allocator`` axis), and how each is
+found, preloaded and proven.
+
+``default`` is glibc's malloc (ptmalloc2), what ``python`` uses unless told otherwise; the others
+are preloaded into the pinned child with ``LD_PRELOAD`` (``child_env``), as
+``torch.backends.xeon.run_cpu`` does. A preload can silently fail (a wrong path is ignored by the
+dynamic loader with a warning on stderr), so the child proves it from inside: the library must be
+mapped in ``/proc/self/maps`` (``verify``), and ``default`` must have none of them mapped (an
+inherited ``LD_PRELOAD`` would otherwise measure tcmalloc under the label of glibc).
+
+Everything here is pure (text in, dict out) except ``locate``, ``ldconfig_text``, ``version``
+and ``glibc_version``, which read the machine. A library that is missing makes its cells skipped
+with ``skip_reason``: the sonames looked for and the install line, never a silent glibc run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+INSTALL_SCRIPT = "tools/install-system-deps --allocators"
+# Where a library is looked for when ldconfig does not list it (Debian/Ubuntu multiarch first).
+STANDARD_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/local/lib",
+    "/usr/lib64",
+    "/usr/lib",
+)
+# torch.backends.xeon.run_cpu's MALLOC_CONF for jemalloc (torch 2.14.1, run_cpu.py)
+RUN_CPU_JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_thp:auto"
+# ... plus never returning freed pages to the OS (-1: no decay), as Intel's extension for
+# PyTorch sets: with run_cpu's options alone jemalloc gave back and re-faulted the activations
+# on every iteration and was slower than glibc on ResNet-50 batch 16 here; with these it was
+# ~1.5x faster, like tcmalloc (docs/precision.md, section 6).
+JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
+
+
+@dataclass(frozen=True)
+class Allocator:
+    name: str
+    description: str
+    sonames: tuple[str, ...] = ()  # preferred first; () = nothing to preload (glibc)
+    package: str | None = None  # the Debian/Ubuntu package that ships it
+    env: Mapping[str, str] = field(default_factory=dict)  # set in the child besides LD_PRELOAD
+    maps_key: str | None = None  # substring of its file name in /proc/self/maps
+    label: str = ""
+    color: str | None = None
+
+    @property
+    def preloaded(self) -> bool:
+        return bool(self.sonames)
+
+    @property
+    def legend(self) -> str:
+        return self.label or self.name
+
+    def install_line(self) -> str:
+        if not self.package:
+            return ""
+        return f"{INSTALL_SCRIPT} (apt-get install {self.package})"
+
+
+ALLOCATORS: dict[str, Allocator] = {
+    a.name: a
+    for a in (
+        Allocator(
+            "default",
+            "glibc malloc (ptmalloc2), nothing preloaded",
+            label="glibc",
+            color="#0173b2",
+        ),
+        Allocator(
+            "jemalloc",
+            f"jemalloc preloaded, MALLOC_CONF={JEMALLOC_CONF}",
+            sonames=("libjemalloc.so.2",),
+            package="libjemalloc2",
+            env={"MALLOC_CONF": JEMALLOC_CONF},
+            maps_key="libjemalloc",
+            label="jemalloc",
+            color="#d55e00",
+        ),
+        Allocator(
+            "tcmalloc",
+            "gperftools tcmalloc (minimal) preloaded",
+            sonames=("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
+            package="libtcmalloc-minimal4",
+            maps_key="libtcmalloc",
+            label="tcmalloc",
+            color="#029e73",
+        ),
+    )
+}
+# Every allocator library the verification recognises (a default cell must map none of them).
+FOREIGN_KEYS = ("libjemalloc", "libtcmalloc", "libmimalloc", "libhoard")
+
+
+def get(name: str) -> Allocator:
+    try:
+        return ALLOCATORS[name]
+    except KeyError:
+        raise KeyError(f"unknown allocator {name!r}; allowed: {', '.join(ALLOCATORS)}") from None
+
+
+# -- finding the library --------------------------------------------------------------------------
+def parse_ldconfig(text: str) -> dict[str, str]:
+    """``{soname: path}`` of the 64-bit x86 libraries in ``ldconfig -p`` output, e.g. the line
+    ``\tlibjemalloc.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libjemalloc.so.2``."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        left, sep, path = line.partition("=>")
+        if not sep:
+            continue
+        name, _, attrs = left.strip().partition(" ")
+        if "x86-64" in attrs and name not in out:
+            out[name] = path.strip()
+    return out
+
+
+def find_library(
+    alloc: Allocator,
+    ldconfig: Mapping[str, str] | None = None,
+    dirs=STANDARD_DIRS,
+    exists: Callable[[str], bool] = os.path.exists,
+) -> str | None:
+    """The path to preload for ``alloc``: its first soname known to ldconfig, else found in
+    ``dirs``; None if missing (and for ``default``, which preloads nothing)."""
+    ldconfig = ldconfig or {}
+    for soname in alloc.sonames:
+        if soname in ldconfig and exists(ldconfig[soname]):
+            return ldconfig[soname]
+        for d in dirs:
+            path = os.path.join(d, soname)
+            if exists(path):
+                return path
+    return None
+
+
+def ldconfig_text() -> str:
+    for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        try:
+            return subprocess.run(
+                [exe, "-p"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return ""
+
+
+def locate(alloc: Allocator) -> str | None:
+    """``find_library`` on this machine."""
+    if not alloc.preloaded:
+        return None
+    return find_library(alloc, parse_ldconfig(ldconfig_text()))
+
+
+def skip_reason(alloc: Allocator, path: str | None) -> str | None:
+    """Why cells with ``alloc`` cannot run here (None: they can), given ``locate``'s answer."""
+    if not alloc.preloaded or path:
+        return None
+    return (
+        f"allocator {alloc.name}: {' or '.join(alloc.sonames)} not found (ldconfig -p, "
+        f"{', '.join(STANDARD_DIRS[:2])}); install it with {alloc.install_line()}"
+    )
+
+
+# -- the child's environment ---------------------------------------------------------------
+def _foreign(entry: str) -> bool:
+    base = os.path.basename(entry)
+    return any(key in base for key in FOREIGN_KEYS)
+
+
+def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a pinned child running with ``alloc``: ``environ`` with every
+    allocator library removed from ``LD_PRELOAD`` (an inherited preload would change what the
+    label says), ``path`` put first for a preloaded allocator, and its ``env`` set (replacing an
+    inherited value, so an axis value means one configuration)."""
+    if alloc.preloaded and not path:
+        raise ValueError(f"allocator {alloc.name} has no library to preload")
+    env = dict(environ)
+    kept = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p]
+    kept = [p for p in kept if not _foreign(p)]
+    preload = ([path] if alloc.preloaded else []) + kept
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    else:
+        env.pop("LD_PRELOAD", None)
+    if not alloc.preloaded:
+        env.pop("MALLOC_CONF", None)
+    env.update(alloc.env)
+    return env
+
+
+# -- proof from inside the child -----------------------------------------------------------------
+def mapped_libraries(maps_text: str) -> list[str]:
+    """The allocator libraries mapped in a process, from its ``/proc/<pid>/maps`` text."""
+    found = []
+    for line in maps_text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6:
+            path = parts[5].strip()
+            if _foreign(path) and path not in found:
+                found.append(path)
+    return found
+
+
+def verify(alloc: Allocator, maps_text: str) -> dict:
+    """Is the process running with ``alloc``? ``ok``, the libraries mapped, and on failure a
+    ``cause`` (``allocator_not_loaded`` | ``foreign_allocator``) and a one-line ``message``."""
+    mapped = mapped_libraries(maps_text)
+    own = [p for p in mapped if alloc.maps_key and alloc.maps_key in os.path.basename(p)]
+    foreign = [p for p in mapped if p not in own]
+    out = {"allocator": alloc.name, "mapped": mapped, "ok": True, "cause": None, "message": None}
+    if alloc.preloaded and not own:
+        out.update(
+            ok=False,
+            cause="allocator_not_loaded",
+            message=f"{alloc.name} was to be preloaded but no {alloc.maps_key} library is "
+            "mapped in /proc/self/maps (LD_PRELOAD did not take effect)",
+        )
+    elif foreign:
+        out.update(
+            ok=False,
+            cause="foreign_allocator",
+            message=f"cell labelled {alloc.name} has {', '.join(foreign)} mapped",
+        )
+    return out
+
+
+# -- versions ------------------------------------------------------------------------------------
+def parse_dpkg_version(text: str) -> str | None:
+    """The version from ``dpkg-query -W -f='${Version}' PKG`` output."""
+    text = text.strip()
+    return text or None
+
+
+def version(alloc: Allocator) -> str | None:
+    """The installed version of ``alloc``'s package (dpkg), or of glibc for ``default``."""
+    if not alloc.package:
+        return glibc_version()
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", alloc.package],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_dpkg_version(out.stdout) if out.returncode == 0 else None
+
+
+def glibc_version() -> str | None:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        return None
