@@ -198,11 +198,14 @@ def test_rerun_after_a_complete_run_executes_nothing(complete):
     assert robust.written_since(outputs, since) == []
 
 
-def planned_after_editing(complete, script: Path, addition: str) -> Counter:
-    """Jobs a run would execute after appending ``addition`` to ``script``; then the script is
-    put back as it was."""
+def planned_after_editing(complete, script: Path, addition: str, docstring=False) -> Counter:
+    """Jobs a run would execute after appending ``addition`` to ``script`` (``docstring``: to
+    its module docstring); then the script is put back as it was."""
     original, st = script.read_text(), script.stat()
-    script.write_text(original + addition)
+    if docstring:
+        script.write_text(original.replace('"""', '"""' + addition, 1))
+    else:
+        script.write_text(original + addition)
     try:
         return planned(complete)
     finally:
@@ -219,7 +222,7 @@ def test_a_comment_or_a_newer_file_reruns_nothing(complete):
     root = complete[0].parent
     assert planned_after_editing(complete, root / SCRIPTS / "plot_figure.py", "\n# x\n") == {}
     cell = root / SCRIPTS / "numa_effects/measure/cell.py"
-    assert planned_after_editing(complete, cell, '\n"""A docstring-only edit."""\n') == {}
+    assert planned_after_editing(complete, cell, "An edit. ", docstring=True) == {}
     os.utime(root / SCRIPTS / "run_cell.py")  # newer than every result
     assert planned(complete) == {}
 
