@@ -1,5 +1,5 @@
-# The report: one rule per figure family (generated from the registry: its wildcards are the
-# family's varying part) and results/report/index.html. Figures are planned from the grid (or the
+# The report: one rule per figure family that has figures in this run (generated from the
+# registry; one job draws all of the family's figures) and results/report/index.html. Figures are planned from the grid (or the
 # imported cells), never by globbing results: only figures whose data exist are requested.
 # Families, paths, sections and captions: workflow/scripts/numa_effects/report/registry.py.
 include: "report_functions.smk"
@@ -8,7 +8,7 @@ include: "report_functions.smk"
 report: "../report/workflow.rst"
 
 
-for family in figures_mod.FAMILIES:
+for family in DRAWN_FAMILIES:
 
     rule:
         name:
@@ -16,15 +16,14 @@ for family in figures_mod.FAMILIES:
         input:
             **figure_input(family.name),
         output:
-            **figure_output(family.name),
+            figure_output(family.name),
         log:
             figure_log(family.name),
-        wildcard_constraints:
-            **figures_mod.WILDCARD_CONSTRAINTS,
         conda:
             "../../envs/analysis.yaml"
         params:
             family=family.name,
+            figures=figure_wildcards(family.name),
             caption=family.caption,
             code=PLAN.code["report"],
         script:

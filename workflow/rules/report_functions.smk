@@ -11,6 +11,12 @@ FIGURE_DIR = PLAN.path(paths.FIGURE_DIR)
 FIGURES = figures_mod.figures(PLAN.figure_keys(), packed=PLAN.packed())
 
 
+# The families with at least one figure in this run: one plot rule each.
+DRAWN_FAMILIES = [
+    f for f in figures_mod.FAMILIES if any(g.family == f.name for g in FIGURES)
+]
+
+
 def figure_targets():
     return [f.path(FIGURE_DIR) for f in FIGURES]
 
@@ -20,30 +26,38 @@ def figure_input(family):
     return {t: PLAN.table(t) for t in figures_mod.BY_NAME[family].tables}
 
 
+def family_figures(family):
+    """The family's planned figures (none: the family has no rule in this run)."""
+    return [f for f in FIGURES if f.family == family]
+
+
 def figure_output(family):
+    """Every figure of the family, PNG and SVG: one job draws them all (they read the same
+    tables, so they would re-run together anyway, and one Python start draws dozens)."""
     fam = figures_mod.BY_NAME[family]
-    labels = {"model": "{model}"}
-    labels.update(
-        {
-            w.replace("batch_size", "batch size"): f"{{{w}}}"
-            for w in fam.wildcards
-            if w != "model"
+    out = []
+    for f in family_figures(family):
+        labels = {
+            ("batch size" if w == "batch_size" else w): str(v)
+            for w, v in f.wildcards.items()
         }
-    )
-    return {
-        "png": report(
-            f"{FIGURE_DIR}/{fam.pattern}.png",
+        png = report(
+            f.path(FIGURE_DIR),
             caption="../report/figure.rst",  # renders params.caption (the registry's)
             category=figures_mod.SECTIONS[fam.section].heading,
             subcategory=fam.title,
             labels=labels,
-        ),
-        "svg": f"{FIGURE_DIR}/{fam.pattern}.svg",
-    }
+        )
+        out.append(png)
+    return out + [f.path(FIGURE_DIR, "svg") for f in family_figures(family)]
+
+
+def figure_wildcards(family):
+    return [f.wildcards for f in family_figures(family)]
 
 
 def figure_log(family):
-    return PLAN.log(f"report/{figures_mod.BY_NAME[family].pattern}")
+    return PLAN.log(f"report/{family}")
 
 
 def report_page_tables():
