@@ -8,7 +8,7 @@ from numa_effects.measure import group
 from numa_effects.plan import settings
 
 sm = snakemake  # noqa: F821
-job = {**sm.params.job, "placements": {}}
+job = sm.params.job  # its placements were planned on the scheduling topology
 log = Path(sm.log[0])
 result = group.run_interference(
     job,

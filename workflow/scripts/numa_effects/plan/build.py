@@ -161,12 +161,20 @@ class Plan:
             == (model, opt, int(budget), int(threads))
         ]
         ig = self.packing["interference"]
+        placements = {}  # planned here; the job re-makes them where it runs and compares
+        for k in (1, *job["instances"]):
+            got = packing_mod.profile_plan(
+                self.topology, int(budget), int(threads), k, self.packing["use_smt"]
+            )
+            if isinstance(got, list):
+                placements[f"k{k}"] = [p.to_dict() for p in got]
         return {
             **self.packing_job(model, opt),
             "budget": int(budget),
             "threads": int(threads),
             "batch": ig["batch"],
             "instances": list(job["instances"]),
+            "placements": placements,
             "settings": {
                 **settings_mod.of(self.config),
                 "max_seconds_per_cell": ig["max_seconds"],

@@ -344,7 +344,8 @@ class Planner:
         )
 
     def _dp(self, n: int):
-        """f_n (k, c, m) with exactly ... cores n at the end (see above) and its points."""
+        """f_n[k][c][m] for n busy cores on the node (the latencies scaled by s(n - t)): the
+        least max-latency of k instances using c cores and serving m images; and the points."""
         if n in self._dp_cache:
             return self._dp_cache[n]
         import numpy as np
