@@ -413,3 +413,22 @@ def test_packrat_plans_with_the_fitted_interference(packrat_profile):
     assert all(1.0 <= v <= 1.2 for v in with_curve), with_curve  # PackRat measured 1.05-1.14
     assert min(alone_speedups) > 1.25
     assert all(1.0 <= s <= 1.25 for s in speedups), speedups
+
+
+def test_packrat_interference_import_from_the_command_line(tmp_path):
+    import importlib.util
+
+    from conftest import REPO
+
+    if not INTERFERENCE.is_dir():
+        pytest.skip(f"PackRat reference data not found at {INTERFERENCE}")
+    spec = importlib.util.spec_from_file_location(
+        "import_packrat", REPO / "workflow" / "scripts" / "import_packrat.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--interference", str(INTERFERENCE), "--results", str(tmp_path)]) == 0
+    df = stats.read_table(tmp_path / "tables" / "interference.csv")
+    assert len(df) == 24
+    curve = profile.curve(df[df["allocator"] == "tcmalloc"], "resnet50", "script")
+    assert curve.points == 8 and 0.001 < curve.beta < 0.002
