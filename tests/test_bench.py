@@ -198,3 +198,28 @@ def test_packing_benchmark_measures_a_split_only_where_no_job_did():
     split = got[2]
     assert split.label() == "2x(t1,b1)"
     assert split.latency_s == pytest.approx(split.alone_s * curve.s(1))
+
+
+def test_packing_benchmark_run_prints_its_tables_from_a_finished_pipeline(
+    tmp_path, monkeypatch, capsys
+):
+    """``benchmarks.packing.run`` end to end on the captured run's results folder (the
+    pipeline call replaced: nothing is measured; every split was measured by the jobs)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from benchmarks import common
+    from benchmarks import packing as bench
+
+    results = tmp_path / "results"
+    shutil.copytree(PACK / "tables", results / "tables")
+    shutil.copytree(PACK / "packing", results / "packing")
+    monkeypatch.setattr(bench, "pipeline", lambda ctx, name, over: SimpleNamespace(results=results))
+    out = bench.run(common.Context(out=tmp_path / "bench"))
+    text = capsys.readouterr().out
+    assert list(out["batch_size"]) == [1, 2, 4]
+    assert "with interference: prediction within +-10% on 0/3 batch sizes" in text
+    assert "alone latencies only: within +-10% on 0/3" in text
+    assert "recommended plan = predicted best on 3/3 batch sizes" in text
+    assert "every measured configuration of >= 2 instances (2)" in text
+    assert "interference profile" in text and "best splits" not in text
