@@ -7,6 +7,7 @@ instances, it predicts k = 10 ... 16."""
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -432,3 +433,23 @@ def test_packrat_interference_import_from_the_command_line(tmp_path):
     assert len(df) == 24
     curve = profile.curve(df[df["allocator"] == "tcmalloc"], "resnet50", "script")
     assert curve.points == 8 and 0.001 < curve.beta < 0.002
+
+
+def test_the_interference_figure_draws_the_profile_and_the_curve_or_says_there_is_none():
+    from matplotlib.collections import PolyCollection
+
+    from numa_effects.report import data as figure_data
+    from numa_effects.report import plots
+
+    fixture = Path(__file__).parent / "fixtures" / "packing_interference" / "tables"
+    df = stats.read_table(fixture / "interference.csv")
+    tables = figure_data.Tables(pd.DataFrame(), pd.DataFrame(), None, None, df)
+    fig = plots.draw("packing_interference", tables, {"model": "resnet18", "opt": "none"})
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    curve = profile.curve(df, "resnet18", "none")
+    assert curve.label() in labels and "t = 1, node 0" in labels
+    assert any(isinstance(c, PolyCollection) for c in ax.collections)  # the curve's band
+    none = figure_data.Tables(pd.DataFrame(), pd.DataFrame(), None, None, df.iloc[:0])
+    fig = plots.draw("packing_interference", none, {"model": "resnet18", "opt": "none"})
+    assert any("no interference profile" in t.get_text() for t in fig.axes[0].texts)
