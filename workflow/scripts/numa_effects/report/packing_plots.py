@@ -172,7 +172,8 @@ def interference_curve(tables: Tables, model: str, opt: str, metric: Metric = LA
     ax.set_xlabel("x: other busy cores on the instance's node")
     ax.set_ylabel("slowdown against one instance alone")
     ax.set_title(f"{model}, {opt}: instances side by side slow each other", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
