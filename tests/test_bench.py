@@ -96,3 +96,130 @@ def test_bias_analysis_tells_a_window_effect_from_a_stopping_rule_effect():
     assert r["replay_pct"] < -1.0 and r["window_pct"] < -1.0
     assert abs(r["shuffled_pct"]) < 0.5
     assert r["rho"] > 0.8
+
+
+# -- packing (issue 22), on a captured real run (tests/fixtures/packing_interference) -----------
+PACK = REPO / "tests" / "fixtures" / "packing_interference"
+
+
+def captured_packing():
+    import json
+
+    plans = [json.loads((PACK / "packing/resnet18/none/plans.json").read_text())]
+    results = {}
+    for path in sorted((PACK / "packing/resnet18/none/c2").glob("bs*.json")):
+        r = json.loads(path.read_text())
+        j = r["job"]
+        results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
+    profile = json.loads((PACK / "packing/resnet18/none/c2/interference/t1.json").read_text())
+    return plans, results, profile
+
+
+def test_captured_packing_tables_are_what_the_tables_code_rebuilds():
+    from numa_effects import stats
+    from numa_effects.tables import interference
+    from numa_effects.tables import packing as packing_table
+
+    plans, results, profile = captured_packing()
+    for name, got in (
+        ("packing", packing_table.table(plans, results, {2: ["node", "all"]})),
+        ("packing_candidates", packing_table.candidates_table(plans, results)),
+        ("interference", interference.table([profile])),
+    ):
+        want = stats.read_table(PACK / "tables" / f"{name}.csv")
+        assert list(got.columns) == list(want.columns), name
+        for col in ("latency_ms", "predicted_ms", "slowdown", "recommended_plan", "plan"):
+            if col in got:
+                a, b = got[col].tolist(), want[col].tolist()
+                if col.endswith(("_ms", "slowdown")):
+                    assert np.allclose(np.array(a, dtype=float), np.array(b, dtype=float)), col
+                else:
+                    assert a == b, (name, col)
+    # the plans used the curve fitted on that profile
+    curve = interference.curve(interference.table([profile]), "resnet18", "none")
+    assert plans[0]["curve"]["beta"] == pytest.approx(curve.beta)
+
+
+def test_packing_benchmark_reports_three_latencies_and_the_recommendation():
+    """The benchmark's table per batch size (predicted alone, with interference, measured, the
+    errors, the recommendation) and its verdicts, from the captured run's packing.csv."""
+    from benchmarks import packing as bench
+    from numa_effects import stats
+
+    df = stats.read_table(PACK / "tables" / "packing.csv")
+    out = bench.per_batch(df)
+    assert list(out["batch_size"]) == [1, 2, 4]
+    for r in out.itertuples():
+        assert r.error_pct == pytest.approx((r.latency_ms / r.predicted_ms - 1) * 100)
+        assert r.error_alone_pct == pytest.approx((r.latency_ms / r.predicted_alone_ms - 1) * 100)
+        assert r.within_goal == (abs(r.error_pct) <= 10)
+        assert r.predicted_ci_low_ms <= r.predicted_ms <= r.predicted_ci_high_ms
+        # with interference the 2-instance plans are predicted slower than alone, never faster
+        assert r.predicted_ms >= r.predicted_alone_ms
+    v = bench.verdict(df)
+    assert v["measured"] == 3 and v["within"] == int(out["within_goal"].sum())
+    assert v["met"] == (v["share_within"] >= bench.GOAL_SHARE)
+    assert v["mean_error"] == pytest.approx(df["prediction_error"].mean())
+    alone = bench.verdict(df, "prediction_error_alone")
+    # the captured run was loaded (load 5): both predictions miss; the alone one by more
+    assert alone["mean_error"] > v["mean_error"]
+    assert "0/3 batch sizes (0%; goal >= 80%: NOT met" in bench.verdict_line(v)
+    line = bench.recommendation_line(df)
+    assert line.startswith("recommended plan = predicted best on 3/3 batch sizes")
+    flipped = df.copy()
+    flipped.loc[flipped["batch_size"] == 4, "recommended_is_predicted"] = False
+    flipped.loc[flipped["batch_size"] == 4, "recommended_plan"] = "1x(t2,b4)"
+    assert "differs at B=4: predicted 2x(t1,b2), measured best 1x(t2,b4)" in (
+        bench.recommendation_line(flipped)
+    )
+
+
+def test_packing_benchmark_measures_a_split_only_where_no_job_did():
+    """On 2 cores the candidates are the best single instance and the best split, so the
+    captured jobs measured every split; a plan document without a split candidate gets the best
+    split predicted with the run's curve (alone latency x s(1) for two 1-thread instances)."""
+    from benchmarks import packing as bench
+    from numa_effects import stats
+    from numa_effects.plan import interference
+
+    plans, _, _ = captured_packing()
+    cells = stats.read_table(PACK / "tables" / "cells.csv")
+    assert bench.split_candidates(plans[0], cells) == []
+    doc = {
+        **plans[0],
+        "choices": [
+            {**c, "candidates": [x for x in c["candidates"] if x["k"] == 1]}
+            for c in plans[0]["choices"]
+        ],
+    }
+    got = {c["batch"]: s for c, s in bench.split_candidates(doc, cells)}
+    assert sorted(got) == [2, 4]  # batch 1 cannot be split
+    curve = interference.Curve.from_dict(plans[0]["curve"])
+    split = got[2]
+    assert split.label() == "2x(t1,b1)"
+    assert split.latency_s == pytest.approx(split.alone_s * curve.s(1))
+
+
+def test_packing_benchmark_run_prints_its_tables_from_a_finished_pipeline(
+    tmp_path, monkeypatch, capsys
+):
+    """``benchmarks.packing.run`` end to end on the captured run's results folder (the
+    pipeline call replaced: nothing is measured; every split was measured by the jobs)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from benchmarks import common
+    from benchmarks import packing as bench
+
+    results = tmp_path / "results"
+    shutil.copytree(PACK / "tables", results / "tables")
+    shutil.copytree(PACK / "packing", results / "packing")
+    monkeypatch.setattr(bench, "pipeline", lambda ctx, name, over: SimpleNamespace(results=results))
+    out = bench.run(common.Context(out=tmp_path / "bench"))
+    text = capsys.readouterr().out
+    assert list(out["batch_size"]) == [1, 2, 4]
+    assert "with interference: prediction within +-10% on 0/3 batch sizes" in text
+    assert "alone latencies only: within +-10% on 0/3" in text
+    assert "recommended plan = predicted best on 3/3 batch sizes" in text
+    assert "every measured configuration of >= 2 instances (2)" in text
+    assert "interference profile" in text and "best splits" not in text

@@ -341,6 +341,60 @@ def check_packing_group(rec: dict, topo: topology.Topology) -> None:
     assert seen == {c for n in topo.nodes for c in topo.node_cpus(n)}  # budget: every core
 
 
+def interference_record(out: Path) -> dict:
+    return json.loads((out / "driver" / "packing" / "interference.json").read_text())
+
+
+def check_interference_group(rec: dict, topo: topology.Topology) -> None:
+    """The guest's interference check (packing_group.py, issue 22): the profile job's alone
+    instance and its group of k are where ``placement.pack`` puts them on ``topo`` (recomputed
+    here), no CPU shared, memory bound to each instance's own node, each verified in itself, and
+    the profile table gives every node its own row with its instances' co-runner cores x.
+    Placement and verification only: timings in the guest mean nothing. Raises
+    AssertionError."""
+    from numa_effects.tables import interference as profile
+
+    budget, threads, k = PACKING_GROUP.interference_configuration(topo)
+    assert rec["status"] == "ok", rec.get("failure")
+    j = rec["job"]
+    assert (j["budget"], j["threads"], j["instances"]) == (budget, threads, [k])
+    assert sorted(rec["runs"]) == sorted(["k1", f"k{k}"])
+    for name, size in (("k1", 1), (f"k{k}", k)):
+        want = placement.pack(topo, [threads] * size, budget)
+        assert isinstance(want, list), want
+        (group,) = rec["runs"][name]  # one replicate
+        assert group["status"] in ("ok", "contended"), group.get("failure")
+        insts = group["instances"]
+        assert len(insts) == size
+        seen: set[int] = set()
+        for i, (inst, plan) in enumerate(zip(insts, want, strict=True)):
+            assert inst["plan"] == plan.to_dict(), (name, i, inst["plan"]["cpus"], plan.cpus)
+            bind = inst["binding"]
+            cpus = set(cpulist.parse(bind["cpus_allowed_list"]))
+            assert cpus == set(plan.cpus), (name, i, cpus)
+            assert not cpus & seen, (name, i, cpus & seen)
+            seen |= cpus
+            nodes = sorted({topo.node_of(c) for c in cpus})
+            assert len(nodes) == 1, (name, i, nodes)  # each instance fits one node
+            assert bind["mempolicy"]["mode"] == "bind", (name, i, bind["mempolicy"])
+            assert bind["mempolicy"]["nodes"] == nodes, (name, i, bind["mempolicy"])
+            ver = inst["verification"]
+            assert ver["ok"] and ver["problems"] == [], (name, i, ver["problems"])
+            by_node = {int(n): kb for n, kb in ver["pages"]["anon_kb_by_node"].items()}
+            on_own = sum(by_node.get(n, 0) for n in nodes) / sum(by_node.values())
+            assert on_own >= verify.MIN_SHARE, (name, i, by_node)
+    # the table attributes each instance to its node: x = the other busy cores there
+    rows = profile.rows([rec])
+    per_node: dict[str, int] = {}
+    for inst in rec["runs"][f"k{k}"][0]["instances"]:
+        node = "+".join(str(n) for n in inst["plan"]["cpu_nodes"])
+        per_node[node] = per_node.get(node, 0) + 1
+    assert sorted(r["node"] for r in rows) == sorted(per_node)
+    for r in rows:
+        assert r["k_node"] == per_node[r["node"]]
+        assert r["x"] == threads * (per_node[r["node"]] - 1)
+
+
 def test_packing_group_is_placed_and_verified_as_pack_plans_it(guest):
     rec = packing_record(guest)
     topo = topology.load(GUEST_TOPOLOGY)
@@ -364,6 +418,16 @@ def test_packing_group_exercises_the_node_logic(guest):
     assert len(nodes[w]) == 1
     others = set().union(*(nodes[j] for j in narrow))
     assert len(others) == 1 and not others & nodes[w]  # the wide one alone on its node
+
+
+def test_interference_group_is_placed_one_instance_per_node_and_verified(guest):
+    """The interference check on the 2 x 2 guest: two 2-thread instances, one per node, each
+    verified on its node; the profile table has one row per node with x = 0."""
+    rec = interference_record(guest)
+    topo = topology.load(GUEST_TOPOLOGY)
+    check_interference_group(rec, topo)
+    insts = rec["runs"]["k2"][0]["instances"]
+    assert sorted(tuple(i["plan"]["cpu_nodes"]) for i in insts) == [(0,), (1,)]
 
 
 def test_packing_checks_fail_on_a_misplaced_group(guest):

@@ -256,8 +256,16 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
     assert list(df.columns) == list(want.columns) == packing_table.COLUMNS
     for col in ("plan", "instances", "core_map", "status"):
         assert list(df[col]) == list(want[col])
-    for col in ("latency_ms", "fat_latency_ms", "predicted_latency_ms", "speedup"):
+    for col in ("latency_ms", "fat_latency_ms", "predicted_alone_ms", "predicted_ms", "speedup"):
         assert np.allclose(df[col], want[col])
+    # a plan of before the interference model (no curve, no candidates): both predictions are
+    # the alone one, and the measured best of fat and plan is the recommendation
+    assert (df["predicted_ms"] == df["predicted_alone_ms"]).all()
+    assert set(df["interference_model"]) == {"none"}
+    assert list(df["recommended_plan"]) == [
+        min((r.latency_ms, r.plan), (r.fat_latency_ms, f"1x(t2,b{r.batch_size})"))[1]
+        for r in df.itertuples()
+    ]
     for r in df.itertuples():
         run = results[("resnet18", "none", r.budget, r.batch_size)]
         rounds = [
@@ -266,7 +274,8 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
             for x in rec["measurement"]["latencies_s"]
         ]
         assert r.latency_ms == pytest.approx(np.median(rounds) * 1e3)
-        assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_latency_ms - 1)
+        assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_ms - 1)
+        assert r.prediction_error_alone == pytest.approx(r.latency_ms / r.predicted_alone_ms - 1)
         assert r.speedup_ci_low <= r.speedup <= r.speedup_ci_high
     # a failed job and a job never measured are rows that say so
     key = ("resnet18", "none", 2, 4)
@@ -277,7 +286,7 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
         row["status"] == "failed" and row["failure"] == "timeout: x" and np.isnan(row["latency_ms"])
     )
     df = packing_table.table(plans, {})
-    assert set(df["status"]) == {"not-measured"} and df["predicted_latency_ms"].notna().all()
+    assert set(df["status"]) == {"not-measured"} and df["predicted_ms"].notna().all()
     # rounds the contention probe excluded are left out of the statistics
     key1 = ("resnet18", "none", 2, 1)
     run = results[key1]
@@ -314,11 +323,13 @@ def test_packing_figures_draw_every_budget_and_instance():
     )
     assert {f.name for f in figures.FAMILIES if f.section == "packing"} == {
         "packing_latency",
+        "packing_interference",
         "packing_core_map",
     }
     fig = plots.draw("packing_latency", tables, {"model": "resnet18", "opt": "none"})
     (ax,) = fig.axes  # one budget on the captured 1-node machine
-    assert len(ax.get_legend().get_texts()) == 3  # fat, predicted, measured
+    # fat, predicted alone, predicted with interference (= alone here: no profile), measured
+    assert len(ax.get_legend().get_texts()) == 4
     # the captured groups were all contended: drawn hollow (fat and plan at 3 batch sizes)
     hollow = [
         c

@@ -14,13 +14,16 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import robust
 from conftest import REPO, foreign_share_pct, load_config, snakemake
 
 from numa_effects.measure import group, launcher
-from numa_effects.plan import grid, packing, placement, topology
+from numa_effects.plan import grid, packing, paths, placement, topology
+from numa_effects.tables import interference as profile
+from numa_effects.tables import packing as packing_table
 
 pytestmark = pytest.mark.integration
 
@@ -57,21 +60,90 @@ def test_packing_is_on_by_default_with_two_thread_counts(run):
     assert not off["enabled"] and packing.jobs(off) == []
 
 
-def test_plans_are_the_optimizers_choice_from_cells_csv(run):
+def test_the_interference_profile_is_measured_first_and_tabulated(run):
+    """Issue 22: one profile job per (budget, thread count with room for two): one instance
+    alone, then k identical instances side by side (pinned, disjoint, verified), replicate by
+    replicate; tables/interference.csv holds the slowdown recomputed here from the JSON."""
+    workdir, cfg = run
+    s = packing.settings(cfg, TOPO, THREADS)
+    jobs = packing.interference_jobs(s)
+    assert jobs and {j["threads"] for j in jobs} == {1}
+    df = pd.read_csv(workdir / "results/tables/interference.csv")
+    assert len(df) == sum(len(j["instances"]) for j in jobs)  # one node per group here
+    for j in jobs:
+        res = json.loads((workdir / "results" / paths.INTERFERENCE_RUN.format(**j)).read_text())
+        assert res["status"] == "ok" and res["job"]["batch"] == s["interference"]["batch"]
+        assert sorted(res["runs"]) == sorted(["k1", *(f"k{k}" for k in j["instances"])])
+        for name, recs in res["runs"].items():
+            k = int(name[1:])
+            assert len(recs) == cfg["replicates"]
+            want = placement.pack(TOPO, [j["threads"]] * k, j["budget"])
+            for r in recs:
+                assert [i["plan"]["cpus"] for i in r["instances"]] == [list(p.cpus) for p in want]
+                assert all(i["verification"]["ok"] for i in r["instances"])
+        for k in j["instances"]:
+            row = df[(df["budget"] == j["budget"]) & (df["k"] == k)].iloc[0]
+            assert row.status == "ok" and row.x == j["threads"] * (k - 1)
+            alone = packing_table.clean_rounds(res["runs"]["k1"][0])
+            rec = res["runs"][f"k{k}"][0]
+            group_rounds = profile.node_rounds(rec, "0")
+            assert row.slowdown == pytest.approx(np.median(group_rounds) / np.median(alone))
+            assert row.slowdown_ci_low <= row.slowdown <= row.slowdown_ci_high
+            assert row.job_s > 0
+
+
+def test_plans_are_the_optimizers_choice_from_cells_and_the_profile(run):
     workdir, _ = run
     cells = pd.read_csv(workdir / "results/tables/cells.csv")
     table = packing.latency_table(cells, "resnet18", "none")
+    curve = profile.curve(
+        pd.read_csv(workdir / "results/tables/interference.csv"), "resnet18", "none"
+    )
+    assert curve.points >= 1  # the plans used the measured interference
     df = pd.read_csv(workdir / "results/tables/packing.csv")
     assert len(df) == len(BUDGETS) * 2
     assert sorted(df["budget"].unique()) == sorted(BUDGETS)
     for r in df.itertuples():
-        want = packing.optimize(table, r.budget, r.batch_size)
+        caps = [k for _, k in packing.budget_nodes(TOPO, r.budget)]
+        planner = packing.Planner(table, caps, curve, max_batch=2)
+        want = planner.optimize(r.batch_size)
         assert r.plan == want.label()
-        assert r.predicted_latency_ms == pytest.approx(want.latency_s * 1e3)
+        assert r.predicted_ms == pytest.approx(want.latency_s * 1e3)
+        assert r.predicted_alone_ms == pytest.approx(want.alone_s * 1e3)
+        assert r.interference_model == curve.label()
+        assert r.alone_plan == packing.optimize(table, r.budget, r.batch_size).label()
         if (r.budget, r.batch_size) in table:
             assert r.predicted_fat_latency_ms == pytest.approx(
                 table[(r.budget, r.batch_size)] * 1e3
             )
+
+
+def test_the_best_predicted_plans_are_measured_and_the_measured_best_recommended(run):
+    """The fat instance and the ``measure_plans`` best predicted configurations (the best of
+    each instance count) are measured in each job; the recommendation is the measured best,
+    and packing.csv says whether it is the predicted one."""
+    workdir, cfg = run
+    df = pd.read_csv(workdir / "results/tables/packing.csv")
+    cand = pd.read_csv(workdir / "results/tables/packing_candidates.csv")
+    n = packing.settings(cfg, TOPO, THREADS)["measure_plans"]
+    for r in df.itertuples():
+        mine = cand[(cand["budget"] == r.budget) & (cand["batch_size"] == r.batch_size)]
+        plans = json.loads((workdir / "results/packing/resnet18/none/plans.json").read_text())[
+            "choices"
+        ]
+        (choice,) = [c for c in plans if (c["budget"], c["batch"]) == (r.budget, r.batch_size)]
+        want = {"fat", *packing.configurations(choice)}
+        assert set(mine["name"]) == want and len(choice["candidates"]) <= n
+        assert r.candidates == len(mine)
+        # the predicted ranking: candidates in order of predicted latency
+        ranked = mine.dropna(subset=["predicted_rank"]).sort_values("predicted_rank")
+        assert list(ranked["predicted_ms"]) == sorted(ranked["predicted_ms"])
+        measured = mine.dropna(subset=["latency_ms"]).sort_values("latency_ms")
+        assert r.recommended_plan == measured["plan"].iloc[0]
+        assert r.recommended_latency_ms == pytest.approx(measured["latency_ms"].iloc[0])
+        assert r.measured_ranking == " < ".join(measured["plan"])
+        assert bool(r.recommended_is_predicted) == (measured["plan"].iloc[0] == r.plan)
+        assert r.recommended_gain >= 1.0 - 1e-12
 
 
 def test_plans_measured_as_pinned_disjoint_verified_instances(run):
@@ -83,22 +155,23 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
             assert r.latency_ci_low_ms <= r.latency_ms <= r.latency_ci_high_ms
         else:  # contended rounds excluded on a loaded machine: too few clean ones for a CI
             assert r.contended and pd.isna(r.latency_ci_low_ms)
-        assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_latency_ms - 1)
+        assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_ms - 1)
+        assert r.prediction_error_alone == pytest.approx(r.latency_ms / r.predicted_alone_ms - 1)
         assert r.speedup == pytest.approx(r.fat_latency_ms / r.latency_ms)
         result = json.loads(
             (
                 workdir / f"results/packing/resnet18/none/c{r.budget}/bs{r.batch_size}.json"
             ).read_text()
         )
-        threads = [int(x.split(":")[0]) for x in r.instances.split()]
-        expect = placement.pack(TOPO, sorted(threads, reverse=True), r.budget)
+        confs = packing.configurations(result["choice"])
         for name, recs in result["runs"].items():
+            conf = confs[name]
+            expect = group.plans_for(TOPO, r.budget, conf["instances"], False, conf["nodes"])
             for rec in recs:
                 cpus = [tuple(i["plan"]["cpus"]) for i in rec["instances"]]
                 flat = [c for cs in cpus for c in cs]
                 assert len(flat) == len(set(flat))  # no CPU shared between instances
-                if name == "plan":
-                    assert cpus == [p.cpus for p in expect]
+                assert cpus == [p.cpus for p, _ in expect]  # where the optimizer put them
                 for inst in rec["instances"]:
                     v = inst["verification"]
                     assert v["ok"], v["problems"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from numa_effects import config as config_mod
-from numa_effects.plan import build, code, grid, optimizations, placement, topology
+from numa_effects.plan import build, code, grid, optimizations, paths, placement, topology
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 TWO_NODES = FIX / "2x16-nosmt-alternating.lscpu-p.txt"
@@ -119,6 +119,27 @@ def test_packing_jobs_follow_the_packing_settings():
     assert p.packing["enabled"] and p.packed() == [("resnet18", "none")]
     assert len(p.packing_jobs) == len(p.packing["budgets"]) * 2  # x batch sizes
     assert make(ONE_NODE, placements=["sequential"], threads=[1]).packing_jobs == ()
+
+
+def test_interference_jobs_are_planned_with_their_placements_and_cost():
+    """Issue 22: the profile's jobs come from the plan (grid and budget), each with the
+    placements of its alone instance and groups made on the planning topology, and the plan
+    says what they cost; none without packing or with the profile off."""
+    p = make(ONE_NODE, placements=["sequential"])
+    (j,) = p.interference_jobs
+    assert (j["budget"], j["threads"], j["instances"]) == (2, 1, [2])
+    job = p.interference_job("resnet18", "none", 2, 1)
+    assert job["batch"] == p.packing["interference"]["batch"] and job["instances"] == [2]
+    assert sorted(job["placements"]) == ["k1", "k2"]
+    assert [q["cpus"] for q in job["placements"]["k2"]] == [[0], [1]]
+    assert p.interference_run_paths() == [
+        p.path(paths.INTERFERENCE_RUN, model="resnet18", opt="none", budget=2, threads=1)
+    ]
+    assert p.profile_cost()["configurations"] == 2 * p.replicates
+    assert p.table("interference") in p.targets()
+    off = make(ONE_NODE, placements=["sequential"], packing={"interference": {"enabled": False}})
+    assert off.interference_jobs == () and off.packing_jobs
+    assert make(ONE_NODE, placements=["sequential"], threads=[1]).interference_jobs == ()
 
 
 # -- registries: a new axis value is one entry ---------------------------------------------------

@@ -53,3 +53,38 @@ def test_real_machine_json_of_this_vm_renders():
     text = summary.render(cells(1), pd.DataFrame(columns=["reason"]), machine, "res")
     assert cell["cell"]["model"] == "resnet18"
     assert "1 NUMA node(s), 2 cores, SMT off" in text
+
+
+def test_packing_lines_give_the_profile_cost_and_the_recommendations():
+    """Issue 22: the summary says what the interference profile cost and what packing
+    recommends, and flags a batch size whose measured best is not the predicted plan."""
+    profile = pd.DataFrame(
+        [
+            {"model": "m", "opt": "none", "budget": 2, "threads": 1, "k": 2, "node": 0}
+            | {"slowdown": 1.088, "status": "ok", "job_s": 41.5, "source": "measured here"}
+        ]
+    )
+    packing = pd.DataFrame(
+        [
+            {"model": "m", "opt": "none", "budget": 2, "batch_size": 2, "status": "ok"}
+            | {"plan": "2x(t1,b1)", "recommended_plan": "2x(t1,b1)"}
+            | {"recommended_latency_ms": 120.0, "recommended_speedup": 1.1}
+            | {"recommended_is_predicted": True},
+            {"model": "m", "opt": "none", "budget": 2, "batch_size": 16, "status": "ok"}
+            | {"plan": "2x(t1,b8)", "recommended_plan": "1x(t2,b16)"}
+            | {"recommended_latency_ms": 850.0, "recommended_speedup": 1.0}
+            | {"recommended_is_predicted": False},
+        ]
+    )
+    machine = {"summary": {"cpu_model": "Xeon", "nodes": 1, "physical_cores": 2, "smt": False}}
+    text = summary.render(
+        cells(2), pd.DataFrame(columns=["reason"]), machine, "r", packing, profile
+    )
+    assert "interference profile: 1 job(s), 1 group size(s), 42 s; slowdown t1 k=2: 1.088" in text
+    assert "C=2 B=2: recommended 2x(t1,b1) (120 ms, 1.10x the fat instance)" in text
+    assert (
+        "B=16: recommended 1x(t2,b16) (850 ms, 1.00x the fat instance); predicted best was " in text
+    )
+    assert text.count("the measured ranking differs") == 1
+    # without packing: no packing lines
+    assert "packing" not in summary.render(cells(2), pd.DataFrame(columns=["reason"]), machine, "r")

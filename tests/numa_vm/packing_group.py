@@ -10,9 +10,19 @@ core; one instance as wide as node 0, and 1-thread instances on the remaining co
 second so that pack's largest-first order is exercised. On the 2 x 2 guest: [(1, 1), (2, 1),
 (1, 1)] -> the 2-thread instance alone on one node, the 1-thread ones on the other node's CPUs.
 
-Writes OUT/group.json (topology, budget, configuration, plans, the group record, wall time) and
-the instances' logs and specs in OUT/logs. Exit status 0 when group.json was written (the host's
-tests judge it), 1 when the configuration does not fit.
+Then the interference check (issue 22): ONE interference profile job through the pipeline's own
+``group.run_interference`` -- one instance alone, then k identical instances side by side placed
+as ``placement.pack`` places them (``interference_configuration``: k = the number of nodes, at
+least 2, each of budget / k threads; on the 2 x 2 guest two 2-thread instances, one per node),
+one replicate. Timings in the guest mean nothing: the host checks placement and verification, and
+that the profile's table gives each node its own row (``tables.interference``).
+
+Writes OUT/group.json (topology, budget, configuration, plans, the group record, wall time),
+OUT/interference.json (the profile job's result, with the topology and wall time) and the
+instances' logs and specs in OUT/logs and OUT/interference-logs. Exit status 0 when both were
+written (the host's tests judge them), 1 when a configuration does not fit.
+``--only interference`` skips the packing group (a dry check of the interference step on this
+host's topology).
 
 Usage (inside the guest): python tests/numa_vm/packing_group.py --out DIR
 """
@@ -52,14 +62,55 @@ def configuration(topo: topology.Topology) -> tuple[int, list[tuple[int, int]]]:
     return budget, conf
 
 
+def interference_configuration(topo: topology.Topology) -> tuple[int, int, int]:
+    """(budget, threads, k) of the interference check on ``topo``: every core, k = the number
+    of nodes (at least 2) instances of budget // k threads."""
+    budget = sum(len(topo.node_cpus(n)) for n in topo.nodes)
+    k = max(2, len(topo.nodes))
+    return budget, budget // k, k
+
+
+def interference(out: Path, topo: topology.Topology) -> int:
+    """The interference check (see the module docstring): OUT/interference.json."""
+    t0 = time.monotonic()
+    budget, threads, k = interference_configuration(topo)
+    job = {
+        **CELL_COMMON,
+        "settings": SETTINGS,
+        "replicates": 1,
+        "budget": budget,
+        "threads": threads,
+        "batch": driver.CELL["batch_size"],
+        "instances": [k],
+        "placements": {},
+    }
+    print(f"numa_vm: interference: {k} x {threads} threads on {budget} cores", flush=True)
+    result = group.run_interference(
+        job, out / "interference.json", out / "interference-logs", TIMEOUT_S
+    )
+    result["topology"] = topo.to_dict()
+    result["wall_s"] = time.monotonic() - t0
+    cellresult.write_json_atomic(out / "interference.json", result)
+    failure = result.get("failure") or {}
+    print(
+        f"numa_vm: interference: {result['status']} {failure.get('cause') or ''} "
+        f"{failure.get('message') or ''} ({result['wall_s']:.0f} s)",
+        flush=True,
+    )
+    return 0 if result["status"] == "ok" or failure.get("cause") != "plan-mismatch" else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--only", choices=["interference"], help="skip the packing group")
     args = ap.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
     topo = topology.current()
+    if args.only == "interference":
+        return interference(out, topo)
+    t0 = time.monotonic()
     budget, conf = configuration(topo)
     record = {
         "topology": topo.to_dict(),
@@ -88,7 +139,7 @@ def main(argv=None) -> int:
         f"{failure.get('message') or ''} ({record['wall_s']:.0f} s)",
         flush=True,
     )
-    return 0
+    return interference(out, topo)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,19 @@ rule tables:
 
 rule summary:
     input:
+        **(
+            {
+                "packing": PLAN.table("packing"),
+                "interference": PLAN.table("interference"),
+            }
+            if PLAN.packing_jobs
+            else {}
+        ),
         # plain paths, not rules.tables.output: imported results (packrat.smk) make them too
         cells=PLAN.table("cells"),
         skipped=PLAN.table("skipped"),
         machine=PLAN.path(paths.MACHINE),
+        # packing's recommendations and the interference profile's cost, when packing runs
     output:
         PLAN.path(paths.SUMMARY),
     log:

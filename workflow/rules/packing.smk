@@ -1,15 +1,53 @@
-# PackRat's question from this grid (docs/packing.md): per (model, opt) the optimizer picks the
-# best <instances, threads, batch> for every batch size and core budget from tables/cells.csv;
-# each choice and the fat instance are then measured for real as concurrent pinned processes.
-# The jobs are the plan's (PLAN.packing_jobs; none when packing is off); the packing key was
-# checked with the rest of the config (numa_effects.config).
+# PackRat's question from this grid (docs/packing.md): the interference profile measures how much
+# identical instances side by side slow each other (per budget and thread count); per (model,
+# opt) the optimizer then picks, for every batch size and core budget, the best <instances,
+# threads, batch> predicted from tables/cells.csv and that slowdown; the fat instance and the
+# best few predicted plans are measured for real as concurrent pinned processes, and the table
+# recommends the measured best. The jobs are the plan's (PLAN.packing_jobs,
+# PLAN.interference_jobs; none when packing is off); the packing key was checked with the rest
+# of the config (numa_effects.config).
 
 
 if PLAN.packing_jobs:
 
+    rule interference_run:
+        output:
+            PLAN.path(paths.INTERFERENCE_RUN),
+        log:
+            PLAN.path(paths.INTERFERENCE_RUN_LOG),
+        wildcard_constraints:
+            budget=r"\d+",
+            threads=r"\d+",
+        conda:
+            "../../envs/benchmark.yaml"
+        threads: bench_threads
+        resources:
+            **bench_resources(PLAN.interference_timeout_s()),
+        params:
+            job=lambda wc: PLAN.interference_job(
+                wc.model, wc.opt, int(wc.budget), int(wc.threads)
+            ),
+        script:
+            "../scripts/run_interference.py"
+
+    rule interference_table:
+        input:
+            runs=PLAN.interference_run_paths(),
+        output:
+            PLAN.table("interference"),
+        log:
+            PLAN.log("interference_table"),
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            code=PLAN.code["tables"],
+        script:
+            "../scripts/tabulate_interference.py"
+
     rule packing_plan:
         input:
             cells=PLAN.table("cells"),
+            interference=PLAN.table("interference"),
         output:
             PLAN.path(paths.PACKING_PLANS),
         log:
@@ -18,9 +56,11 @@ if PLAN.packing_jobs:
             "../../envs/analysis.yaml"
         params:
             budgets=list(PLAN.packing["budgets"]),
+            caps={str(k): v for k, v in PLAN.packing["caps"].items()},
             batch_sizes=PLAN.packing["batch_sizes"],
             threads=PLAN.packing["threads"],
             use_smt=PLAN.packing["use_smt"],
+            measure_plans=PLAN.packing["measure_plans"],
             topology=PLAN.topology.to_dict(),
         script:
             "../scripts/plan_packing.py"
@@ -39,7 +79,7 @@ if PLAN.packing_jobs:
             "../../envs/benchmark.yaml"
         threads: bench_threads
         resources:
-            **bench_resources(4 * PLAN.cell_timeout_s),
+            **bench_resources(PLAN.packing_timeout_s()),
         params:
             job=lambda wc: PLAN.packing_job(wc.model, wc.opt),
         script:
@@ -50,7 +90,8 @@ if PLAN.packing_jobs:
             plans=PLAN.packing_plan_paths(),
             runs=PLAN.packing_run_paths(),
         output:
-            PLAN.table("packing"),
+            packing=PLAN.table("packing"),
+            candidates=PLAN.table("packing_candidates"),
         log:
             PLAN.log("packing_table"),
         conda:

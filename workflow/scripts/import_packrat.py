@@ -8,6 +8,15 @@ runs this instead of measuring. From a shell it writes the same files:
 
 -> <results>/tables/{cells,samples,skipped}.csv (+ Parquet) and <results>/machine.json.
 The mapping is documented in numa_effects/tables/packrat.py and the README.
+
+PackRat's multi-instance runs (``cloudlab_multiinstance-interference``: groups of instances with
+``instances`` and ``instance_id``) import into the interference profile's table instead:
+
+    python workflow/scripts/import_packrat.py --interference \
+        ../shared/reference/packrat/cloudlab_multiinstance-interference --results results/pr
+
+-> <results>/tables/interference.csv (``tables.packrat.interference_table``), the table the
+interference model fits (``tables.interference.curve``; docs/packing.md).
 """
 
 import argparse
@@ -34,11 +43,25 @@ def write(sources, cells, samples, skipped, machine, description=None) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sources", nargs="+", help="PackRat results folder (or one of its CSVs)")
+    ap.add_argument("sources", nargs="*", help="PackRat results folder (or one of its CSVs)")
     ap.add_argument("--results", default="results", help="output folder (default: results)")
     ap.add_argument("--machine", help="free-text description of the machine")
+    ap.add_argument(
+        "--interference",
+        metavar="FOLDER",
+        help="PackRat multi-instance folder -> <results>/tables/interference.csv",
+    )
     args = ap.parse_args(argv)
     out = Path(args.results)
+    if args.interference:
+        table = packrat.interference_table(args.interference)
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+        tidy.write(table, str(out / "tables" / "interference.csv"))
+        print(f"imported {len(table)} groups into {out}/tables/interference.csv", file=sys.stderr)
+        if not args.sources:
+            return 0
+    elif not args.sources:
+        ap.error("give a PackRat results folder, or --interference FOLDER")
     n = write(
         args.sources,
         out / "tables/cells.csv",

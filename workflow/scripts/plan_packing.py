@@ -1,5 +1,6 @@
-"""Snakemake entry: the optimizer's choices for one (model, opt) from tables/cells.csv, with the
-placements of the fat instance and the plan on the scheduling topology -> packing/.../plans.json."""
+"""Snakemake entry: the optimizer's choices for one (model, opt) from tables/cells.csv and the
+interference curve fitted on tables/interference.csv, with the placements of the fat instance and
+each candidate on the scheduling topology -> packing/.../plans.json."""
 
 import json
 
@@ -8,22 +9,36 @@ from numa_effects.measure import group
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import packing
 from numa_effects.plan import topology as topology_mod
+from numa_effects.tables import interference
 
 sm = snakemake  # noqa: F821
 p = sm.params
+w = sm.wildcards
 topo = topology_mod.Topology.from_dict(p.topology)
 cells = stats.read_table(sm.input.cells)
+profile = stats.read_table(sm.input.interference)
+curve = interference.curve(profile, w.model, w.opt)
 rows = packing.choices(
-    cells, sm.wildcards.model, sm.wildcards.opt, p.budgets, p.batch_sizes, p.threads
+    cells,
+    w.model,
+    w.opt,
+    p.budgets,
+    p.batch_sizes,
+    p.threads,
+    caps={int(k): v for k, v in p.caps.items()},
+    curve=curve,
+    measure=p.measure_plans,
 )
 for row in rows:
-    confs = {"fat": [(row["budget"], row["batch"])]}
-    if row["instances"] and not row["is_fat"]:
-        confs["plan"] = [(i["threads"], i["batch"]) for i in row["instances"]]
     row["placements"] = {}
-    for name, conf in confs.items():
-        got = group.plans_for(topo, row["budget"], conf, p.use_smt)
+    for name, conf in packing.configurations(row).items():
+        got = group.plans_for(topo, row["budget"], conf["instances"], p.use_smt, conf["nodes"])
         row["placements"][name] = got if isinstance(got, str) else [g.to_dict() for g, _ in got]
     row["statistic"] = packing.statistic(cells) if not cells.empty else None
-cellresult.write_json_atomic(sm.output[0], {"topology_source": topo.source, "choices": rows})
-print(json.dumps([(r["budget"], r["batch"], r.get("label")) for r in rows]))
+doc = {"topology_source": topo.source, "curve": curve.to_dict(), "choices": rows}
+cellresult.write_json_atomic(sm.output[0], doc)
+summary = [(r["budget"], r["batch"], [c["label"] for c in r.get("candidates", [])]) for r in rows]
+msg = f"interference: {curve.label()}\n" + json.dumps(summary)
+with open(sm.log[0], "w") as fh:
+    fh.write(msg + "\n")
+print(msg)

@@ -1,4 +1,5 @@
-"""Snakemake entry: plans and measurements of every packing job -> results/tables/packing.csv."""
+"""Snakemake entry: plans and measurements of every packing job -> results/tables/packing.csv and
+packing_candidates.csv."""
 
 import json
 from pathlib import Path
@@ -14,4 +15,5 @@ for path in sm.input.runs:
     j = r["job"]
     results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
 names = {int(k): v for k, v in sm.params.budget_names.items()}
-tidy.write(packing_table.table(plans, results, names), sm.output[0])
+tidy.write(packing_table.table(plans, results, names), sm.output.packing)
+tidy.write(packing_table.candidates_table(plans, results), sm.output.candidates)

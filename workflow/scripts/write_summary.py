@@ -11,5 +11,7 @@ text = summary.render(
     stats.read_table(sm.input.skipped),
     summary.load_machine(sm.input.machine),
     str(Path(sm.output[0]).parent),
+    stats.read_table(sm.input.packing) if hasattr(sm.input, "packing") else None,
+    stats.read_table(sm.input.interference) if hasattr(sm.input, "interference") else None,
 )
 Path(sm.output[0]).write_text(text)

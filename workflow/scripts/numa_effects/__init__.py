@@ -39,10 +39,16 @@ Measuring one cell:
 
 Packing (PackRat's question on the user's grid):
 
-- ``packing``: which <instances, threads, batch> minimises latency for a batch and core budget.
-- ``packing_run``: measure a packing plan (fat and plan, per replicate) with the runner.
-- ``packing_table``: ``tables/packing.csv``: each plan, its predicted and measured latency.
-- ``packing_plots``: the report's Packing figures, drawn from ``tables/packing.csv``.
+- ``packing``: which <instances, threads, batch> minimises latency for a batch and core budget
+  (``Planner``: with the interference model; the profile's jobs).
+- ``interference`` (plan): the interference model s(x) = 1 + beta x^2, its fit and a plan's
+  predicted latency with its interval; (tables) ``tables/interference.csv``, the profile.
+- ``packing_run`` (measure.group): measure packing configurations (fat and candidates, or an
+  interference profile: alone and k side by side, per replicate) with the runner.
+- ``packing_table``: ``tables/packing.csv``: each plan predicted alone, with interference and
+  measured, and the recommendation; ``packing_candidates.csv``.
+- ``packing_plots``: the report's Packing figures, drawn from ``tables/packing.csv`` and
+  ``tables/interference.csv``.
 
 Tables and report:
 

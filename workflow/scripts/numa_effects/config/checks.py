@@ -128,6 +128,25 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
                     f"all or a core count between 1 and {total}",
                 )
             )
+    ig = given.get("interference") or {}
+    for i, t in enumerate(ig.get("threads") if isinstance(ig.get("threads"), list) else ()):
+        if isinstance(t, int) and 2 * t > total:
+            problems.append(
+                Problem(
+                    f"packing.interference.threads[{i}]",
+                    f"{t}: two instances of {t} threads need {2 * t} cores, and "
+                    f"{_machine(config)} has {total}; allowed: auto or counts up to {total // 2}",
+                )
+            )
+    for i, k in enumerate(ig.get("instances") if isinstance(ig.get("instances"), list) else ()):
+        if isinstance(k, int) and k > total:
+            problems.append(
+                Problem(
+                    f"packing.interference.instances[{i}]",
+                    f"{k} instances need at least {k} cores, and {_machine(config)} has "
+                    f"{total}; allowed: auto or sizes between 2 and {total}",
+                )
+            )
     grid_opts = list(config.get("optimizations") or ())
     for i, o in enumerate(given.get("optimizations") or ()):
         if o not in grid_opts:

@@ -1,18 +1,24 @@
-"""Measure a packing plan for real: k concurrent pinned instances, round by round.
+"""Measure packing plans for real: k concurrent pinned instances, round by round.
 
-For one (model, opt, core budget C, total batch B) the job measures two configurations, in this
-order, replicate by replicate: the *fat* instance (one process, C threads, B images) and the
-*plan* the optimizer chose (``numa_effects.plan.packing``), unless the plan is the fat instance.
+For one (model, opt, core budget C, total batch B) the job measures, replicate by replicate and
+in this order: the *fat* instance (one process, C threads, B images) and the candidates the
+optimizer predicted best (``numa_effects.plan.packing``: ``plan``, ``plan2``, ...; a candidate
+that is the fat instance is measured once). The table then recommends the measured best.
+
+An interference profile job (``run_interference``) measures, replicate by replicate, one
+instance of t threads and the profile's batch alone (``k1``) and then k identical instances
+side by side (``k2``, ``k4``, ...), placed as ``placement.pack`` places a plan: the slowdown
+s(t, k) of ``tables.interference``.
 
 A configuration is one measurement of the one measuring stack (``runner.measure``, as a cell
 is): one pinned instance process per instance, each ``numactl``-pinned to its own cores with
 local memory (``placement.pack``: no CPU shared, an instance straddles nodes only when no node
-holds it), built exactly like a cell; a step of the timing loop is one barrier round (latency =
-max t1 - min t0 of the instances' own clocks); the contention probe covers the CPUs of all
-instances; a contended attempt is measured again after the back-off with the same processes;
-every instance is verified at the end. Any instance that fails, or is not where its plan says,
-fails the configuration; a configuration with no clean round is ``status: contended``, without
-statistics.
+holds it; the optimizer may name each instance's node), built exactly like a cell; a step of
+the timing loop is one barrier round (latency = max t1 - min t0 of the instances' own clocks);
+the contention probe covers the CPUs of all instances; a contended attempt is measured again
+after the back-off with the same processes; every instance is verified at the end. Any instance
+that fails, or is not where its plan says, fails the configuration; a configuration with no
+clean round is ``status: contended``, without statistics.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from pathlib import Path
 
 from numa_effects.measure import provenance, runner
 from numa_effects.measure import result as cellresult
-from numa_effects.plan import placement
+from numa_effects.plan import packing, placement
 from numa_effects.plan import topology as topology_mod
 
 
@@ -113,53 +119,48 @@ def measure_replicates(
     return runs
 
 
-def plans_for(topo, budget: int, configuration: list[tuple[int, int]], use_smt: bool):
+def plans_for(
+    topo,
+    budget: int,
+    configuration: list[tuple[int, int]],
+    use_smt: bool,
+    nodes: list[int] | None = None,
+):
     """``[(Plan, images)]`` of a configuration ``[(threads, images), ...]`` on ``topo``, or a
-    reason string when it does not fit."""
-    got = placement.pack(topo, [t for t, _ in configuration], budget, use_smt)
+    reason string when it does not fit. ``nodes``: each instance's node as an index among the
+    budget's nodes (``packing.budget_nodes``; the optimizer's choice), None = best fit."""
+    ids = None
+    if nodes is not None:
+        bn = [n for n, _ in packing.budget_nodes(topo, budget, use_smt)]
+        if any(not 0 <= i < len(bn) for i in nodes):
+            return f"node indexes {nodes} outside the budget's {len(bn)} node(s)"
+        ids = [bn[i] for i in nodes]
+    got = placement.pack(topo, [t for t, _ in configuration], budget, use_smt, nodes=ids)
     if isinstance(got, placement.NotApplicable):
         return got.reason
     return list(zip(got, [b for _, b in configuration], strict=True))
 
 
-def run(
-    job: dict,
-    out: str | os.PathLike,
-    logdir: str | os.PathLike,
-    timeout_s: float,
-    max_memory_mb: int | None = None,
-    sleep=None,
-) -> dict:
-    """Measure the fat instance and the chosen plan of one job (see the module docstring) and
-    write the result JSON atomically to ``out``. ``job``: ``model``, ``opt``, ``image_size``,
-    ``use_smt``, ``settings``, ``replicates``, ``budget``, ``batch``, ``choice`` (a row of
-    ``packing.choices``) and ``placements`` (the scheduling topology's plan dicts).
-    ``max_memory_mb``: each instance's address-space limit (RLIMIT_AS)."""
-    logdir = Path(logdir)
-    budget, batch, use_smt = int(job["budget"]), int(job["batch"]), bool(job["use_smt"])
-    choice = job["choice"]
-    result = {
-        "job": {k: job[k] for k in ("model", "opt", "budget", "batch", "image_size", "use_smt")},
-        "choice": choice,
-        "settings": job["settings"],
-        "provenance": {
-            "started_at": provenance.now(),
-            "host": provenance.host(),
-            "versions": provenance.versions(),
-            "workflow_revision": provenance.git_revision(runner.SCRIPTS_DIR),
-            "slurm": provenance.slurm(),
-        },
+def _provenance() -> dict:
+    return {
+        "started_at": provenance.now(),
+        "host": provenance.host(),
+        "versions": provenance.versions(),
+        "workflow_revision": provenance.git_revision(runner.SCRIPTS_DIR),
+        "slurm": provenance.slurm(),
     }
-    configs = {"fat": [(budget, batch)]}
-    if choice.get("instances") and not choice.get("is_fat"):
-        configs["plan"] = [(int(i["threads"]), int(i["batch"])) for i in choice["instances"]]
-    topo = topology_mod.current()
+
+
+def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool):
+    """(groups {name: [(Plan, images)]}, the first reason not to run or None): each
+    configuration placed on this machine and compared with the plan made on the scheduling
+    topology (``job["placements"]``)."""
     why = None
     if shutil.which("numactl") is None:
         why = ("numactl-missing", "numactl is not on PATH; instances never run unpinned")
     groups: dict[str, list] = {}
     for name, conf in configs.items():
-        got = plans_for(topo, budget, conf, use_smt)
+        got = plans_for(topo, budget, conf["instances"], use_smt, conf.get("nodes"))
         if isinstance(got, str):
             why = why or ("plan-mismatch", f"{name} does not fit this machine: {got}")
             continue
@@ -171,11 +172,10 @@ def run(
                 "this machine's",
             )
         groups[name] = got
-    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
-    if why:
-        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
-        cellresult.write_json_atomic(out, result)
-        return result
+    return groups, why
+
+
+def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep) -> dict:
     common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
     runs = measure_replicates(
         groups,
@@ -196,3 +196,80 @@ def run(
     result["provenance"]["finished_at"] = provenance.now()
     cellresult.write_json_atomic(out, result)
     return result
+
+
+def run(
+    job: dict,
+    out: str | os.PathLike,
+    logdir: str | os.PathLike,
+    timeout_s: float,
+    max_memory_mb: int | None = None,
+    sleep=None,
+) -> dict:
+    """Measure the fat instance and the candidates of one job (see the module docstring) and
+    write the result JSON atomically to ``out``. ``job``: ``model``, ``opt``, ``image_size``,
+    ``use_smt``, ``settings``, ``replicates``, ``budget``, ``batch``, ``choice`` (a row of
+    ``packing.choices``; its ``candidates`` are measured, or the row itself when it has none)
+    and ``placements`` (the scheduling topology's plan dicts by configuration name).
+    ``max_memory_mb``: each instance's address-space limit (RLIMIT_AS)."""
+    logdir = Path(logdir)
+    budget, use_smt = int(job["budget"]), bool(job["use_smt"])
+    choice = job["choice"]
+    result = {
+        "job": {k: job[k] for k in ("model", "opt", "budget", "batch", "image_size", "use_smt")},
+        "choice": choice,
+        "settings": job["settings"],
+        "provenance": _provenance(),
+    }
+    configs = packing.configurations({**choice, "budget": budget, "batch": int(job["batch"])})
+    result["configurations"] = {
+        n: {"instances": [list(i) for i in c["instances"]], "nodes": c.get("nodes")}
+        | ({"candidate": c["candidate"]} if "candidate" in c else {})
+        for n, c in configs.items()
+    }
+    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
+    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
+    if why:
+        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
+        cellresult.write_json_atomic(out, result)
+        return result
+    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)
+
+
+def profile_configurations(job: dict) -> dict[str, dict]:
+    """An interference profile job's configurations: ``k1`` (one instance alone) and ``k<k>``
+    (k identical instances) of ``threads`` threads and ``batch`` images each."""
+    one = (int(job["threads"]), int(job["batch"]))
+    ks = [1, *(int(k) for k in job["instances"] if int(k) > 1)]
+    return {f"k{k}": {"instances": [one] * k, "nodes": None} for k in ks}
+
+
+def run_interference(
+    job: dict,
+    out: str | os.PathLike,
+    logdir: str | os.PathLike,
+    timeout_s: float,
+    max_memory_mb: int | None = None,
+    sleep=None,
+) -> dict:
+    """Measure one interference profile job (see the module docstring) and write its JSON
+    atomically to ``out``. ``job``: ``model``, ``opt``, ``image_size``, ``use_smt``,
+    ``settings``, ``replicates``, ``budget``, ``threads``, ``batch``, ``instances`` (the group
+    sizes k) and ``placements`` (the scheduling topology's plan dicts by name, may be {})."""
+    logdir = Path(logdir)
+    budget, use_smt = int(job["budget"]), bool(job["use_smt"])
+    keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
+    result = {
+        "kind": "interference",
+        "job": {k: job[k] for k in keys},
+        "settings": job["settings"],
+        "provenance": _provenance(),
+    }
+    configs = profile_configurations(job)
+    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
+    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
+    if why:
+        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
+        cellresult.write_json_atomic(out, result)
+        return result
+    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)

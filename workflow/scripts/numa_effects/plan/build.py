@@ -36,6 +36,7 @@ class Plan:
     peak: dict  # (placement label, threads) -> placement.Plan; {} with peak: false or imports
     packing: dict  # the resolved packing settings (plan.packing.settings)
     packing_jobs: tuple  # one dict of wildcards per packing measurement job
+    interference_jobs: tuple  # one dict per interference profile job (wildcards + group sizes)
     imported: tuple  # PackRat sources (config key import.packrat); () = measured here
     imported_keys: tuple  # the imported cells' keys (dicts)
     code: dict  # layer -> digest of its code's content (plan.code)
@@ -141,6 +142,60 @@ class Plan:
     def packing_run_paths(self) -> list[str]:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
 
+    def interference_run_paths(self) -> list[str]:
+        return [
+            self.path(
+                paths.INTERFERENCE_RUN,
+                **{k: j[k] for k in ("model", "opt", "budget", "threads")},
+            )
+            for j in self.interference_jobs
+        ]
+
+    def interference_job(self, model: str, opt: str, budget: int, threads: int) -> dict:
+        """What an interference profile job needs (run_interference.py): alone and groups of
+        ``instances`` identical instances of ``threads`` threads and the profile's batch."""
+        (job,) = [
+            j
+            for j in self.interference_jobs
+            if (j["model"], j["opt"], j["budget"], j["threads"])
+            == (model, opt, int(budget), int(threads))
+        ]
+        ig = self.packing["interference"]
+        placements = {}  # planned here; the job re-makes them where it runs and compares
+        for k in (1, *job["instances"]):
+            got = packing_mod.profile_plan(
+                self.topology, int(budget), int(threads), k, self.packing["use_smt"]
+            )
+            if isinstance(got, list):
+                placements[f"k{k}"] = [p.to_dict() for p in got]
+        return {
+            **self.packing_job(model, opt),
+            "budget": int(budget),
+            "threads": int(threads),
+            "batch": ig["batch"],
+            "instances": list(job["instances"]),
+            "placements": placements,
+            "settings": {
+                **settings_mod.of(self.config),
+                "max_seconds_per_cell": ig["max_seconds"],
+            },
+        }
+
+    def packing_timeout_s(self) -> float:
+        """A packing job's wall-time bound: fat and candidates, per replicate, each killed after
+        the cell timeout."""
+        configs = 1 + int(self.packing.get("measure_plans", 1))
+        return configs * self.replicates * self.cell_timeout_s
+
+    def interference_timeout_s(self) -> float:
+        """A profile job's wall-time bound: alone and each group, per replicate."""
+        most = max((len(j["instances"]) for j in self.interference_jobs), default=1)
+        return (1 + most) * self.replicates * self.cell_timeout_s
+
+    def profile_cost(self) -> dict:
+        """The interference profile's jobs, configurations and timing cap (docs/packing.md)."""
+        return packing_mod.profile_cost(self.packing, self.replicates)
+
     def packing_job(self, model: str, opt: str) -> dict:
         """What a packing measurement job needs besides its plan (run_packing.py)."""
         return {
@@ -184,7 +239,7 @@ class Plan:
         out += [self.table(t) for t in tables]
         out += [self.path(paths.SUMMARY), self.path(paths.REPORT_PAGE)]
         if self.packing_jobs:
-            out.append(self.table("packing"))
+            out += [self.table(t) for t in ("packing", "packing_candidates", "interference")]
         if self.measured:
             # Every replicate's result is a target too: Snakemake does not re-make a deleted
             # intermediate file whose consumers are up to date, so a deleted or missing
@@ -217,6 +272,7 @@ def build(
     threads = grid_mod.thread_counts(config, topology) if not imported else []
     packing = packing_mod.settings(config, topology, threads)
     jobs = tuple(packing_mod.jobs(packing)) if not imported else ()
+    profile = tuple(packing_mod.interference_jobs(packing)) if jobs else ()
     return Plan(
         config=config,
         topology=topology,
@@ -226,6 +282,7 @@ def build(
         peak=peak,
         packing=packing,
         packing_jobs=jobs,
+        interference_jobs=profile,
         imported=imported,
         imported_keys=tuple(imported_keys or ()),
         code=dict(code or {}),

@@ -309,14 +309,23 @@ def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
 PACKED = "packed"
 
 
-def pack(topo: Topology, threads: list[int], budget: int, use_smt: bool = False):
+def pack(
+    topo: Topology,
+    threads: list[int],
+    budget: int,
+    use_smt: bool = False,
+    nodes: list[int | None] | None = None,
+):
     """Disjoint CPU sets for concurrent instances (the packing runner, numa_effects.plan.packing):
     instance j gets ``threads[j]`` cores of its own, out of the first ``budget`` cores in
     ``sequential`` order (node 0 filled before node 1). No CPU is shared. Largest instance
     first, each goes to the node with the fewest free cores that still holds it (best fit), so
     an instance straddles nodes only when no node has room for it; a straddling instance takes
-    the lowest free cores in node order. Memory is bound to the nodes of the instance's cores.
-    Returns the plans in the order of ``threads``, or ``NotApplicable`` with the reason."""
+    the lowest free cores in node order. ``nodes``: the node of each instance when the caller
+    chose them (the optimizer with interference spreads instances over nodes; None for an
+    instance = best fit); an instance that does not fit its node is an error. Memory is bound
+    to the nodes of the instance's cores. Returns the plans in the order of ``threads``, or
+    ``NotApplicable`` with the reason."""
     order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
     if budget > len(order):
         return NotApplicable(
@@ -327,11 +336,23 @@ def pack(topo: Topology, threads: list[int], budget: int, use_smt: bool = False)
             PACKED, sum(threads), f"instances of {threads} threads do not fit {budget} cores"
         )
     free = {n: [c for c in order[:budget] if topo.node_of(c) == n] for n in topo.nodes}
+    if nodes is not None and len(nodes) != len(threads):
+        raise ValueError(f"{len(nodes)} nodes given for {len(threads)} instances")
     cpus_of: dict[int, list[int]] = {}
     for j in sorted(range(len(threads)), key=lambda j: -threads[j]):
         t = threads[j]
         fits = [n for n in topo.nodes if len(free[n]) >= t]
-        if fits:
+        want = None if nodes is None else nodes[j]
+        if want is not None:
+            if want not in free or len(free[want]) < t:
+                return NotApplicable(
+                    PACKED,
+                    t,
+                    f"instance {j} ({t} threads) does not fit node {want} of the first {budget} "
+                    f"cores beside the others",
+                )
+            cpus_of[j], free[want] = free[want][:t], free[want][t:]
+        elif fits:
             node = min(fits, key=lambda n: (len(free[n]), n))
             cpus_of[j], free[node] = free[node][:t], free[node][t:]
         else:

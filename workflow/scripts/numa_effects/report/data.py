@@ -1,16 +1,16 @@
 """The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
 
-Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` for the
-Packing figures), read by ``stats.read_table``. ``Tables.universe`` knows every cell a figure of
-a model should show (the product of the threads and batch sizes that appear for it, per
-optimization x placement that appears) with its status -- ``ok``, ``failed``, ``skipped``,
-``contended`` (no clean iteration: no value) or ``missing`` -- so the drawing never shows a cell
-that is not a measured value as 0, and whether its timing was disturbed (``contended`` or
-``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of the registry
-(latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each placement's
-cell with its baseline's cell (``placement.baseline_of``) and the row of degradation.csv. The
-report page (workflow/scripts/render_report.py) loads the tables here without importing
-matplotlib.
+Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
+``interference.csv`` for the Packing figures), read by ``stats.read_table``.
+``Tables.universe`` knows every cell a figure of a model should show (the product of the
+threads and batch sizes that appear for it, per optimization x placement that appears) with
+its status -- ``ok``, ``failed``, ``skipped``, ``contended`` (no clean iteration: no value) or
+``missing`` -- so the drawing never shows a cell that is not a measured value as 0, and whether
+its timing was disturbed (``contended`` or ``noisy`` in cells.csv; a missing column counts as
+false). Each ``Metric`` of the registry (latency, throughput) is a column ``metric.key`` there.
+``comparison`` pairs each placement's cell with its baseline's cell (``placement.baseline_of``)
+and the row of degradation.csv. The report page (workflow/scripts/render_report.py) loads the
+tables here without importing matplotlib.
 """
 
 from __future__ import annotations
@@ -50,11 +50,18 @@ class Tables:
     skipped: pd.DataFrame
     degradation: pd.DataFrame | None = None
     packing: pd.DataFrame | None = None  # tables/packing.csv (the Packing section)
+    interference: pd.DataFrame | None = None  # tables/interference.csv (the profile)
 
     @classmethod
-    def load(cls, cells, skipped=None, degradation=None, packing=None) -> Tables:
+    def load(cls, cells, skipped=None, degradation=None, packing=None, interference=None) -> Tables:
         deg = read_csv(degradation) if degradation else None
-        return cls(read_csv(cells), read_csv(skipped), deg, read_csv(packing) if packing else None)
+        return cls(
+            read_csv(cells),
+            read_csv(skipped),
+            deg,
+            read_csv(packing) if packing else None,
+            stats.read_table(interference) if interference else None,
+        )
 
     @property
     def latency_stat(self) -> str:

@@ -1,8 +1,12 @@
-"""The report's Packing figures (docs/packing.md), drawn from ``tables/packing.csv``:
+"""The report's Packing figures (docs/packing.md), drawn from ``tables/packing.csv`` and
+``tables/interference.csv``:
 
-- ``latency``: latency against the total batch B for the fat instance (measured), the plan as
-  predicted from the grid and the plan as measured, with their 95 % CIs (round-to-round, see
-  ``tables.packing``), one panel per core budget; every B is labelled with the chosen plan;
+- ``latency``: latency against the total batch B for the fat instance (measured) and the plan:
+  predicted from the alone latencies, predicted with the measured interference (with its 95 %
+  interval) and measured, with their 95 % CIs, one panel per core budget; every B is labelled
+  with the plan, the recommendation (the measured best) where it differs, and its speedup;
+- ``interference``: the profile's slowdowns against the other busy cores x of an instance's
+  node, per thread count and node, with the fitted curve s(x) = 1 + beta x^2 and its band;
 - ``core_map``: which cores each instance of the measured plan got, one row per (budget, B).
 
 Registered for their families with ``registry.drawer`` (``plots`` imports this module).
@@ -24,7 +28,13 @@ from numa_effects.report.registry import LATENCY, Metric, drawer
 SERIES = (
     # (column, CI columns, label, style)
     ("fat_latency_ms", ("fat_ci_low_ms", "fat_ci_high_ms"), "fat instance (measured)", "s-"),
-    ("predicted_latency_ms", None, "plan, predicted from the grid", "o--"),
+    ("predicted_alone_ms", None, "plan, predicted from alone latencies", "o:"),
+    (
+        "predicted_ms",
+        ("predicted_ci_low_ms", "predicted_ci_high_ms"),
+        "plan, predicted with interference",
+        "o--",
+    ),
     ("latency_ms", ("latency_ci_low_ms", "latency_ci_high_ms"), "plan (measured)", "o-"),
 )
 
@@ -36,55 +46,135 @@ def _rows(tables: Tables, model: str, opt: str):
     return p[(p["model"] == model) & (p["opt"] == opt)].sort_values(["budget", "batch_size"])
 
 
+def _yerr(b, y, ci):
+    lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
+    return np.nan_to_num(np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)]))
+
+
 @drawer("packing_latency")
 def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     d = _rows(tables, model, opt)
     budgets = sorted(d["budget"].unique())
     fig, axes = plt.subplots(
-        1, max(1, len(budgets)), figsize=(7.0 * max(1, len(budgets)), 4.8), squeeze=False
+        1, max(1, len(budgets)), figsize=(7.5 * max(1, len(budgets)), 5.0), squeeze=False
     )
-    contended = False
+    contended = other = False
     for ax, c in zip(axes[0], budgets, strict=False):
         b = d[d["budget"] == c]
         x = b["batch_size"].to_numpy(dtype=float)
         for col, ci, label, fmt in SERIES:
+            if col not in b:
+                continue
             y = b[col].to_numpy(dtype=float)
             if not np.isfinite(y).any():
                 continue
-            yerr = None
-            if ci is not None:
-                lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
-                yerr = np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
-                yerr = np.nan_to_num(yerr)
+            yerr = _yerr(b, y, ci) if ci is not None else None
             line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
-            if ci is not None:  # measured: a contended group is drawn hollow
+            if col in ("fat_latency_ms", "latency_ms"):  # measured: contended drawn hollow
                 hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
                 if hit.any():
                     color = line.lines[0].get_color()
                     ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
                     contended = True
+        # the recommendation where the measured best is not the predicted plan
+        if "recommended_is_predicted" in b:
+            diff = b["recommended_is_predicted"].map(stats.as_bool).eq(False).to_numpy()
+            if diff.any():
+                y = b["recommended_latency_ms"].to_numpy(dtype=float)
+                ax.errorbar(
+                    x[diff],
+                    y[diff],
+                    yerr=_yerr(b, y, ("recommended_ci_low_ms", "recommended_ci_high_ms"))[:, diff],
+                    fmt="*",
+                    markersize=12,
+                    capsize=3,
+                    color="black",
+                    label="recommended (measured best), where it is another plan",
+                )
+                other = True
         for r in b.itertuples():
-            if isinstance(r.plan, str):
-                top = np.nanmax([r.latency_ms, r.predicted_latency_ms, r.fat_latency_ms])
-                speed = f"\n{r.speedup:.2f}x" if np.isfinite(r.speedup) else ""
-                ax.annotate(
-                    f"{r.plan}{speed}", (r.batch_size, top), textcoords="offset points",
-                    xytext=(0, 6), ha="center", fontsize=7,
-                )  # fmt: skip
+            if not isinstance(r.plan, str):
+                continue
+            tops = ("latency_ms", "predicted_ms", "fat_latency_ms", "predicted_ci_high_ms")
+            top = np.nanmax([getattr(r, k, np.nan) for k in tops])
+            text = r.plan
+            rec = getattr(r, "recommended_plan", None)
+            speed = getattr(r, "recommended_speedup", np.nan)
+            if isinstance(rec, str) and rec != r.plan:
+                text += f"\nbest: {rec}"
+            if np.isfinite(speed):
+                text += f"\n{speed:.2f}x"
+            ax.annotate(
+                text, (r.batch_size, top), textcoords="offset points", xytext=(0, 6),
+                ha="center", fontsize=7,
+            )  # fmt: skip
         names = str(b["budget_names"].iloc[0]) if len(b) else ""
-        ax.set_title(f"{c} cores ({names})", fontsize=10)
+        model_text = str(b["interference_model"].iloc[0]) if "interference_model" in b else ""
+        ax.set_title(f"{c} cores ({names}); interference: {model_text}", fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_xticks(x, [str(int(v)) for v in x])
+        shown = b[[col for col, *_ in SERIES if col in b]].to_numpy(dtype=float)
+        shown = shown[np.isfinite(shown) & (shown > 0)]
+        if shown.size and shown.max() / shown.min() > 20:  # latencies over orders of magnitude
+            ax.set_yscale("log")
         ax.set_xlabel("total batch B (images)")
         ax.set_ylabel("latency per batch, median (ms)")
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
-    note = "; hollow: contended (other tasks used the CPUs)" if contended else ""
+    note = "\nhollow: contended (other tasks used the CPUs)" if contended else ""
+    note += "; star: the measured best is another plan" if other else ""
     fig.suptitle(
-        f"{model}, {opt}: fat instance vs the packed plan (label: instances x (threads, batch); "
-        f"measured speedup){note}",
-        fontsize=10,
+        f"{model}, {opt}: fat instance vs the packed plan, predicted and measured\n(label: "
+        f"instances x (threads, batch); the recommendation; its measured speedup){note}",
+        fontsize=9,
     )
+    fig.tight_layout()
+    return fig
+
+
+@drawer("packing_interference")
+def interference_curve(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
+    from numa_effects.tables import interference as profile
+
+    d = tables.interference
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    sel = d[(d["model"] == model) & (d["opt"] == opt)] if d is not None and not d.empty else None
+    curve = profile.curve(sel, model, opt) if sel is not None else None
+    xmax = 1.0
+    if sel is not None and not sel.empty:
+        ok = sel[sel["status"] == "ok"]
+        for (t, node), g in ok.groupby(["threads", "node"]):
+            x = g["x"].to_numpy(dtype=float)
+            y = g["slowdown"].to_numpy(dtype=float)
+            yerr = _yerr(g, y, ("slowdown_ci_low", "slowdown_ci_high"))
+            ax.errorbar(x, y, yerr=yerr, fmt="o", capsize=3, label=f"t = {t}, node {node}")
+            for xi, yi, k in zip(x, y, g["k"], strict=True):
+                ax.annotate(f"k={k}", (xi, yi), textcoords="offset points", xytext=(5, -10),
+                            fontsize=7)  # fmt: skip
+            xmax = max(xmax, float(np.nanmax(x)))
+        bad = sel[sel["status"] != "ok"]
+        if len(bad):
+            ax.text(0.02, 0.02, f"{len(bad)} group(s) without a value: "
+                    + ", ".join(sorted(set(bad["status"].astype(str)))),
+                    transform=ax.transAxes, fontsize=8)  # fmt: skip
+    xs = np.linspace(0, max(xmax, 1.0) * 1.1, 100)
+    if curve is not None and curve.points:
+        ys = np.array([curve.s(v) for v in xs])
+        band = np.array([curve.ci(v) for v in xs])
+        ax.plot(xs, ys, "-", color="black", label=curve.label())
+        if np.isfinite(band).all():
+            ax.fill_between(xs, band[:, 0], band[:, 1], color="black", alpha=0.12,
+                            label="95 % interval of the curve")  # fmt: skip
+    else:
+        ax.text(0.5, 0.5, "no interference profile: predictions assume s = 1",
+                transform=ax.transAxes, ha="center")  # fmt: skip
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("x: other busy cores on the instance's node")
+    ax.set_ylabel("slowdown against one instance alone")
+    ax.set_title(f"{model}, {opt}: instances side by side slow each other", fontsize=10)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
 

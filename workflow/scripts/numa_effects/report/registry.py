@@ -229,6 +229,7 @@ SECTIONS = {
 TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<name>.csv)
 WITH_DEGRADATION = (*TABLES, "degradation")
 WITH_PACKING = (*TABLES, "packing")
+WITH_INTERFERENCE = (*TABLES, "interference")
 
 
 @dataclass(frozen=True)
@@ -400,18 +401,35 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         name="packing_latency",
         section="packing",
-        title="Fat instance vs packed plan",
+        title="Fat instance vs packed plan: predicted and measured",
         pattern="{model}/packing_latency/{opt}",
         metric=LATENCY,
         plan="packing",
         tables=WITH_PACKING,
         caption="PackRat's question from this grid (docs/packing.md): latency against the total "
-        "batch B for one instance on all budget cores (*fat*, measured), the best <instances, "
-        "threads, batch> predicted from the ``sequential`` cells, and that plan measured as "
-        "concurrent pinned instances; one panel per core budget. Error bars: 95 % CI of the "
-        "median round latency (two-level over replicates when there are several: "
-        "``ci_method`` in packing.csv). Hollow markers: contended. Labels: the plan and the "
-        "measured speedup.",
+        "batch B for one instance on all budget cores (*fat*, measured) and the best <instances, "
+        "threads, batch> with its three latencies: predicted from the alone latencies of the "
+        "``sequential`` cells, predicted with the measured interference (with its 95 % "
+        "interval), and measured as concurrent pinned instances; one panel per core budget. "
+        "Error bars: 95 % CI (two-level over replicates when there are several: ``ci_method`` "
+        "in packing.csv). Stars: the recommendation, the measured best of the fat instance and "
+        "the candidates, where it is not the predicted plan. Hollow markers: contended. "
+        "Labels: the plan, the recommendation when it differs, and its measured speedup.",
+    ),
+    Family(
+        name="packing_interference",
+        section="packing",
+        title="Interference: instances side by side",
+        pattern="{model}/packing_interference/{opt}",
+        metric=LATENCY,
+        plan="packing",
+        tables=WITH_INTERFERENCE,
+        caption="The interference profile measured on this machine (docs/packing.md): the "
+        "slowdown of k identical instances side by side against one alone (per node where a "
+        "group spans nodes), against x, the other busy cores of an instance's node; error bars: "
+        "two-level 95 % CI over replicates (``ci_method`` in interference.csv). Line and band: "
+        "the model the optimizer uses, s(x) = 1 + beta x^2 fitted on these points, with its 95 % "
+        "interval; without a profile the predictions assume s = 1.",
     ),
     Family(
         name="packing_core_map",

@@ -1,31 +1,54 @@
-"""``tables/packing.csv``: per (model, opt, core budget, total batch) the optimizer's plan, its
-predicted latency and the measured one, and the fat instance's (numa_effects.plan.packing,
+"""``tables/packing.csv`` and ``tables/packing_candidates.csv``: per (model, opt, core budget,
+total batch) the optimizer's plan with its three latencies side by side -- predicted from the
+alone latencies, predicted with the measured interference, measured -- and the recommendation:
+the measured best of the configurations the job measured (numa_effects.plan.packing,
 numa_effects.measure.group). Pure: rows from the plans and run JSONs.
 
-Columns (docs/packing.md):
+``packing.csv``, one row per (model, opt, budget, batch) (docs/packing.md):
 
-- ``plan``: ``2x(t1,b8)`` = two instances of 1 thread and 8 images; ``instances`` the same as
-  ``threads:batch`` pairs; ``k``, ``cores``; ``is_fat``: the plan is the fat instance itself;
-- ``predicted_latency_ms``, ``predicted_fat_latency_ms``, ``predicted_speedup``: from the grid's
-  ``sequential`` cells (``statistic`` names the column: the median, or PackRat's mean);
-- ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the measured plan, the median
-  round latency (slowest instance + signalling) over the clean timed rounds (rounds the
-  contention probe excluded are left out) and its 95 % CI. ``ci_method`` says what the CI
-  covers: ``within-process`` (one replicate: the order-statistic CI of the median round, i.e.
-  round-to-round variation only) or ``two-level`` (``replicates`` >= 2 process groups:
-  ``stats.combine_replicates`` on the replicates' medians, the process-level variance pooled
-  over the table's fat instances and, apart, its plans: ``pooled_by_kind``);
-- ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job just
-  before the plan (when the plan is the fat instance, one measurement serves both);
-- ``prediction_error`` = measured / predicted - 1 (plan); ``speedup`` = fat / plan (measured
-  medians) with ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level,
-  the ratio of both two-level CIs (``stats.two_level_ratio_ci``); within-process, a
-  percentile bootstrap over the clean rounds of both (round-to-round variation only);
-- ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance; ``missing``: grid points
-  (t, b) without a measured cell, which the optimizer could not use;
-- ``status``/``failure``, ``contended`` (any replicate of fat or plan contended: too few clean
-  rounds, ``timing.judge``), ``rounds`` (clean ones). A configuration none of whose replicates
-  has a clean round has no latency, CI or speedup: the row's ``status`` is ``contended``.
+- ``plan``: the best configuration by the prediction with interference, ``2x(t1,b8)`` = two
+  instances of 1 thread and 8 images; ``instances`` the same as ``threads:batch`` pairs; ``k``,
+  ``cores``; ``is_fat``: the plan is the fat instance itself; ``interference_model``: the
+  curve used (``plan.interference``; ``none`` = alone latencies only);
+- ``predicted_alone_ms``: max over the plan's instances of their cells' latency (``statistic``
+  names the column: the median, or PackRat's mean): the prediction without interference;
+  ``predicted_ms`` with ``predicted_ci_low_ms``/``predicted_ci_high_ms``: with the slowdown
+  s(x) of each instance's co-runners, and its 95 % interval (cells' CIs and the curve's);
+  ``predicted_fat_latency_ms``, ``predicted_speedup`` = predicted fat / ``predicted_ms``;
+  ``alone_plan``: the plan the alone latencies alone would have chosen;
+- ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the plan measured, the median
+  round latency (slowest instance + signalling) over the clean timed rounds and its 95 % CI.
+  ``ci_method`` says what the CI covers: ``within-process`` (one replicate: the order-statistic
+  CI of the median round, round-to-round variation only) or ``two-level`` (``replicates`` >= 2
+  process groups: ``stats.combine_replicates`` on the replicates' medians, the process-level
+  variance pooled over the table's fat instances and, apart, its plans: ``pooled_by_kind``);
+- ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job, first
+  in every replicate (when the plan is the fat instance, one measurement serves both);
+- ``prediction_error`` = measured / ``predicted_ms`` - 1, ``prediction_error_alone`` =
+  measured / ``predicted_alone_ms`` - 1; ``speedup`` = fat / plan (measured medians) with
+  ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level, the ratio of both
+  two-level CIs (``stats.two_level_ratio_ci``); within-process, a percentile bootstrap over the
+  clean rounds of both;
+- ``candidates``: configurations measured (the fat instance and the ``packing.measure_plans``
+  best predicted ones); ``measured_ranking``: their plans from the fastest measured, ``<``
+  between them; ``recommended_plan`` (the measured best) with ``recommended_latency_ms`` and
+  its CI, ``recommended_speedup`` over the fat instance with its CI, ``recommended_gain`` =
+  measured plan / measured recommended (>= 1) with its CI, ``recommended_is_predicted``: the
+  measured best is the predicted best (false: the measured ranking differs from the predicted
+  one at the top);
+- ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance (``fat_core_map``,
+  ``recommended_core_map``); ``missing``: grid points (t, b) without a measured cell, which the
+  optimizer could not use;
+- ``status``/``failure``, ``contended`` (any replicate of a measured configuration contended:
+  too few clean rounds, ``timing.judge``), ``rounds`` (clean ones). A configuration none of
+  whose replicates has a clean round has no latency, CI or speedup: the plan's makes the row's
+  ``status`` ``contended``.
+
+``packing_candidates.csv``: one row per measured configuration (``name``: ``fat``, ``plan``,
+``plan2``, ...): its plan, ``busy`` (busy cores per node), ``predicted_rank`` (0 = the
+predicted best; empty for a fat instance that was no candidate), its predicted alone and with
+interference latencies, measured latency with CI, both prediction errors, ``measured_rank``
+and ``recommended``.
 """
 
 from __future__ import annotations
@@ -36,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import interference
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
 COLUMNS = [
@@ -50,9 +74,14 @@ COLUMNS = [
     "cores",
     "is_fat",
     "statistic",
-    "predicted_latency_ms",
+    "interference_model",
+    "predicted_alone_ms",
+    "predicted_ms",
+    "predicted_ci_low_ms",
+    "predicted_ci_high_ms",
     "predicted_fat_latency_ms",
     "predicted_speedup",
+    "alone_plan",
     "latency_ms",
     "latency_ci_low_ms",
     "latency_ci_high_ms",
@@ -60,19 +89,65 @@ COLUMNS = [
     "fat_ci_low_ms",
     "fat_ci_high_ms",
     "prediction_error",
+    "prediction_error_alone",
     "speedup",
     "speedup_ci_low",
     "speedup_ci_high",
     "ci_method",
+    "candidates",
+    "measured_ranking",
+    "recommended_plan",
+    "recommended_latency_ms",
+    "recommended_ci_low_ms",
+    "recommended_ci_high_ms",
+    "recommended_speedup",
+    "recommended_speedup_ci_low",
+    "recommended_speedup_ci_high",
+    "recommended_gain",
+    "recommended_gain_ci_low",
+    "recommended_gain_ci_high",
+    "recommended_is_predicted",
     "rounds",
     "fat_rounds",
     "replicates",
     "contended",
     "core_map",
     "fat_core_map",
+    "recommended_core_map",
     "missing",
     "status",
     "failure",
+]
+CANDIDATE_COLUMNS = [
+    "model",
+    "opt",
+    "budget",
+    "batch_size",
+    "name",
+    "plan",
+    "instances",
+    "k",
+    "cores",
+    "is_fat",
+    "busy",
+    "predicted_rank",
+    "predicted_alone_ms",
+    "predicted_ms",
+    "predicted_ci_low_ms",
+    "predicted_ci_high_ms",
+    "latency_ms",
+    "latency_ci_low_ms",
+    "latency_ci_high_ms",
+    "prediction_error",
+    "prediction_error_alone",
+    "measured_rank",
+    "recommended",
+    "ci_method",
+    "replicates",
+    "rounds",
+    "contended",
+    "core_map",
+    "status",
 ]
 
 
@@ -131,6 +206,79 @@ def _core_map(placements) -> str:
     return " ".join(f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements))
 
 
+def _kind(name: str) -> str:
+    """The pool a configuration's process-level variance goes to: the fat instance, or plans."""
+    return "fat" if name == "fat" else "plan"
+
+
+def _ratio_ci(num: dict, den: dict, num_rounds, den_rounds) -> tuple[float, float]:
+    """CI of num / den (two measured configurations' estimates): two-level when both are, else
+    a bootstrap over their clean rounds (round-to-round only)."""
+    if num is den:
+        return 1.0, 1.0
+    if num["ci_method"] == den["ci_method"] == "two-level":
+        # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
+        # process-to-process variation counts
+        return two_level_ratio_ci(
+            (den["ci_low_s"], den["ci_high_s"], den["ci_df"]),
+            (num["ci_low_s"], num["ci_high_s"], num["ci_df"]),
+        )
+    # bootstrap_ratio gives stat(compared) / stat(baseline)
+    return bootstrap_ratio(np.asarray(den_rounds), np.asarray(num_rounds))
+
+
+def _candidates(choice: dict) -> dict[str, dict]:
+    """{configuration name: its choice dict} (``packing.configurations``' names)."""
+    cands = choice.get("candidates")
+    if cands is None:
+        cands = [choice] if choice.get("instances") else []
+    out = {}
+    for i, c in enumerate(cands):
+        name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
+        out[name] = {**c, "rank": i}
+    return out
+
+
+def _ms(v) -> float:
+    return math.nan if v is None else float(v) * 1e3
+
+
+def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
+    if est is None:
+        return
+    key = "latency_ms" if prefix == "latency" else f"{prefix}_latency_ms"
+    out[key] = est["median_s"] * 1e3
+    out[f"{prefix}_ci_low_ms"] = est["ci_low_s"] * 1e3
+    out[f"{prefix}_ci_high_ms"] = est["ci_high_s"] * 1e3
+
+
+def evaluate(choice: dict, result: dict, pooled) -> dict:
+    """The measured configurations of one job: {name: {"est", "rounds", "contended", "rank",
+    "choice"}} (est None: no clean round), and the names by measured latency."""
+    pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
+    runs = result["runs"]
+    cands = _candidates(choice)
+    got = {}
+    for name, recs in runs.items():
+        got[name] = {
+            "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
+            "rounds": _rounds(recs),
+            "contended": any(contended(r) for r in recs),
+            "replicates": len(recs),
+            "choice": cands.get(name),
+        }
+    ranked = sorted(
+        (n for n, g in got.items() if g["est"] is not None),
+        key=lambda n: got[n]["est"]["median_s"],
+    )
+    return {"configs": got, "ranked": ranked}
+
+
+def _label(choice: dict, name: str, fat_label: str) -> str:
+    c = _candidates(choice).get(name)
+    return c["label"] if c else fat_label
+
+
 def row(
     choice: dict,
     result: dict | None,
@@ -150,86 +298,150 @@ def row(
     if not choice.get("instances"):
         out.update(status="no-plan", failure=choice.get("reason"))
         return out
+    curve = interference.Curve.from_dict(choice.get("curve"))
+    alone_plan = choice.get("alone_plan") or {}
     out.update(
         plan=choice["label"],
         instances=" ".join(f"{i['threads']}:{i['batch']}" for i in choice["instances"]),
         k=choice["k"],
         cores=choice["cores"],
         is_fat=choice["is_fat"],
-        predicted_latency_ms=choice["latency_s"] * 1e3,
+        interference_model="none" if not curve.points else curve.label(),
+        predicted_alone_ms=_ms(choice.get("alone_latency_s", choice["latency_s"])),
+        predicted_ms=choice["latency_s"] * 1e3,
+        predicted_ci_low_ms=_ms(choice.get("ci_low_s")),
+        predicted_ci_high_ms=_ms(choice.get("ci_high_s")),
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
+        alone_plan=alone_plan.get("label"),
+        candidates=len(_candidates(choice)) + (0 if _has_fat(choice) else 1),
     )
     if result is None:
         out["status"] = "not-measured"
         return out
     placements = result.get("placements", {})
-    out["fat_core_map"] = _core_map(placements.get("fat"))
-    out["core_map"] = _core_map(placements.get("plan", placements.get("fat")))
     out["status"] = result["status"]
     if result["status"] != "ok":
         f = result.get("failure") or {}
         out["failure"] = f"{f.get('cause')}: {f.get('message')}"
         return out
-    runs = result["runs"]
-    fat = _rounds(runs["fat"])
-    plan = _rounds(runs["plan"]) if "plan" in runs else fat
-    out["replicates"] = len(runs["fat"])
-    out["rounds"], out["fat_rounds"] = int(plan.size), int(fat.size)
-    out["contended"] = any(contended(r) for recs in runs.values() for r in recs)
-    pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
-    estimates = {"fat": estimate(runs["fat"], pools["fat"])}
-    if "plan" in runs:
-        estimates["plan"] = estimate(runs["plan"], pools["plan"])
-    else:
-        estimates["plan"] = estimates["fat"]
-    for prefix, name in (("latency", "plan"), ("fat", "fat")):
-        s = estimates[name]
-        if s is None:  # no clean round in any replicate: not a number
-            continue
-        key = "latency_ms" if prefix == "latency" else "fat_latency_ms"
-        out[key] = s["median_s"] * 1e3
-        out[f"{prefix}_ci_low_ms"] = s["ci_low_s"] * 1e3
-        out[f"{prefix}_ci_high_ms"] = s["ci_high_s"] * 1e3
-    if estimates["plan"] is not None:
-        out["ci_method"] = estimates["plan"]["ci_method"]
-        out["prediction_error"] = out["latency_ms"] / out["predicted_latency_ms"] - 1.0
-    if estimates["plan"] is None or estimates["fat"] is None:
+    ev = evaluate(choice, result, pooled)
+    got, ranked = ev["configs"], ev["ranked"]
+    plan_name = "plan" if "plan" in got else "fat"
+    fat, plan = got["fat"], got[plan_name]
+    out["fat_core_map"] = _core_map(placements.get("fat"))
+    out["core_map"] = _core_map(placements.get(plan_name))
+    out["replicates"] = fat["replicates"]
+    out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
+    out["contended"] = any(g["contended"] for g in got.values())
+    _prefixed(out, "fat", fat["est"])
+    _prefixed(out, "latency", plan["est"])
+    fat_label = f"1x(t{choice['budget']},b{choice['batch']})"
+    out["measured_ranking"] = " < ".join(_label(choice, n, fat_label) for n in ranked)
+    if plan["est"] is not None:
+        out["ci_method"] = plan["est"]["ci_method"]
+        out["prediction_error"] = out["latency_ms"] / out["predicted_ms"] - 1.0
+        out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
+    if ranked:
+        best = ranked[0]
+        b = got[best]
+        out.update(
+            recommended_plan=_label(choice, best, fat_label),
+            recommended_is_predicted=best == plan_name,
+            recommended_core_map=_core_map(placements.get(best)),
+        )
+        _prefixed(out, "recommended", b["est"])
+        if fat["est"] is not None:
+            out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
+            lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
+            out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
+        if plan["est"] is not None:
+            out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
+            lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
+            out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
+    if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
     out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
-    if "plan" not in runs:
-        out["speedup_ci_low"] = out["speedup_ci_high"] = 1.0
-    elif all(estimates[n]["ci_method"] == "two-level" for n in ("fat", "plan")):
-        # fat / plan from both two-level CIs (Welch-Satterthwaite on the log scale, as
-        # degradation.csv): the process-to-process variation of both configurations counts
-        lo, hi = two_level_ratio_ci(
-            *(
-                (s["ci_low_s"], s["ci_high_s"], s["ci_df"])
-                for s in (estimates["plan"], estimates["fat"])
-            )
-        )
-        out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
-    else:
-        # one replicate: round-to-round only. bootstrap_ratio gives stat(compared) /
-        # stat(baseline)
-        lo, hi = bootstrap_ratio(plan, fat)
-        out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
+    lo, hi = _ratio_ci(fat["est"], plan["est"], fat["rounds"], plan["rounds"])
+    out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
     return out
+
+
+def _has_fat(choice: dict) -> bool:
+    return "fat" in _candidates(choice)
+
+
+def candidate_rows(choice: dict, result: dict | None, pooled) -> list[dict]:
+    """One row of ``packing_candidates.csv`` per configuration the job measured."""
+    if not choice.get("instances") or result is None or result.get("status") != "ok":
+        return []
+    ev = evaluate(choice, result, pooled)
+    got, ranked = ev["configs"], ev["ranked"]
+    placements = result.get("placements", {})
+    rows = []
+    for name, g in got.items():
+        c = g["choice"]
+        fat = name == "fat"
+        if c is None:  # the fat instance, measured though it was no candidate
+            b, batch = int(choice["budget"]), int(choice["batch"])
+            c = {
+                "label": f"1x(t{b},b{batch})",
+                "instances": [{"threads": b, "batch": batch}],
+                "k": 1,
+                "cores": b,
+                "is_fat": True,
+                "busy": [],
+                "latency_s": choice["fat_latency_s"],
+                "alone_latency_s": choice["fat_latency_s"],
+            }
+        r = {col: None for col in CANDIDATE_COLUMNS}
+        r.update(
+            model=choice["model"],
+            opt=choice["opt"],
+            budget=choice["budget"],
+            batch_size=choice["batch"],
+            name=name,
+            plan=c["label"],
+            instances=" ".join(f"{i['threads']}:{i['batch']}" for i in c["instances"]),
+            k=c["k"],
+            cores=c["cores"],
+            is_fat=bool(c.get("is_fat", fat)),
+            busy=" ".join(str(v) for v in c.get("busy") or []),
+            predicted_rank=c.get("rank"),
+            predicted_alone_ms=_ms(c.get("alone_latency_s", c["latency_s"])),
+            predicted_ms=_ms(c["latency_s"]),
+            predicted_ci_low_ms=_ms(c.get("ci_low_s")),
+            predicted_ci_high_ms=_ms(c.get("ci_high_s")),
+            replicates=g["replicates"],
+            rounds=int(g["rounds"].size),
+            contended=g["contended"],
+            core_map=_core_map(placements.get(name)),
+            status="ok" if g["est"] is not None else "contended",
+        )
+        if g["est"] is not None:
+            _prefixed(r, "latency", g["est"])
+            r["ci_method"] = g["est"]["ci_method"]
+            r["prediction_error"] = r["latency_ms"] / r["predicted_ms"] - 1.0
+            r["prediction_error_alone"] = r["latency_ms"] / r["predicted_alone_ms"] - 1.0
+            r["measured_rank"] = ranked.index(name)
+            r["recommended"] = ranked.index(name) == 0
+        rows.append(r)
+    return rows
 
 
 def pooled_by_kind(results: dict) -> dict:
     """{"fat"|"plan": (pooled variance of ln-medians, df)}: the process-level variance pooled
-    over the fat instances of the table and, apart, over its plans, so a configuration with 2
-    replicates gets a usable two-level CI. Apart, as cells.csv pools per thread count
-    (``tidy.pooled_by_threads``): the fat instance uses every core of its budget and its
-    processes vary more than those of small instances do."""
+    over the fat instances of the table and, apart, over its plans (every candidate), so a
+    configuration with 2 replicates gets a usable two-level CI. Apart, as cells.csv pools per
+    thread count (``tidy.pooled_by_threads``): the fat instance uses every core of its budget
+    and its processes vary more than those of small instances do."""
     groups: dict[str, list] = {"fat": [], "plan": []}
     for res in results.values():
         if res.get("status") != "ok":
             continue
-        for kind, recs in res["runs"].items():
-            groups.setdefault(kind, []).append([r["median_s"] for r in replicate_stats(recs)])
+        for name, recs in res["runs"].items():
+            groups[_kind(name)].append([r["median_s"] for r in replicate_stats(recs)])
     return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
@@ -246,13 +458,31 @@ def table(plans: list[dict], results: dict, budget_names: dict | None = None) ->
     return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
 
 
-def benchmark_summary(df: pd.DataFrame, tolerance: float = 0.10) -> dict:
-    """The ``packing`` benchmark's numbers: share of measured batch sizes whose prediction is
-    within ``tolerance``, and the measured speedup per row."""
-    ok = df[df["status"] == "ok"]
-    within = ok["prediction_error"].abs() <= tolerance
+def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
+    """``packing_candidates.csv``: every measured configuration of every job."""
+    pools = pooled_by_kind(results)
+    rows = []
+    for doc in plans:
+        for choice in doc["choices"]:
+            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
+            rows += candidate_rows(choice, results.get(key), pools)
+    df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
+    if df.empty:
+        return df
+    return df.sort_values(["model", "opt", "budget", "batch_size", "name"]).reset_index(drop=True)
+
+
+def benchmark_summary(
+    df: pd.DataFrame, tolerance: float = 0.10, column: str = "prediction_error"
+) -> dict:
+    """The ``packing`` benchmark's numbers: share of measured batch sizes whose prediction
+    (``column``: ``prediction_error``, with interference, or ``prediction_error_alone``) is
+    within ``tolerance``, and its mean (the bias)."""
+    ok = df[(df["status"] == "ok") & df[column].notna()]
+    within = ok[column].abs() <= tolerance
     return {
         "measured": len(ok),
         "within": int(within.sum()),
         "share_within": float(within.mean()) if len(ok) else math.nan,
+        "mean_error": float(ok[column].mean()) if len(ok) else math.nan,
     }

@@ -258,3 +258,99 @@ def machine_facts(paths: Sequence[str], description: str | None = None) -> dict:
         "imported_from": [str(p) for p in paths],
         "description": description,
     }
+
+
+# -- PackRat's multi-instance runs: the interference profile -------------------------------------
+#
+# ``cloudlab_multiinstance-interference/`` holds ``<experiment>_resnet_latency.csv`` files whose
+# rows are instances of a group: ``instances`` = k, ``instance_id`` 1..k ran together (each its own
+# 1-thread process on its own core of one socket), ``instance_id`` 0 is a solo run of the same
+# instance for reference, measured with the same k. Each k becomes one row of
+# ``tables/interference.csv``'s columns (``tables.interference``): ``alone_ms`` = the solo run,
+# ``latency_ms`` = the slowest instance of the group (a plan's latency is its slowest
+# instance's), ``instance_mean_ms`` = their mean, ``slowdown`` = latency_ms / alone_ms,
+# ``x`` = (k - 1) x threads on node 0 (one socket). PackRat kept no samples: no CI.
+
+INTERFERENCE_SUFFIX = "resnet_latency.csv"
+GROUP_KEYS = ("benchmark", "allocator", "topology", "pinning", "intraop_threads", "batch_size")
+
+
+def interference_files(path: str | os.PathLike) -> list[Path]:
+    """The multi-instance latency CSVs of a folder (or the one CSV given): files ending in
+    ``resnet_latency.csv`` that have ``instances`` and ``instance_id`` columns."""
+    p = Path(path)
+    files = [p] if p.suffix == ".csv" else sorted(p.glob(f"*{INTERFERENCE_SUFFIX}"))
+    out = []
+    for f in files:
+        with open(f, newline="", encoding="utf-8", errors="replace") as fh:
+            header = next(csv.reader(fh), [])
+        if {"instances", "instance_id"} <= set(header):
+            out.append(f)
+    if not out:
+        raise PackratError(
+            f"PackRat import: no multi-instance latency CSV (columns instances, instance_id) in {p}"
+        )
+    return out
+
+
+def interference_table(path: str | os.PathLike) -> pd.DataFrame:
+    """PackRat's multi-instance runs of a folder as ``tables/interference.csv`` rows (see
+    above), sorted like the measured table. A group whose instances 1..k are not all there, or
+    without its solo run (instance 0), is an error naming the file."""
+    from numa_effects.tables import interference
+
+    rows = []
+    for f in interference_files(path):
+        found = row_problems(f)
+        if found is None:
+            raise PackratError(f"{f} has no rows after its header")
+        if found:
+            (line, what), more = found[0], len(found) - 1
+            raise PackratError(f"{f} line {line}: {what}" + (f" (and {more} more)" if more else ""))
+        df = pd.read_csv(f)
+        df["_line"] = df.index + 2
+        for col in GROUP_KEYS:
+            if col not in df.columns:
+                df[col] = "" if col in ("allocator", "topology", "pinning") else 1
+        keys = [*GROUP_KEYS, "instances"]
+        for key, g in df.groupby(keys, sort=True, dropna=False):
+            got = dict(zip(keys, key, strict=True))
+            k = int(got["instances"])
+            solo = g[g["instance_id"] == 0]
+            members = g[g["instance_id"] > 0].drop_duplicates("instance_id", keep="last")
+            if len(solo) < 1 or sorted(members["instance_id"]) != list(range(1, k + 1)):
+                raise PackratError(
+                    f"{f}: the group of {k} instances ({got['benchmark']}, "
+                    f"{got['allocator'] or 'default'}) has instance ids "
+                    f"{sorted(g['instance_id'].tolist())}; want 0 (solo) and 1..{k}"
+                )
+            model, _, opt = parse_benchmark(got["benchmark"])
+            t = int(got["intraop_threads"])
+            alone = float(solo["latency(avg)"].iloc[-1])
+            lat = members["latency(avg)"].astype(float)
+            lines = ",".join(str(int(v)) for v in g["_line"])
+            row = dict.fromkeys(interference.COLUMNS)
+            row.update(
+                model=model,
+                opt=opt,
+                threads=t,
+                batch_size=int(got["batch_size"]),
+                k=k,
+                node="0",
+                k_node=k,
+                busy_cores=k * t,
+                x=(k - 1) * t,
+                alone_ms=alone,
+                latency_ms=float(lat.max()),
+                instance_mean_ms=float(lat.mean()),
+                slowdown=float(lat.max()) / alone,
+                ci_method="none (PackRat kept no samples)",
+                replicates=1,
+                status="ok",
+                allocator=got["allocator"] or "default",
+                source=SOURCE,
+                source_file=f"{f}:{lines}",
+            )
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=[*interference.COLUMNS, "instance_mean_ms"])
+    return out.sort_values(["model", "opt", "allocator", "threads", "k"]).reset_index(drop=True)

@@ -9,7 +9,56 @@ import pandas as pd
 from numa_effects import stats
 
 
-def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: str) -> str:
+def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) -> list[str]:
+    """What packing measured and recommends: the interference profile's jobs and their wall
+    time (its cost), then per (model, opt, budget, batch) the recommendation, and where the
+    measured best is not the predicted plan."""
+    from numa_effects.tables import interference
+
+    lines = []
+    if profile is not None:
+        c = interference.cost(profile)
+        if c["jobs"]:
+            ok = profile[profile["status"] == "ok"]
+            got = ", ".join(
+                f"t{r.threads} k={r.k}"
+                + ("" if str(r.node) in ("0", "nan", "None") else f" node {r.node}")
+                + f": {r.slowdown:.3f}"
+                for r in ok.itertuples()
+            )
+            lines.append(
+                f"  interference profile: {c['jobs']} job(s), {c['groups']} group size(s), "
+                f"{c['wall_s']:.0f} s; slowdown {got or 'none measured'}"
+            )
+    if packing is None or packing.empty:
+        return lines
+    for r in packing.itertuples():
+        where = f"{r.model}/{r.opt} C={r.budget} B={r.batch_size}"
+        if r.status == "no-plan":
+            lines.append(f"  packing {where}: no plan ({r.failure})")
+            continue
+        rec = r.recommended_plan if isinstance(r.recommended_plan, str) else None
+        if rec is None:
+            lines.append(f"  packing {where}: {r.plan} predicted; not measured ({r.status})")
+            continue
+        line = f"  packing {where}: recommended {rec} ({r.recommended_latency_ms:.4g} ms"
+        if r.recommended_speedup == r.recommended_speedup:
+            line += f", {r.recommended_speedup:.2f}x the fat instance"
+        line += ")"
+        if stats.as_bool(r.recommended_is_predicted) is False:
+            line += f"; predicted best was {r.plan}: the measured ranking differs"
+        lines.append(line)
+    return lines
+
+
+def render(
+    cells: pd.DataFrame,
+    skipped: pd.DataFrame,
+    machine: dict,
+    results: str,
+    packing: pd.DataFrame | None = None,
+    profile: pd.DataFrame | None = None,
+) -> str:
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
@@ -63,6 +112,7 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
                 f"  contended: {n} cell(s) shared their CPUs with other tasks while timed "
                 "(cells.csv columns contended, foreign_cpu_pct)"
             )
+    lines += packing_lines(packing, profile)
     lines += [
         f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv, failures.csv",
         f"  machine: {results}/machine.json",

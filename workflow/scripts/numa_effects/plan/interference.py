@@ -1,0 +1,273 @@
+"""The interference model: how much concurrent instances slow each other down, and a packing
+plan's latency predicted from the instances' alone latencies and that slowdown (docs/packing.md,
+"Interference"; issue 22).
+
+**Model.** An instance of a plan whose NUMA node has x *other* busy cores (the cores of the
+plan's other instances on the same node) runs
+
+    s(x) = 1 + beta * x^2
+
+times slower than it did alone (its cell). A plan's predicted latency is
+max_j L(t_j, b_j) * s(x_j). Assumptions, each one a thing the profile could show false:
+
+- the slowdown depends on how many other cores of the instance's node are busy, not on the
+  instance's own threads or batch (every busy core running the same model issues a similar
+  memory traffic, so x stands for the traffic the instance competes with);
+- nodes do not slow each other: each has its own L3 and memory controllers, and every instance's
+  memory is bound to its own node, so an instance on another node counts for nothing
+  (the profile measures groups that span nodes; their per-node points show whether that holds);
+- the curve is quadratic and has no linear term: the first neighbour costs little, each further
+  one more. Two effects that each grow with x multiply: co-runners take L3 capacity (the
+  instance misses more) and add memory traffic (each miss waits longer). On PackRat's CloudLab
+  socket this holds: fitted on k <= 8 concurrent instances it predicts k = 10 ... 16 within
+  -3.8 ... +1.6 % (tests/test_interference.py); a linear curve misses by up to -16 %;
+- beta >= 0 (instances do not speed each other up); a fit that would give beta < 0 gives 0.
+
+``fit`` estimates beta from the profile's points (each a measured slowdown with its two-level
+95 % CI): weighted least squares on s - 1 = beta x^2 with weights 1 / var(s), its standard error
+from those variances, inflated by the reduced chi-square when the points scatter more than their
+CIs say. ``predict`` gives a plan's latency with a 95 % interval that carries both
+uncertainties: each instance's alone latency (its cell's two-level CI) and the curve at its x
+(beta's standard error), combined on the log scale with Welch-Satterthwaite degrees of freedom;
+the plan's interval is [max_j low_j, max_j high_j]. The interval is for the plan's true median
+latency *if the model holds*; tests/test_interference.py checks its coverage by simulation.
+
+Pure logic (numpy and scipy.special only): no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+Z95 = 1.959964
+
+
+def _t(df: float, confidence: float = CONFIDENCE) -> float:
+    """Student t quantile; the normal one for infinite or unknown degrees of freedom."""
+    if df != df or df <= 0 or math.isinf(df):
+        return Z95
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 0.5 + confidence / 2))
+
+
+def log_se(low: float, high: float, df: float) -> float:
+    """The standard error of ln(value) from a symmetric (log scale) 95 % interval; NaN without
+    one."""
+    if not (low == low and high == high) or low <= 0 or high <= 0:
+        return math.nan
+    return (math.log(high) - math.log(low)) / 2.0 / _t(df)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured slowdown: instances of ``threads`` threads with ``x`` other busy cores on
+    their node ran ``slowdown`` times slower than one instance alone; ``ci_low``/``ci_high``
+    its 95 % CI (NaN: none), ``df`` the CI's degrees of freedom (inf: normal)."""
+
+    x: int
+    slowdown: float
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    df: float = math.inf
+    threads: int = 1
+    k: int = 2
+    node: int = 0
+
+    @property
+    def se_ln(self) -> float:
+        return log_se(self.ci_low, self.ci_high, self.df)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """s(x) = 1 + beta x^2 with beta's standard error and degrees of freedom. ``points``: how
+    many measured points (x > 0) it was fitted on; 0 = no profile (s = 1 everywhere)."""
+
+    beta: float = 0.0
+    se_beta: float = 0.0
+    df: float = math.inf
+    points: int = 0
+    method: str = "none"  # none, weighted, unweighted
+
+    def s(self, x: float) -> float:
+        return 1.0 + self.beta * float(x) ** 2
+
+    def se_ln(self, x: float) -> float:
+        """Standard error of ln s(x) (delta method: d ln s / d beta = x^2 / s(x))."""
+        if x == 0:
+            return 0.0
+        return float(x) ** 2 * self.se_beta / self.s(x)
+
+    def ci(self, x: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+        s, se = self.s(x), self.se_ln(x)
+        if se != se:
+            return math.nan, math.nan
+        half = _t(self.df, confidence) * se
+        return s * math.exp(-half), s * math.exp(half)
+
+    def label(self) -> str:
+        if not self.points:
+            return "none (alone latencies)"
+        return f"s(x) = 1 + {self.beta:.3g} x^2 (+- {self.se_beta:.2g}, {self.points} points)"
+
+    def to_dict(self) -> dict:
+        return {
+            "beta": self.beta,
+            "se_beta": self.se_beta,
+            "df": None if math.isinf(self.df) else self.df,
+            "points": self.points,
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Curve:
+        if not d:
+            return NONE
+        df = d.get("df")
+        return cls(
+            beta=float(d["beta"]),
+            se_beta=float(d["se_beta"]) if d.get("se_beta") is not None else math.nan,
+            df=math.inf if df is None else float(df),
+            points=int(d.get("points", 0)),
+            method=str(d.get("method", "weighted")),
+        )
+
+
+NONE = Curve()
+
+
+def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
+    """beta of s(x) = 1 + beta x^2 by least squares on the points with x > 0 (see the module
+    docstring); ``NONE`` without any. Points at x = 0 (instances alone on their node while others
+    ran on another node) say nothing about beta: they test the nodes' independence."""
+    pts = [p for p in points if p.x > 0 and p.slowdown == p.slowdown and p.slowdown > 0]
+    if not pts:
+        return NONE
+    x2 = [float(p.x) ** 2 for p in pts]
+    y = [p.slowdown - 1.0 for p in pts]
+    sd = [p.slowdown * p.se_ln for p in pts]
+    use_weights = weighted and all(v == v and v > 0 for v in sd)
+    w = [1.0 / v**2 for v in sd] if use_weights else [1.0] * len(pts)
+    sxx = sum(wi * a * a for wi, a in zip(w, x2, strict=True))
+    beta = sum(wi * a * yi for wi, a, yi in zip(w, x2, y, strict=True)) / sxx
+    n = len(pts)
+    chi2 = sum(wi * (yi - beta * a) ** 2 for wi, a, yi in zip(w, x2, y, strict=True))
+    if use_weights:
+        inflate = max(1.0, chi2 / (n - 1)) if n >= 2 else 1.0
+        se = math.sqrt(inflate / sxx)
+        df = min(p.df for p in pts)
+        if inflate > 1.0:  # the scatter, not the CIs, sets the error: its degrees of freedom
+            df = min(df, float(n - 1))
+        method = "weighted"
+    elif n >= 2:
+        se = math.sqrt(chi2 / (n - 1) / sxx)
+        df, method = float(n - 1), "unweighted"
+    else:
+        se, df, method = math.nan, math.nan, "unweighted"
+    return Curve(beta=max(0.0, beta), se_beta=se, df=df, points=n, method=method)
+
+
+# -- a plan's latency ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Alone:
+    """An instance's alone latency (its cell) with the cell's 95 % CI and its degrees of
+    freedom; NaN bounds = no CI (PackRat's imported cells have none)."""
+
+    latency_s: float
+    ci_low_s: float = math.nan
+    ci_high_s: float = math.nan
+    df: float = math.inf
+
+    @property
+    def se_ln(self) -> float:
+        if self.ci_low_s != self.ci_low_s:
+            return 0.0  # no CI recorded: the cell's own uncertainty is unknown, not counted
+        return log_se(self.ci_low_s, self.ci_high_s, self.df)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    latency_s: float  # max_j L_j s(x_j)
+    ci_low_s: float
+    ci_high_s: float
+    alone_s: float  # max_j L_j: the prediction without interference
+    slowdowns: tuple[float, ...]  # s(x_j) per instance
+
+
+def instance_interval(
+    alone: Alone, x: int, curve: Curve, confidence: float = CONFIDENCE
+) -> tuple[float, float, float]:
+    """(predicted latency, low, high) of one instance: L s(x), both uncertainties on the log
+    scale, Welch-Satterthwaite degrees of freedom."""
+    value = alone.latency_s * curve.s(x)
+    se_a, se_c = alone.se_ln, curve.se_ln(x)
+    if not (se_a == se_a and se_c == se_c):
+        return value, math.nan, math.nan
+    var = se_a**2 + se_c**2
+    if var == 0:
+        return value, value, value
+    parts = [(se_a, alone.df), (se_c, curve.df)]
+    denom = sum(s**4 / d for s, d in parts if s > 0 and not math.isinf(d) and d == d and d > 0)
+    df = var**2 / denom if denom > 0 else math.inf
+    half = _t(df, confidence) * math.sqrt(var)
+    return value, value * math.exp(-half), value * math.exp(half)
+
+
+def predict(
+    instances: Sequence[tuple[Alone, int]], curve: Curve = NONE, confidence: float = CONFIDENCE
+) -> Prediction:
+    """A plan's latency from its instances ``[(alone latency, x), ...]`` (x: other busy cores on
+    the instance's node): max_j L_j s(x_j), and the 95 % interval [max_j low_j, max_j high_j]."""
+    if not instances:
+        raise ValueError("a plan has at least one instance")
+    per = [instance_interval(a, x, curve, confidence) for a, x in instances]
+    return Prediction(
+        latency_s=max(v for v, _, _ in per),
+        ci_low_s=max(lo for _, lo, _ in per),
+        ci_high_s=max(hi for _, _, hi in per),
+        alone_s=max(a.latency_s for a, _ in instances),
+        slowdowns=tuple(curve.s(x) for _, x in instances),
+    )
+
+
+def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
+    """x_j: the cores of the other instances on instance j's node (``nodes[j]``)."""
+    busy: dict[int, int] = {}
+    for t, n in zip(threads, nodes, strict=True):
+        busy[n] = busy.get(n, 0) + t
+    return [busy[n] - t for t, n in zip(threads, nodes, strict=True)]
+
+
+# -- validation: fit on part of the profile, predict the rest -----------------------------------
+
+
+def holdout(points: Sequence[Point], fit_on, weighted: bool = True) -> list[dict]:
+    """Fit on the points for which ``fit_on(point)`` is true and predict the others: one dict
+    per held-out point with ``x``, ``k``, ``measured``, ``predicted`` and ``error`` =
+    predicted / measured - 1 (of the slowdown, hence of the latency: the same alone latency
+    multiplies both)."""
+    train = [p for p in points if fit_on(p)]
+    curve = fit(train, weighted=weighted)
+    out = []
+    for p in points:
+        if fit_on(p):
+            continue
+        pred = curve.s(p.x)
+        out.append(
+            {
+                "x": p.x,
+                "k": p.k,
+                "threads": p.threads,
+                "measured": p.slowdown,
+                "predicted": pred,
+                "error": pred / p.slowdown - 1.0,
+                "curve": curve,
+            }
+        )
+    return out

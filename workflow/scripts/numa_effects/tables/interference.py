@@ -1,0 +1,289 @@
+"""``tables/interference.csv``: the interference profile, the slowdown s(t, k) of k identical
+instances of t threads running side by side against one of them alone (the profile jobs,
+``numa_effects.measure.group.run_interference``), one row per (model, opt, budget, threads, k,
+node): where a group spans nodes, each node has its own row (its instances, its busy cores).
+Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same columns
+(``tables.packrat.interference_table``).
+
+Per replicate r (one process group: the instance alone, then the group, measured back to back
+by the same job), a node's latency per round is the slowest of its instances' own durations in
+that round (each instance's ``time.perf_counter``; rounds the contention probe excluded are left
+out), g_r its median over the rounds, a_r the alone instance's median, and q_r = g_r / a_r. The
+slowdown is the geometric mean of the q_r with a two-level 95 % CI (``stats.combine_replicates``
+on the q_r: the spread between replicates holds the process-to-process variation of both the
+alone instance and the group; moderated with the variance pooled over the table's points); with
+one replicate and nothing to pool, a percentile bootstrap over the rounds (``within-process``:
+round-to-round only). Columns:
+
+- ``k``: instances in the group, ``node``: the node of this row's instances (``0+1`` for an
+  instance that straddles both), ``k_node``: how many are on it, ``busy_cores``: their cores,
+  ``x``: the other busy cores beside each of them (``busy_cores - threads``), the model's
+  variable (``plan.interference``);
+- ``alone_ms``, ``latency_ms``: the geometric means of a_r and g_r; ``slowdown`` with
+  ``slowdown_ci_low``/``slowdown_ci_high``, ``ci_df``, ``ci_method``; ``replicates``,
+  ``rounds`` (clean rounds of the group), ``contended`` (any replicate of either);
+- ``core_map`` (``i0:0 i1:1``), ``status`` (ok, contended: no replicate with clean rounds of
+  both, failed), ``failure``, ``job_s``: the job's wall time (its cost), ``source``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.plan import interference
+from numa_effects.tables import packing as packing_table
+
+COLUMNS = [
+    "model",
+    "opt",
+    "budget",
+    "threads",
+    "batch_size",
+    "k",
+    "node",
+    "k_node",
+    "busy_cores",
+    "x",
+    "alone_ms",
+    "latency_ms",
+    "slowdown",
+    "slowdown_ci_low",
+    "slowdown_ci_high",
+    "ci_df",
+    "ci_method",
+    "replicates",
+    "rounds",
+    "alone_rounds",
+    "contended",
+    "core_map",
+    "status",
+    "failure",
+    "job_s",
+    "allocator",
+    "source",
+    "source_file",
+]
+MEASURED = "measured here"
+
+
+def _node_of(inst: dict) -> str:
+    nodes = inst["plan"].get("cpu_nodes") or inst["plan"].get("mem_nodes") or [0]
+    return "+".join(str(n) for n in nodes)
+
+
+def node_rounds(rec: dict, node: str) -> list[float]:
+    """The clean rounds of one group record as seen by one node: per round the slowest of that
+    node's instances' own durations (rounds the probe excluded left out)."""
+    insts = [i for i in rec["instances"] if _node_of(i) == node]
+    excluded = rec["measurement"].get("excluded") or []
+    per = list(zip(*(i["latencies_s"] for i in insts), strict=True))
+    out = []
+    for j, row in enumerate(per):
+        if excluded and excluded[j]:
+            continue
+        out.append(max(row))
+    return out
+
+
+def _wall_s(result: dict) -> float:
+    p = result.get("provenance") or {}
+    try:
+        a = datetime.fromisoformat(str(p["started_at"]))
+        b = datetime.fromisoformat(str(p["finished_at"]))
+    except (KeyError, ValueError, TypeError):
+        return math.nan
+    return (b - a).total_seconds()
+
+
+def _median_and_var(xs: list[float]) -> tuple[float, float]:
+    s = stats.summarize(xs)
+    return s["median_s"], stats.within_log_var(s["median_s"], s["ci_low_s"], s["ci_high_s"])
+
+
+def _pairs(result: dict, name: str, node: str) -> dict:
+    """Per replicate: (q_r, within var of ln q_r), the alone and node rounds."""
+    alone = result["runs"]["k1"]
+    group = result["runs"][name]
+    out = {"q": [], "w": [], "a": [], "g": [], "alone_rounds": [], "rounds": []}
+    for a_rec, g_rec in zip(alone, group, strict=False):
+        if not (packing_table.measured(a_rec) and packing_table.measured(g_rec)):
+            continue
+        ar = packing_table.clean_rounds(a_rec)
+        gr = node_rounds(g_rec, node)
+        if not ar or not gr:
+            continue
+        a, wa = _median_and_var(ar)
+        g, wg = _median_and_var(gr)
+        out["q"].append(g / a)
+        out["w"].append(wa + wg)
+        out["a"].append(a)
+        out["g"].append(g)
+        out["alone_rounds"] += ar
+        out["rounds"] += gr
+    return out
+
+
+def _groups(result: dict) -> list[tuple[str, int, str, list[dict]]]:
+    """(name, k, node, that node's instances of the first measured replicate) per group."""
+    out = []
+    for name, recs in result.get("runs", {}).items():
+        if name == "k1":
+            continue
+        k = int(name[1:])
+        rec = next((r for r in recs if r.get("instances")), None)
+        if rec is None:
+            out.append((name, k, "", []))
+            continue
+        nodes = sorted({_node_of(i) for i in rec["instances"]})
+        for node in nodes:
+            out.append((name, k, node, [i for i in rec["instances"] if _node_of(i) == node]))
+    return out
+
+
+def _base(result: dict) -> dict:
+    j = result["job"]
+    return {
+        "model": j["model"],
+        "opt": j["opt"],
+        "budget": int(j["budget"]),
+        "threads": int(j["threads"]),
+        "batch_size": int(j["batch"]),
+        "job_s": _wall_s(result),
+        "source": MEASURED,
+    }
+
+
+def rows(results: list[dict]) -> list[dict]:
+    """The table's rows from profile result JSONs (see the module docstring)."""
+    out, pending = [], []
+    for res in results:
+        base = _base(res)
+        if res.get("status") != "ok":
+            f = res.get("failure") or {}
+            for k in res["job"]["instances"]:
+                out.append(
+                    {
+                        **base,
+                        "k": int(k),
+                        "status": "failed",
+                        "failure": f"{f.get('cause')}: {f.get('message')}",
+                    }
+                )
+            continue
+        placements = res.get("placements", {})
+        for name, k, node, insts in _groups(res):
+            t = base["threads"]
+            row = {
+                **base,
+                "k": k,
+                "node": node,
+                "k_node": len(insts),
+                "busy_cores": t * len(insts),
+                "x": t * (len(insts) - 1),
+                "core_map": " ".join(
+                    f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements.get(name, []))
+                ),
+                "contended": any(
+                    packing_table.contended(r) for r in [*res["runs"]["k1"], *res["runs"][name]]
+                ),
+            }
+            pending.append((row, _pairs(res, name, node) if insts else None))
+    pooled = stats.pooled_replicate_var([p["q"] for _, p in pending if p and p["q"]])
+    for row, p in pending:
+        if not p or not p["q"]:
+            row.update(status="contended", replicates=0)
+            out.append(row)
+            continue
+        row.update(
+            status="ok",
+            replicates=len(p["q"]),
+            rounds=len(p["rounds"]),
+            alone_rounds=len(p["alone_rounds"]),
+            alone_ms=math.exp(np.mean(np.log(p["a"]))) * 1e3,
+            latency_ms=math.exp(np.mean(np.log(p["g"]))) * 1e3,
+        )
+        est = stats.combine_replicates(p["q"], p["w"], pooled)
+        if est["ci_method"] == "two-level":
+            row.update(
+                slowdown=est["median_s"],
+                slowdown_ci_low=est["ci_low_s"],
+                slowdown_ci_high=est["ci_high_s"],
+                ci_df=est["ci_df"],
+                ci_method="two-level",
+            )
+        else:  # one replicate, nothing to pool: the rounds of that one process group
+            lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
+            row.update(
+                slowdown=p["q"][0],
+                slowdown_ci_low=lo,
+                slowdown_ci_high=hi,
+                ci_df=math.inf,
+                ci_method="within-process",
+            )
+        out.append(row)
+    return out
+
+
+def table(results: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows(results), columns=COLUMNS)
+    if df.empty:
+        return df
+    return df.sort_values(["model", "opt", "budget", "threads", "k", "node"]).reset_index(drop=True)
+
+
+def points(df: pd.DataFrame, model: str | None = None, opt: str | None = None) -> list:
+    """The ``ok`` rows of one (model, opt) (None: every row) as ``interference.Point``s."""
+    if df is None or df.empty:
+        return []
+    sel = df[df["status"] == "ok"]
+    if model is not None:
+        sel = sel[(sel["model"] == model) & (sel["opt"] == opt)]
+    out = []
+
+    def num(v, default=math.nan) -> float:
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            return default
+        return v if v == v else default
+
+    for r in sel.itertuples(index=False):
+        if num(r.slowdown) != num(r.slowdown):
+            continue
+        node = str(r.node) if r.node is not None and r.node == r.node else "0"
+        out.append(
+            interference.Point(
+                x=int(r.x),
+                slowdown=num(r.slowdown),
+                ci_low=num(r.slowdown_ci_low),
+                ci_high=num(r.slowdown_ci_high),
+                df=num(r.ci_df, math.inf),
+                threads=int(r.threads),
+                k=int(r.k),
+                node=int(float(node.split("+")[0])),
+            )
+        )
+    return out
+
+
+def curve(df: pd.DataFrame, model: str, opt: str) -> interference.Curve:
+    """The interference model of one (model, opt) fitted on its profile (``NONE``: none)."""
+    return interference.fit(points(df, model, opt))
+
+
+def cost(df: pd.DataFrame) -> dict:
+    """Jobs, groups and wall seconds of the profile (measured here)."""
+    if df is None or df.empty:
+        return {"jobs": 0, "groups": 0, "wall_s": 0.0}
+    here = df[df["source"] == MEASURED]
+    jobs = here.drop_duplicates(["model", "opt", "budget", "threads"])
+    return {
+        "jobs": len(jobs),
+        "groups": len(here.drop_duplicates(["model", "opt", "budget", "threads", "k"])),
+        "wall_s": float(np.nansum(jobs["job_s"].to_numpy(dtype=float))),
+    }
