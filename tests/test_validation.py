@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, load_config, snakemake
+from conftest import REPO, load_config, result_folder, snakemake
+from conftest import key as cell_key
 from conftest import planned as dag_planned
 
 from numa_effects import config as validation
@@ -115,6 +116,22 @@ def packrat_folder(
     if header_only:
         (folder / header_only).write_text((folder / header_only).read_text().split("\n")[0] + "\n")
     return str(folder)
+
+
+def compared(folder: Path, *models: str) -> list[str]:
+    """Result folders of one cell each (of these models), as a comparison reads them."""
+    rows = [{**cell_key(model=m), "status": "ok", "latency_median_ms": 10.0} for m in models]
+    return [str(result_folder(folder / f"run{i}", [row])) for i, row in enumerate(rows)]
+
+
+def not_a_result_folder(folder: Path) -> dict:
+    (folder / "empty").mkdir(parents=True)
+    return {"compare": [*compared(folder, "resnet18"), str(folder / "empty")]}
+
+
+def results_inside(folder: Path) -> dict:
+    runs = compared(folder, "resnet18", "resnet18")
+    return {"compare": runs, "results": f"{runs[0]}/out"}
 
 
 # -- every class of bad input: one problem each ---------------------------------------------------
@@ -298,6 +315,33 @@ CASES = [
             "use_smt",
             "topology",
         ),
+    ),
+]
+CASES += [
+    Case("compare-one-folder", {"compare": ["a"]}, ["'compare': the list has 1 item", "least 2"]),
+    Case(
+        "compare-not-a-result-folder",
+        not_a_result_folder,
+        ["config key 'compare[1]'", "empty is not a result folder (no tables/cells.csv"],
+        reads=("compare",),
+    ),
+    Case(
+        "compare-nothing-in-common",
+        lambda d: {"compare": compared(d / "apart", "resnet18", "resnet50")},
+        ["'compare[1]'", "no cell in common", "every cell differs in model (resnet18 vs resnet50)"],
+        reads=("compare",),
+    ),
+    Case(
+        "compare-results-inside-a-compared-folder",
+        results_inside,
+        ["config key 'results'", "is inside the compared folder", "compared folders are only read"],
+        reads=("compare", "results"),
+    ),
+    Case(
+        "compare-across-an-unknown-axis",
+        lambda d: {"compare": {"runs": compared(d / "x", "resnet18", "resnet18"), "across": ["t"]}},
+        ["'compare.across[0]': 't' is not an axis of the grid", "allowed: model, opt, placement"],
+        reads=("compare",),
     ),
 ]
 IDS = [c.id for c in CASES]
@@ -660,7 +704,13 @@ def test_the_readme_key_tables_are_the_schema():
     )
     schema_keys = [path for path, _, _ in schema.properties(schema.load())]
     assert all(f"| `{key}` |" in text for key in schema_keys)
-    assert readme.sections(schema.load()) == ["grid", "measurement", "packing", "failure handling"]
+    assert readme.sections(schema.load()) == [
+        "grid",
+        "measurement",
+        "packing",
+        "compare",
+        "failure handling",
+    ]
 
 
 def test_the_readme_generator_fails_without_its_markers():

@@ -17,7 +17,7 @@ from numa_effects.plan import topology as topology_mod
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev")
 SYSTEM_DIRS += ("/proc", "/sys", "/run")
 WORKFLOW_DIRS = ("workflow", "config", "profiles", "tests", "docs", "envs", "tools")
-WORKFLOW_DIRS += ("benchmarks", ".ci", ".git", ".snakemake", ".venv")
+WORKFLOW_DIRS += ("benchmarks", ".ci", ".git", ".snakemake", ".venv", ".test")
 REPO_DIR = SCHEMA_PATH.parents[2]
 # Lines of impossible values named per PackRat file; the rest are counted in one more line.
 MAX_ROWS_NAMED = 5
