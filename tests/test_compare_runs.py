@@ -239,3 +239,70 @@ def test_summary_counts_and_geomean(two):
     assert (s["slower"], s["faster"], s["no_significant_change"]) == (1, 0, 1)
     assert s["geomean_ci_low_pct"] == pytest.approx((g["ci_low"] - 1) * 100)
     assert isinstance(compare_runs.summary_table(c), pd.DataFrame)
+
+
+# -- the figures and the page ---------------------------------------------------------------------
+
+
+def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tmp_path):
+    from numa_effects.report import data, plots
+    from numa_effects.report import registry as figures
+
+    a, b = two
+    rs = runs(a, b)
+    c = compare_runs.compare_table(rs)
+    path = tmp_path / "compare.csv"
+    c.to_csv(path, index=False)
+    keys = compare_runs.matched_keys([str(a), str(b)], ["a", "b"])
+    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    assert [(f.family, f.run, f.opt, f.placement) for f in figs] == [
+        ("compare_forest", "b", "none", ""),
+        ("compare_heatmap", "b", "none", "sequential"),
+    ]
+    # the run's own report plans none of them
+    assert not {f.family for f in figures.figures(keys)} & {f.family for f in figs}
+    assert figs[0].path("f") == "f/b/resnet18/compare_forest/none.png"
+    tables = data.Tables.load(compare=str(path))
+    d = data.run_change(tables, "b", "resnet18", "none")
+    # the heatmap's grid: batch 4 of a only is a missing cell, never drawn as a value
+    assert sorted(zip(d["batch_size"], d["pct_status"], strict=True)) == [
+        (1, "ok"),
+        (2, "ok"),
+    ]
+    for f in figs:
+        png = tmp_path / f"{f.family}.png"
+        plots.save(plots.draw(f.family, tables, f.wildcards), str(png))
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_path):
+    from numa_effects.report import compare_page
+    from numa_effects.report import registry as figures
+
+    other = {"summary": {"cpu_model": "Other CPU", "nodes": 2}, "host": {}}
+    a = run(tmp_path / "w/a", [cell([10.0, 10.1], POOL), cell([30.0, 30.5], POOL, batch_size=8)])
+    b = run(tmp_path / "w/b", [cell([12.0, 12.1], POOL)], other)
+    rs = runs(a, b)
+    c = compare_runs.compare_table(rs)
+    p = compare_runs.provenance_table(rs)
+    settings = compare_plan.settings({"compare": [str(a), str(b)]})
+    keys = compare_runs.matched_keys([str(a), str(b)], settings["labels"])
+    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    html = compare_page.render(
+        settings,
+        [f.as_dict() for f in figs],
+        c,
+        compare_runs.summary_table(c),
+        p,
+        compare_runs.unmatched_table(rs),
+        compare_runs.machines(p),
+        page_dir=str(tmp_path),
+        figure_dir=str(tmp_path / "figures"),
+    )
+    banner = html.index('id="across-machines"')
+    assert banner < html.index('id="differences"') < html.index('id="summary"')
+    assert "these runs differ in cpu_model, nodes" in html
+    assert "1 cells have no match (1 only in a)" in html
+    assert 'src="figures/b/resnet18/compare_forest/none.png"' in html
+    assert "over 1 matched cells" in html and "1 slower" in html
+    assert 'id="not-assessed"' not in html  # every cell had its two-level CI
