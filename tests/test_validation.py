@@ -317,31 +317,47 @@ CASES = [
         ),
     ),
 ]
+# The compare check reads import too (compare and import together are refused).
+COMPARE_READS = ("compare", "import")
 CASES += [
-    Case("compare-one-folder", {"compare": ["a"]}, ["'compare': the list has 1 item", "least 2"]),
+    Case(
+        "compare-one-folder",
+        {"compare": ["a"]},
+        ["'compare': the list has 1 item", "least 2"],
+        reads=COMPARE_READS,
+    ),
     Case(
         "compare-not-a-result-folder",
         not_a_result_folder,
         ["config key 'compare[1]'", "empty is not a result folder (no tables/cells.csv"],
-        reads=("compare",),
+        reads=COMPARE_READS,
     ),
     Case(
         "compare-nothing-in-common",
         lambda d: {"compare": compared(d / "apart", "resnet18", "resnet50")},
         ["'compare[1]'", "no cell in common", "every cell differs in model (resnet18 vs resnet50)"],
-        reads=("compare",),
+        reads=COMPARE_READS,
     ),
     Case(
         "compare-results-inside-a-compared-folder",
         results_inside,
         ["config key 'results'", "is inside the compared folder", "compared folders are only read"],
-        reads=("compare", "results"),
+        reads=(*COMPARE_READS, "results"),
+    ),
+    Case(
+        "compare-with-import",
+        lambda d: {
+            "compare": compared(d / "both", "resnet18", "resnet18"),
+            "import": {"packrat": [packrat_folder(d / "packrat-both")]},
+        },
+        ["config key 'compare': given together with import", "allowed: one of them"],
+        reads=COMPARE_READS,
     ),
     Case(
         "compare-across-an-unknown-axis",
         lambda d: {"compare": {"runs": compared(d / "x", "resnet18", "resnet18"), "across": ["t"]}},
         ["'compare.across[0]': 't' is not an axis of the grid", "allowed: model, opt, placement"],
-        reads=("compare",),
+        reads=COMPARE_READS,
     ),
 ]
 IDS = [c.id for c in CASES]
@@ -408,7 +424,8 @@ def test_snakemake_and_the_checker_give_the_same_lines(tmp_path, group):
 def test_every_case_is_in_a_batch_and_batches_are_few():
     groups = batches(CASES)
     assert sorted(c.id for g in groups for c in g) == sorted(IDS)
-    assert len(groups) <= 10, [len(g) for g in groups]
+    # compare cases share their key (and read import): they need batches of their own
+    assert len(groups) <= 12, [len(g) for g in groups]
 
 
 @pytest.mark.integration

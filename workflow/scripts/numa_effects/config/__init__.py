@@ -75,8 +75,8 @@ def check(
         problems += paths.results_problems(config["results"], workdir, workflow_dir)
     if "import" not in failed:
         problems += paths.import_problems(config)
-    if not failed & {"compare", "results", "import"}:
-        problems += compare_checks.compare_problems(config, workdir)
+    if "compare" not in failed:
+        problems += compare_checks.compare_problems(config, workdir, "results" not in failed)
     topo = None
     if "topology" not in failed:
         topo, found = paths.load_topology(config)

@@ -20,7 +20,11 @@ ALLOWED = (
 )
 
 
-def compare_problems(config: dict, workdir: str | Path | None = None) -> list[Problem]:
+def compare_problems(
+    config: dict, workdir: str | Path | None = None, results_ok: bool = True
+) -> list[Problem]:
+    """The ``compare`` key's problems; ``results_ok``: ``results`` passed its own checks (only
+    then is it checked against the compared folders)."""
     value = config.get("compare")
     if not value:
         return []
@@ -37,7 +41,7 @@ def compare_problems(config: dict, workdir: str | Path | None = None) -> list[Pr
         problems.append(
             Problem(
                 "compare",
-                "is given together with import; allowed: one of them (import PackRat results "
+                "given together with import; allowed: one of them (import PackRat results "
                 "into a results folder first, then compare result folders)",
             )
         )
@@ -57,7 +61,7 @@ def compare_problems(config: dict, workdir: str | Path | None = None) -> list[Pr
             problems.append(Problem(key(i), f"{why}; {ALLOWED}"))
             usable = False
     results = config.get("results")
-    if isinstance(results, str):
+    if results_ok and isinstance(results, str):
         out = Path(os.path.realpath(base / results))
         for i, (run, w) in enumerate(zip(runs, where, strict=True)):
             if where.index(w) < i:
