@@ -237,6 +237,7 @@ def test_summary_counts_and_geomean(two):
     g = stats.geomean_ratio(c["ratio"].tolist())
     assert s["cells"] == 2 and s["geomean_ratio"] == pytest.approx(g["geomean"])
     assert (s["slower"], s["faster"], s["no_significant_change"]) == (1, 0, 1)
+    assert s["cells_significant"] == 1
     assert s["geomean_ci_low_pct"] == pytest.approx((g["ci_low"] - 1) * 100)
     assert isinstance(compare_runs.summary_table(c), pd.DataFrame)
 

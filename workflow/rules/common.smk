@@ -88,6 +88,11 @@ def cell_key(wildcards):
 
 
 def print_summary():
+    if PLAN.compare:  # a comparison: where its page is (the results folder's own summary is not)
+        page = Path(PLAN.compare_targets()[-1])
+        if page.exists():
+            print(f"comparison of {', '.join(PLAN.compare['runs'])}: {page}", file=sys.stderr)
+        return
     summary = Path(PLAN.path(paths.SUMMARY))
     if summary.exists():
         print(summary.read_text(), file=sys.stderr)

@@ -51,6 +51,7 @@ SUMMARY_COLUMNS = [
     "geomean_ci_low_pct",
     "geomean_ci_high_pct",
     "significant",
+    "cells_significant",
     "faster",
     "slower",
     "no_significant_change",
@@ -149,6 +150,7 @@ def _sentence(row: dict, baseline: str) -> str:
         else " (no CI: fewer than 2 cells)"
     )
     counts = (
+        f"{int(row['cells_significant'])} with a significant change; "
         f'<span class="verdict-faster">{int(row["faster"])} faster</span>, '
         f'<span class="verdict-slower">{int(row["slower"])} slower</span>, '
         f"{int(row['no_significant_change'])} no significant change"
