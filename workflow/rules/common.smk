@@ -88,10 +88,14 @@ def cell_key(wildcards):
 
 
 def print_summary():
-    if PLAN.compare:  # a comparison: where its page is (the results folder's own summary is not)
+    # a comparison: where its page is (not the results folder's own run summary)
+    if PLAN.compare:
         page = Path(PLAN.compare_targets()[-1])
         if page.exists():
-            print(f"comparison of {', '.join(PLAN.compare['runs'])}: {page}", file=sys.stderr)
+            print(
+                f"comparison of {', '.join(PLAN.compare['runs'])}: {page}",
+                file=sys.stderr,
+            )
         return
     summary = Path(PLAN.path(paths.SUMMARY))
     if summary.exists():

@@ -201,7 +201,7 @@ def _settings(folder: Path) -> dict:
             continue
         for k, v in settings.items():
             found.setdefault(k, set()).add(json.dumps(v))
-    return {k: sorted(json.loads(v) for v in vs) for k, vs in sorted(found.items())}
+    return {k: [json.loads(v) for v in sorted(vs)] for k, vs in sorted(found.items())}
 
 
 def read_run(
