@@ -138,3 +138,30 @@ def hog(busy_loop):
 
     cpu = placement.plan(topology.current(), 1, "sequential").cpus[0]
     return busy_loop(cpu)
+
+
+# -- result folders for comparisons (config key compare) ------------------------------------------
+MACHINE = {"summary": {"cpu_model": "Test CPU", "nodes": 1, "physical_cores": 2}, "host": {}}
+
+
+def result_folder(folder: Path, rows: list[dict], machine: dict | None = None) -> Path:
+    """A result folder as a comparison reads it: ``tables/cells.csv`` (one row per dict: the
+    cell keys and any cells.csv columns) and ``machine.json``."""
+    import json
+
+    import pandas as pd
+
+    (folder / "tables").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(folder / "tables" / "cells.csv", index=False)
+    (folder / "machine.json").write_text(json.dumps(machine or MACHINE))
+    return folder
+
+
+def key(model="resnet18", opt="none", placement="sequential", threads=1, batch_size=1) -> dict:
+    return {
+        "model": model,
+        "opt": opt,
+        "placement": placement,
+        "threads": threads,
+        "batch_size": batch_size,
+    }

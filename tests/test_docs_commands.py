@@ -2,7 +2,10 @@
 as a dry run (`-n`, real snakemake, nothing executed) in a copy of the workflow, exactly as
 written (substitutions and quoting through bash). The cluster's second step reads the
 machine.json its first step writes, so that step runs for real first (the `machine` rule only
-reads this machine's topology). Commands that need a placeholder filled in are not here."""
+reads this machine's topology). A comparison reads result folders while it is checked, so the
+folders the documented `compare` commands name are made first, as small stand-ins (a cells.csv
+and a machine.json: what a comparison reads). Commands that need a placeholder filled in are
+not here."""
 
 import os
 import re
@@ -12,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, key, result_folder
 
 pytestmark = pytest.mark.integration
 
@@ -31,11 +34,24 @@ def documented_commands() -> list[tuple[str, str]]:
 
 
 COMMANDS = documented_commands()
+# the folders of `compare='[a, b]'` and `compare={runs: [a, b], ...}`
+COMPARED = re.compile(r"compare=\[([^\]]*)\]|runs: \[([^\]]*)\]")
+
+
+def compared_folders(commands) -> set[str]:
+    found = set()
+    for _, command in commands:
+        if "compare" not in command:
+            continue
+        for m in COMPARED.finditer(command):
+            found |= {f.strip() for f in (m.group(1) or m.group(2)).split(",") if f.strip()}
+    return found
 
 
 def test_the_docs_have_the_commands_this_test_expects():
     pages = {md for md, _ in COMMANDS}
-    assert {"usage.md", "report.md", "cluster.md", "troubleshooting.md"} <= pages
+    assert {"usage.md", "report.md", "cluster.md", "troubleshooting.md", "comparing.md"} <= pages
+    assert {"runs/a/results", "runs/b/results"} <= compared_folders(COMMANDS)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +71,8 @@ def checkout(tmp_path_factory):
         (root.parent / "shared/reference/packrat").symlink_to(PACKRAT)
     run(root, "snakemake --cores 1 machine")
     assert (root / "results/machine.json").is_file()
+    for folder in compared_folders(COMMANDS):
+        result_folder(root / folder, [{**key(), "status": "ok", "latency_median_ms": 10.0}])
     return root
 
 

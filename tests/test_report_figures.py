@@ -38,8 +38,14 @@ def by_family(figs):
 
 def test_two_node_grid_has_every_family_once_per_varying_part():
     fams = by_family(plan(TOPO_2NODE))
-    # Packing figures follow the config key packing (the packed (model, opt)), not the cells
-    assert set(fams) == {f.name for f in figures.FAMILIES if f.plan != "packing"}
+    # Packing figures follow the config key packing (the packed (model, opt)), not the cells;
+    # the comparison page's figures are planned from a comparison's matched cells only
+    run_page = figures.page_families()
+    assert set(fams) == {f.name for f in run_page if f.plan != "packing"}
+    assert {f.name for f in figures.FAMILIES} - {f.name for f in run_page} == {
+        "compare_forest",
+        "compare_heatmap",
+    }
     counts = {name: len(v) for name, v in fams.items()}
     assert counts == {
         "latency_per_batch": 3,  # one per batch size

@@ -58,11 +58,12 @@ def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
 def test_sections_and_navigation_follow_the_registry(tmp_path):
     html = page("cells.csv", MACHINE, tmp_path)
     nav = html[html.index("<nav>") : html.index("</nav>")]
-    anchors = [s.anchor for s in figures.SECTIONS.values()]
+    anchors = [s.anchor for s in figures.page_sections().values()]
+    assert "comparison" not in anchors  # the comparison page's (report.compare_page)
     assert [a for a in anchors if f'href="#{a}"' in nav] == anchors
     pos = [html.index(f'<h2 id="{a}">') for a in anchors]
     assert pos == sorted(pos)
-    for fam in figures.FAMILIES:
+    for fam in figures.page_families():
         if fam.plan != "packing":  # planned from the config key packing (packing.smk)
             assert report_html.caption_html(fam.caption) in html
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, load_config, snakemake
+from conftest import REPO, load_config, result_folder, snakemake
+from conftest import key as cell_key
 from conftest import planned as dag_planned
 
 from numa_effects import config as validation
@@ -115,6 +116,22 @@ def packrat_folder(
     if header_only:
         (folder / header_only).write_text((folder / header_only).read_text().split("\n")[0] + "\n")
     return str(folder)
+
+
+def compared(folder: Path, *models: str) -> list[str]:
+    """Result folders of one cell each (of these models), as a comparison reads them."""
+    rows = [{**cell_key(model=m), "status": "ok", "latency_median_ms": 10.0} for m in models]
+    return [str(result_folder(folder / f"run{i}", [row])) for i, row in enumerate(rows)]
+
+
+def not_a_result_folder(folder: Path) -> dict:
+    (folder / "empty").mkdir(parents=True)
+    return {"compare": [*compared(folder, "resnet18"), str(folder / "empty")]}
+
+
+def results_inside(folder: Path) -> dict:
+    runs = compared(folder, "resnet18", "resnet18")
+    return {"compare": runs, "results": f"{runs[0]}/out"}
 
 
 # -- every class of bad input: one problem each ---------------------------------------------------
@@ -300,6 +317,49 @@ CASES = [
         ),
     ),
 ]
+# The compare check reads import too (compare and import together are refused).
+COMPARE_READS = ("compare", "import")
+CASES += [
+    Case(
+        "compare-one-folder",
+        {"compare": ["a"]},
+        ["'compare': the list has 1 item", "least 2"],
+        reads=COMPARE_READS,
+    ),
+    Case(
+        "compare-not-a-result-folder",
+        not_a_result_folder,
+        ["config key 'compare[1]'", "empty is not a result folder (no tables/cells.csv"],
+        reads=COMPARE_READS,
+    ),
+    Case(
+        "compare-nothing-in-common",
+        lambda d: {"compare": compared(d / "apart", "resnet18", "resnet50")},
+        ["'compare[1]'", "no cell in common", "every cell differs in model (resnet18 vs resnet50)"],
+        reads=COMPARE_READS,
+    ),
+    Case(
+        "compare-results-inside-a-compared-folder",
+        results_inside,
+        ["config key 'results'", "is inside the compared folder", "compared folders are only read"],
+        reads=(*COMPARE_READS, "results"),
+    ),
+    Case(
+        "compare-with-import",
+        lambda d: {
+            "compare": compared(d / "both", "resnet18", "resnet18"),
+            "import": {"packrat": [packrat_folder(d / "packrat-both")]},
+        },
+        ["config key 'compare': given together with import", "allowed: one of them"],
+        reads=COMPARE_READS,
+    ),
+    Case(
+        "compare-across-an-unknown-axis",
+        lambda d: {"compare": {"runs": compared(d / "x", "resnet18", "resnet18"), "across": ["t"]}},
+        ["'compare.across[0]': 't' is not an axis of the grid", "allowed: model, opt, placement"],
+        reads=COMPARE_READS,
+    ),
+]
 IDS = [c.id for c in CASES]
 
 
@@ -364,7 +424,8 @@ def test_snakemake_and_the_checker_give_the_same_lines(tmp_path, group):
 def test_every_case_is_in_a_batch_and_batches_are_few():
     groups = batches(CASES)
     assert sorted(c.id for g in groups for c in g) == sorted(IDS)
-    assert len(groups) <= 10, [len(g) for g in groups]
+    # compare cases share their key (and read import): they need batches of their own
+    assert len(groups) <= 12, [len(g) for g in groups]
 
 
 @pytest.mark.integration
@@ -660,7 +721,13 @@ def test_the_readme_key_tables_are_the_schema():
     )
     schema_keys = [path for path, _, _ in schema.properties(schema.load())]
     assert all(f"| `{key}` |" in text for key in schema_keys)
-    assert readme.sections(schema.load()) == ["grid", "measurement", "packing", "failure handling"]
+    assert readme.sections(schema.load()) == [
+        "grid",
+        "measurement",
+        "packing",
+        "compare",
+        "failure handling",
+    ]
 
 
 def test_the_readme_generator_fails_without_its_markers():

@@ -10,6 +10,7 @@ from numa_effects import config as config_mod  # noqa: E402
 from numa_effects import runlock  # noqa: E402
 from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
+from numa_effects.plan import compare as compare_plan  # noqa: E402
 from numa_effects.plan import grid as grid_mod  # noqa: E402
 from numa_effects.plan import memory as memory_mod  # noqa: E402
 from numa_effects.plan import paths  # noqa: E402
@@ -39,7 +40,17 @@ def packrat_inputs(sources):
     return packrat_mod.input_files(sources)
 
 
+def compared_keys(settings):
+    """The matched cells of a comparison of result folders (read only; pandas only then)."""
+    from numa_effects.tables import compare_runs
+
+    return compare_runs.matched_keys(
+        settings["runs"], settings["labels"], settings["across"]
+    )
+
+
 _SOURCES = (config.get("import") or {}).get("packrat") or []
+_COMPARE = compare_plan.settings(config)
 PLAN = plan_mod.build(
     config,
     TOPOLOGY,
@@ -48,6 +59,9 @@ PLAN = plan_mod.build(
     imported_keys=imported_keys(_SOURCES) if _SOURCES else None,
     # what "the code changed" means for a re-run: its content (plan.code), never file times
     code=code_mod.digests(cache_file=".snakemake/numa-effects/code-digests.json"),
+    # a comparison of result folders (config key compare) measures nothing: its figures are
+    # planned from the cells its folders have in common
+    compare_keys=compared_keys(_COMPARE) if _COMPARE else None,
 )
 RESULTS = PLAN.results
 
@@ -74,6 +88,15 @@ def cell_key(wildcards):
 
 
 def print_summary():
+    # a comparison: where its page is (not the results folder's own run summary)
+    if PLAN.compare:
+        page = Path(PLAN.compare_targets()[-1])
+        if page.exists():
+            print(
+                f"comparison of {', '.join(PLAN.compare['runs'])}: {page}",
+                file=sys.stderr,
+            )
+        return
     summary = Path(PLAN.path(paths.SUMMARY))
     if summary.exists():
         print(summary.read_text(), file=sys.stderr)

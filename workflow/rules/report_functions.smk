@@ -1,6 +1,7 @@
 # Functions of the report rules (workflow/rules/report.smk): which figures exist, and the
 # inputs, outputs and logs of the plot rules. Figures are planned from the plan's cells (or the
-# imported ones), never by globbing results: only figures whose data exist are requested.
+# imported ones, or a comparison's matched ones), never by globbing results: only figures whose
+# data exist are requested.
 import os
 
 from numa_effects.report import registry as figures_mod  # noqa: E402
@@ -9,11 +10,17 @@ REPORT_DIR = PLAN.path(paths.REPORT_DIR)
 FIGURE_DIR = PLAN.path(paths.FIGURE_DIR)
 # The Packing figures exist for the (model, opt) pairs whose packing the plan measures.
 FIGURES = figures_mod.figures(PLAN.figure_keys(), packed=PLAN.packed())
-
-
-# The families with at least one figure in this run: one plot rule each.
+# A comparison's figures (config key compare) are planned from the cells its runs share; they
+# go below results/compare/<name>/figures/ and read its tables.
+COMPARE_NAME = PLAN.compare["name"] if PLAN.compare else None
+COMPARE_FIGURES = figures_mod.figures(
+    PLAN.compare_keys, families=figures_mod.page_families(figures_mod.COMPARE_PAGE)
+)
+# The families with at least one figure in this run: one plot rule each, drawing all of them.
 DRAWN_FAMILIES = [
-    f for f in figures_mod.FAMILIES if any(g.family == f.name for g in FIGURES)
+    f
+    for f in figures_mod.FAMILIES
+    if any(g.family == f.name for g in (*FIGURES, *COMPARE_FIGURES))
 ]
 
 
@@ -21,20 +28,41 @@ def figure_targets():
     return [f.path(FIGURE_DIR) for f in FIGURES]
 
 
-def figure_input(family):
-    """The tables the family reads (``Family.tables``): results/tables/<name>.csv."""
-    return {t: PLAN.table(t) for t in figures_mod.BY_NAME[family].tables}
+def compare_figure_targets(name):
+    folder = PLAN.compare_path(paths.COMPARE_FIGURE_DIR, name)
+    return [f.path(folder) for f in COMPARE_FIGURES]
+
+
+def on_compare_page(family):
+    return figures_mod.BY_NAME[family].page == figures_mod.COMPARE_PAGE
+
+
+def figure_dir(family):
+    if on_compare_page(family):
+        return PLAN.compare_path(paths.COMPARE_FIGURE_DIR, COMPARE_NAME)
+    return FIGURE_DIR
 
 
 def family_figures(family):
     """The family's planned figures (none: the family has no rule in this run)."""
-    return [f for f in FIGURES if f.family == family]
+    figures = COMPARE_FIGURES if on_compare_page(family) else FIGURES
+    return [f for f in figures if f.family == family]
+
+
+def figure_input(family):
+    """The tables the family reads (``Family.tables``): results/tables/<name>.csv, or a
+    comparison's compare/<name>/tables/<table>.csv."""
+    tables = figures_mod.BY_NAME[family].tables
+    if on_compare_page(family):
+        return {t: PLAN.compare_table(t, COMPARE_NAME) for t in tables}
+    return {t: PLAN.table(t) for t in tables}
 
 
 def figure_output(family):
     """Every figure of the family, PNG and SVG: one job draws them all (they read the same
     tables, so they would re-run together anyway, and one Python start draws dozens)."""
     fam = figures_mod.BY_NAME[family]
+    folder = figure_dir(family)
     out = []
     for f in family_figures(family):
         labels = {
@@ -42,14 +70,14 @@ def figure_output(family):
             for w, v in f.wildcards.items()
         }
         png = report(
-            f.path(FIGURE_DIR),
+            f.path(folder),
             caption="../report/figure.rst",  # renders params.caption (the registry's)
             category=figures_mod.SECTIONS[fam.section].heading,
             subcategory=fam.title,
             labels=labels,
         )
         out.append(png)
-    return out + [f.path(FIGURE_DIR, "svg") for f in family_figures(family)]
+    return out + [f.path(folder, "svg") for f in family_figures(family)]
 
 
 def figure_wildcards(family):
@@ -57,6 +85,10 @@ def figure_wildcards(family):
 
 
 def figure_log(family):
+    if on_compare_page(family):
+        return PLAN.compare_path(
+            paths.COMPARE_LOG, COMPARE_NAME, name=f"figures/{family}"
+        )
     return PLAN.log(f"report/{family}")
 
 

@@ -56,12 +56,17 @@ Tables and report:
 - ``degradation``: placement vs sequential and optimization vs eager, with bootstrap CIs.
 - ``packrat``: PackRat's published results imported as this project's tidy tables.
 - ``summary``: the short text summary a run ends with.
+- ``compare_runs``: result folders compared cell by cell (config key ``compare``): matching on
+  every key column, the ratio with its two-level CI and a verdict, the geometric mean over cells,
+  provenance differences, cells of one run only (``plan.compare`` resolves the key).
 - ``figures``: the figure-family registry (sections, captions, draw functions) and which
   figures a grid supports (pure, imported at parse time).
 - ``figure_data``: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
 - ``style``: colours, labels and the marks of failed / skipped / missing / disturbed cells.
 - ``plots``: drawing the figures (matplotlib), dispatched through the registry.
 - ``report_html``: the self-contained report page ``results/report/index.html``.
+- ``compare_plots``, ``compare_page``: a comparison's forest plots and heatmaps, and its page
+  ``results/compare/<name>/index.html``.
 """
 
 __version__ = "0.1.0"

@@ -14,6 +14,8 @@ The modules, one concern each:
 - ``coerce``: every value normalised to its schema type (``'8'``, ``8.0`` -> ``8``; ...).
 - ``checks``: what the schema cannot check (names, bounds between keys, threads, packing).
 - ``paths``: the keys that name files and folders (``results``, ``topology``, ``import``).
+- ``compare``: the ``compare`` key: result folders that can be compared, ``results`` outside
+  them, labels and ``across``.
 - ``files``: config files read as Snakemake reads them; a key given twice refused.
 - ``readme``: config/README.md's key tables, generated from the schema.
 - ``cli``: the command line. Nothing here imports torch.
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.config import checks, coerce, files, messages, paths, schema
+from numa_effects.config import compare as compare_checks
 from numa_effects.config.problem import ConfigError, Kind, Problem, failed_keys
 from numa_effects.plan.topology import Topology
 
@@ -60,6 +63,8 @@ def check(
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"
         raise ConfigError([*problems, Problem("", what, Kind.GENERAL)])
     coerce.normalize(config, sch)
+    if config.get("compare"):  # a comparison reads result folders: no grid is needed
+        sch = {**sch, "required": []}
     found = checks.nonfinite_problems(config)  # inf is out of range too: said once, so
     nonfinite = {p.key for p in found}
     found += [p for p in messages.schema_problems(config, sch) if p.key not in nonfinite]
@@ -70,6 +75,8 @@ def check(
         problems += paths.results_problems(config["results"], workdir, workflow_dir)
     if "import" not in failed:
         problems += paths.import_problems(config)
+    if "compare" not in failed:
+        problems += compare_checks.compare_problems(config, workdir, "results" not in failed)
     topo = None
     if "topology" not in failed:
         topo, found = paths.load_topology(config)

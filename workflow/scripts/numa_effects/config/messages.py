@@ -52,8 +52,10 @@ def format_error(err) -> list[Problem]:
         # The branch that matches the value's type (threads: 'auto' or a list of integers).
         for i, branch in enumerate(schema[kind]):
             want = branch.get("type")
-            if (want == "array" and isinstance(value, list)) or (
-                want == "string" and isinstance(value, str) and "const" not in branch
+            if (
+                (want == "array" and isinstance(value, list))
+                or (want == "object" and isinstance(value, dict))
+                or (want == "string" and isinstance(value, str) and "const" not in branch)
             ):
                 sub = [e for e in err.context if e.relative_schema_path[0] == i]
                 if sub:
@@ -68,7 +70,9 @@ def format_error(err) -> list[Problem]:
     if kind in RANGE:
         return [Problem(key, f"{shown(value)} is out of range; allowed: {allowed}")]
     if kind == "minItems":
-        return [Problem(key, f"the list is empty; allowed: {allowed}")]
+        n = len(value) if isinstance(value, list) else 0
+        what = "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}"
+        return [Problem(key, f"{what}; allowed: {allowed}")]
     if kind == "uniqueItems":
         seen, dups = set(), []
         for v in value:

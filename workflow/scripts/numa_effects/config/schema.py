@@ -23,6 +23,11 @@ PATTERN_WORDS = {
         "paths",
         "of letters, digits and _ . / - only (no spaces, quotes or shell metacharacters)",
     ),
+    "^[A-Za-z0-9_][A-Za-z0-9_.-]*$": (
+        "a name",
+        "names",
+        "of letters, digits and _ . - (one path segment, not starting with . or -)",
+    ),
 }
 
 
@@ -119,7 +124,9 @@ def describe(schema: dict, plural: bool = False) -> str:
     if types == "array":
         items = describe(schema.get("items", {}), plural=True)
         extras = []
-        if schema.get("minItems", 0) >= 1:
+        if schema.get("minItems", 0) > 1:
+            extras.append(f"at least {schema['minItems']} items")
+        elif schema.get("minItems", 0) == 1:
             extras.append("non-empty")
         if schema.get("uniqueItems"):
             extras.append("no duplicates")

@@ -7,7 +7,9 @@ A plan holds the grid (runnable and skipped cells), each cell's replicates, thei
 priority, the cell specs, the GEMM peak jobs, the packing jobs, the imported cells (PackRat), the
 grid manifest, the code digests that decide re-runs, and every output path (``plan.paths``). A
 grid in which every cell is skipped is a valid plan: it measures nothing, and the tables and
-report list the skipped cells with their reasons.
+report list the skipped cells with their reasons. A comparison of result folders (config key
+``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it asks for
+(``targets``) is the comparison's tables and page only.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from numa_effects.plan import compare as compare_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
@@ -40,6 +43,8 @@ class Plan:
     imported: tuple  # PackRat sources (config key import.packrat); () = measured here
     imported_keys: tuple  # the imported cells' keys (dicts)
     code: dict  # layer -> digest of its code's content (plan.code)
+    compare: dict | None = None  # the resolved compare key (plan.compare); None = no comparison
+    compare_keys: tuple = ()  # the matched cells' keys and compared run (``run``), as dicts
     manifest: dict = field(init=False)
     _priority: dict = field(init=False, repr=False)
 
@@ -71,8 +76,8 @@ class Plan:
     # -- cells ----------------------------------------------------------------------------------
     @property
     def measured(self) -> bool:
-        """False for an import: nothing is measured on this machine."""
-        return not self.imported
+        """False for an import or a comparison: nothing is measured on this machine."""
+        return not self.imported and not self.compare
 
     def priority(self, key, replicate: int) -> int:
         """Snakemake priority of a cell job: the earlier in ``order``, the higher."""
@@ -225,13 +230,40 @@ class Plan:
         """The placements the report speaks of: the config's, or the imported cells'."""
         if self.imported:
             return sorted({k["placement"] for k in self.imported_keys})
-        return list(self.config["placements"])
+        return list(self.config.get("placements") or ())
+
+    # -- a comparison of result folders ------------------------------------------------------------
+    def compare_path(self, pattern: str, compare: str | None = None, **fields) -> str:
+        """``pattern`` (a ``plan.paths`` COMPARE_* constant) below the results folder, for the
+        comparison named ``compare`` (default: the wildcard ``{compare}``)."""
+        return self.path(pattern.replace("{compare}", compare or "{{compare}}").format(**fields))
+
+    def compare_table(self, table: str, compare: str | None = None) -> str:
+        return self.compare_path(paths.COMPARE_TABLE, compare, name=table)
+
+    def compare_inputs(self) -> dict[str, list[str]]:
+        """The files of the compared folders a comparison reads (read-only)."""
+        runs = self.compare["runs"] if self.compare else []
+        return {
+            "cells": [f"{r}/{paths.table('cells')}" for r in runs],
+            "machines": [f"{r}/{paths.MACHINE}" for r in runs],
+        }
+
+    def compare_targets(self) -> list[str]:
+        """The comparison's tables and page ([] when the config compares nothing)."""
+        if not self.compare:
+            return []
+        name = self.compare["name"]
+        out = [self.compare_table(t, name) for t in paths.COMPARE_TABLES]
+        return [*out, self.compare_path(paths.COMPARE_PAGE, name)]
 
     # -- what `all` asks for ----------------------------------------------------------------------
     def targets(self, figures: list[str] = ()) -> list[str]:
         """Every output of a complete run. A missing input of the target makes Snakemake
         re-check the jobs that make it, with or without .snakemake/ metadata: a changed grid's
-        new manifest re-runs the aggregations."""
+        new manifest re-runs the aggregations. A comparison asks for its own outputs only."""
+        if self.compare:
+            return self.compare_targets()
         tables = ["cells", "samples", "skipped", "degradation", "opt_speedup"]
         out = [self.manifest_path, self.path(paths.MACHINE)]
         if self.measured:
@@ -255,23 +287,27 @@ def build(
     memory_bytes: int | None = None,
     imported_keys: list[dict] | None = None,
     code: dict | None = None,
+    compare_keys: list[dict] | None = None,
 ) -> Plan:
     """The plan of a checked config (``numa_effects.config.check``: defaults filled, values
     normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
     cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
-    ``code``: ``plan.code.digests()``."""
+    ``code``: ``plan.code.digests()``; ``compare_keys``: the matched cells of a comparison
+    (``tables.compare_runs.matched_keys``)."""
     imported = tuple((config.get("import") or {}).get("packrat") or ())
-    grid = grid_mod.expand(config, topology, memory_bytes) if not imported else _empty()
+    compare = compare_mod.settings(config)
+    measures = not imported and not compare
+    grid = grid_mod.expand(config, topology, memory_bytes) if measures else _empty()
     replicates = grid_mod.replicates(config)
     order = tuple(grid_mod.job_order(grid.cells, replicates, int(config.get("order_seed") or 0)))
     peak = {}
-    if config.get("peak", True) and not imported:
+    if config.get("peak", True) and measures:
         for key, cell_plan in grid.cells.items():
             peak.setdefault((key.placement, key.threads), cell_plan)
         peak = dict(sorted(peak.items()))
-    threads = grid_mod.thread_counts(config, topology) if not imported else []
+    threads = grid_mod.thread_counts(config, topology) if measures else []
     packing = packing_mod.settings(config, topology, threads)
-    jobs = tuple(packing_mod.jobs(packing)) if not imported else ()
+    jobs = tuple(packing_mod.jobs(packing)) if measures else ()
     profile = tuple(packing_mod.interference_jobs(packing)) if jobs else ()
     return Plan(
         config=config,
@@ -286,6 +322,8 @@ def build(
         imported=imported,
         imported_keys=tuple(imported_keys or ()),
         code=dict(code or {}),
+        compare=compare,
+        compare_keys=tuple(compare_keys or ()),
     )
 
 

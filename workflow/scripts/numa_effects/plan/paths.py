@@ -26,6 +26,13 @@ REPORT_PAGE = "report/index.html"
 FIGURE_DIR = "report/figures"
 LOG = "logs/{name}.log"
 COMPILE_CACHE = "cache/torchinductor"
+# A comparison of result folders (config key ``compare``): one folder per comparison name.
+COMPARE_DIR = "compare/{compare}"
+COMPARE_TABLE = COMPARE_DIR + "/tables/{name}.csv"
+COMPARE_PAGE = COMPARE_DIR + "/index.html"
+COMPARE_FIGURE_DIR = COMPARE_DIR + "/figures"
+COMPARE_LOG = "logs/compare/{compare}/{name}.log"
+COMPARE_TABLES = ("compare", "summary", "provenance", "unmatched")
 
 
 def table(name: str) -> str:

@@ -51,16 +51,28 @@ class Tables:
     degradation: pd.DataFrame | None = None
     packing: pd.DataFrame | None = None  # tables/packing.csv (the Packing section)
     interference: pd.DataFrame | None = None  # tables/interference.csv (the profile)
+    compare: pd.DataFrame | None = None  # compare/<name>/tables/compare.csv (a comparison)
 
     @classmethod
-    def load(cls, cells, skipped=None, degradation=None, packing=None, interference=None) -> Tables:
-        deg = read_csv(degradation) if degradation else None
+    def load(
+        cls,
+        cells=None,
+        skipped=None,
+        degradation=None,
+        packing=None,
+        interference=None,
+        compare=None,
+    ) -> Tables:
+        def opt(path, reader=read_csv):
+            return reader(path) if path else None
+
         return cls(
             read_csv(cells),
             read_csv(skipped),
-            deg,
-            read_csv(packing) if packing else None,
-            stats.read_table(interference) if interference else None,
+            opt(degradation),
+            opt(packing),
+            opt(interference, stats.read_table),
+            opt(compare),
         )
 
     @property
@@ -208,6 +220,34 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
         d["pair_status"].ne("ok"), d["pair_status"], np.where(d["pct"].isna(), "missing", "ok")
     )
     return d
+
+
+def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
+    """The comparison of runs (``compare.csv``) of one compared run, model and optimization,
+    shaped like ``comparison``'s rows: ``pct`` (% latency change), ``pct_lo``, ``pct_hi``,
+    ``sig`` (True, False, or None when not assessed), ``pct_status`` (``ok``, or why the pair
+    has no value) and ``disturbed`` (contended or noisy in either run), on every (placement,
+    threads, batch size) the compared run's matched cells span (``missing``: in one run only)."""
+    if tables.compare is None:
+        raise ValueError("this figure needs the comparison table (compare.csv)")
+    c = tables.compare
+    c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
+    c = c.astype({"threads": int, "batch_size": int})
+    grid = (
+        c[["placement"]]
+        .drop_duplicates()
+        .merge(pd.DataFrame({"threads": sorted(c["threads"].unique())}), how="cross")
+        .merge(pd.DataFrame({"batch_size": sorted(c["batch_size"].unique())}), how="cross")
+    )
+    d = grid.merge(c, on=["placement", "threads", "batch_size"], how="left")
+    d["pct"] = d["latency_change_pct"].astype(float)
+    d["pct_lo"] = d["latency_change_ci_low_pct"].astype(float)
+    d["pct_hi"] = d["latency_change_ci_high_pct"].astype(float)
+    d["sig"] = d["significant"].map(stats.as_bool)
+    status = d["status"].where(d["status"].notna(), "missing").astype(str)
+    d["pct_status"] = np.where(status.eq("ok") & d["pct"].isna(), "missing", status)
+    d["disturbed"] = flag(d)
+    return d.reset_index(drop=True)
 
 
 def deg_stat(d: pd.DataFrame, tables: Tables) -> str:

@@ -4,7 +4,7 @@ report's sections, the machine and the run, and the table of cells.
 
 The sections, their order, navigation, captions and what a section says when it has no figure
 come from the registry (``registry.SECTIONS``, ``registry.FAMILIES``): no section is special
-here."""
+here. The sections of the comparison page (``registry.COMPARE_PAGE``) are ``compare_page``'s."""
 
 from __future__ import annotations
 
@@ -348,11 +348,11 @@ def render(
         "<nav>"
         + "".join(
             f'<a{HIGHLIGHT if sec.highlight else ""} href="#{sec.anchor}">{_e(sec.heading)}</a>'
-            for sec in figures_mod.SECTIONS.values()
+            for sec in figures_mod.page_sections().values()
         )
         + '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
     )
-    main = next((sec for sec in figures_mod.SECTIONS.values() if sec.highlight), None)
+    main = next((sec for sec in figures_mod.page_sections().values() if sec.highlight), None)
     jump = f' <a href="#{main.anchor}">Jump to {_e(main.heading)}</a>.' if main else ""
     body = [
         f"<header><h1>{_e(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
@@ -361,7 +361,7 @@ def render(
         "<main>",
         emulated_banner(machine),
     ]
-    for key, sec in figures_mod.SECTIONS.items():
+    for key, sec in figures_mod.page_sections().items():
         body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
         in_section = [f for f in figs if f.spec.section == key]
         if not in_section:

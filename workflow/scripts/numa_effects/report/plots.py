@@ -401,12 +401,12 @@ def _baselines(placements) -> str:
     return " / ".join(bases) if len(bases) <= 2 else "their baselines"
 
 
-@drawer("latency_degradation_heatmap", "throughput_degradation_heatmap")
-def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric):
-    """% degradation of ``placement`` vs its baseline, x = threads, y = batch size."""
-    d = comparison(tables, model, opt, metric)
-    d = d[d["placement"] == placement]
-    baseline = placement_mod.baseline_of(placement)
+def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is False):
+    """A % heatmap of the rows ``d`` (``comparison`` or ``data.run_change``: ``pct``,
+    ``pct_status``, ``sig``, ``disturbed``): x = threads, y = batch size (largest on top),
+    diverging colours centred on 0, printed values, ``hatched(sig)`` cells hatched, disturbed
+    ones cross-hatched in red, cells with no value grey and labelled. Returns (figure, axes,
+    half-range of the colour scale, the colour bar's ``extend``)."""
     threads = sorted(d["threads"].unique())
     bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
     val = _by_cell(d, "pct", bss, threads)
@@ -431,7 +431,7 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
         linewidths=0.6,
         linecolor="white",
         cbar_kws={
-            "label": f"% {metric.name} degradation (+ = {metric.worse})",
+            "label": colorbar,
             "shrink": 0.9,
             "extend": extend,
         },
@@ -466,7 +466,7 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
                 fontsize=fontsize,
                 color="white" if dark else "black",
             )
-            if sig.loc[bs, t] is False:
+            if hatched(sig.loc[bs, t]):
                 ax.add_patch(
                     Rectangle(
                         (j, i),
@@ -493,17 +493,31 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
     ax.set_xlabel("Intra-op threads")
     ax.set_ylabel("Batch size (images)")
     ax.tick_params(axis="y", rotation=0)
+    return fig, ax, vmax, extend
+
+
+def clipped_note(vmax: float, extend: str) -> list[str]:
+    if extend != "both":
+        return []
+    return [
+        f"Colour scale clipped at ±{vmax:.1f} % (95th percentile): cells beyond it have the "
+        "end colour; their printed values are exact."
+    ]
+
+
+@drawer("latency_degradation_heatmap", "throughput_degradation_heatmap")
+def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric):
+    """% degradation of ``placement`` vs its baseline, x = threads, y = batch size."""
+    d = comparison(tables, model, opt, metric)
+    d = d[d["placement"] == placement]
+    baseline = placement_mod.baseline_of(placement)
+    fig, ax, vmax, extend = heatmap_grid(d, f"% {metric.name} degradation (+ = {metric.worse})")
     _titles(
         ax,
         f"% {metric.title} Degradation, {placement} (opt={opt})",
         _sub(model, metric.degradation(placement, baseline, deg_stat(d, tables))),
     )
-    notes = _sig_notes(d, "Hatched cells")
-    if extend == "both":
-        notes.append(
-            f"Colour scale clipped at ±{vmax:.1f} % (95th percentile): cells beyond it have the "
-            "end colour; their printed values are exact."
-        )
+    notes = _sig_notes(d, "Hatched cells") + clipped_note(vmax, extend)
     n_disturbed = int((d["disturbed"] & d["pct_status"].eq("ok")).sum())
     if n_disturbed:
         notes.append(
@@ -596,6 +610,8 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Met
 
 
 # -- entry ----------------------------------------------------------------------------------
+
+from numa_effects.report import compare_plots  # noqa: E402, F401 (the comparison's drawers)
 
 
 def draw(family: str, tables: Tables, wildcards: dict):

@@ -16,6 +16,11 @@ are requested. Everything about a family is its ``Family`` entry in ``FAMILIES``
 - which figures exist: ``plan`` names a function of ``PLANS`` that lists the wildcard values the
   cells support (``figures(keys, packed=...)``; no module state is changed to plan).
 
+A section is on one page (``Section.page``): the run's report, or the comparison of result
+folders (``COMPARE_PAGE``: config key ``compare``, ``report.compare_page``); a family is on its
+section's page, planned from that page's keys (a comparison's: the matched cells with ``run``,
+the compared run) and drawn from that page's tables.
+
 Adding a family = one entry here + one ``@drawer`` function + its test
 (tests/test_report_figures.py builds a throwaway family this way). A new section is one entry
 of ``SECTIONS`` (its heading, anchor, and what the page says when it has no figure); a family
@@ -37,6 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from numa_effects.plan import compare as compare_plan
 from numa_effects.plan import placement as placement_mod
 
 
@@ -197,6 +203,15 @@ def _packing_off(facts: PageFacts) -> str:
     )
 
 
+def _nothing_matched(facts: PageFacts) -> str:
+    return "no matched cell has a value in both runs."
+
+
+# The pages: the run's report (results/report/index.html) and a comparison of result folders
+# (results/compare/<name>/index.html, report.compare_page). A section belongs to one of them.
+RUN_PAGE, COMPARE_PAGE = "run", "compare"
+
+
 @dataclass(frozen=True)
 class Section:
     heading: str
@@ -204,6 +219,7 @@ class Section:
     empty: Callable[[PageFacts], str]  # what the page says when the section has no figure
     tables: tuple[str, ...] = ()  # tables shown (folded) under its figures
     highlight: bool = False  # the section the page is about: it stands out in the navigation
+    page: str = RUN_PAGE  # RUN_PAGE or COMPARE_PAGE
 
 
 # Section key -> Section. Order is the page order.
@@ -222,7 +238,20 @@ SECTIONS = {
         highlight=True,
     ),
     "packing": Section(heading="Packing", anchor="packing", empty=_packing_off),
+    "compare": Section(
+        heading="Comparison",
+        anchor="comparison",
+        empty=_nothing_matched,
+        highlight=True,
+        page=COMPARE_PAGE,
+    ),
 }
+
+
+def page_sections(page: str = RUN_PAGE) -> dict[str, Section]:
+    """The sections of one page, in page order."""
+    return {k: s for k, s in SECTIONS.items() if s.page == page}
+
 
 # -- families -----------------------------------------------------------------------------------
 
@@ -255,6 +284,11 @@ class Family:
     @property
     def needs_degradation(self) -> bool:
         return "degradation" in self.tables
+
+    @property
+    def page(self) -> str:
+        """The page its section is on (``Section.page``): its tables and figures live there."""
+        return SECTIONS[self.section].page
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -443,6 +477,37 @@ FAMILIES: tuple[Family, ...] = (
         "per core budget and batch size; the number in a box is the instance). No CPU is "
         "shared.",
     ),
+    Family(
+        name="compare_forest",
+        section="compare",
+        title="Change per cell",
+        pattern="{run}/{model}/compare_forest/{opt}",
+        metric=LATENCY,
+        plan="compare",
+        tables=("compare",),
+        caption="One figure per compared run and optimization: every matched cell's latency "
+        "change against the baseline run, (compared − baseline) / baseline × 100 of the median "
+        "(the mean for imported PackRat results), with its 95 % confidence interval (two-level: "
+        "both runs' processes), cells sorted by the change. Red: *slower*, blue: *faster* "
+        "(significant and at least the minimum effect, dotted), grey: no significant change; "
+        "hollow, without interval: not assessed (one process per cell: nothing measures the "
+        "process level). Ringed in red: contended or noisy in either run.",
+    ),
+    Family(
+        name="compare_heatmap",
+        section="compare",
+        title="% latency change (heatmap)",
+        pattern="{run}/{model}/compare_heatmap/{opt}/{placement}",
+        metric=LATENCY,
+        plan="compare",
+        tables=("compare",),
+        caption="% latency change of the compared run against the baseline run, (compared − "
+        "baseline) / baseline × 100, per intra-op threads (x) and batch size (y), one figure per "
+        "optimization and placement. Diverging scale centred on 0: red = slower, blue = faster; "
+        "values have one decimal. Hatched: not significant or not assessed; cross-hatched with "
+        "a red frame: contended or noisy in either run; grey: no value (a cell of one run only, "
+        "failed or contended).",
+    ),
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -452,6 +517,8 @@ WILDCARD_CONSTRAINTS = {
     "opt": r"[A-Za-z0-9_.-]+",
     "placement": placement_mod.names_regex(),  # the registry's names and families (+smt)
     "batch_size": r"\d+",
+    "run": compare_plan.LABEL,  # a compared run's label (plan.compare)
+    "compare": compare_plan.LABEL,  # the comparison's name: its folder
 }
 
 # -- draw functions -------------------------------------------------------------------------------
@@ -493,6 +560,7 @@ class Figure:
     opt: str = ""
     placement: str = ""
     batch_size: int = 0
+    run: str = ""  # the compared run (a comparison's figures)
 
     @property
     def spec(self) -> Family:
@@ -514,6 +582,7 @@ class Figure:
             "opt": self.opt,
             "placement": self.placement,
             "batch_size": self.batch_size,
+            "run": self.run,
         }
 
 
@@ -531,6 +600,7 @@ def _key_values(keys: Iterable) -> list[dict]:
                 "opt": get("opt"),
                 "placement": get("placement"),
                 "batch_size": int(get("batch_size")),
+                "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
             }
         )
     return out
@@ -560,11 +630,23 @@ def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict
     return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
 
 
+def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the matched cells of a comparison of runs (``run``: the compared
+    run; ``tables.compare_runs.matched_keys``); none for a run's own cells."""
+    return [k for k in keys if k["run"]]
+
+
 PLANS: dict[str, Callable[..., list[dict]]] = {
     "sequential": plan_sequential,
     "comparison": plan_comparison,
     "packing": plan_packing,
+    "compare": plan_compare,
 }
+
+
+def page_families(page: str = RUN_PAGE) -> tuple[Family, ...]:
+    """The families of one page's sections, in registry order."""
+    return tuple(f for f in FAMILIES if f.page == page)
 
 
 def figures(
@@ -577,9 +659,11 @@ def figures(
     ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
     ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
     keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure. ``packed``:
-    the (model, opt) pairs that packing measures (the Packing figures).
+    the (model, opt) pairs that packing measures (the Packing figures). ``families``: default
+    the run page's (``page_families()``); a comparison's are ``page_families(COMPARE_PAGE)``,
+    planned from its matched keys (dicts with ``run``).
     """
-    families = FAMILIES if families is None else tuple(families)
+    families = page_families() if families is None else tuple(families)
     values = _key_values(keys)
     packed = frozenset((str(m), str(o)) for m, o in packed)
     planned = {p: PLANS[p](values, packed) for p in {f.plan for f in families}}
@@ -598,4 +682,5 @@ def from_dict(d: dict) -> Figure:
         d.get("opt", ""),
         d.get("placement", ""),
         int(d.get("batch_size", 0)),
+        d.get("run", ""),
     )

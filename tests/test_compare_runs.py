@@ -1,0 +1,309 @@
+"""Comparing result folders cell by cell (issue 20; numa_effects.tables.compare_runs): matching
+on every key column (a new axis joins the match by itself), cells of one side listed, the
+per-cell statistic and verdict, the summary, provenance differences and the problems the config
+check reports. Unit tests on small folders made here; the real runs are in test_compare.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import MACHINE, key, result_folder
+
+from numa_effects import stats
+from numa_effects.plan import compare as compare_plan
+from numa_effects.plan import grid
+from numa_effects.tables import compare_runs
+
+
+def cell(medians_ms, pooled=(math.nan, 0), **keys) -> dict:
+    """One cells.csv row as the pipeline makes it from its replicates' medians (ms)."""
+    c = stats.combine_replicates(np.asarray(medians_ms) / 1000.0, (), pooled)
+    return {
+        **key(**keys),
+        "status": "ok",
+        "replicates": len(medians_ms),
+        "latency_median_ms": c["median_s"] * 1000,
+        "latency_mean_ms": c["median_s"] * 1010,
+        "latency_ci_low_ms": c["ci_low_s"] * 1000,
+        "latency_ci_high_ms": c["ci_high_s"] * 1000,
+        "latency_min_ms": min(medians_ms) * 0.98,
+        "latency_max_ms": max(medians_ms) * 1.02,
+        "ci_df": c["ci_df"],
+        "ci_method": c["ci_method"],
+        "replicate_medians_ms": ";".join(f"{m:.4g}" for m in medians_ms),
+        "contended": False,
+        "noisy": False,
+        "load_1m": 0.3,
+    }
+
+
+POOL = (0.02**2, 10)  # a run's pooled process-level variance (2 % SD)
+
+
+def run(folder, cells, machine=None):
+    return result_folder(folder, cells, machine)
+
+
+def runs(*folders, across=()):
+    labels = compare_plan.derive_labels([str(f) for f in folders])
+    return compare_runs.read_runs([str(f) for f in folders], labels, across)
+
+
+@pytest.fixture
+def two(tmp_path):
+    """runs a and b: bs1 the same, bs2 20 % slower in b, bs4 only in a, bs8 only in b."""
+    a = run(
+        tmp_path / "a/results",
+        [
+            cell([10.0, 10.2], POOL, batch_size=1),
+            cell([20.0, 20.3], POOL, batch_size=2),
+            cell([40.0, 40.5], POOL, batch_size=4),
+        ],
+    )
+    b = run(
+        tmp_path / "b/results",
+        [
+            cell([10.1, 10.0], POOL, batch_size=1),
+            cell([24.0, 24.2], POOL, batch_size=2),
+            {**cell([80.0, 81.0], POOL, batch_size=8), "noisy": True},
+        ],
+    )
+    return a, b
+
+
+def test_cells_are_matched_on_every_key_and_the_others_listed(two):
+    rs = runs(*two)
+    assert [r.label for r in rs] == ["a", "b"]
+    c = compare_runs.compare_table(rs)
+    assert c["batch_size"].tolist() == [1, 2] and set(c["run"]) == {"b"}
+    u = compare_runs.unmatched_table(rs)
+    assert sorted(zip(u["only_in"], u["batch_size"], strict=True)) == [("a", 4), ("b", 8)]
+    assert list(u.columns) == compare_runs.unmatched_columns()
+
+
+def test_the_ratio_is_the_two_level_interval_of_both_cells(two):
+    rs = runs(*two)
+    c = compare_runs.compare_table(rs).set_index("batch_size")
+    a, b = (r.cells.set_index("batch_size").loc[2] for r in rs)
+    expect = stats.run_ratio(
+        (a.latency_ci_low_ms, a.latency_ci_high_ms, a.ci_df),
+        (b.latency_ci_low_ms, b.latency_ci_high_ms, b.ci_df),
+    )
+    row = c.loc[2]
+    assert row.ratio == pytest.approx(b.latency_median_ms / a.latency_median_ms)
+    assert row.ratio == pytest.approx(expect["ratio"])
+    assert (row.ratio_ci_low, row.ratio_ci_high) == pytest.approx(
+        (expect["ci_low"], expect["ci_high"])
+    )
+    assert row.latency_change_pct == pytest.approx((row.ratio - 1) * 100)
+    assert row.ci_method == "two-level" and row.significant is True and row.verdict == "slower"
+    same = c.loc[1]
+    assert same.significant is False and same.verdict == stats.NO_CHANGE
+    assert same.latency_change_ci_low_pct < 0 < same.latency_change_ci_high_pct
+
+
+def test_contended_or_noisy_on_either_side_is_marked_and_a_minimum_effect_applies(tmp_path):
+    a = run(tmp_path / "x/a", [cell([10.0, 10.1], POOL), cell([20.0, 20.1], POOL, threads=2)])
+    b = run(
+        tmp_path / "x/b",
+        [{**cell([10.3, 10.4], POOL), "contended": True}, cell([20.3, 20.4], POOL, threads=2)],
+    )
+    c = compare_runs.compare_table(runs(a, b), min_effect_pct=5.0)
+    assert c["contended"].tolist() == [True, False] and c["noisy"].tolist() == [False, False]
+    assert (c["latency_change_pct"] < 5).all()
+    assert set(c["verdict"]) <= {stats.NO_CHANGE}  # significant or not: below 5 %
+    s = compare_runs.summary_table(c, 5.0).set_index("scope")
+    assert s.loc[compare_runs.ALL, "cells"] == 2 and s.loc[compare_runs.CLEAN, "cells"] == 1
+    assert s.loc[compare_runs.ALL, "disturbed"] == 1
+
+
+def test_one_process_per_cell_is_not_assessed_and_says_why(tmp_path):
+    lone = {**cell([10.0]), "ci_method": "within-process", "ci_df": 0}
+    a = run(tmp_path / "p/a", [lone])
+    b = run(tmp_path / "p/b", [{**lone, "latency_median_ms": 15.0}])
+    (row,) = compare_runs.compare_table(runs(a, b)).to_dict("records")
+    assert row["verdict"] == stats.NOT_ASSESSED and row["significant"] is None
+    assert row["ratio"] == pytest.approx(1.5) and math.isnan(row["ratio_ci_low"])
+    assert row["ci_note"] == compare_runs.ONE_PROCESS_NOTE
+    s = compare_runs.summary_table(compare_runs.compare_table(runs(a, b))).iloc[0]
+    assert s["not_assessed"] == 1 and s["beyond_min_effect_slower"] == 1
+
+
+def test_a_failed_cell_on_one_side_has_no_value(tmp_path):
+    a = run(tmp_path / "f/a", [cell([10.0, 10.1], POOL)])
+    b = run(tmp_path / "f/b", [{**key(), "status": "failed", "failure_cause": "timeout"}])
+    (row,) = compare_runs.compare_table(runs(a, b)).to_dict("records")
+    assert row["status"] == "failed" and row["verdict"] == "no value"
+    assert math.isnan(row["ratio"]) and "compared cell is failed" in row["ci_note"]
+
+
+def test_a_new_axis_joins_the_match_and_across_compares_over_it(tmp_path, monkeypatch):
+    """An axis added to the grid (e.g. an allocator) is a key column: cells that differ in it
+    do not match, until the comparison is across it (one value on each side)."""
+    monkeypatch.setattr(compare_runs, "KEYS", (*grid.KEYS, "allocator"))
+    a = run(tmp_path / "n/glibc", [{**cell([10.0, 10.1], POOL), "allocator": "glibc"}])
+    b = run(tmp_path / "n/tcmalloc", [{**cell([8.0, 8.1], POOL), "allocator": "tcmalloc"}])
+    why = compare_runs.pair_problem(*(compare_runs.read_run(f, f.name) for f in (a, b)))
+    assert "no cell in common on model, opt, placement, threads, batch_size, allocator" in why
+    assert "every cell differs in allocator (glibc vs tcmalloc)" in why
+    row = compare_runs.compare_table(runs(a, b, across=["allocator"]), across=["allocator"]).iloc[0]
+    assert (row.allocator, row.allocator_compared, row.verdict) == ("glibc", "tcmalloc", "faster")
+
+
+def test_across_an_axis_needs_one_value_per_run(tmp_path):
+    a = run(tmp_path / "t/a", [cell([10.0, 10.1], POOL)])
+    b = run(tmp_path / "t/b", [cell([6.0, 6.1], POOL, threads=2), cell([5, 5.1], POOL, threads=4)])
+    with pytest.raises(compare_runs.CompareError, match=r"no cell in common.*differs in threads"):
+        runs(a, b)
+    with pytest.raises(compare_runs.CompareError, match="has 2 values of threads"):
+        runs(a, b, across=["threads"])
+    b1 = run(tmp_path / "t/b1", [cell([6.0, 6.1], POOL, threads=2)])
+    row = compare_runs.compare_table(runs(a, b1, across=["threads"]), across=["threads"]).iloc[0]
+    assert (row.threads, row.threads_compared, row.verdict) == (1, 2, "faster")
+
+
+def test_provenance_differences_and_a_comparison_across_machines(tmp_path):
+    other = {"summary": {"cpu_model": "Other CPU", "nodes": 2, "physical_cores": 32}, "host": {}}
+    a = run(tmp_path / "m/a", [cell([10.0, 10.1], POOL)])
+    b = run(tmp_path / "m/b", [{**cell([10.0, 10.1], POOL), "torch_version": "2.15"}], other)
+    p = compare_runs.provenance_table(runs(a, b))
+    diff = p[p["differs"].eq(True)]
+    assert {"cpu_model", "nodes", "physical_cores", "torch"} <= set(diff["fact"])
+    assert not p[p["fact"] == "protocol"]["differs"].any()
+    assert compare_runs.machines(p) == {
+        "same": False,
+        "differ": ["cpu_model", "nodes", "physical_cores"],
+    }
+    assert compare_runs.machines(compare_runs.provenance_table(runs(a, a)))["same"] is True
+    imported = {"summary": {"cpu_model": "not recorded (imported from PackRat)"}, "host": {}}
+    c = run(tmp_path / "m/c", [cell([10.0, 10.1], POOL)], imported)
+    d = run(tmp_path / "m/d", [cell([10.0, 10.1], POOL)], imported)
+    assert compare_runs.machines(compare_runs.provenance_table(runs(c, d)))["same"] is None
+
+
+def test_folders_that_cannot_be_compared_say_why(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert "does not exist" in compare_runs.folder_problem(tmp_path / "nope")
+    assert "is not a result folder (no tables/cells.csv and no machine.json)" in (
+        compare_runs.folder_problem(tmp_path / "empty")
+    )
+    bad = result_folder(tmp_path / "bad", [{"x": 1}])
+    assert "has no model, opt, placement" in compare_runs.folder_problem(bad)
+    ok = result_folder(tmp_path / "ok", [cell([1.0])], MACHINE)
+    assert compare_runs.folder_problem(ok) is None
+    (ok / "machine.json").write_text("{")
+    assert "machine.json is not JSON" in compare_runs.folder_problem(ok, shown="ok")
+
+
+def test_the_plan_of_a_comparison_measures_nothing(tmp_path, two):
+    from numa_effects.plan import build, topology
+
+    a, b = two
+    config = {"results": "out", "compare": [str(a), str(b)], "image_size": 224, "use_smt": False}
+    keys = compare_runs.matched_keys([str(a), str(b)], ["a", "b"])
+    plan = build.build(config, topology.current(), compare_keys=keys)
+    assert not plan.grid.cells and not plan.peak and not plan.packing_jobs and not plan.measured
+    assert plan.compare["labels"] == ["a", "b"] and plan.compare["name"] == "a-vs-b"
+    assert plan.targets() == plan.compare_targets()
+    assert plan.targets()[-1] == "out/compare/a-vs-b/index.html"
+    assert [k["batch_size"] for k in keys] == [1, 2] and {k["run"] for k in keys} == {"b"}
+
+
+@pytest.mark.parametrize(
+    ("folders", "labels"),
+    [
+        (["runs/a/results", "runs/b/results"], ["a", "b"]),
+        (
+            ["results/packrat-glibc", "results/packrat-tcmalloc"],
+            ["packrat-glibc", "packrat-tcmalloc"],
+        ),
+        (["results", "/tmp/x/results"], ["results", "x-results"]),
+        (["a/results", "b/results", "c/d/results"], ["a", "b", "d"]),
+        (["..", "."], ["run1", "run2"]),
+    ],
+)
+def test_labels_tell_the_folders_apart(folders, labels):
+    assert compare_plan.derive_labels(folders) == labels
+    s = compare_plan.settings({"compare": {"runs": folders, "name": "x", "min_effect_pct": 5}})
+    assert s["name"] == "x" and s["min_effect_pct"] == 5.0 and s["baseline"] == labels[0]
+
+
+def test_summary_counts_and_geomean(two):
+    c = compare_runs.compare_table(runs(*two))
+    s = compare_runs.summary_table(c).set_index("scope").loc[compare_runs.ALL]
+    g = stats.geomean_ratio(c["ratio"].tolist())
+    assert s["cells"] == 2 and s["geomean_ratio"] == pytest.approx(g["geomean"])
+    assert (s["slower"], s["faster"], s["no_significant_change"]) == (1, 0, 1)
+    assert s["cells_significant"] == 1
+    assert s["geomean_ci_low_pct"] == pytest.approx((g["ci_low"] - 1) * 100)
+    assert isinstance(compare_runs.summary_table(c), pd.DataFrame)
+
+
+# -- the figures and the page ---------------------------------------------------------------------
+
+
+def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tmp_path):
+    from numa_effects.report import data, plots
+    from numa_effects.report import registry as figures
+
+    a, b = two
+    rs = runs(a, b)
+    c = compare_runs.compare_table(rs)
+    path = tmp_path / "compare.csv"
+    c.to_csv(path, index=False)
+    keys = compare_runs.matched_keys([str(a), str(b)], ["a", "b"])
+    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    assert [(f.family, f.run, f.opt, f.placement) for f in figs] == [
+        ("compare_forest", "b", "none", ""),
+        ("compare_heatmap", "b", "none", "sequential"),
+    ]
+    # the run's own report plans none of them
+    assert not {f.family for f in figures.figures(keys)} & {f.family for f in figs}
+    assert figs[0].path("f") == "f/b/resnet18/compare_forest/none.png"
+    tables = data.Tables.load(compare=str(path))
+    d = data.run_change(tables, "b", "resnet18", "none")
+    # the heatmap's grid: batch 4 of a only is a missing cell, never drawn as a value
+    assert sorted(zip(d["batch_size"], d["pct_status"], strict=True)) == [
+        (1, "ok"),
+        (2, "ok"),
+    ]
+    for f in figs:
+        png = tmp_path / f"{f.family}.png"
+        plots.save(plots.draw(f.family, tables, f.wildcards), str(png))
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_path):
+    from numa_effects.report import compare_page
+    from numa_effects.report import registry as figures
+
+    other = {"summary": {"cpu_model": "Other CPU", "nodes": 2}, "host": {}}
+    a = run(tmp_path / "w/a", [cell([10.0, 10.1], POOL), cell([30.0, 30.5], POOL, batch_size=8)])
+    b = run(tmp_path / "w/b", [cell([12.0, 12.1], POOL)], other)
+    rs = runs(a, b)
+    c = compare_runs.compare_table(rs)
+    p = compare_runs.provenance_table(rs)
+    settings = compare_plan.settings({"compare": [str(a), str(b)]})
+    keys = compare_runs.matched_keys([str(a), str(b)], settings["labels"])
+    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    html = compare_page.render(
+        settings,
+        [f.as_dict() for f in figs],
+        c,
+        compare_runs.summary_table(c),
+        p,
+        compare_runs.unmatched_table(rs),
+        compare_runs.machines(p),
+        page_dir=str(tmp_path),
+        figure_dir=str(tmp_path / "figures"),
+    )
+    banner = html.index('id="across-machines"')
+    assert banner < html.index('id="differences"') < html.index('id="summary"')
+    assert "these runs differ in cpu_model, nodes" in html
+    assert "1 cells have no match (1 only in a)" in html
+    assert 'src="figures/b/resnet18/compare_forest/none.png"' in html
+    assert "over 1 matched cells" in html and "1 slower" in html
+    assert 'id="not-assessed"' not in html  # every cell had its two-level CI

@@ -1,0 +1,320 @@
+"""The comparison page ``<results>/compare/<name>/index.html`` (config key ``compare``,
+docs/comparing.md): one self-contained HTML file like the run's report (``page``: same style,
+same figure blocks), in this order: what differs between the runs (a comparison across machines
+says so first), the summary (the verdict counts and the geometric mean with its CI, and what
+each interval covers), the Comparison section's figures (``registry.page_sections(COMPARE_PAGE)``),
+the cells of one run only, the matched cells, and every provenance fact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.plan.grid import KEYS
+from numa_effects.report import registry as figures_mod
+from numa_effects.report.page import CSS, HIGHLIGHT, _e, _figure_html, _table, caption_html
+from numa_effects.report.registry import COMPARE_PAGE, PageFacts
+
+EXTRA_CSS = """
+.machines{background:#fde2e1;border-left:6px solid #b00020;padding:.6rem .9rem;font-weight:600}
+.unknown{background:#fff8e1;border-left:4px solid #f0b400;padding:.6rem .9rem}
+.verdict-slower{color:#d55e00;font-weight:600}
+.verdict-faster{color:#0173b2;font-weight:600}
+td.differs{background:#fff3e0}
+"""
+CELL_COLUMNS = [
+    "run",
+    *KEYS,
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "latency_change_pct",
+    "latency_change_ci_low_pct",
+    "latency_change_ci_high_pct",
+    "significant",
+    "verdict",
+    "ci_method",
+    "replicates_baseline",
+    "replicates_compared",
+    "contended",
+    "noisy",
+    "status",
+    "ci_note",
+]
+SUMMARY_COLUMNS = [
+    "scope",
+    "cells",
+    "geomean_change_pct",
+    "geomean_ci_low_pct",
+    "geomean_ci_high_pct",
+    "significant",
+    "cells_significant",
+    "faster",
+    "slower",
+    "no_significant_change",
+    "not_assessed",
+    "beyond_min_effect_faster",
+    "beyond_min_effect_slower",
+    "disturbed",
+]
+
+
+def _pct(v) -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if np.isnan(f) else f"{f:+.1f} %"
+
+
+def machines_banner(machines: dict, labels: Sequence[str]) -> str:
+    """A comparison across machines says so above everything else; one whose machines are not
+    recorded (imports without a description) says that it cannot tell."""
+    if machines.get("same") is False:
+        return (
+            '<p class="machines" id="across-machines">Across machines: these runs differ in '
+            f"{_e(', '.join(machines['differ']))} (Differences below). Every change below "
+            "includes the machine, not only the setting under test.</p>"
+        )
+    if machines.get("same") is None:
+        return (
+            '<p class="unknown" id="machine-unknown">The machine of at least one run is not '
+            "recorded (an import without <code>import.machine</code>): whether these runs come "
+            "from one machine cannot be checked.</p>"
+        )
+    return ""
+
+
+def _wide(provenance: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    if provenance.empty:
+        return pd.DataFrame(columns=["category", "fact", *labels, "differs"])
+    p = provenance.copy()
+    p["run"] = p["run"].astype(str)
+    wide = p.pivot_table(
+        index=["category", "fact"], columns="run", values="value", aggfunc="first", sort=False
+    ).reset_index()
+    differs = p.groupby(["category", "fact"], sort=False)["differs"].first().reset_index()
+    wide = wide.merge(differs, on=["category", "fact"], how="left")
+    return wide.reindex(columns=["category", "fact", *labels, "differs"])
+
+
+def _facts_table(wide: pd.DataFrame, labels: Sequence[str]) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in ["category", "fact", *labels])
+    rows = []
+    for r in wide.to_dict("records"):
+        cls = ' class="t differs"' if r.get("differs") is True else ' class="t"'
+        tds = f'<td class="t">{_e(r["category"])}</td><td class="t">{_e(r["fact"])}</td>'
+        tds += "".join(f"<td{cls}>{_e(r.get(label))}</td>" for label in labels)
+        rows.append(f"<tr>{tds}</tr>")
+    return (
+        f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def differences_section(provenance: pd.DataFrame, labels: Sequence[str]) -> str:
+    wide = _wide(provenance, labels)
+    diff = wide[wide["differs"].map(stats.as_bool).eq(True)]
+    parts = ['<h2 id="differences">What differs between the runs</h2>']
+    if diff.empty:
+        parts.append(
+            "<p>No recorded fact of machine, versions, kernel, configuration or load differs "
+            "(the full list is under Provenance).</p>"
+        )
+    else:
+        parts.append(
+            f"<p>{len(diff)} recorded facts differ (machine, versions, kernel, configuration, "
+            "load); every other one is the same (Provenance, below).</p>"
+            + _facts_table(diff, labels)
+        )
+    when = wide[wide["category"] == "when"]
+    if not when.empty:
+        parts.append(
+            '<p class="small">When each run was measured:</p>' + _facts_table(when, labels)
+        )
+    return "".join(parts)
+
+
+def _sentence(row: dict, baseline: str) -> str:
+    run = _e(row["run"])
+    n = int(row["cells"])
+    if n == 0:
+        return f"<p><b>{run}</b> vs <b>{_e(baseline)}</b>: no matched cell with a value.</p>"
+    gm = _pct(row["geomean_change_pct"])
+    ci = (
+        f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
+        if pd.notna(row["geomean_ci_low_pct"])
+        else " (no CI: fewer than 2 cells)"
+    )
+    counts = (
+        f"{int(row['cells_significant'])} with a significant change; "
+        f'<span class="verdict-faster">{int(row["faster"])} faster</span>, '
+        f'<span class="verdict-slower">{int(row["slower"])} slower</span>, '
+        f"{int(row['no_significant_change'])} no significant change"
+    )
+    if int(row["not_assessed"]):
+        counts += (
+            f", {int(row['not_assessed'])} not assessed (of which "
+            f"{int(row['beyond_min_effect_faster'])} changed by at least "
+            f"−{row['min_effect_pct']:g} % and {int(row['beyond_min_effect_slower'])} by at least "
+            f"+{row['min_effect_pct']:g} %, untested)"
+        )
+    return (
+        f"<p><b>{run}</b> vs <b>{_e(baseline)}</b> over {n} matched cells: geometric mean "
+        f"latency change <b>{gm}</b>{ci}; {counts} (minimum effect ±{row['min_effect_pct']:g} "
+        "%).</p>"
+    )
+
+
+COVERS = (
+    '<p class="small"><b>What the intervals cover.</b> A cell\'s CI (and <code>significant</code>)'
+    " is the two-level interval of the cells' own tables over both runs: the iterations inside "
+    "each process and the process-to-process variation each run measured with its replicates "
+    "(Welch–Satterthwaite on the logs of the replicate medians, each run's variance pooled over "
+    "its cells with the same thread count where replicates are few). It does not cover what all "
+    "processes of one run share (the machine's state that day): that is part of the change "
+    "shown. A cell is <em>faster</em> or <em>slower</em> only when significant and changed by "
+    "at least the minimum effect. The geometric mean's CI is a t interval over the matched "
+    "cells' log ratios: it treats them as a sample of cells, so it holds their measurement noise "
+    "and the differences between their changes, but not a shift shared by every cell of one "
+    "run.</p>"
+)
+NOT_ASSESSED = (
+    '<p class="why" id="not-assessed"><b>Not assessed: {n} cells</b> ({note}). One process '
+    "per cell cannot tell a real change from the process-to-process variation (1 – 3.5 % of "
+    "the median between processes on a quiet machine, docs/performance.md), so these cells get "
+    "no CI and no verdict; their changes are point estimates. The geometric mean's CI still "
+    "holds: each cell is its own process in each run, so the spread of the cells' changes "
+    "includes the process level.</p>"
+)
+
+
+def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str) -> str:
+    parts = ['<h2 id="summary">Summary</h2>']
+    if summary.empty:
+        return parts[0] + "<p>No matched cells.</p>"
+    for run, s in summary.groupby("run", sort=False):
+        rows = s.to_dict("records")
+        parts.append(_sentence(rows[0], baseline))
+        cols = [c for c in SUMMARY_COLUMNS if c in s]
+        parts.append(
+            f"<details><summary>summary.csv for {_e(run)} ({len(s)} scopes)</summary>"
+            f"{_table(s, cols)}</details>"
+        )
+    parts.append(COVERS)
+    na = compare[compare["verdict"] == stats.NOT_ASSESSED]
+    if not na.empty:
+        notes = na["ci_note"].dropna().astype(str)
+        note = notes.mode().iloc[0] if not notes.empty else "no CI"
+        parts.append(NOT_ASSESSED.format(n=len(na), note=_e(note)))
+    return "".join(parts)
+
+
+def unmatched_section(unmatched: pd.DataFrame) -> str:
+    head = '<h2 id="unmatched">Cells in one run only</h2>'
+    if unmatched.empty:
+        return head + "<p>None: every cell of each run has its match.</p>"
+    counts = "; ".join(
+        f"{n} only in {_e(k)}" for k, n in unmatched["only_in"].value_counts(sort=False).items()
+    )
+    cols = ["run", "only_in", *KEYS, "status"]
+    return (
+        f"{head}<p>{len(unmatched)} cells have no match ({counts}): they are listed here, not "
+        "compared (<code>tables/unmatched.csv</code>).</p>"
+        f"<details open><summary>unmatched cells</summary>{_table(unmatched, cols)}</details>"
+    )
+
+
+def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> str:
+    body = []
+    for key, sec in figures_mod.page_sections(COMPARE_PAGE).items():
+        body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
+        mine = [f for f in figs if f.spec.section == key]
+        if not mine:
+            body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
+            continue
+        for run in sorted({f.run for f in mine}):
+            for fam in figures_mod.page_families(COMPARE_PAGE):
+                group = [f for f in mine if f.family == fam.name and f.run == run]
+                if not group:
+                    continue
+                body.append(
+                    f'<h3 id="{_e(run)}-{fam.name}">{_e(fam.title)}: {_e(run)}</h3>'
+                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
+                    + "".join(_figure_html(f, figure_dir, page_dir) for f in group)
+                    + "</div>"
+                )
+    return "".join(body)
+
+
+def render(
+    settings: dict,
+    figure_list: Sequence[dict],
+    compare: pd.DataFrame,
+    summary: pd.DataFrame,
+    provenance: pd.DataFrame,
+    unmatched: pd.DataFrame,
+    machines: dict,
+    *,
+    page_dir: str,
+    figure_dir: str,
+) -> str:
+    """The page. ``settings``: the resolved compare key (``plan.compare``)."""
+    labels = list(settings["labels"])
+    baseline = settings["baseline"]
+    figs = [figures_mod.from_dict(d) for d in figure_list]
+    title = f"Comparison: {settings['name']}"
+    runs = "".join(
+        f"<li><b>{_e(label)}</b>: <code>{_e(folder)}</code>"
+        + (" (baseline)" if i == 0 else "")
+        + "</li>"
+        for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
+    )
+    across = settings.get("across") or []
+    stat = "/".join(sorted(compare["latency_statistic"].dropna().astype(str).unique())) or "median"
+    sections = figures_mod.page_sections(COMPARE_PAGE)
+    nav = (
+        '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
+        + "".join(
+            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{_e(s.heading)}</a>'
+            for s in sections.values()
+        )
+        + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
+        '<a href="#provenance">Provenance</a></nav>'
+    )
+    facts = PageFacts(compare, pd.DataFrame(), [], False)
+    matched = "every axis" if not across else f"every axis but {', '.join(across)}"
+    cols = [c for c in dict.fromkeys([*CELL_COLUMNS[:1], *KEYS]) if c in compare]
+    cols += [f"{a}_compared" for a in across if f"{a}_compared" in compare]
+    cols += [c for c in CELL_COLUMNS if c in compare and c not in cols]
+    body = [
+        f"<header><h1>{_e(title)}</h1><p>Each run's cells against the baseline's, matched on "
+        f"{_e(matched)} ({', '.join(KEYS)}). Latency is the {_e(stat)} per batch; change = "
+        f"(run − baseline) / baseline × 100 (+ = slower). Minimum effect of a verdict: "
+        f"±{settings['min_effect_pct']:g} %.</p><ul>{runs}</ul></header>",
+        nav,
+        "<main>",
+        machines_banner(machines, labels),
+        differences_section(provenance, labels),
+        summary_section(summary, compare, baseline),
+        figures_sections(figs, page_dir, figure_dir, facts),
+        unmatched_section(unmatched),
+        f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
+        "(<code>tables/compare.csv</code> has every column).</p>"
+        f"<details><summary>table of matched cells</summary>{_table(compare, cols)}</details>",
+        '<h2 id="provenance">Provenance</h2><p class="small">Every recorded fact of each run '
+        "(<code>tables/provenance.csv</code>); highlighted: differs.</p>"
+        f"<details><summary>all facts</summary>{_facts_table(_wide(provenance, labels), labels)}"
+        "</details>",
+        "</main>",
+    ]
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{CSS}{EXTRA_CSS}</style></head><body>"
+        + "\n".join(b for b in body if b)
+        + "</body></html>\n"
+    )

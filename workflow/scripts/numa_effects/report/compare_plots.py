@@ -1,0 +1,215 @@
+"""The comparison page's figures (config key ``compare``, docs/comparing.md), drawn from
+``compare/<name>/tables/compare.csv`` (``tables.compare_runs``) and registered with ``@drawer``
+for the registry's Comparison families: a forest plot of every matched cell's change with its
+CI, and a heatmap of the % change over threads x batch size. Imported by ``plots`` (which
+draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``plots``'."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from numa_effects import stats
+from numa_effects.plan.grid import KEYS
+from numa_effects.report import style
+from numa_effects.report.data import Tables, flag, run_change
+from numa_effects.report.plots import (
+    _footnote,
+    _sub,
+    _titles,
+    clipped_note,
+    heatmap_grid,
+    opt_label,
+    plt,
+)
+from numa_effects.report.registry import Metric, drawer
+from numa_effects.report.style import color_limit
+
+# Verdict -> colour (style's colour-blind palette: red slower, blue faster, grey no change).
+VERDICT_COLORS = {
+    stats.SLOWER: "#d55e00",
+    stats.FASTER: "#0173b2",
+    stats.NO_CHANGE: "#7f7f7f",
+    stats.NOT_ASSESSED: "#7f7f7f",
+}
+MAX_LABELLED_ROWS = 80  # above this a forest plot labels every other row
+ACROSS_SUFFIX = "_compared"
+
+
+def _row_label(r: dict, across: list[str]) -> str:
+    text = f"{r['placement']} · {int(r['threads'])} t · bs {int(r['batch_size'])}"
+    for a in across:
+        text += f" · {a} {r[a]}→{r[a + ACROSS_SUFFIX]}"
+    return text
+
+
+@drawer("compare_forest")
+def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
+    """Every matched cell's % change (compared vs baseline run) with its CI, sorted."""
+    c = tables.compare
+    d = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
+    across = [k for k in KEYS if f"{k}{ACROSS_SUFFIX}" in d.columns]
+    ok = d[d["status"] == "ok"].sort_values("latency_change_pct", kind="stable")
+    n = len(ok)
+    row_h = 0.22 if n <= 40 else 0.14
+    fig, ax = plt.subplots(figsize=(9.0, min(80.0, max(3.2, 1.9 + row_h * n))))
+    y = np.arange(n)
+    pct = ok["latency_change_pct"].to_numpy(float)
+    lo = ok["latency_change_ci_low_pct"].to_numpy(float)
+    hi = ok["latency_change_ci_high_pct"].to_numpy(float)
+    verdicts = ok["verdict"].astype(str).to_numpy()
+    disturbed = flag(ok).to_numpy(bool)
+    for v, color in VERDICT_COLORS.items():
+        m = verdicts == v
+        if not m.any():
+            continue
+        has_ci = m & ~np.isnan(lo)
+        if has_ci.any():
+            ax.errorbar(
+                pct[has_ci],
+                y[has_ci],
+                xerr=np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]])),
+                fmt="none",
+                ecolor=color,
+                elinewidth=1.2,
+                capsize=2,
+            )
+        hollow = v == stats.NOT_ASSESSED
+        ax.plot(
+            pct[m],
+            y[m],
+            linestyle="none",
+            marker="o",
+            markersize=5 if n <= 80 else 3.5,
+            markerfacecolor="white" if hollow else color,
+            markeredgecolor=color,
+            label=f"{v} ({int(m.sum())})",
+        )
+    if disturbed.any():
+        ring = {**style.DISTURBED_MARK, "markersize": 9 if n <= 80 else 6}
+        ax.plot(pct[disturbed], y[disturbed], **ring)
+    given = d["min_effect_pct"].dropna()
+    min_effect = float(given.iloc[0]) if not given.empty else 0.0
+    beyond = _clip_axis(ax, pct, lo, hi, y)
+    ax.grid(axis="y", visible=False)
+    ax.axvline(0.0, color="black", linewidth=1)
+    for x in (-min_effect, min_effect):
+        if min_effect:
+            ax.axvline(x, color="0.45", linewidth=0.8, linestyle=":")
+    labels = [_row_label(r, across) for r in ok.to_dict("records")]
+    step = 1 if n <= MAX_LABELLED_ROWS else 2
+    ax.set_yticks(y[::step], labels[::step], fontsize=7 if n <= 40 else 5)
+    ax.set_ylim(-0.8, max(n - 0.2, 0.8))
+    base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
+    ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
+    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
+    _titles(
+        ax,
+        f"{run} vs {base}: change per cell (opt={opt})",
+        _sub(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
+    )
+    handles, _ = ax.get_legend_handles_labels()
+    if min_effect:
+        handles.append(
+            Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
+        )
+    if disturbed.any():
+        handles += style.status_legend({style.DISTURBED})
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
+    )
+    notes = []
+    if (verdicts == stats.NOT_ASSESSED).any():
+        why = ok.loc[ok["verdict"] == stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
+        notes.append(
+            "Hollow, no interval: not assessed"
+            + (f" ({why.iloc[0]})" if not why.empty else "")
+            + "."
+        )
+    no_value = d[d["status"] != "ok"]
+    if not no_value.empty:
+        counts = ", ".join(f"{k} {s}" for s, k in no_value["status"].value_counts().items())
+        notes.append(f"Not drawn: {len(no_value)} matched cells with no value ({counts}).")
+    if beyond:
+        notes.append(
+            f"The x axis is clipped at the 95th percentile of |change| (a few outliers would "
+            f"squash every other cell): {beyond} cells beyond it are drawn at its edge (▶ ◀), "
+            "labelled with their change."
+        )
+    if step > 1:
+        notes.append("Every other row is labelled (too many to label all).")
+    _footnote(ax, [_wrap(t) for t in notes])
+    return fig
+
+
+def _clip_axis(ax, pct, lo, hi, y) -> int:
+    """Clip the x axis when a few outliers would squash every other cell (``style.color_limit``:
+    the 95th percentile of |change| when the largest is over twice it); cells beyond are drawn
+    at the edge with their value. Returns how many."""
+    vmax, extend = color_limit(pct)
+    if extend != "both":
+        return 0
+    vals = np.concatenate([pct, lo[~np.isnan(lo)], hi[~np.isnan(hi)]])
+    left, right = max(float(vals.min()), -1.3 * vmax), min(float(vals.max()), 1.3 * vmax)
+    pad = 0.05 * (right - left)
+    ax.set_xlim(left - pad, right + pad)
+    out = (pct < left) | (pct > right)
+    for x, yy in zip(pct[out], y[out], strict=True):
+        edge, marker, ha = (right + pad, ">", "right") if x > right else (left - pad, "<", "left")
+        ax.plot([edge], [yy], marker=marker, color="0.2", markersize=6, clip_on=False)
+        shift = -8 if ha == "right" else 8
+        ax.annotate(
+            f"{x:+.0f} %",
+            (edge, yy),
+            textcoords="offset points",
+            xytext=(shift, 0),
+            ha=ha,
+            va="center",
+            fontsize=7,
+        )
+    return int(out.sum())
+
+
+def _wrap(text: str, width: int = 110) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+@drawer("compare_heatmap")
+def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: str, metric: Metric):
+    """% latency change of the compared run, x = threads, y = batch size."""
+    d = run_change(tables, run, model, opt)
+    d = d[d["placement"] == placement]
+    base = d["baseline_run"].dropna()
+    base = str(base.iloc[0]) if not base.empty else "the baseline"
+    fig, ax, vmax, extend = heatmap_grid(
+        d, f"% latency change vs {base} (+ = slower)", hatched=lambda sig: sig is not True
+    )
+    ok = d[d["pct_status"] == "ok"]
+    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
+    _titles(
+        ax,
+        f"{run} vs {base}: % Latency Change, {placement} (opt={opt})",
+        _sub(model, f"({run} − {base}) / {base} × 100 of the {stat} latency"),
+    )
+    notes = []
+    if ok["sig"].map(lambda s: s is None).all() and not ok.empty:
+        notes.append("Not assessed (no CI: one process per cell): every cell is hatched.")
+    else:
+        notes.append("Hatched cells: not significant (the CI of the change includes 0).")
+    notes += clipped_note(vmax, extend)
+    n_disturbed = int((d["disturbed"] & d["pct_status"].eq("ok")).sum())
+    if n_disturbed:
+        notes.append(
+            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in either "
+            "run; read their values with care."
+        )
+    bad = d[d["pct_status"] != "ok"]
+    if not bad.empty:
+        counts = ", ".join(f"{k} {s}" for s, k in bad["pct_status"].value_counts().items())
+        notes.append(
+            f"Grey cells have no value ({counts}; missing = in one run only, unmatched.csv)."
+        )
+    _footnote(ax, notes)
+    return fig

@@ -1,0 +1,25 @@
+"""Snakemake entry: write compare/<name>/index.html (numa_effects.report.compare_page)."""
+
+import os
+from pathlib import Path
+
+from numa_effects import stats
+from numa_effects.report import compare_page
+from numa_effects.tables import compare_runs
+
+sm = snakemake  # noqa: F821
+provenance = stats.read_table(sm.input.provenance)
+page = compare_page.render(
+    sm.params.compare,
+    sm.params.figures,
+    stats.read_table(sm.input.compare),
+    stats.read_table(sm.input.summary),
+    provenance,
+    stats.read_table(sm.input.unmatched),
+    compare_runs.machines(provenance),
+    page_dir=os.path.dirname(sm.output[0]),
+    figure_dir=sm.params.figure_dir,
+)
+tmp = f"{sm.output[0]}.tmp"
+Path(tmp).write_text(page)
+os.replace(tmp, sm.output[0])
