@@ -53,8 +53,8 @@ def test_cells_carry_their_plan(this_vm):
     g = grid.expand(config(threads=[2], placements=["sequential"], batch_sizes=[1]), this_vm)
     (key, plan), *_ = g.cells.items()
     assert plan.numactl_args() == ["--physcpubind=0-1", "--membind=0"]
-    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1/r1.json"
-    assert key.path("out", 3) == "out/cells/resnet50/none/sequential/t2/bs1/r3.json"
+    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1/default/r1.json"
+    assert key.path("out", 3) == "out/cells/resnet50/none/sequential/t2/bs1/default/r3.json"
 
 
 def test_cell_key_round_trips_through_wildcards():

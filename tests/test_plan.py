@@ -95,12 +95,15 @@ def test_a_batch_too_large_for_memory_is_skipped_not_a_traceback():
     assert p.order == ()
 
 
-def test_peak_jobs_one_per_placement_and_thread_count_or_none():
+def test_peak_jobs_one_per_placement_thread_count_and_dtype_or_none():
     p = make()
-    assert set(p.peak) == {(pl, t) for pl in ("sequential", "interleave") for t in (1, 2)}
+    places = ("sequential", "interleave")
+    assert set(p.peak) == {(pl, t, "float32") for pl in places for t in (1, 2)}
     assert make(peak=False).peak == {}
-    spec = p.peak_spec("interleave", 2)
-    assert spec["plan"] == p.peak[("interleave", 2)].to_dict()
+    spec = p.peak_spec("interleave", 2, "float32")
+    assert spec["plan"] == p.peak[("interleave", 2, "float32")].to_dict()
+    p = make(optimizations=["none", "int8", "int8_bf16"])  # int8_bf16 computes in int8 too
+    assert set(p.peak) == {(pl, t, d) for pl in places for t in (1, 2) for d in ("float32", "int8")}
 
 
 def test_an_import_measures_nothing_and_plans_figures_from_the_imported_cells():

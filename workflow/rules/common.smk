@@ -11,6 +11,7 @@ from numa_effects import runlock  # noqa: E402
 from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
 from numa_effects.plan import grid as grid_mod  # noqa: E402
+from numa_effects.plan import host as host_mod  # noqa: E402
 from numa_effects.plan import memory as memory_mod  # noqa: E402
 from numa_effects.plan import paths  # noqa: E402
 
@@ -48,6 +49,9 @@ PLAN = plan_mod.build(
     imported_keys=imported_keys(_SOURCES) if _SOURCES else None,
     # what "the code changed" means for a re-run: its content (plan.code), never file times
     code=code_mod.digests(cache_file=".snakemake/numa-effects/code-digests.json"),
+    # torchao, a C++ compiler, native bf16 (config key bf16), the allocator libraries: cells
+    # this machine cannot (or under bf16: auto should not) run are skipped with the reason
+    host=None if _SOURCES else host_mod.current(config.get("allocators") or ()),
 )
 RESULTS = PLAN.results
 

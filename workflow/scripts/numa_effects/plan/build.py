@@ -4,7 +4,8 @@ the .smk files only read from the plan, so what runs is a function of its inputs
 of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs, the GEMM peak jobs, the packing jobs, the imported cells (PackRat), the
+priority, the cell specs, the peak jobs (one per placement, threads and dtype of the grid's
+runnable cells: ``measure.dtype_peaks``), the packing jobs, the imported cells (PackRat), the
 grid manifest, the code digests that decide re-runs, and every output path (``plan.paths``). A
 grid in which every cell is skipped is a valid plan: it measures nothing, and the tables and
 report list the skipped cells with their reasons.
@@ -16,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import host as host_mod
 from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
@@ -33,7 +35,8 @@ class Plan:
     grid: grid_mod.Grid
     replicates: int
     order: tuple  # ((CellKey, replicate), ...) in the order the cell jobs run
-    peak: dict  # (placement label, threads) -> placement.Plan; {} with peak: false or imports
+    # (placement label, threads, dtype) -> placement.Plan; {} with peak: false or imports
+    peak: dict
     packing: dict  # the resolved packing settings (plan.packing.settings)
     packing_jobs: tuple  # one dict of wildcards per packing measurement job
     imported: tuple  # PackRat sources (config key import.packrat); () = measured here
@@ -93,6 +96,9 @@ class Plan:
             "settings": settings_mod.of(self.config),
             # which independent process of the cell this is (its own result file)
             "replicate": int(replicate),
+            # after the timed iterations: which oneDNN kernels ran, the agreement with float32
+            # eager (reference computed before the conversion), the CPU's capabilities
+            "inspect": True,
             # the content of the measuring code (plan.code): an edit that changes it re-measures
             "code": self.code.get("measure"),
         }
@@ -110,20 +116,22 @@ class Plan:
 
     # -- peak and FLOPs -------------------------------------------------------------------------
     def peak_outputs(self) -> list[str]:
-        return [self.path(paths.PEAK, placement=p, threads=t) for p, t in self.peak]
+        return [self.path(paths.PEAK, placement=p, threads=t, dtype=d) for p, t, d in self.peak]
 
-    def peak_spec(self, placement: str, threads: int) -> dict:
-        """What the pinned peak process needs (the launcher's cell-spec shape)."""
+    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> dict:
+        """What the pinned peak process of one dtype needs (the launcher's cell-spec shape):
+        the ``dtype_peaks`` workload, each of the dtype's kernels once per step."""
         return {
             "cell": {
                 "kind": "peak",
                 "placement": placement,
                 "threads": int(threads),
+                "dtype": dtype,
                 "use_smt": self.config["use_smt"],
             },
-            "plan": self.peak[(placement, int(threads))].to_dict(),
-            "settings": dict(settings_mod.PEAK_SETTINGS),
-            "workload": "gemm",
+            "plan": self.peak[(placement, int(threads), dtype)].to_dict(),
+            "settings": settings_mod.peak_settings(self.config),
+            "workload": "dtype_peaks",
             "code": self.code.get("measure"),
         }
 
@@ -177,7 +185,7 @@ class Plan:
         """Every output of a complete run. A missing input of the target makes Snakemake
         re-check the jobs that make it, with or without .snakemake/ metadata: a changed grid's
         new manifest re-runs the aggregations."""
-        tables = ["cells", "samples", "skipped", "degradation", "opt_speedup"]
+        tables = ["cells", "samples", "skipped", "degradation", "opt_speedup", "precision"]
         out = [self.manifest_path, self.path(paths.MACHINE)]
         if self.measured:
             tables += ["failures", "peak"]
@@ -200,19 +208,22 @@ def build(
     memory_bytes: int | None = None,
     imported_keys: list[dict] | None = None,
     code: dict | None = None,
+    host: host_mod.Host | None = None,
 ) -> Plan:
     """The plan of a checked config (``numa_effects.config.check``: defaults filled, values
     normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
     cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
-    ``code``: ``plan.code.digests()``."""
+    ``code``: ``plan.code.digests()``; ``host``: ``plan.host.current()`` (missing requirements,
+    non-native bf16, missing allocator libraries skip their cells; None: not checked)."""
     imported = tuple((config.get("import") or {}).get("packrat") or ())
-    grid = grid_mod.expand(config, topology, memory_bytes) if not imported else _empty()
+    grid = grid_mod.expand(config, topology, memory_bytes, host) if not imported else _empty()
     replicates = grid_mod.replicates(config)
     order = tuple(grid_mod.job_order(grid.cells, replicates, int(config.get("order_seed") or 0)))
     peak = {}
     if config.get("peak", True) and not imported:
         for key, cell_plan in grid.cells.items():
-            peak.setdefault((key.placement, key.threads), cell_plan)
+            dtype = optimizations_mod.OPTIMIZATIONS[key.opt].dtype
+            peak.setdefault((key.placement, key.threads, dtype), cell_plan)
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if not imported else []
     packing = packing_mod.settings(config, topology, threads)

@@ -116,11 +116,17 @@ def statistic(cells) -> str:
     return col
 
 
-def latency_table(cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement)."""
+def latency_table(
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str = "default"
+) -> dict:
+    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
+    glibc's allocator (``allocator``: packing groups run with it; a table without the column
+    is glibc's)."""
     sel = cells[
         (cells["model"] == model) & (cells["opt"] == opt) & (cells["placement"] == placement)
     ]
+    if "allocator" in sel.columns:
+        sel = sel[sel["allocator"].fillna("default") == allocator]
     if "status" in sel.columns:
         sel = sel[sel["status"] == "ok"]
     if sel.empty:
