@@ -112,6 +112,12 @@ def check(fn, x, ref, dtype: str) -> dict:
 
     with torch.inference_mode():
         y = fn(x)
+    return judge(y, ref, dtype)
+
+
+def judge(y, ref, dtype: str) -> dict:
+    """The agreement of an output ``y`` (of one untimed call) with ``ref`` and the verdict:
+    ``{"agreement": ..., "verdict": ...}``."""
     agree = agreement(y, ref)
     agree["output_dtype"] = str(getattr(y, "dtype", "")).removeprefix("torch.")
     return {"agreement": agree, "verdict": verdict(agree, dtype)}
