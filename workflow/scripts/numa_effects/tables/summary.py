@@ -7,6 +7,19 @@ import json
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan.grid import DEFAULTS, KEYS
+
+
+def cell_label(row) -> str:
+    """``model/opt/placement/t{threads}/bs{batch}``, and ``/{axis}`` for an axis with a default
+    whose value is not it (``/jemalloc``): a default-only grid reads as before the axis."""
+    base = f"{row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/bs{row['batch_size']}"
+    extra = [
+        str(row.get(k))
+        for k in KEYS
+        if k in DEFAULTS and row.get(k) is not None and str(row.get(k)) != DEFAULTS[k]
+    ]
+    return "/".join([base, *extra])
 
 
 def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: str) -> str:
@@ -38,8 +51,7 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
         lines.append(f"  skipped {len(group)}: {reason}")
     for _, row in failed.iterrows():
         lines.append(
-            f"  FAILED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
-            f"bs{row['batch_size']}: {row['failure_cause']}: {row['failure_message']}"
+            f"  FAILED {cell_label(row)}: {row['failure_cause']}: {row['failure_message']}"
         )
     if not failed.empty:
         lines.append(
@@ -47,10 +59,7 @@ def render(cells: pd.DataFrame, skipped: pd.DataFrame, machine: dict, results: s
         )
         lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
     for _, row in unclean.iterrows():
-        lines.append(
-            f"  CONTENDED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
-            f"bs{row['batch_size']}: {row.get('contended_reason')}"
-        )
+        lines.append(f"  CONTENDED {cell_label(row)}: {row.get('contended_reason')}")
     if len(unclean):
         lines.append(
             "  re-measure them on a quieter machine: snakemake ... --forcerun "
