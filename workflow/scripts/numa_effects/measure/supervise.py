@@ -346,8 +346,10 @@ def classify(
         return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
     if rc in (126, 127):
         return Cause.ERROR, f"exit status {rc}: the command could not be executed"
-    if exc and in_build(lines, "convert"):
-        return Cause.CONVERSION_ERROR, f"exception applying the optimization: {exc}"
+    if in_build(lines, "convert"):
+        # any exception class (torch._dynamo's ``Unsupported`` is no ...Error): its last line
+        last = exc or next((ln.strip() for ln in reversed(lines) if ln.strip()), f"exit {rc}")
+        return Cause.CONVERSION_ERROR, f"exception applying the optimization: {last}"
     if exc and in_build(lines):
         return Cause.BUILD_ERROR, f"exception in model build: {exc}"
     if rc == 0:
