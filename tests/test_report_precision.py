@@ -169,3 +169,18 @@ def test_the_page_has_the_section_its_figures_and_the_precision_table(grid_run, 
     # the cells table names the dtype and the mark of each cell
     cells = html.split('id="cells"')[1]
     assert "<th>dtype</th>" in cells and "<th>native</th>" in cells
+
+
+def test_a_section_without_figures_says_why(fixture):
+    """PackRat's grid: nothing beyond float32 eager and TorchScript on glibc; a grid whose bf16
+    cells were all skipped (bf16: auto on a CPU without native bf16) says so, with the reason."""
+    sec = figures.SECTIONS["precision"]
+    facts = figures.PageFacts(fixture.cells, fixture.skipped, ["sequential"], False)
+    assert "only float32 eager and TorchScript" in sec.empty(facts)
+    why = "bf16 aten_fallback: oneDNN refuses bf16 here; skipped under bf16: auto"
+    skipped = pd.DataFrame(
+        [{"model": "resnet50", "opt": "bf16", "placement": "sequential", "threads": 1,
+          "batch_size": 1, "allocator": "default", "reason": why}]
+    )  # fmt: skip
+    facts = figures.PageFacts(fixture.cells, skipped, ["sequential"], False)
+    assert sec.empty(facts).endswith(f"was skipped: {why}.")

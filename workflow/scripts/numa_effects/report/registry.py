@@ -219,6 +219,17 @@ def no_numa_reason(facts: PageFacts) -> str:
 
 
 def _no_precision(facts: PageFacts) -> str:
+    sk = facts.skipped
+    if not sk.empty and {"opt", "reason"} <= set(sk.columns):
+        alloc = sk.get("allocator", BASE_ALLOCATOR)
+        beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (alloc != BASE_ALLOCATOR)]
+        if not beyond.empty:
+            reasons = sorted(beyond["reason"].dropna().astype(str).unique())
+            return (
+                "every cell beyond float32 eager and TorchScript with glibc was skipped: "
+                + "; ".join(_e(r) for r in reasons)
+                + "."
+            )
     return (
         "the grid measures only float32 eager and TorchScript with glibc's allocator "
         "(PackRat's question): add optimizations (<code>compile</code>, <code>bf16</code>, "

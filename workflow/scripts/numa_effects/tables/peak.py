@@ -5,7 +5,8 @@ Columns: ``placement, threads, dtype, status``; ``peak_gflop_per_s`` (the best k
 rate over the clean timed steps: the efficiency denominator of the dtype's cells; int8: integer
 operations per second), ``median_gflop_per_s`` (that kernel's median), ``peak_kernel``,
 ``kernels`` (every kernel of the dtype: its best rate, or why it was not timed: skipped for a
-missing requirement, dropped at the probe, an error), ``reps``, ``measure_s``; for reference
+missing requirement, dropped at the probe, an error), ``mm_gflop_per_s`` (float32's
+``torch.mm`` alone: the denominator before per-dtype peaks), ``reps``, ``measure_s``; for reference
 ``theoretical_gflop_per_s`` = ``cores`` x ``flop_per_cycle_per_core`` x ``nominal_mhz`` / 1000
 (``plan.cpu``, with ``mhz_source``); the binding read back and provenance.
 """
@@ -25,6 +26,7 @@ PEAK_COLUMNS = [
     "median_gflop_per_s",
     "peak_kernel",
     "kernels",
+    "mm_gflop_per_s",
     "theoretical_gflop_per_s",
     "cores",
     "flop_per_cycle_per_core",
@@ -78,6 +80,8 @@ def row(data: dict, path: str = "") -> dict:
         "median_gflop_per_s": peak.get("median_gflop_per_s"),
         "peak_kernel": peak.get("peak_kernel"),
         "kernels": kernels_text(peak.get("kernels")),
+        # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
+        "mm_gflop_per_s": ((peak.get("kernels") or {}).get("mm") or {}).get("peak_gflop_per_s"),
         "theoretical_gflop_per_s": theo.get("theoretical_gflop_per_s"),
         "cores": theo.get("cores"),
         "flop_per_cycle_per_core": theo.get("flop_per_cycle_per_core"),
