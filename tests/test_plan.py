@@ -5,6 +5,7 @@ that the rule files only read. Captured topologies of real machines; no Snakemak
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from pathlib import Path
 
@@ -200,3 +201,20 @@ def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
     monkeypatch.setattr(code, "file_digest", lambda p: calls.append(p) or "x")
     assert code.digests(cache_file=cache) == first and calls == []
     assert set(first) == set(code.LAYERS) and all(len(d) == 16 for d in first.values())
+
+
+def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():
+    """A cluster job's node re-parses the workflow: a cell its host check skips there (here: a
+    library missing) keeps its spec, so the job runs and fails with its cause (the launcher
+    looks again) instead of the workflow raising; a cell that cannot be placed has none."""
+    from numa_effects.plan import host
+
+    cfg, topo = checked(TWO_NODES, allocators=["default", "jemalloc"])
+    missing = host.Host(libraries={"jemalloc": None})
+    p = build.build(cfg, topo, host=missing)
+    key = next(k for k in p.grid.skipped if k.allocator == "jemalloc")
+    assert "not found" in p.grid.skipped[key]
+    spec = p.cell_spec(key, 1)
+    assert spec["cell"]["allocator"] == "jemalloc" and spec["plan"]["threads"] == key.threads
+    with pytest.raises(KeyError):
+        p.cell_spec(dataclasses.replace(key, threads=999), 1)

@@ -22,6 +22,7 @@ from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
+from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.topology import Topology
 
@@ -92,7 +93,7 @@ class Plan:
                 "image_size": self.config["image_size"],
                 "use_smt": self.config["use_smt"],
             },
-            "plan": self.grid.cells[key].to_dict(),
+            "plan": self._cell_plan(key).to_dict(),
             "settings": settings_mod.of(self.config),
             # which independent process of the cell this is (its own result file)
             "replicate": int(replicate),
@@ -106,6 +107,20 @@ class Plan:
             # torch.compile's cache lives under results/ so the processes of a run share kernels
             spec["compile_cache_dir"] = os.path.abspath(self.path(paths.COMPILE_CACHE))
         return spec
+
+    def _cell_plan(self, key):
+        """The cell's placement plan. A cell this parse skips for what this machine offers (a
+        cluster job's node re-parses the workflow: an allocator library or a package missing
+        there) keeps its plan, so the job runs and fails with its cause (the launcher checks
+        again) instead of the workflow failing."""
+        if key in self.grid.cells:
+            return self.grid.cells[key]
+        planned = placement_mod.plan(
+            self.topology, key.threads, key.placement, bool(self.config.get("use_smt"))
+        )
+        if key not in self.grid.skipped or isinstance(planned, placement_mod.NotApplicable):
+            raise KeyError(key)
+        return planned
 
     def skipped_rows(self) -> list[dict]:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
