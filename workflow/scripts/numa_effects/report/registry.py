@@ -230,8 +230,9 @@ def _no_precision(facts: PageFacts) -> str:
                 + "; ".join(_e(r) for r in reasons)
                 + "."
             )
+    what = "the imported results have" if facts.imported else "the grid measures"
     return (
-        "the grid measures only float32 eager and TorchScript with glibc's allocator "
+        f"{what} only float32 eager and TorchScript with glibc's allocator "
         "(PackRat's question): add optimizations (<code>compile</code>, <code>bf16</code>, "
         "<code>int8</code>, ...) or allocators (<code>jemalloc</code>, <code>tcmalloc</code>) "
         "to see what each buys over float32 eager (docs/precision.md)."
