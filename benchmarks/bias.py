@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from numa_effects.plan.grid import fill_keys
+
 from .common import FIXED, KEYS, Context, pipeline, show
 
 NAME = "bias"
@@ -46,7 +48,7 @@ def analyse(fixed: pd.DataFrame, settings: dict, adaptive_n: dict | None = None,
 
     rng = np.random.default_rng(seed)
     rows = []
-    for key, g in fixed.groupby(KEYS):
+    for key, g in fill_keys(fixed).groupby(KEYS):
         x = g.sort_values("iteration")["latency_ms"].to_numpy() / 1000.0
         if x.size < MIN_ITERATIONS:  # e.g. most iterations excluded as contaminated
             continue

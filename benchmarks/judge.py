@@ -7,12 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from numa_effects.plan.grid import fill_keys
+
 from .common import KEYS
 
 CI_COLUMNS = ["latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms"]
 
 
 def _ok(cells: pd.DataFrame) -> pd.DataFrame:
+    cells = fill_keys(cells)  # a table from before an axis existed: its default
     if "status" in cells.columns:
         cells = cells[cells["status"] == "ok"]
     return cells

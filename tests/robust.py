@@ -147,7 +147,7 @@ def vm_peak_mb() -> int:
     """VmPeak of a process that builds and runs the tiny resnet18 cell as a cell would."""
     code = (
         "import numa_effects.measure.cell as c, torch, re\n"
-        "fn, x, _, _ = c.build('resnet18', 'none', 1, 32, 0, {})\n"
+        "fn, x, *_ = c.build('resnet18', 'none', 1, 32, 0, {})\n"
         "with torch.inference_mode(): fn(x)\n"
         "print(re.search(r'VmPeak:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
     )

@@ -169,3 +169,46 @@ def test_a_real_child_with_a_broken_preload_fails_verification(tmp_path):
     )
     assert "cannot be preloaded" in out.stderr
     assert '"cause": "allocator_not_loaded"' in out.stdout
+
+
+# -- in the cell: the verification record and the cause --------------------------------------
+def test_the_cells_verification_fails_with_the_allocator_causes():
+    """measure.verify.check_allocator: the spec's allocator record against the process's maps;
+    a failure is a problem of the cell's verification with a registered cause."""
+    from numa_effects.measure import verify
+    from numa_effects.measure.causes import Cause
+
+    def ver():
+        return {"ok": True, "cause": None, "problems": []}
+
+    je = {"name": "jemalloc", "library": "/l/libjemalloc.so.2", "maps_key": "libjemalloc"}
+    glibc = {"name": "default", "library": None, "maps_key": None}
+    got = verify.check_allocator(ver(), je, maps("jemalloc"))
+    assert got["ok"] and got["allocator"]["mapped"][0].endswith("libjemalloc.so.2")
+    got = verify.check_allocator(ver(), je, maps("jemalloc-bad-path"))
+    assert (got["ok"], got["cause"]) == (False, Cause.ALLOCATOR_NOT_LOADED)
+    assert got["problems"][0]["check"] == "allocator"
+    got = verify.check_allocator(ver(), glibc, maps("tcmalloc"))
+    assert (got["ok"], got["cause"]) == (False, Cause.FOREIGN_ALLOCATOR)
+    assert verify.check_allocator(ver(), glibc, maps("default"))["ok"]
+
+
+def test_the_launcher_builds_the_preload_and_records_it_in_the_command_line():
+    """Where the cell runs: the library found, the environment with it first in LD_PRELOAD and
+    jemalloc's MALLOC_CONF, written into the recorded command line; glibc's gets neither."""
+    from numa_effects.measure import launcher, runner
+
+    environ = {"PATH": "/bin", "LD_PRELOAD": "/u/libtcmalloc.so.4", "MALLOC_CONF": "x:1"}
+    rec, env, why = launcher.allocator_here("default", environ)
+    assert why is None and rec["library"] is None and "LD_PRELOAD" not in env
+    assert "MALLOC_CONF" not in env and rec["version"].startswith("glibc")
+    line = runner.command_line(["numactl", "python"], 1, env)
+    assert "LD_PRELOAD" not in line and "MALLOC_CONF" not in line
+    path = al.locate(JE)
+    if path is None:
+        pytest.skip(al.skip_reason(JE, None))
+    rec, env, why = launcher.allocator_here("jemalloc", environ)
+    assert why is None and env["LD_PRELOAD"] == path and rec["library"] == path
+    assert rec["env"] == {"LD_PRELOAD": path, "MALLOC_CONF": al.JEMALLOC_CONF}
+    line = runner.command_line(["numactl", "python"], 2, env)
+    assert f"LD_PRELOAD={path} MALLOC_CONF={al.JEMALLOC_CONF} " in line

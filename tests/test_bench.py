@@ -223,3 +223,43 @@ def test_packing_benchmark_run_prints_its_tables_from_a_finished_pipeline(
     assert "recommended plan = predicted best on 3/3 batch sizes" in text
     assert "every measured configuration of >= 2 instances (2)" in text
     assert "interference profile" in text and "best splits" not in text
+
+
+def test_the_precision_note_reads_speedups_peaks_and_efficiency_before_and_after(tmp_path):
+    """benchmarks.precision_note: issue 19's numbers from a run's tables only."""
+    from benchmarks import precision_note
+
+    t = tmp_path / "tables"
+    t.mkdir()
+    pd.DataFrame(
+        {
+            "model": ["resnet50"] * 2, "placement": ["sequential"] * 2, "threads": [1, 1],
+            "batch_size": [16, 16], "opt": ["bf16", "none"], "allocator": ["default", "tcmalloc"],
+            "speedup": [3.9, 1.4], "speedup_ci_low": [3.7, 1.3], "speedup_ci_high": [4.1, 1.5],
+            "ci_method": ["two-level"] * 2, "native": [False, True],
+            "dtype_verified": [False, True], "contended": [False, False], "noisy": [False, True],
+        }
+    ).to_csv(t / "precision.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "placement": ["sequential"] * 2, "threads": [1, 1], "dtype": ["float32", "bfloat16"],
+            "status": ["ok", "ok"], "peak_gflop_per_s": [120.0, 400.0],
+            "peak_kernel": ["conv3x3_prepacked", "conv1x1_cl_autocast"],
+            "kernels": ["mm 100.0; conv3x3_prepacked 120.0", "conv1x1_cl_autocast 400.0"],
+            "mm_gflop_per_s": [100.0, None], "theoretical_gflop_per_s": [78.3, 156.6],
+        }
+    ).to_csv(t / "peak.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        {
+            "placement": ["sequential"] * 2, "threads": [1, 1], "status": ["ok", "ok"],
+            "gflop_per_s": [110.0, 300.0], "efficiency": [110 / 120, 300 / 400],
+            "load_1m": [0.1, 0.2],
+        }
+    ).to_csv(t / "cells.csv", index=False)  # fmt: skip
+    text = precision_note.render(tmp_path)
+    assert "bf16               sequential  t1 bs16     3.90x [3.70, 4.10]     two-level" in text
+    assert "(non-native, dtype not verified)" in text
+    assert "none+tcmalloc" in text and "(disturbed)" in text
+    assert "measured    120.0 (conv3x3_prepacked), theoretical     78.3" in text
+    assert "efficiency before (float32 torch.mm alone): 1.10 - 3.00" in text
+    assert "efficiency after (the cell's dtype's peak):  0.75 - 0.92" in text

@@ -1,7 +1,7 @@
 """A failing cell never sinks the grid. Real failures of real cells (out of memory under
 max_memory_mb, a crash by signal, a hung cell hitting the timeout, numactl refusing the binding,
-an exception in model build) become failed results; the grid completes; the failures show in
-cells.csv, failures.csv, the summary and the report; one command retries only them. And an
+an exception applying the optimization) become failed results; the grid completes; the failures
+show in cells.csv, failures.csv, the summary and the report; one command retries only them. And an
 interruption is never recorded as a failure (numa_effects.measure.supervise)."""
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ SCRIPTS = str(REPO / "workflow" / "scripts")
 @pytest.fixture(scope="module")
 def failing_grid(tmp_path_factory):
     """none/bs1 is fine; none/bs2 gets SIGSEGV while it runs; none/bs3 gets SIGSTOP (hangs, so
-    the timeout kills it); bs200000 exceeds max_memory_mb; the other script cells fail in model
-    build (PYTORCH_JIT=0 turns torch.jit.script into a no-op, so torch.jit.freeze raises)."""
+    the timeout kills it); bs200000 exceeds max_memory_mb; the other script cells fail applying
+    the optimization (PYTORCH_JIT=0 turns torch.jit.script into a no-op, so torch.jit.freeze
+    raises: a conversion error)."""
     work = tmp_path_factory.mktemp("failing")
     results = work / "results"
     cfg = {
@@ -51,8 +52,8 @@ def failing_grid(tmp_path_factory):
     robust.signal_cells(
         results,
         {
-            "none/sequential/t1/bs2/r1.spec.json": signal.SIGSEGV,
-            "none/sequential/t1/bs3/r1.spec.json": signal.SIGSTOP,
+            "none/sequential/t1/bs2/default/r1.spec.json": signal.SIGSEGV,
+            "none/sequential/t1/bs3/default/r1.spec.json": signal.SIGSTOP,
         },
         proc,
         timeout=900,
@@ -70,10 +71,11 @@ EXPECTED = {
     key("none", 2): "signal",
     key("none", 3): "timeout",
     key("none", BIG): "out-of-memory",
-    key("script", 1): "build-error",
-    key("script", 2): "build-error",
-    key("script", 3): "build-error",
-    key("script", BIG): "build-error",  # its 0.8 GB input fits: scripting fails first
+    key("script", 1): "conversion-error",
+    key("script", 2): "conversion-error",
+    key("script", 3): "conversion-error",
+    # its 0.8 GB input and the reference of its first images fit: scripting fails first
+    key("script", BIG): "conversion-error",
 }
 
 
@@ -112,9 +114,11 @@ def test_failures_csv_has_keys_cause_exit_status_and_stderr_tail(failing_grid):
     assert (oom["cause"], oom["returncode"]) == ("out-of-memory", 1)
     assert "can't allocate memory" in oom["stderr_tail"]
     build = by[("script", 1)]
-    assert (build["cause"], build["returncode"]) == ("build-error", 1)
-    assert build["message"].startswith("exception in model build: RuntimeError: Freezing")
-    assert "in build" in build["stderr_tail"]
+    assert (build["cause"], build["returncode"]) == ("conversion-error", 1)
+    assert build["message"].startswith(
+        "exception applying the optimization: RuntimeError: Freezing"
+    )
+    assert "in convert" in build["stderr_tail"]
     for r in f.to_dict("records"):
         assert Path(r["log"]).exists()
         assert r["command_line"].startswith("env OMP_NUM_THREADS=1")
@@ -130,7 +134,7 @@ def test_summary_and_report_list_the_failed_cells(failing_grid):
     assert "make retry-failed" in summary
     assert "1 measured, 7 failed" in out  # printed at the end of the run too
     html = (results / "report" / "index.html").read_text()
-    for cause in ("signal", "timeout", "out-of-memory", "build-error"):
+    for cause in ("signal", "timeout", "out-of-memory", "conversion-error"):
         assert cause in html
 
 
@@ -145,7 +149,7 @@ def test_retry_failed_reruns_only_the_failed_cells(failing_grid):
     ).stdout.split()
     failures = pd.read_csv(results / "tables" / "failures.csv")
     assert sorted(listed) == sorted(failures["cell_json"])
-    ok_cell = results / "cells/resnet18/none/sequential/t1/bs1/r1.json"
+    ok_cell = results / "cells/resnet18/none/sequential/t1/bs1/default/r1.json"
     before = ok_cell.stat().st_mtime_ns
     # The documented command, without PYTORCH_JIT=0 and without signals this time.
     since = time.time_ns()
@@ -345,6 +349,24 @@ RuntimeError: Freezing expects a ScriptModule as input.
 """
 
 
+CONVERT_TB = """# env ...
+Traceback (most recent call last):
+  File "/x/numa_effects/measure/cell.py", line 90, in build
+    fn, x, caught = convert(opt, model, x, settings)
+  File "/x/numa_effects/measure/cell.py", line 60, in convert
+    fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
+  File "/x/numa_effects/plan/optimizations.py", line 30, in _int8
+torch._dynamo.exc.Unsupported: Input partition has more than one output node
+"""
+COMPILE_TB = """# env ...
+Traceback (most recent call last):
+  File "/x/torch/_inductor/compile_fx.py", line 1, in compile_fx
+torch._inductor.exc.InductorError: CppCompileError: C++ compile error
+The above exception was the direct cause of the following exception:
+numa_effects.measure.cell.CompileError: InductorError: CppCompileError: C++ compile error
+"""
+
+
 @pytest.mark.parametrize(
     ("outcome", "log", "cause"),
     [
@@ -360,6 +382,8 @@ RuntimeError: Freezing expects a ScriptModule as input.
         (supervise.Outcome(1), NUMACTL_LOG, "binding-refused"),
         (supervise.Outcome(1), BUILD_TB, "build-error"),
         (supervise.Outcome(1), BUILD_TB.replace("in build", "in run2"), "error"),
+        (supervise.Outcome(1), CONVERT_TB, "conversion-error"),
+        (supervise.Outcome(4), COMPILE_TB, "compile-error"),
         (supervise.Outcome(1), "Traceback\nMemoryError\n", "out-of-memory"),
         (supervise.Outcome(0), "", "error"),
         (supervise.Outcome(127), "", "error"),

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numa_effects.measure import peak
+from numa_effects.measure import dtype_peaks
 from numa_effects.tables import flops
 
 
@@ -41,18 +41,19 @@ def test_flops_table_counts_each_combination_once():
     assert t["gflop"].iloc[1] == pytest.approx(2 * t["gflop"].iloc[0])
 
 
-def test_add_efficiency_joins_flops_and_peak():
+def test_add_efficiency_joins_flops_and_the_peak_of_each_cells_dtype():
     cells = pd.DataFrame(
         {
-            "model": ["resnet50", "resnet50", "resnet50"],
-            "opt": ["none", "script", "none"],
-            "placement": ["sequential", "sequential", "interleave"],
-            "threads": [1, 1, 2],
-            "batch_size": [4, 4, 4],
-            "image_size": [224, 224, 224],
-            "latency_median_ms": [1000.0, 800.0, 500.0],
-            "throughput_ips": [4.0, 5.0, 8.0],
-            "stop_reason": ["target_ci"] * 3,
+            "model": ["resnet50"] * 4,
+            "opt": ["none", "script", "none", "int8"],
+            "placement": ["sequential", "sequential", "interleave", "sequential"],
+            "threads": [1, 1, 2, 1],
+            "batch_size": [4, 4, 4, 4],
+            "allocator": ["default"] * 4,
+            "image_size": [224] * 4,
+            "latency_median_ms": [1000.0, 800.0, 500.0, 250.0],
+            "throughput_ips": [4.0, 5.0, 8.0, 16.0],
+            "stop_reason": ["target_ci"] * 4,
         }
     )
     fl = pd.DataFrame(
@@ -60,10 +61,13 @@ def test_add_efficiency_joins_flops_and_peak():
     )
     pk = pd.DataFrame(
         {
-            "placement": ["sequential"],
-            "threads": [1],
-            "status": ["ok"],
-            "peak_gflop_per_s": [64.0],
+            "placement": ["sequential", "sequential"],
+            "threads": [1, 1],
+            "dtype": ["float32", "int8"],
+            "status": ["ok", "ok"],
+            "peak_gflop_per_s": [64.0, 160.0],
+            "peak_kernel": ["conv3x3_prepacked", "conv1x1_pt2e_int8"],
+            "theoretical_gflop_per_s": [78.3, 156.5],
         }
     )
     out = flops.add_efficiency(cells, fl, pk)
@@ -72,45 +76,115 @@ def test_add_efficiency_joins_flops_and_peak():
         "gflop",
         "gflop_per_s",
         "peak_gflop_per_s",
+        "peak_kernel",
+        "theoretical_gflop_per_s",
         "efficiency",
     ]
-    assert out["gflop_per_s"].tolist() == [32.0, 40.0, 64.0]
+    assert out["gflop_per_s"].tolist() == [32.0, 40.0, 64.0, 128.0]
     assert out["efficiency"].iloc[0] == pytest.approx(0.5)
     assert out["efficiency"].iloc[1] == pytest.approx(40 / 64)
+    # int8 against int8's own peak, not float32's (FLOPs are the same work in any dtype)
+    assert out["efficiency"].iloc[3] == pytest.approx(128 / 160)
+    assert out["peak_kernel"].iloc[3] == "conv1x1_pt2e_int8"
+    assert out["theoretical_gflop_per_s"].iloc[0] == pytest.approx(78.3)
     assert math.isnan(out["peak_gflop_per_s"].iloc[2])  # no peak measured there: empty
     assert math.isnan(out["efficiency"].iloc[2])
+    # a peak table from before per-dtype peaks (no dtype column) is float32's
+    old = pk.drop(columns=["dtype", "peak_kernel", "theoretical_gflop_per_s"]).iloc[:1]
+    out = flops.add_efficiency(cells, fl, old)
+    assert out["efficiency"].iloc[0] == pytest.approx(0.5) and math.isnan(out["efficiency"][3])
 
 
-def test_peak_workload_and_summary():
-    """The peak's GEMM step (built in the pinned instance: peak.build) and its summary from a
-    record of the one measuring stack: best and median rate over the clean products only; none
-    when no product was clean (status contended)."""
-    step, timings, caught = peak.build({"settings": {"matrix_size": 128}})
-    step()
-    assert timings["build_s"] >= 0 and caught == []
-    times = [0.004, 0.002, 0.001, 0.002]
+def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_rate(monkeypatch):
+    """The peak's workload (built in the pinned instance) times every kernel of the dtype once
+    per step; the summary takes each kernel's best rate over the clean timed steps (the
+    instance's last n steps are the runner's timed ones) and the best kernel as the peak."""
+    calls = []
+
+    def kernel(name, flop):
+        def build():
+            return (lambda: calls.append(name)), flop
+
+        return build
+
+    monkeypatch.setitem(
+        dtype_peaks.KERNELS,
+        "float32",
+        (
+            dtype_peaks.Kernel("a", "float32", kernel("a", 1e9)),
+            dtype_peaks.Kernel("b", "float32", kernel("b", 2e9)),
+            dtype_peaks.Kernel("c", "float32", kernel("c", 1e9), requires=("torchao",)),
+        ),
+    )
+    spec = {"cell": {"dtype": "float32"}}
+    step, timings, caught, report = dtype_peaks.workload(spec, available={"torchao": False})
+    assert timings["prepare_s"] == 0.0 and caught == []
+    calls.clear()
+    for _ in range(5):
+        step()
+    assert calls == ["a", "b"] * 5
+    rep = report()
+    assert rep["order"] == ["a", "b"] and len(rep["times_s"]) == 5
+    assert rep["kernels"]["c"] == {"skipped": "needs torchao"}
+    # the runner timed the last 3 steps and excluded the middle one
+    rep["times_s"] = [[9, 9], [9, 9], [0.01, 0.04], [0.001, 0.001], [0.02, 0.01]]
     record = {
         "status": "ok",
-        "settings": {"matrix_size": 128},
-        "measurement": {"latencies_s": times, "excluded": [False, False, True, False]},
+        "cell": {"dtype": "float32"},
+        "report": rep,
+        "measurement": {"latencies_s": [0.05, 0.002, 0.03], "excluded": [False, True, False]},
     }
-    s = peak.summary(record)
-    flop = 2 * 128**3
-    assert s["flop_per_product"] == flop and s["reps"] == 3 and s["times_s"] == times
-    assert s["peak_gflop_per_s"] == pytest.approx(flop / 0.002 / 1e9)  # 0.001 was excluded
-    assert s["median_gflop_per_s"] == pytest.approx(flop / 0.002 / 1e9)
+    s = dtype_peaks.summary(record)
+    assert s["kernels"]["a"]["peak_gflop_per_s"] == pytest.approx(1e9 / 0.01 / 1e9)
+    assert s["kernels"]["b"]["peak_gflop_per_s"] == pytest.approx(2e9 / 0.01 / 1e9)
+    assert s["kernels"]["a"]["reps"] == 2  # the excluded step's 0.001 s never counts
+    assert (s["peak_kernel"], s["peak_gflop_per_s"]) == ("b", pytest.approx(200.0))
     record |= {"status": "contended"}
-    assert peak.summary(record)["peak_gflop_per_s"] is None
+    assert dtype_peaks.summary(record)["peak_gflop_per_s"] is None
 
 
-def test_the_plan_asks_the_peak_for_the_gemm_workload():
+def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
+    import time
+
+    def slow():
+        def call():
+            time.sleep(0.02)
+
+        return call, 1e6  # 0.05 GFLOP/s
+
+    def fast():
+        return (lambda: None), 1e9
+
+    monkeypatch.setitem(
+        dtype_peaks.KERNELS,
+        "bfloat16",
+        (
+            dtype_peaks.Kernel("slow", "bfloat16", slow),
+            dtype_peaks.Kernel("fast", "bfloat16", fast),
+        ),
+    )
+    monkeypatch.setattr(dtype_peaks, "PROBE_SECONDS", 0.05)
+    *_, report = dtype_peaks.workload({"cell": {"dtype": "bfloat16"}})
+    rep = report()
+    assert rep["order"] == ["fast"] and "cannot be the peak" in rep["kernels"]["slow"]["dropped"]
+
+
+def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
     from numa_effects.plan import build, settings, topology
 
     topo = topology.load(Path(__file__).parent / "fixtures/topology/this-vm-2cpu-1node.lscpu")
     cfg = {
-        "models": ["resnet18"], "batch_sizes": [1], "optimizations": ["none"], "threads": [1],
-        "placements": ["sequential"], "results": "r", "image_size": 32, "use_smt": False,
+        "models": ["resnet18"], "batch_sizes": [1], "optimizations": ["none", "script", "int8"],
+        "threads": [1], "placements": ["sequential"], "results": "r", "image_size": 32,
+        "use_smt": False,
     }  # fmt: skip
-    spec = build.build(cfg, topo).peak_spec("sequential", 1)
-    assert spec["workload"] == "gemm" and spec["settings"] == settings.PEAK_SETTINGS
+    plan = build.build(cfg, topo)
+    assert sorted(plan.peak) == [("sequential", 1, "float32"), ("sequential", 1, "int8")]
+    assert plan.peak_outputs() == [
+        "r/peak/sequential/t1/float32.json",
+        "r/peak/sequential/t1/int8.json",
+    ]
+    spec = plan.peak_spec("sequential", 1, "int8")
+    assert spec["workload"] == "dtype_peaks" and spec["settings"] == settings.PEAK_SETTINGS
+    assert spec["cell"]["dtype"] == "int8"
     assert spec["settings"]["min_timed_seconds"] == settings.PEAK_SECONDS

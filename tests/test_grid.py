@@ -53,8 +53,8 @@ def test_cells_carry_their_plan(this_vm):
     g = grid.expand(config(threads=[2], placements=["sequential"], batch_sizes=[1]), this_vm)
     (key, plan), *_ = g.cells.items()
     assert plan.numactl_args() == ["--physcpubind=0-1", "--membind=0"]
-    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1/r1.json"
-    assert key.path("out", 3) == "out/cells/resnet50/none/sequential/t2/bs1/r3.json"
+    assert key.path("out") == "out/cells/resnet50/none/sequential/t2/bs1/default/r1.json"
+    assert key.path("out", 3) == "out/cells/resnet50/none/sequential/t2/bs1/default/r3.json"
 
 
 def test_cell_key_round_trips_through_wildcards():
@@ -104,3 +104,106 @@ def test_job_order_is_seeded_and_paths_follow_it(this_vm):
     assert len(paths) == len(set(paths)) == 2 * len(g.cells)
     assert paths[0].endswith("/r1.json") and paths[-1].endswith("/r2.json")
     assert grid.replicates({}) == 1 and grid.replicates({"replicates": 4}) == 4
+
+
+# -- what the machine offers: requirements, native bf16, allocator libraries (plan.host) -------
+CPU = Path(__file__).parent / "fixtures" / "cpu"
+
+
+def caps(name: str):
+    from numa_effects.plan import cpu
+
+    return cpu.capabilities(cpu.parse_cpuinfo((CPU / name).read_text(), name))
+
+
+PRECISION = ["none", "bf16", "bf16_eager", "int8", "int8_bf16"]
+
+
+def test_bf16_auto_skips_the_bf16_entries_where_bf16_is_not_native(this_vm):
+    """Zen 3 (AVX2: oneDNN refuses bf16, ATen's fallback runs): under bf16: auto the entries
+    computing in bf16 are skipped with the reason; int8 (no VNNI) still runs, marked later."""
+    from numa_effects.plan import host
+
+    zen3 = host.Host(
+        available={"torchao": True, "cxx": True}, capabilities=caps("amd-epyc-zen3-kvm.cpuinfo")
+    )
+    cfg = config(optimizations=PRECISION, placements=["sequential"], threads=[1], batch_sizes=[1])
+    g = grid.expand(cfg, this_vm, host=zen3)
+    assert {k.opt for k in g.cells} == {"none", "int8"}
+    reasons = {k.opt: why for k, why in g.skipped.items()}
+    assert set(reasons) == {"bf16", "bf16_eager", "int8_bf16"}
+    assert reasons["bf16"].startswith("bf16 aten_fallback: oneDNN refuses bf16 here")
+    assert "set bf16: always to measure it anyway" in reasons["bf16"]
+    # always: measured anyway (the cells mark themselves non-native)
+    g = grid.expand({**cfg, "bf16": "always"}, this_vm, host=zen3)
+    assert {k.opt for k in g.cells} == set(PRECISION) and not g.skipped
+
+
+@pytest.mark.parametrize(
+    "cpuinfo", ["amd-epyc-9654-zen4.cpuinfo", "intel-xeon-8480-sapphirerapids.cpuinfo"]
+)
+def test_bf16_auto_measures_bf16_where_it_is_native(this_vm, cpuinfo):
+    from numa_effects.plan import host
+
+    native = host.Host(available={"torchao": True, "cxx": True}, capabilities=caps(cpuinfo))
+    cfg = config(optimizations=PRECISION, placements=["sequential"], threads=[1], batch_sizes=[1])
+    assert {k.opt for k in grid.expand(cfg, this_vm, host=native).cells} == set(PRECISION)
+
+
+def test_a_missing_requirement_skips_its_optimization_with_the_install_line(this_vm):
+    from numa_effects.plan import host
+
+    no_ao = host.Host(available={"torchao": False, "cxx": True})
+    g = grid.expand(config(optimizations=["none", "int8"], placements=["sequential"]), this_vm,
+                    host=no_ao)  # fmt: skip
+    assert {k.opt for k in g.cells} == {"none"}
+    assert all("optimization int8 needs torchao (install: pip install" in w
+               for w in g.skipped.values())  # fmt: skip
+
+
+def test_a_missing_allocator_library_skips_its_cells_with_the_reason(this_vm, monkeypatch):
+    """An allocator whose library this machine does not have (a registry entry, looked up for
+    real: ldconfig -p and the standard folders) is skipped with the sonames and the install
+    line; glibc's cells still run."""
+    from numa_effects.plan import allocators, host
+
+    missing = allocators.Allocator(
+        "nosuchmalloc",
+        "a library no machine has",
+        sonames=("libnosuchmalloc.so.9",),
+        package="libnosuchmalloc9",
+        maps_key="libnosuchmalloc",
+    )
+    monkeypatch.setitem(allocators.ALLOCATORS, missing.name, missing)
+    here = host.current(["default", "nosuchmalloc"])
+    assert here.libraries == {"nosuchmalloc": None}
+    cfg = config(placements=["sequential"], allocators=["default", "nosuchmalloc"])
+    g = grid.expand(cfg, this_vm, host=here)
+    assert {k.allocator for k in g.cells} == {"default"}
+    assert {k.allocator for k in g.skipped} == {"nosuchmalloc"}
+    why = next(iter(g.skipped.values()))
+    assert why.startswith("allocator nosuchmalloc: libnosuchmalloc.so.9 not found")
+    assert "tools/install-system-deps --allocators (apt-get install libnosuchmalloc9)" in why
+    # where a job runs, the launcher looks again: a library missing there fails the cell
+    from numa_effects.measure import launcher
+
+    record, env, why = launcher.allocator_here("nosuchmalloc")
+    assert record is None and env is None and "libnosuchmalloc.so.9 not found" in why
+
+
+def test_the_allocator_axis_is_last_with_glibc_as_its_default(this_vm):
+    """A new axis with a default: older records (no allocator) read as glibc's; the key,
+    paths and wildcard constraints follow from the registry."""
+    assert grid.KEYS[-1] == "allocator" and grid.DEFAULTS == {"allocator": "default"}
+    old_cell = {"model": "m", "opt": "none", "placement": "sequential", "threads": 1,
+                "batch_size": 2}  # fmt: skip
+    assert grid.CellKey.from_record(old_cell).allocator == "default"
+    assert "allocator" in grid.wildcard_constraints()
+    g = grid.expand(config(placements=["sequential"], allocators=["default", "tcmalloc"]), this_vm)
+    assert {k.allocator for k in g.cells} == {"default", "tcmalloc"}
+    assert len(g.cells) == 2 * 2 * 2 * 2
+    import pandas as pd
+
+    old = pd.DataFrame({"model": ["m"], "opt": ["none"], "placement": ["sequential"],
+                        "threads": [1], "batch_size": [2], "x": [1.0]})  # fmt: skip
+    assert list(grid.fill_keys(old).columns) == [*grid.KEYS, "x"]

@@ -390,7 +390,8 @@ def test_packrat_plans_with_the_fitted_interference(packrat_profile):
     if not folder.is_dir():
         pytest.skip(f"{folder} not found")
     cells = packrat.cells_table([folder])
-    table = packing.latency_table(cells, "resnet50", "script")
+    # PackRat's allocator column is the axis: this folder's cells are tcmalloc's
+    table = packing.latency_table(cells, "resnet50", "script", allocator="tcmalloc")
     sel = packrat_profile[packrat_profile["opt"] == "script"]
     curve = interference.fit(profile.points(sel))
     planner = packing.Planner(table, [16], curve, max_batch=1024)

@@ -103,3 +103,49 @@ def test_a_real_model_converted_to_bf16_agrees_and_a_broken_one_does_not():
         model.layer4[1].conv2.weight.mul_(-1)
     bad = numerics.check(model, x, ref, "float32")
     assert not bad["verdict"]["ok"]
+
+
+def test_the_reference_of_the_first_rows_is_the_full_batchs_first_rows():
+    """A large batch pays for a reference of its first REFERENCE_ROWS images only: in eval mode
+    each output row depends on its own image, so the compared rows are the same."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    x = torch.randn(numerics.REFERENCE_ROWS + 3, 3, 32, 32)
+    ref = numerics.reference_output(model, x)
+    assert ref.shape[0] == numerics.REFERENCE_ROWS
+    with torch.inference_mode():
+        full = model(x)
+    got = numerics.judge(full, ref, "float32")
+    assert got["verdict"]["ok"] and got["agreement"]["n"] == ref.numel()
+    assert got["agreement"]["max_rel_err"] < 1e-5
+
+
+def test_a_cell_whose_outputs_disagree_fails_with_cause_numerics_and_keeps_its_timings():
+    """measure.launcher.check_numerics: a broken conversion is a failed cell (no statistics,
+    never a speedup); the timings stay in ``measurement``; an agreeing one is untouched."""
+    from numa_effects.measure import launcher
+
+    good = numerics.judge([[1.0, 2.0, 3.0]], [[1.0, 2.0, 3.0]], "int8")
+    bad = numerics.judge([[3.0, 2.0, 1.0]], [[-3.0, -2.0, -1.0]], "int8")
+
+    def record(num):
+        return {
+            "status": "ok",
+            "stats": {"median_s": 0.01},
+            "throughput": {"ips": 100.0},
+            "measurement": {"latencies_s": [0.01, 0.01]},
+            "precision": {"numerics": num},
+            "provenance": {"command_line": "env ... numactl ..."},
+            "failure": None,
+        }
+
+    assert launcher.check_numerics(record(good))["status"] == "ok"
+    assert launcher.check_numerics(record(None))["status"] == "ok"  # eager: its own reference
+    got = launcher.check_numerics(record(bad))
+    assert got["status"] == "failed" and got["stats"] is None and got["throughput"] is None
+    assert got["failure"]["cause"] == "numerics"
+    assert got["failure"]["message"].startswith("int8 outputs disagree with float32 eager")
+    assert got["measurement"]["latencies_s"] == [0.01, 0.01]

@@ -160,6 +160,32 @@ def test_placements_per_folder():
     }
 
 
+def test_packrats_allocator_is_the_axis_so_the_tcmalloc_twin_lines_up():
+    """cloudlab_large-batches-tcmalloc is PackRat's TorchScript grid of cloudlab_large-batches
+    with tcmalloc: imported together, each of its cells is the twin's cell with allocator
+    tcmalloc (files without the column ran with glibc: default), and the precision table
+    compares them with float32 eager on glibc."""
+    from numa_effects.tables import precision
+
+    twin = PACKRAT / "cloudlab_large-batches-tcmalloc"
+    if not twin.is_dir():
+        pytest.skip(f"{twin} not found")
+    cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches", twin])
+    assert set(zip(cells["opt"], cells["allocator"], strict=True)) == {
+        ("none", "default"), ("script", "default"), ("script", "tcmalloc")
+    }  # fmt: skip
+    tc = cells[cells["allocator"] == "tcmalloc"]
+    glibc = cells[(cells["allocator"] == "default") & (cells["opt"] == "script")]
+    on = ["placement", "threads", "batch_size"]
+    assert len(tc.merge(glibc, on=on)) == len(tc)  # every tcmalloc cell has its glibc twin
+    assert set(packrat.read(PACKRAT / "skylake2x_large-batches")["allocator"]) == {"default"}
+    p = precision.precision_table(cells)
+    assert set(zip(p["opt"], p["allocator"], strict=True)) == {
+        ("script", "default"), ("script", "tcmalloc")
+    }  # fmt: skip
+    assert (p["speedup"] > 0).all() and (p["latency_statistic"] == "mean").all()
+
+
 def test_benchmark_names():
     assert packrat.parse_benchmark("resnet_manual_none") == ("resnet50", "manual", "none")
     assert packrat.parse_benchmark("resnet_remote_script") == ("resnet50", "remote", "script")
@@ -261,7 +287,10 @@ def test_import_builds_the_report_without_measuring(imported):
     assert f"PackRat {folder}" in text  # the machine description
     assert "Imported from PackRat" in text and "latency is the mean" in text.lower()
     packing = text.find('<h2 id="packing"')  # packing measures, so an import has none
-    assert "No figures" not in text[:packing]
+    # PackRat's grid is float32 eager and TorchScript with glibc: nothing to compare with it
+    precision = text.index('<h2 id="precision-runtime"')
+    assert "No figures" not in text[:precision]
+    assert "No figures: the imported results have only float32 eager" in text[precision:packing]
     assert "No figures: imported results" in text[packing:]
     # a second run has nothing to do
     assert planned(wd, config) == {}

@@ -109,6 +109,24 @@ def test_tables_and_skipped(run):
     assert set(samples["replicate"]) == {1, 2}
 
 
+def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):
+    """The default-style run's cells (eager and TorchScript, float32): each has a peak of its
+    dtype at its placement and threads (the best of torch.mm and oneDNN's convolutions, with
+    the theoretical peak beside it), and efficiency <= 1.05 (issue 19: 2.72 against torch.mm
+    alone on an AMD EPYC)."""
+    workdir, cfg, _ = run
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    peak = pd.read_csv(workdir / "results/tables/peak.csv")
+    where = {(k.placement, k.threads) for k in expected(cfg).cells}
+    assert set(zip(peak["placement"], peak["threads"], strict=True)) == where
+    assert set(peak["dtype"]) == {"float32"} and (peak["status"] == "ok").all()
+    assert (
+        peak["theoretical_gflop_per_s"].notna().all() and peak["kernels"].str.contains("mm ").all()
+    )
+    assert (cells["dtype"] == "float32").all() and cells["efficiency"].notna().all()
+    assert (cells["efficiency"] <= 1.05).all(), cells[["opt", "threads", "efficiency"]]
+
+
 def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(run):
     workdir, cfg, _ = run
     assert planned(workdir, cfg) == {}
@@ -128,6 +146,7 @@ def test_peak_false_plans_no_peak_job(tmp_path):
     assert jobs["peak_table"] == 1
     assert jobs["cell"] == len(expected(cfg).cells)
     with_peak = planned(tmp_path, {**cfg, "peak": True})
+    # one per placement, threads and dtype (eager and TorchScript: float32 only)
     assert with_peak["peak"] == len({(k.placement, k.threads) for k in expected(cfg).cells})
 
 

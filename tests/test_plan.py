@@ -5,6 +5,7 @@ that the rule files only read. Captured topologies of real machines; no Snakemak
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from pathlib import Path
 
@@ -95,12 +96,15 @@ def test_a_batch_too_large_for_memory_is_skipped_not_a_traceback():
     assert p.order == ()
 
 
-def test_peak_jobs_one_per_placement_and_thread_count_or_none():
+def test_peak_jobs_one_per_placement_thread_count_and_dtype_or_none():
     p = make()
-    assert set(p.peak) == {(pl, t) for pl in ("sequential", "interleave") for t in (1, 2)}
+    places = ("sequential", "interleave")
+    assert set(p.peak) == {(pl, t, "float32") for pl in places for t in (1, 2)}
     assert make(peak=False).peak == {}
-    spec = p.peak_spec("interleave", 2)
-    assert spec["plan"] == p.peak[("interleave", 2)].to_dict()
+    spec = p.peak_spec("interleave", 2, "float32")
+    assert spec["plan"] == p.peak[("interleave", 2, "float32")].to_dict()
+    p = make(optimizations=["none", "int8", "int8_bf16"])  # int8_bf16 computes in int8 too
+    assert set(p.peak) == {(pl, t, d) for pl in places for t in (1, 2) for d in ("float32", "int8")}
 
 
 def test_an_import_measures_nothing_and_plans_figures_from_the_imported_cells():
@@ -218,3 +222,20 @@ def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
     monkeypatch.setattr(code, "file_digest", lambda p: calls.append(p) or "x")
     assert code.digests(cache_file=cache) == first and calls == []
     assert set(first) == set(code.LAYERS) and all(len(d) == 16 for d in first.values())
+
+
+def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():
+    """A cluster job's node re-parses the workflow: a cell its host check skips there (here: a
+    library missing) keeps its spec, so the job runs and fails with its cause (the launcher
+    looks again) instead of the workflow raising; a cell that cannot be placed has none."""
+    from numa_effects.plan import host
+
+    cfg, topo = checked(TWO_NODES, allocators=["default", "jemalloc"])
+    missing = host.Host(libraries={"jemalloc": None})
+    p = build.build(cfg, topo, host=missing)
+    key = next(k for k in p.grid.skipped if k.allocator == "jemalloc")
+    assert "not found" in p.grid.skipped[key]
+    spec = p.cell_spec(key, 1)
+    assert spec["cell"]["allocator"] == "jemalloc" and spec["plan"]["threads"] == key.threads
+    with pytest.raises(KeyError):
+        p.cell_spec(dataclasses.replace(key, threads=999), 1)

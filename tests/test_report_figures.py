@@ -39,9 +39,10 @@ def by_family(figs):
 def test_two_node_grid_has_every_family_once_per_varying_part():
     fams = by_family(plan(TOPO_2NODE))
     # Packing figures follow the config key packing (the packed (model, opt)), not the cells;
-    # the comparison page's figures are planned from a comparison's matched cells only
+    # the comparison page's figures are planned from a comparison's matched cells only; PackRat's
+    # grid (eager and TorchScript with glibc) has no Precision and runtime figure
     run_page = figures.page_families()
-    assert set(fams) == {f.name for f in run_page if f.plan != "packing"}
+    assert set(fams) == {f.name for f in run_page if f.section not in ("packing", "precision")}
     assert {f.name for f in figures.FAMILIES} - {f.name for f in run_page} == {
         "compare_forest",
         "compare_heatmap",
@@ -135,3 +136,29 @@ def test_smt_cells_are_compared_with_sequential_smt():
     assert figures.figures([{**keys[1]}, {**keys[0], "placement": "sequential"}]) == [
         f for f in figures.figures([{**keys[0], "placement": "sequential"}])
     ]
+
+
+def test_precision_figures_need_a_grid_beyond_packrats_and_two_dtypes_for_numa():
+    """Speedup over float32 eager with glibc: one figure per batch size with the baseline and
+    another (opt, allocator) in sequential; the NUMA loss per dtype only with two dtypes."""
+    figs = by_family(plan(TOPO_2NODE, optimizations=["none", "compile"]))
+    assert [f.batch_size for f in figs["precision_speedup"]] == [1, 8, 64]
+    assert "precision_numa_loss" not in figs  # compile is float32 too
+    figs = by_family(plan(TOPO_2NODE, optimizations=["none", "int8"], allocators=["default"]))
+    assert {(f.placement, f.batch_size) for f in figs["precision_numa_loss"]} == {
+        ("interleave", b) for b in (1, 8, 64)
+    }
+    # an allocator beyond glibc's is enough; its cells are not in the single-allocator figures
+    figs = by_family(plan(TOPO_2NODE, allocators=["default", "jemalloc"]))
+    assert len(figs["precision_speedup"]) == 3
+    assert len(figs["latency_per_opt"]) == 2 and len(figs["latency_degradation_heatmap"]) == 2
+    # without float32 eager on glibc there is nothing to compare with
+    assert "precision_speedup" not in by_family(plan(TOPO_2NODE, optimizations=["script", "int8"]))
+
+
+def test_a_grid_without_glibc_shows_its_first_allocator_in_the_single_allocator_figures():
+    assert figures.figure_allocator(["tcmalloc", "jemalloc"]) == "jemalloc"
+    assert figures.figure_allocator(["tcmalloc", "default"]) == "default"
+    assert figures.figure_allocator([]) == "default"
+    figs = by_family(plan(TOPO_2NODE, allocators=["tcmalloc"]))
+    assert len(figs["latency_degradation_heatmap"]) == 2

@@ -64,7 +64,9 @@ def test_sections_and_navigation_follow_the_registry(tmp_path):
     pos = [html.index(f'<h2 id="{a}">') for a in anchors]
     assert pos == sorted(pos)
     for fam in figures.page_families():
-        if fam.plan != "packing":  # planned from the config key packing (packing.smk)
+        # packing: planned from the config key packing (packing.smk); precision: PackRat's
+        # grid (these cells) has nothing beyond float32 eager and TorchScript with glibc
+        if fam.section not in ("packing", "precision"):
             assert report_html.caption_html(fam.caption) in html
 
 

@@ -221,6 +221,12 @@ CASES = [
         ["'optimizations[1]': 'scirpt'", "none, script, channels_last, compile"],
     ),
     Case(
+        "unknown-allocator",
+        {"allocators": ["default", "mimalloc"]},
+        ["'allocators[1]': 'mimalloc' is not a known allocator", "default, jemalloc, tcmalloc"],
+    ),
+    Case("bf16-rule", {"bf16": "sometimes"}, ["'bf16': 'sometimes'", "auto, always"]),
+    Case(
         "smt-label-as-placement",
         {"placements": ["sequential+smt"]},
         ["'placements[0]': 'sequential+smt' is not a known placement", "use_smt: true"],

@@ -12,6 +12,7 @@ from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
 from numa_effects.plan import compare as compare_plan  # noqa: E402
 from numa_effects.plan import grid as grid_mod  # noqa: E402
+from numa_effects.plan import host as host_mod  # noqa: E402
 from numa_effects.plan import memory as memory_mod  # noqa: E402
 from numa_effects.plan import paths  # noqa: E402
 
@@ -62,6 +63,13 @@ PLAN = plan_mod.build(
     # a comparison of result folders (config key compare) measures nothing: its figures are
     # planned from the cells its folders have in common
     compare_keys=compared_keys(_COMPARE) if _COMPARE else None,
+    # torchao, a C++ compiler, native bf16 (config key bf16), the allocator libraries: cells
+    # this machine cannot (or under bf16: auto should not) run are skipped with the reason
+    host=(
+        None
+        if (_SOURCES or _COMPARE)
+        else host_mod.current(config.get("allocators") or ())
+    ),
 )
 RESULTS = PLAN.results
 

@@ -1,4 +1,5 @@
-# Each placement against its baseline and each optimization against eager, with two-level CIs.
+# Each placement against its baseline, each optimization against eager, and each optimization
+# and allocator against float32 eager with glibc (precision.csv), with two-level CIs.
 
 
 rule degradation:
@@ -8,6 +9,7 @@ rule degradation:
     output:
         degradation=PLAN.table("degradation"),
         opt_speedup=PLAN.table("opt_speedup"),
+        precision=PLAN.table("precision"),
     log:
         PLAN.log("degradation"),
     conda:

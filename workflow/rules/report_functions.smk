@@ -98,6 +98,7 @@ def report_page_tables():
         "cells": PLAN.table("cells"),
         "skipped": PLAN.table("skipped"),
         "degradation": PLAN.table("degradation"),
+        "precision": PLAN.table("precision"),
         "machine": PLAN.path(paths.MACHINE),
     }
     if PLAN.measured:

@@ -8,7 +8,12 @@ from numa_effects.report import data as figure_data
 from numa_effects.report import page as report_html
 
 sm = snakemake  # noqa: F821
-tables = figure_data.Tables.load(sm.input.cells, sm.input.skipped, sm.input.get("degradation"))
+tables = figure_data.Tables.load(
+    sm.input.cells,
+    sm.input.skipped,
+    sm.input.get("degradation"),
+    precision=sm.input.get("precision"),
+)
 failures = figure_data.read_csv(sm.input.get("failures")) if sm.input.get("failures") else None
 page = report_html.render(
     sm.params.figures,
@@ -22,6 +27,7 @@ page = report_html.render(
     imported=sm.params.imported,
     latency_stat=tables.latency_stat,
     failures=failures,
+    precision=tables.precision,
 )
 tmp = f"{sm.output[0]}.tmp"
 Path(tmp).write_text(page)

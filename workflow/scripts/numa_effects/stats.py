@@ -447,6 +447,9 @@ BOOLEAN_COLUMNS = frozenset(
         "use_smt",
         "is_fat",
         "excluded",
+        "native",
+        "dtype_verified",
+        "numerics_ok",
     }
 )
 INTEGER_COLUMNS = frozenset(

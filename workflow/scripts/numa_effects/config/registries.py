@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from numa_effects.plan import models, optimizations, placement
+from numa_effects.plan import allocators, models, optimizations, placement
 
 # An "allowed" list longer than this is replaced by the nearest names and a command that lists all.
 LONG_LIST = 12
@@ -83,6 +83,13 @@ REGISTRIES: dict[str, Registry] = {
             _placement_hint,
             _placement_pattern,
             lambda: {n: p.description for n, p in placement.PLACEMENTS.items()},
+        ),
+        Registry(
+            "allocators",
+            "a known allocator",
+            lambda: list(allocators.ALLOCATORS),
+            lambda name: name in allocators.ALLOCATORS,
+            meanings=lambda: {n: a.description for n, a in allocators.ALLOCATORS.items()},
         ),
     )
 }

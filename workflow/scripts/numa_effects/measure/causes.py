@@ -23,7 +23,12 @@ class Cause(StrEnum):
     THREAD_MISMATCH = "thread-mismatch"
     BINDING_MISMATCH = "binding-mismatch"
     PAGE_PLACEMENT = "page-placement"
+    ALLOCATOR_NOT_LOADED = "allocator-not-loaded"
+    FOREIGN_ALLOCATOR = "foreign-allocator"
     BUILD_ERROR = "build-error"
+    CONVERSION_ERROR = "conversion-error"
+    COMPILE_ERROR = "compile-error"
+    NUMERICS = "numerics"
     ERROR = "error"
 
 
@@ -44,7 +49,19 @@ MEANING: dict[Cause, str] = {
     "(docs/placements.md)",
     Cause.PAGE_PLACEMENT: "the cell's anonymous memory (`/proc/self/numa_maps`) is not on the "
     "planned nodes in the planned shares (docs/placements.md)",
-    Cause.BUILD_ERROR: "an exception while building the model or applying the optimization",
+    Cause.ALLOCATOR_NOT_LOADED: "the cell's allocator (jemalloc, tcmalloc) is not mapped in the "
+    "process (`/proc/self/maps`): the preload did not take effect (ld.so ignores a bad "
+    "`LD_PRELOAD` with a warning), or the library was not found where the cell ran",
+    Cause.FOREIGN_ALLOCATOR: "another allocator library is mapped in the process than its label "
+    "says (e.g. a `default` cell with an inherited tcmalloc preload)",
+    Cause.BUILD_ERROR: "an exception while building the model or its input",
+    Cause.CONVERSION_ERROR: "an exception while applying the optimization (`prepare`: scripting "
+    "and freezing, export, calibration, quantization, a missing package where the cell ran)",
+    Cause.COMPILE_ERROR: "a compiled optimization (`torch.compile`, inductor) failed at its first "
+    "call, where it compiles",
+    Cause.NUMERICS: "the converted model's outputs disagree with the float32 eager model's on the "
+    "same input beyond the dtype's bounds (docs/precision.md): a broken conversion, never a "
+    "speedup; the timings stay in the cell's JSON",
     Cause.ERROR: "any other exception or exit status (the message and `stderr_tail` say which)",
 }
 

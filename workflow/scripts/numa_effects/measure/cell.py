@@ -2,22 +2,29 @@
 a packing group), driven by ``runner``.
 
 Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S`` with
-``OMP_NUM_THREADS`` set. It sets its threads (``set_threads``) and builds its workload
-(``WORKLOADS[spec["workload"]]``: ``model``, the default, builds the model and applies the
-optimization, ``build_for``; ``gemm`` is the peak's ``torch.mm``, ``peak.build``), prints one JSON
-line ``{"ready": true, ...}`` (build times, threads, pid, CPU time) on its protocol pipe (the
+``OMP_NUM_THREADS`` set (and the cell's allocator preloaded: ``launcher``). It sets its threads
+(``set_threads``) and builds its workload (``WORKLOADS[spec["workload"]]``: ``model``, the
+default, builds the model and applies the optimization, ``build_for``; ``dtype_peaks`` is the
+peak of one dtype, ``measure.dtype_peaks.workload``), prints one JSON line ``{"ready": true,
+...}`` (build, reference and conversion times, threads, pid, CPU time) on its protocol pipe (the
 original stdout; anything the libraries print goes to stderr, its log), then answers one-line
 commands on stdin, one JSON line each:
 
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
   the machine; then its process CPU time from getrusage, all threads, outside the interval).
-- ``verify``: the in-process verification (``verify.run``) against its plan and its binding read
+- ``verify``: first the workload's ``report`` (a model cell with ``inspect`` in its spec: one
+  untimed call with oneDNN verbose on, ``inspect``: the kernels that ran, the agreement with the
+  float32 eager output computed before the conversion, the CPU's capabilities; the peak: each
+  kernel's time per step), then the in-process verification (``verify.run``, and the allocator
+  from ``/proc/self/maps``: ``verify.check_allocator``) against its plan and its binding read
   back (``provenance.binding``), peak RSS and the warnings seen.
 
 End of input (the runner finished, or died) ends it. Exits ``EXIT_MISMATCH`` with a one-line
-reason on stderr when it cannot be measured as labelled (wrong thread count); an exception (in
-build or later) exits 1 with its traceback: ``supervise.classify`` names the cause.
+reason on stderr when it cannot be measured as labelled (wrong thread count), ``EXIT_COMPILE``
+when a compiled model's first call (where it compiles) raises; another exception (in build, in
+the conversion, ``convert``, or later) exits 1 with its traceback: ``supervise.classify`` names
+the cause.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ import os
 import resource
 import sys
 import time
+import traceback
 import warnings
 
 from numa_effects.measure import provenance, verify
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 EXIT_MISMATCH = 3
+EXIT_COMPILE = 4
 
 
 class CellError(RuntimeError):
@@ -53,29 +62,57 @@ def set_threads(threads: int) -> dict:
     return {"torch_num_threads": got, "torch_num_interop_threads": torch.get_num_interop_threads()}
 
 
-def build(model_name: str, opt: str, batch_size: int, image_size: int, seed: int, settings: dict):
-    """Model and input, with the optimization applied. Returns (fn, x, timings, warnings)."""
+def convert(opt: str, model, x, settings: dict):
+    """Apply the optimization (its ``prepare``: scripting, export, calibration, quantization;
+    a compiled one compiles at its first call). Returns (fn, x, warnings); an exception here is
+    the cell's ``conversion-error`` (``supervise.classify`` finds this frame)."""
     import torch
-    import torchvision
 
-    torch.manual_seed(seed)
     caught: list[dict] = []
-    t0 = time.perf_counter()
-    model = torchvision.models.get_model(model_name, weights=None).eval()
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(batch_size, 3, image_size, image_size, generator=gen)
-    t1 = time.perf_counter()
     with warnings.catch_warnings(record=True) as wlist, torch.inference_mode():
         warnings.simplefilter("always")
         fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
-    t2 = time.perf_counter()
     seen = set()
     for w in wlist:
         key = (w.category.__name__, str(w.message).splitlines()[0])
         if key not in seen:
             seen.add(key)
             caught.append({"category": key[0], "message": key[1]})
-    return fn, x, {"build_s": t1 - t0, "prepare_s": t2 - t1}, caught
+    return fn, x, caught
+
+
+def build(
+    model_name: str,
+    opt: str,
+    batch_size: int,
+    image_size: int,
+    seed: int,
+    settings: dict,
+    reference: bool = False,
+):
+    """Model and input, with the optimization applied. Returns (fn, x, timings, warnings, ref):
+    ``ref`` is the float32 eager output on the same input (``numerics.reference_output``,
+    computed before the conversion, which may change the model in place) when ``reference``,
+    else None; its time is ``reference_s``, apart from ``build_s`` and ``prepare_s``."""
+    import torch
+    import torchvision
+
+    from numa_effects.measure import numerics
+
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    model = torchvision.models.get_model(model_name, weights=None).eval()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, 3, image_size, image_size, generator=gen)
+    t1 = time.perf_counter()
+    ref = numerics.reference_output(model, x) if reference else None
+    t2 = time.perf_counter()
+    fn, x, caught = convert(opt, model, x, settings)
+    t3 = time.perf_counter()
+    timings = {"build_s": t1 - t0, "prepare_s": t3 - t2}
+    if reference:
+        timings["reference_s"] = t2 - t1
+    return fn, x, timings, caught, ref
 
 
 def build_for(spec: dict):
@@ -88,29 +125,105 @@ def build_for(spec: dict):
         int(cell["image_size"]),
         int(settings.get("seed", 0)),
         {**settings, "compile_cache_dir": spec.get("compile_cache_dir")},
+        # eager float32 is its own reference: nothing to compare
+        reference=bool(spec.get("inspect")) and cell["opt"] != "none",
     )
 
 
-def model_workload(spec: dict):
-    """The cell's workload: (step, timings, warnings) of the model, input and optimization."""
+def inspect(opt: str, fn, x, ref) -> dict:
+    """What one untimed call after the timed ones shows (the cell's ``precision`` record): the
+    optimization's dtype and graph, the oneDNN kernels that ran (``onednn.traced_call``; ATen's
+    top operators when none did), whether they compute in the dtype the label says
+    (``dtype_verified``), the CPU's capabilities with oneDNN's own bf16 answer, whether the dtype
+    is native here and the mark of a cell that is not, and the agreement of the output with the
+    float32 eager reference (``numerics``; None for eager float32, its own reference)."""
     import torch
 
-    fn, x, timings, caught = build_for(spec)
+    from numa_effects.measure import numerics, onednn
+    from numa_effects.plan import cpu
+    from numa_effects.plan import optimizations as opts
+
+    entry = OPTIMIZATIONS[opt]
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        y, trace = onednn.traced_call(fn, x)
+    compute = onednn.compute_dtypes(trace)
+    out: dict = {
+        "dtype": entry.dtype,
+        "graph": entry.graph,
+        "onednn": trace,
+        "compute_dtypes": compute,
+        "dtype_verified": dtype_verified(entry.dtype, compute),
+        "aten_cpu_capability": onednn.aten_cpu_capability(),
+        "numerics": None if ref is None else numerics.judge(y, ref, entry.dtype),
+    }
+    if not trace["ran"]:
+        try:  # what ran instead; the profiler is a diagnosis, never a reason to fail the cell
+            with torch.inference_mode():
+                out["aten_ops"] = onednn.aten_ops(fn, x)
+        except Exception as exc:
+            out["aten_ops_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        caps = cpu.of_machine(onednn_bf16=onednn.onednn_takes_bf16())
+    except (OSError, cpu.CpuInfoError):
+        caps = None
+    out["capabilities"] = caps.to_dict() if caps else None
+    out["native"] = opts.native_on(entry, caps) if caps else None
+    out["precision_note"] = opts.precision_note(entry, caps) if caps else None
+    out["inspect_s"] = time.perf_counter() - t0
+    return out
+
+
+# The oneDNN src/weight data types that prove a dtype ran (``onednn.compute_dtypes``).
+DTYPE_PAIRS = {"bfloat16": ("bf16/bf16",), "int8": ("u8/s8", "s8/s8")}
+
+
+def dtype_verified(dtype: str, compute: list[str]) -> bool:
+    """bf16 and int8: one of their oneDNN compute primitives ran; float32: no compute primitive
+    ran in another dtype (oneDNN's f32 kernels, or ATen's own)."""
+    if dtype in DTYPE_PAIRS:
+        return any(pair in compute for pair in DTYPE_PAIRS[dtype])
+    return all(pair == "f32/f32" for pair in compute)
+
+
+def model_workload(spec: dict):
+    """The cell's workload: (step, timings, warnings, report) of the model, input and
+    optimization; ``report`` inspects it (``inspect``) when the spec asks for it."""
+    import torch
+
+    fn, x, timings, caught, ref = build_for(spec)
+    opt = spec["cell"]["opt"]
 
     def step():
         with torch.inference_mode():
             fn(x)
 
-    return step, timings, caught
+    report = (lambda: inspect(opt, fn, x, ref)) if spec.get("inspect") else None
+    return step, timings, caught, report
 
 
-def gemm_workload(spec: dict):
-    from numa_effects.measure import peak
+def dtype_peaks_workload(spec: dict):
+    from numa_effects.measure import dtype_peaks
 
-    return peak.build(spec)
+    return dtype_peaks.workload(spec)
 
 
-WORKLOADS = {"model": model_workload, "gemm": gemm_workload}
+WORKLOADS = {"model": model_workload, "dtype_peaks": dtype_peaks_workload}
+
+
+class CompileError(RuntimeError):
+    """A compiled model's first call (where inductor compiles) raised."""
+
+
+def first_call(step) -> None:
+    """The first step of a compiled model: it compiles there, so an exception is the cell's
+    ``compile-error`` (exit ``EXIT_COMPILE``, the traceback in the log)."""
+    try:
+        step()
+    except Exception as exc:
+        raise CompileError(
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
 
 
 def cpu_s() -> float:
@@ -122,7 +235,13 @@ def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
     info = set_threads(int(spec["cell"]["threads"]))
-    step, timings, caught = WORKLOADS[spec.get("workload", "model")](spec)
+    step, timings, caught, *rest = WORKLOADS[spec.get("workload", "model")](spec)
+    report = rest[0] if rest else None
+    opt = OPTIMIZATIONS.get(spec["cell"].get("opt", ""))
+    compiled = (
+        opt is not None and opt.graph == "inductor" and spec.get("workload", "model") == "model"
+    )
+    first = True
     clock = time.perf_counter
     reply(
         {
@@ -140,8 +259,12 @@ def serve(spec: dict, commands, reply) -> None:
             cmd = line.strip()
             if cmd == "go":
                 t0 = clock()
-                step()
+                if first and compiled:
+                    first_call(step)
+                else:
+                    step()
                 t1 = clock()
+                first = False
                 reply({"t0": t0, "t1": t1, "cpu_s": cpu_s()})
             elif cmd == "verify":
                 for w in wlist:
@@ -152,11 +275,16 @@ def serve(spec: dict, commands, reply) -> None:
                     if entry not in caught:
                         caught.append(entry)
                 wlist.clear()
+                # after the timed steps: an untimed call may inspect the kernels, reading /proc
+                # cannot disturb a timing, the threads exist and the memory is resident
+                inspected = report() if report else None
+                verification = verify.run(spec["plan"])
+                if spec.get("allocator"):
+                    verify.check_allocator(verification, spec["allocator"])
                 reply(
                     {
-                        # after the timed steps: reading /proc cannot disturb a timing, the
-                        # threads exist and the weights and activations are resident
-                        "verification": verify.run(spec["plan"]),
+                        "report": inspected,
+                        "verification": verification,
                         "binding": {**provenance.binding(), **info},
                         "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                         "warnings": caught,
@@ -187,6 +315,9 @@ def main(argv=None) -> int:
     except CellError as exc:
         print(f"numa_effects.measure.cell: {exc}", file=sys.stderr)
         return EXIT_MISMATCH
+    except CompileError:
+        traceback.print_exc()
+        return EXIT_COMPILE
     return 0
 
 

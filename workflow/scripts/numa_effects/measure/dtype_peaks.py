@@ -1,35 +1,51 @@
-"""Peak kernels per dtype, on the path the models use: the building block of a per-dtype
-efficiency denominator (issue 19).
+"""The peak per dtype, on the path the models use: the denominator of ``efficiency``.
 
 ``torch.mm`` alone is the wrong denominator: on AMD it is MKL's path while the convolutions run
 through oneDNN, and a frozen, prepacked model beat it (efficiency 2.7 on the issue's machine).
-So each dtype has several kernels and its peak is the best rate of any of them, each timed as
-best-of-reps (noise only slows a run down):
+So each dtype has several kernels and its peak is the best rate of any of them (noise only
+slows a call down):
 
-- ``float32``: ``torch.mm`` (the old peak) and a large 1x1 convolution in channels-last, which
-  oneDNN runs as a blocked GEMM (its brgemm kernels, as inductor's frozen graphs do);
+- ``float32``: ``torch.mm`` (the old peak), a large 1x1 convolution in channels-last, which
+  oneDNN runs as a blocked GEMM (its brgemm kernels, as inductor's frozen graphs do), and a 3x3
+  convolution frozen by TorchScript (weights prepacked in oneDNN's blocked layout, as the
+  ``script`` models run);
 - ``bfloat16``: the same 1x1 convolution under bf16 autocast (oneDNN's bf16 kernels where the CPU
   has them, ATen's fallback where not: then the peak is as slow as the models) and ``torch.mm`` on
   bf16 matrices;
 - ``int8``: the 1x1 convolution quantized with PT2E (torchao) and compiled with freezing, the
   path of the ``int8`` optimization (u8/s8 oneDNN kernels); its rate is integer ops per second.
 
-FLOPs: 2 x N x H x W x C_in x C_out for the convolution, 2 n^3 for the product (the
-FlopCounterMode convention of the model FLOPs). The theoretical peak for reference is
-``plan.cpu.Capabilities.theoretical_peak``.
+FLOPs: 2 x N x H x W x C_in x C_out x k^2 for a k x k convolution, 2 n^3 for the product
+(the FlopCounterMode convention of the model FLOPs). The theoretical peak for reference is
+``plan.cpu.Capabilities.theoretical_peak`` (``theoretical``).
+
+In the pipeline the peak is a workload of the one measuring stack (``workload``): the peak job
+of a (placement, threads, dtype) is a pinned instance like a cell's, started, timed, probed for
+contention, retried and verified by ``runner``. At build it probes every kernel of the dtype
+(``time_kernel``, a fraction of a second each) and drops one that cannot be the peak (below
+``DROP_FACTOR`` of the best probe: bf16's ``torch.mm`` without native bf16 takes seconds per
+call); each timed step then calls every remaining kernel once, timing each call itself. The
+runner's exclusion of contended steps applies to all of them, and ``summary`` takes each
+kernel's best rate over the clean timed steps and the best kernel as the peak. ``measure`` is
+the same comparison in one unpinned process (exploration and tests).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 MATRIX_SIZE = 2048
 CONV = {"n": 4, "c": 512, "hw": 14}  # 0.41 GFLOP per call: ~5-10 ms on one core in float32
+CONV3 = {"n": 4, "c": 256, "hw": 14}  # 3x3: 0.92 GFLOP per call
 WARMUP = 2
 MIN_REPS = 5
 SECONDS = 2.0
+PROBE_SECONDS = 0.3  # per kernel, at build: which kernels can be the peak
+DROP_FACTOR = 4.0  # a kernel probed this many times slower than the best is not timed
 
 
 @dataclass(frozen=True)
@@ -40,8 +56,8 @@ class Kernel:
     requires: tuple[str, ...] = ()  # keys of plan.optimizations.REQUIREMENTS
 
 
-def conv_flop(n: int, c: int, hw: int) -> float:
-    return 2.0 * n * hw * hw * c * c
+def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
+    return 2.0 * n * hw * hw * c * c * k * k
 
 
 def _conv(dtype: str):
@@ -74,6 +90,30 @@ def _conv(dtype: str):
     return build
 
 
+def _conv3_prepacked():
+    """A 3x3 convolution frozen by TorchScript: ``optimize_for_inference`` prepacks its weights
+    for oneDNN in the blocked layout (the path of the ``script`` models)."""
+
+    def build():
+        import torch
+
+        n, c, hw = CONV3["n"], CONV3["c"], CONV3["hw"]
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(n, c, hw, hw, generator=gen)
+        conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False).eval()
+        with warnings.catch_warnings():  # TorchScript's deprecation warnings
+            warnings.simplefilter("ignore")
+            fn = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(conv)))
+
+        def call():
+            with torch.inference_mode():
+                return fn(x)
+
+        return call, conv_flop(n, c, hw, 3)
+
+    return build
+
+
 def _mm(dtype: str, n: int = MATRIX_SIZE):
     def build():
         import torch
@@ -97,6 +137,7 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     "float32": (
         Kernel("mm", "float32", _mm("float32")),
         Kernel("conv1x1_cl", "float32", _conv("float32")),
+        Kernel("conv3x3_prepacked", "float32", _conv3_prepacked()),
     ),
     "bfloat16": (
         Kernel("conv1x1_cl_autocast", "bfloat16", _conv("bfloat16")),
@@ -178,3 +219,109 @@ def measure(dtype: str, seconds: float = SECONDS, available: dict | None = None)
         except Exception as exc:  # a kernel this torch cannot run must not sink the others
             kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
+
+
+# -- the pipeline's peak: a workload of the one measuring stack --------------------------------
+def workload(spec: dict, available: dict | None = None):
+    """The ``dtype_peaks`` workload of a pinned instance (``measure.cell``): (step, timings,
+    warnings, report). ``spec["cell"]["dtype"]`` names the dtype; see the module docstring."""
+    from numa_effects.plan import optimizations as opts
+
+    dtype = spec["cell"]["dtype"]
+    available = opts.availability() if available is None else available
+    t0 = time.perf_counter()
+    kernels: dict[str, dict] = {}
+    built = []
+    for k in KERNELS[dtype]:
+        missing = [r for r in k.requires if not available.get(r, False)]
+        if missing:
+            kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
+            continue
+        try:
+            call, flop = k.build()
+            probe = time_kernel(call, flop, PROBE_SECONDS, min_reps=1, warmup=1)
+        except Exception as exc:  # a kernel this torch cannot run must not sink the others
+            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+            continue
+        kernels[k.name] = {"flop_per_call": flop, "probe_gflop_per_s": probe["peak_gflop_per_s"]}
+        built.append((k.name, call))
+    top = max((kernels[n]["probe_gflop_per_s"] for n, _ in built), default=0.0)
+    timed = []
+    for name, call in built:
+        rate = kernels[name]["probe_gflop_per_s"]
+        if rate * DROP_FACTOR < top:
+            kernels[name]["dropped"] = (
+                f"probed at {rate:.3g} GFLOP/s, below 1/{DROP_FACTOR:g} of the best kernel's "
+                f"{top:.3g}: cannot be the peak, not timed"
+            )
+        else:
+            timed.append((name, call))
+    if not timed:
+        why = "; ".join(f"{n}: {v.get('skipped') or v.get('error')}" for n, v in kernels.items())
+        raise RuntimeError(f"no {dtype} peak kernel can run here ({why})")
+    times: list[list[float]] = []
+    clock = time.perf_counter
+
+    def step():
+        row = []
+        for _, call in timed:
+            a = clock()
+            call()
+            row.append(clock() - a)
+        times.append(row)
+
+    def report() -> dict:
+        return {
+            "dtype": dtype,
+            "kernels": kernels,
+            "order": [n for n, _ in timed],
+            "times_s": times,
+        }
+
+    timings = {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}
+    return step, timings, [], report
+
+
+def summary(record: dict) -> dict:
+    """The ``peak`` entry of a peak result: per kernel its best and median rate over the clean
+    timed steps (``timing``'s exclusion; the instance's per-kernel times of its last ``n``
+    steps are the timed ones), the best kernel as the dtype's peak; no rate when no step was
+    clean (a failed or contended peak)."""
+    rep = record.get("report") or {}
+    m = record.get("measurement") or {}
+    n = len(m.get("latencies_s") or [])
+    excluded = list(m.get("excluded") or [False] * n)
+    steps = (rep.get("times_s") or [])[-n:] if n else []
+    ok = record.get("status") == "ok" and len(steps) == n
+    per: dict[str, dict] = {k: dict(v) for k, v in (rep.get("kernels") or {}).items()}
+    for i, name in enumerate(rep.get("order") or ()):
+        flop = per[name]["flop_per_call"]
+        clean = [row[i] for row, e in zip(steps, excluded, strict=True) if not e] if ok else []
+        rates = [flop / t / 1e9 for t in clean if t > 0]
+        per[name].update(
+            peak_gflop_per_s=max(rates) if rates else None,
+            median_gflop_per_s=statistics.median(rates) if rates else None,
+            reps=len(rates),
+        )
+    chosen = best(per)
+    top = per.get(chosen["peak_kernel"] or "", {})
+    return {
+        "dtype": rep.get("dtype") or (record.get("cell") or {}).get("dtype"),
+        **chosen,
+        "median_gflop_per_s": top.get("median_gflop_per_s"),
+        "reps": top.get("reps"),
+        "kernels": per,
+        "measure_s": m.get("elapsed_s"),
+    }
+
+
+def theoretical(dtype: str, cores: int, caps=None) -> dict:
+    """The theoretical peak of ``cores`` physical cores in ``dtype`` on this CPU, for reference
+    (``plan.cpu``: nominal clock, vector width, FMA units assumed); None values where unknown."""
+    from numa_effects.plan import cpu
+
+    try:
+        caps = caps or cpu.of_machine()
+        return caps.theoretical_peak(dtype, cores)
+    except (OSError, ValueError) as exc:
+        return {"dtype": dtype, "theoretical_gflop_per_s": None, "cores": cores, "error": str(exc)}

@@ -1,9 +1,17 @@
-"""One cell (or one GEMM peak) end to end: re-check the plan on this machine, write the spec
-beside the log, measure it as a measurement of one pinned instance (``runner.measure``: the one
-measuring stack), check the binding the instance read back, and write the result atomically: a
-measurement, a ``contended`` replicate without statistics, or a failure with its cause and the
-tail of stderr. Nothing is ever run unpinned: a missing numactl or a refused binding is a failed
-cell, not a fallback.
+"""One cell (or one dtype's peak) end to end: re-check the plan on this machine, find the
+cell's allocator library here and build the instance's environment with it preloaded (so on a
+cluster the preload is made where the job runs), write the spec beside the log, measure it as a
+measurement of one pinned instance (``runner.measure``: the one measuring stack), check the
+binding the instance read back, and write the result atomically: a measurement, a ``contended``
+replicate without statistics, or a failure with its cause and the tail of stderr. Nothing is
+ever run unpinned: a missing numactl or a refused binding is a failed cell, not a fallback.
+
+A cell's record also carries ``allocator`` (name, library, version, its environment) and
+``precision`` (the instance's inspection after the timed iterations: dtype, graph, oneDNN
+kernels, capabilities, agreement with float32 eager). Outputs that disagree with float32
+eager beyond the dtype's bounds fail the cell (cause ``numerics``): a broken conversion is never
+a speedup; its timings stay in ``measurement``. A peak's record carries ``peak``: each kernel's
+rates, the best one and the theoretical peak beside it (``dtype_peaks.summary``).
 
 ``python -m numa_effects.measure.launcher --spec S --out O --log L`` re-runs one cell as the
 pipeline ran it (the spec is kept beside each cell's log).
@@ -18,7 +26,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from numa_effects.measure import peak, runner, supervise, verify
+from numa_effects.measure import dtype_peaks, numerics, runner, supervise, verify
 from numa_effects.measure import result as cellresult
 from numa_effects.measure.causes import Cause
 from numa_effects.measure.runner import (  # noqa: F401 (re-exported for callers)
@@ -26,6 +34,7 @@ from numa_effects.measure.runner import (  # noqa: F401 (re-exported for callers
     child_env,
     command_line,
 )
+from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import topology as topology_mod
 
@@ -44,6 +53,42 @@ def recheck(spec: dict, topo: topology_mod.Topology) -> str | None:
             f"the plan on this machine ({here.numactl_args()})"
         )
     return None
+
+
+def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
+    """(the spec's allocator record, the instance's base environment, why not) for allocator
+    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
+    environment with it preloaded and its configuration set (any inherited allocator preload
+    removed), its version."""
+    alloc = allocators_mod.get(name)
+    path = allocators_mod.locate(alloc)
+    why = allocators_mod.skip_reason(alloc, path)
+    if why:
+        return None, None, f"{why} (where the cell runs: {os.uname().nodename})"
+    env = allocators_mod.child_env(alloc, path, os.environ if environ is None else environ)
+    record = {
+        "name": alloc.name,
+        "library": path,
+        "maps_key": alloc.maps_key,
+        "version": allocators_mod.version(alloc),
+        "env": {k: env[k] for k in runner.COMMAND_ENV if env.get(k)},
+    }
+    return record, env, None
+
+
+def check_numerics(result: dict) -> dict:
+    """A measured cell whose outputs are not those of the same model (``numerics.verdict``)
+    fails with cause ``numerics``: no statistics, the timings kept in ``measurement``."""
+    num = (result.get("precision") or {}).get("numerics")
+    if result["status"] == "failed" or not num or num["verdict"]["ok"]:
+        return result
+    result.update(status="failed", stats=None, throughput=None)
+    result["failure"] = {
+        "cause": Cause.NUMERICS,
+        "message": numerics.failure_message(num),
+        "command_line": (result.get("provenance") or {}).get("command_line"),
+    }
+    return result
 
 
 def check_binding(result: dict) -> str | None:
@@ -67,9 +112,9 @@ def run(
     timeout_s: float,
     max_memory_mb: int | None = None,
 ) -> dict:
-    """Measure one cell (``spec``: cell, plan, settings, replicate; ``workload`` ``gemm`` for
-    the peak) and write its result atomically to ``out``. ``max_memory_mb``: address-space
-    limit of the instance (RLIMIT_AS), None = none.
+    """Measure one cell (``spec``: cell, plan, settings, replicate; ``workload``
+    ``dtype_peaks`` for the peak) and write its result atomically to ``out``.
+    ``max_memory_mb``: address-space limit of the instance (RLIMIT_AS), None = none.
 
     Every failure of the cell becomes its result (``supervise`` lists the causes) and the job
     succeeds, so the grid goes on; an interruption of the run raises ``supervise.Interrupted``
@@ -94,8 +139,15 @@ def run(
     # Leftovers of an earlier attempt killed mid-way (temp files) are removed first.
     supervise.remove_leftovers(out)
     plan = placement_mod.Plan.from_dict(spec["plan"])
+    environ = None
+    name = spec["cell"].get("allocator")
+    if name:
+        alloc, environ, why = allocator_here(name)
+        if why:
+            return finish(cellresult.failed(spec, Cause.ALLOCATOR_NOT_LOADED, why))
+        spec = {**spec, "allocator": alloc}
     # The spec is kept beside the log so the recorded command line can be re-run as it is.
-    member = runner.Member(plan, spec, log.with_suffix(".spec.json"), log)
+    member = runner.Member(plan, spec, log.with_suffix(".spec.json"), log, environ)
     # Raises supervise.Interrupted (exit 1, no result) if the run is interrupted.
     result = runner.measure(
         [member],
@@ -105,8 +157,18 @@ def run(
         replicate=int(spec.get("replicate", 1)),
         max_memory_mb=max_memory_mb,
     )
-    if spec.get("workload") == "gemm":
-        result["peak"] = peak.summary(result)
+    if spec.get("allocator"):
+        result["allocator"] = spec["allocator"]
+    if spec.get("workload") == "dtype_peaks":
+        result["peak"] = dtype_peaks.summary(result)
+        result["peak"]["theoretical"] = dtype_peaks.theoretical(
+            spec["cell"]["dtype"], plan.cores or plan.threads
+        )
+    elif spec.get("inspect"):
+        result["precision"] = result.pop("report", None)
+    if result["status"] == "failed":
+        return finish(result)
+    result = check_numerics(result)
     if result["status"] == "failed":
         return finish(result)
     why = check_binding(result)

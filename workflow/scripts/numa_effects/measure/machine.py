@@ -98,9 +98,21 @@ def emulation(cpuinfo: str | None = None, cmdline: str | None = None) -> dict:
     }
 
 
+def capabilities() -> dict | None:
+    """What the CPU computes fast (``plan.cpu``, from /proc/cpuinfo's flags: vector ISA, bf16
+    native / emulated / ATen fallback, int8 path, the theoretical peak's inputs); None off x86."""
+    from numa_effects.plan import cpu
+
+    try:
+        return cpu.of_machine().to_dict()
+    except (OSError, cpu.CpuInfoError):
+        return None
+
+
 def facts(topo: Topology) -> dict:
     return {
         **emulation(),
+        "capabilities": capabilities(),
         "summary": topo.summary(),
         "topology": topo.to_dict(),
         "host": provenance.host(),

@@ -76,21 +76,35 @@ def command(plan: placement_mod.Plan, spec: str, numactl: str = "numactl") -> li
     return [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
 
 
-def command_line(cmd: list[str], threads: int) -> str:
-    """The command as one shell line, with the thread variables, ready to paste."""
-    prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} PYTHONPATH={SCRIPTS_DIR} "
+# Variables of the child's environment that change what is measured (the allocator's preload
+# and configuration): written into the recorded command line when set.
+COMMAND_ENV = ("LD_PRELOAD", "MALLOC_CONF")
+
+
+def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
+    """The command as one shell line, with the thread variables (and ``COMMAND_ENV`` from
+    ``env``: the allocator's preload), ready to paste."""
+    extra = "".join(
+        f"{k}={shlex.quote(env[k])} " for k in COMMAND_ENV if env is not None and env.get(k)
+    )
+    prefix = (
+        f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS_DIR} "
+    )
     return prefix + shlex.join(cmd)
 
 
 @dataclass
 class Member:
     """One instance of a measurement: its plan, the spec its process reads (``cell``,
-    ``plan``, ``settings``, optional ``workload``), where the spec is written and its log."""
+    ``plan``, ``settings``, optional ``workload``), where the spec is written and its log;
+    ``environ``: the environment it starts from (None: this process's), e.g. with the cell's
+    allocator preloaded (``plan.allocators.child_env``, built where it runs)."""
 
     plan: placement_mod.Plan
     spec: dict
     spec_path: Path
     log: Path
+    environ: dict | None = None
 
 
 class Failed(Exception):
@@ -118,7 +132,8 @@ class Instance:
         member.log.parent.mkdir(parents=True, exist_ok=True)
         member.spec_path.write_text(json.dumps(member.spec, indent=1))
         self.cmd = command(self.plan, str(member.spec_path))
-        self.command_line = command_line(self.cmd, self.plan.threads)
+        self.env = child_env(self.plan.threads, member.environ)
+        self.command_line = command_line(self.cmd, self.plan.threads, self.env)
         with open(member.log, "w") as fh:
             fh.write(f"# {self.command_line}\n")
             if max_memory_mb:
@@ -126,9 +141,7 @@ class Instance:
         self.logfh = open(member.log, "a")  # noqa: SIM115 (closed in close)
         self.started = time.monotonic()
         self.proc = guard.watch(
-            supervise.start(
-                self.cmd, child_env(self.plan.threads), self.logfh, max_memory_mb, pipes=True
-            )
+            supervise.start(self.cmd, self.env, self.logfh, max_memory_mb, pipes=True)
         )
         self.cpu_s = 0.0  # its CPU time as of its last reply
         self._buf = b""
@@ -377,11 +390,14 @@ def _record(
                 "started_at": rdy.get("started_at"),
                 "build_s": rdy.get("build_s"),
                 "prepare_s": rdy.get("prepare_s"),
+                "reference_s": rdy.get("reference_s"),
                 "threads_info": rdy.get("threads_info"),
                 "latencies_s": own,
                 "stats": stats.summarize(kept) if kept else None,
                 "binding": chk["binding"],
                 "verification": chk["verification"],
+                # the workload's report: a cell's inspection, the peak's per-kernel times
+                "report": chk.get("report"),
                 "peak_rss_kb": chk.get("peak_rss_kb"),
                 "warnings": chk.get("warnings", []),
                 "finished_at": chk.get("finished_at"),
@@ -394,6 +410,7 @@ def _record(
         "build_s": max(i["build_s"] or 0.0 for i in instances),
         "prepare_s": max(i["prepare_s"] or 0.0 for i in instances),
         "first_call_s": first_call_s,
+        "reference_s": max(i["reference_s"] or 0.0 for i in instances),
         # a round's latency minus its slowest instance's own duration: how far apart the
         # instances started (0 for one instance)
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
@@ -445,7 +462,7 @@ def _record(
             "started_at": instances[0]["started_at"] if k == 1 else started,
             "finished_at": provenance.now(),
             "versions": provenance.versions(),
-            "env": provenance.relevant_env(child_env(insts[0].plan.threads)),
+            "env": provenance.relevant_env(insts[0].env),
             "host": provenance.host(),
             "slurm": provenance.slurm(),
             "peak_rss_kb": max(i["peak_rss_kb"] or 0 for i in instances) or None,
@@ -457,6 +474,7 @@ def _record(
         },
         "failure": None,
         "instances": instances,
+        "report": instances[0]["report"] if k == 1 else None,
     }
     if bad:
         # An instance whose threads or pages are not where its label says fails the whole

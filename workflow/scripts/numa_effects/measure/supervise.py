@@ -297,14 +297,23 @@ def last_exception(lines: list[str]) -> str | None:
     return None
 
 
-def in_build(lines: list[str]) -> bool:
-    """True if the traceback passes through the cell's model build (``cell.build``)."""
-    return any(m.group(1) == "build" for ln in lines if (m := BUILD_FRAMES.search(ln)))
+def in_build(lines: list[str], frame: str = "build") -> bool:
+    """True if the traceback passes through the cell's model build (``cell.build``), or the
+    function ``frame`` of it (``convert``: applying the optimization)."""
+    return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
 
 
-def classify(outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3):
+def classify(
+    outcome: Outcome,
+    log_text: str,
+    timeout_s: float,
+    exit_mismatch: int = 3,
+    exit_compile: int = 4,
+):
     """(cause, message) of a child that produced no result; raises ``Interrupted`` when the
-    child was stopped from outside (see the module docstring)."""
+    child was stopped from outside (see the module docstring). ``exit_mismatch``,
+    ``exit_compile``: the instance's exit statuses for a wrong thread count and for a compiled
+    model whose first call (its compilation) raised (``cell.EXIT_MISMATCH``, ``EXIT_COMPILE``)."""
     lines = child_output(log_text)
     text = "\n".join(lines)
     sig = outcome.signal
@@ -331,10 +340,16 @@ def classify(outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: i
         first = next(ln for ln in lines if ln.strip())
         return Cause.BINDING_REFUSED, f"numactl refused the binding: {first.strip()}"
     exc = last_exception(lines)
+    if rc == exit_compile:
+        return Cause.COMPILE_ERROR, f"compilation at the first call failed: {exc or rc}"
     if any(p in text for p in OOM_PATTERNS):
         return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
     if rc in (126, 127):
         return Cause.ERROR, f"exit status {rc}: the command could not be executed"
+    if in_build(lines, "convert"):
+        # any exception class (torch._dynamo's ``Unsupported`` is no ...Error): its last line
+        last = exc or next((ln.strip() for ln in reversed(lines) if ln.strip()), f"exit {rc}")
+        return Cause.CONVERSION_ERROR, f"exception applying the optimization: {last}"
     if exc and in_build(lines):
         return Cause.BUILD_ERROR, f"exception in model build: {exc}"
     if rc == 0:

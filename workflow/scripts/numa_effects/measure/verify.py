@@ -15,8 +15,10 @@ timing) and recorded in the cell JSON as ``binding.verification``. Four checks:
   must be on the planned nodes; for ``interleave`` additionally each planned node must hold at
   least ``INTERLEAVE_MIN_OF_EVEN`` of an even share (so memory left on one node is caught).
 
-A failed check is a failed cell (cause ``binding-mismatch`` or ``page-placement``), never a
-measurement with a warning. The parsers are pure functions, unit-tested on captured text.
+A fifth, ``check_allocator``, proves the cell's allocator from ``/proc/self/maps`` (its library
+mapped, no other one). A failed check is a failed cell (cause ``binding-mismatch``,
+``page-placement``, ``allocator-not-loaded`` or ``foreign-allocator``), never a measurement
+with a warning. The parsers are pure functions, unit-tested on captured text.
 """
 
 from __future__ import annotations
@@ -299,6 +301,41 @@ def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/pro
     keys = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
     result["binding"] = {k: binding.get(k) for k in keys}
     return result
+
+
+# plan.allocators' verdicts -> the causes a cell fails with
+ALLOCATOR_CAUSES = {
+    "allocator_not_loaded": Cause.ALLOCATOR_NOT_LOADED,
+    "foreign_allocator": Cause.FOREIGN_ALLOCATOR,
+}
+
+
+def check_allocator(verification: dict, allocator: dict, maps_text: str | None = None) -> dict:
+    """Add the allocator check to ``verification`` (in place, and returned): the library the
+    cell was labelled with must be mapped in the process, and no other allocator
+    (``plan.allocators.verify`` on ``/proc/self/maps``). ``allocator``: the spec's record of it
+    (``launcher``: name, library path, ``maps_key``), so the process needs no registry entry."""
+    from numa_effects.plan import allocators
+
+    library = allocator.get("library")
+    alloc = allocators.Allocator(
+        allocator["name"],
+        "",
+        sonames=(library,) if library else (),
+        maps_key=allocator.get("maps_key"),
+    )
+    if maps_text is None:
+        maps_text = Path("/proc/self/maps").read_text()
+    got = allocators.verify(alloc, maps_text)
+    verification["allocator"] = {"name": alloc.name, "library": library, "mapped": got["mapped"]}
+    if not got["ok"]:
+        cause = ALLOCATOR_CAUSES[got["cause"]]
+        verification["problems"].append(
+            {"check": "allocator", "cause": cause, "message": got["message"]}
+        )
+        verification["ok"] = False
+        verification["cause"] = verification.get("cause") or cause
+    return verification
 
 
 def failure_message(verification: dict) -> str:

@@ -4,7 +4,8 @@ the .smk files only read from the plan, so what runs is a function of its inputs
 of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs, the GEMM peak jobs, the packing jobs, the imported cells (PackRat), the
+priority, the cell specs, the peak jobs (one per placement, threads and dtype of the grid's
+runnable cells: ``measure.dtype_peaks``), the packing jobs, the imported cells (PackRat), the
 grid manifest, the code digests that decide re-runs, and every output path (``plan.paths``). A
 grid in which every cell is skipped is a valid plan: it measures nothing, and the tables and
 report list the skipped cells with their reasons. A comparison of result folders (config key
@@ -19,10 +20,12 @@ from dataclasses import dataclass, field
 
 from numa_effects.plan import compare as compare_mod
 from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import host as host_mod
 from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
+from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.topology import Topology
 
@@ -36,7 +39,8 @@ class Plan:
     grid: grid_mod.Grid
     replicates: int
     order: tuple  # ((CellKey, replicate), ...) in the order the cell jobs run
-    peak: dict  # (placement label, threads) -> placement.Plan; {} with peak: false or imports
+    # (placement label, threads, dtype) -> placement.Plan; {} with peak: false or imports
+    peak: dict
     packing: dict  # the resolved packing settings (plan.packing.settings)
     packing_jobs: tuple  # one dict of wildcards per packing measurement job
     interference_jobs: tuple  # one dict per interference profile job (wildcards + group sizes)
@@ -95,10 +99,13 @@ class Plan:
                 "image_size": self.config["image_size"],
                 "use_smt": self.config["use_smt"],
             },
-            "plan": self.grid.cells[key].to_dict(),
+            "plan": self._cell_plan(key).to_dict(),
             "settings": settings_mod.of(self.config),
             # which independent process of the cell this is (its own result file)
             "replicate": int(replicate),
+            # after the timed iterations: which oneDNN kernels ran, the agreement with float32
+            # eager (reference computed before the conversion), the CPU's capabilities
+            "inspect": True,
             # the content of the measuring code (plan.code): an edit that changes it re-measures
             "code": self.code.get("measure"),
         }
@@ -106,6 +113,20 @@ class Plan:
             # torch.compile's cache lives under results/ so the processes of a run share kernels
             spec["compile_cache_dir"] = os.path.abspath(self.path(paths.COMPILE_CACHE))
         return spec
+
+    def _cell_plan(self, key):
+        """The cell's placement plan. A cell this parse skips for what this machine offers (a
+        cluster job's node re-parses the workflow: an allocator library or a package missing
+        there) keeps its plan, so the job runs and fails with its cause (the launcher checks
+        again) instead of the workflow failing."""
+        if key in self.grid.cells:
+            return self.grid.cells[key]
+        planned = placement_mod.plan(
+            self.topology, key.threads, key.placement, bool(self.config.get("use_smt"))
+        )
+        if key not in self.grid.skipped or isinstance(planned, placement_mod.NotApplicable):
+            raise KeyError(key)
+        return planned
 
     def skipped_rows(self) -> list[dict]:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
@@ -116,20 +137,22 @@ class Plan:
 
     # -- peak and FLOPs -------------------------------------------------------------------------
     def peak_outputs(self) -> list[str]:
-        return [self.path(paths.PEAK, placement=p, threads=t) for p, t in self.peak]
+        return [self.path(paths.PEAK, placement=p, threads=t, dtype=d) for p, t, d in self.peak]
 
-    def peak_spec(self, placement: str, threads: int) -> dict:
-        """What the pinned peak process needs (the launcher's cell-spec shape)."""
+    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> dict:
+        """What the pinned peak process of one dtype needs (the launcher's cell-spec shape):
+        the ``dtype_peaks`` workload, each of the dtype's kernels once per step."""
         return {
             "cell": {
                 "kind": "peak",
                 "placement": placement,
                 "threads": int(threads),
+                "dtype": dtype,
                 "use_smt": self.config["use_smt"],
             },
-            "plan": self.peak[(placement, int(threads))].to_dict(),
-            "settings": dict(settings_mod.PEAK_SETTINGS),
-            "workload": "gemm",
+            "plan": self.peak[(placement, int(threads), dtype)].to_dict(),
+            "settings": settings_mod.peak_settings(self.config),
+            "workload": "dtype_peaks",
             "code": self.code.get("measure"),
         }
 
@@ -264,7 +287,7 @@ class Plan:
         new manifest re-runs the aggregations. A comparison asks for its own outputs only."""
         if self.compare:
             return self.compare_targets()
-        tables = ["cells", "samples", "skipped", "degradation", "opt_speedup"]
+        tables = ["cells", "samples", "skipped", "degradation", "opt_speedup", "precision"]
         out = [self.manifest_path, self.path(paths.MACHINE)]
         if self.measured:
             tables += ["failures", "peak"]
@@ -288,22 +311,26 @@ def build(
     imported_keys: list[dict] | None = None,
     code: dict | None = None,
     compare_keys: list[dict] | None = None,
+    host: host_mod.Host | None = None,
 ) -> Plan:
     """The plan of a checked config (``numa_effects.config.check``: defaults filled, values
     normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
     cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
     ``code``: ``plan.code.digests()``; ``compare_keys``: the matched cells of a comparison
-    (``tables.compare_runs.matched_keys``)."""
+    (``tables.compare_runs.matched_keys``); ``host``: ``plan.host.current()`` (missing
+    requirements, non-native bf16, missing allocator libraries skip their cells; None: not
+    checked)."""
     imported = tuple((config.get("import") or {}).get("packrat") or ())
     compare = compare_mod.settings(config)
     measures = not imported and not compare
-    grid = grid_mod.expand(config, topology, memory_bytes) if measures else _empty()
+    grid = grid_mod.expand(config, topology, memory_bytes, host) if measures else _empty()
     replicates = grid_mod.replicates(config)
     order = tuple(grid_mod.job_order(grid.cells, replicates, int(config.get("order_seed") or 0)))
     peak = {}
     if config.get("peak", True) and measures:
         for key, cell_plan in grid.cells.items():
-            peak.setdefault((key.placement, key.threads), cell_plan)
+            dtype = optimizations_mod.OPTIMIZATIONS[key.opt].dtype
+            peak.setdefault((key.placement, key.threads, dtype), cell_plan)
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if measures else []
     packing = packing_mod.settings(config, topology, threads)

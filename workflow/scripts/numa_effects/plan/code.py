@@ -26,6 +26,9 @@ LAYERS = {
         "numa_effects/measure/*.py",
         "numa_effects/plan/optimizations.py",
         "numa_effects/plan/settings.py",
+        # what the cell preloads and verifies, and the capabilities it records
+        "numa_effects/plan/allocators.py",
+        "numa_effects/plan/cpu.py",
         "numa_effects/stats.py",
         "run_cell.py",
         "run_peak.py",

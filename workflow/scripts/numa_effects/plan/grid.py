@@ -7,6 +7,13 @@ key that lists its values, its segment of the result path and the names it allow
 key (``CellKey``), the key columns of every table (``KEYS``), the result and log paths
 (``CELL_PATTERN``) and the workflow's wildcard constraints all follow from it, so a new axis is
 one ``Axis`` entry (and where it matters, a reason to skip some of its cells in ``expand``).
+An axis added after results exist has a ``default``: the value every older record, table and
+imported row without its column means (``fill_keys``), e.g. ``allocator`` ``default`` (glibc).
+
+A cell is skipped, with the reason, when its placement cannot run on the topology, when its
+optimization misses a requirement or computes in bf16 on a CPU without native bf16 under
+``bf16: auto`` (``plan.host``), when its allocator's library is not installed, or when it cannot
+fit in memory; the first reason found is the one recorded.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from numa_effects.plan import host as host_mod
 from numa_effects.plan import memory as memory_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
@@ -34,6 +42,9 @@ class Axis:
     segment: str  # its part of the result path, e.g. ``t{threads}``
     pattern: Callable[[], str]  # the values it allows, as a regular expression
     type: type = str
+    # the value of a record that predates the axis (None: every record has it); also the
+    # config's value when the key is absent
+    default: object = None
 
     def values(self, config: dict, topo: Topology) -> list:
         if self.name == "threads":
@@ -41,6 +52,8 @@ class Axis:
         if self.name == "placement":
             use_smt = bool(config.get("use_smt", False))
             return [placement_mod.label(p, use_smt) for p in config["placements"]]
+        if self.default is not None and config.get(self.config_key) is None:
+            return [self.default]
         return [self.type(v) for v in config[self.config_key]]
 
 
@@ -50,8 +63,12 @@ AXES: tuple[Axis, ...] = (
     Axis("placement", "placements", "{placement}", placement_mod.names_regex),
     Axis("threads", "threads", "t{threads}", lambda: r"\d+", int),
     Axis("batch_size", "batch_sizes", "bs{batch_size}", lambda: r"\d+", int),
+    # the memory allocator preloaded into the cell (plan.allocators); last, with a default, so
+    # results, tables and imports from before the axis read as glibc's (``fill_keys``)
+    Axis("allocator", "allocators", "{allocator}", lambda: NAME, default="default"),
 )
 KEYS = tuple(a.name for a in AXES)
+DEFAULTS = {a.name: a.default for a in AXES if a.default is not None}
 # One result file per replicate (an independent pinned process) of a cell.
 CELL_PATTERN = "cells/" + "/".join(a.segment for a in AXES) + "/r{replicate}.json"
 LOG_PATTERN = "logs/" + CELL_PATTERN.removesuffix(".json") + ".log"
@@ -79,10 +96,21 @@ class _Key:
         get = wc.get if isinstance(wc, dict) else lambda k: getattr(wc, k)
         return cls(*(a.type(get(a.name)) for a in AXES))
 
+    @classmethod
+    def from_record(cls, cell: dict) -> CellKey:
+        """The key of a result's ``cell`` (or a table row): an axis a record predates takes
+        its default."""
+        return cls(*(a.type(cell.get(a.name, a.default)) for a in AXES))
+
 
 CellKey = dataclasses.make_dataclass(
     "CellKey",
-    [(a.name, a.type) for a in AXES],
+    [
+        (a.name, a.type)
+        if a.default is None
+        else (a.name, a.type, dataclasses.field(default=a.default))
+        for a in AXES
+    ],
     bases=(_Key,),
     frozen=True,
     order=True,
@@ -103,25 +131,59 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
-def expand(config: dict, topo: Topology, memory_bytes: int | None = None) -> Grid:
+def fill_keys(df):
+    """``df`` (a pandas DataFrame of a table) with every key column: one that a table predates
+    (an axis added since, e.g. ``allocator`` in cells.csv of an older run or PackRat's files
+    without it) is inserted after the others with the axis' default, and blanks get it too."""
+    for a in AXES:
+        if a.default is None:
+            continue
+        if a.name not in df.columns:
+            at = max((df.columns.get_loc(k) + 1 for k in KEYS if k in df.columns), default=0)
+            df = df.copy()
+            df.insert(int(at), a.name, a.default)
+        elif df[a.name].isna().any():
+            df = df.assign(**{a.name: df[a.name].where(df[a.name].notna(), a.default)})
+    return df
+
+
+def expand(
+    config: dict,
+    topo: Topology,
+    memory_bytes: int | None = None,
+    host: host_mod.Host | None = None,
+) -> Grid:
     """``memory_bytes``: the planning machine's memory; cells estimated not to fit in it are
-    skipped with the estimate (``numa_effects.plan.memory``). None: no memory check."""
+    skipped with the estimate (``numa_effects.plan.memory``). None: no memory check.
+    ``host``: what the machine offers (``plan.host.current``): cells of an optimization that
+    misses a requirement or (``bf16: auto``) has no native bf16 here, and of an allocator whose
+    library is missing, are skipped with the reason. None: not checked."""
     use_smt = bool(config.get("use_smt", False))
     image_size = int(config.get("image_size", 224))
+    bf16 = config.get("bf16") or host_mod.BF16_AUTO
+    host = host or host_mod.Host()
     cells: dict[CellKey, placement_mod.Plan] = {}
     skipped: dict[CellKey, str] = {}
     plans: dict[tuple, placement_mod.Plan | placement_mod.NotApplicable] = {}
+    opt_reasons: dict[str, str | None] = {}
+    alloc_reasons: dict[str, str | None] = {}
     for values in itertools.product(*(a.values(config, topo) for a in AXES)):
         key = CellKey(*values)
         where = (key.placement, key.threads)
         if where not in plans:
             plans[where] = placement_mod.plan(topo, key.threads, key.placement, use_smt)
         planned = plans[where]
+        if key.opt not in opt_reasons:
+            opt_reasons[key.opt] = host.optimization_reason(key.opt, bf16)
+        if key.allocator not in alloc_reasons:
+            alloc_reasons[key.allocator] = host.allocator_reason(key.allocator)
         opt = optimizations_mod.OPTIMIZATIONS.get(key.opt)
         reason = (
             planned.reason
             if isinstance(planned, placement_mod.NotApplicable)
-            else memory_mod.skip_reason(
+            else opt_reasons[key.opt]
+            or alloc_reasons[key.allocator]
+            or memory_mod.skip_reason(
                 key.model,
                 key.batch_size,
                 image_size,

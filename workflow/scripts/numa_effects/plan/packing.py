@@ -154,13 +154,28 @@ def statistic(cells) -> str:
     return col
 
 
-def latency_table(cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement)."""
+def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str):
+    """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
+    allocator column is glibc's (``default``)."""
     sel = cells[
         (cells["model"] == model) & (cells["opt"] == opt) & (cells["placement"] == placement)
     ]
+    if "allocator" in sel.columns:
+        sel = sel[sel["allocator"].fillna("default") == allocator]
+    elif allocator != "default":
+        return sel.iloc[0:0]
     if "status" in sel.columns:
         sel = sel[sel["status"] == "ok"]
+    return sel
+
+
+def latency_table(
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str = "default"
+) -> dict:
+    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
+    glibc's allocator (``allocator``: packing groups run with it; a table without the column
+    is glibc's)."""
+    sel = _ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:
         return {}
     col = statistic(sel)
@@ -616,19 +631,18 @@ def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, in
     return [(n, k) for n, k in out if k > 0]
 
 
-def alone_table(cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(threads, batch): interference.Alone} of the ``ok`` cells: latency (the table's
-    statistic) and the cell's 95 % CI with its degrees of freedom where the table has them."""
+def alone_table(
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str = "default"
+) -> dict:
+    """{(threads, batch): interference.Alone} of the ``ok`` cells (of ``latency_table``):
+    latency (the table's statistic) and the cell's 95 % CI with its degrees of freedom where
+    the table has them."""
     from numa_effects.plan import interference
 
-    table = latency_table(cells, model, opt, placement)
+    table = latency_table(cells, model, opt, placement, allocator)
     if not table:
         return {}
-    sel = cells[
-        (cells["model"] == model) & (cells["opt"] == opt) & (cells["placement"] == placement)
-    ]
-    if "status" in sel.columns:
-        sel = sel[sel["status"] == "ok"]
+    sel = _ok_cells(cells, model, opt, placement, allocator)
     out = {}
     for r in sel.itertuples(index=False):
         key = (int(r.threads), int(r.batch_size))

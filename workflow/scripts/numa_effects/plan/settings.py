@@ -23,11 +23,12 @@ DEFAULTS = {
 KEYS = (*DEFAULTS, "seed")
 TIMEOUT_MARGIN_S = 120.0
 
-# The GEMM peak of one (placement, threads) (measure.peak: the denominator of efficiency): a
-# torch.mm of two PEAK_MATRIX_SIZE^2 float32 matrices per step, at least 2 untimed products, then
-# at least PEAK_SECONDS of timed ones (and 6, the smallest n with a 95 % CI of the median). The
-# contention keys keep their defaults (exclusion at 10 % foreign CPU, 2 retries after 5, 10 s).
-PEAK_MATRIX_SIZE = 2048
+# The peak of one (placement, threads, dtype) (measure.dtype_peaks: the denominator of
+# efficiency): each step calls every kernel of the dtype once (torch.mm, oneDNN's convolutions),
+# at least 2 untimed steps, then at least PEAK_SECONDS of timed ones (and 6, the smallest n with
+# a 95 % CI of the median). The contention keys are the config's, as for the cells it is the
+# denominator of (``peak_settings``): a run that keeps disturbed iterations keeps disturbed
+# peak steps too (the peak is the best clean rate, so noise can only lower it).
 PEAK_SECONDS = 2.0
 PEAK_TIMEOUT_S = 300
 PEAK_SETTINGS = {
@@ -39,8 +40,18 @@ PEAK_SETTINGS = {
     "target_rel_ci": 0.02,
     "max_iterations": 100_000,
     "max_seconds_per_cell": 3 * PEAK_SECONDS,
-    "matrix_size": PEAK_MATRIX_SIZE,
 }
+
+
+CONTENTION_KEYS = ("exclude_foreign_pct", "contended_retries", "contended_backoff_s")
+
+
+def peak_settings(config: dict) -> dict:
+    """``PEAK_SETTINGS`` with the config's contention keys (where it sets them)."""
+    return {
+        **PEAK_SETTINGS,
+        **{k: config[k] for k in CONTENTION_KEYS if config.get(k) is not None},
+    }
 
 
 def of(config: dict) -> dict:

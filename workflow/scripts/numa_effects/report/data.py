@@ -1,16 +1,19 @@
 """The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
 
 Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
-``interference.csv`` for the Packing figures), read by ``stats.read_table``.
-``Tables.universe`` knows every cell a figure of a model should show (the product of the
-threads and batch sizes that appear for it, per optimization x placement that appears) with
-its status -- ``ok``, ``failed``, ``skipped``, ``contended`` (no clean iteration: no value) or
-``missing`` -- so the drawing never shows a cell that is not a measured value as 0, and whether
-its timing was disturbed (``contended`` or ``noisy`` in cells.csv; a missing column counts as
-false). Each ``Metric`` of the registry (latency, throughput) is a column ``metric.key`` there.
-``comparison`` pairs each placement's cell with its baseline's cell (``placement.baseline_of``)
-and the row of degradation.csv. The report page (workflow/scripts/render_report.py) loads the
-tables here without importing matplotlib.
+``interference.csv`` for the Packing figures, ``precision.csv`` for the Precision and runtime
+section), read by ``stats.read_table``; a table from before an axis existed gets its default
+(``grid.fill_keys``: ``allocator`` ``default``). ``Tables.universe`` knows every cell a figure of
+a model should show (the product of the threads and batch sizes that appear for it, per
+optimization x placement x allocator that appears; only the figure allocator's,
+``figure_allocator``, unless asked for every one) with its status -- ``ok``, ``failed``,
+``skipped``, ``contended`` (no clean iteration: no value) or ``missing`` -- so the drawing never
+shows a cell that is not a measured value as 0, and whether its timing was disturbed
+(``contended`` or ``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of
+the registry (latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each
+placement's cell with its baseline's cell (``placement.baseline_of``) and the row of
+degradation.csv. The report page (workflow/scripts/render_report.py) loads the tables here
+without importing matplotlib.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
-from numa_effects.report.registry import METRICS, Metric, is_sequential
+from numa_effects.report.registry import METRICS, Metric, figure_allocator, is_sequential
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
 # Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.
@@ -31,8 +35,16 @@ NO_VALUE = ("missing", "skipped", "contended", "failed")
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys."""
-    return stats.read_table(path, KEYS)
+    """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys; a
+    table without a key column added since it was written gets its default."""
+    return keyed(stats.read_table(path, KEYS))
+
+
+def keyed(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``df`` with every key column (``grid.fill_keys``) when it has the others."""
+    if df is None or not {"model", "opt"} <= set(df.columns):
+        return df
+    return grid_mod.fill_keys(df)
 
 
 def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
@@ -52,6 +64,12 @@ class Tables:
     packing: pd.DataFrame | None = None  # tables/packing.csv (the Packing section)
     interference: pd.DataFrame | None = None  # tables/interference.csv (the profile)
     compare: pd.DataFrame | None = None  # compare/<name>/tables/compare.csv (a comparison)
+    precision: pd.DataFrame | None = None  # tables/precision.csv (Precision and runtime)
+
+    def __post_init__(self):
+        self.cells = keyed(self.cells)
+        self.skipped = keyed(self.skipped)
+        self.degradation = keyed(self.degradation)
 
     @classmethod
     def load(
@@ -62,6 +80,7 @@ class Tables:
         packing=None,
         interference=None,
         compare=None,
+        precision=None,
     ) -> Tables:
         def opt(path, reader=read_csv):
             return reader(path) if path else None
@@ -73,7 +92,15 @@ class Tables:
             opt(packing),
             opt(interference, stats.read_table),
             opt(compare),
+            opt(precision),
         )
+
+    @property
+    def allocator(self) -> str:
+        """The allocator of the figures that do not tell allocators apart (``figure_allocator``
+        of the cells' and skipped cells' allocators)."""
+        names = [*self.cells.get("allocator", []), *self.skipped.get("allocator", [])]
+        return figure_allocator(names)
 
     @property
     def latency_stat(self) -> str:
@@ -115,18 +142,23 @@ class Tables:
         rows["disturbed"] = rows["disturbed"].eq(True)
         return rows.reset_index(drop=True)
 
-    def universe(self, model: str) -> pd.DataFrame:
+    def universe(self, model: str, every_allocator: bool = False) -> pd.DataFrame:
         """Every cell a figure of ``model`` should show, with its status and values.
 
-        The (opt, placement) pairs that appear for the model x every threads x batch size that
-        appears for it; cells in no table have status ``missing``. Columns ``lat``, ``thr`` (and
-        ``lat_lo``/``lat_hi``, ``thr_lo``/``thr_hi`` when the cells carry CIs); a metric of a
-        cell that is not ``ok`` or has no value is NaN and its ``<metric>_status`` says why.
+        The (opt, placement, allocator) that appear for the model x every threads x batch size
+        that appears for it (only the figure allocator's cells, ``allocator``, unless
+        ``every_allocator``); cells in no table have status ``missing``. Columns ``lat``,
+        ``thr`` (and ``lat_lo``/``lat_hi``, ``thr_lo``/``thr_hi`` when the cells carry CIs); a
+        metric of a cell that is not ``ok`` or has no value is NaN and its ``<metric>_status``
+        says why.
         ``disturbed``: the cell was contended or noisy.
         """
         st = self.statuses()
         st = st[st["model"] == model]
-        pairs = st[["opt", "placement"]].drop_duplicates()
+        if not every_allocator:
+            st = st[st["allocator"] == self.allocator]
+        pairs = st[[k for k in KEYS if k not in ("model", "threads", "batch_size")]]
+        pairs = pairs.drop_duplicates()
         grid = pairs.merge(
             pd.DataFrame({"threads": sorted(st["threads"].unique())}), how="cross"
         ).merge(pd.DataFrame({"batch_size": sorted(st["batch_size"].unique())}), how="cross")
@@ -183,17 +215,17 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     u = u[u["opt"] == opt]
     status = f"{metric.key}_status"
     is_base = u["placement"].map(placement_mod.is_baseline)
-    base = u[is_base][["placement", "threads", "batch_size", status, "disturbed"]]
+    base = u[is_base][["placement", "threads", "batch_size", "allocator", status, "disturbed"]]
     base = base.rename(columns={"placement": "baseline_label"})
     other = u[~is_base].copy()
     other["baseline_label"] = other["placement"].map(placement_mod.baseline_of)
-    on = ["baseline_label", "threads", "batch_size"]
+    on = ["baseline_label", "threads", "batch_size", "allocator"]
     d = other.merge(base, on=on, how="left", suffixes=("", "_base"))
     d["disturbed"] = d["disturbed"] | d["disturbed_base"].eq(True)
     d = d.drop(columns="disturbed_base")
     d["pair_status"] = pair_status(d[status], d[f"{status}_base"].fillna("missing"))
     g = tables.degradation
-    g = g[(g["model"] == model) & (g["opt"] == opt)]
+    g = g[(g["model"] == model) & (g["opt"] == opt) & (g["allocator"] == tables.allocator)]
     if "baseline" in g:
         g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
     cols = {**metric.degradation_columns, "significant": "sig"}

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from numa_effects.plan.grid import KEYS
+from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import registry as figures_mod
 from numa_effects.report.data import flag
 from numa_effects.report.registry import PageFacts
@@ -81,7 +81,9 @@ def caption_html(rst: str) -> str:
 
 
 def _key(r: dict) -> str:
-    return "/".join(str(r[k]) for k in KEYS)
+    """``model/opt/placement/threads/batch``, and an axis with a default only where the cell's
+    value is not it (``/jemalloc``)."""
+    return "/".join(str(r[k]) for k in KEYS if k not in DEFAULTS or str(r.get(k)) != DEFAULTS[k])
 
 
 def emulated_banner(machine: dict) -> str:
@@ -109,6 +111,7 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     versions = machine.get("versions") or {}
     host = machine.get("host") or {}
     kernel = machine.get("kernel") or {}
+    caps = machine.get("capabilities") or {}
     torch = versions.get("torch")
     if not torch and "torch_version" in cells and cells["torch_version"].notna().any():
         torch = ", ".join(sorted(cells["torch_version"].dropna().astype(str).unique()))
@@ -129,6 +132,9 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
             if smt is None
             else ("on" if smt else "off") + f" ({s.get('threads_per_core')} per core)",
         ),
+        ("vector ISA (oneDNN)", caps.get("isa")),
+        ("bf16", caps.get("bf16")),
+        ("int8", caps.get("int8")),
         ("torch", torch),
         ("torchvision", versions.get("torchvision")),
         ("python", versions.get("python")),
@@ -278,6 +284,8 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     wanted = [
         *KEYS,
         "status",
+        "dtype",
+        "native",
         lat,
         "latency_min_ms",
         "latency_max_ms",
@@ -330,6 +338,7 @@ def render(
     imported: Sequence[str] = (),
     latency_stat: str = "median",
     failures: pd.DataFrame | None = None,
+    precision: pd.DataFrame | None = None,
 ) -> str:
     figs = [figures_mod.from_dict(d) for d in figure_list]
     models = sorted(
@@ -343,7 +352,8 @@ def render(
         else f"Measured on {_e(cpu or 'this machine')}"
     )
     facts = PageFacts(cells, skipped, placements, bool(imported))
-    shown = {"degradation": degradation}  # tables a section may show (Section.tables)
+    # tables a section may show (Section.tables)
+    shown = {"degradation": degradation, "precision": precision}
     nav = (
         "<nav>"
         + "".join(

@@ -28,10 +28,24 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
+from numa_effects import stats  # noqa: E402
 from numa_effects.plan import placement as placement_mod  # noqa: E402
 from numa_effects.report import packing_plots, registry  # noqa: E402, F401 (packing drawers)
-from numa_effects.report.data import Tables, comparison, deg_stat, sequential  # noqa: E402
-from numa_effects.report.registry import THROUGHPUT, Metric, drawer  # noqa: E402
+from numa_effects.report.data import (  # noqa: E402
+    Tables,
+    comparison,
+    deg_stat,
+    pair_status,
+    sequential,
+)
+from numa_effects.report.registry import (  # noqa: E402
+    BASE_VARIANT,
+    THROUGHPUT,
+    Metric,
+    allocator_order,
+    drawer,
+    dtype_of,
+)
 from numa_effects.report.style import (  # noqa: E402
     DPI,
     HOLLOW_STATUSES,
@@ -110,10 +124,12 @@ def _lines(
     annotate: bool = False,
     fmt=None,
     sig: str | None = None,
+    style_of=None,
 ) -> set[str]:
     """One line per ``hue`` value over ``x`` of the column ``value`` (its CI ``<value>_lo``,
     ``<value>_hi`` and status ``<value>_status``); returns the marks drawn (statuses of cells
-    with no value, ``style.DISTURBED`` when a contended or noisy point is ringed)."""
+    with no value, ``style.DISTURBED`` when a contended or noisy point is ringed).
+    ``style_of``: a hue value's line style (None: matplotlib's solid line)."""
     drawn: set[str] = set()
     no_value: dict = {}  # x -> [(status, colour)] in line order
     xs = sorted(df[x].unique())
@@ -121,7 +137,10 @@ def _lines(
         d = df[df[hue] == h].set_index(x).reindex(xs)
         color = color_of(h)
         y = d[value].to_numpy(dtype=float)
-        ax.plot(xs, y, marker="o", markersize=5, linewidth=1.8, color=color, label=label_of(h))
+        extra = {"linestyle": style_of(h)} if style_of is not None else {}
+        ax.plot(
+            xs, y, marker="o", markersize=5, linewidth=1.8, color=color, label=label_of(h), **extra
+        )
         if sig is not None and sig in d:
             hollow = d[sig].map(lambda s: s is False).to_numpy(dtype=bool) & ~np.isnan(y)
             if hollow.any():
@@ -252,21 +271,61 @@ def _threads_metric_axes(ax, tables: Tables, d, metric: Metric) -> str:
     return metric.title
 
 
+def _non_native(tables: Tables, model: str) -> dict:
+    """{(opt, allocator): precision note} of the cells of ``model`` whose dtype this CPU does
+    not compute natively (cells.csv ``native`` false): the report marks them."""
+    c = tables.cells
+    if c.empty or "native" not in c:
+        return {}
+    bad = c[(c["model"] == model) & c["native"].map(stats.as_bool).eq(False)]
+    notes = bad["precision_note"] if "precision_note" in bad else pd.Series(None, index=bad.index)
+    return {
+        (o, a): (n if isinstance(n, str) else "")
+        for o, a, n in zip(bad["opt"], bad["allocator"], notes, strict=True)
+    }
+
+
+def _variants(d: pd.DataFrame, non_native: dict):
+    """The (opt, allocator) lines of ``d``: hue values, colour, line style and label functions
+    (colour by optimization, dash by allocator; with one allocator exactly the optimization's
+    line), and the notes of the non-native ones."""
+    d = d.assign(variant=list(zip(d["opt"], d["allocator"], strict=True)))
+    # allocators told apart when they vary, or when the one shown is not glibc's
+    several = d["allocator"].nunique() > 1 or d["allocator"].ne(BASE_VARIANT[1]).any()
+    order = sorted(d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocator_order(v[1])))
+
+    def label(v):
+        text = opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")
+        return text + (f" · {style.NON_NATIVE}" if v in non_native else "")
+
+    def dash(v):
+        return style.allocator_linestyle(v[1])
+
+    notes = sorted(
+        {f"{style.NON_NATIVE} {v[0]}: {non_native[v]}" for v in order if v in non_native}
+    )
+    return d, order, (lambda v: opt_color(v[0])), label, (dash if several else None), notes
+
+
 @drawer("latency_per_batch", "throughput_per_batch")
 def per_batch(tables: Tables, model: str, batch_size: int, metric: Metric):
-    """x = threads, one line per optimization, sequential placement."""
-    u = sequential(tables.universe(model))
+    """x = threads, one line per optimization (and allocator), sequential placement."""
+    u = sequential(tables.universe(model, every_allocator=True))
     d = u[u["batch_size"] == batch_size]
-    opts = sorted(d["opt"].unique(), key=opt_order)
+    d, order, color, label, dash, notes = _variants(d, _non_native(tables, model))
     fig, ax = _new()
-    drawn = _lines(ax, d, "opt", opts, opt_color, opt_label, metric.key, annotate=True)
+    drawn = _lines(ax, d, "variant", order, color, label, metric.key, annotate=True, style_of=dash)
     name = _threads_metric_axes(ax, tables, d, metric)
     _titles(
         ax,
         f"Threads vs {name} (BS={batch_size})",
-        _sub(model, "placement sequential", "one line per optimization"),
+        _sub(
+            model,
+            "placement sequential",
+            "one line per optimization" + (" and allocator" if dash else ""),
+        ),
     )
-    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status"))
+    _finish(fig, ax, drawn, _not_value_note(d, f"{metric.key}_status") + notes)
     return fig
 
 
@@ -606,6 +665,125 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Met
         _sig_notes(d, "Hollow markers") + _not_value_note(d, "pct_status"),
         extra=extra,
     )
+    return fig
+
+
+# -- precision and runtime ------------------------------------------------------------------
+
+
+@drawer("precision_speedup")
+def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metric):
+    """x = threads, y = speedup over float32 eager with glibc, one line per other (opt,
+    allocator), sequential placement; from precision.csv, statuses from the cells."""
+    if tables.precision is None:
+        raise ValueError("this figure needs the precision table")
+    u = sequential(tables.universe(model, every_allocator=True))
+    u = u[u["batch_size"] == batch_size]
+    st = f"{metric.key}_status"
+    is_base = (u["opt"] == BASE_VARIANT[0]) & (u["allocator"] == BASE_VARIANT[1])
+    base = u[is_base][["placement", "threads", st, "disturbed"]]
+    d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
+    d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
+    d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
+    p = tables.precision
+    p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
+    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
+    keep += ["speedup_ci_high", "significant"]
+    p = p[[c for c in keep if c in p]].rename(
+        columns={
+            "speedup_ci_low": "speedup_lo",
+            "speedup_ci_high": "speedup_hi",
+            "significant": "sig",
+        }
+    )
+    d = d.merge(
+        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
+    )
+    for c in ("speedup", "speedup_lo", "speedup_hi"):
+        if c not in d:
+            d[c] = np.nan
+    if "sig" not in d:
+        d["sig"] = None
+    d.loc[d["pair"] != "ok", ["speedup", "speedup_lo", "speedup_hi"]] = np.nan
+    d["speedup_status"] = np.where(
+        d["pair"].ne("ok"), d["pair"], np.where(d["speedup"].isna(), "missing", "ok")
+    )
+    d, order, color, label, dash, notes = _variants(d, _non_native(tables, model))
+    fig, ax = _new()
+    drawn = _lines(
+        ax,
+        d,
+        "variant",
+        order,
+        color,
+        label,
+        "speedup",
+        annotate=True,
+        sig="sig",
+        style_of=dash,
+    )
+    ax.axhline(1.0, color="black", linewidth=1)
+    _threads_axis(ax, sorted(d["threads"].unique()))
+    scale = _y_scale(ax, d["speedup"])
+    ax.set_ylabel(f"Speedup over float32 eager, glibc ({tables.latency_stat} latency){scale}")
+    _titles(
+        ax,
+        f"Speedup over float32 Eager (BS={batch_size})",
+        _sub(model, "placement sequential", "error bars: 95 % CI of the ratio"),
+    )
+    extra = []
+    if d["sig"].map(lambda s: s is False).any():
+        extra.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="none",
+                markerfacecolor="white",
+                markeredgecolor="0.3",
+                label="not significant",
+            )
+        )
+    _finish(
+        fig,
+        ax,
+        drawn,
+        _sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
+        + _not_value_note(d, "speedup_status")
+        + notes,
+        extra=extra,
+    )
+    return fig
+
+
+@drawer("precision_numa_loss")
+def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: int, metric):
+    """x = threads, y = % degradation of ``placement`` vs its baseline, one line per
+    optimization (its dtype in the legend)."""
+    u = tables.universe(model)
+    opts = sorted(u["opt"].unique(), key=opt_order)
+    parts = [comparison(tables, model, o, metric) for o in opts]
+    d = pd.concat(parts, ignore_index=True)
+    d = d[(d["placement"] == placement) & (d["batch_size"] == batch_size)]
+    non_native = _non_native(tables, model)
+    marked = {o for o, a in non_native if a == tables.allocator}
+
+    def label(o):
+        return f"{opt_label(o)} [{dtype_of(o)}]" + (f" · {style.NON_NATIVE}" if o in marked else "")
+
+    fig, ax = _new()
+    drawn = _lines(ax, d, "opt", opts, opt_color, label, "pct", annotate=True, fmt=pct1, sig="sig")
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.margins(y=0.15)
+    _threads_axis(ax, sorted(d["threads"].unique()))
+    baseline = placement_mod.baseline_of(placement)
+    ax.set_ylabel(f"% {metric.name} degradation vs {baseline}\n(+ = {metric.worse}, − = better)")
+    _titles(
+        ax,
+        f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
+        _sub(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
+    )
+    _finish(fig, ax, drawn, _sig_notes(d, "Hollow markers") + _not_value_note(d, "pct_status"))
     return fig
 
 

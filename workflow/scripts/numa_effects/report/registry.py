@@ -32,6 +32,13 @@ Placements come from the placement registry (``numa_effects.plan.placement``): a
 compared with *its* baseline (``placement.baseline_of``: ``sequential``, ``sequential+smt`` for
 an SMT cell, a family's own baseline such as ``n0m0`` for ``n0m1``); the Latency and Throughput
 sections show the ``sequential`` cells.
+
+Allocators (the ``allocator`` axis, ``numa_effects.plan.allocators``): the per-batch figures draw
+one line per optimization and allocator (colour by optimization, line style by allocator; with
+one allocator exactly as without the axis); every other family of the Latency, Throughput and
+NUMA sections shows one allocator's cells, ``figure_allocator`` (glibc's ``default`` when the
+grid has it); the Precision and runtime section compares every optimization and allocator with
+float32 eager on glibc (``tables/precision.csv``) and shows the NUMA loss per dtype.
 """
 
 from __future__ import annotations
@@ -42,8 +49,31 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import compare as compare_plan
+from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
+
+BASE_ALLOCATOR = "default"
+# the variant every other is compared with in the Precision and runtime section
+BASE_VARIANT = ("none", BASE_ALLOCATOR)
+# PackRat's grid: a run with only these optimizations and glibc's allocator has no Precision
+# and runtime figures (there is nothing beyond PackRat's question to show)
+PACKRAT_OPTS = ("none", "script")
+
+
+def allocator_order(name: str) -> tuple:
+    known = list(allocators_mod.ALLOCATORS)
+    return (known.index(name) if name in known else len(known), name)
+
+
+def figure_allocator(names: Iterable[str]) -> str:
+    """The allocator whose cells the figures that do not tell allocators apart show: glibc's
+    ``default`` when present, else the first in registry order."""
+    names = {str(n) for n in names if n is not None and n == n}
+    if not names or BASE_ALLOCATOR in names:
+        return BASE_ALLOCATOR
+    return min(names, key=allocator_order)
 
 
 def is_sequential(label: str) -> bool:
@@ -194,6 +224,27 @@ def no_numa_reason(facts: PageFacts) -> str:
     return f"No cell of {', '.join(others)} has a {' or '.join(bases)} cell to compare with."
 
 
+def _no_precision(facts: PageFacts) -> str:
+    sk = facts.skipped
+    if not sk.empty and {"opt", "reason"} <= set(sk.columns):
+        alloc = sk.get("allocator", BASE_ALLOCATOR)
+        beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (alloc != BASE_ALLOCATOR)]
+        if not beyond.empty:
+            reasons = sorted(beyond["reason"].dropna().astype(str).unique())
+            return (
+                "every cell beyond float32 eager and TorchScript with glibc was skipped: "
+                + "; ".join(_e(r) for r in reasons)
+                + "."
+            )
+    what = "the imported results have" if facts.imported else "the grid measures"
+    return (
+        f"{what} only float32 eager and TorchScript with glibc's allocator "
+        "(PackRat's question): add optimizations (<code>compile</code>, <code>bf16</code>, "
+        "<code>int8</code>, ...) or allocators (<code>jemalloc</code>, <code>tcmalloc</code>) "
+        "to see what each buys over float32 eager (docs/precision.md)."
+    )
+
+
 def _packing_off(facts: PageFacts) -> str:
     if facts.imported:
         return "imported results: packing measures its plans on this machine."
@@ -237,6 +288,12 @@ SECTIONS = {
         tables=("degradation",),
         highlight=True,
     ),
+    "precision": Section(
+        heading="Precision and runtime",
+        anchor="precision-runtime",
+        empty=_no_precision,
+        tables=("precision",),
+    ),
     "packing": Section(heading="Packing", anchor="packing", empty=_packing_off),
     "compare": Section(
         heading="Comparison",
@@ -259,6 +316,7 @@ TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<
 WITH_DEGRADATION = (*TABLES, "degradation")
 WITH_PACKING = (*TABLES, "packing")
 WITH_INTERFERENCE = (*TABLES, "interference")
+WITH_PRECISION = (*TABLES, "precision")
 
 
 @dataclass(frozen=True)
@@ -302,7 +360,9 @@ FAMILIES: tuple[Family, ...] = (
         caption="One figure per batch size: latency of one batch against the intra-op threads, "
         "one line per optimization, placement ``sequential``; points carry their value. Latency "
         "is the median per batch (the mean for imported PackRat results, which have no median; "
-        "the axis label says which).",
+        "the axis label says which). With several allocators, one line per optimization and "
+        "allocator (line style: allocator). A dtype this CPU does not compute natively is "
+        "marked *non-native* in the legend.",
     ),
     Family(
         name="latency_per_opt",
@@ -431,6 +491,36 @@ FAMILIES: tuple[Family, ...] = (
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
         "placement; positive is fewer images per second. Error bars: confidence interval where "
         "raw samples exist; hollow markers: not significant.",
+    ),
+    Family(
+        name="precision_speedup",
+        section="precision",
+        title="Speedup over float32 eager with glibc",
+        pattern="{model}/precision_speedup/bs{batch_size}",
+        metric=LATENCY,
+        plan="precision",
+        tables=WITH_PRECISION,
+        caption="One figure per batch size: each optimization's and allocator's speedup over "
+        "float32 eager with glibc's allocator (``none`` / ``default``) against the intra-op "
+        "threads, placement ``sequential``; > 1 is faster. Error bars: the 95 % CI of the ratio "
+        "(two-level over both cells' replicates: ``ci_method`` in precision.csv); hollow: not "
+        "significant. Line style: allocator. A dtype this CPU does not compute natively (bf16 "
+        "emulated or on ATen's fallback, int8 without VNNI) is marked *non-native*; a cell whose "
+        "outputs disagreed with float32 eager failed (``numerics``) and has no value.",
+    ),
+    Family(
+        name="precision_numa_loss",
+        section="precision",
+        title="% latency loss per dtype",
+        pattern="{model}/precision_numa_loss/{placement}/bs{batch_size}",
+        metric=LATENCY,
+        plan="precision_comparison",
+        tables=WITH_DEGRADATION,
+        caption="One figure per placement and batch size: % latency degradation against the "
+        "placement's baseline (``sequential``) over the intra-op threads, one line per "
+        "optimization (its dtype in the legend): lower precision moves more of the time into "
+        "memory traffic, so its NUMA effect may differ. Error bars: the confidence interval; "
+        "hollow markers: not significant.",
     ),
     Family(
         name="packing_latency",
@@ -593,7 +683,7 @@ def _order(fig: Figure) -> tuple:
 def _key_values(keys: Iterable) -> list[dict]:
     out = []
     for k in keys:
-        get = k.get if isinstance(k, dict) else lambda a, k=k: getattr(k, a)
+        get = k.get if isinstance(k, dict) else lambda a, d=None, k=k: getattr(k, a, d)
         out.append(
             {
                 "model": get("model"),
@@ -601,9 +691,16 @@ def _key_values(keys: Iterable) -> list[dict]:
                 "placement": get("placement"),
                 "batch_size": int(get("batch_size")),
                 "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
+                "allocator": get("allocator", None) or BASE_ALLOCATOR,
             }
         )
     return out
+
+
+def _of_figure_allocator(keys: list[dict]) -> list[dict]:
+    """The keys of the allocator the single-allocator figures show (``figure_allocator``)."""
+    alloc = figure_allocator(k["allocator"] for k in keys)
+    return [k for k in keys if k["allocator"] == alloc]
 
 
 def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
@@ -615,6 +712,7 @@ def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[d
     """Wildcard values of the cells of a placement that is not a baseline and whose baseline
     (``placement.baseline_of``) has a cell at the same model, opt and batch size (an SMT cell
     only with sequential+smt; ``n0m1`` with ``n0m0``)."""
+    keys = _of_figure_allocator(keys)
     have = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
     out = []
     for k in keys:
@@ -636,11 +734,49 @@ def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict
     return [k for k in keys if k["run"]]
 
 
+def beyond_packrat(keys: list[dict]) -> bool:
+    """The grid measures more than PackRat's eager and TorchScript with glibc's allocator."""
+    return any(k["opt"] not in PACKRAT_OPTS or k["allocator"] != BASE_ALLOCATOR for k in keys)
+
+
+def dtype_of(opt: str) -> str:
+    entry = optimizations_mod.OPTIMIZATIONS.get(str(opt))
+    return entry.dtype if entry else "float32"
+
+
+def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per (model, batch size) whose ``sequential`` cells have the baseline variant
+    (float32 eager with glibc) and another one, in a grid beyond PackRat's."""
+    if not beyond_packrat(keys):
+        return []
+    seq = [k for k in keys if is_sequential(k["placement"])]
+    base = {
+        (k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == BASE_VARIANT
+    }
+    return [
+        k
+        for k in seq
+        if (k["model"], k["batch_size"]) in base and (k["opt"], k["allocator"]) != BASE_VARIANT
+    ]
+
+
+def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """The comparison cells (``plan_comparison``) of models measured in at least two dtypes."""
+    if not beyond_packrat(keys):
+        return []
+    dtypes: dict[str, set] = {}
+    for k in _of_figure_allocator(keys):
+        dtypes.setdefault(k["model"], set()).add(dtype_of(k["opt"]))
+    return [k for k in plan_comparison(keys) if len(dtypes.get(k["model"], ())) > 1]
+
+
 PLANS: dict[str, Callable[..., list[dict]]] = {
     "sequential": plan_sequential,
     "comparison": plan_comparison,
     "packing": plan_packing,
     "compare": plan_compare,
+    "precision": plan_precision,
+    "precision_comparison": plan_precision_comparison,
 }
 
 

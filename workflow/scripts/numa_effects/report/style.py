@@ -23,6 +23,7 @@ import zlib
 import numpy as np
 
 from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.allocators import ALLOCATORS
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 # seaborn's "colorblind" and "dark" palettes (hex, so line plots need not import seaborn: its
@@ -124,6 +125,23 @@ def opt_label(opt: str) -> str:
     """Legend text of an optimization: its registered ``legend`` (the name if unknown)."""
     o = OPTIMIZATIONS.get(opt)
     return o.legend if o is not None else opt
+
+
+# An allocator's line style (registry order): an optimization keeps its colour, the allocator
+# changes the dash, so (opt, allocator) lines are read both ways.
+ALLOCATOR_DASHES = ("-", "--", ":", "-.")
+NON_NATIVE = "non-native"  # the mark of a dtype this CPU does not compute natively
+
+
+def allocator_linestyle(name: str) -> str:
+    known = list(ALLOCATORS)
+    i = known.index(name) if name in known else len(known) + zlib.crc32(name.encode())
+    return ALLOCATOR_DASHES[i % len(ALLOCATOR_DASHES)]
+
+
+def allocator_label(name: str) -> str:
+    a = ALLOCATORS.get(name)
+    return a.legend if a is not None else name
 
 
 def _placement_entry(label: str):

@@ -1,7 +1,8 @@
 """Cell JSONs -> tidy tables.
 
-Column convention (documented in config/README.md): snake_case; the five cell keys first
-(``model, opt, placement, threads, batch_size``); units as suffixes: ``_ms`` milliseconds,
+Column convention (documented in config/README.md): snake_case; the cell keys first
+(``model, opt, placement, threads, batch_size, allocator``: ``grid.KEYS``; a cell JSON from
+before an axis existed has the axis' default); units as suffixes: ``_ms`` milliseconds,
 ``_s`` seconds, ``_ips`` images per second, ``_mb`` megabytes; every latency statistic is
 ``latency_<stat>_ms``; provenance columns last.
 
@@ -27,14 +28,15 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import placement as placement_mod
-from numa_effects.plan.grid import KEYS
+from numa_effects.plan.grid import DEFAULTS, KEYS
+from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 KEY_COLUMNS = list(KEYS)
 
 
 def cell_row(data: dict, path: str = "") -> dict:
     cell = data["cell"]
-    row = {k: cell[k] for k in KEYS}
+    row = {k: cell.get(k, DEFAULTS.get(k)) for k in KEYS}
     row["replicate"] = int(data.get("replicate", 1))
     row["image_size"] = cell.get("image_size")
     row["use_smt"] = cell.get("use_smt", False)
@@ -56,6 +58,8 @@ def cell_row(data: dict, path: str = "") -> dict:
     for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
+    row.update(precision_columns(data))
+    row.update(allocator_columns(data))
     plan = data.get("plan") or {}
     row["planned_cpus"] = plan.get("cpu_list")
     row["mem_policy"] = plan.get("mem_policy")
@@ -86,6 +90,66 @@ def cell_row(data: dict, path: str = "") -> dict:
     row["source"] = data.get("source", "measured")
     row["cell_json"] = path
     return row
+
+
+def precision_columns(data: dict) -> dict:
+    """What the cell computed in and how far its outputs are from float32 eager (``precision``:
+    the instance's inspection after its timed iterations, ``measure.cell.inspect``), and its
+    conversion cost apart from inference. Empty where a record has none (a failed cell, older
+    JSONs); ``dtype`` and ``graph`` then come from the optimization registry."""
+    entry = OPTIMIZATIONS.get(str(data["cell"].get("opt")))
+    prec = data.get("precision") or {}
+    m = data.get("measurement") or {}
+    trace = prec.get("onednn") or {}
+    caps = prec.get("capabilities") or {}
+    num = prec.get("numerics") or {}
+    agree, verdict = num.get("agreement") or {}, num.get("verdict") or {}
+    prepare, first = m.get("prepare_s"), m.get("first_call_s")
+    prov = data.get("provenance") or {}
+    started, finished = prov.get("started_at"), prov.get("finished_at")
+    cost = None  # the process's wall time: torch import, build, conversion, timing, inspection
+    if started and finished and data.get("status") != "failed":
+        cost = (pd.Timestamp(finished) - pd.Timestamp(started)).total_seconds()
+    return {
+        "dtype": prec.get("dtype") or (entry.dtype if entry else None),
+        "graph": prec.get("graph") or (entry.graph if entry else None),
+        "native": prec.get("native"),
+        "precision_note": prec.get("precision_note"),
+        "dtype_verified": prec.get("dtype_verified"),
+        "compute_dtypes": ";".join(prec.get("compute_dtypes") or []) or None,
+        "onednn_isa": trace.get("isa"),
+        "onednn_kernels": trace.get("summary"),
+        "aten_cpu_capability": prec.get("aten_cpu_capability"),
+        "aten_ops": ";".join(o["op"] for o in prec.get("aten_ops") or []) or None,
+        "cpu_isa": caps.get("isa"),
+        "bf16_state": caps.get("bf16"),
+        "int8_state": caps.get("int8"),
+        "numerics_ok": verdict.get("ok"),
+        "agree_cosine": agree.get("cosine"),
+        "agree_max_rel_err": agree.get("max_rel_err"),
+        "agree_top1": agree.get("top1_agree"),
+        "output_dtype": agree.get("output_dtype"),
+        "reference_s": m.get("reference_s") if num else None,
+        "conversion_s": (prepare or 0.0) + (first or 0.0)
+        if prepare is not None or first is not None
+        else None,
+        "inspect_s": prec.get("inspect_s"),
+        "cost_s": cost,
+    }
+
+
+def allocator_columns(data: dict) -> dict:
+    """The allocator the cell ran with, as the launcher found it where the cell ran and the
+    process proved it (``verification.allocator``: the libraries mapped)."""
+    alloc = data.get("allocator") or {}
+    ver = (data.get("binding") or {}).get("verification") or {}
+    mapped = (ver.get("allocator") or {}).get("mapped")
+    return {
+        "allocator_library": alloc.get("library"),
+        "allocator_version": alloc.get("version"),
+        "malloc_conf": (alloc.get("env") or {}).get("MALLOC_CONF"),
+        "allocator_mapped": ";".join(mapped) if mapped else None,
+    }
 
 
 def verification_columns(ver: dict | None) -> dict:
@@ -163,7 +227,7 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
 def sample_rows(data: dict) -> Iterable[dict]:
     if data["status"] not in ("ok", "contended"):
         return
-    keys = {k: data["cell"][k] for k in KEYS}
+    keys = {k: data["cell"].get(k, DEFAULTS.get(k)) for k in KEYS}
     keys["replicate"] = int(data.get("replicate", 1))
     m = data["measurement"]
     lats = m["latencies_s"]
@@ -180,7 +244,18 @@ def sample_rows(data: dict) -> Iterable[dict]:
 
 
 SAMPLE_COLUMNS = [*KEY_COLUMNS, "replicate", "iteration", "latency_ms", "foreign_pct", "excluded"]
-SUMMED = ("measure_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s")
+SUMMED = (
+    "measure_s",
+    "timed_s",
+    "warmup_total_s",
+    "build_s",
+    "prepare_s",
+    "first_call_s",
+    "reference_s",
+    "conversion_s",
+    "inspect_s",
+    "cost_s",
+)
 
 
 def pooled_by_threads(groups: dict) -> dict:

@@ -6,7 +6,7 @@ whose placement is not a baseline and that has a cell of its baseline
 (``placement.baseline_of``: ``sequential``; a placement family's own, e.g. ``n0m0`` for
 ``n0m1``) with the same (model, opt, threads, batch_size). Columns (exactly):
 
-- ``model, opt, placement, threads, batch_size``: the compared cell; ``baseline`` is the
+- ``model, opt, placement, threads, batch_size, allocator``: the compared cell; ``baseline`` is the
   baseline's label (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
   themselves);
 - ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
@@ -33,8 +33,8 @@ whose placement is not a baseline and that has a cell of its baseline
 
 ``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
 ``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
-batch_size): ``speedup`` = eager latency / optimized latency (> 1: the optimization is faster)
-with its bootstrap CI, and ``significant`` when the CI excludes 1.
+batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: the optimization is
+faster) with its CI, and ``significant`` when the CI excludes 1.
 
 When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
 within the same source.
@@ -48,17 +48,14 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 
 EAGER = "none"  # the optimization every other one is compared against (opt_speedup.csv)
 
 DEGRADATION_COLUMNS = [
-    "model",
-    "opt",
-    "placement",
-    "threads",
-    "batch_size",
+    *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
     "latency_statistic",
     "latency_baseline_ms",
@@ -82,6 +79,7 @@ OPT_SPEEDUP_COLUMNS = [
     "placement",
     "threads",
     "batch_size",
+    "allocator",
     "baseline",
     "opt",
     "latency_statistic",
@@ -105,45 +103,48 @@ def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
     if "excluded" in samples.columns:
         samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
     out = {}
-    for key, group in samples.groupby(list(KEYS), sort=False):
-        k = (key[0], key[1], key[2], int(key[3]), int(key[4]))
-        out[k] = group["latency_ms"].to_numpy(dtype=float)
+    for key, group in grid.fill_keys(samples).groupby(list(KEYS), sort=False):
+        out[_typed(dict(zip(KEYS, key, strict=True)))] = group["latency_ms"].to_numpy(dtype=float)
     return out
 
 
-def _key(row: pd.Series, suffix: str, vary: str) -> tuple:
-    vals = {k: row[k] for k in KEYS if k != vary}
-    vals[vary] = row[f"{vary}{suffix}"]
-    return (
-        vals["model"],
-        vals["opt"],
-        vals["placement"],
-        int(vals["threads"]),
-        int(vals["batch_size"]),
+def _typed(vals: dict) -> tuple:
+    """A cell's key values as the sample index holds them (integers typed)."""
+    return tuple(
+        int(vals[k]) if a.type is int else vals[k] for k, a in zip(KEYS, grid.AXES, strict=True)
     )
+
+
+def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
+    vals = {k: row[k] for k in KEYS if k not in vary}
+    vals.update({v: row[f"{v}{suffix}"] for v in vary})
+    return _typed(vals)
 
 
 def _pairs(
     cells: pd.DataFrame,
     samples: pd.DataFrame | None,
-    vary: str,
-    baseline_of: Callable[[str], str | None],
+    vary: str | tuple[str, ...],
+    baseline_of: Callable,
 ) -> pd.DataFrame:
-    """Baseline/compared pairs differing only in ``vary``: each cell whose ``vary`` value has a
-    baseline (``baseline_of``; None: it is one) with the cell of that baseline, the statistic,
-    both values and the CI of the ratio compared / baseline (NaN without samples)."""
+    """Baseline/compared pairs differing only in ``vary`` (a key, or several: then
+    ``baseline_of`` takes and returns a tuple of their values): each cell whose ``vary`` value
+    has a baseline (``baseline_of``; None: it is one) with the cell of that baseline, the
+    statistic, both values and the CI of the ratio compared / baseline (NaN without samples).
+    ``baseline`` holds the baseline's value (its values joined by ``/`` for several keys)."""
+    vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
     cols += ["ci_method"]
     cols += ["contended", "noisy"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
-    df = cells
+    df = grid.fill_keys(cells)
     if "status" in df.columns:
         df = df[df["status"].fillna("ok") == "ok"]
     for stat in (stats.MEDIAN, stats.MEAN):
         if stats.latency_column(stat) not in df.columns:
             df = df.assign(**{stats.latency_column(stat): np.nan})
-    group = [k for k in KEYS if k != vary]
+    group = [k for k in KEYS if k not in vary]
     if "source" in df.columns:
         group.append("source")
     for col, default in (
@@ -164,9 +165,14 @@ def _pairs(
     df["batch_size"] = df["batch_size"].astype(int)
     # Each cell is paired with the cell of its own baseline: a "+smt" cell with sequential+smt
     # (never across), a family member with its family's baseline (n0m1 with n0m0).
-    wanted = df[vary].map(baseline_of)
+    values = (
+        df[vary[0]]
+        if len(vary) == 1
+        else pd.Series(list(zip(*(df[v] for v in vary), strict=True)), index=df.index)
+    )
+    wanted = values.map(baseline_of)
     comp = df[wanted.notna()].assign(_base=wanted[wanted.notna()])
-    base = df.assign(_base=df[vary])
+    base = df.assign(_base=values)
     merged = comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
     index = _sample_index(samples)
     rows = []
@@ -191,7 +197,7 @@ def _pairs(
         rows.append(
             {
                 **{k: r[k] for k in KEYS},
-                "baseline": r["_base"],
+                "baseline": r["_base"] if len(vary) == 1 else "/".join(map(str, r["_base"])),
                 "latency_baseline_ms": lb,
                 "latency_compared_ms": lc,
                 "ratio": lc / lb if lb > 0 else np.nan,
@@ -256,7 +262,7 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
-            **{k: p[k] for k in ("model", "placement", "threads", "batch_size")},
+            **{k: p[k] for k in ("model", "placement", "threads", "batch_size", "allocator")},
             "baseline": EAGER,
             "opt": p["opt"],
             "latency_statistic": p["latency_statistic"],

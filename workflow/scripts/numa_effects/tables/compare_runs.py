@@ -41,7 +41,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan import paths
-from numa_effects.plan.grid import KEYS
+from numa_effects.plan.grid import KEYS, fill_keys
 
 CELLS = paths.table("cells")
 MACHINE = paths.MACHINE
@@ -159,6 +159,13 @@ class Run:
 # -- reading and checking folders ------------------------------------------------------------------
 
 
+def read_cells(path: Path):
+    """cells.csv with every key column: an axis added since the run (e.g. ``allocator``, or
+    PackRat's files) gets its default (``grid.fill_keys``), so older runs still match."""
+    cells = stats.read_table(path)
+    return fill_keys(cells) if {"model", "opt"} <= set(cells.columns) else cells
+
+
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:
     """Why ``folder`` is not a result folder that can be compared, or None (``shown``: the
     folder as the user gave it, for the message)."""
@@ -171,7 +178,7 @@ def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str |
     if missing:
         return f"{name} is not a result folder (no {' and no '.join(missing)})"
     try:
-        cells = stats.read_table(p / CELLS)
+        cells = read_cells(p / CELLS)
     except Exception as exc:  # a broken CSV: say which file
         return f"{name}/{CELLS} cannot be read ({type(exc).__name__}: {exc})"
     lacking = [k for k in KEYS if k not in cells.columns]
@@ -213,7 +220,7 @@ def read_run(
     if why:
         raise CompareError(why)
     p = Path(folder)
-    cells = stats.read_table(p / CELLS)
+    cells = read_cells(p / CELLS)
     for col in SIDE_COLUMNS:
         if col not in cells.columns:
             cells[col] = None if col in ("status", "ci_method", "source") else np.nan

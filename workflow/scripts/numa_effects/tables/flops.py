@@ -11,9 +11,15 @@ no arithmetic, so batch 1024 costs the same as batch 1), on the eager model: Tor
 conv/batch-norm folding removes only uncounted work, so every optimization of a model shares one
 count and GFLOP/s compare the same work.
 
+FLOPs do not change with the dtype: a bf16 or int8 cell does the same multiply-accumulates as
+float32 (int8's are integer operations, counted the same way), so its ``gflop_per_s`` is
+comparable, and its efficiency is against its own dtype's peak.
+
 Columns added to ``cells.csv`` (``add_efficiency``): ``gflop`` (one forward pass of the whole
-batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (float32 GEMM peak at the
-cell's threads and placement, ``peak``) and ``efficiency`` = gflop_per_s / peak_gflop_per_s.
+batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (the peak of the cell's
+dtype at its threads and placement, ``tables.peak``: the best of the dtype's kernels on the
+models' path), ``peak_kernel`` (which kernel), ``theoretical_gflop_per_s`` (for reference:
+``plan.cpu``) and ``efficiency`` = gflop_per_s / peak_gflop_per_s.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pandas as pd
+
+from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 FLOPS_COLUMNS = ["model", "batch_size", "image_size", "flops", "gflop", "counted_on"]
 
@@ -72,14 +80,32 @@ def table(combos: Iterable[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FLOPS_COLUMNS)
 
 
-EFFICIENCY_COLUMNS = ["gflop", "gflop_per_s", "peak_gflop_per_s", "efficiency"]
+EFFICIENCY_COLUMNS = [
+    "gflop",
+    "gflop_per_s",
+    "peak_gflop_per_s",
+    "peak_kernel",
+    "theoretical_gflop_per_s",
+    "efficiency",
+]
+PEAK_KEYS = ["placement", "threads", "dtype"]
+
+
+def cell_dtypes(cells: pd.DataFrame) -> pd.Series:
+    """Each cell's dtype: its ``dtype`` column, else its optimization's (registry), else
+    float32 (an unknown optimization, e.g. imported)."""
+    by_opt = cells["opt"].map(lambda o: getattr(OPTIMIZATIONS.get(str(o)), "dtype", "float32"))
+    if "dtype" in cells.columns:
+        return cells["dtype"].where(cells["dtype"].notna(), by_opt)
+    return by_opt
 
 
 def add_efficiency(
     cells: pd.DataFrame, flops: pd.DataFrame | None, peak: pd.DataFrame | None
 ) -> pd.DataFrame:
     """``cells`` with the efficiency columns, placed after the throughput columns. A cell with
-    no FLOP count or no peak at its (threads, placement) gets empty values, never a guess."""
+    no FLOP count or no peak of its dtype at its (threads, placement) gets empty values, never a
+    guess (a peak table without ``dtype``, from before per-dtype peaks, is float32's)."""
     out = cells.drop(columns=[c for c in EFFICIENCY_COLUMNS if c in cells.columns])
     if out.empty:
         return out.reindex(columns=[*out.columns, *EFFICIENCY_COLUMNS])
@@ -95,17 +121,29 @@ def add_efficiency(
     if median_ms is None:
         median_ms = out.get("latency_mean_ms", pd.Series([float("nan")] * n, index=out.index))
     gflop_per_s = gflop / (median_ms.astype(float) / 1000.0)
-    peak_v = pd.Series([float("nan")] * n, index=out.index)
+    looked = pd.DataFrame(
+        {c: [None] * n for c in ("peak_gflop_per_s", "peak_kernel", "theoretical_gflop_per_s")},
+        index=out.index,
+    )
     if peak is not None and not peak.empty:
-        ok = peak[peak.get("status", "ok") == "ok"] if "status" in peak.columns else peak
-        p = ok.set_index(["placement", "threads"])["peak_gflop_per_s"]
-        idx = pd.MultiIndex.from_arrays([out["placement"], out["threads"].astype(int)])
-        peak_v = pd.Series(p.reindex(idx).to_numpy(dtype=float), index=out.index)
+        ok = peak[peak["status"] == "ok"] if "status" in peak.columns else peak
+        if "dtype" not in ok.columns:
+            ok = ok.assign(dtype="float32")
+        ok = ok.reindex(columns=[*PEAK_KEYS, *looked.columns]).set_index(PEAK_KEYS)
+        idx = pd.MultiIndex.from_arrays(
+            [out["placement"], out["threads"].astype(int), cell_dtypes(out)]
+        )
+        looked = ok.reindex(idx).set_axis(out.index)
+    peak_v = pd.to_numeric(looked["peak_gflop_per_s"], errors="coerce").astype(float)
     new = pd.DataFrame(
         {
             "gflop": gflop,
             "gflop_per_s": gflop_per_s,
             "peak_gflop_per_s": peak_v,
+            "peak_kernel": looked["peak_kernel"],
+            "theoretical_gflop_per_s": pd.to_numeric(
+                looked["theoretical_gflop_per_s"], errors="coerce"
+            ).astype(float),
             "efficiency": gflop_per_s / peak_v,
         },
         index=out.index,

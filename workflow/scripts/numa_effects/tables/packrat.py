@@ -15,6 +15,8 @@ batch x iterations / total time). Mapping (docs/report.md, "Importing PackRat re
 - ``throughput`` -> ``throughput_ips`` and ``throughput_total_ips`` (PackRat's definition is the
   latter's: batch x iterations / total time);
 - ``flops`` (GFLOP/s from hardware counters, 0 = unavailable) -> ``hw_gflop_per_s`` (0 -> empty);
+- ``allocator`` (``default``, ``tcmalloc``, ...) is the cell's ``allocator`` key, ``default``
+  (glibc) where the files have no such column: imported and measured cells line up;
 - ``source`` = ``imported from PackRat``; ``source_file`` names the file and line of each value.
 """
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from numa_effects.plan.grid import KEYS
+from numa_effects.plan.grid import DEFAULTS, KEYS
 
 LATENCY_FILE = "resnet_latency.csv"
 THROUGHPUT_FILE = "resnet_throughput.csv"
@@ -63,7 +65,6 @@ COLUMNS = [
     "packrat_benchmark",
     "packrat_topology",
     "pinning",
-    "allocator",
     "instance_id",
     "failure_cause",
     "failure_message",
@@ -190,7 +191,9 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
             packrat_benchmark=r["benchmark"],
             packrat_topology=r["topology"],
             pinning=r.get("pinning"),
-            allocator=r.get("allocator"),
+            # PackRat's allocator is the axis value, so imported and measured cells line up;
+            # files without the column ran with glibc's
+            allocator=r["allocator"] if pd.notna(r.get("allocator")) else DEFAULTS["allocator"],
             instance_id=r.get("instance_id"),
             source=SOURCE,
             source_file="; ".join(lines),
@@ -204,7 +207,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
         first = out[dup].iloc[0]
         raise PackratError(
             f"{path}: several PackRat rows map to the cell "
-            f"{'/'.join(str(first[k]) for k in KEYS)} (e.g. differing pinning, allocator or "
+            f"{'/'.join(str(first[k]) for k in KEYS)} (e.g. differing pinning or "
             "instance_id); import them into separate results folders"
         )
     numeric = [c for c in COLUMNS if c.endswith(("_ms", "_ips", "_per_s")) or c == "n"]

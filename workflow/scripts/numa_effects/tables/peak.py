@@ -1,4 +1,15 @@
-"""``tables/peak.csv``: one row per GEMM peak result (``measure.peak``), measured or failed."""
+"""``tables/peak.csv``: one row per peak result (``measure.dtype_peaks``: one dtype at one
+placement and thread count), measured or failed, with the theoretical peak beside it.
+
+Columns: ``placement, threads, dtype, status``; ``peak_gflop_per_s`` (the best kernel's best
+rate over the clean timed steps: the efficiency denominator of the dtype's cells; int8: integer
+operations per second), ``median_gflop_per_s`` (that kernel's median), ``peak_kernel``,
+``kernels`` (every kernel of the dtype: its best rate, or why it was not timed: skipped for a
+missing requirement, dropped at the probe, an error), ``mm_gflop_per_s`` (float32's
+``torch.mm`` alone: the denominator before per-dtype peaks), ``reps``, ``measure_s``; for reference
+``theoretical_gflop_per_s`` = ``cores`` x ``flop_per_cycle_per_core`` x ``nominal_mhz`` / 1000
+(``plan.cpu``, with ``mhz_source``); the binding read back and provenance.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +20,18 @@ from numa_effects.measure import result as cellresult
 PEAK_COLUMNS = [
     "placement",
     "threads",
+    "dtype",
     "status",
     "peak_gflop_per_s",
     "median_gflop_per_s",
-    "matrix_size",
+    "peak_kernel",
+    "kernels",
+    "mm_gflop_per_s",
+    "theoretical_gflop_per_s",
+    "cores",
+    "flop_per_cycle_per_core",
+    "nominal_mhz",
+    "mhz_source",
     "reps",
     "measure_s",
     "planned_cpus",
@@ -26,19 +45,48 @@ PEAK_COLUMNS = [
 ]
 
 
+def kernels_text(kernels: dict) -> str | None:
+    """``mm 82.7; conv1x1_cl 63.0; conv3x3_prepacked 84.4`` (GFLOP/s), a kernel without a rate
+    with why: ``mm_bf16 dropped``, ``conv1x1_pt2e_int8 skipped: needs torchao``."""
+    parts = []
+    for name, k in (kernels or {}).items():
+        if k.get("peak_gflop_per_s") is not None:
+            parts.append(f"{name} {k['peak_gflop_per_s']:.1f}")
+        elif k.get("dropped"):
+            parts.append(f"{name} dropped ({k['dropped']})")
+        elif k.get("skipped") or k.get("error"):
+            parts.append(
+                f"{name} {'skipped' if k.get('skipped') else 'error'}: "
+                f"{k.get('skipped') or k.get('error')}"
+            )
+        else:
+            parts.append(f"{name} no clean step")
+    return "; ".join(parts) or None
+
+
 def row(data: dict, path: str = "") -> dict:
     """One ``peak.csv`` row from a peak result JSON (measured or failed)."""
     cell, peak = data["cell"], data.get("peak") or {}
+    theo = peak.get("theoretical") or {}
     bind, failure = data.get("binding") or {}, data.get("failure") or {}
     pol = bind.get("mempolicy") or {}
     prov = data.get("provenance") or {}
     return {
         "placement": cell["placement"],
         "threads": int(cell["threads"]),
+        "dtype": cell.get("dtype", "float32"),
         "status": data["status"],
         "peak_gflop_per_s": peak.get("peak_gflop_per_s"),
         "median_gflop_per_s": peak.get("median_gflop_per_s"),
-        "matrix_size": peak.get("matrix_size"),
+        "peak_kernel": peak.get("peak_kernel"),
+        "kernels": kernels_text(peak.get("kernels")),
+        # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
+        "mm_gflop_per_s": ((peak.get("kernels") or {}).get("mm") or {}).get("peak_gflop_per_s"),
+        "theoretical_gflop_per_s": theo.get("theoretical_gflop_per_s"),
+        "cores": theo.get("cores"),
+        "flop_per_cycle_per_core": theo.get("flop_per_cycle_per_core"),
+        "nominal_mhz": theo.get("nominal_mhz"),
+        "mhz_source": theo.get("mhz_source"),
         "reps": peak.get("reps"),
         "measure_s": peak.get("measure_s"),
         "planned_cpus": (data.get("plan") or {}).get("cpu_list"),
@@ -57,4 +105,4 @@ def row(data: dict, path: str = "") -> dict:
 def table(paths) -> pd.DataFrame:
     rows = [row(cellresult.read(p), str(p)) for p in paths]
     df = pd.DataFrame(rows, columns=PEAK_COLUMNS)
-    return df.sort_values(["placement", "threads"], kind="stable").reset_index(drop=True)
+    return df.sort_values(["placement", "threads", "dtype"], kind="stable").reset_index(drop=True)

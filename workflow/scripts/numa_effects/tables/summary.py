@@ -7,6 +7,19 @@ import json
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan.grid import DEFAULTS, KEYS
+
+
+def cell_label(row) -> str:
+    """``model/opt/placement/t{threads}/bs{batch}``, and ``/{axis}`` for an axis with a default
+    whose value is not it (``/jemalloc``): a default-only grid reads as before the axis."""
+    base = f"{row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/bs{row['batch_size']}"
+    extra = [
+        str(row.get(k))
+        for k in KEYS
+        if k in DEFAULTS and row.get(k) is not None and str(row.get(k)) != DEFAULTS[k]
+    ]
+    return "/".join([base, *extra])
 
 
 def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) -> list[str]:
@@ -87,8 +100,7 @@ def render(
         lines.append(f"  skipped {len(group)}: {reason}")
     for _, row in failed.iterrows():
         lines.append(
-            f"  FAILED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
-            f"bs{row['batch_size']}: {row['failure_cause']}: {row['failure_message']}"
+            f"  FAILED {cell_label(row)}: {row['failure_cause']}: {row['failure_message']}"
         )
     if not failed.empty:
         lines.append(
@@ -96,10 +108,7 @@ def render(
         )
         lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
     for _, row in unclean.iterrows():
-        lines.append(
-            f"  CONTENDED {row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/"
-            f"bs{row['batch_size']}: {row.get('contended_reason')}"
-        )
+        lines.append(f"  CONTENDED {cell_label(row)}: {row.get('contended_reason')}")
     if len(unclean):
         lines.append(
             "  re-measure them on a quieter machine: snakemake ... --forcerun "

@@ -1,0 +1,84 @@
+"""What the planning machine offers the grid beyond its topology: the optimizations'
+requirements (torchao, a C++ compiler), the CPU's capabilities (``plan.cpu``: is bf16 native?)
+and the allocator libraries (``plan.allocators``). ``grid.expand`` skips the cells this machine
+cannot run, or (``bf16: auto``) should not, with the reason; it takes a ``Host`` so that it
+stays pure, and ``current()`` is the one function here that reads the machine (``/proc/cpuinfo``,
+``importlib`` specs, ``PATH``, ``ldconfig -p``; no torch import: the workflow calls it at parse
+time).
+
+Every check is repeated where the cell runs: a missing library or package there fails the cell
+with its cause (``measure.launcher``), and the cell records the capabilities it really found
+(oneDNN's own bf16 answer included), so a grid planned on one machine and run on another (a
+cluster with ``topology:``) is never mislabelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import cpu as cpu_mod
+from numa_effects.plan import optimizations as optimizations_mod
+
+# The config key deciding what happens to an optimization whose dtype this CPU does not compute
+# natively (``bf16_rule``): ``auto`` skips it with the reason, ``always`` measures it, marked.
+BF16_AUTO, BF16_ALWAYS = "auto", "always"
+
+
+@dataclass(frozen=True)
+class Host:
+    """The facts ``grid.expand`` checks cells against (None: not checked, everything runs)."""
+
+    available: Mapping[str, bool] | None = None  # optimizations.availability()
+    capabilities: cpu_mod.Capabilities | None = None  # cpu.of_machine() (flags only)
+    libraries: Mapping[str, str | None] = field(default_factory=dict)  # allocator -> path
+
+    def optimization_reason(self, opt: str, bf16: str = BF16_AUTO) -> str | None:
+        """Why ``opt``'s cells are skipped here (None: they run)."""
+        entry = optimizations_mod.OPTIMIZATIONS.get(opt)
+        if entry is None:
+            return None
+        if self.available is not None:
+            why = optimizations_mod.skip_reason(entry, self.available)
+            if why:
+                return why
+        return bf16_reason(entry, self.capabilities, bf16)
+
+    def allocator_reason(self, name: str) -> str | None:
+        alloc = allocators_mod.ALLOCATORS.get(name)
+        if alloc is None or not alloc.preloaded or name not in self.libraries:
+            return None
+        return allocators_mod.skip_reason(alloc, self.libraries[name])
+
+
+def bf16_reason(entry, caps, bf16: str = BF16_AUTO) -> str | None:
+    """The bf16 rule: under ``bf16: auto`` an optimization that computes in bf16 (``native ==
+    "bf16"``: ``bf16``, ``bf16_eager``, ``int8_bf16``) is measured only where this CPU has native
+    bf16; elsewhere oneDNN emulates it or ATen's reference kernels run, slower than float32, so
+    its cells are skipped with the reason. ``always`` measures them anyway (marked). int8 without
+    VNNI/AMX still runs oneDNN's integer kernels and is always measured (marked)."""
+    if caps is None or bf16 == BF16_ALWAYS or entry.native != "bf16":
+        return None
+    if optimizations_mod.native_on(entry, caps):
+        return None
+    cpu = caps.model_name or caps.isa
+    note = optimizations_mod.precision_note(entry, caps)
+    return (
+        f"{note} ({cpu}; plan.cpu from its flags); skipped under bf16: auto, set bf16: always "
+        "to measure it anyway"
+    )
+
+
+def current(allocators: Iterable[str] = (), cpuinfo: str = "/proc/cpuinfo") -> Host:
+    """This machine's facts for the allocators named (only those are looked up)."""
+    try:
+        caps = cpu_mod.of_machine(cpuinfo)
+    except (OSError, cpu_mod.CpuInfoError):
+        caps = None  # not x86 Linux: no capability rule, the cells record what they find
+    libraries = {}
+    for name in dict.fromkeys(allocators):
+        alloc = allocators_mod.ALLOCATORS.get(name)
+        if alloc is not None and alloc.preloaded:
+            libraries[name] = allocators_mod.locate(alloc)
+    return Host(available=optimizations_mod.availability(), capabilities=caps, libraries=libraries)
