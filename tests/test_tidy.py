@@ -212,3 +212,14 @@ def test_a_cell_without_a_clean_iteration_is_contended_not_a_number(tmp_path):
 
     assert listed() == []
     assert listed("--contended") == sorted(str(p) for p in paths[1:])
+
+
+def test_a_run_without_a_measured_cell_writes_tables_with_their_key_columns(tmp_path):
+    """Every cell skipped: cells.csv and samples.csv are empty tables that still name their
+    columns, so every reader (report, compare, packing) finds the keys, not an empty file."""
+    cells, samples = tidy.tables([])
+    assert list(cells.columns[: len(grid.KEYS)]) == list(grid.KEYS) and cells.empty
+    assert set(grid.KEYS) <= set(samples.columns) and samples.empty
+    tidy.write(cells, str(tmp_path / "cells.csv"))
+    back = pd.read_csv(tmp_path / "cells.csv")
+    assert list(back.columns[: len(grid.KEYS)]) == list(grid.KEYS) and back.empty

@@ -1,72 +1,92 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-One concern per module (after psf/pyperf); tests/test_report_registry.py fails when a module is
-not listed here.
+Four layers and two shared modules (docs/architecture.md); a module imports only from its own
+layer and the layers below it (tests/test_layers.py). One concern per module (after
+psf/pyperf); tests/test_report_registry.py fails when a module is not listed here.
 
-Machine and plan:
+Shared, the bottom:
 
-- ``cpulist``: Linux CPU-list strings ("0-3,8") <-> sorted int tuples.
-- ``topology``: the machine's nodes, packages, cores and SMT siblings (sysfs, ``lscpu -p``, JSON).
-- ``machine``: machine facts recorded once per run in ``machine.json`` (kernel NUMA knobs, ...).
-- ``placement``: pure planner (topology, threads, placement, use_smt) -> numactl arguments.
-- ``grid``: the config's grid expanded into runnable cells and skipped cells with reasons;
-  ``grid.KEYS``, the cell key columns.
-- ``memory``: each cell's memory estimated while planning; cells that cannot fit are skipped.
-- ``manifest``: the grid manifest (cells and replicates asked for, digest in its name).
-- ``config``: the config checked before any job starts, one line per problem (a sub-package:
-  Snakemake and ``python -m numa_effects.config`` run the same check).
-- ``models``: the torchvision model names, checked in (no torch import at parse time).
-- ``optimizations``: the registry of model optimizations (eager, TorchScript, ...).
-
-Measuring one cell:
-
-- ``stats``: summary statistics of latency samples; the order-statistic CI of the median.
-- ``measure``: the timing loop: warm-up, adaptive or fixed stopping, which iterations count.
-- ``runner``: the one measuring stack: k >= 1 pinned instances driven round by round (cells,
-  the peak and packing groups alike): start, time, probe, retry, verify.
-- ``flops``: FLOPs per forward pass (FlopCounterMode) and the efficiency columns.
-- ``peak``: the float32 GEMM peak, a workload of the one measuring stack, and peak.csv.
-- ``provenance``: versions, environment, machine facts, binding read back from /proc.
-- ``verify``: proof from inside the running cell that threads and memory sit where planned.
-- ``contention``: noise and concurrency guards (was anything else running?).
-- ``cellresult``: the cell JSON result model and atomic writes.
-- ``launcher``: one cell (or peak) end to end: plan re-check, the runner, the result file.
-- ``supervise``: starting and supervising pinned children; classifying how they ended.
-- ``causes``: the failure causes a cell can end with, one line of meaning each.
-- ``cell``: the pinned instance process of every measurement
-  (``python -m numa_effects.measure.cell``), answering the runner's ``go``/``verify``.
+- ``stats``: every statistic of the project (medians, two-level CIs, ratios, verdicts) and the
+  one reader of its tables.
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
 
-Packing (PackRat's question on the user's grid):
+``config``: the config checked before any job starts, one line per problem (Snakemake and
+``python -m numa_effects.config`` run the same check):
 
-- ``packing``: which <instances, threads, batch> minimises latency for a batch and core budget
-  (``Planner``: with the interference model; the profile's jobs).
-- ``interference`` (plan): the interference model s(x) = 1 + beta x^2, its fit and a plan's
-  predicted latency with its interval; (tables) ``tables/interference.csv``, the profile.
-- ``packing_run`` (measure.group): measure packing configurations (fat and candidates, or an
-  interference profile: alone and k side by side, per replicate) with the runner.
-- ``packing_table``: ``tables/packing.csv``: each plan predicted alone, with interference and
-  measured, and the recommendation; ``packing_candidates.csv``.
-- ``packing_plots``: the report's Packing figures, drawn from ``tables/packing.csv`` and
-  ``tables/interference.csv``.
+- ``config.problem``: ``Problem(key, text)`` and ``ConfigError``.
+- ``config.schema``: the schema and what it allows, in words.
+- ``config.messages``: jsonschema's errors as problems.
+- ``config.coerce``: every value normalised to its schema type.
+- ``config.checks``: what the schema cannot check (finite numbers, names against registries).
+- ``config.registries``: the registries a config's names are checked against.
+- ``config.paths``: keys naming files and folders, checked against the file system.
+- ``config.compare``: the ``compare`` key checked against the file system and the axes.
+- ``config.files``: config files read as Snakemake reads them.
+- ``config.readme``: config/README.md's key tables, generated from the schema.
+- ``config.cli``: ``python -m numa_effects.config``.
 
-Tables and report:
+``plan``: pure planning, no torch, imported while Snakemake parses the rules:
 
-- ``tidy``: cell JSONs -> tidy tables.
-- ``degradation``: placement vs sequential and optimization vs eager, with bootstrap CIs.
-- ``packrat``: PackRat's published results imported as this project's tidy tables.
-- ``summary``: the short text summary a run ends with.
-- ``compare_runs``: result folders compared cell by cell (config key ``compare``): matching on
-  every key column, the ratio with its two-level CI and a verdict, the geometric mean over cells,
-  provenance differences, cells of one run only (``plan.compare`` resolves the key).
-- ``figures``: the figure-family registry (sections, captions, draw functions) and which
-  figures a grid supports (pure, imported at parse time).
-- ``figure_data``: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
-- ``style``: colours, labels and the marks of failed / skipped / missing / disturbed cells.
-- ``plots``: drawing the figures (matplotlib), dispatched through the registry.
-- ``report_html``: the self-contained report page ``results/report/index.html``.
-- ``compare_plots``, ``compare_page``: a comparison's forest plots and heatmaps, and its page
-  ``results/compare/<name>/index.html``.
+- ``plan.build``: the workflow's ``Plan``, computed once from the checked config.
+- ``plan.grid``: the axes registry (``AXES``, ``KEYS``, ``CellKey``) and the grid expanded into
+  runnable and skipped cells.
+- ``plan.settings``: the measurement settings and their defaults.
+- ``plan.paths``: every output path, relative to the results folder.
+- ``plan.code``: digests of the code's content that decide re-runs.
+- ``plan.manifest``: the grid manifest (cells and replicates asked for).
+- ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
+- ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
+- ``plan.optimizations``: the optimization registry (graph mode, dtype, requirements).
+- ``plan.allocators``: the allocator registry (libraries, preload, proof).
+- ``plan.cpu``: what the CPU computes fast (ISA flags, native bf16, theoretical peak).
+- ``plan.host``: what the planning machine offers beyond its topology (skips with reasons).
+- ``plan.memory``: each cell's memory estimate; cells that cannot fit are skipped.
+- ``plan.models``: the torchvision model names, checked in.
+- ``plan.packing``: PackRat's question: the best <instances, threads, batch> per budget.
+- ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
+- ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
+
+``measure``: the one measuring stack (cells, peaks, packing groups, interference profiles):
+
+- ``measure.runner``: k >= 1 pinned instances driven round by round: start, time, probe,
+  retry, verify.
+- ``measure.cell``: the pinned instance process of every measurement.
+- ``measure.launcher``: one cell (or one dtype's peak) end to end.
+- ``measure.group``: packing plans and interference profiles through the runner.
+- ``measure.supervise``: starting and supervising pinned children; how they ended.
+- ``measure.timing``: the timing loop: warm-up, stopping rules, which iterations count.
+- ``measure.contention``: was anything else running where a cell was measured?
+- ``measure.verify``: proof from inside the cell that threads and memory sit as planned.
+- ``measure.provenance``: binding read back, versions, environment, load.
+- ``measure.machine``: machine facts recorded once per run in ``machine.json``.
+- ``measure.result``: the result JSON model and atomic writes.
+- ``measure.causes``: the failure causes, one line of meaning each.
+- ``measure.dtype_peaks``: the peak per dtype on the models' path (``efficiency``).
+- ``measure.onednn``: which oneDNN kernels a model really ran.
+- ``measure.numerics``: agreement of an optimized model with float32 eager.
+
+``tables``: result files -> tidy tables:
+
+- ``tables.cells``: cell JSONs -> cells.csv, samples.csv, skipped.csv, failures.csv.
+- ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
+- ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
+- ``tables.flops``: FLOPs per forward pass and the efficiency columns.
+- ``tables.peak``: peak.csv.
+- ``tables.packing``: packing.csv and packing_candidates.csv.
+- ``tables.interference``: interference.csv, the profile.
+- ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).
+- ``tables.packrat``: PackRat's published results imported as tidy tables.
+- ``tables.summary``: the short text summary a run ends with.
+
+``report``: figures and pages, drawn from the tables only:
+
+- ``report.registry``: the figure families, sections and metrics; which figures a grid has.
+- ``report.data``: the tables loaded and shaped for the figures (no matplotlib).
+- ``report.style``: colours, labels, the marks of cells that are not a clean value.
+- ``report.plots``: drawing the figures (matplotlib), dispatched through the registry.
+- ``report.packing_plots``: the Packing figures.
+- ``report.page``: the self-contained report page.
+- ``report.compare_plots``, ``report.compare_page``: a comparison's figures and page.
 """
 
 __version__ = "0.1.0"

@@ -281,8 +281,8 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
     """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
     (see the module docstring). The pooled replicate variance of the cells with the same
     thread count moderates each cell's own (``pooled_by_threads``)."""
-    if reps.empty:
-        return reps
+    if reps.empty:  # no cell measured (every cell skipped): the keys and counts, no rows
+        return pd.DataFrame(columns=[*KEY_COLUMNS, "replicates", "status"])
     reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
     for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy"):
         if col not in reps.columns:  # older cell JSONs, or no replicate succeeded
