@@ -1,4 +1,5 @@
-"""Topology readers on fixtures of real machines (tests/fixtures/topology/README.md)."""
+"""Topology readers on fixtures of real machines, and two synthetic trees for the node-pair
+matrix (tests/fixtures/topology/README.md): CPUs, nodes, memory nodes, node distances."""
 
 from pathlib import Path
 
@@ -136,6 +137,7 @@ def test_a_memory_only_node_is_a_memory_node_without_cpus():
     assert topo.memory_only_nodes == (4,) and topo.all_nodes == (0, 1, 2, 3, 4)
     assert topo.distance(4, 4) == 10 and topo.distance(0, 4) == 20
     assert topo.node_cpus(4) == ()
+    assert topo.summary()["nodes"] == 4 and topo.summary()["memory_only_nodes"] == [4]
 
 
 def test_memory_nodes_from_meminfo_without_has_memory(tmp_path):

@@ -133,6 +133,7 @@ class Topology:
             "logical_cpus": len(self.cpus),
             "physical_cores": sum(1 for c in self.cpus if c.primary),
             "cores_per_node": {str(k): v for k, v in self.cores_per_node().items()},
+            "memory_only_nodes": list(self.memory_only_nodes),
             "smt": self.smt,
             "threads_per_core": self.threads_per_core,
         }
