@@ -294,7 +294,8 @@ class Members:
     members config key ``config_key`` selects on the planning topology. ``select(value, topo)``:
     the member names, in order (``value`` None: the key's default); ``problems(value, topo,
     machine)``: what is wrong with the value on that topology, as (key suffix, text) pairs
-    (``("[1]", "[0, 5] names node 5, ...")``), checked before any job (``numa_effects.config``)."""
+    (``("[1]", "[0, 5]: this machine has no node 5; allowed: ...")``), checked before any job
+    (``numa_effects.config.checks.family_problems``)."""
 
     name: str
     config_key: str
@@ -540,15 +541,18 @@ def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False)
     return "\n".join(lines)
 
 
-def node_pairs_markdown(topo: Topology, threads: list[int], value=None) -> str:
+def node_pairs_markdown(
+    topo: Topology, threads: list[int], value=None, use_smt: bool = False
+) -> str:
     """A Markdown table of the node-pair family on ``topo``: each pair ``node_pairs: value``
-    selects, its baseline and its numactl arguments (or why it is skipped) at each thread count."""
+    selects, its baseline and its numactl arguments (or why it is skipped) at each thread count
+    (the example in docs/placements.md is this function's output on the memory-only tree)."""
     lines = ["| pair | baseline | t | numactl arguments |", "| --- | --- | --- | --- |"]
-    for name in node_pair_members(value, topo):
-        base = baseline_of(name) or "— (the baseline)"
-        base = base if base.startswith("—") else f"`{base}`"
+    for name in (label(n, use_smt) for n in node_pair_members(value, topo)):
+        base = baseline_of(name)
+        base = f"`{base}`" if base else "— (the baseline)"
         for t in threads:
-            p = plan(topo, t, name)
+            p = plan(topo, t, name, use_smt)
             what = (
                 f"`numactl {' '.join(p.numactl_args())}`"
                 if isinstance(p, Plan)
@@ -579,7 +583,7 @@ def main(argv=None) -> int:
     topo = topology.load(args.topology) if args.topology else topology.current()
     threads = [int(t) for t in args.threads.split(",")]
     if args.node_pairs:
-        print(node_pairs_markdown(topo, threads, args.node_pairs))
+        print(node_pairs_markdown(topo, threads, args.node_pairs, args.smt))
     else:
         print(examples_markdown(topo, threads, args.smt))
     return 0
