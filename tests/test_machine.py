@@ -45,3 +45,22 @@ def test_facts_carry_the_verdict():
     assert isinstance(facts["emulated"], bool)
     assert facts["emulated_reason"]
     assert facts == {**facts, **machine.emulation()}  # the same evidence, read here
+
+
+def test_facts_record_the_node_distances_and_memory_nodes(tmp_path):
+    """machine.json's topology holds the firmware's node distance table and the memory nodes
+    (a memory-only node too), and a plan made from that file (config key ``topology``, as the
+    host does with a guest's machine.json) reads them back."""
+    import json
+
+    from numa_effects.plan import topology
+
+    topo = topology.load(TOPO / "synthetic-4node-plus-memory-only")
+    facts = machine.facts(topo)
+    assert facts["topology"]["distances"]["0"] == {"0": 10, "1": 20, "2": 20, "3": 20, "4": 20}
+    assert facts["topology"]["memory_nodes"] == [0, 1, 2, 3, 4]
+    assert facts["summary"]["memory_only_nodes"] == [4]
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(facts))
+    again = topology.load(path)
+    assert again.distances == topo.distances and again.memory_only_nodes == (4,)

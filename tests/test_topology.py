@@ -1,4 +1,5 @@
-"""Topology readers on fixtures of real machines (tests/fixtures/topology/README.md)."""
+"""Topology readers on fixtures of real machines, and two synthetic trees for the node-pair
+matrix (tests/fixtures/topology/README.md): CPUs, nodes, memory nodes, node distances."""
 
 from pathlib import Path
 
@@ -19,6 +20,9 @@ FIXTURES = {
     "4node-2x44-smt-offset88": ("4node-2x44-smt-offset88.lscpu-p.txt", 4, 176, 88, 2),
     "qemu-4node-smt-adjacent": ("qemu-4node-4x1x2-smt-adjacent", 4, 8, 4, 2),
     "qemu-2node-test-guest": ("qemu-2node-test-guest", 2, 4, 4, 1),
+    # synthetic (tests/fixtures/topology/synthesize, README): 8 nodes; 4 nodes + a memory-only one
+    "synthetic-8node": ("synthetic-8node-8x1x2", 8, 16, 8, 2),
+    "synthetic-memory-only": ("synthetic-4node-plus-memory-only", 4, 8, 4, 2),
 }
 
 
@@ -104,6 +108,88 @@ def test_json_round_trip(name, tmp_path):
     again = topology.load(path)
     assert again.cpus == topo.cpus
     assert again.cpu_model == topo.cpu_model
+    assert again.memory_nodes == topo.memory_nodes and again.distances == topo.distances
+
+
+# -- memory nodes and the firmware's distance table ----------------------------------------------
+def test_captured_trees_carry_the_distance_table():
+    """numactl --hardware of the same boot prints the table sysfs gives."""
+    topo = load("qemu-4node-smt-adjacent")
+    assert topo.memory_nodes == topo.all_nodes == (0, 1, 2, 3) and topo.memory_only_nodes == ()
+    assert topo.distances == {i: {j: 10 if i == j else 20 for j in range(4)} for i in range(4)}
+    hw = (FIX / "qemu-4node-4x1x2-smt-adjacent" / "numactl-hardware.txt").read_text()
+    rows = hw.split("node distances:")[1].strip().splitlines()[1:]
+    assert {int(r.split(":")[0]): [int(x) for x in r.split(":")[1].split()] for r in rows} == {
+        i: list(topo.distances[i].values()) for i in range(4)
+    }
+    assert load("host-1node-kvm").distances == {0: {0: 10}}
+    assert load("qemu-2node-test-guest").distance(1, 0) == 20
+
+
+def test_lscpu_knows_no_memory_only_nodes_and_no_distances():
+    topo = load("4node-2x44-smt-offset88")
+    assert topo.memory_nodes == topo.nodes and topo.distances == {} and topo.distance(0, 1) is None
+
+
+def test_a_memory_only_node_is_a_memory_node_without_cpus():
+    topo = load("synthetic-memory-only")
+    assert topo.nodes == (0, 1, 2, 3) and topo.memory_nodes == (0, 1, 2, 3, 4)
+    assert topo.memory_only_nodes == (4,) and topo.all_nodes == (0, 1, 2, 3, 4)
+    assert topo.distance(4, 4) == 10 and topo.distance(0, 4) == 20
+    assert topo.node_cpus(4) == ()
+    assert topo.summary()["nodes"] == 4 and topo.summary()["memory_only_nodes"] == [4]
+
+
+def test_memory_nodes_from_meminfo_without_has_memory(tmp_path):
+    import shutil
+
+    tree = tmp_path / "t"
+    shutil.copytree(FIX / "synthetic-4node-plus-memory-only", tree)
+    node = tree / "sys/devices/system/node"
+    (node / "has_memory").unlink()
+    for n in range(5):  # node 1 has no memory (a memoryless CPU node)
+        kb = 0 if n == 1 else 1048576
+        text = f"Node {n} MemTotal:  {kb} kB\nNode {n} MemFree: 1 kB\n"
+        (node / f"node{n}/meminfo").write_text(text)
+    assert topology.from_sysfs(tree).memory_nodes == (0, 2, 3, 4)
+
+
+def test_a_distance_row_that_does_not_fit_the_online_nodes_is_an_error(tmp_path):
+    import shutil
+
+    tree = tmp_path / "t"
+    shutil.copytree(FIX / "qemu-2node-test-guest", tree)
+    (tree / "sys/devices/system/node/node1/distance").write_text("20 10 20\n")
+    with pytest.raises(TopologyError, match="3 columns for 2 online nodes"):
+        topology.from_sysfs(tree)
+
+
+def test_the_synthetic_trees_follow_the_captured_one(tmp_path):
+    """``synthesize --nodes 4`` writes the captured 4-node guest's sysfs files byte for byte, so
+    the synthetic 8-node and memory-only trees differ from a captured tree only in what the
+    README says; and the committed synthetic trees are the script's output."""
+    import filecmp
+    import subprocess
+    import sys
+
+    script = FIX / "synthesize"
+    out = tmp_path / "four"
+    subprocess.run([sys.executable, script, out, "--nodes", "4"], check=True)
+    captured = FIX / "qemu-4node-4x1x2-smt-adjacent"
+    files = sorted(p.relative_to(captured) for p in captured.rglob("*") if p.is_file())
+    files = [f for f in files if f.parts[0] in ("sys", "proc")]
+    assert files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert all(filecmp.cmp(captured / f, out / f, shallow=False) for f in files)
+    for name, args in (
+        ("synthetic-8node-8x1x2", ["--nodes", "8"]),
+        ("synthetic-4node-plus-memory-only", ["--nodes", "4", "--memory-only", "1"]),
+    ):
+        subprocess.run([sys.executable, script, tmp_path / name, *args], check=True)
+        mine = sorted(p.relative_to(FIX / name) for p in (FIX / name).rglob("*") if p.is_file())
+        assert mine == sorted(
+            p.relative_to(tmp_path / name) for p in (tmp_path / name).rglob("*") if p.is_file()
+        )
+        assert all(filecmp.cmp(FIX / name / f, tmp_path / name / f, shallow=False) for f in mine)
 
 
 def test_lscpu_e_skips_offline_cpus():

@@ -232,6 +232,33 @@ CASES = [
         ["'placements[0]': 'sequential+smt' is not a known placement", "use_smt: true"],
     ),
     Case("shell-in-a-name", {"placements": ["sequential$(touch X)"]}, ["'placements[0]'"]),
+    Case(
+        "node-pair-unknown-node",
+        {
+            "topology": str(TOPO / "qemu-4node-4x1x2-smt-adjacent"),
+            "node_pairs": [[0, 1], [0, 5]],
+        },
+        [
+            "config key 'node_pairs[1]': [0, 5]: topology file",
+            "has no node 5; allowed: [cpu node, memory node] with a CPU node of 0-3 and a memory",
+        ],
+    ),
+    Case(
+        "node-pair-memory-only-cpu-node",
+        {
+            "topology": str(TOPO / "synthetic-4node-plus-memory-only"),
+            "node_pairs": [[4, 0]],
+        },
+        [
+            "'node_pairs[0]': [4, 0]: node 4 has no CPUs",
+            "a CPU node of 0-3 and a memory node of 0-4",
+        ],
+    ),
+    Case(
+        "node-pairs-word",
+        {"node_pairs": "diagonal"},
+        ["'node_pairs': 'diagonal' is not allowed (did you mean 'diagonal+row0'?)"],
+    ),
     Case("min-above-max", {"min_iterations": 50, "max_iterations": 10}, ["'min_iterations': 50"]),
     Case("max-memory", {"max_memory_mb": 0}, ["'max_memory_mb': 0 is out of range; allowed: an"]),
     Case("seed-bound", {"seed": 2**70}, ["'seed'", "<= 4294967295"]),
@@ -636,7 +663,13 @@ def test_the_registries_are_the_one_source_of_names():
         assert raw[key]["items"] == {"type": "string", "x-registry": key}
     props = schema.load()["properties"]
     assert props["optimizations"]["items"]["enum"] == list(optimizations.OPTIMIZATIONS)
-    assert props["placements"]["items"]["enum"] == list(placement.PLACEMENTS)
+    # a family (n{cpu}m{mem}) makes the placements a pattern: every fixed name, every member and
+    # the name that stands for all members (node-pairs), nothing else
+    pattern = props["placements"]["items"]["pattern"]
+    fixed = [n for n, e in placement.PLACEMENTS.items() if not e.fields]
+    for name in [*fixed, "n0m1", "n12m3", *placement.families()]:
+        assert re.fullmatch(pattern, name), name
+    assert not re.fullmatch(pattern, "n0m") and not re.fullmatch(pattern, "sequential+smt")
     assert props["models"]["items"]["enum"] == list(models.CLASSIFICATION_MODELS)
 
 

@@ -12,7 +12,8 @@ The modules, one concern each:
 - ``schema``: the schema, registries filled in; what a schema allows, in words.
 - ``messages``: jsonschema's errors as problems.
 - ``coerce``: every value normalised to its schema type (``'8'``, ``8.0`` -> ``8``; ...).
-- ``checks``: what the schema cannot check (names, bounds between keys, threads, packing).
+- ``checks``: what the schema cannot check (names, bounds between keys, threads, a placement
+  family's key such as ``node_pairs``, packing).
 - ``paths``: the keys that name files and folders (``results``, ``topology``, ``import``).
 - ``compare``: the ``compare`` key: result folders that can be compared, ``results`` outside
   them, labels and ``across``.
@@ -83,6 +84,8 @@ def check(
         problems += found
     if topo is not None and not failed & {"threads", "use_smt"}:
         problems += checks.thread_problems(config, topo)
+    if topo is not None:
+        problems += checks.family_problems(config, topo, failed)
     if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
         problems += checks.packing_problems(config, topo)
     if problems:

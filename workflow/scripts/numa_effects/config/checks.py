@@ -1,7 +1,7 @@
 """What the schema cannot check: finite numbers, names against their registries, iteration
-bounds, thread counts against the planning topology, and the ``packing`` key against the grid
-and the topology. Each function returns problems (``[]`` when there are none); the file system
-is ``paths``'s."""
+bounds, thread counts against the planning topology, a placement family's key (``node_pairs``)
+against the topology's nodes, and the ``packing`` key against the grid and the topology. Each
+function returns problems (``[]`` when there are none); the file system is ``paths``'s."""
 
 from __future__ import annotations
 
@@ -102,6 +102,20 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
             f"placements that cannot run them are skipped and listed in skipped.csv.)",
         )
     ]
+
+
+def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()) -> list[Problem]:
+    """The config key of each placement family that selects its members (``node_pairs``: every
+    pair names a CPU node and a memory node of the planning topology), one problem per bad
+    value; a key the schema already refused is left alone."""
+    problems = []
+    for entry in placement_mod.families().values():
+        key = entry.members.config_key
+        if key in failed:
+            continue
+        for suffix, text in entry.members.problems(config.get(key), topo, _machine(config)):
+            problems.append(Problem(key + suffix, text))
+    return problems
 
 
 def packing_problems(config: dict, topo: Topology) -> list[Problem]:

@@ -73,6 +73,9 @@ def format_error(err) -> list[Problem]:
         n = len(value) if isinstance(value, list) else 0
         what = "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}"
         return [Problem(key, f"{what}; allowed: {allowed}")]
+    if kind == "maxItems":
+        n = len(value)
+        return [Problem(key, f"the list has {n} item{'s' * (n > 1)}; allowed: {allowed}")]
     if kind == "uniqueItems":
         seen, dups = set(), []
         for v in value:

@@ -43,8 +43,16 @@ class Registry:
 
 
 def _placement_known(name: str) -> bool:
-    # A bare placement name: the +smt label is the cell's, added by use_smt.
+    # A bare placement name (the +smt label is the cell's, added by use_smt), or the name that
+    # stands for a family's members (node-pairs).
+    if name in placement.families():
+        return True
     return placement.known(name) and not placement.parse_label(name)[1]
+
+
+def _placement_names() -> list[str]:
+    """The entries (a family by its pattern), and the names standing for a family's members."""
+    return [*placement.PLACEMENTS, *placement.families()]
 
 
 def _placement_hint(name: str) -> str:
@@ -56,7 +64,9 @@ def _placement_pattern() -> str | None:
     entries = placement.PLACEMENTS.values()
     if not any(p.fields for p in entries):
         return None
-    return "^(?:" + "|".join(re.sub(r"\?P<\w+>", "", p.regex) for p in entries) + ")$"
+    names = [re.sub(r"\?P<\w+>", "", p.regex) for p in entries]
+    names += [re.escape(name) for name in placement.families()]
+    return "^(?:" + "|".join(names) + ")$"
 
 
 REGISTRIES: dict[str, Registry] = {
@@ -78,7 +88,7 @@ REGISTRIES: dict[str, Registry] = {
         Registry(
             "placements",
             "a known placement",
-            lambda: list(placement.PLACEMENTS),
+            _placement_names,
             _placement_known,
             _placement_hint,
             _placement_pattern,

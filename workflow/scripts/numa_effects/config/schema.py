@@ -124,13 +124,19 @@ def describe(schema: dict, plural: bool = False) -> str:
     if types == "array":
         items = describe(schema.get("items", {}), plural=True)
         extras = []
-        if schema.get("minItems", 0) > 1:
-            extras.append(f"at least {schema['minItems']} items")
-        elif schema.get("minItems", 0) == 1:
+        lo, hi = schema.get("minItems", 0), schema.get("maxItems")
+        if hi is not None and lo == hi:
+            extras.append(f"exactly {lo} items")
+        elif lo > 1:
+            extras.append(f"at least {lo} items")
+        elif lo == 1:
             extras.append("non-empty")
+        if hi is not None and hi != lo:
+            extras.append(f"at most {hi} items")
         if schema.get("uniqueItems"):
             extras.append("no duplicates")
-        return f"a list ({', '.join(extras)}) of {items}" if extras else f"a list of {items}"
+        a_list = "lists" if plural else "a list"
+        return f"{a_list} ({', '.join(extras)}) of {items}" if extras else f"{a_list} of {items}"
     if types == "object":
         return "a mapping with keys " + ", ".join(schema.get("properties", {}))
     return "see config/README.md"

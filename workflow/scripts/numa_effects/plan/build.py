@@ -250,10 +250,12 @@ class Plan:
         return sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
 
     def placements(self) -> list[str]:
-        """The placements the report speaks of: the config's, or the imported cells'."""
+        """The placements the report speaks of: the config's (a family's name replaced by its
+        members on the planning topology), or the imported cells'."""
         if self.imported:
             return sorted({k["placement"] for k in self.imported_keys})
-        return list(self.config.get("placements") or ())
+        names = self.config.get("placements") or ()
+        return placement_mod.expand(names, self.config, self.topology)
 
     # -- a comparison of result folders ------------------------------------------------------------
     def compare_path(self, pattern: str, compare: str | None = None, **fields) -> str:

@@ -10,7 +10,8 @@ one ``Axis`` entry (and where it matters, a reason to skip some of its cells in 
 An axis added after results exist has a ``default``: the value every older record, table and
 imported row without its column means (``fill_keys``), e.g. ``allocator`` ``default`` (glibc).
 
-A cell is skipped, with the reason, when its placement cannot run on the topology, when its
+A cell is skipped, with the reason, when its placement cannot run on the topology (a node pair
+whose node the machine lacks, or more threads than its CPU node has), when its
 optimization misses a requirement or computes in bf16 on a CPU without native bf16 under
 ``bf16: auto`` (``plan.host``), when its allocator's library is not installed, or when it cannot
 fit in memory; the first reason found is the one recorded.
@@ -51,7 +52,9 @@ class Axis:
             return thread_counts(config, topo)
         if self.name == "placement":
             use_smt = bool(config.get("use_smt", False))
-            return [placement_mod.label(p, use_smt) for p in config["placements"]]
+            # a family's name (``node-pairs``) stands for the members its config key selects
+            names = placement_mod.expand(config["placements"], config, topo)
+            return [placement_mod.label(p, use_smt) for p in names]
         if self.default is not None and config.get(self.config_key) is None:
             return [self.default]
         return [self.type(v) for v in config[self.config_key]]

@@ -9,13 +9,20 @@ exact CPUs and memory policy of a cell, and the ``numactl`` arguments that enfor
 |                    | the first node, and so on (PackRat "interleave")  | those cores            |
 | ``remote``         | t cores of node 0                                 | bound to node 1        |
 | ``mem-interleave`` | t cores of node 0                                 | interleaved, all nodes |
+| ``n{cpu}m{mem}``   | t cores of node ``cpu`` (the node-pair matrix)    | bound to node ``mem``  |
 
-"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. Cores are physical
-cores: one logical CPU per core, the lowest-numbered of its ``thread_siblings_list``. With
-``use_smt`` the siblings are usable too (after every core of the node has one thread) and the
-cell's label gets the suffix ``+smt`` (``label``), so SMT and non-SMT results never share a
-path or a table row. ``sequential`` is the baseline every other placement is compared against
-(``sequential+smt`` for ``+smt`` cells).
+"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. ``n{cpu}m{mem}`` is a
+*family*: its members (``n0m1``, ...) name real node numbers, a memory-only node (no CPUs) is a
+memory node only, and each member is compared with the local diagonal ``n{cpu}m{cpu}``.
+``placements:`` names its members one by one or all of them at once as ``node-pairs``, which
+stands for the pairs config key ``node_pairs`` selects on the planning topology (``all``,
+``diagonal+row0`` or a list of ``[cpu node, memory node]`` pairs; ``node_pair_members``).
+
+Cores are physical cores: one logical CPU per core, the lowest-numbered of its
+``thread_siblings_list``. With ``use_smt`` the siblings are usable too (after every core of the
+node has one thread) and the cell's label gets the suffix ``+smt`` (``label``), so SMT and
+non-SMT results never share a path or a table row. ``sequential`` is the baseline every other
+fixed placement is compared against (``sequential+smt`` for ``+smt`` cells).
 
 A plan that the topology cannot satisfy is returned as ``NotApplicable`` with the reason; it is
 never run differently.
@@ -183,6 +190,119 @@ def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
 
 
+def _nodes(nodes) -> str:
+    return cpulist.format(nodes) if nodes else "none"
+
+
+def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Plan | str:
+    """t cores of node ``cpu``, memory bound to node ``mem`` (node numbers as the OS numbers
+    them): one cell of the CPU-node x memory-node matrix."""
+    name = f"n{cpu}m{mem}"
+    if len(topo.all_nodes) == 1 and {cpu, mem} != set(topo.all_nodes):
+        only = topo.all_nodes[0]
+        return (
+            f"{name}: this machine has one NUMA node ({only}), so the node-pair matrix is its "
+            f"diagonal n{only}m{only} only"
+        )
+    if cpu not in topo.nodes:
+        has = "has no CPUs (a memory-only node)" if cpu in topo.memory_nodes else "does not exist"
+        return f"{name}: node {cpu} {has}; CPU nodes: {_nodes(topo.nodes)}"
+    if mem not in topo.memory_nodes:
+        has = "has no memory" if mem in topo.all_nodes else "does not exist"
+        return f"{name}: node {mem} {has}; memory nodes: {_nodes(topo.memory_nodes)}"
+    cpus = topo.node_cpus(cpu, use_smt)
+    if t > len(cpus):
+        return f"{name} needs {t} {_unit(use_smt)} on node {cpu}, which has {len(cpus)}"
+    return _make(topo, name, t, cpus[:t], "bind", (mem,), use_smt)
+
+
+NODE_PAIRS_ALL = "all"
+NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
+
+
+def node_pairs(value, topo: Topology) -> list[tuple[int, int]]:
+    """The (CPU node, memory node) pairs of config key ``node_pairs`` on ``topo``, in order:
+
+    - ``all`` (also None, the default): every node with CPUs x every node (memory-only nodes
+      as memory nodes only), row by row;
+    - ``diagonal+row0``: each CPU node with its own memory, then the first CPU node (node 0 of
+      the other placements) with every other node's memory;
+    - a list of ``[cpu node, memory node]`` pairs: those, in the order given, each CPU node's
+      diagonal (its baseline) added before its first pair.
+
+    On a machine with a single NUMA node ``all`` and ``diagonal+row0`` are its diagonal and the
+    pair (0, 1) a second node would add: the planner skips that one, saying why."""
+    if isinstance(value, list):
+        pairs: list[tuple[int, int]] = []
+        for c, m in ((int(c), int(m)) for c, m in value):
+            pairs += [p for p in ((c, c), (c, m)) if p not in pairs]
+        return pairs
+    if value in (None, NODE_PAIRS_ALL):
+        pairs = [(c, m) for c in topo.nodes for m in topo.all_nodes]
+    elif value == NODE_PAIRS_DIAGONAL_ROW0:
+        row0 = topo.nodes[0]
+        pairs = [(c, c) for c in topo.nodes]
+        pairs += [(row0, m) for m in topo.all_nodes if m != row0]
+    else:
+        raise ValueError(f"node_pairs: {value!r} is not all, diagonal+row0 or a list of pairs")
+    if len(topo.all_nodes) == 1:
+        (only,) = topo.all_nodes
+        pairs.append((only, only + 1))
+    return pairs
+
+
+def node_pair_members(value, topo: Topology) -> list[str]:
+    """The placements ``node-pairs`` stands for: ``n{cpu}m{mem}`` of each pair of ``node_pairs``."""
+    return [f"n{c}m{m}" for c, m in node_pairs(value, topo)]
+
+
+def node_pair_problems(value, topo: Topology, machine: str = "this machine"):
+    """Each pair of an explicit ``node_pairs`` list whose CPU node has no CPUs or whose memory
+    node has no memory on ``topo``, as (``[i]``, one line naming the allowed nodes)."""
+    if not isinstance(value, list):
+        return []
+    allowed = (
+        f"allowed: [cpu node, memory node] with a CPU node of {_nodes(topo.nodes)} and a "
+        f"memory node of {_nodes(topo.memory_nodes)}"
+    )
+    out = []
+    for i, pair in enumerate(value):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)):
+            continue  # the schema says what is wrong with it
+        cpu, mem = pair
+        if cpu not in topo.nodes:
+            why = (
+                f"node {cpu} has no CPUs (a memory-only node: a memory node only)"
+                if cpu in topo.memory_nodes
+                else f"{machine} has no node {cpu}"
+            )
+        elif mem not in topo.memory_nodes:
+            why = (
+                f"node {mem} has no memory"
+                if mem in topo.all_nodes
+                else f"{machine} has no node {mem}"
+            )
+        else:
+            continue
+        out.append((f"[{i}]", f"[{cpu}, {mem}]: {why}; {allowed}"))
+    return out
+
+
+@dataclass(frozen=True)
+class Members:
+    """How ``placements:`` names a whole family at once: ``name`` (``node-pairs``) stands for the
+    members config key ``config_key`` selects on the planning topology. ``select(value, topo)``:
+    the member names, in order (``value`` None: the key's default); ``problems(value, topo,
+    machine)``: what is wrong with the value on that topology, as (key suffix, text) pairs
+    (``("[1]", "[0, 5]: this machine has no node 5; allowed: ...")``), checked before any job
+    (``numa_effects.config.checks.family_problems``)."""
+
+    name: str
+    config_key: str
+    select: Callable[[object, Topology], list[str]]
+    problems: Callable[[object, Topology, str], list[tuple[str, str]]]
+
+
 @dataclass(frozen=True)
 class Placement:
     """One entry of the placement registry: a fixed name (``sequential``) or a *family* whose
@@ -191,13 +311,15 @@ class Placement:
     reason (a string) why the topology cannot run it. ``baseline`` names the placement every cell
     of this one is compared against (a pattern over the same fields, e.g. ``n{cpu}m{cpu}``);
     None for a baseline itself. ``color``: the placement's colour in every figure (None: a spare
-    one)."""
+    one). ``members``: the name that stands for a family's members in ``placements:`` and the
+    config key that selects them (None: members are named one by one)."""
 
     name: str
     plan: Callable[..., Plan | str]
     description: str
     baseline: str | None = BASELINE
     color: str | tuple | None = None
+    members: Members | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -244,6 +366,15 @@ PLACEMENTS: dict[str, Placement] = {
             "t cores of node 0; memory interleaved over all nodes",
             color="#56b4e9",
         ),
+        Placement(
+            "n{cpu}m{mem}",
+            _node_pair,
+            "the node-pair matrix: t cores of node cpu, memory bound to node mem (`n0m1`; "
+            "`node-pairs` = every pair `node_pairs` selects); compared with its node's local "
+            "`n{cpu}m{cpu}`; only thread counts that fit one node",
+            baseline="n{cpu}m{cpu}",
+            members=Members("node-pairs", "node_pairs", node_pair_members, node_pair_problems),
+        ),
     )
 }
 
@@ -256,6 +387,26 @@ def lookup(name: str) -> tuple[Placement, dict]:
         if fields is not None:
             return entry, fields
     raise ValueError(f"unknown placement {name!r}; known: {', '.join(PLACEMENTS)}")
+
+
+def families() -> dict[str, Placement]:
+    """The names that stand for a family's members in ``placements:`` -> their entry."""
+    return {p.members.name: p for p in PLACEMENTS.values() if p.members is not None}
+
+
+def expand(names, config: dict, topo: Topology) -> list[str]:
+    """The placements of config key ``placements`` on ``topo``: a family's name (``node-pairs``)
+    replaced by the members its config key selects; each name once, in order."""
+    out: list[str] = []
+    for name in names:
+        entry = families().get(name)
+        chosen = (
+            entry.members.select(config.get(entry.members.config_key), topo)
+            if entry is not None
+            else [name]
+        )
+        out += [n for n in chosen if n not in out]
+    return out
 
 
 def known(name: str) -> bool:
@@ -374,10 +525,11 @@ def max_threads(topo: Topology, use_smt: bool = False) -> int:
 
 
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
-    """A Markdown table of the numactl arguments of every placement at the given thread counts
-    (the examples in docs/placements.md are this function's output on the 2 x 16-core fixture)."""
+    """A Markdown table of the numactl arguments of every fixed placement at the given thread
+    counts (the examples in docs/placements.md are this function's output on the 2 x 16-core
+    fixture; a family's are ``node_pairs_markdown``)."""
     lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
-    for name in PLACEMENTS:
+    for name in (n for n, entry in PLACEMENTS.items() if not entry.fields):
         for t in threads:
             p = plan(topo, t, name, use_smt)
             what = (
@@ -386,6 +538,27 @@ def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False)
                 else f"not applicable: {p.reason}"
             )
             lines.append(f"| `{label(name, use_smt)}` | {t} | {what} |")
+    return "\n".join(lines)
+
+
+def node_pairs_markdown(
+    topo: Topology, threads: list[int], value=None, use_smt: bool = False
+) -> str:
+    """A Markdown table of the node-pair family on ``topo``: each pair ``node_pairs: value``
+    selects, its baseline and its numactl arguments (or why it is skipped) at each thread count
+    (the example in docs/placements.md is this function's output on the memory-only tree)."""
+    lines = ["| pair | baseline | t | numactl arguments |", "| --- | --- | --- | --- |"]
+    for name in (label(n, use_smt) for n in node_pair_members(value, topo)):
+        base = baseline_of(name)
+        base = f"`{base}`" if base else "— (the baseline)"
+        for t in threads:
+            p = plan(topo, t, name, use_smt)
+            what = (
+                f"`numactl {' '.join(p.numactl_args())}`"
+                if isinstance(p, Plan)
+                else f"skipped: {p.reason}"
+            )
+            lines.append(f"| `{name}` | {base} | {t} | {what} |")
     return "\n".join(lines)
 
 
@@ -401,9 +574,18 @@ def main(argv=None) -> int:
     ap.add_argument("--topology", help="topology file or sysfs copy (default: this machine)")
     ap.add_argument("--threads", default="1,4", help="comma-separated thread counts")
     ap.add_argument("--smt", action="store_true", help="use_smt: true")
+    ap.add_argument(
+        "--node-pairs",
+        metavar="all|diagonal+row0",
+        help="print the node-pair family's pairs (config key node_pairs) instead",
+    )
     args = ap.parse_args(argv)
     topo = topology.load(args.topology) if args.topology else topology.current()
-    print(examples_markdown(topo, [int(t) for t in args.threads.split(",")], args.smt))
+    threads = [int(t) for t in args.threads.split(",")]
+    if args.node_pairs:
+        print(node_pairs_markdown(topo, threads, args.node_pairs, args.smt))
+    else:
+        print(examples_markdown(topo, threads, args.smt))
     return 0
 
 

@@ -1,9 +1,14 @@
-"""The machine's CPU topology: NUMA nodes, packages, physical cores and their SMT siblings.
+"""The machine's CPU topology: NUMA nodes, packages, physical cores and their SMT siblings, the
+nodes that have memory (a memory-only node, e.g. CXL memory, has no CPUs) and the firmware's node
+distance table.
 
 Read from sysfs (``/sys/devices/system/{node,cpu}``), from ``lscpu -p`` output, or from the JSON
 this module writes (``Topology.to_dict``), so a cluster's compute-node topology can be given as a
 file. Physical cores are identified by their sibling set (``thread_siblings_list``), never by
-assuming siblings are adjacent or offset by N.
+assuming siblings are adjacent or offset by N. Memory nodes come from sysfs ``node/has_memory``
+(else each ``node*/meminfo``'s MemTotal); the distances from ``node*/distance`` (one row per
+node, a column per online node, as ``numactl --hardware`` prints them). ``lscpu`` says neither:
+a topology read from it has memory on its CPU nodes only and no distance table.
 """
 
 from __future__ import annotations
@@ -40,10 +45,21 @@ class Topology:
     cpu_model: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    # NUMA nodes that have memory, ascending; () = not known (lscpu): the CPU nodes
+    memory_nodes: tuple[int, ...] = ()
+    # the firmware's node distances, {from node: {to node: distance}} (sysfs node*/distance;
+    # 10 = local); {} = not known
+    distances: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
         if not self.cpus:
             raise TopologyError("topology has no CPUs")
+        if not self.memory_nodes:
+            object.__setattr__(self, "memory_nodes", tuple(sorted({c.node for c in self.cpus})))
+        object.__setattr__(self, "memory_nodes", tuple(sorted(set(self.memory_nodes))))
+        for i, row in self.distances.items():
+            if not isinstance(i, int) or not all(isinstance(j, int) for j in row):
+                raise TopologyError("node distances must be keyed by node numbers")
         ids = [c.cpu for c in self.cpus]
         if len(set(ids)) != len(ids):
             raise TopologyError("topology lists a CPU twice")
@@ -59,6 +75,20 @@ class Topology:
     def nodes(self) -> tuple[int, ...]:
         """NUMA nodes that have CPUs, ascending."""
         return tuple(sorted({c.node for c in self.cpus}))
+
+    @property
+    def all_nodes(self) -> tuple[int, ...]:
+        """Every NUMA node: those with CPUs and those with memory, ascending."""
+        return tuple(sorted(set(self.nodes) | set(self.memory_nodes)))
+
+    @property
+    def memory_only_nodes(self) -> tuple[int, ...]:
+        """Nodes that have memory and no CPUs (CXL or other far memory): memory targets only."""
+        return tuple(n for n in self.memory_nodes if n not in self.nodes)
+
+    def distance(self, a: int, b: int) -> int | None:
+        """The firmware's distance from node ``a`` to node ``b`` (10 = local), None if unknown."""
+        return self.distances.get(a, {}).get(b)
 
     @property
     def smt(self) -> bool:
@@ -103,6 +133,7 @@ class Topology:
             "logical_cpus": len(self.cpus),
             "physical_cores": sum(1 for c in self.cpus if c.primary),
             "cores_per_node": {str(k): v for k, v in self.cores_per_node().items()},
+            "memory_only_nodes": list(self.memory_only_nodes),
             "smt": self.smt,
             "threads_per_core": self.threads_per_core,
         }
@@ -112,6 +143,11 @@ class Topology:
         return {
             "cpu_model": self.cpu_model,
             "source": self.source,
+            "memory_nodes": list(self.memory_nodes),
+            # JSON keys are strings: {"0": {"0": 10, "1": 20}, ...}
+            "distances": {
+                str(i): {str(j): d for j, d in row.items()} for i, row in self.distances.items()
+            },
             "cpus": [
                 {
                     "cpu": c.cpu,
@@ -135,12 +171,19 @@ class Topology:
                 )
                 for c in data["cpus"]
             )
-        except (KeyError, TypeError, ValueError) as exc:
+            memory_nodes = tuple(int(n) for n in data.get("memory_nodes") or ())
+            distances = {
+                int(i): {int(j): int(d) for j, d in row.items()}
+                for i, row in (data.get("distances") or {}).items()
+            }
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise TopologyError(f"malformed topology {source or 'data'}: {exc!r}") from exc
         return cls(
             cpus=tuple(sorted(cpus)),
             cpu_model=str(data.get("cpu_model", "")),
             source=source or str(data.get("source", "")),
+            memory_nodes=memory_nodes,
+            distances=distances,
         )
 
 
@@ -167,6 +210,7 @@ def from_sysfs(root: str | os.PathLike = "/") -> Topology:
         for nd in sorted(node_dir.glob("node[0-9]*")):
             for cpu in cpulist.parse(_read(nd / "cpulist")):
                 node_of[cpu] = int(nd.name[4:])
+    memory_nodes, distances = _node_memory(node_dir), _node_distances(node_dir)
     cpus = []
     for cpu in online:
         topo = cpu_dir / f"cpu{cpu}" / "topology"
@@ -176,7 +220,59 @@ def from_sysfs(root: str | os.PathLike = "/") -> Topology:
         except FileNotFoundError as exc:
             raise TopologyError(f"incomplete sysfs topology for cpu{cpu}: {exc}") from exc
         cpus.append(LogicalCpu(cpu, node_of.get(cpu, 0), max(package, 0), siblings))
-    return Topology(cpus=tuple(sorted(cpus)), cpu_model=_cpu_model(root), source=f"sysfs:{root}")
+    return Topology(
+        cpus=tuple(sorted(cpus)),
+        cpu_model=_cpu_model(root),
+        source=f"sysfs:{root}",
+        memory_nodes=memory_nodes,
+        distances=distances,
+    )
+
+
+def _node_dirs(node_dir: Path) -> dict[int, Path]:
+    if not node_dir.is_dir():
+        return {}
+    found = {int(d.name[4:]): d for d in node_dir.glob("node[0-9]*") if d.name[4:].isdigit()}
+    return dict(sorted(found.items()))
+
+
+def _node_memory(node_dir: Path) -> tuple[int, ...]:
+    """The nodes with memory: ``has_memory``, else the nodes whose ``meminfo`` has a MemTotal
+    above 0; () when sysfs says neither (then the CPU nodes are taken)."""
+    has_memory = node_dir / "has_memory"
+    if has_memory.exists():
+        return cpulist.parse(_read(has_memory))
+    out = []
+    for node, d in _node_dirs(node_dir).items():
+        try:
+            text = (d / "meminfo").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            # "Node 2 MemTotal:       16777216 kB"
+            parts = line.split()
+            if len(parts) >= 4 and parts[2] == "MemTotal:" and int(parts[3]) > 0:
+                out.append(node)
+    return tuple(out)
+
+
+def _node_distances(node_dir: Path) -> dict[int, dict[int, int]]:
+    """The firmware's distance table: row ``node*/distance`` has one column per online node in
+    ascending order (the kernel's ``for_each_online_node``). {} when there is no such file."""
+    dirs = _node_dirs(node_dir)
+    online_file = node_dir / "online"
+    online = cpulist.parse(_read(online_file)) if online_file.exists() else tuple(dirs)
+    table: dict[int, dict[int, int]] = {}
+    for node, d in dirs.items():
+        if not (d / "distance").exists():
+            continue
+        row = [int(x) for x in _read(d / "distance").split()]
+        if len(row) != len(online):
+            raise TopologyError(
+                f"{d / 'distance'} has {len(row)} columns for {len(online)} online nodes"
+            )
+        table[node] = dict(zip(online, row, strict=True))
+    return table
 
 
 def _cpu_model(root: Path) -> str:
