@@ -51,6 +51,7 @@ Shared, the bottom:
 - ``measure.runner``: k >= 1 pinned instances driven round by round: start, time, probe,
   retry, verify.
 - ``measure.cell``: the pinned instance process of every measurement.
+- ``measure.builder``: the cell's torchvision model, its module imported alone where it can be.
 - ``measure.launcher``: one cell (or one dtype's peak) end to end.
 - ``measure.group``: packing plans and interference profiles through the runner.
 - ``measure.supervise``: starting and supervising pinned children; how they ended.

@@ -391,6 +391,7 @@ def _record(
                 "build_s": rdy.get("build_s"),
                 "prepare_s": rdy.get("prepare_s"),
                 "reference_s": rdy.get("reference_s"),
+                "model_import": rdy.get("model_import"),  # builder: lean | package
                 "threads_info": rdy.get("threads_info"),
                 "latencies_s": own,
                 "stats": stats.summarize(kept) if kept else None,
@@ -411,6 +412,7 @@ def _record(
         "prepare_s": max(i["prepare_s"] or 0.0 for i in instances),
         "first_call_s": first_call_s,
         "reference_s": max(i["reference_s"] or 0.0 for i in instances),
+        "model_import": instances[0]["model_import"],
         # a round's latency minus its slowest instance's own duration: how far apart the
         # instances started (0 for one instance)
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
