@@ -6,8 +6,9 @@ guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
   (8 cells, each numactl-pinned and verified in the cell);
 - runs ``driver.py --only negative/wrong-binding`` beside it: a cell whose numactl binding is
   deliberately not its plan must be caught and fail; then, in the same branch,
-  ``packing_group.py``: one packing group (docs/packing.md) of concurrent pinned instances on
-  every core, planned by ``placement.pack`` and measured by ``group.measure_group``.
+  ``interference_check.py``: one interference profile job (issue 22, docs/packing.md): one
+  instance alone, then one per node side by side, placed by ``placement.pack`` and measured by
+  ``group.run_interference``.
 
 The host then draws everything else from the guest's results folder with the same workflow
 (flops, tables, degradation, figures, page): a dry run first must plan no cell, peak or
@@ -16,9 +17,10 @@ of every placement is bound as planned (CPUs, memory policy, pages), the pipelin
 assertions (tests/test_pipeline.py) hold against the guest's topology with the real planner,
 every NUMA figure family is drawn from those cells, ``degradation.csv`` has rows for each
 non-sequential placement, the page's NUMA section shows them, and machine.json says the guest
-is emulated (efficiency stays empty: no peak was measured). The packing group: every instance on
-the CPUs and node that ``placement.pack`` gives on the guest's topology (recomputed here), no CPU
-shared, memory bound to the instance's node only, verified in the instance (CPUs, policy, pages).
+is emulated (efficiency stays empty: no peak was measured). The interference group: every
+instance on the CPUs and node that ``placement.pack`` gives on the guest's topology (recomputed
+here), no CPU shared, memory bound to the instance's node only, verified in the instance (CPUs,
+policy, pages), and the profile table's row per node.
 
 Select with ``-m numa_vm``; skip with ``-m "not numa_vm"``. ``NUMA_VM_RESULTS=DIR`` checks the
 output of an earlier run instead (``tests/numa_vm/run-in-guest ... --rwdir DIR -- \
@@ -290,55 +292,8 @@ def _guest_script(name: str):
     return module
 
 
-# the guest's script, for its configuration rule (budget, [(threads, images)]) only
-PACKING_GROUP = _guest_script("packing_group")
-
-
-def packing_record(out: Path) -> dict:
-    return json.loads((out / "driver" / "packing" / "group.json").read_text())
-
-
-def check_packing_group(rec: dict, topo: topology.Topology) -> None:
-    """The group is where ``placement.pack`` puts it on ``topo`` (recomputed here, not read from
-    the record's own plans) and each live instance was verified there; raises AssertionError."""
-    budget, conf = PACKING_GROUP.configuration(topo)
-    want = placement.pack(topo, [t for t, _ in conf], budget)
-    assert isinstance(want, list), want
-    assert rec["budget"] == budget and [tuple(c) for c in rec["configuration"]] == conf
-    group = rec["group"]
-    assert group["status"] == "ok", group.get("failure")
-    insts = group["instances"]
-    assert [(i["threads"], i["batch"]) for i in insts] == conf
-    node_size = max(len(topo.node_cpus(n)) for n in topo.nodes)
-    seen: set[int] = set()
-    for j, (inst, plan) in enumerate(zip(insts, want, strict=True)):
-        assert inst["plan"] == plan.to_dict(), (j, inst["plan"]["cpus"], plan.cpus)
-        # the CPUs the live process had: exactly its plan's, and no other instance's
-        bind = inst["binding"]
-        cpus = set(cpulist.parse(bind["cpus_allowed_list"]))
-        assert cpus == set(plan.cpus), (j, cpus, plan.cpus)
-        assert set(bind["sched_affinity"]) == cpus, j
-        assert not cpus & seen, (j, cpus & seen)
-        seen |= cpus
-        nodes = sorted({topo.node_of(c) for c in cpus})
-        if plan.threads <= node_size:
-            assert len(nodes) == 1, (j, nodes)  # an instance that fits a node is on one node
-        # memory bound to the instance's own node(s) only
-        assert bind["mempolicy"]["mode"] == "bind", (j, bind["mempolicy"])
-        assert bind["mempolicy"]["nodes"] == nodes, (j, bind["mempolicy"], nodes)
-        assert inst["threads_info"]["torch_num_threads"] == plan.threads, j
-        # the in-instance verification, and its observations read again here
-        ver = inst["verification"]
-        assert ver["ok"] and ver["problems"] == [], (j, ver["problems"])
-        last = {t["last_cpu"] for t in ver["threads"]["tasks"]}
-        assert last <= cpus and ver["threads"]["outside_plan"] == [], (j, last)
-        by_node = {int(n): kb for n, kb in ver["pages"]["anon_kb_by_node"].items()}
-        total = sum(by_node.values())
-        assert total > 50 * 1024, (j, by_node)  # a torch process: tens of MB at least
-        on_own = sum(by_node.get(n, 0) for n in nodes) / total
-        assert on_own >= verify.MIN_SHARE, (j, nodes, by_node)
-        assert len(inst["latencies_s"]) == len(group["measurement"]["latencies_s"]) >= 1, j
-    assert seen == {c for n in topo.nodes for c in topo.node_cpus(n)}  # budget: every core
+# the guest's script, for its configuration rule (budget, threads, k) only
+INTERFERENCE_CHECK = _guest_script("interference_check")
 
 
 def interference_record(out: Path) -> dict:
@@ -346,7 +301,7 @@ def interference_record(out: Path) -> dict:
 
 
 def check_interference_group(rec: dict, topo: topology.Topology) -> None:
-    """The guest's interference check (packing_group.py, issue 22): the profile job's alone
+    """The guest's interference check (interference_check.py, issue 22): the profile job's alone
     instance and its group of k are where ``placement.pack`` puts them on ``topo`` (recomputed
     here), no CPU shared, memory bound to each instance's own node, each verified in itself, and
     the profile table gives every node its own row with its instances' co-runner cores x.
@@ -354,7 +309,7 @@ def check_interference_group(rec: dict, topo: topology.Topology) -> None:
     AssertionError."""
     from numa_effects.tables import interference as profile
 
-    budget, threads, k = PACKING_GROUP.interference_configuration(topo)
+    budget, threads, k = INTERFERENCE_CHECK.interference_configuration(topo)
     assert rec["status"] == "ok", rec.get("failure")
     j = rec["job"]
     assert (j["budget"], j["threads"], j["instances"]) == (budget, threads, [k])
@@ -395,31 +350,6 @@ def check_interference_group(rec: dict, topo: topology.Topology) -> None:
         assert r["x"] == threads * (per_node[r["node"]] - 1)
 
 
-def test_packing_group_is_placed_and_verified_as_pack_plans_it(guest):
-    rec = packing_record(guest)
-    topo = topology.load(GUEST_TOPOLOGY)
-    # planned in the guest on the topology it read there, which is the captured fixture
-    assert topology.Topology.from_dict(rec["topology"]).cpus == topo.cpus
-    check_packing_group(rec, topo)
-
-
-def test_packing_group_exercises_the_node_logic(guest):
-    """On the 2 x 2 guest: the 2-thread instance alone on one node, the two 1-thread instances
-    on the other node's two CPUs (derived from the topology, not CPU numbers)."""
-    topo = topology.load(GUEST_TOPOLOGY)
-    insts = packing_record(guest)["group"]["instances"]
-    node_size = len(topo.node_cpus(topo.nodes[0]))
-    assert len(topo.nodes) == 2 and node_size >= 2, "the test's guest is 2 nodes x 2 CPUs"
-    nodes = [{topo.node_of(c) for c in i["plan"]["cpus"]} for i in insts]
-    wide = [j for j, i in enumerate(insts) if i["threads"] == node_size]
-    narrow = [j for j, i in enumerate(insts) if i["threads"] == 1]
-    assert len(wide) == 1 and len(narrow) == node_size and len(insts) == node_size + 1
-    (w,) = wide
-    assert len(nodes[w]) == 1
-    others = set().union(*(nodes[j] for j in narrow))
-    assert len(others) == 1 and not others & nodes[w]  # the wide one alone on its node
-
-
 def test_interference_group_is_placed_one_instance_per_node_and_verified(guest):
     """The interference check on the 2 x 2 guest: two 2-thread instances, one per node, each
     verified on its node; the profile table has one row per node with x = 0."""
@@ -430,37 +360,36 @@ def test_interference_group_is_placed_one_instance_per_node_and_verified(guest):
     assert sorted(tuple(i["plan"]["cpu_nodes"]) for i in insts) == [(0,), (1,)]
 
 
-def test_packing_checks_fail_on_a_misplaced_group(guest):
-    """check_packing_group can fail: records altered to look self-consistent but wrong."""
-    rec = packing_record(guest)
+def test_interference_checks_fail_on_a_misplaced_group(guest):
+    """check_interference_group can fail: records altered to look self-consistent but wrong."""
+    rec = interference_record(guest)
     topo = topology.load(GUEST_TOPOLOGY)
-    insts = rec["group"]["instances"]
-    narrow = [j for j, i in enumerate(insts) if i["threads"] == 1]
-    wide = next(j for j, i in enumerate(insts) if i["threads"] > 1)
-    other_node = next(
-        n for n in topo.nodes if n not in {topo.node_of(c) for c in insts[wide]["plan"]["cpus"]}
-    )
+    k = f"k{INTERFERENCE_CHECK.interference_configuration(topo)[2]}"
+    insts = rec["runs"][k][0]["instances"]
+    first_node = {topo.node_of(c) for c in insts[0]["plan"]["cpus"]}
+    other_node = next(n for n in topo.nodes if n not in first_node)
     bad = []
-    # two 1-thread instances swapped: each pinned and verified as its own plan says, but not
-    # where placement.pack puts it
+    # the two instances swapped: each pinned and verified as its own plan says, but not where
+    # placement.pack puts it
     swapped = copy.deepcopy(rec)
-    a, b = narrow[:2]
-    swapped["group"]["instances"][a], swapped["group"]["instances"][b] = insts[b], insts[a]
+    group = swapped["runs"][k][0]["instances"]
+    group[0], group[1] = group[1], group[0]
     bad.append(swapped)
-    # the wide instance's memory bound to the other node
+    # the first instance's memory bound to the other node
     membind = copy.deepcopy(rec)
-    membind["group"]["instances"][wide]["binding"]["mempolicy"]["nodes"] = [other_node]
+    membind["runs"][k][0]["instances"][0]["binding"]["mempolicy"]["nodes"] = [other_node]
     bad.append(membind)
     # its pages on the other node (the verification's own verdict left "ok")
     pages = copy.deepcopy(rec)
-    ver = pages["group"]["instances"][wide]["verification"]
-    ver["pages"]["anon_kb_by_node"] = {str(other_node): ver["pages"]["anon_kb"]}
+    ver = pages["runs"][k][0]["instances"][0]["verification"]
+    total = sum(ver["pages"]["anon_kb_by_node"].values())
+    ver["pages"]["anon_kb_by_node"] = {str(other_node): total}
     bad.append(pages)
-    # a CPU of another instance
+    # a CPU of the other instance
     shared = copy.deepcopy(rec)
-    wide_cpus = insts[wide]["plan"]["cpu_list"]
-    shared["group"]["instances"][narrow[0]]["binding"]["cpus_allowed_list"] = wide_cpus
+    cpus = insts[1]["plan"]["cpu_list"]
+    shared["runs"][k][0]["instances"][0]["binding"]["cpus_allowed_list"] = cpus
     bad.append(shared)
     for r in bad:
         with pytest.raises(AssertionError):
-            check_packing_group(r, topo)
+            check_interference_group(r, topo)

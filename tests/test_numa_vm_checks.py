@@ -1,7 +1,7 @@
 """The host-side check of the 2-node guest's interference step (issue 22:
-``tests/numa_vm/packing_group.py`` -> ``check_interference_group`` in tests/test_numa_vm.py),
+``tests/numa_vm/interference_check.py`` -> ``check_interference_group`` in tests/test_numa_vm.py),
 unit-tested on a record produced on this project's 1-node host by the same script
-(``tests/fixtures/numa_vm_interference/host-1node.json``: ``python tests/numa_vm/packing_group.py
+(``tests/fixtures/numa_vm_interference/host-1node.json``: ``python tests/numa_vm/interference_check.py
 --out DIR`` on the 2-core KVM guest, 2026-12-01, load 4.9-5.3): the checks pass on it, and
 altered copies -- placed elsewhere, sharing a CPU, memory on another node, a failed
 verification, a table attributing an instance to the wrong node -- fail them. The guest's own
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_numa_vm import PACKING_GROUP, check_interference_group
+from test_numa_vm import INTERFERENCE_CHECK, check_interference_group
 
 from numa_effects.plan import topology
 
@@ -31,7 +31,7 @@ def topo_of(rec: dict) -> topology.Topology:
 def test_the_host_record_passes_the_guest_checks(record):
     topo = topo_of(record)
     assert len(topo.nodes) == 1  # this host: both instances on node 0, x = 1 each
-    assert PACKING_GROUP.interference_configuration(topo) == (2, 1, 2)
+    assert INTERFERENCE_CHECK.interference_configuration(topo) == (2, 1, 2)
     check_interference_group(record, topo)
 
 
@@ -41,7 +41,7 @@ def test_the_guest_configuration_is_two_instances_of_two_threads_one_per_node():
     from numa_effects.plan import placement
 
     guest = load("qemu-2node-test-guest")
-    budget, threads, k = PACKING_GROUP.interference_configuration(guest)
+    budget, threads, k = INTERFERENCE_CHECK.interference_configuration(guest)
     assert (budget, threads, k) == (4, 2, 2)
     assert [p.cpu_nodes for p in placement.pack(guest, [threads] * k, budget)] == [(0,), (1,)]
 
