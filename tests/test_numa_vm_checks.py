@@ -1,11 +1,12 @@
 """The host-side check of the 2-node guest's interference step (issue 22:
-``tests/numa_vm/interference_check.py`` -> ``check_interference_group`` in tests/test_numa_vm.py),
-unit-tested on a record produced on this project's 1-node host by the same script
-(``tests/fixtures/numa_vm_interference/host-1node.json``: ``python tests/numa_vm/interference_check.py
---out DIR`` on the 2-core KVM guest, 2026-12-01, load 4.9-5.3): the checks pass on it, and
-altered copies -- placed elsewhere, sharing a CPU, memory on another node, a failed
-verification, a table attributing an instance to the wrong node -- fail them. The guest's own
-record is checked by tests/test_numa_vm.py (marker numa_vm)."""
+``tests/numa_vm/interference_check.py`` -> ``check_interference_group`` in
+tests/test_numa_vm.py), unit-tested on a record produced on this project's 1-node host by the
+same script (``tests/fixtures/numa_vm_interference/host-1node.json``: ``python
+tests/numa_vm/interference_check.py --out DIR``, then named packing_group.py, on the 2-core KVM
+guest, 2026-12-01, load 4.9-5.3): the checks pass on it, and altered copies -- placed
+elsewhere, sharing a CPU, memory on another node, a failed verification, a table attributing an
+instance to the wrong node -- fail them. The guest's own record is checked by
+tests/test_numa_vm.py (marker numa_vm)."""
 
 import copy
 import json
