@@ -17,15 +17,8 @@ result = group.run_interference(
     settings.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
-runs = result.get("runs", {})
-med = {
-    n: [round(r["stats"]["median_s"] * 1e3, 2) if r.get("stats") else r["status"] for r in recs]
-    for n, recs in runs.items()
-}
 w = sm.wildcards
 msg = f"interference {w.model}/{w.opt} C={w.budget} t={w.threads} b={job['batch']}: "
-msg += f"{result['status']}; round medians ms {med}"
-if result["status"] != "ok":
-    msg += f" ({result['failure']['cause']}: {result['failure']['message']})"
+msg += group.summary_line(result)
 log.write_text(msg + "\n")
 print(msg, file=sys.stderr)

@@ -28,14 +28,7 @@ result = group.run(
     settings.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
-runs = result.get("runs", {})
-med = {
-    n: [round(r["stats"]["median_s"] * 1e3, 2) if r.get("stats") else r["status"] for r in recs]
-    for n, recs in runs.items()
-}
-msg = f"packing {sm.wildcards.model}/{sm.wildcards.opt} C={budget} B={batch}: {result['status']}"
-msg += f" {choice.get('label')}; medians ms {med}"
-if result["status"] != "ok":
-    msg += f" ({result['failure']['cause']}: {result['failure']['message']})"
+msg = f"packing {sm.wildcards.model}/{sm.wildcards.opt} C={budget} B={batch} "
+msg += f"{choice.get('label')}: {group.summary_line(result)}"
 log.write_text(msg + "\n")
 print(msg, file=sys.stderr)

@@ -198,6 +198,32 @@ def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sle
     return result
 
 
+def _place_and_measure(job, configs, result, out, logdir, timeout_s, max_memory_mb, sleep):
+    """Place ``configs`` on this machine (recorded in ``result``), then measure them; a
+    configuration that cannot be placed fails the job with its cause."""
+    logdir, budget, use_smt = Path(logdir), int(job["budget"]), bool(job["use_smt"])
+    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
+    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
+    if why:
+        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
+        cellresult.write_json_atomic(out, result)
+        return result
+    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)
+
+
+def summary_line(result: dict) -> str:
+    """A job's outcome in one line for its log: status, each configuration's round medians
+    (ms, or the status of a replicate without statistics), the failure when it failed."""
+    med = {
+        n: [round(r["stats"]["median_s"] * 1e3, 2) if r.get("stats") else r["status"] for r in recs]
+        for n, recs in result.get("runs", {}).items()
+    }
+    line = f"{result['status']}; medians ms {med}"
+    if result["status"] != "ok":
+        line += f" ({result['failure']['cause']}: {result['failure']['message']})"
+    return line
+
+
 def run(
     job: dict,
     out: str | os.PathLike,
@@ -212,9 +238,7 @@ def run(
     ``packing.choices``; its ``candidates`` are measured, or the row itself when it has none)
     and ``placements`` (the scheduling topology's plan dicts by configuration name).
     ``max_memory_mb``: each instance's address-space limit (RLIMIT_AS)."""
-    logdir = Path(logdir)
-    budget, use_smt = int(job["budget"]), bool(job["use_smt"])
-    choice = job["choice"]
+    choice, budget = job["choice"], int(job["budget"])
     result = {
         "job": {k: job[k] for k in ("model", "opt", "budget", "batch", "image_size", "use_smt")},
         "choice": choice,
@@ -227,13 +251,7 @@ def run(
         | ({"candidate": c["candidate"]} if "candidate" in c else {})
         for n, c in configs.items()
     }
-    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
-    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
-    if why:
-        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
-        cellresult.write_json_atomic(out, result)
-        return result
-    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)
+    return _place_and_measure(job, configs, result, out, logdir, timeout_s, max_memory_mb, sleep)
 
 
 def profile_configurations(job: dict) -> dict[str, dict]:
@@ -256,8 +274,6 @@ def run_interference(
     atomically to ``out``. ``job``: ``model``, ``opt``, ``image_size``, ``use_smt``,
     ``settings``, ``replicates``, ``budget``, ``threads``, ``batch``, ``instances`` (the group
     sizes k) and ``placements`` (the scheduling topology's plan dicts by name, may be {})."""
-    logdir = Path(logdir)
-    budget, use_smt = int(job["budget"]), bool(job["use_smt"])
     keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
     result = {
         "kind": "interference",
@@ -266,10 +282,4 @@ def run_interference(
         "provenance": _provenance(),
     }
     configs = profile_configurations(job)
-    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
-    result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
-    if why:
-        result.update(status="failed", failure={"cause": why[0], "message": why[1]})
-        cellresult.write_json_atomic(out, result)
-        return result
-    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)
+    return _place_and_measure(job, configs, result, out, logdir, timeout_s, max_memory_mb, sleep)

@@ -150,6 +150,14 @@ def fill_keys(df):
     return df
 
 
+def keyed(df):
+    """``df`` with every key column (``fill_keys``) when it is a table of cells (it has
+    ``model`` and ``opt``); any other table (or None) as it is."""
+    if df is None or not {"model", "opt"} <= set(df.columns):
+        return df
+    return fill_keys(df)
+
+
 def expand(
     config: dict,
     topo: Topology,

@@ -156,14 +156,16 @@ def statistic(cells) -> str:
 
 def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str):
     """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
-    allocator column is glibc's (``default``)."""
+    allocator column is glibc's (``default``: ``grid.keyed``)."""
+    from numa_effects.plan import grid
+
+    cells = grid.keyed(cells)
     sel = cells[
-        (cells["model"] == model) & (cells["opt"] == opt) & (cells["placement"] == placement)
+        (cells["model"] == model)
+        & (cells["opt"] == opt)
+        & (cells["placement"] == placement)
+        & (cells["allocator"] == allocator)
     ]
-    if "allocator" in sel.columns:
-        sel = sel[sel["allocator"].fillna("default") == allocator]
-    elif allocator != "default":
-        return sel.iloc[0:0]
     if "status" in sel.columns:
         sel = sel[sel["status"] == "ok"]
     return sel

@@ -37,14 +37,7 @@ NO_VALUE = ("missing", "skipped", "contended", "failed")
 def read_csv(path) -> pd.DataFrame:
     """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys; a
     table without a key column added since it was written gets its default."""
-    return keyed(stats.read_table(path, KEYS))
-
-
-def keyed(df: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``df`` with every key column (``grid.fill_keys``) when it has the others."""
-    if df is None or not {"model", "opt"} <= set(df.columns):
-        return df
-    return grid_mod.fill_keys(df)
+    return grid_mod.keyed(stats.read_table(path, KEYS))
 
 
 def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
@@ -67,9 +60,9 @@ class Tables:
     precision: pd.DataFrame | None = None  # tables/precision.csv (Precision and runtime)
 
     def __post_init__(self):
-        self.cells = keyed(self.cells)
-        self.skipped = keyed(self.skipped)
-        self.degradation = keyed(self.degradation)
+        self.cells = grid_mod.keyed(self.cells)
+        self.skipped = grid_mod.keyed(self.skipped)
+        self.degradation = grid_mod.keyed(self.degradation)
 
     @classmethod
     def load(

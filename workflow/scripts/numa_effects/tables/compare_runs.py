@@ -41,7 +41,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan import paths
-from numa_effects.plan.grid import KEYS, fill_keys
+from numa_effects.plan.grid import KEYS, keyed
 
 CELLS = paths.table("cells")
 MACHINE = paths.MACHINE
@@ -162,8 +162,7 @@ class Run:
 def read_cells(path: Path):
     """cells.csv with every key column: an axis added since the run (e.g. ``allocator``, or
     PackRat's files) gets its default (``grid.fill_keys``), so older runs still match."""
-    cells = stats.read_table(path)
-    return fill_keys(cells) if {"model", "opt"} <= set(cells.columns) else cells
+    return keyed(stats.read_table(path))
 
 
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:

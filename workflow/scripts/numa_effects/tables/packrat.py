@@ -148,6 +148,17 @@ def _read(path: Path, values: Sequence[str]) -> pd.DataFrame:
     return df
 
 
+def _check_rows(f) -> None:
+    """Raise ``PackratError`` naming ``f`` (and its first bad line) when ``row_problems``
+    finds no rows or an impossible value."""
+    found = row_problems(f)
+    if found is None:
+        raise PackratError(f"{f} has no rows after its header")
+    if found:
+        (line, what), more = found[0], len(found) - 1
+        raise PackratError(f"{f} line {line}: {what}" + (f" (and {more} more)" if more else ""))
+
+
 def read(path: str | os.PathLike) -> pd.DataFrame:
     """One PackRat folder as rows of cells.csv (``COLUMNS``), sorted by the cell keys.
 
@@ -155,12 +166,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     or with an impossible latency or throughput (``row_problems``), is an error."""
     lat_path, thr_path = source_files(path)
     for f in (lat_path, thr_path):  # the config check names every one; here the first
-        found = row_problems(f)
-        if found is None:
-            raise PackratError(f"{f} has no rows after its header")
-        if found:
-            (line, what), more = found[0], len(found) - 1
-            raise PackratError(f"{f} line {line}: {what}" + (f" (and {more} more)" if more else ""))
+        _check_rows(f)
     lat = _read(lat_path, list(LATENCY_COLUMNS))
     thr = _read(thr_path, ["throughput"])
     on = [k for k in PACKRAT_KEYS if k in lat.columns and k in thr.columns]
@@ -304,12 +310,7 @@ def interference_table(path: str | os.PathLike) -> pd.DataFrame:
 
     rows = []
     for f in interference_files(path):
-        found = row_problems(f)
-        if found is None:
-            raise PackratError(f"{f} has no rows after its header")
-        if found:
-            (line, what), more = found[0], len(found) - 1
-            raise PackratError(f"{f} line {line}: {what}" + (f" (and {more} more)" if more else ""))
+        _check_rows(f)
         df = pd.read_csv(f)
         df["_line"] = df.index + 2
         for col in GROUP_KEYS:
