@@ -74,6 +74,42 @@ def planned(workdir: Path, config: dict | None, *args: str, target: str = "all")
     return dag_jobs(snakemake(workdir, config, *args, "--dag", "dot", target).stdout)
 
 
+# -- the 2-node guest boots beside the host tests (tests/guest_boot.py) ---------------------------
+def _is_numa_vm(item) -> bool:
+    return item.get_closest_marker("numa_vm") is not None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The numa_vm tests last, in their order: they wait for the guest that boots meanwhile."""
+    items[:] = [i for i in items if not _is_numa_vm(i)] + [i for i in items if _is_numa_vm(i)]
+
+
+def pytest_collection_finish(session):
+    """Start the guest's boot once the session's tests are known, if one of them needs it."""
+    import guest_boot
+
+    config = session.config
+    if (
+        config.option.collectonly
+        or sys.platform != "linux"
+        or os.environ.get("NUMA_VM_RESULTS")
+        or not guest_boot.background()
+        or not any(_is_numa_vm(i) for i in session.items)
+    ):
+        return
+    out = config._tmp_path_factory.mktemp("numa_vm")
+    guest_boot.CURRENT = guest_boot.Boot(out, load_config("guest")).start()
+    if guest_boot.CURRENT.started_at is not None:
+        print(f"\nnuma_vm: the guest boots in the background into {out}", file=sys.stderr)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import guest_boot
+
+    if guest_boot.CURRENT is not None:
+        guest_boot.CURRENT.stop()
+
+
 @pytest.fixture
 def tiny_config() -> dict:
     return load_config("tiny")

@@ -22,6 +22,8 @@ instance on the CPUs and node that ``placement.pack`` gives on the guest's topol
 here), no CPU shared, memory bound to the instance's node only, verified in the instance (CPUs,
 policy, pages), and the profile table's row per node.
 
+The boot starts in the background right after collection and these tests run last
+(tests/guest_boot.py, conftest.py): the guest's ~20 minutes overlap the host tests.
 Select with ``-m numa_vm``; skip with ``-m "not numa_vm"``. ``NUMA_VM_RESULTS=DIR`` checks the
 output of an earlier run instead (``tests/numa_vm/run-in-guest ... --rwdir DIR -- \
 tests/numa_vm/guest-e2e .venv/bin/python DIR``, with DIR/guest-config.yaml = GUEST_CONFIG);
@@ -37,14 +39,13 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import guest_boot
 import pandas as pd
 import pytest
-import yaml
 from conftest import load_config, planned, snakemake
 from test_pipeline import check_cells, check_tables
 
@@ -58,62 +59,40 @@ pytestmark = pytest.mark.numa_vm
 REPO = Path(__file__).resolve().parents[1]
 VM = REPO / "tests" / "numa_vm"
 GUEST_TOPOLOGY = REPO / "tests" / "fixtures" / "topology" / "qemu-2node-test-guest"
-# The guest: 2 nodes of 2 CPUs (so remote and mem-interleave have 2 cores on node 0 at t=2)
-# and 3 GiB each (a membind'ed torch process must fit on one node).
-GUEST_ARGS = ["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "3G"]
 PLACEMENTS = ["sequential", "interleave", "remote", "mem-interleave"]
 # The smallest grid that has every NUMA figure family (.test/config/guest.yaml).
 GUEST_CONFIG = load_config("guest")
 CELLS = [(p, t) for p in PLACEMENTS for t in GUEST_CONFIG["threads"]]
-# The guest is killed after this long (a hung guest, not a slow one: at load 7-15 the run took
-# 1980 s before the packing step, which adds ~5 min at load 2-5 and more on a busier machine).
-TIMEOUT_S = 50 * 60
 
 
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
-    """The guest's output folder: pipeline/ (a results folder), driver/, timings.txt."""
+    """The guest's output folder: pipeline/ (a results folder), driver/, timings.txt. The boot
+    started in the background after collection (tests/guest_boot.py) is waited for here."""
     if sys.platform != "linux":
         pytest.skip("needs Linux")
     reuse = os.environ.get("NUMA_VM_RESULTS")
     if reuse:  # check the output of an earlier `run-in-guest ... guest-e2e` run
         return Path(reuse)
-    out = tmp_path_factory.mktemp("numa_vm")
-    setup = subprocess.run([str(VM / "setup")], capture_output=True, text=True)
-    if setup.returncode != 0:
-        why = f"tests/numa_vm/setup failed:\n{setup.stdout}\n{setup.stderr}"
+    boot = guest_boot.CURRENT
+    if boot is None:  # NUMA_VM_BACKGROUND=0: boot now
+        boot = guest_boot.Boot(tmp_path_factory.mktemp("numa_vm"), GUEST_CONFIG).start()
+    if boot.setup_error:
         if os.environ.get("CI") != "true" and os.geteuid() != 0:
-            pytest.skip(f"not root and not CI; {why}")
-        pytest.fail(why)  # in CI an infrastructure failure fails the test
-    (out / "guest-config.yaml").write_text(yaml.safe_dump(GUEST_CONFIG))
-    cmd = [
-        str(VM / "run-in-guest"),
-        *GUEST_ARGS,
-        "--timeout",
-        str(TIMEOUT_S),
-        "--rwdir",
-        str(out),
-        "--",
-        str(VM / "guest-e2e"),
-        sys.executable,
-        str(out),
-    ]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+            pytest.skip(f"not root and not CI; {boot.setup_error}")
+        pytest.fail(boot.setup_error)  # in CI an infrastructure failure fails the test
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0 and not (out / "timings.txt").exists():
-        # QEMU died before the guest ran anything (seen once under TCG on a loaded machine:
-        # an assertion in hw/pci/msix.c after 18 s): one more boot, not a second run.
-        print(f"numa_vm: guest never started: {proc.stderr[-500:]}", file=sys.stderr)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.monotonic() - t0
-    (out / "guest.stdout").write_text(proc.stdout)
-    (out / "guest.stderr").write_text(proc.stderr)
-    print(f"numa_vm: guest run took {wall:.0f} s; {proc.stderr.strip()[-300:]}", file=sys.stderr)
+    proc = boot.wait().proc
+    waited = time.monotonic() - t0
+    print(
+        f"numa_vm: guest run took {boot.wall_s:.0f} s (this test waited {waited:.0f} s of it); "
+        f"{proc.stderr.strip()[-300:]}",
+        file=sys.stderr,
+    )
     assert proc.returncode == 0, (
         f"guest exited {proc.returncode}:\n{proc.stdout[-4000:]}\n" + (proc.stderr[-4000:])
     )
-    return out
+    return boot.out
 
 
 def results(out: Path) -> Path:

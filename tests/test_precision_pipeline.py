@@ -116,7 +116,7 @@ def test_cells_record_dtype_kernels_agreement_and_conversion(run):
 
 def test_each_dtype_has_its_peak_and_efficiency_is_against_it(run):
     """One peak per dtype of the grid, pinned like the cells: the best of its kernels (int8:
-    the PT2E convolution), the theoretical peak beside it; every cell's efficiency is against
+    the PT2E convolutions), the theoretical peak beside it; every cell's efficiency is against
     its own dtype's peak and at most 1.05."""
     results = run[0]
     caps = cpu.of_machine()
@@ -126,7 +126,9 @@ def test_each_dtype_has_its_peak_and_efficiency_is_against_it(run):
     f32 = peak[peak["dtype"] == "float32"].iloc[0]
     assert f32["peak_kernel"] in ("mm", "conv1x1_cl", "conv3x3_prepacked")
     assert "mm " in f32["kernels"] and "conv1x1_cl" in f32["kernels"]
-    assert peak[peak["dtype"] == "int8"].iloc[0]["peak_kernel"] == "conv1x1_pt2e_int8"
+    int8 = peak[peak["dtype"] == "int8"].iloc[0]
+    assert int8["peak_kernel"] in ("conv1x1_pt2e_int8", "conv3x3_pt2e_int8")
+    assert "conv1x1_pt2e_int8" in int8["kernels"] and "conv3x3_pt2e_int8" in int8["kernels"]
     for _, row in peak.iterrows():
         theo = caps.theoretical_peak(row["dtype"], 1)["theoretical_gflop_per_s"]
         assert row["theoretical_gflop_per_s"] == pytest.approx(theo)
