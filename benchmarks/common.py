@@ -15,12 +15,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "workflow" / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+from numa_effects.plan.grid import KEYS as CELL_KEYS
 
-from numa_effects.plan.grid import KEYS as CELL_KEYS  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 GRID_KEYS = ("models", "batch_sizes", "optimizations", "threads", "placements", "image_size")
 

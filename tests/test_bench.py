@@ -1,6 +1,8 @@
 """The benchmarks' own logic (benchmarks/judge.py, load.py, bias.py) on small tables; the
 benchmarks themselves run with ``make bench`` (docs/performance.md)."""
 
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -263,3 +265,19 @@ def test_the_precision_note_reads_speedups_peaks_and_efficiency_before_and_after
     assert "measured    120.0 (conv3x3_prepacked), theoretical     78.3" in text
     assert "efficiency before (float32 torch.mm alone): 1.10 - 3.00" in text
     assert "efficiency after (the cell's dtype's peak):  0.75 - 0.92" in text
+
+
+def test_make_bench_starts_without_pythonpath():
+    """``make bench`` runs ``python -m benchmarks`` with no PYTHONPATH: the package must find
+    numa_effects itself, whichever benchmark module imports it first (bias.py did, before
+    common.py had set the path: ModuleNotFoundError)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "packing" in proc.stdout
