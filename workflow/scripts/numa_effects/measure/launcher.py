@@ -184,6 +184,32 @@ def run(
     return finish(result)
 
 
+def run_rule(sm, timeout_s: float) -> dict:
+    """``run`` as a Snakemake rule's script calls it (``sm``: its ``snakemake`` object): the
+    spec its ``params.spec`` holds, its first output and log, the config's ``max_memory_mb``."""
+    return run(
+        sm.params.spec,
+        sm.output[0],
+        sm.log[0],
+        timeout_s,
+        max_memory_mb=sm.config.get("max_memory_mb"),
+    )
+
+
+def outcome_line(result: dict, what: str, ok: str, nothing: str) -> str:
+    """The job's line in the Snakemake log: ``{what}: {ok}`` for a measurement, else why it has
+    no ``nothing`` (skipped with its reason, contended, failed with its cause)."""
+    if result["status"] == "ok":
+        return f"{what}: {ok}"
+    if result["status"] == "skipped":
+        return f"{what}: SKIPPED, no {nothing}: {result.get('skip_reason')}"
+    if result["status"] == "contended":
+        why = (result.get("contention") or {}).get("contended_reason")
+        return f"{what}: CONTENDED, no {nothing}: {why}"
+    f = result["failure"]
+    return f"{what}: FAILED ({f['cause']}): {f['message']}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m numa_effects.measure.launcher", description=__doc__
