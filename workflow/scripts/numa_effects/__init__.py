@@ -76,6 +76,8 @@ profiles):
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
+- ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the
+  firmware distances and each CPU node's local diagonal.
 - ``tables.packing``: packing.csv and packing_candidates.csv.
 - ``tables.interference``: interference.csv, the profile.
 - ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).
