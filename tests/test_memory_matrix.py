@@ -197,6 +197,21 @@ def test_the_table_has_ratios_to_the_local_diagonal_and_the_firmware_distance(tm
     assert memory_matrix.table(files).distance.isna().all()
 
 
+def test_retry_failed_lists_failed_memory_jobs_not_skipped_ones(tmp_path):
+    import failed_cells
+
+    folder = tmp_path / "memory"
+    write_records(
+        folder,
+        [
+            record(0, 0, lat=100.0, bw=20.0),
+            record(0, 1, "failed", failure={"cause": "timeout", "message": "no result"}),
+            record(0, 2, "skipped", memory=None, skip_reason="no compiler"),
+        ],
+    )
+    assert failed_cells.failed(tmp_path) == [str(folder / "n0m1.json")]
+
+
 def test_the_table_of_a_failed_diagonal_has_no_ratios(tmp_path):
     files = write_records(
         tmp_path,

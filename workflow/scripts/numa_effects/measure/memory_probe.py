@@ -159,8 +159,9 @@ def default_cache_dir() -> Path:
 
 def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
     """The probe's shared library, compiled with ``cc`` once per (source, compiler, flags) into
-    ``cache_dir`` (default ``default_cache_dir``; written under a temporary name, then renamed,
-    so concurrent jobs never load a half-written file). Raises ``ProbeError`` with the
+    ``cache_dir`` (default ``default_cache_dir``; written under a temporary name of this host
+    and process, then renamed, so concurrent jobs, also of other nodes sharing the folder, never
+    load a half-written file). Raises ``ProbeError`` with the
     compiler's message when it fails."""
     digest = hashlib.sha256("\0".join((SOURCE, cc, *FLAGS)).encode()).hexdigest()[:16]
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -170,7 +171,7 @@ def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
     cache.mkdir(parents=True, exist_ok=True)
     src = cache / f"memory_probe-{digest}.c"
     src.write_text(SOURCE)
-    tmp = cache / f".memory_probe-{digest}.{os.getpid()}.so"
+    tmp = cache / f".memory_probe-{digest}.{os.uname().nodename}.{os.getpid()}.so"
     cmd = [cc, *FLAGS, "-x", "c", str(src), "-o", str(tmp)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
