@@ -15,6 +15,7 @@ include: "workflow/rules/resources.smk"  # one set of job resources for every ex
 include: "workflow/rules/machine.smk"  # machine.json: topology, kernel knobs, versions
 include: "workflow/rules/benchmark.smk"  # one pinned process per replicate of a cell
 include: "workflow/rules/efficiency.smk"  # FLOPs and the GEMM peak
+include: "workflow/rules/memory.smk"  # the node-pair matrix's memory latency and bandwidth
 include: "workflow/rules/aggregate.smk"  # manifest, cells/samples/skipped/failures, summary
 include: "workflow/rules/degradation.smk"  # placements vs baseline, optimizations vs eager
 include: "workflow/rules/packrat.smk"  # importing PackRat's results instead of measuring

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Print the result files of failed cells (and failed GEMM-peak runs), one per line, for
-Snakemake's ``--forcerun``; prints nothing when none failed. Retry only those:
+"""Print the result files of failed cells (and failed peak and memory probe runs), one per
+line, for Snakemake's ``--forcerun``; prints nothing when none failed. Retry only those:
 
     snakemake --cores 1 all --forcerun $(python workflow/scripts/failed_cells.py)
 
@@ -33,7 +33,7 @@ def default_results() -> str:
 
 def failed(results: str | Path, contended: bool = False) -> list[str]:
     out = []
-    for sub in ("cells", "peak"):
+    for sub in ("cells", "peak", "memory"):
         for path in sorted(Path(results, sub).rglob("*.json")):
             if path.name.startswith("."):
                 continue  # a temp file of a write in progress

@@ -10,28 +10,17 @@ sm = snakemake  # noqa: F821
 # The timeout and max_memory_mb come from the config, not params: changing them re-runs
 # nothing (they decide whether a cell fails, not how it is measured); `make retry-failed`
 # re-runs the failed cells.
-result = launcher.run(
-    sm.params.spec,
-    sm.output[0],
-    sm.log[0],
-    settings.cell_timeout_s(sm.config),
-    max_memory_mb=sm.config.get("max_memory_mb"),
-)
+result = launcher.run_rule(sm, settings.cell_timeout_s(sm.config))
 cell = "/".join(str(result["cell"][k]) for k in KEYS) + f" r{result.get('replicate', 1)}"
+ok = ""
 if result["status"] == "ok":
     s = result["stats"]
     noise = result.get("contention") or {}
     excluded = noise.get("excluded_iterations") or 0
-    print(
-        f"cell {cell}: median {s['median_s'] * 1e3:.1f} ms/batch, n={s['n']}"
+    ok = (
+        f"median {s['median_s'] * 1e3:.1f} ms/batch, n={s['n']}"
         f"{f' (+{excluded} excluded)' if excluded else ''}, "
         f"{result['throughput']['ips']:.1f} img/s ({result['measurement']['stop_reason']})"
-        f"{', CONTENDED' if noise.get('contended') else ''}",
-        file=sys.stderr,
+        f"{', CONTENDED' if noise.get('contended') else ''}"
     )
-elif result["status"] == "contended":
-    why = result["contention"].get("contended_reason")
-    print(f"cell {cell}: CONTENDED, no statistics: {why}", file=sys.stderr)
-else:
-    f = result["failure"]
-    print(f"cell {cell}: FAILED ({f['cause']}): {f['message']}", file=sys.stderr)
+print(launcher.outcome_line(result, f"cell {cell}", ok, "statistics"), file=sys.stderr)

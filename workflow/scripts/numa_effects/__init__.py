@@ -46,7 +46,8 @@ Shared, the bottom:
 - ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
 - ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
 
-``measure``: the one measuring stack (cells, peaks, packing groups, interference profiles):
+``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
+profiles):
 
 - ``measure.runner``: k >= 1 pinned instances driven round by round: start, time, probe,
   retry, verify.
@@ -63,6 +64,8 @@ Shared, the bottom:
 - ``measure.result``: the result JSON model and atomic writes.
 - ``measure.causes``: the failure causes, one line of meaning each.
 - ``measure.dtype_peaks``: the peak per dtype on the models' path (``efficiency``).
+- ``measure.memory_probe``: idle latency and read bandwidth of one node pair (a pointer chase and
+  a read pass in C compiled at run time): the measured memory matrix.
 - ``measure.onednn``: which oneDNN kernels a model really ran.
 - ``measure.numerics``: agreement of an optimized model with float32 eager.
 
@@ -73,6 +76,8 @@ Shared, the bottom:
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
+- ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the
+  firmware distances and each CPU node's local diagonal.
 - ``tables.packing``: packing.csv and packing_candidates.csv.
 - ``tables.interference``: interference.csv, the profile.
 - ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).

@@ -1,14 +1,15 @@
-"""The pinned instance process of every measurement (a cell, the GEMM peak, each instance of
-a packing group), driven by ``runner``.
+"""The pinned instance process of every measurement (a cell, the GEMM peak, a node pair's
+memory probe, each instance of a packing group), driven by ``runner``.
 
 Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S`` with
 ``OMP_NUM_THREADS`` set (and the cell's allocator preloaded: ``launcher``). It sets its threads
 (``set_threads``) and builds its workload (``WORKLOADS[spec["workload"]]``: ``model``, the
 default, builds the model and applies the optimization, ``build_for``; ``dtype_peaks`` is the
-peak of one dtype, ``measure.dtype_peaks.workload``), prints one JSON line ``{"ready": true,
-...}`` (build, reference and conversion times, threads, pid, CPU time) on its protocol pipe (the
-original stdout; anything the libraries print goes to stderr, its log), then answers one-line
-commands on stdin, one JSON line each:
+peak of one dtype, ``measure.dtype_peaks.workload``; ``memory_probe`` the idle latency and read
+bandwidth of one node pair, ``measure.memory_probe.workload``), prints one JSON line
+``{"ready": true, ...}`` (build, reference and conversion times, threads, pid, CPU time) on its
+protocol pipe (the original stdout; anything the libraries print goes to stderr, its log), then
+answers one-line commands on stdin, one JSON line each:
 
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
@@ -209,7 +210,17 @@ def dtype_peaks_workload(spec: dict):
     return dtype_peaks.workload(spec)
 
 
-WORKLOADS = {"model": model_workload, "dtype_peaks": dtype_peaks_workload}
+def memory_probe_workload(spec: dict):
+    from numa_effects.measure import memory_probe
+
+    return memory_probe.workload(spec)
+
+
+WORKLOADS = {
+    "model": model_workload,
+    "dtype_peaks": dtype_peaks_workload,
+    "memory_probe": memory_probe_workload,
+}
 
 
 class CompileError(RuntimeError):

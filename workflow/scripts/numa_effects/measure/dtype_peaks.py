@@ -297,17 +297,15 @@ def summary(record: dict) -> dict:
     timed steps (``timing``'s exclusion; the instance's per-kernel times of its last ``n``
     steps are the timed ones), the best kernel as the dtype's peak; no rate when no step was
     clean (a failed or contended peak)."""
+    from numa_effects.measure import timing
+
     rep = record.get("report") or {}
     m = record.get("measurement") or {}
-    n = len(m.get("latencies_s") or [])
-    excluded = list(m.get("excluded") or [False] * n)
-    steps = (rep.get("times_s") or [])[-n:] if n else []
-    ok = record.get("status") == "ok" and len(steps) == n
+    rows = timing.clean_steps(record)
     per: dict[str, dict] = {k: dict(v) for k, v in (rep.get("kernels") or {}).items()}
     for i, name in enumerate(rep.get("order") or ()):
         flop = per[name]["flop_per_call"]
-        clean = [row[i] for row, e in zip(steps, excluded, strict=True) if not e] if ok else []
-        rates = [flop / t / 1e9 for t in clean if t > 0]
+        rates = [flop / row[i] / 1e9 for row in rows if row[i] > 0]
         per[name].update(
             peak_gflop_per_s=max(rates) if rates else None,
             median_gflop_per_s=statistics.median(rates) if rates else None,

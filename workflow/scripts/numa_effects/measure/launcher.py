@@ -5,13 +5,16 @@ measurement of one pinned instance (``runner.measure``: the one measuring stack)
 binding the instance read back, and write the result atomically: a measurement, a ``contended``
 replicate without statistics, or a failure with its cause and the tail of stderr. Nothing is
 ever run unpinned: a missing numactl or a refused binding is a failed cell, not a fallback.
+A node pair's memory probe (``memory_probe``) compiles its C code here first; without a
+compiler its record says ``skipped`` with the reason and nothing runs.
 
 A cell's record also carries ``allocator`` (name, library, version, its environment) and
 ``precision`` (the instance's inspection after the timed iterations: dtype, graph, oneDNN
 kernels, capabilities, agreement with float32 eager). Outputs that disagree with float32
 eager beyond the dtype's bounds fail the cell (cause ``numerics``): a broken conversion is never
 a speedup; its timings stay in ``measurement``. A peak's record carries ``peak``: each kernel's
-rates, the best one and the theoretical peak beside it (``dtype_peaks.summary``).
+rates, the best one and the theoretical peak beside it (``dtype_peaks.summary``); a memory
+probe's carries ``memory``: its latency and bandwidth (``memory_probe.summary``).
 
 ``python -m numa_effects.measure.launcher --spec S --out O --log L`` re-runs one cell as the
 pipeline ran it (the spec is kept beside each cell's log).
@@ -26,7 +29,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from numa_effects.measure import dtype_peaks, numerics, runner, supervise, verify
+from numa_effects.measure import dtype_peaks, memory_probe, numerics, runner, supervise, verify
 from numa_effects.measure import result as cellresult
 from numa_effects.measure.causes import Cause
 from numa_effects.measure.runner import (  # noqa: F401 (re-exported for callers)
@@ -136,6 +139,15 @@ def run(
     why = recheck(spec, topology_mod.current())
     if why:
         return finish(cellresult.failed(spec, Cause.PLAN_MISMATCH, why))
+    if spec.get("workload") == memory_probe.WORKLOAD:
+        # the probe's C code compiled here, outside the pinned instance; no compiler: skipped
+        try:
+            prepared, why = memory_probe.prepare(spec)
+        except memory_probe.ProbeError as exc:
+            return finish(cellresult.failed(spec, Cause.ERROR, str(exc)))
+        if why:
+            return finish(memory_probe.skipped(spec, why))
+        spec = prepared
     # Leftovers of an earlier attempt killed mid-way (temp files) are removed first.
     supervise.remove_leftovers(out)
     plan = placement_mod.Plan.from_dict(spec["plan"])
@@ -164,6 +176,8 @@ def run(
         result["peak"]["theoretical"] = dtype_peaks.theoretical(
             spec["cell"]["dtype"], plan.cores or plan.threads
         )
+    elif spec.get("workload") == memory_probe.WORKLOAD:
+        result["memory"] = memory_probe.summary(result)
     elif spec.get("inspect"):
         result["precision"] = result.pop("report", None)
     if result["status"] == "failed":
@@ -182,6 +196,32 @@ def run(
         failure["binding"] = result["binding"]
         return finish(failure)
     return finish(result)
+
+
+def run_rule(sm, timeout_s: float) -> dict:
+    """``run`` as a Snakemake rule's script calls it (``sm``: its ``snakemake`` object): the
+    spec its ``params.spec`` holds, its first output and log, the config's ``max_memory_mb``."""
+    return run(
+        sm.params.spec,
+        sm.output[0],
+        sm.log[0],
+        timeout_s,
+        max_memory_mb=sm.config.get("max_memory_mb"),
+    )
+
+
+def outcome_line(result: dict, what: str, ok: str, nothing: str) -> str:
+    """The job's line in the Snakemake log: ``{what}: {ok}`` for a measurement, else why it has
+    no ``nothing`` (skipped with its reason, contended, failed with its cause)."""
+    if result["status"] == "ok":
+        return f"{what}: {ok}"
+    if result["status"] == "skipped":
+        return f"{what}: SKIPPED, no {nothing}: {result.get('skip_reason')}"
+    if result["status"] == "contended":
+        why = (result.get("contention") or {}).get("contended_reason")
+        return f"{what}: CONTENDED, no {nothing}: {why}"
+    f = result["failure"]
+    return f"{what}: FAILED ({f['cause']}): {f['message']}"
 
 
 def main(argv=None) -> int:

@@ -204,6 +204,21 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
     return out
 
 
+def clean_steps(record: dict) -> list:
+    """The entries of a workload's per-step report (``record["report"]["times_s"]``, one per
+    step the instance ran, warm-up first) of the record's clean timed steps: the last ``n`` are
+    the timed ones (``measurement.latencies_s``), without those ``excluded``; none unless the
+    record is ``ok`` (a failed or contended measurement has no clean step)."""
+    rep = record.get("report") or {}
+    m = record.get("measurement") or {}
+    n = len(m.get("latencies_s") or [])
+    excluded = list(m.get("excluded") or [False] * n)
+    steps = (rep.get("times_s") or [])[-n:] if n else []
+    if record.get("status") != "ok" or len(steps) != n:
+        return []
+    return [s for s, e in zip(steps, excluded, strict=True) if not e]
+
+
 def backoffs(settings: dict) -> list[float]:
     """The waits before each new measurement of a contended one: ``contended_backoff_s``,
     doubling, ``contended_retries`` of them."""

@@ -5,12 +5,14 @@ of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
 priority, the cell specs, the peak jobs (one per placement, threads and dtype of the grid's
-runnable cells: ``measure.dtype_peaks``), the packing jobs, the imported cells (PackRat), the
-grid manifest, the code digests that decide re-runs, and every output path (``plan.paths``). A
-grid in which every cell is skipped is a valid plan: it measures nothing, and the tables and
-report list the skipped cells with their reasons. A comparison of result folders (config key
-``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it asks for
-(``targets``) is the comparison's tables and page only.
+runnable cells: ``measure.dtype_peaks``), the memory jobs (one per (CPU node, memory node)
+pair of the grid's runnable node-pair cells: ``measure.memory_probe``), the packing jobs, the
+imported cells (PackRat), the grid manifest, the code digests that decide re-runs, and every
+output path (``plan.paths``). A grid in which every cell is skipped is a valid plan: it
+measures nothing, and the tables and report list the skipped cells with their reasons. A
+comparison of result folders (config key ``compare``, ``plan.compare``) is a plan with no grid:
+it measures nothing, and what it asks for (``targets``) is the comparison's tables and page
+only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.topology import Topology
 
 PEAK_TIMEOUT_S = settings_mod.PEAK_TIMEOUT_S
+MEMORY_TIMEOUT_S = settings_mod.MEMORY_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Plan:
     order: tuple  # ((CellKey, replicate), ...) in the order the cell jobs run
     # (placement label, threads, dtype) -> placement.Plan; {} with peak: false or imports
     peak: dict
+    # (cpu node, memory node) -> placement.Plan of 1 thread: one memory probe job per pair of
+    # the grid's runnable node-pair cells; {} without node-pair cells
+    memory: dict
     packing: dict  # the resolved packing settings (plan.packing.settings)
     packing_jobs: tuple  # one dict of wildcards per packing measurement job
     interference_jobs: tuple  # one dict per interference profile job (wildcards + group sizes)
@@ -153,6 +159,30 @@ class Plan:
             "plan": self.peak[(placement, int(threads), dtype)].to_dict(),
             "settings": settings_mod.peak_settings(self.config),
             "workload": "dtype_peaks",
+            "code": self.code.get("measure"),
+        }
+
+    def memory_outputs(self) -> list[str]:
+        return [self.path(paths.MEMORY, cpu=c, mem=m) for c, m in self.memory]
+
+    def memory_spec(self, cpu: int, mem: int) -> dict:
+        """What the pinned memory probe of one node pair needs (the launcher's cell-spec shape):
+        the ``memory_probe`` workload on 1 core of node ``cpu``, memory bound to node ``mem``;
+        the compiled probe is cached under the results folder."""
+        plan = self.memory[(int(cpu), int(mem))]
+        return {
+            "cell": {
+                "kind": "memory",
+                "placement": plan.placement,
+                "threads": plan.threads,
+                "cpu_node": int(cpu),
+                "mem_node": int(mem),
+                "use_smt": plan.use_smt,
+            },
+            "plan": plan.to_dict(),
+            "settings": settings_mod.memory_settings(self.config),
+            "workload": "memory_probe",
+            "probe": {"cache_dir": os.path.abspath(self.path(paths.MEMORY_PROBE_CACHE))},
             "code": self.code.get("measure"),
         }
 
@@ -293,6 +323,8 @@ class Plan:
         out = [self.manifest_path, self.path(paths.MACHINE)]
         if self.measured:
             tables += ["failures", "peak"]
+        if self.memory:
+            tables.append("memory_matrix")
         out += [self.table(t) for t in tables]
         out += [self.path(paths.SUMMARY), self.path(paths.REPORT_PAGE)]
         if self.packing_jobs:
@@ -335,6 +367,7 @@ def build(
             peak.setdefault((key.placement, key.threads, dtype), cell_plan)
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if measures else []
+    memory = memory_jobs(grid, topology)
     packing = packing_mod.settings(config, topology, threads)
     jobs = tuple(packing_mod.jobs(packing)) if measures else ()
     profile = tuple(packing_mod.interference_jobs(packing)) if jobs else ()
@@ -345,6 +378,7 @@ def build(
         replicates=replicates,
         order=order,
         peak=peak,
+        memory=memory,
         packing=packing,
         packing_jobs=jobs,
         interference_jobs=profile,
@@ -354,6 +388,19 @@ def build(
         compare=compare,
         compare_keys=tuple(compare_keys or ()),
     )
+
+
+def memory_jobs(grid: grid_mod.Grid, topology: Topology) -> dict:
+    """(CPU node, memory node) -> the 1-thread plan of that pair (the family's own planner), for
+    each pair of the grid's runnable node-pair cells, in row, then column order; {} when the
+    grid has none."""
+    pairs = {placement_mod.pair_of(key.placement) for key in grid.cells} - {None}
+    jobs = {}
+    for cpu, mem in sorted(pairs):
+        planned = placement_mod.plan(topology, 1, placement_mod.NODE_PAIR.format(cpu=cpu, mem=mem))
+        if isinstance(planned, placement_mod.Plan):
+            jobs[(cpu, mem)] = planned
+    return jobs
 
 
 def _empty() -> grid_mod.Grid:

@@ -32,6 +32,7 @@ LAYERS = {
         "numa_effects/stats.py",
         "run_cell.py",
         "run_peak.py",
+        "run_memory.py",
         "run_packing.py",
     ),
     "tables": (
@@ -41,6 +42,7 @@ LAYERS = {
         "compare_cells.py",
         "count_flops.py",
         "tabulate_peak.py",
+        "tabulate_memory.py",
         "tabulate_packing.py",
         "write_summary.py",
     ),

@@ -45,10 +45,15 @@ class Requirement:
     targets: tuple[str, ...]  # module names or programs; any one suffices
     install: str
 
-    def available(self) -> bool:
+    def found(self, path: str | None = None) -> str | None:
+        """The first target present: a package's name, or a program's path on ``path`` (None:
+        ``PATH``); None when none is."""
         if self.kind == "package":
-            return any(importlib.util.find_spec(t) is not None for t in self.targets)
-        return any(shutil.which(t) for t in self.targets)
+            return next((t for t in self.targets if importlib.util.find_spec(t) is not None), None)
+        return next((p for p in (shutil.which(t, path=path) for t in self.targets) if p), None)
+
+    def available(self) -> bool:
+        return self.found() is not None
 
 
 REQUIREMENTS: dict[str, Requirement] = {

@@ -14,6 +14,9 @@ CELL = grid.CELL_PATTERN
 CELL_LOG = grid.LOG_PATTERN
 PEAK = "peak/{placement}/t{threads}/{dtype}.json"
 PEAK_LOG = "logs/peak/{placement}/t{threads}/{dtype}.log"
+# the memory probe of one node pair (measure.memory_probe): CPUs of node cpu, memory on mem
+MEMORY = "memory/n{cpu}m{mem}.json"
+MEMORY_LOG = "logs/memory/n{cpu}m{mem}.log"
 PACKING_PLANS = "packing/{model}/{opt}/plans.json"
 PACKING_PLANS_LOG = "logs/packing/{model}/{opt}/plans.log"
 PACKING_RUN = "packing/{model}/{opt}/c{budget}/bs{batch_size}.json"
@@ -26,6 +29,7 @@ REPORT_PAGE = "report/index.html"
 FIGURE_DIR = "report/figures"
 LOG = "logs/{name}.log"
 COMPILE_CACHE = "cache/torchinductor"
+MEMORY_PROBE_CACHE = "cache/memory_probe"  # the probe's C code compiled (measure.memory_probe)
 # A comparison of result folders (config key ``compare``): one folder per comparison name.
 COMPARE_DIR = "compare/{compare}"
 COMPARE_TABLE = COMPARE_DIR + "/tables/{name}.csv"

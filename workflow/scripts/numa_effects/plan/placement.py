@@ -216,6 +216,16 @@ def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Pla
     return _make(topo, name, t, cpus[:t], "bind", (mem,), use_smt)
 
 
+NODE_PAIR = "n{cpu}m{mem}"  # the family's registry name
+
+
+def pair_of(label_text: str) -> tuple[int, int] | None:
+    """(CPU node, memory node) of a node-pair label (``n0m1``, ``n0m1+smt``); None for any other
+    placement."""
+    entry, fields = lookup(parse_label(str(label_text))[0])
+    return (fields["cpu"], fields["mem"]) if entry.name == NODE_PAIR else None
+
+
 NODE_PAIRS_ALL = "all"
 NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
 
@@ -367,7 +377,7 @@ PLACEMENTS: dict[str, Placement] = {
             color="#56b4e9",
         ),
         Placement(
-            "n{cpu}m{mem}",
+            NODE_PAIR,
             _node_pair,
             "the node-pair matrix: t cores of node cpu, memory bound to node mem (`n0m1`; "
             "`node-pairs` = every pair `node_pairs` selects); compared with its node's local "

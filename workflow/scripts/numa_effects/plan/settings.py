@@ -43,15 +43,35 @@ PEAK_SETTINGS = {
 }
 
 
+# The memory probe of one node pair (measure.memory_probe): each step is one pointer chase and
+# one read pass (~0.1 - 0.5 s), at least 6 timed steps and MEMORY_SECONDS of them; its buffer
+# is linked before the first step (~1 - 3 s for 256 MiB). The contention keys are the config's,
+# as for the peak.
+MEMORY_SECONDS = 1.0
+MEMORY_TIMEOUT_S = 300
+MEMORY_SETTINGS = {
+    **PEAK_SETTINGS,
+    "min_timed_seconds": MEMORY_SECONDS,
+    "max_seconds_per_cell": 4 * MEMORY_SECONDS,
+}
+
+
 CONTENTION_KEYS = ("exclude_foreign_pct", "contended_retries", "contended_backoff_s")
+
+
+def with_contention(base: dict, config: dict) -> dict:
+    """``base`` with the config's contention keys (where it sets them)."""
+    return {**base, **{k: config[k] for k in CONTENTION_KEYS if config.get(k) is not None}}
 
 
 def peak_settings(config: dict) -> dict:
     """``PEAK_SETTINGS`` with the config's contention keys (where it sets them)."""
-    return {
-        **PEAK_SETTINGS,
-        **{k: config[k] for k in CONTENTION_KEYS if config.get(k) is not None},
-    }
+    return with_contention(PEAK_SETTINGS, config)
+
+
+def memory_settings(config: dict) -> dict:
+    """``MEMORY_SETTINGS`` with the config's contention keys (where it sets them)."""
+    return with_contention(MEMORY_SETTINGS, config)
 
 
 def of(config: dict) -> dict:

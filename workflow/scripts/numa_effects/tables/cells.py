@@ -67,10 +67,7 @@ def cell_row(data: dict, path: str = "") -> dict:
     bind = data.get("binding") or {}
     row["cpus_allowed"] = bind.get("cpus_allowed_list")
     row["mems_allowed"] = bind.get("mems_allowed_list")
-    pol = bind.get("mempolicy") or {}
-    row["mempolicy"] = (
-        f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
-    )
+    row["mempolicy"] = mempolicy_text(bind)
     row["torch_num_threads"] = bind.get("torch_num_threads")
     row.update(verification_columns(bind.get("verification")))
     row.update(contention_columns(data.get("contention")))
@@ -90,6 +87,13 @@ def cell_row(data: dict, path: str = "") -> dict:
     row["source"] = data.get("source", "measured")
     row["cell_json"] = path
     return row
+
+
+def mempolicy_text(binding: dict) -> str | None:
+    """The memory policy a process read back (get_mempolicy(2)) as ``bind:0`` (None: not read);
+    the ``mempolicy`` column of cells.csv, peak.csv and memory_matrix.csv."""
+    pol = binding.get("mempolicy") or {}
+    return f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
 
 
 def precision_columns(data: dict) -> dict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from numa_effects.measure import result as cellresult
+from numa_effects.tables import cells as tidy
 
 PEAK_COLUMNS = [
     "placement",
@@ -69,7 +70,6 @@ def row(data: dict, path: str = "") -> dict:
     cell, peak = data["cell"], data.get("peak") or {}
     theo = peak.get("theoretical") or {}
     bind, failure = data.get("binding") or {}, data.get("failure") or {}
-    pol = bind.get("mempolicy") or {}
     prov = data.get("provenance") or {}
     return {
         "placement": cell["placement"],
@@ -91,9 +91,7 @@ def row(data: dict, path: str = "") -> dict:
         "measure_s": peak.get("measure_s"),
         "planned_cpus": (data.get("plan") or {}).get("cpu_list"),
         "cpus_allowed": bind.get("cpus_allowed_list"),
-        "mempolicy": f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}"
-        if pol
-        else None,
+        "mempolicy": tidy.mempolicy_text(bind),
         "failure_cause": failure.get("cause"),
         "failure_message": failure.get("message"),
         "hostname": (prov.get("host") or {}).get("hostname"),

@@ -1,0 +1,410 @@
+"""The memory probe of the node-pair matrix: idle latency and read bandwidth of one memory node
+seen from one CPU (issue 21, "machine facts").
+
+- **Idle latency** by a pointer chase: a buffer much larger than the last-level cache
+  (``buffer_bytes``: 256 MiB, or 8 x the LLC of the CPU it runs on when that is larger), one
+  pointer per 64-byte cache line, linked into one random cycle (Sattolo's shuffle), so every
+  load depends on the one before and no prefetcher can guess the next line; the time of
+  ``LOADS`` loads divided by their number is the nanoseconds per load. The buffer asks for
+  transparent huge pages (``madvise(MADV_HUGEPAGE)``), so the chase mostly measures DRAM, not
+  page walks; where the kernel gives none, the TLB misses are part of the number.
+- **Read bandwidth**: one sequential pass summing the whole buffer (eight independent 64-bit
+  accumulators), bytes per second in GB/s (1e9). One thread: what one core pulls from that node,
+  not the node's bandwidth under load.
+
+A dependent-load chase in Python would time the interpreter, so both loops are a few lines of C
+(``SOURCE``) compiled at run time with the machine's compiler (``CC``, else the C++ compiler
+the compiled optimizations need: ``plan.optimizations.REQUIREMENTS["cxx"]``) as
+``-O2 -shared -fPIC``, cached by the hash of source, compiler and flags (``library``), and
+called through ctypes. Without a compiler the probe is *skipped* with the reason, never
+measured another way.
+
+In the pipeline the probe is a workload of the one measuring stack (``workload``): the memory
+job of a pair ``n{cpu}m{mem}`` is one pinned instance (1 thread on node cpu's first core,
+memory bound to node mem: the family's own plan), started, timed, probed for contention,
+retried and verified like a cell (its buffer is on node mem, or the page check fails it); each
+timed step is one chase and one read pass, each timed by itself, and ``summary`` takes the best
+clean step of each (noise only slows a load down) and the median beside it. ``measure`` is the
+same probe in this process, unpinned (exploration, tests); ``python -m
+numa_effects.measure.memory_probe`` prints it. Idle latency only: no loaded latency (a chase
+beside a bandwidth load), no writes, no multi-core bandwidth.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+WORKLOAD = "memory_probe"
+LINE_BYTES = 64  # one pointer per cache line
+WORD_BYTES = 8
+MIN_BUFFER_BYTES = 256 << 20
+LLC_FACTOR = 8  # the buffer is at least this many times the last-level cache
+MAX_BUFFER_BYTES = 4 << 30
+LOADS = 1 << 20  # loads per timed chase: ~0.1 s at 100 ns, ~0.25 s at 240 ns (the dev VM)
+FLAGS = ("-O2", "-shared", "-fPIC")
+COMPILE_TIMEOUT_S = 120.0
+SEED = 0
+
+SOURCE = r"""
+/* numa_effects.measure.memory_probe: valid C and C++, compiled as C. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void *probe_alloc(uint64_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, (size_t)2 << 20, (size_t)bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (size_t)bytes, MADV_HUGEPAGE);
+#endif
+    memset(p, 0, (size_t)bytes); /* first touch: the pages land where the policy says */
+    return p;
+}
+
+void probe_free(void *p) { free(p); }
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* One random cycle through the n lines (Sattolo): word i*stride holds the word index of the
+   next line. */
+void probe_link(uint64_t *buf, uint64_t n, uint64_t stride, uint64_t seed) {
+    uint64_t i, j, t, s = seed;
+    for (i = 0; i < n; i++) buf[i * stride] = i * stride;
+    for (i = n - 1; i > 0; i--) {
+        j = splitmix64(&s) % i;
+        t = buf[i * stride];
+        buf[i * stride] = buf[j * stride];
+        buf[j * stride] = t;
+    }
+}
+
+/* Dependent loads: the next address is the value just loaded. */
+uint64_t probe_chase(const uint64_t *buf, uint64_t start, uint64_t loads) {
+    uint64_t p = start, i;
+    for (i = 0; i < loads; i++) p = buf[p];
+    return p;
+}
+
+/* A sequential read of every word, eight independent sums. */
+uint64_t probe_read(const uint64_t *buf, uint64_t words) {
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0, i;
+    for (i = 0; i + 8 <= words; i += 8) {
+        a0 += buf[i];
+        a1 += buf[i + 1];
+        a2 += buf[i + 2];
+        a3 += buf[i + 3];
+        a4 += buf[i + 4];
+        a5 += buf[i + 5];
+        a6 += buf[i + 6];
+        a7 += buf[i + 7];
+    }
+    return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+}
+
+#ifdef __cplusplus
+}
+#endif
+"""
+
+
+class ProbeError(RuntimeError):
+    """The probe's C code could not be compiled or its buffer allocated."""
+
+
+# -- the compiler and the compiled library ------------------------------------------------------
+def compiler(environ=None) -> tuple[str | None, str | None]:
+    """(the compiler's path, None) or (None, why there is none): ``CC`` when set, else the C++
+    compiler the compiled optimizations need (``REQUIREMENTS["cxx"]``, on ``PATH``)."""
+    from numa_effects.plan.optimizations import REQUIREMENTS
+
+    env = os.environ if environ is None else environ
+    path = env.get("PATH", os.defpath)
+    cc = env.get("CC")
+    if cc:
+        found = shutil.which(cc, path=path)
+        return (found, None) if found else (None, f"CC={cc} is not an executable on PATH")
+    req = REQUIREMENTS["cxx"]
+    found = req.found(path)
+    if found:
+        return found, None
+    return None, (
+        f"no compiler for the memory probe's C code: CC is not set and no {req.name} compiler "
+        f"({', '.join(req.targets)}) is on PATH; install: {req.install}"
+    )
+
+
+def default_cache_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"numa-effects-{os.getuid()}" / "memory_probe"
+
+
+def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
+    """The probe's shared library, compiled with ``cc`` once per (source, compiler, flags) into
+    ``cache_dir`` (default ``default_cache_dir``; written under a temporary name of this host
+    and process, then renamed, so concurrent jobs, also of other nodes sharing the folder, never
+    load a half-written file). Raises ``ProbeError`` with the
+    compiler's message when it fails."""
+    digest = hashlib.sha256("\0".join((SOURCE, cc, *FLAGS)).encode()).hexdigest()[:16]
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    lib = cache / f"memory_probe-{digest}.so"
+    if lib.exists():
+        return str(lib)
+    cache.mkdir(parents=True, exist_ok=True)
+    src = cache / f"memory_probe-{digest}.c"
+    src.write_text(SOURCE)
+    tmp = cache / f".memory_probe-{digest}.{os.uname().nodename}.{os.getpid()}.so"
+    cmd = [cc, *FLAGS, "-x", "c", str(src), "-o", str(tmp)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbeError(f"{' '.join(cmd)}: {exc}") from exc
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise ProbeError(f"{' '.join(cmd)} exited {done.returncode}: {tail}")
+    os.replace(tmp, lib)
+    return str(lib)
+
+
+def llc_bytes(cpu: int = 0, sysfs: str = "/sys/devices/system/cpu") -> int | None:
+    """The size of the highest cache level ``cpu`` sees (sysfs ``cache/index*``), or None."""
+    best: tuple[int, int] | None = None
+    for index in Path(sysfs, f"cpu{cpu}", "cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            size = int(text.rstrip("KMG")) * mult
+        except ValueError:
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    return best[1] if best else None
+
+
+def buffer_bytes(llc: int | None) -> int:
+    """The probe's buffer: ``MIN_BUFFER_BYTES``, or ``LLC_FACTOR`` x the last-level cache when
+    that is larger, in whole 2 MiB pages, at most ``MAX_BUFFER_BYTES``."""
+    want = max(MIN_BUFFER_BYTES, LLC_FACTOR * (llc or 0))
+    huge = 2 << 20
+    return min(MAX_BUFFER_BYTES, -(-want // huge) * huge)
+
+
+# -- the probe ---------------------------------------------------------------------------------
+class Probe:
+    """The linked buffer of ``size`` bytes (allocated and first touched here, so under the
+    process's memory policy) and the two timed loops; ``close`` frees it."""
+
+    def __init__(self, lib_path: str, size: int, seed: int = SEED):
+        if size < 2 * LINE_BYTES:
+            raise ValueError(f"a buffer of {size} bytes holds fewer than 2 cache lines")
+        lib = ctypes.CDLL(lib_path)
+        u64, ptr = ctypes.c_uint64, ctypes.c_void_p
+        for name, args, res in (
+            ("probe_alloc", [u64], ptr),
+            ("probe_free", [ptr], None),
+            ("probe_link", [ptr, u64, u64, u64], None),
+            ("probe_chase", [ptr, u64, u64], u64),
+            ("probe_read", [ptr, u64], u64),
+        ):
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
+        self.lib, self.size = lib, size
+        self.lines = size // LINE_BYTES
+        self.buf = lib.probe_alloc(size)
+        if not self.buf:
+            raise ProbeError(f"could not allocate the probe's buffer of {size} bytes")
+        lib.probe_link(self.buf, self.lines, LINE_BYTES // WORD_BYTES, seed)
+        self.pos = 0
+
+    def chase(self, loads: int) -> float:
+        """Seconds for ``loads`` dependent loads, continuing the cycle where the last stopped."""
+        t0 = time.perf_counter()
+        self.pos = self.lib.probe_chase(self.buf, self.pos, loads)
+        return time.perf_counter() - t0
+
+    def read(self) -> float:
+        """Seconds for one sequential read of the whole buffer."""
+        t0 = time.perf_counter()
+        self.lib.probe_read(self.buf, self.size // WORD_BYTES)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        if self.buf:
+            self.lib.probe_free(self.buf)
+            self.buf = None
+
+
+def rates(times_s: list[list[float]], loads: int, size: int) -> dict:
+    """Latency and bandwidth of ``times_s`` (per step: [chase s, read s]): the best step of
+    each (the lowest latency, the highest bandwidth) and the median; None without a step."""
+    lat = sorted(c / loads * 1e9 for c, _ in times_s if c > 0)
+    bw = sorted(size / r / 1e9 for _, r in times_s if r > 0)
+    return {
+        "latency_ns": lat[0] if lat else None,
+        "latency_median_ns": statistics.median(lat) if lat else None,
+        "bandwidth_gb_per_s": bw[-1] if bw else None,
+        "bandwidth_median_gb_per_s": statistics.median(bw) if bw else None,
+        "steps": min(len(lat), len(bw)),
+    }
+
+
+def _facts(lib: str, cc: str | None, size: int, loads: int, llc: int | None) -> dict:
+    return {
+        "library": lib,
+        "compiler": cc,
+        "flags": list(FLAGS),
+        "buffer_bytes": size,
+        "line_bytes": LINE_BYTES,
+        "loads_per_step": loads,
+        "llc_bytes": llc,
+    }
+
+
+def measure(
+    size: int | None = None,
+    loads: int = LOADS,
+    steps: int = 5,
+    cache_dir=None,
+    environ=None,
+    cpu: int = 0,
+) -> dict:
+    """The probe in this process (pinned, or not, by the caller): one untimed step, then
+    ``steps`` timed ones. ``{"status": "ok", latency and bandwidth (``rates``), the facts}`` or
+    ``{"status": "skipped", "reason": ...}`` without a compiler."""
+    cc, why = compiler(environ)
+    if cc is None:
+        return {"status": "skipped", "reason": why}
+    lib = library(cc, cache_dir)
+    llc = llc_bytes(cpu)
+    size = size or buffer_bytes(llc)
+    t0 = time.perf_counter()
+    probe = Probe(lib, size)
+    build_s = time.perf_counter() - t0
+    try:
+        probe.chase(loads)
+        probe.read()
+        times = [[probe.chase(loads), probe.read()] for _ in range(steps)]
+    finally:
+        probe.close()
+    return {
+        "status": "ok",
+        **rates(times, loads, size),
+        **_facts(lib, cc, size, loads, llc),
+        "build_s": build_s,
+        "times_s": times,
+    }
+
+
+# -- the pipeline's memory job: a workload of the one measuring stack ---------------------------
+def prepare(spec: dict, environ=None) -> tuple[dict | None, str | None]:
+    """Where the job runs, before its instance starts (``launcher``): (the spec with the compiled
+    library and compiler under ``probe``, None), or (None, why the probe is skipped: no
+    compiler). A compiler that fails raises ``ProbeError`` (a failed job)."""
+    cc, why = compiler(environ)
+    if cc is None:
+        return None, why
+    probe = dict(spec.get("probe") or {})
+    probe.update(compiler=cc, library=library(cc, probe.get("cache_dir")))
+    return {**spec, "probe": probe}, None
+
+
+def workload(spec: dict):
+    """The ``memory_probe`` workload of a pinned instance (``measure.cell``): (step, timings,
+    warnings, report). ``spec["probe"]``: ``library`` (``prepare``), optional ``buffer_bytes``
+    and ``loads``; the buffer is allocated, touched and linked here, under the instance's
+    binding."""
+    probe_spec = spec["probe"]
+    cpus = (spec.get("plan") or {}).get("cpus") or [0]
+    llc = llc_bytes(int(cpus[0]))
+    size = int(probe_spec.get("buffer_bytes") or buffer_bytes(llc))
+    loads = int(probe_spec.get("loads") or LOADS)
+    t0 = time.perf_counter()
+    probe = Probe(probe_spec["library"], size)
+    times: list[list[float]] = []
+
+    def step():
+        times.append([probe.chase(loads), probe.read()])
+
+    def report() -> dict:
+        return {
+            **_facts(probe_spec["library"], probe_spec.get("compiler"), size, loads, llc),
+            "times_s": times,
+        }
+
+    return step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report
+
+
+def summary(record: dict) -> dict:
+    """The ``memory`` entry of a memory job's result: latency and bandwidth (``rates``) over
+    the clean timed steps (``timing``'s exclusion: the last ``n`` steps of the report are the
+    timed ones); no numbers when no step was clean or the job failed."""
+    from numa_effects.measure import timing
+
+    rep = record.get("report") or {}
+    m = record.get("measurement") or {}
+    clean = timing.clean_steps(record)
+    facts = {k: v for k, v in rep.items() if k != "times_s"}
+    got = rates(clean, int(rep.get("loads_per_step") or 1), int(rep.get("buffer_bytes") or 0))
+    return {**got, **facts, "measure_s": m.get("elapsed_s")}
+
+
+def skipped(spec: dict, reason: str) -> dict:
+    """The result of a memory job that cannot probe here (no compiler): status ``skipped``
+    and its ``skip_reason``."""
+    from numa_effects.measure import result as cellresult
+
+    return {
+        "schema_version": cellresult.SCHEMA_VERSION,
+        "status": "skipped",
+        "cell": spec["cell"],
+        "replicate": int(spec.get("replicate", 1)),
+        "plan": spec.get("plan"),
+        "settings": spec.get("settings", {}),
+        "failure": None,
+        "skip_reason": reason,
+        "memory": None,
+    }
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m numa_effects.measure.memory_probe",
+        description="Idle latency and read bandwidth of this process's memory (pin it with "
+        "numactl), as JSON.",
+    )
+    ap.add_argument("--mib", type=int, default=None, help="buffer size (default: buffer_bytes)")
+    ap.add_argument("--loads", type=int, default=LOADS, help="loads per timed chase")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps")
+    args = ap.parse_args(argv)
+    got = measure(args.mib << 20 if args.mib else None, args.loads, args.steps)
+    print(json.dumps(got, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""``tables/memory_matrix.csv``: the measured memory matrix, one row per memory probe job
+(``measure.memory_probe``: one thread on CPU node ``cpu_node``, memory bound to ``mem_node``),
+measured, skipped (no compiler) or failed, with the firmware's distance beside it.
+
+Columns: ``cpu_node, mem_node, placement, status``; ``latency_ns`` (idle latency of a dependent
+load: the best clean step's nanoseconds per load) and ``latency_median_ns``;
+``bandwidth_gb_per_s`` (one core's sequential read, the best clean step, 1e9 bytes/s) and
+``bandwidth_median_gb_per_s``; ``distance`` (the firmware's node distance from ``cpu_node`` to
+``mem_node``, 10 = local, from the run's ``machine.json`` topology; empty where unknown);
+``latency_ratio`` and ``bandwidth_ratio`` (this pair against its CPU node's local diagonal
+``n{cpu}m{cpu}``: 1 on the diagonal; empty when the diagonal has no number); ``reason`` (why a
+pair has no numbers: the skip reason or the failure message), ``failure_cause``; the probe's
+``buffer_bytes``, ``llc_bytes``, ``loads_per_step``, ``steps``, ``measure_s``; the binding
+read back and provenance.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from numa_effects.measure import result as cellresult
+from numa_effects.tables import cells as tidy
+
+MEMORY_COLUMNS = [
+    "cpu_node",
+    "mem_node",
+    "placement",
+    "status",
+    "latency_ns",
+    "latency_median_ns",
+    "bandwidth_gb_per_s",
+    "bandwidth_median_gb_per_s",
+    "distance",
+    "latency_ratio",
+    "bandwidth_ratio",
+    "reason",
+    "failure_cause",
+    "buffer_bytes",
+    "llc_bytes",
+    "loads_per_step",
+    "steps",
+    "measure_s",
+    "planned_cpus",
+    "cpus_allowed",
+    "mempolicy",
+    "hostname",
+    "memory_json",
+]
+
+
+def row(data: dict, path: str = "", topology=None) -> dict:
+    """One ``memory_matrix.csv`` row from a memory job's result (any status); ``topology``
+    (``plan.topology.Topology``, or None) gives the distance. Ratios are ``table``'s."""
+    cell, mem = data["cell"], data.get("memory") or {}
+    cpu_node, mem_node = int(cell["cpu_node"]), int(cell["mem_node"])
+    bind, failure = data.get("binding") or {}, data.get("failure") or {}
+    ok = data["status"] == "ok"
+    return {
+        "cpu_node": cpu_node,
+        "mem_node": mem_node,
+        "placement": cell.get("placement"),
+        "status": data["status"],
+        "latency_ns": mem.get("latency_ns") if ok else None,
+        "latency_median_ns": mem.get("latency_median_ns") if ok else None,
+        "bandwidth_gb_per_s": mem.get("bandwidth_gb_per_s") if ok else None,
+        "bandwidth_median_gb_per_s": mem.get("bandwidth_median_gb_per_s") if ok else None,
+        "distance": topology.distance(cpu_node, mem_node) if topology is not None else None,
+        "latency_ratio": None,
+        "bandwidth_ratio": None,
+        "reason": data.get("skip_reason") or failure.get("message"),
+        "failure_cause": failure.get("cause"),
+        "buffer_bytes": mem.get("buffer_bytes"),
+        "llc_bytes": mem.get("llc_bytes"),
+        "loads_per_step": mem.get("loads_per_step"),
+        "steps": mem.get("steps"),
+        "measure_s": mem.get("measure_s"),
+        "planned_cpus": (data.get("plan") or {}).get("cpu_list"),
+        "cpus_allowed": bind.get("cpus_allowed_list"),
+        "mempolicy": tidy.mempolicy_text(bind),
+        "hostname": ((data.get("provenance") or {}).get("host") or {}).get("hostname"),
+        "memory_json": path,
+    }
+
+
+def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """``latency_ratio`` and ``bandwidth_ratio``: each row against the row of its CPU node's
+    diagonal (``mem_node == cpu_node``); empty where that has no number."""
+    out = df.copy()
+    diag = out[out["cpu_node"] == out["mem_node"]].set_index("cpu_node")
+    for col, ratio in (("latency_ns", "latency_ratio"), ("bandwidth_gb_per_s", "bandwidth_ratio")):
+        base = pd.to_numeric(out["cpu_node"].map(diag[col]), errors="coerce")
+        out[ratio] = pd.to_numeric(out[col], errors="coerce") / base
+    return out
+
+
+def table(paths, topology=None) -> pd.DataFrame:
+    """The memory matrix of the memory jobs' result files, row (CPU node) by column (memory
+    node)."""
+    rows = [row(cellresult.read(p), str(p), topology) for p in paths]
+    df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+    df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)
+    return with_ratios(df)
