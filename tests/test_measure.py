@@ -374,3 +374,59 @@ def test_a_step_that_times_itself_is_timed_by_its_own_clock():
     m = measure.run(step, {"protocol": "fixed", "warmup": 1, "fixed_iterations": 5}, clock=t.clock)
     assert m.latencies_s == [0.01] * 5 and m.warmup_s == [0.01]
     assert m.elapsed_s == pytest.approx(0.05 * 6)  # caps still count the caller's time
+
+
+# -- an instance's exit after its measurement (runner.Instance.close) -----------------------------
+def _exiting_instance(tmp_path, seconds: float):
+    """A runner.Instance around a real process that exits 0 after ``seconds`` (its own process
+    group, as supervise.start makes it), without starting a cell."""
+    import subprocess
+    import sys
+    import time
+
+    from numa_effects.measure import runner
+
+    inst = runner.Instance.__new__(runner.Instance)
+    inst.j, inst.k, inst._buf = 0, 1, b""
+    inst.member = runner.Member(None, {}, tmp_path / "spec.json", tmp_path / "log.txt")
+    inst.member.log.write_text("")
+    inst.logfh = open(inst.member.log, "a")  # noqa: SIM115
+    inst.command_line, inst.oom_before = "test", 0
+    inst.guard = type("NoGuard", (), {"check": lambda self: None})()
+    inst.proc = subprocess.Popen(
+        [sys.executable, "-c", f"import sys, time; sys.stdin.read(); time.sleep({seconds})"],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    inst.started = time.monotonic()
+    return inst
+
+
+def test_a_slow_exit_before_the_deadline_is_waited_for(tmp_path, monkeypatch):
+    """torch's shutdown took > 30 s in a busy emulated guest and the runner killed the instance,
+    which read as an interruption from outside (no result, the job failed): it now waits until
+    the measurement's deadline."""
+    import time
+
+    from numa_effects.measure import runner
+
+    monkeypatch.setattr(runner, "EXIT_TIMEOUT_S", 0.05)  # the old rule would kill it
+    inst = _exiting_instance(tmp_path, 0.5)
+    inst.close(time.monotonic() + 30, 30.0)
+    assert inst.proc.returncode == 0
+
+
+def test_an_instance_that_never_exits_fails_with_timeout_not_interrupted(tmp_path, monkeypatch):
+    import time
+
+    from numa_effects.measure import runner
+    from numa_effects.measure.causes import Cause
+
+    monkeypatch.setattr(runner, "EXIT_TIMEOUT_S", 0.2)
+    inst = _exiting_instance(tmp_path, 60)
+    t0 = time.monotonic()
+    with pytest.raises(runner.Failed) as exc:
+        inst.close(time.monotonic() - 1, 5.0)  # the deadline has passed: EXIT_TIMEOUT_S left
+    assert exc.value.cause == Cause.TIMEOUT
+    assert time.monotonic() - t0 < 10
+    assert inst.proc.poll() is not None  # killed with its group
