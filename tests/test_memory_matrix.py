@@ -350,8 +350,9 @@ def test_the_buffer_is_much_larger_than_the_last_level_cache(tmp_path):
 # -- a real memory job on this machine -------------------------------------------------------------
 @pytest.mark.integration
 def test_a_memory_job_measures_this_machines_diagonal(tmp_path):
-    """The tiny grid with the node-pair family: on a 1-node machine the memory job of n0m0 runs
-    pinned and verified (its buffer on node 0), and memory_matrix.csv has its row."""
+    """The tiny grid with the node-pair family: the memory job of this machine's first node's
+    diagonal runs pinned and verified (its buffer on that node), and memory_matrix.csv has its
+    row (on a 1-node machine the only pair, n0m0)."""
     cfg = load_config("tiny", placements=["sequential", "node-pairs"], batch_sizes=[1])
     cfg["optimizations"] = ["none"]
     snakemake(tmp_path, cfg, "--cores", "2", "results/tables/memory_matrix.csv")

@@ -151,8 +151,9 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     ),
     "int8": (
         Kernel("conv1x1_pt2e_int8", "int8", _conv("int8"), requires=INT8),
-        # a 3x3 convolution too: ResNet's 3x3 layers ran faster than the 1x1 one (a batch-16
-        # ResNet-50 cell at 1.09x a 1x1-only peak, AVX2 EPYC, 2026-12-01)
+        # a 3x3 too: a lone 1x1 call pays the quantize/dequantize of its own input and output,
+        # which a model's u8 activations skip (a batch-16 ResNet-50 int8 cell ran at 1.09x the
+        # 1x1-only peak; in one process the 1x1 gave 122 GOP/s, the 3x3 157; AVX2 EPYC, 2026-12-01)
         Kernel("conv3x3_pt2e_int8", "int8", _conv("int8", 3), requires=INT8),
     ),
 }
