@@ -351,11 +351,14 @@ def test_the_buffer_is_much_larger_than_the_last_level_cache(tmp_path):
 @pytest.mark.integration
 def test_a_memory_job_measures_this_machines_diagonal(tmp_path):
     """The tiny grid with the node-pair family: the memory job of this machine's first node's
-    diagonal runs pinned and verified (its buffer on that node), and memory_matrix.csv has its
-    row (on a 1-node machine the only pair, n0m0)."""
+    diagonal runs pinned and verified (its buffer on that node) without importing torch,
+    memory_matrix.csv has its row (on a 1-node machine the only pair, n0m0), and the report's
+    memory-matrix figure is drawn from it (no cell needed)."""
     cfg = load_config("tiny", placements=["sequential", "node-pairs"], batch_sizes=[1])
     cfg["optimizations"] = ["none"]
-    snakemake(tmp_path, cfg, "--cores", "2", "results/tables/memory_matrix.csv")
+    figure = f"results/report/figures/{cfg['models'][0]}/node_pair_memory.png"
+    snakemake(tmp_path, cfg, "--cores", "2", "results/tables/memory_matrix.csv", figure)
+    assert (tmp_path / figure).stat().st_size > 1000
     here = topology.current()
     diag = here.nodes[0]
     rec = cellresult.read(tmp_path / "results" / "memory" / f"n{diag}m{diag}.json")
@@ -364,6 +367,7 @@ def test_a_memory_job_measures_this_machines_diagonal(tmp_path):
         return
     assert rec["status"] == "ok", rec.get("failure")
     assert rec["binding"]["verification"]["ok"] and rec["plan"]["mem_nodes"] == [diag]
+    assert rec["memory"]["torch_loaded"] is False
     df = pd.read_csv(tmp_path / "results" / "tables" / "memory_matrix.csv")
     row = df[(df.cpu_node == diag) & (df.mem_node == diag)].iloc[0]
     assert row.status == "ok" and row.latency_ns > 0 and row.bandwidth_gb_per_s > 0

@@ -40,9 +40,12 @@ def test_two_node_grid_has_every_family_once_per_varying_part():
     fams = by_family(plan(TOPO_2NODE))
     # Packing figures follow the config key packing (the packed (model, opt)), not the cells;
     # the comparison page's figures are planned from a comparison's matched cells only; PackRat's
-    # grid (eager and TorchScript with glibc) has no Precision and runtime figure
+    # grid (eager and TorchScript with glibc) has no Precision and runtime figure, and without
+    # node-pairs in placements no Node-pair matrix figure
     run_page = figures.page_families()
-    assert set(fams) == {f.name for f in run_page if f.section not in ("packing", "precision")}
+    assert set(fams) == {
+        f.name for f in run_page if f.section not in ("packing", "precision", "node_pairs")
+    }
     assert {f.name for f in figures.FAMILIES} - {f.name for f in run_page} == {
         "compare_forest",
         "compare_heatmap",

@@ -17,10 +17,10 @@ rule memory:
         "../../envs/benchmark.yaml"
     threads: bench_threads
     resources:
-        **bench_resources(plan_mod.MEMORY_TIMEOUT_S),
+        **bench_resources(PLAN.memory_timeout_s),
     params:
         spec=lambda wc: PLAN.memory_spec(int(wc.cpu), int(wc.mem)),
-        timeout_s=plan_mod.MEMORY_TIMEOUT_S,
+        timeout_s=PLAN.memory_timeout_s,
     script:
         "../scripts/run_memory.py"
 

@@ -103,4 +103,6 @@ def report_page_tables():
     }
     if PLAN.measured:
         tables["failures"] = PLAN.table("failures")
+    if PLAN.memory:
+        tables["memory_matrix"] = PLAN.table("memory_matrix")
     return tables

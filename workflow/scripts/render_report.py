@@ -13,6 +13,7 @@ tables = figure_data.Tables.load(
     sm.input.skipped,
     sm.input.get("degradation"),
     precision=sm.input.get("precision"),
+    memory_matrix=sm.input.get("memory_matrix"),
 )
 failures = figure_data.read_csv(sm.input.get("failures")) if sm.input.get("failures") else None
 page = report_html.render(
@@ -28,6 +29,7 @@ page = report_html.render(
     latency_stat=tables.latency_stat,
     failures=failures,
     precision=tables.precision,
+    memory_matrix=tables.memory_matrix,
 )
 tmp = f"{sm.output[0]}.tmp"
 Path(tmp).write_text(page)

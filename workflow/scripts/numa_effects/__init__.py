@@ -91,6 +91,7 @@ profiles):
 - ``report.style``: colours, labels, the marks of cells that are not a clean value.
 - ``report.plots``: drawing the figures (matplotlib), dispatched through the registry.
 - ``report.packing_plots``: the Packing figures.
+- ``report.node_pair_plots``: the Node-pair matrix figures (heatmaps, memory matrix, scatter).
 - ``report.page``: the self-contained report page.
 - ``report.compare_plots``, ``report.compare_page``: a comparison's figures and page.
 """

@@ -221,6 +221,9 @@ WORKLOADS = {
     "dtype_peaks": dtype_peaks_workload,
     "memory_probe": memory_probe_workload,
 }
+# Workloads that never touch torch: their instance does not import it (a memory probe costs
+# Python's start and the probe, not torch's import: seconds here, minutes in the TCG guest).
+WITHOUT_TORCH = frozenset({"memory_probe"})
 
 
 class CompileError(RuntimeError):
@@ -246,8 +249,9 @@ def cpu_s() -> float:
 def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
-    info = set_threads(int(spec["cell"]["threads"]))
-    step, timings, caught, *rest = WORKLOADS[spec.get("workload", "model")](spec)
+    workload = spec.get("workload", "model")
+    info = {} if workload in WITHOUT_TORCH else set_threads(int(spec["cell"]["threads"]))
+    step, timings, caught, *rest = WORKLOADS[workload](spec)
     report = rest[0] if rest else None
     opt = OPTIMIZATIONS.get(spec["cell"].get("opt", ""))
     compiled = (

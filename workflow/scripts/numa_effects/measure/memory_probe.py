@@ -39,6 +39,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -351,6 +352,7 @@ def workload(spec: dict):
     def report() -> dict:
         return {
             **_facts(probe_spec["library"], probe_spec.get("compiler"), size, loads, llc),
+            "torch_loaded": "torch" in sys.modules,  # the instance never needs it
             "times_s": times,
         }
 

@@ -165,6 +165,11 @@ class Plan:
     def memory_outputs(self) -> list[str]:
         return [self.path(paths.MEMORY, cpu=c, mem=m) for c, m in self.memory]
 
+    @property
+    def memory_timeout_s(self) -> float:
+        """Seconds before a memory job is killed (``settings.memory_timeout_s``)."""
+        return settings_mod.memory_timeout_s(self.config)
+
     def memory_spec(self, cpu: int, mem: int) -> dict:
         """What the pinned memory probe of one node pair needs (the launcher's cell-spec shape):
         the ``memory_probe`` workload on 1 core of node ``cpu``, memory bound to node ``mem``;

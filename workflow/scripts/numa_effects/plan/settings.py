@@ -84,6 +84,14 @@ def with_defaults(settings: dict) -> dict:
     return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
 
 
+def memory_timeout_s(config: dict) -> float:
+    """Seconds before a memory job is killed: ``MEMORY_TIMEOUT_S``, plus the config's
+    ``cell_timeout_margin_s`` where it sets one (a slow machine, e.g. the TCG test guest, whose
+    Python start, compile and buffer linking take minutes there)."""
+    margin = config.get("cell_timeout_margin_s")
+    return MEMORY_TIMEOUT_S + (float(margin) if margin is not None else 0.0)
+
+
 def cell_timeout_s(config: dict) -> float:
     """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s`` for
     process start, model build and optimization. Read from the config by the cell job itself

@@ -2,7 +2,8 @@
 
 Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
 ``interference.csv`` for the Packing figures, ``precision.csv`` for the Precision and runtime
-section), read by ``stats.read_table``; a table from before an axis existed gets its default
+section, ``memory_matrix.csv`` for the Node-pair matrix), read by ``stats.read_table``; a table
+from before an axis existed gets its default
 (``grid.fill_keys``: ``allocator`` ``default``). ``Tables.universe`` knows every cell a figure of
 a model should show (the product of the threads and batch sizes that appear for it, per
 optimization x placement x allocator that appears; only the figure allocator's,
@@ -58,6 +59,7 @@ class Tables:
     interference: pd.DataFrame | None = None  # tables/interference.csv (the profile)
     compare: pd.DataFrame | None = None  # compare/<name>/tables/compare.csv (a comparison)
     precision: pd.DataFrame | None = None  # tables/precision.csv (Precision and runtime)
+    memory_matrix: pd.DataFrame | None = None  # tables/memory_matrix.csv (Node-pair matrix)
 
     def __post_init__(self):
         self.cells = grid_mod.keyed(self.cells)
@@ -74,6 +76,7 @@ class Tables:
         interference=None,
         compare=None,
         precision=None,
+        memory_matrix=None,
     ) -> Tables:
         def opt(path, reader=read_csv):
             return reader(path) if path else None
@@ -86,6 +89,7 @@ class Tables:
             opt(interference, stats.read_table),
             opt(compare),
             opt(precision),
+            opt(memory_matrix, stats.read_table),
         )
 
     @property
@@ -245,6 +249,37 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
         d["pair_status"].ne("ok"), d["pair_status"], np.where(d["pct"].isna(), "missing", "ok")
     )
     return d
+
+
+def node_pair_rows(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
+    """The node-pair cells (placements ``n{cpu}m{mem}``) of ``model`` and ``opt``: one row per
+    (CPU node, memory node, threads, batch size) with the cell's value (``metric.key``, its
+    ``<key>_status``) and its change against the CPU node's local diagonal ``n{cpu}m{cpu}``
+    (``comparison``'s ``pct``, ``pct_lo``, ``pct_hi``, ``sig``, ``pct_status``, ``disturbed``). A
+    diagonal cell is its own baseline: ``pct`` 0 and ``pct_status`` ``baseline`` when it has a
+    value. Columns ``cpu_node`` and ``mem_node``; empty without node-pair cells."""
+    u = tables.universe(model)
+    u = u[u["opt"] == opt]
+    pairs = u["placement"].map(placement_mod.pair_of)
+    u = u[pairs.notna()].copy()
+    cols = ["pct", "pct_lo", "pct_hi", "sig", "pct_status"]
+    if u.empty:
+        return u.assign(cpu_node=[], mem_node=[], **{c: [] for c in cols})
+    u["cpu_node"] = [p[0] for p in pairs[pairs.notna()]]
+    u["mem_node"] = [p[1] for p in pairs[pairs.notna()]]
+    on = ["placement", "threads", "batch_size"]
+    c = comparison(tables, model, opt, metric)
+    c = c[c["placement"].map(placement_mod.pair_of).notna()]
+    c = c[[*on, *cols, "disturbed"]].rename(columns={"disturbed": "pair_disturbed"})
+    d = u.merge(c, on=on, how="left")
+    d["disturbed"] = d["disturbed"] | d.pop("pair_disturbed").eq(True)
+    diag = d["cpu_node"] == d["mem_node"]
+    has = d[f"{metric.key}_status"].eq("ok")
+    d.loc[diag & has, "pct"] = 0.0
+    d.loc[diag, "pct_status"] = np.where(has[diag], "baseline", d.loc[diag, f"{metric.key}_status"])
+    d["pct_status"] = d["pct_status"].fillna("missing")
+    d["sig"] = d["sig"].map(stats.as_bool).astype(object)  # True, False or None (not assessed)
+    return d.astype({"cpu_node": int, "mem_node": int}).reset_index(drop=True)
 
 
 def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:

@@ -339,6 +339,7 @@ def render(
     latency_stat: str = "median",
     failures: pd.DataFrame | None = None,
     precision: pd.DataFrame | None = None,
+    memory_matrix: pd.DataFrame | None = None,
 ) -> str:
     figs = [figures_mod.from_dict(d) for d in figure_list]
     models = sorted(
@@ -353,7 +354,7 @@ def render(
     )
     facts = PageFacts(cells, skipped, placements, bool(imported))
     # tables a section may show (Section.tables)
-    shown = {"degradation": degradation, "precision": precision}
+    shown = {"degradation": degradation, "precision": precision, "memory_matrix": memory_matrix}
     nav = (
         "<nav>"
         + "".join(

@@ -460,6 +460,61 @@ def _baselines(placements) -> str:
     return " / ".join(bases) if len(bases) <= 2 else "their baselines"
 
 
+def annotate_cells(
+    ax,
+    val: pd.DataFrame,
+    status: pd.DataFrame,
+    *,
+    cmap,
+    norm,
+    text=pct1,
+    hatched: pd.DataFrame | None = None,
+    disturbed: pd.DataFrame | None = None,
+    fontsize: int = 9,
+) -> None:
+    """Over a seaborn heatmap of ``val`` (same index and columns as ``status``): each cell's
+    value printed in a colour readable on its fill (``text(value)``); a cell whose status is not
+    ``ok`` grey and labelled with why (``STATUS_TEXT``); ``hatched`` cells hatched (not
+    significant), ``disturbed`` ones cross-hatched in red."""
+    for i, row in enumerate(val.index):
+        for j, col in enumerate(val.columns):
+            s = status.loc[row, col]
+            if s != "ok":
+                ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.88", edgecolor="white", lw=0.6))
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    textwrap.fill(STATUS_TEXT.get(s, s), 12),
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize - 1,
+                    color="0.3",
+                    style="italic",
+                )
+                continue
+            v = float(val.loc[row, col])
+            r, g, b, _ = cmap(norm(v))
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+            ax.text(
+                j + 0.5,
+                i + 0.5,
+                text(v),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color="white" if dark else "black",
+            )
+            marks = (
+                (hatched, style.NOT_SIGNIFICANT_HATCH, (0, 0, 0, 0.35), 0),
+                (disturbed, style.DISTURBED_HATCH, style.DISTURBED_COLOR, 1.5),
+            )
+            for mask, hatch, edge, lw in marks:
+                if mask is not None and bool(mask.loc[row, col]):
+                    ax.add_patch(
+                        Rectangle((j, i), 1, 1, fill=False, hatch=hatch, edgecolor=edge, lw=lw)
+                    )
+
+
 def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is False):
     """A % heatmap of the rows ``d`` (``comparison`` or ``data.run_change``: ``pct``,
     ``pct_status``, ``sig``, ``disturbed``): x = threads, y = batch size (largest on top),
@@ -496,59 +551,17 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
         },
     )
     fontsize = 9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6
-    norm = matplotlib.colors.Normalize(-vmax, vmax)
-    for i, bs in enumerate(bss):
-        for j, t in enumerate(threads):
-            s = status.loc[bs, t]
-            if s != "ok":
-                ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.88", edgecolor="white", lw=0.6))
-                ax.text(
-                    j + 0.5,
-                    i + 0.5,
-                    textwrap.fill(STATUS_TEXT.get(s, s), 12),
-                    ha="center",
-                    va="center",
-                    fontsize=fontsize - 1,
-                    color="0.3",
-                    style="italic",
-                )
-                continue
-            v = float(val.loc[bs, t])
-            r, g, b, _ = cmap(norm(v))
-            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-            ax.text(
-                j + 0.5,
-                i + 0.5,
-                pct1(v),
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                color="white" if dark else "black",
-            )
-            if hatched(sig.loc[bs, t]):
-                ax.add_patch(
-                    Rectangle(
-                        (j, i),
-                        1,
-                        1,
-                        fill=False,
-                        hatch=style.NOT_SIGNIFICANT_HATCH,
-                        edgecolor=(0, 0, 0, 0.35),
-                        lw=0,
-                    )
-                )
-            if disturbed.loc[bs, t]:
-                ax.add_patch(
-                    Rectangle(
-                        (j, i),
-                        1,
-                        1,
-                        fill=False,
-                        hatch=style.DISTURBED_HATCH,
-                        edgecolor=style.DISTURBED_COLOR,
-                        lw=1.5,
-                    )
-                )
+    annotate_cells(
+        ax,
+        val,
+        status,
+        cmap=cmap,
+        norm=matplotlib.colors.Normalize(-vmax, vmax),
+        text=pct1,
+        hatched=sig.map(hatched).astype(bool),
+        disturbed=disturbed,
+        fontsize=fontsize,
+    )
     ax.set_xlabel("Intra-op threads")
     ax.set_ylabel("Batch size (images)")
     ax.tick_params(axis="y", rotation=0)
@@ -789,7 +802,8 @@ def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: 
 
 # -- entry ----------------------------------------------------------------------------------
 
-from numa_effects.report import compare_plots  # noqa: E402, F401 (the comparison's drawers)
+# the comparison's and the node-pair matrix's drawers
+from numa_effects.report import compare_plots, node_pair_plots  # noqa: E402, F401
 
 
 def draw(family: str, tables: Tables, wildcards: dict):

@@ -254,6 +254,20 @@ def _packing_off(facts: PageFacts) -> str:
     )
 
 
+def _no_node_pairs(facts: PageFacts) -> str:
+    members = [p for p in facts.placements if placement_mod.pair_of(p) is not None]
+    if facts.imported or not members:
+        return (
+            "the grid has no node-pair cell: add <code>node-pairs</code> to "
+            "<code>placements</code> (the CPU-node x memory-node matrix, config key "
+            "<code>node_pairs</code>; docs/placements.md)."
+        )
+    return (
+        "no node-pair cell ran (a machine with one NUMA node plans only its diagonal, "
+        f"{', '.join(_e(m) for m in members)}, and nothing else: see the skipped cells)."
+    )
+
+
 def _nothing_matched(facts: PageFacts) -> str:
     return "no matched cell has a value in both runs."
 
@@ -294,6 +308,12 @@ SECTIONS = {
         empty=_no_precision,
         tables=("precision",),
     ),
+    "node_pairs": Section(
+        heading="Node-pair matrix",
+        anchor="node-pair-matrix",
+        empty=_no_node_pairs,
+        tables=("memory_matrix",),
+    ),
     "packing": Section(heading="Packing", anchor="packing", empty=_packing_off),
     "compare": Section(
         heading="Comparison",
@@ -317,6 +337,7 @@ WITH_DEGRADATION = (*TABLES, "degradation")
 WITH_PACKING = (*TABLES, "packing")
 WITH_INTERFERENCE = (*TABLES, "interference")
 WITH_PRECISION = (*TABLES, "precision")
+WITH_MEMORY = (*WITH_DEGRADATION, "memory_matrix")
 
 
 @dataclass(frozen=True)
@@ -521,6 +542,52 @@ FAMILIES: tuple[Family, ...] = (
         "optimization (its dtype in the legend): lower precision moves more of the time into "
         "memory traffic, so its NUMA effect may differ. Error bars: the confidence interval; "
         "hollow markers: not significant.",
+    ),
+    Family(
+        name="node_pair_heatmap",
+        section="node_pairs",
+        title="CPU node x memory node: latency and % change",
+        pattern="{model}/node_pair_heatmap/{opt}/bs{batch_size}",
+        metric=LATENCY,
+        plan="node_pairs",
+        tables=WITH_DEGRADATION,
+        caption="One figure per optimization and batch size, one row of panels per intra-op "
+        "thread count: the node-pair cells ``n{cpu}m{mem}`` (threads on CPU node *cpu*, rows; "
+        "memory bound to node *mem*, columns). Left: the latency per batch (ms). Right: its % "
+        "change against the CPU node's local diagonal ``n{cpu}m{cpu}``, (pair − diagonal) / "
+        "diagonal × 100; red = slower. Hatched: not significant (the CI includes 0); "
+        "cross-hatched in red: contended or noisy; grey: no value (not selected by "
+        "``node_pairs``, skipped, failed or contended).",
+    ),
+    Family(
+        name="node_pair_memory",
+        section="node_pairs",
+        title="The machine's memory matrix",
+        pattern="{model}/node_pair_memory",
+        metric=LATENCY,
+        plan="node_pair_memory",
+        tables=("memory_matrix",),  # machine facts: no cell needed
+        caption="What explains the matrix: the firmware's node distance (10 = local; "
+        "``machine.json``), and the memory matrix measured on this machine, one pinned job per "
+        "pair (docs/placements.md): the idle latency of a dependent load (ns, a pointer chase "
+        "over a buffer 8 x the last-level cache) and one core's sequential read bandwidth "
+        "(GB/s), best clean step. Rows: CPU node; columns: memory node. Grey: no job or no "
+        "number (skipped without a compiler, failed).",
+    ),
+    Family(
+        name="node_pair_scatter",
+        section="node_pairs",
+        title="Does the memory matrix predict the inference cost?",
+        pattern="{model}/node_pair_scatter/{opt}",
+        metric=LATENCY,
+        plan="node_pairs",
+        tables=WITH_MEMORY,
+        caption="One point per off-diagonal node-pair cell (thread count: colour; batch size: "
+        "marker): its % latency change against the local diagonal (y, 95 % CI; hollow: not "
+        "significant) against the pair's firmware distance ratio, measured memory latency ratio "
+        "and inverse read bandwidth ratio to the same diagonal (x). Each panel gives Pearson's "
+        "r and the least-squares slope over the points with a value; with fewer than three "
+        "distinct x values no r is given.",
     ),
     Family(
         name="packing_latency",
@@ -770,7 +837,22 @@ def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset())
     return [k for k in plan_comparison(keys) if len(dtypes.get(k["model"], ())) > 1]
 
 
+def plan_node_pairs(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run
+    (``plan_comparison``): a 1-node machine's diagonal alone has nothing to compare."""
+    return [k for k in plan_comparison(keys) if placement_mod.pair_of(k["placement"])]
+
+
+def plan_node_pair_memory(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per model with any node-pair cell, the diagonal's included: the memory jobs
+    are planned from the same cells (``plan.build.memory_jobs``)."""
+    models = {k["model"] for k in keys if placement_mod.pair_of(k["placement"])}
+    return [{"model": m} for m in sorted(models)]
+
+
 PLANS: dict[str, Callable[..., list[dict]]] = {
+    "node_pairs": plan_node_pairs,
+    "node_pair_memory": plan_node_pair_memory,
     "sequential": plan_sequential,
     "comparison": plan_comparison,
     "packing": plan_packing,
