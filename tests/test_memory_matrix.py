@@ -109,10 +109,52 @@ def test_smt_and_repeated_members_plan_each_pair_once():
     assert p.memory_spec(0, 2)["plan"]["use_smt"] is False
 
 
+@pytest.mark.parametrize("topo_file", [TWO, EIGHT, MEMORY_ONLY], ids=["2", "8", "mem"])
+def test_the_peak_is_one_job_per_cpu_node_at_its_diagonal(topo_file):
+    """A node pair's cells share their CPU node's peak (the same cores and threads): one peak
+    job per (CPU node, threads, dtype) at the diagonal, with the diagonal's plan, not one per
+    pair; efficiency joins each pair's cell to it."""
+    from numa_effects.tables import flops
+
+    p = make(topo_file, node_pairs="all", threads=[1, 2], peak=True)
+    cpu_nodes = {placement.pair_of(k.placement)[0] for k in p.grid.cells}
+    want = {(f"n{c}m{c}", t) for c in cpu_nodes for t in (1, 2)}
+    want = {w for w in want if isinstance(placement.plan(p.topology, w[1], w[0]), placement.Plan)}
+    assert {(where, t) for where, t, _ in p.peak} == want
+    assert len(p.peak) < len(p.grid.cells) or len(cpu_nodes) == 1
+    for (where, t, _), plan in p.peak.items():
+        assert plan.to_dict() == placement.plan(p.topology, t, where).to_dict()
+    cells = pd.DataFrame(
+        [
+            {
+                "model": "resnet18",
+                "opt": "none",
+                "placement": "n1m0",
+                "threads": 1,
+                "batch_size": 1,
+                "image_size": 32,
+                "latency_median_ms": 10.0,
+            }
+        ]
+    )
+    peak = pd.DataFrame(
+        [
+            {"placement": "n1m1", "threads": 1, "dtype": "float32", "peak_gflop_per_s": 50.0},
+            {"placement": "n0m0", "threads": 1, "dtype": "float32", "peak_gflop_per_s": 99.0},
+        ]
+    )
+    fl = pd.DataFrame([{"model": "resnet18", "batch_size": 1, "image_size": 32, "gflop": 0.1}])
+    got = flops.add_efficiency(cells, fl, peak).iloc[0]
+    assert got.peak_gflop_per_s == 50.0 and got.efficiency == pytest.approx(10.0 / 50.0)
+
+
 def test_pair_of_reads_node_pair_labels_only():
     assert placement.pair_of("n3m7") == (3, 7)
     assert placement.pair_of("n0m1+smt") == (0, 1)
     assert placement.pair_of("remote") is None and placement.pair_of("sequential+smt") is None
+    assert placement.peak_placement("n3m7") == "n3m3"
+    assert placement.peak_placement("n0m1+smt") == "n0m0+smt"
+    assert placement.peak_placement("remote") == "remote"
 
 
 # -- the table from hand-made records --------------------------------------------------------------

@@ -5,15 +5,14 @@ of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
 priority, the cell specs, the peak jobs (one per placement, threads and dtype of the grid's
-runnable cells: ``measure.dtype_peaks``), the memory jobs (one per (CPU node, memory node)
-pair of the grid's runnable node-pair cells: ``measure.memory_probe``), the packing jobs, the
-imported cells (PackRat), the grid manifest, the code digests that decide re-runs, and every
-output path (``plan.paths``). A grid in which every cell is skipped is a valid plan: it
-measures nothing, and the tables and report list the skipped cells with their reasons. A
-comparison of result folders (config key ``compare``, ``plan.compare``) is a plan with no grid:
-it measures nothing, and what it asks for (``targets``) is the comparison's tables and page
-only.
-"""
+runnable cells, a node pair's at its CPU node's diagonal: ``measure.dtype_peaks``), the memory jobs
+(one per (CPU node, memory node) pair of the grid's runnable node-pair cells:
+``measure.memory_probe``), the packing jobs, the imported cells (PackRat), the grid manifest, the
+code digests that decide re-runs, and every output path (``plan.paths``). A grid in which every
+cell is skipped is a valid plan: it measures nothing, and the tables and report list the skipped
+cells with their reasons. A comparison of result folders (config key ``compare``, ``plan.compare``)
+is a plan with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's
+tables and page only."""
 
 from __future__ import annotations
 
@@ -369,7 +368,10 @@ def build(
     if config.get("peak", True) and measures:
         for key, cell_plan in grid.cells.items():
             dtype = optimizations_mod.OPTIMIZATIONS[key.opt].dtype
-            peak.setdefault((key.placement, key.threads, dtype), cell_plan)
+            where = placement_mod.peak_placement(key.placement)  # a node pair's: its diagonal
+            if where != key.placement:
+                cell_plan = placement_mod.plan(topology, key.threads, where)
+            peak.setdefault((where, key.threads, dtype), cell_plan)
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if measures else []
     memory = memory_jobs(grid, topology)

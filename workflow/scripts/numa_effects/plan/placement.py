@@ -226,6 +226,18 @@ def pair_of(label_text: str) -> tuple[int, int] | None:
     return (fields["cpu"], fields["mem"]) if entry.name == NODE_PAIR else None
 
 
+def peak_placement(label_text: str) -> str:
+    """The placement whose peak job a cell's efficiency is measured against: the cell's own,
+    except a node pair's, which is its CPU node's diagonal (``n1m3`` -> ``n1m1``, SMT label
+    kept): the peak is what the CPU node's cores compute, one job per CPU node instead of one
+    per pair (64 on an 8-node machine); the same cores and threads as the pair's cell."""
+    pair = pair_of(label_text)
+    if pair is None:
+        return str(label_text)
+    _, smt = parse_label(str(label_text))
+    return label(NODE_PAIR.format(cpu=pair[0], mem=pair[0]), smt)
+
+
 NODE_PAIRS_ALL = "all"
 NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
 

@@ -17,10 +17,10 @@ comparable, and its efficiency is against its own dtype's peak.
 
 Columns added to ``cells.csv`` (``add_efficiency``): ``gflop`` (one forward pass of the whole
 batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (the peak of the cell's
-dtype at its threads and placement, ``tables.peak``: the best of the dtype's kernels on the
-models' path), ``peak_kernel`` (which kernel), ``theoretical_gflop_per_s`` (for reference:
-``plan.cpu``) and ``efficiency`` = gflop_per_s / peak_gflop_per_s.
-"""
+dtype at its threads and placement, a node pair's at its CPU node's diagonal, ``tables.peak``: the
+best of the dtype's kernels on the models' path), ``peak_kernel`` (which kernel),
+``theoretical_gflop_per_s`` (for reference: ``plan.cpu``) and ``efficiency`` = gflop_per_s /
+peak_gflop_per_s."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 FLOPS_COLUMNS = ["model", "batch_size", "image_size", "flops", "gflop", "counted_on"]
@@ -130,9 +131,8 @@ def add_efficiency(
         if "dtype" not in ok.columns:
             ok = ok.assign(dtype="float32")
         ok = ok.reindex(columns=[*PEAK_KEYS, *looked.columns]).set_index(PEAK_KEYS)
-        idx = pd.MultiIndex.from_arrays(
-            [out["placement"], out["threads"].astype(int), cell_dtypes(out)]
-        )
+        where = out["placement"].map(placement_mod.peak_placement)  # a node pair: its diagonal
+        idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)
     peak_v = pd.to_numeric(looked["peak_gflop_per_s"], errors="coerce").astype(float)
     new = pd.DataFrame(
