@@ -822,7 +822,12 @@ def draw(family: str, tables: Tables, wildcards: dict):
 
 
 def save(fig, png: str, svg: str | None = None) -> None:
-    """PNG (and SVG) without timestamps, so re-drawing the same data gives the same files."""
+    """PNG (and SVG) without timestamps, so re-drawing the same data gives the same files.
+    Cropped to the figure's tight box plus 0.15 in, found once for both files
+    (``bbox_inches="tight"`` draws the figure an extra time per file to find it: a quarter of
+    the report's drawing time)."""
+    fig.set_dpi(DPI)
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.15)
     for path, kw in (
         (png, {"dpi": DPI, "metadata": {"Software": None}}),
         (svg, {"metadata": {"Date": None}}),
@@ -831,6 +836,6 @@ def save(fig, png: str, svg: str | None = None) -> None:
             continue
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         tmp = f"{path}.tmp{os.path.splitext(path)[1]}"
-        fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15, **kw)
+        fig.savefig(tmp, bbox_inches=bbox, **kw)
         os.replace(tmp, path)
     plt.close(fig)
