@@ -245,3 +245,24 @@ def test_every_node_pair_family_saves_png_and_svg(tables, tmp_path, family):
     png, svg = tmp_path / "f.png", tmp_path / "f.svg"
     plots.save(plots.draw(family, tables, {k: w[k] for k in fig.wildcards}), str(png), str(svg))
     assert png.stat().st_size > 1000 and svg.stat().st_size > 1000
+
+
+@pytest.mark.integration
+def test_the_workflow_plans_the_node_pair_figures_against_a_two_node_machine(tmp_path):
+    """Snakemake's own DAG of ``all`` for the node-pair family planned against a captured
+    2-node topology: one plot job per Node-pair family and the memory jobs (a caption's
+    ``n{cpu}m{mem}`` once broke the plot rule: Snakemake formats params with the wildcards)."""
+    from conftest import load_config, planned
+
+    cfg = load_config(
+        "tiny",
+        placements=["node-pairs"],
+        batch_sizes=[1],
+        optimizations=["none"],
+        topology=str(FIXTURES / "qemu-2node-test-guest"),
+    )
+    jobs = planned(tmp_path, cfg)
+    for family in ("node_pair_heatmap", "node_pair_memory", "node_pair_scatter"):
+        assert jobs[f"plot_{family}"] == 1, jobs
+    assert jobs["memory"] == 4 and jobs["memory_matrix_table"] == 1
+    assert jobs["peak"] == 2  # one per CPU node, at its diagonal

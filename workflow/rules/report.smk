@@ -24,7 +24,7 @@ for family in DRAWN_FAMILIES:
         params:
             family=family.name,
             figures=figure_wildcards(family.name),
-            caption=family.caption,
+            caption=figure_caption(family.name),
             code=PLAN.code["report"],
         script:
             "../scripts/plot_figure.py"

@@ -80,6 +80,12 @@ def figure_output(family):
     return out + [f.path(folder, "svg") for f in family_figures(family)]
 
 
+def figure_caption(family):
+    """The family's caption, as a function: Snakemake would read a params string's braces
+    (``n{cpu}m{mem}``) as wildcards."""
+    return lambda wildcards: figures_mod.BY_NAME[family].caption
+
+
 def figure_wildcards(family):
     return [f.wildcards for f in family_figures(family)]
 
