@@ -98,7 +98,7 @@ def pytest_collection_finish(session):
     ):
         return
     out = config._tmp_path_factory.mktemp("numa_vm")
-    guest_boot.CURRENT = guest_boot.Boot(out, load_config("guest")).start()
+    guest_boot.CURRENT = guest_boot.Boot(out).start()
     if guest_boot.CURRENT.started_at is not None:
         print(f"\nnuma_vm: the guest boots in the background into {out}", file=sys.stderr)
 

@@ -37,15 +37,27 @@ def background() -> bool:
     return os.environ.get("NUMA_VM_BACKGROUND", "1") != "0"
 
 
+def guest_configs() -> dict[str, dict]:
+    """The files guest-e2e reads from its output folder: ``guest-config.yaml`` (the pipeline's
+    grid, .test/config/guest.yaml) and ``node-pairs-config.yaml`` (the 2 x 2 node-pair matrix,
+    .test/config/guest-node-pairs.yaml)."""
+    from conftest import load_config
+
+    return {
+        "guest-config.yaml": load_config("guest"),
+        "node-pairs-config.yaml": load_config("guest-node-pairs"),
+    }
+
+
 class Boot:
-    """One run of ``run-in-guest ... guest-e2e`` into ``out`` (``guest-config.yaml`` = config),
+    """One run of ``run-in-guest ... guest-e2e`` into ``out`` (its configs: ``guest_configs``),
     after ``tests/numa_vm/setup`` (apt, virtme-ng, the kernel: run in the caller's thread, so
     that no other test's apt runs beside it). ``start`` returns at once; ``wait`` returns the
     finished boot. ``setup_error`` is the setup's output when it failed (nothing booted)."""
 
-    def __init__(self, out: Path, config: dict):
+    def __init__(self, out: Path, configs: dict[str, dict] | None = None):
         self.out = out
-        self.config = config
+        self.configs = configs if configs is not None else guest_configs()
         self.setup_error: str | None = None
         self.proc: subprocess.CompletedProcess | None = None
         self.wall_s: float | None = None
@@ -74,7 +86,8 @@ class Boot:
         if setup.returncode != 0:
             self.setup_error = f"tests/numa_vm/setup failed:\n{setup.stdout}\n{setup.stderr}"
             return self
-        (self.out / "guest-config.yaml").write_text(yaml.safe_dump(self.config))
+        for name, config in self.configs.items():
+            (self.out / name).write_text(yaml.safe_dump(config))
         self.started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="numa_vm-boot", daemon=True)
         self._thread.start()

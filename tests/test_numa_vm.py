@@ -8,7 +8,9 @@ guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
   deliberately not its plan must be caught and fail; then, in the same branch,
   ``interference_check.py``: one interference profile job (issue 22, docs/packing.md): one
   instance alone, then one per node side by side, placed by ``placement.pack`` and measured by
-  ``group.run_interference``.
+  ``group.run_interference``; then the node-pair matrix (issue 21,
+  .test/config/guest-node-pairs.yaml): the 2 x 2 CPU node x memory node cells at one thread and
+  one memory job per pair (``snakemake --until cell memory machine`` in ``node-pairs/``).
 
 The host then draws everything else from the guest's results folder with the same workflow
 (flops, tables, degradation, figures, page): a dry run first must plan no cell, peak or
@@ -20,7 +22,10 @@ non-sequential placement, the page's NUMA section shows them, and machine.json s
 is emulated (efficiency stays empty: no peak was measured). The interference group: every
 instance on the CPUs and node that ``placement.pack`` gives on the guest's topology (recomputed
 here), no CPU shared, memory bound to the instance's node only, verified in the instance (CPUs,
-policy, pages), and the profile table's row per node.
+policy, pages), and the profile table's row per node. The node-pair matrix: each pair's cell
+and memory job on node i's CPUs with its pages on node j (the memory job without torch), then
+the host draws its memory matrix, degradation against the diagonals and the Node-pair matrix
+section.
 
 The boot starts in the background right after collection and these tests run last
 (tests/guest_boot.py, conftest.py): the guest's ~20 minutes overlap the host tests.
@@ -76,7 +81,7 @@ def guest(tmp_path_factory):
         return Path(reuse)
     boot = guest_boot.CURRENT
     if boot is None:  # NUMA_VM_BACKGROUND=0: boot now
-        boot = guest_boot.Boot(tmp_path_factory.mktemp("numa_vm"), GUEST_CONFIG).start()
+        boot = guest_boot.Boot(tmp_path_factory.mktemp("numa_vm")).start()
     if boot.setup_error:
         if os.environ.get("CI") != "true" and os.geteuid() != 0:
             pytest.skip(f"not root and not CI; {boot.setup_error}")
@@ -372,3 +377,119 @@ def test_interference_checks_fail_on_a_misplaced_group(guest):
     for r in bad:
         with pytest.raises(AssertionError):
             check_interference_group(r, topo)
+
+
+# -- the node-pair matrix (guest-e2e's node-pairs step, issue 21) --------------------------------
+PAIRS_CONFIG = load_config("guest-node-pairs")
+PAIRS = [(c, m) for c in (0, 1) for m in (0, 1)]
+
+
+def pairs_results(out: Path) -> Path:
+    return out / "node-pairs" / "results"
+
+
+def check_pair_binding(data: dict, topo: topology.Topology, cpu: int, mem: int) -> None:
+    """One node-pair cell's or memory job's record: verified on ``topo``'s node ``cpu`` CPUs
+    with memory bound to node ``mem`` and (>= ``verify.MIN_SHARE``) of its anonymous memory
+    there. Raises AssertionError."""
+    assert data["status"] == "ok", data.get("failure")
+    plan = data["plan"]
+    assert plan["mem_policy"] == "bind" and plan["mem_nodes"] == [mem], plan
+    bind = data["binding"]
+    cpus = cpulist.parse(bind["cpus_allowed_list"])
+    assert cpus == tuple(plan["cpus"]) and {topo.node_of(c) for c in cpus} == {cpu}, cpus
+    assert bind["mempolicy"]["mode"] == "bind" and bind["mempolicy"]["nodes"] == [mem]
+    ver = bind["verification"]
+    assert ver["ok"] and ver["problems"] == [], ver["problems"]
+    by_node = {int(n): kb for n, kb in ver["pages"]["anon_kb_by_node"].items()}
+    assert by_node.get(mem, 0) / sum(by_node.values()) >= verify.MIN_SHARE, by_node
+
+
+@pytest.fixture(scope="module")
+def pairs_drawn(guest):
+    """The host's part of the node-pair matrix: `all` from the guest's node-pairs folder."""
+    workdir = guest / "node-pairs"
+    cfg = {**PAIRS_CONFIG, "topology": str(pairs_results(guest) / "machine.json")}
+    triggers = os.environ.get("NUMA_VM_RERUN_TRIGGERS")
+    extra = ["--rerun-triggers", *triggers.split(",")] if triggers else []
+    before = planned(workdir, cfg, *extra)
+    assert not {"cell", "memory", "machine"} & set(before), before
+    snakemake(workdir, cfg, *extra, "--cores", "2", "all")
+    return workdir, before
+
+
+@pytest.mark.parametrize(("cpu", "mem"), PAIRS)
+def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
+    """Every pair of the 2 x 2 matrix: its cell and its memory job, each verified with its CPUs
+    on node cpu and its pages on node mem."""
+    topo = topology.load(GUEST_TOPOLOGY)
+    key = grid.CellKey("resnet18", "none", f"n{cpu}m{mem}", 1, 1)
+    cell = cellresult.read(
+        pairs_results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1)
+    )
+    check_pair_binding(cell, topo, cpu, mem)
+    assert cell["binding"]["torch_num_threads"] == 1
+    job = cellresult.read(pairs_results(guest) / "memory" / f"n{cpu}m{mem}.json")
+    check_pair_binding(job, topo, cpu, mem)
+    assert job["memory"]["latency_ns"] > 0 and job["memory"]["bandwidth_gb_per_s"] > 0
+    assert job["memory"]["torch_loaded"] is False
+    # the probe's buffer is most of what the job touched, and it is on node mem
+    pages = job["binding"]["verification"]["pages"]["anon_kb_by_node"]
+    assert int(pages.get(str(mem), 0)) * 1024 >= 0.9 * job["memory"]["buffer_bytes"]
+
+
+def test_node_pair_checks_fail_on_a_misplaced_record(guest):
+    """check_pair_binding can fail: a real record checked as another pair's, and altered."""
+    topo = topology.load(GUEST_TOPOLOGY)
+    job = cellresult.read(pairs_results(guest) / "memory" / "n0m1.json")
+    check_pair_binding(job, topo, 0, 1)
+    for cpu, mem in ((0, 0), (1, 1), (1, 0)):
+        with pytest.raises(AssertionError):
+            check_pair_binding(job, topo, cpu, mem)
+    moved = copy.deepcopy(job)
+    ver = moved["binding"]["verification"]
+    total = sum(ver["pages"]["anon_kb_by_node"].values())
+    ver["pages"]["anon_kb_by_node"] = {"0": total}
+    with pytest.raises(AssertionError):
+        check_pair_binding(moved, topo, 0, 1)
+
+
+def test_host_draws_the_node_pair_matrix_from_the_guest(guest, pairs_drawn):
+    """The host plans no measurement and draws the memory matrix (4 rows, the firmware's
+    distances beside them), the degradation of each off-diagonal pair against its diagonal,
+    and the Node-pair matrix section's figures on the page."""
+    _, before = pairs_drawn
+    assert "memory_matrix_table" in before and "report_page" in before
+    res = pairs_results(guest)
+    mm = pd.read_csv(res / "tables" / "memory_matrix.csv")
+    assert sorted(zip(mm.cpu_node, mm.mem_node, strict=True)) == PAIRS
+    assert mm["status"].eq("ok").all(), mm[["cpu_node", "mem_node", "status", "reason"]]
+    topo = topology.load(GUEST_TOPOLOGY)
+    for r in mm.itertuples():
+        assert r.distance == topo.distance(r.cpu_node, r.mem_node)
+    assert mm[mm.cpu_node == mm.mem_node]["latency_ratio"].eq(1.0).all()
+    deg = pd.read_csv(res / "tables" / "degradation.csv")
+    assert sorted(zip(deg.placement, deg.baseline, strict=True)) == [
+        ("n0m1", "n0m0"),
+        ("n1m0", "n1m1"),
+    ]
+    want = [
+        f
+        for f in figures.figures(grid.expand(PAIRS_CONFIG, topo).cells)
+        if f.spec.section == "node_pairs"
+    ]
+    assert {f.family for f in want} == {
+        "node_pair_heatmap",
+        "node_pair_memory",
+        "node_pair_scatter",
+    }
+    folder = res / "report" / "figures"
+    for fig in want:
+        path = Path(fig.path(str(folder)))
+        assert path.is_file() and path.stat().st_size > 1000, path
+    page = (res / "report" / "index.html").read_text()
+    start = page.index('id="node-pair-matrix"')
+    section = page[start : page.find("<h2", start)]
+    srcs = set(re.findall(r'<img src="([^"]+)"', section))
+    assert {Path(f.path("figures")).as_posix() for f in want} <= srcs
+    assert "memory_matrix table" in section

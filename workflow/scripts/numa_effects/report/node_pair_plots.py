@@ -132,6 +132,12 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
         fontweight="bold",
     )
     notes = plots._sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
+    n_disturbed = int((d["disturbed"] & d[f"{metric.key}_status"].eq("ok")).sum())
+    if n_disturbed:
+        notes.append(
+            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in the cell "
+            "or its diagonal; read their values with care."
+        )
     reasons = d[~d[f"{metric.key}_status"].eq("ok")]
     if not reasons.empty:
         counts = ", ".join(
