@@ -56,9 +56,9 @@ class Boot:
     that no other test's apt runs beside it). ``start`` returns at once; ``wait`` returns the
     finished boot. ``setup_error`` is the setup's output when it failed (nothing booted)."""
 
-    def __init__(self, out: Path, configs: dict[str, dict] | None = None):
+    def __init__(self, out: Path):
         self.out = out
-        self.configs = configs if configs is not None else guest_configs()
+        self.configs = guest_configs()
         self.setup_error: str | None = None
         self.proc: subprocess.CompletedProcess | None = None
         self.wall_s: float | None = None

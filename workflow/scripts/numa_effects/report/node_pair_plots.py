@@ -23,11 +23,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from numa_effects.report import (
-    plots,
-    style,
-)
+from numa_effects.report import plots, style
 from numa_effects.report.data import Tables, node_pair_rows
+from numa_effects.report.packing_plots import ci_error_bars
 from numa_effects.report.registry import LATENCY, Metric, drawer
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -131,19 +129,10 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
         fontsize=13,
         fontweight="bold",
     )
+    status = d[f"{metric.key}_status"]
     notes = plots._sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
-    n_disturbed = int((d["disturbed"] & d[f"{metric.key}_status"].eq("ok")).sum())
-    if n_disturbed:
-        notes.append(
-            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in the cell "
-            "or its diagonal; read their values with care."
-        )
-    reasons = d[~d[f"{metric.key}_status"].eq("ok")]
-    if not reasons.empty:
-        counts = ", ".join(
-            f"{k} {s}" for s, k in reasons[f"{metric.key}_status"].value_counts().items()
-        )
-        notes.append(f"Grey cells have no value ({counts}).")
+    notes += plots.disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
+    notes += plots.grey_note(status[status.ne("ok")])
     plots._footnote(axes[-1][0], notes)
     fig.tight_layout()
     return fig
@@ -241,16 +230,11 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     for ax, (column, label, what) in zip(axes, RATIOS, strict=True):
         for (t, bs), g in d.groupby(["threads", "batch_size"]):
             x, y = g[column].to_numpy(float), g["pct"].to_numpy(float)
-            err = np.vstack(
-                [
-                    np.clip(y - g["pct_lo"].to_numpy(float), 0, None),
-                    np.clip(g["pct_hi"].to_numpy(float) - y, 0, None),
-                ]
-            )
             color = style.thread_color(t, threads)
             marker = MARKERS[bss.index(bs) % len(MARKERS)]
             sig = g["sig"].map(lambda s: s is not False).to_numpy(bool)
-            ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt="none", ecolor=color, alpha=0.6)
+            err = ci_error_bars(g, y, ("pct_lo", "pct_hi"))
+            ax.errorbar(x, y, yerr=err, fmt="none", ecolor=color, alpha=0.6)
             ax.scatter(x[sig], y[sig], color=color, marker=marker, s=42, zorder=3)
             ax.scatter(
                 x[~sig], y[~sig], facecolors="none", edgecolors=color, marker=marker, s=42, zorder=3

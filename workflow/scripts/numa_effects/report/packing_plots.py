@@ -39,6 +39,9 @@ SERIES = (
 )
 
 
+RECOMMENDED_CI = ("recommended_ci_low_ms", "recommended_ci_high_ms")
+
+
 def _rows(tables: Tables, model: str, opt: str):
     p = tables.packing
     if p is None:
@@ -46,7 +49,9 @@ def _rows(tables: Tables, model: str, opt: str):
     return p[(p["model"] == model) & (p["opt"] == opt)].sort_values(["budget", "batch_size"])
 
 
-def _yerr(b, y, ci):
+def ci_error_bars(b, y, ci):
+    """Error bars of ``y`` (below, above; never negative, 0 where unknown) from the frame ``b``'s
+    CI columns ``ci`` (low, high)."""
     lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
     return np.nan_to_num(np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)]))
 
@@ -68,7 +73,7 @@ def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
             y = b[col].to_numpy(dtype=float)
             if not np.isfinite(y).any():
                 continue
-            yerr = _yerr(b, y, ci) if ci is not None else None
+            yerr = ci_error_bars(b, y, ci) if ci is not None else None
             line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
             if col in ("fat_latency_ms", "latency_ms"):  # measured: contended drawn hollow
                 hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
@@ -84,7 +89,7 @@ def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
                 ax.errorbar(
                     x[diff],
                     y[diff],
-                    yerr=_yerr(b, y, ("recommended_ci_low_ms", "recommended_ci_high_ms"))[:, diff],
+                    yerr=ci_error_bars(b, y, RECOMMENDED_CI)[:, diff],
                     fmt="*",
                     markersize=12,
                     capsize=3,
@@ -146,7 +151,7 @@ def interference_curve(tables: Tables, model: str, opt: str, metric: Metric = LA
         for (t, node), g in ok.groupby(["threads", "node"]):
             x = g["x"].to_numpy(dtype=float)
             y = g["slowdown"].to_numpy(dtype=float)
-            yerr = _yerr(g, y, ("slowdown_ci_low", "slowdown_ci_high"))
+            yerr = ci_error_bars(g, y, ("slowdown_ci_low", "slowdown_ci_high"))
             ax.errorbar(x, y, yerr=yerr, fmt="o", capsize=3, label=f"t = {t}, node {node}")
             for xi, yi, k in zip(x, y, g["k"], strict=True):
                 ax.annotate(f"k={k}", (xi, yi), textcoords="offset points", xytext=(5, -10),

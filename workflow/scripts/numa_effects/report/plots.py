@@ -568,6 +568,26 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
     return fig, ax, vmax, extend
 
 
+def disturbed_note(disturbed: pd.Series, where: str) -> list[str]:
+    """A heatmap's note on its cross-hatched cells (``disturbed``: one bool per drawn cell)."""
+    n = int(disturbed.sum())
+    if not n:
+        return []
+    return [
+        f"Cross-hatched, red-framed cells ({n}): {style.DISTURBED_TEXT} in {where}; read their "
+        "values with care."
+    ]
+
+
+def grey_note(statuses: pd.Series, why: str = "") -> list[str]:
+    """A heatmap's note on its grey cells: how many of each status (``statuses``: one per cell
+    with no value), then ``why``."""
+    if statuses.empty:
+        return []
+    counts = ", ".join(f"{n} {s}" for s, n in statuses.value_counts().items())
+    return [f"Grey cells have no value ({counts}){why}."]
+
+
 def clipped_note(vmax: float, extend: str) -> list[str]:
     if extend != "both":
         return []
@@ -590,17 +610,10 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
         _sub(model, metric.degradation(placement, baseline, deg_stat(d, tables))),
     )
     notes = _sig_notes(d, "Hatched cells") + clipped_note(vmax, extend)
-    n_disturbed = int((d["disturbed"] & d["pct_status"].eq("ok")).sum())
-    if n_disturbed:
-        notes.append(
-            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in either "
-            "cell of the pair; read their values with care."
-        )
-    bad = d[d["pct_status"] != "ok"]
-    if not bad.empty:
-        counts = ", ".join(f"{n} {s}" for s, n in bad["pct_status"].value_counts().items())
-        what = "has no value" if "contended" in set(bad["pct_status"]) else "is not measured"
-        notes.append(f"Grey cells have no value ({counts}): either cell of the pair {what}.")
+    notes += disturbed_note(d["disturbed"] & d["pct_status"].eq("ok"), "either cell of the pair")
+    bad = d[d["pct_status"] != "ok"]["pct_status"]
+    what = "has no value" if "contended" in set(bad) else "is not measured"
+    notes += grey_note(bad, f": either cell of the pair {what}")
     _footnote(ax, notes)
     return fig
 
