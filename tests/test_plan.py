@@ -73,7 +73,24 @@ def config_mod_settings_keys():
 def test_an_optimization_with_a_compile_cache_gets_the_runs_cache_folder():
     p = make(optimizations=["compile"])
     spec = p.cell_spec(next(iter(p.grid.cells)), 1)
-    assert spec["compile_cache_dir"].endswith("results/cache/torchinductor")
+    assert spec["compile_cache_dir"] == f"{p.results}/{paths.COMPILE_CACHE}"
+
+
+def test_no_spec_depends_on_where_the_run_lies(tmp_path, monkeypatch):
+    """A job's spec is its params: a path made absolute in it would re-run every compiled cell
+    and memory job of a run folder that was moved or copied ("Params have changed")."""
+
+    def specs():
+        p = make(optimizations=["compile"], placements=["sequential", "node-pairs"])
+        cells = [p.cell_spec(k, r) for k, r in p.order]
+        return cells + [p.memory_spec(c, m) for c, m in p.memory]
+
+    monkeypatch.chdir(tmp_path)
+    here = specs()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert specs() == here and len(here) > 2 * len(make().grid.cells)
+    assert str(tmp_path) not in repr(here)
 
 
 def test_a_grid_in_which_every_cell_is_skipped_is_a_valid_plan():

@@ -20,8 +20,18 @@ from conftest import REPO, dag_jobs, load_config
 
 pytestmark = pytest.mark.integration
 
-# One cell, no peak: the base of the robustness tests (.test/config/one-cell.yaml).
-GRID = load_config("one-cell", warmup=1, fixed_iterations=3, max_seconds_per_cell=2, peak=False)
+# One cell, no peak: the base of the robustness tests (.test/config/one-cell.yaml); and the node
+# pair n0m0, whose memory job's spec names a cache folder under results/ (as a compiled cell's
+# does): a copied run must find it by the same name.
+GRID = load_config(
+    "one-cell",
+    warmup=1,
+    fixed_iterations=3,
+    max_seconds_per_cell=2,
+    peak=False,
+    placements=["sequential", "node-pairs"],
+    node_pairs=[[0, 0]],
+)
 
 
 def clone(dest: Path) -> Path:
@@ -65,12 +75,17 @@ def test_a_fresh_clone_with_copied_results_plans_nothing_then_only_the_new_cells
     assert (b / "workflow/scripts/run_cell.py").stat().st_mtime > newest
     assert planned(b, GRID) == Counter()
     more = planned(b, {**GRID, "batch_sizes": [1, 2]})
-    assert more["cell"] == 1  # bs2; bs1 is not re-measured
+    assert more["cell"] == 2  # bs2 sequential and n0m0; bs1 is not re-measured
     assert more["grid_manifest"] == 1 and more["tables"] == 1 and more["all"] == 1
-    assert "machine" not in more
+    assert "machine" not in more and "memory" not in more
 
 
-def test_a_dry_run_of_a_finished_run_reads_as_nothing_planned(finished):
-    """The DAG a finished run prints is empty: ``planned`` can tell 0 jobs from a parse error."""
-    assert planned(finished, GRID) == Counter()
-    assert planned(finished, {**GRID, "replicates": 2})["cell"] == 1
+def test_a_finished_run_copied_elsewhere_whole_plans_nothing(finished, tmp_path):
+    """The whole run folder copied (``cp -a``: .snakemake/ with the jobs' recorded params too)
+    plans nothing: no job's params name where the run lies. And the DAG a finished run prints
+    is empty: ``planned`` can tell 0 jobs from a parse error."""
+    moved = tmp_path / "moved"
+    subprocess.run(["cp", "-a", str(finished), str(moved)], check=True)
+    assert (moved / ".snakemake" / "metadata").is_dir()
+    assert planned(moved, GRID) == Counter()
+    assert planned(moved, {**GRID, "replicates": 2})["cell"] == 2

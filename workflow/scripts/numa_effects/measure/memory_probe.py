@@ -165,7 +165,8 @@ def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
     load a half-written file). Raises ``ProbeError`` with the
     compiler's message when it fails."""
     digest = hashlib.sha256("\0".join((SOURCE, cc, *FLAGS)).encode()).hexdigest()[:16]
-    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    # a relative folder (the plan's) is the job's run directory's: made absolute for dlopen
+    cache = Path(os.path.abspath(cache_dir)) if cache_dir else default_cache_dir()
     lib = cache / f"memory_probe-{digest}.so"
     if lib.exists():
         return str(lib)

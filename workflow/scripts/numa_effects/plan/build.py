@@ -16,7 +16,6 @@ tables and page only."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from numa_effects.plan import compare as compare_mod
@@ -115,8 +114,10 @@ class Plan:
             "code": self.code.get("measure"),
         }
         if optimizations_mod.OPTIMIZATIONS[key.opt].compile_cache:
-            # torch.compile's cache lives under results/ so the processes of a run share kernels
-            spec["compile_cache_dir"] = os.path.abspath(self.path(paths.COMPILE_CACHE))
+            # torch.compile's cache lives under results/ so the processes of a run share kernels;
+            # as the results folder is named (relative to the run's directory, where the job
+            # runs): an absolute path would make a moved or copied run re-measure every cell
+            spec["compile_cache_dir"] = self.path(paths.COMPILE_CACHE)
         return spec
 
     def _cell_plan(self, key):
@@ -186,7 +187,8 @@ class Plan:
             "plan": plan.to_dict(),
             "settings": settings_mod.memory_settings(self.config),
             "workload": "memory_probe",
-            "probe": {"cache_dir": os.path.abspath(self.path(paths.MEMORY_PROBE_CACHE))},
+            # relative like the compile cache: a copied run must not re-run its memory jobs
+            "probe": {"cache_dir": self.path(paths.MEMORY_PROBE_CACHE)},
             "code": self.code.get("measure"),
         }
 

@@ -167,7 +167,8 @@ def setup_inductor(settings: dict):
 
     cache = settings.get("compile_cache_dir")
     if cache:  # read lazily by inductor at the first compile, so setting it here is in time
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+        # (the spec names it relative to the run's directory, the process's working directory)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(cache)
     inductor_config.freezing = True
 
 
