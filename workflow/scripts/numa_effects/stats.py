@@ -364,6 +364,112 @@ def run_ratio(
     }
 
 
+# -- paired ratios: a placement and its baseline measured side by side, round by round ----------
+#
+# In round r the compared cell's replicate and its baseline's run next to each other (ABBA
+# order, plan.grid.job_order), so what drifts between rounds (the host's clock, a neighbour VM)
+# moves both: y_c,r = mu_c + s_r + e_c,r and y_b,r = mu_b + s_r + e_b,r on the log scale, and the
+# per-round difference d_r = y_c,r - y_b,r = (mu_c - mu_b) + e_c,r - e_b,r has lost s_r. Its
+# variance is estimated like a cell's (``combine_replicates``): the comparison's own s_d^2 over
+# its R - 1 degrees of freedom, moderated with the pool of all comparisons' s_d^2
+# (``pooled_paired_var``) at PRIOR_DF; the interval is d_bar +- t x sqrt(var / R). Valid when
+# the rounds pair adjacent processes; it helps when they share noise (``adjacent_correlation``
+# > 0: the pooled paired variance below the sum of the cells' pooled variances) and the tables
+# fall back to the independent two-level interval where they do not (``prefer_paired``).
+
+
+def paired_log_ratios(baseline: dict, compared: dict) -> np.ndarray:
+    """ln(compared_r / baseline_r) for every round r (replicate number) that both cells have a
+    median for, in round order."""
+    rounds = sorted(set(baseline) & set(compared))
+    return np.asarray(
+        [math.log(compared[r]) - math.log(baseline[r]) for r in rounds], dtype=float
+    )
+
+
+def pooled_paired_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:
+    """(pooled variance of the per-round log ratios within comparisons, its degrees of freedom)
+    over comparisons with >= 2 paired rounds; (nan, 0) when none has."""
+    ss, df = 0.0, 0
+    for d in groups:
+        d = np.asarray(d, dtype=float)
+        if d.size >= 2:
+            ss += float(((d - d.mean()) ** 2).sum())
+            df += int(d.size - 1)
+    return (ss / df, df) if df else (math.nan, 0)
+
+
+def adjacent_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The pooled within-comparison correlation of the baseline's and the compared cell's
+    ln-medians over the rounds (each comparison centred on its own means): how much noise the
+    two adjacent processes of a round share. NaN without a comparison of >= 2 rounds."""
+    sbc = sbb = scc = 0.0
+    for b, c in pairs:
+        b, c = np.log(np.asarray(b, dtype=float)), np.log(np.asarray(c, dtype=float))
+        if b.size >= 2 and b.size == c.size:
+            b, c = b - b.mean(), c - c.mean()
+            sbc += float((b * c).sum())
+            sbb += float((b * b).sum())
+            scc += float((c * c).sum())
+    return sbc / math.sqrt(sbb * scc) if sbb > 0 and scc > 0 else math.nan
+
+
+def paired_ratio_ci(
+    d: np.ndarray,
+    pooled: tuple[float, int] = (math.nan, 0),
+    confidence: float = CONFIDENCE,
+    prior_df: int = PRIOR_DF,
+) -> dict:
+    """The ratio compared / baseline and its CI from the per-round log ratios ``d``
+    (``paired_log_ratios``), the comparison's own variance moderated with ``pooled``
+    (``pooled_paired_var``) as ``combine_replicates`` does. Returns ratio, ci_low, ci_high,
+    ci_df, ci_method ``paired`` (NaN bounds and df 0 when nothing estimates the variance)."""
+    from scipy.special import stdtrit
+
+    d = np.asarray(d, dtype=float)
+    r = int(d.size)
+    if r == 0:
+        raise ValueError("no paired rounds")
+    pool_var, pool_df = pooled
+    d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
+    df_c = r - 1
+    centre = float(d.mean())
+    if df_c + d0 == 0:
+        return {
+            "ratio": math.exp(centre),
+            "ci_low": math.nan,
+            "ci_high": math.nan,
+            "ci_df": 0,
+            "ci_method": "paired",
+        }
+    own = df_c * float(d.var(ddof=1)) if df_c else 0.0
+    var = (own + d0 * pool_var) / (df_c + d0)
+    df = df_c + d0
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(var / r)
+    return {
+        "ratio": math.exp(centre),
+        "ci_low": math.exp(centre - half),
+        "ci_high": math.exp(centre + half),
+        "ci_df": df,
+        "ci_method": "paired",
+    }
+
+
+def prefer_paired(
+    paired_pool: tuple[float, int], cells_pool: tuple[float, int], alpha: float = 0.05
+) -> bool:
+    """Use the paired interval when the pooled variance of the per-round log ratios is clearly
+    below what two independent cells would give (twice the cells' pooled replicate variance):
+    one-sided F test at ``alpha`` with the pools' degrees of freedom, i.e. the adjacent
+    processes share noise. False when either pool is empty."""
+    from scipy.special import fdtri
+
+    (vd, dfd), (vc, dfc) = paired_pool, cells_pool
+    if not (dfd and dfc and vd == vd and vc == vc and vc > 0):
+        return False
+    return bool(vd / (2.0 * vc) < float(fdtri(dfd, dfc, alpha)))
+
+
 def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_EFFECT_PCT) -> str:
     """``faster`` / ``slower`` (latency; significant and changed by at least
     ``min_effect_pct``), ``no significant change``, or ``not assessed`` (no test: None)."""
