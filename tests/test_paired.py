@@ -67,7 +67,7 @@ def naive_intervals(b, c):
 
 
 def coverage(iv) -> float:
-    return float(np.mean((iv[:, 0] <= TRUE) & (TRUE <= iv[:, 1])))
+    return float(np.mean((iv[:, 0] <= TRUE) & (iv[:, 1] >= TRUE)))
 
 
 def width(iv) -> float:
@@ -117,3 +117,67 @@ def test_paired_log_ratios_use_the_rounds_both_cells_have():
     assert one["ratio"] == pytest.approx(1.1) and math.isnan(one["ci_low"]) and one["ci_df"] == 0
     pooled = stats.paired_ratio_ci(np.array([math.log(1.1)]), (0.0004, 40))
     assert pooled["ci_df"] == stats.PRIOR_DF and pooled["ci_low"] < 1.1 < pooled["ci_high"]
+
+
+def _run_tables(drift_sd: float, own_sd: float, seed: int = 5):
+    """cells.csv and samples.csv of a run with 2 replicates: G batch sizes x (sequential,
+    remote), each replicate 15 iterations around its process's median (shared drift per
+    round), cells' two-level CIs as the tables compute them."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    samples, reps = [], {}
+    for bs in range(1, G + 1):
+        drift = rng.normal(0.0, drift_sd, R)
+        for place, mu in (("sequential", 0.0), ("remote", TRUE)):
+            key = {"model": "m", "opt": "none", "placement": place, "threads": 1, "batch_size": bs}
+            for r in range(R):
+                med = math.exp(math.log(100.0) + mu + drift[r] + rng.normal(0.0, own_sd))
+                lat = med * np.exp(rng.normal(0.0, 0.002, 15))
+                samples += [
+                    {**key, "replicate": r + 1, "iteration": i, "latency_ms": v}
+                    for i, v in enumerate(lat)
+                ]
+                reps.setdefault((place, bs), []).append(float(np.median(lat)))
+    pool = stats.pooled_replicate_var([np.asarray(v) / 1000 for v in reps.values()])
+    cells = []
+    for (place, bs), meds in reps.items():
+        c = stats.combine_replicates(np.asarray(meds) / 1000, pooled=pool)
+        cells.append(
+            {
+                "model": "m",
+                "opt": "none",
+                "placement": place,
+                "threads": 1,
+                "batch_size": bs,
+                "status": "ok",
+                "latency_median_ms": c["median_s"] * 1000,
+                "latency_ci_low_ms": c["ci_low_s"] * 1000,
+                "latency_ci_high_ms": c["ci_high_s"] * 1000,
+                "ci_df": c["ci_df"],
+                "ci_method": c["ci_method"],
+            }
+        )
+    return pd.DataFrame(cells), pd.DataFrame(samples)
+
+
+def test_degradation_uses_the_paired_interval_where_rounds_share_noise():
+    from numa_effects.tables import compare
+
+    cells, samples = _run_tables(0.04, 0.01)
+    deg = compare.degradation_table(cells, samples)
+    assert set(deg["ci_method"]) == {"paired"}
+    w_paired = (
+        deg["latency_degradation_ci_high_pct"] - deg["latency_degradation_ci_low_pct"]
+    ).median()
+    cells, samples = _run_tables(0.0, 0.02)
+    deg = compare.degradation_table(cells, samples)
+    assert set(deg["ci_method"]) == {"two-level"}  # nothing shared: the independent interval
+    # without samples' rounds (an older samples.csv) the two-level interval as before
+    cells, samples = _run_tables(0.04, 0.01)
+    deg = compare.degradation_table(cells, samples.drop(columns="replicate"))
+    assert set(deg["ci_method"]) == {"two-level"}
+    w_two = (
+        deg["latency_degradation_ci_high_pct"] - deg["latency_degradation_ci_low_pct"]
+    ).median()
+    assert w_paired < 0.6 * w_two

@@ -382,9 +382,7 @@ def paired_log_ratios(baseline: dict, compared: dict) -> np.ndarray:
     """ln(compared_r / baseline_r) for every round r (replicate number) that both cells have a
     median for, in round order."""
     rounds = sorted(set(baseline) & set(compared))
-    return np.asarray(
-        [math.log(compared[r]) - math.log(baseline[r]) for r in rounds], dtype=float
-    )
+    return np.asarray([math.log(compared[r]) - math.log(baseline[r]) for r in rounds], dtype=float)
 
 
 def pooled_paired_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:

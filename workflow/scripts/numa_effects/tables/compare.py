@@ -108,6 +108,38 @@ def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
     return out
 
 
+def _replicate_medians(samples: pd.DataFrame | None) -> dict[tuple, dict[int, float]]:
+    """{cell key: {replicate (its round): median of its clean iterations}} from samples.csv
+    (what ``stats.combine_replicates`` combines); {} without a ``replicate`` column."""
+    if samples is None or samples.empty or "replicate" not in samples.columns:
+        return {}
+    if "excluded" in samples.columns:
+        samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
+    out: dict[tuple, dict[int, float]] = {}
+    for key, group in grid.fill_keys(samples).groupby([*KEYS, "replicate"], sort=False):
+        cell = _typed(dict(zip(KEYS, key[:-1], strict=True)))
+        out.setdefault(cell, {})[int(key[-1])] = float(np.median(group["latency_ms"]))
+    return out
+
+
+def paired_choice(pairs: list[tuple[dict, dict]]) -> tuple[bool, tuple, float]:
+    """Whether the comparisons ``pairs`` ((baseline, compared) replicate medians by round, one
+    thread count's) get the paired interval (``stats.prefer_paired``), the pooled variance of
+    their per-round log ratios, and the adjacent processes' correlation."""
+    ds = [stats.paired_log_ratios(b, c) for b, c in pairs]
+    paired_pool = stats.pooled_paired_var(ds)
+    cells = {id(m): list(m.values()) for pair in pairs for m in pair}
+    cells_pool = stats.pooled_replicate_var(list(cells.values()))
+    rounds = [sorted(set(b) & set(c)) for b, c in pairs]
+    rho = stats.adjacent_correlation(
+        [
+            (np.asarray([b[r] for r in rs]), np.asarray([c[r] for r in rs]))
+            for (b, c), rs in zip(pairs, rounds, strict=True)
+        ]
+    )
+    return stats.prefer_paired(paired_pool, cells_pool), paired_pool, rho
+
+
 def _typed(vals: dict) -> tuple:
     """A cell's key values as the sample index holds them (integers typed)."""
     return tuple(
@@ -126,6 +158,7 @@ def _pairs(
     samples: pd.DataFrame | None,
     vary: str | tuple[str, ...],
     baseline_of: Callable,
+    paired: bool = False,
 ) -> pd.DataFrame:
     """Baseline/compared pairs differing only in ``vary`` (a key, or several: then
     ``baseline_of`` takes and returns a tuple of their values): each cell whose ``vary`` value
@@ -175,6 +208,16 @@ def _pairs(
     base = df.assign(_base=values)
     merged = comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
     index = _sample_index(samples)
+    # Adjacent pairs (``paired``: a placement and its baseline run side by side in every round,
+    # plan.grid.job_order): the per-round ratios cancel what the two processes share, where the
+    # run shows that they share it (``paired_choice``, per thread count).
+    reps = _replicate_medians(samples) if paired else {}
+    by_threads: dict[int, list] = {}
+    for _, r in merged.iterrows():
+        b, c = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
+        if b and c and set(b) & set(c):
+            by_threads.setdefault(int(r["threads"]), []).append((b, c))
+    choice = {t: paired_choice(pairs) for t, pairs in by_threads.items()}
     rows = []
     for _, r in merged.iterrows():
         stat = stats.latency_statistic(
@@ -185,7 +228,14 @@ def _pairs(
         sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
         lo = hi = np.nan
         method = None
-        if stat == stats.MEDIAN and r["ci_method"] == r["ci_method_b"] == "two-level":
+        use, pool, _ = choice.get(int(r["threads"]), (False, None, None))
+        b_reps, c_reps = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
+        two_level = r["ci_method"] == r["ci_method_b"] == "two-level"
+        if stat == stats.MEDIAN and two_level and use and b_reps and c_reps:
+            ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
+            lo, hi = ci["ci_low"], ci["ci_high"]
+            method = "paired"
+        elif stat == stats.MEDIAN and two_level:
             lo, hi = stats.two_level_ratio_ci(
                 (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
                 (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
@@ -229,7 +279,7 @@ def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
 
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
-    p = _pairs(cells, samples, "placement", placement_mod.baseline_of)
+    p = _pairs(cells, samples, "placement", placement_mod.baseline_of, paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
