@@ -448,8 +448,10 @@ FAMILIES: tuple[Family, ...] = (
         caption="% latency degradation of each placement against its baseline (``sequential``; "
         "a placement family's own), (placement − baseline) / baseline × 100, per intra-op "
         "threads (x) and batch size (y). Diverging scale centred on 0: red = slower, blue = "
-        "faster than the baseline; values have one decimal. Hatched: not significant (the "
-        "confidence interval includes 0, when raw samples exist). Grey: no value (failed, "
+        "faster than the baseline; values have one decimal. Hatched: not significant (the 95 % "
+        "confidence interval includes 0, when raw samples exist; ``ci_method`` in "
+        "degradation.csv: per-round paired where the placement and its baseline share noise, "
+        "else two-level). Grey: no value (failed, "
         "skipped, contended without a clean iteration, or missing cell).",
     ),
     Family(
@@ -487,8 +489,9 @@ FAMILIES: tuple[Family, ...] = (
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % latency degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
-        "placement; positive is slower. Error bars are the bootstrap confidence interval where "
-        "raw samples exist; hollow markers are not significant.",
+        "placement; positive is slower. Error bars: the 95 % confidence interval where raw "
+        "samples exist (``ci_method`` in degradation.csv: per-round paired, two-level or a "
+        "within-process bootstrap); hollow markers are not significant.",
     ),
     Family(
         name="numa_throughput_per_batch",
@@ -510,8 +513,9 @@ FAMILIES: tuple[Family, ...] = (
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % throughput degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
-        "placement; positive is fewer images per second. Error bars: confidence interval where "
-        "raw samples exist; hollow markers: not significant.",
+        "placement; positive is fewer images per second. Error bars: the 95 % confidence "
+        "interval where raw samples exist (``ci_method`` in degradation.csv); hollow markers: "
+        "not significant.",
     ),
     Family(
         name="precision_speedup",

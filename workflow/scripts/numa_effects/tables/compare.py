@@ -16,7 +16,14 @@ whose placement is not a baseline and that has a cell of its baseline
 - ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
   ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
   images per second);
-- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. When both cells have a two-level CI
+- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. ``ci_method = paired`` where the
+  placement and its baseline ran side by side in the same rounds (both cells two-level, the same
+  replicates in samples.csv; ``plan.grid.job_order`` puts them next to each other) and the run
+  shows that adjacent processes share noise: the interval of the per-round ratios
+  (``stats.paired_ratio_ci``: their mean on the log scale, their variance moderated with the
+  pool of the thread count's comparisons), chosen per thread count when that pool's variance is
+  clearly below two independent cells' (``stats.prefer_paired``, a one-sided F test). Otherwise,
+  when both cells have a two-level CI
   (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
   same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
   se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
@@ -26,6 +33,10 @@ whose placement is not a baseline and that has a cell of its baseline
   ``stats.N_BOOTSTRAP`` resamples, clean iterations only), which covers only within-process
   noise: ``ci_method`` says which. Empty when either cell has neither (imported tables): never
   invented;
+- ``adjacent_correlation``: the correlation of the baseline's and the placement's replicate
+  medians over the rounds, pooled over the thread count's comparisons
+  (``stats.adjacent_correlation``): how much noise the two adjacent processes of a round share
+  (empty without rounds to pair);
 - ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
   transform of the same interval, so it agrees), empty when there is no CI;
 - ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
@@ -34,7 +45,9 @@ whose placement is not a baseline and that has a cell of its baseline
 ``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
 ``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
 batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: the optimization is
-faster) with its CI, and ``significant`` when the CI excludes 1.
+faster) with its CI, and ``significant`` when the CI excludes 1. Never ``paired``: the job order
+puts a placement next to its baseline, not an optimization next to eager, so their rounds share
+no more noise than any two cells do.
 
 When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
 within the same source.
@@ -70,6 +83,7 @@ DEGRADATION_COLUMNS = [
     "throughput_degradation_ci_high_pct",
     "significant",
     "ci_method",
+    "adjacent_correlation",
     "contended",
     "noisy",
 ]
@@ -167,7 +181,7 @@ def _pairs(
     ``baseline`` holds the baseline's value (its values joined by ``/`` for several keys)."""
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
-    cols += ["ci_method"]
+    cols += ["ci_method", "adjacent_correlation"]
     cols += ["contended", "noisy"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
@@ -228,10 +242,13 @@ def _pairs(
         sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
         lo = hi = np.nan
         method = None
-        use, pool, _ = choice.get(int(r["threads"]), (False, None, None))
+        use, pool, rho = choice.get(int(r["threads"]), (False, None, np.nan))
         b_reps, c_reps = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
         two_level = r["ci_method"] == r["ci_method_b"] == "two-level"
-        if stat == stats.MEDIAN and two_level and use and b_reps and c_reps:
+        # the same rounds in both cells: then the paired centre is the table's ratio (the
+        # cells' medians are the geometric means of the same replicates' medians)
+        same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)
+        if stat == stats.MEDIAN and two_level and use and same_rounds:
             ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
             lo, hi = ci["ci_low"], ci["ci_high"]
             method = "paired"
@@ -255,6 +272,7 @@ def _pairs(
                 "ratio_ci_high": hi,
                 "latency_statistic": stat,
                 "ci_method": method,
+                "adjacent_correlation": rho,
                 "contended": _either(r["contended"], r["contended_b"]),
                 "noisy": _either(r["noisy"], r["noisy_b"]),
             }
@@ -298,6 +316,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
             "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
             "ci_method": p["ci_method"],
+            "adjacent_correlation": p["adjacent_correlation"],
             "contended": p["contended"].astype(bool),
             "noisy": p["noisy"].astype(bool),
         },
