@@ -73,7 +73,8 @@ def order_config(**over):
 )
 def test_job_order_separates_replicates_and_keeps_baselines_close(replicates, topo_file):
     """Planned on this machine's shape and on a 2-node file: no two replicates of a cell back to
-    back; every compared cell within a few jobs of its baseline's same replicate."""
+    back; every compared cell within its group (its placement's and optimization's comparisons)
+    of its baseline's and its eager cell's same replicate."""
     topo = topology.load(FIX / topo_file)
     g = grid.expand(order_config(), topo)
     order = grid.job_order(g.cells, replicates)
@@ -84,11 +85,12 @@ def test_job_order_separates_replicates_and_keeps_baselines_close(replicates, to
         assert a != b, f"replicates of {a} back to back"
     pos = {job: i for i, job in enumerate(order)}
     placements = {k.placement for k in g.cells}
+    group = len(placements) * len({k.opt for k in g.cells})
+    assert group > len(placements)  # the optimizations are in the group too
     for (k, r), i in pos.items():
-        if k.placement == "sequential":
-            continue
         base = grid.CellKey(k.model, k.opt, "sequential", k.threads, k.batch_size)
-        assert abs(pos[(base, r)] - i) < len(placements), (k, r)
+        eager = grid.CellKey(k.model, "none", k.placement, k.threads, k.batch_size)
+        assert abs(pos[(base, r)] - i) < group and abs(pos[(eager, r)] - i) < group, (k, r)
     # ABBA: the baseline runs first in one round and last in the next
     if len(placements) > 1:
         k = next(k for k in g.cells if k.placement != "sequential")

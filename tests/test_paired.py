@@ -119,18 +119,25 @@ def test_paired_log_ratios_use_the_rounds_both_cells_have():
     assert pooled["ci_df"] == stats.PRIOR_DF and pooled["ci_low"] < 1.1 < pooled["ci_high"]
 
 
-def _run_tables(drift_sd: float, own_sd: float, seed: int = 5):
+AXES = {  # what a comparison varies: (baseline's, compared cell's) (opt, placement)
+    "placement": (("none", "sequential"), ("none", "remote")),
+    "opt": (("none", "sequential"), ("script", "sequential")),
+}
+
+
+def _run_tables(drift_sd: float, own_sd: float, seed: int = 5, axis: str = "placement"):
     """cells.csv and samples.csv of a run with 2 replicates: G batch sizes x (sequential,
-    remote), each replicate 15 iterations around its process's median (shared drift per
-    round), cells' two-level CIs as the tables compute them."""
+    remote), or x (eager, script) for ``axis="opt"``, each replicate 15 iterations around its
+    process's median (shared drift per round), cells' two-level CIs as the tables compute them."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
     samples, reps = [], {}
+    (opt_b, place_b), (opt_c, place_c) = AXES[axis]
     for bs in range(1, G + 1):
         drift = rng.normal(0.0, drift_sd, R)
-        for place, mu in (("sequential", 0.0), ("remote", TRUE)):
-            key = {"model": "m", "opt": "none", "placement": place, "threads": 1, "batch_size": bs}
+        for opt, place, mu in ((opt_b, place_b, 0.0), (opt_c, place_c, TRUE)):
+            key = {"model": "m", "opt": opt, "placement": place, "threads": 1, "batch_size": bs}
             for r in range(R):
                 med = math.exp(math.log(100.0) + mu + drift[r] + rng.normal(0.0, own_sd))
                 lat = med * np.exp(rng.normal(0.0, 0.002, 15))
@@ -138,15 +145,15 @@ def _run_tables(drift_sd: float, own_sd: float, seed: int = 5):
                     {**key, "replicate": r + 1, "iteration": i, "latency_ms": v}
                     for i, v in enumerate(lat)
                 ]
-                reps.setdefault((place, bs), []).append(float(np.median(lat)))
+                reps.setdefault((opt, place, bs), []).append(float(np.median(lat)))
     pool = stats.pooled_replicate_var([np.asarray(v) / 1000 for v in reps.values()])
     cells = []
-    for (place, bs), meds in reps.items():
+    for (opt, place, bs), meds in reps.items():
         c = stats.combine_replicates(np.asarray(meds) / 1000, pooled=pool)
         cells.append(
             {
                 "model": "m",
-                "opt": "none",
+                "opt": opt,
                 "placement": place,
                 "threads": 1,
                 "batch_size": bs,
@@ -243,3 +250,31 @@ def test_on_a_quiet_real_machine_adjacent_processes_share_no_noise_so_two_level_
         pytest.approx(paired_pool)
     )
     assert cells_pool[0] > paired_pool[0]
+
+
+def test_speedups_are_paired_the_same_way():
+    """Eager and an optimization run in the same group of each round (plan.grid.job_order), so
+    opt_speedup.csv pairs them under the same rule as degradation.csv."""
+    from numa_effects.tables import compare
+
+    cells, samples = _run_tables(0.04, 0.01, axis="opt")
+    sp = compare.opt_speedup_table(cells, samples)
+    assert len(sp) == G and set(sp["ci_method"]) == {"paired"}
+    assert (sp["adjacent_correlation"] > 0.5).all()
+    # the centre is the table's: eager / script, the inverse of the simulated 5 % slowdown
+    assert np.allclose(
+        sp["speedup"],
+        cells.set_index(["opt", "batch_size"])
+        .pipe(lambda c: c.loc["none", "latency_median_ms"] / c.loc["script", "latency_median_ms"])
+        .to_numpy(),
+    )
+    assert (
+        (sp["speedup_ci_low"] <= sp["speedup"]) & (sp["speedup"] <= sp["speedup_ci_high"])
+    ).all()
+    w_paired = (sp["speedup_ci_high"] - sp["speedup_ci_low"]).median()
+    two = compare.opt_speedup_table(cells, samples.drop(columns="replicate"))
+    assert set(two["ci_method"]) == {"two-level"} and two["adjacent_correlation"].isna().all()
+    assert w_paired < 0.6 * (two["speedup_ci_high"] - two["speedup_ci_low"]).median()
+    cells, samples = _run_tables(0.0, 0.02, axis="opt")
+    sp = compare.opt_speedup_table(cells, samples)
+    assert set(sp["ci_method"]) == {"two-level"}  # nothing shared: the independent interval

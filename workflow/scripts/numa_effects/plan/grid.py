@@ -217,9 +217,9 @@ def replicates(config: dict) -> int:
 
 def _group(key: CellKey) -> tuple:
     """Cells compared with each other by ``tables.compare`` (a placement and its baseline, SMT
-    kept apart): they run next to each other in every round."""
+    kept apart; every optimization and eager): they run next to each other in every round."""
     base = placement_mod.baseline_of(key.placement) or key.placement
-    return (*(getattr(key, k) for k in KEYS if k != "placement"), base)
+    return (*(getattr(key, k) for k in KEYS if k not in ("placement", "opt")), base)
 
 
 def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list[tuple]:
@@ -228,9 +228,11 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
 
     - round r measures replicate r of every cell (all first replicates, then all second ones),
       so two replicates of a cell are a whole round apart, never back to back (with >= 2 cells);
-    - within a round, the cells of one comparison group (a placement and its baseline at the
-      same values of every other axis) run next to each other, in ABBA order over the rounds
-      (baseline first in odd rounds, last in even ones);
+    - within a round, the cells of one comparison group (the placements that share a baseline
+      and the baseline, each at every optimization, at the same values of every other axis)
+      run next to each other, in ABBA order over the rounds (the baseline's first in odd
+      rounds, last in even ones), so a comparison's two processes of a round share what drifts
+      between rounds (``tables.compare`` pairs them);
     - the groups' order is a seeded shuffle per round, re-drawn if it would put the same group
       at the end of one round and the start of the next.
     """

@@ -45,9 +45,10 @@ whose placement is not a baseline and that has a cell of its baseline
 ``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
 ``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
 batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: the optimization is
-faster) with its CI, and ``significant`` when the CI excludes 1. Never ``paired``: the job order
-puts a placement next to its baseline, not an optimization next to eager, so their rounds share
-no more noise than any two cells do.
+faster) with its CI, and ``significant`` when the CI excludes 1. Its CI is ``paired`` under the
+same rule as the degradation's (eager and every optimization run in the same group of a round,
+``plan.grid.job_order``), the pool and the F test per thread count over the speedups;
+``adjacent_correlation`` as there.
 
 When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
 within the same source.
@@ -106,6 +107,7 @@ OPT_SPEEDUP_COLUMNS = [
     "throughput_compared_ips",
     "significant",
     "ci_method",
+    "adjacent_correlation",
     "contended",
     "noisy",
 ]
@@ -327,7 +329,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
 
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
-    p = _pairs(cells, samples, "opt", lambda opt: None if opt == EAGER else EAGER)
+    p = _pairs(cells, samples, "opt", lambda opt: None if opt == EAGER else EAGER, paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
@@ -344,6 +346,7 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
             "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
             "ci_method": p["ci_method"],
+            "adjacent_correlation": p["adjacent_correlation"],
             "contended": p["contended"].astype(bool),
             "noisy": p["noisy"].astype(bool),
         },
