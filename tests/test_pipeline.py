@@ -107,6 +107,9 @@ def test_tables_and_skipped(run):
     assert (cells["latency_median_ms"] <= cells["latency_ci_high_ms"]).all()
     samples = pd.read_csv(workdir / "results/tables/samples.csv")
     assert set(samples["replicate"]) == {1, 2}
+    # every timed iteration has its run-queue delay, read by the runner from the instance
+    assert samples["run_delay_pct"].notna().all() and (samples["run_delay_pct"] >= 0).all()
+    assert (samples["foreign_pct"] >= samples["run_delay_pct"]).all()
 
 
 def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):

@@ -9,13 +9,20 @@
   someone else (another process, kernel threads, interrupts). The window is flagged
   ``contended`` when that exceeds ``FOREIGN_SHARE_LIMIT`` of the CPUs' capacity over the window
   (and the tick resolution of /proc/stat). Busy SMT siblings of the cores (when the instances do
-  not use them) count the same way: they share the core's execution units.
+  not use them) count the same way: they share the core's execution units. The machine's
+  other CPUs' busy share over the window is recorded beside it (``other_cpus_busy_pct``, this
+  runner and Snakemake included): load there shares the cache, memory bandwidth and clock.
 
-- ``IterationProbe(cpus, own=...)``, in the runner around every timed round
+- ``IterationProbe(cpus, own=..., pids=...)``, in the runner around every timed round
   (``timing.run(probe=...)``): the same /proc/stat deltas per round, as the share of the CPUs'
   (and their SMT siblings') capacity that other tasks used (``foreign_share_pct``), minus one
-  10 ms tick per CPU of resolution. ``timing`` excludes rounds above ``exclude_foreign_pct``
-  from the statistics.
+  10 ms tick per CPU of resolution; and, with nanosecond resolution, the time the instances'
+  threads waited runnable on a run queue while another task had their CPU (``run_delay_s``:
+  ``/proc/<pid>/task/*/schedstat``), as a share of the cell's CPU capacity over the round
+  (``run_delay_pct``). The tick-based share cannot see a disturbance shorter than a tick per
+  CPU (a 25 ms round hides up to 40 % of foreign time); the run-queue delay sees any that made
+  the measured threads wait. ``timing`` excludes rounds where either share is above
+  ``exclude_foreign_pct`` from the statistics.
 
 Flagged cells are kept (a shared server is never perfectly quiet); the columns ``contended``,
 ``foreign_cpu_pct``, ``load_1m`` and ``runnable_others`` in cells.csv let the analysis drop or
@@ -24,6 +31,7 @@ re-run them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import time
@@ -182,8 +190,16 @@ class Watch:
         def delta(cpus):
             return sum(busy.get(c, 0.0) - self._busy.get(c, 0.0) for c in cpus)
 
+        # The second signal: the machine's other CPUs (not the cell's, not their siblings).
+        # Their load is not on the cell's CPUs but still costs it shared L3, memory bandwidth,
+        # the uncore clock (and on a VM the host's hyperthread): recorded, not excluded.
+        others = sorted(set(busy) - set(self.cpus) - set(self.siblings))
+        other_pct = (
+            round(100.0 * delta(others) / max(len(others) * window, 1e-9), 2) if others else None
+        )
         return {
             "cpus": cpulist.format(self.cpus),
+            "other_cpus_busy_pct": other_pct,
             **assess(
                 delta(self.cpus),
                 own,
@@ -209,28 +225,85 @@ def foreign_share_pct(
     return max(0.0, 100.0 * foreign / max(ncpus * window_s, 1e-9))
 
 
+def descendants(pids, proc: str | os.PathLike = "/proc") -> tuple[int, ...]:
+    """``pids`` and every process below them (``/proc/<pid>/task/*/children``: a wrapper that
+    forks instead of exec-ing keeps its measured child in view)."""
+    seen: list[int] = []
+    todo = [int(p) for p in pids]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        for f in Path(proc, str(pid), "task").glob("*/children"):
+            with contextlib.suppress(OSError, ValueError):
+                todo.extend(int(c) for c in f.read_text().split())
+    return tuple(seen)
+
+
+def run_delay_s(pids, proc: str | os.PathLike = "/proc") -> float | None:
+    """Seconds that every thread of ``pids`` has spent runnable but waiting for a CPU, summed
+    (the second field of ``/proc/<pid>/task/<tid>/schedstat``, in ns; the kernel's
+    ``sched_info``). None when no such file can be read (a kernel without schedstats)."""
+    total, found = 0, False
+    for pid in pids:
+        for f in Path(proc, str(pid), "task").glob("*/schedstat"):
+            try:
+                total += int(f.read_text().split()[1])
+                found = True
+            except (OSError, IndexError, ValueError):  # a thread that just ended
+                pass
+    return total / 1e9 if found else None
+
+
+def run_delay_pct(delay_s: float, window_s: float, ncpus: int) -> float:
+    """The run-queue delay of a window as a share (%) of the cell's CPU capacity over it: how
+    much of the time its ``ncpus`` threads should have run they waited instead. Pure."""
+    return max(0.0, 100.0 * delay_s / max(ncpus * window_s, 1e-9))
+
+
 class IterationProbe:
     """Foreign CPU share of the cell's CPUs and their SMT siblings over each timed iteration:
-    ``begin()`` just before it, ``end()`` just after (outside the timed region). ``read`` and
-    ``own`` are injectable for tests (a recorded /proc/stat sequence)."""
+    ``begin()`` just before it, ``end()`` just after (outside the timed region), returning the
+    larger of the /proc/stat share and the run-queue delay share of the processes ``pids``
+    (``last_run_delay_pct``, None without pids or schedstats). ``read``, ``own`` and
+    ``delay`` are injectable for tests (a recorded /proc/stat sequence)."""
 
-    def __init__(self, cpus, proc_stat="/proc/stat", read=None, own=None, clock=None, hz=None):
+    def __init__(
+        self,
+        cpus,
+        proc_stat="/proc/stat",
+        read=None,
+        own=None,
+        clock=None,
+        hz=None,
+        pids=(),
+        delay=None,
+    ):
         self.cpus = tuple(int(c) for c in cpus)
         self.all = self.cpus + siblings_of(self.cpus)
         self._read = read or (lambda: cpu_busy(proc_stat))
         self._own = own or _own_cpu_s
         self._clock = clock or time.monotonic
         self.hz = hz or clock_ticks()
+        tasks = descendants(pids) if pids else ()
+        self._delay = delay or ((lambda: run_delay_s(tasks)) if tasks else (lambda: None))
         self._start = None
+        self.last_run_delay_pct: float | None = None
 
     def _busy(self) -> float:
         busy = self._read()
         return sum(busy.get(c, 0.0) for c in self.all)
 
     def begin(self) -> None:
-        self._start = (self._busy(), self._own(), self._clock())
+        self._start = (self._busy(), self._own(), self._delay(), self._clock())
 
     def end(self) -> float:
-        busy0, own0, t0 = self._start
-        busy, own, t = self._busy(), self._own(), self._clock()
-        return foreign_share_pct(busy - busy0, own - own0, t - t0, len(self.all), self.hz)
+        busy0, own0, delay0, t0 = self._start
+        busy, own, delay, t = self._busy(), self._own(), self._delay(), self._clock()
+        share = foreign_share_pct(busy - busy0, own - own0, t - t0, len(self.all), self.hz)
+        self.last_run_delay_pct = None
+        if delay is not None and delay0 is not None:
+            self.last_run_delay_pct = run_delay_pct(delay - delay0, t - t0, len(self.cpus))
+            share = max(share, self.last_run_delay_pct)
+        return share

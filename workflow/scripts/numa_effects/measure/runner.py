@@ -289,7 +289,7 @@ def measure(
             cpus = sorted(c for inst in insts for c in inst.plan.cpus)
             first_call_s = one_round()
             watch = contention.Watch(cpus, own=own)
-            probe = contention.IterationProbe(cpus, own=own)
+            probe = contention.IterationProbe(cpus, own=own, pids=[inst.proc.pid for inst in insts])
             m, attempts = timing.run_with_retries(
                 one_round,
                 settings,

@@ -27,8 +27,10 @@ Two protocols (config key ``protocol``):
 
 *Contaminated iterations* (both protocols): with a ``probe`` (``contention.IterationProbe``),
 each timed iteration records the share of its CPUs' capacity that other tasks used while it
-ran (``foreign_pct``); an iteration above ``exclude_foreign_pct`` is ``excluded``: kept in the
-result and in samples.csv, left out of the statistics and not counted by the stopping rule.
+ran (``foreign_pct``: the larger of /proc/stat's busy time beyond the cell's own and the time
+its threads waited runnable for a CPU, the latter also as ``run_delay_pct``); an iteration
+above ``exclude_foreign_pct`` is ``excluded``: kept in the result and in samples.csv, left out
+of the statistics and not counted by the stopping rule.
 
 Why a minimum warm-up and timed window (``min_warmup_seconds``, ``min_timed_seconds``): on the
 quiet 2-core Xeon (../shared/measurements/quiet-2core-xeon-2026-11-30, fixed 10 + 100 runs)
@@ -90,6 +92,7 @@ class Measurement:
     warmup_stable: bool | None = None
     target_rel_ci: float | None = None
     foreign_pct: list[float] = field(default_factory=list)
+    run_delay_pct: list[float | None] = field(default_factory=list)
     excluded: list[bool] = field(default_factory=list)
     exclude_foreign_pct: float | None = None
     min_clean: int = 1
@@ -129,6 +132,7 @@ class Measurement:
             "stop_reason": self.stop_reason,
             "elapsed_s": self.elapsed_s,
             "foreign_pct": self.foreign_pct or None,
+            "run_delay_pct": self.run_delay_pct or None,
             "excluded": self.excluded or None,
             "excluded_iterations": int(sum(self.excluded)),
             "exclude_foreign_pct": self.exclude_foreign_pct,
@@ -286,8 +290,10 @@ def run(
         if probe is None:
             clean.append(x)
             return
-        share = float(probe.end())
+        share = float(probe.end())  # the larger of its signals
         m.foreign_pct.append(round(share, 2))
+        delay = getattr(probe, "last_run_delay_pct", None)
+        m.run_delay_pct.append(None if delay is None else round(float(delay), 2))
         m.excluded.append(share > limit)
         if share <= limit:
             clean.append(x)

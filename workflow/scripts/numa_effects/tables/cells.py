@@ -15,7 +15,7 @@ true when any replicate is (after exclusion and retries). A replicate with no cl
 (``status: contended``: ``runner``) has no statistics and is left out of the combination; a cell
 whose replicates all are has ``status`` ``contended``, no latency, throughput or CI, and is not a
 failure (failures.csv lists ``failed`` cells only). samples.csv keeps every timed iteration with
-its ``replicate``, ``foreign_pct`` and ``excluded``.
+its ``replicate``, ``foreign_pct``, ``run_delay_pct`` and ``excluded``.
 """
 
 from __future__ import annotations
@@ -183,6 +183,7 @@ def contention_columns(noise: dict | None) -> dict:
         "runnable_others": noise.get("runnable_others"),
         "contended": noise.get("contended"),
         "foreign_cpu_pct": noise.get("foreign_cpu_pct"),
+        "other_cpus_busy_pct": noise.get("other_cpus_busy_pct"),
         "excluded_iterations": noise.get("excluded_iterations"),
         "contended_retries": noise.get("retries"),
         "contended_reason": noise.get("contended_reason"),
@@ -236,18 +237,28 @@ def sample_rows(data: dict) -> Iterable[dict]:
     m = data["measurement"]
     lats = m["latencies_s"]
     foreign = m.get("foreign_pct") or [None] * len(lats)
+    delay = m.get("run_delay_pct") or [None] * len(lats)  # (records before it: none)
     excluded = m.get("excluded") or [False] * len(lats)
-    for i, (lat, f, e) in enumerate(zip(lats, foreign, excluded, strict=True)):
+    for i, (lat, f, d, e) in enumerate(zip(lats, foreign, delay, excluded, strict=True)):
         yield {
             **keys,
             "iteration": i,
             "latency_ms": lat * 1000.0,
             "foreign_pct": f,
+            "run_delay_pct": d,
             "excluded": bool(e),
         }
 
 
-SAMPLE_COLUMNS = [*KEY_COLUMNS, "replicate", "iteration", "latency_ms", "foreign_pct", "excluded"]
+SAMPLE_COLUMNS = [
+    *KEY_COLUMNS,
+    "replicate",
+    "iteration",
+    "latency_ms",
+    "foreign_pct",
+    "run_delay_pct",
+    "excluded",
+]
 SUMMED = (
     "measure_s",
     "timed_s",
@@ -291,7 +302,14 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
     for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy"):
         if col not in reps.columns:  # older cell JSONs, or no replicate succeeded
             reps = reps.assign(**{col: math.nan})
-    for col in ("contended", "contended_reason", "stop_reason", "load_1m", "foreign_cpu_pct"):
+    for col in (
+        "contended",
+        "contended_reason",
+        "stop_reason",
+        "load_1m",
+        "foreign_cpu_pct",
+        "other_cpus_busy_pct",
+    ):
         if col not in reps.columns:
             reps = reps.assign(**{col: None})
     ok = reps[reps["status"] == "ok"]
@@ -360,6 +378,7 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
                 "contended": contended,
                 "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
                 "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
+                "other_cpus_busy_pct": good["other_cpus_busy_pct"].max(),
                 "contended_reason": reasons or None,
                 "load_1m": good["load_1m"].max(),
                 "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
