@@ -29,6 +29,9 @@ from numa_effects.report.packing_plots import ci_error_bars
 from numa_effects.report.registry import LATENCY, Metric, drawer
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+# a pair with no row in the tables: not measured by this run (not selected by ``node_pairs``,
+# or not planned); a failed or skipped pair has a row and says so
+NOT_RUN = "not run"
 # the scatter's x axes: (memory_matrix.csv column, label, how it is read)
 RATIOS = (
     ("distance_ratio", "firmware distance / local distance", "distance"),
@@ -96,7 +99,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
     vmax, _ = style.color_limit(pcts)
     for (ax_v, ax_p), t in zip(axes, threads, strict=False):
         dt = d[d["threads"] == t]
-        vstatus = _matrix(dt, f"{metric.key}_status", rows, cols).fillna("missing")
+        vstatus = _matrix(dt, f"{metric.key}_status", rows, cols).fillna(NOT_RUN)
         _panel(
             ax_v,
             _matrix(dt, metric.key, rows, cols),
@@ -108,7 +111,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             text=style.fmt,
         )
         ax_v.set_title(f"{plots._threads_label(t)}: {metric.name}", fontsize=10)
-        pstatus = _matrix(dt, "pct_status", rows, cols).fillna("missing")
+        pstatus = _matrix(dt, "pct_status", rows, cols).fillna(NOT_RUN)
         pstatus = pstatus.mask(pstatus.eq("baseline"), "ok")
         sig = _matrix(dt, "sig", rows, cols)
         _panel(
@@ -152,7 +155,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
     m = _memory_rows(tables)
     rows = sorted(m["cpu_node"].unique())
     cols = sorted(set(m["mem_node"]) | set(rows))
-    ok = _matrix(m, "status", rows, cols).fillna("missing")
+    ok = _matrix(m, "status", rows, cols).fillna(NOT_RUN)
     known = _matrix(m, "distance", rows, cols).notna()
     panels = (
         (
