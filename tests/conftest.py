@@ -19,6 +19,15 @@ FIXTURES = REPO / "tests" / "fixtures"
 
 TEST_CONFIGS = REPO / ".test" / "config"
 
+# Every Snakemake the tests start (and any in this process) reads this Slurm config instead of
+# the machine's, unless SLURM_CONF is set already: Snakemake's Slurm plugin runs `scontrol show
+# config` when it is imported, at every start of Snakemake, and with no controller running that
+# waits ~9 s of connection retries (tests/slurm/no-controller.conf). tests/test_slurm.py puts
+# the machine's config back for its cluster (MACHINE_SLURM_CONF).
+NO_SLURM_CONTROLLER = REPO / "tests" / "slurm" / "no-controller.conf"
+MACHINE_SLURM_CONF = os.environ.get("SLURM_CONF")
+os.environ.setdefault("SLURM_CONF", str(NO_SLURM_CONTROLLER))
+
 
 def load_config(name: str, **over) -> dict:
     """A named test config (``.test/config/<name>.yaml``) with the keys ``over`` replaced."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, dag_jobs, load_config, snakemake
+from conftest import MACHINE_SLURM_CONF, REPO, dag_jobs, load_config, snakemake
 
 pytestmark = pytest.mark.slurm
 
@@ -54,6 +54,17 @@ def _as_root() -> list[str] | None:
 
 @pytest.fixture(scope="session")
 def slurm_cluster():
+    # The machine's Slurm config, not conftest's controller-less one, from the cluster's start
+    # to its stop: its daemons, our scontrol calls and the jobs (which inherit it) all read it.
+    with pytest.MonkeyPatch.context() as mp:
+        if MACHINE_SLURM_CONF is None:
+            mp.delenv("SLURM_CONF", raising=False)
+        else:
+            mp.setenv("SLURM_CONF", MACHINE_SLURM_CONF)
+        yield from _slurm_cluster()
+
+
+def _slurm_cluster():
     root = _as_root()
     if root is None:
         pytest.skip(
