@@ -96,6 +96,32 @@ def test_cells_never_overlap_even_with_two_cores(run):
         assert end <= start
 
 
+def test_each_replicate_says_where_its_wall_time_went(run):
+    """The parts of a replicate's process (issue 23 item 1, benchmarks/overhead.py): torch's
+    import timed apart from the process start and the build, and the parts inside the process
+    add up to no more than its span (``rest_s`` >= 0: nothing counted twice)."""
+    import sys
+    from types import SimpleNamespace
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks import overhead
+
+    workdir, _, _ = run
+    parts = overhead._cells(SimpleNamespace(results=workdir / "results", name="pipeline"))
+    ok = [
+        p
+        for p in (workdir / "results/cells").rglob("r*.json")
+        if json.loads(p.read_text())["status"] == "ok"
+    ]
+    assert len(parts) == len(ok) >= 2
+    assert (parts["import_s"] > 0).all()
+    for col in ("process_start_s", "build_s", "prepare_s", "first_call_s", "timed_s"):
+        assert (parts[col] >= 0).all(), col
+    assert (parts["rest_s"] >= 0).all(), parts[["import_s", "rest_s", "cell_span_s"]]
+
+
 def test_tables_and_skipped(run):
     workdir, cfg, _ = run
     check_tables(workdir / "results", expected(cfg), cfg["optimizations"], replicates=2)

@@ -7,8 +7,9 @@ Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S`` with
 default, builds the model and applies the optimization, ``build_for``; ``dtype_peaks`` is the
 peak of one dtype, ``measure.dtype_peaks.workload``; ``memory_probe`` the idle latency and read
 bandwidth of one node pair, ``measure.memory_probe.workload``), prints one JSON line
-``{"ready": true, ...}`` (build, reference and conversion times, threads, pid, CPU time) on its
-protocol pipe (the original stdout; anything the libraries print goes to stderr, its log), then
+``{"ready": true, ...}`` (torch's import, build, reference and conversion times, threads, pid,
+CPU time) on its protocol pipe (the original stdout; anything the libraries print goes to stderr,
+its log), then
 answers one-line commands on stdin, one JSON line each:
 
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
@@ -250,6 +251,12 @@ def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
     workload = spec.get("workload", "model")
+    # torch's import, timed apart (import_s): with the CUDA build a large part of every process's
+    # start (benchmarks/overhead.py); the model's own import (builder) is in build_s
+    t0 = time.perf_counter()
+    if workload not in WITHOUT_TORCH:
+        import torch  # noqa: F401
+    import_s = time.perf_counter() - t0
     info = {} if workload in WITHOUT_TORCH else set_threads(int(spec["cell"]["threads"]))
     step, timings, caught, *rest = WORKLOADS[workload](spec)
     report = rest[0] if rest else None
@@ -264,6 +271,7 @@ def serve(spec: dict, commands, reply) -> None:
             "ready": True,
             "pid": os.getpid(),
             "started_at": started,
+            "import_s": import_s,
             **timings,
             "threads_info": info,
             "cpu_s": cpu_s(),

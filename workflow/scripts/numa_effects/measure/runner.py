@@ -391,6 +391,7 @@ def _record(
                 "command_line": inst.command_line,
                 "log": str(inst.member.log),
                 "started_at": rdy.get("started_at"),
+                "import_s": rdy.get("import_s"),
                 "build_s": rdy.get("build_s"),
                 "prepare_s": rdy.get("prepare_s"),
                 "reference_s": rdy.get("reference_s"),
@@ -411,6 +412,7 @@ def _record(
     skew = [(x - max(b - a for a, b in r)) for x, r in zip(m.latencies_s, timed, strict=True)]
     measurement = {
         **m.to_dict(),
+        "import_s": max(i["import_s"] or 0.0 for i in instances),
         "build_s": max(i["build_s"] or 0.0 for i in instances),
         "prepare_s": max(i["prepare_s"] or 0.0 for i in instances),
         "first_call_s": first_call_s,
