@@ -236,10 +236,11 @@ class Instance:
 
     def close(self, deadline: float, timeout_s: float) -> None:
         """End its input and wait for it to exit 0 (a crash on the way out fails it too), until
-        the measurement's ``deadline`` and at least ``EXIT_TIMEOUT_S``: torch's shutdown can take
-        more than 30 s in an emulated guest on a busy host (a 1-thread cell sharing its vCPU with
-        three others did, 2026-12-01). One that does not exit by then is killed and fails with
-        cause timeout: it was this runner that killed it, not an interruption from outside."""
+        the measurement's ``deadline`` and at least ``EXIT_TIMEOUT_S``. The instance skips
+        Python's shutdown (``cell``'s ``os._exit``: torch's took more than 30 s in an emulated
+        guest on a busy host, 2026-12-01), so it normally exits at once. One that does not exit
+        by then is killed and fails with cause timeout: it was this runner that killed it, not
+        an interruption from outside."""
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
         end = max(deadline, time.monotonic() + EXIT_TIMEOUT_S)
