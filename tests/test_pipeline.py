@@ -129,6 +129,7 @@ def test_tables_and_skipped(run):
     assert (cells["replicates"] == 2).all() and set(cells["ci_method"]) == {"two-level"}
     for col in ("between_sd_pct", "within_sd_pct", "replicate_sd_pct", "contended", "noisy"):
         assert col in cells.columns
+    assert (cells["anon_huge_mb"] >= 0).all()  # read in every replicate (verify.anon_huge_kb)
     assert (cells["latency_ci_low_ms"] <= cells["latency_median_ms"]).all()
     assert (cells["latency_median_ms"] <= cells["latency_ci_high_ms"]).all()
     samples = pd.read_csv(workdir / "results/tables/samples.csv")

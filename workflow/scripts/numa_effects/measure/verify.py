@@ -286,6 +286,16 @@ def evaluate(plan: dict, binding: dict, tasks: list[dict], kb_by_node: dict[int,
     }
 
 
+def anon_huge_kb(smaps_rollup: str) -> int | None:
+    """``AnonHugePages`` of ``/proc/<pid>/smaps_rollup``: how much of the process's anonymous
+    memory (weights, activations) sits in transparent huge pages, None when not reported. With
+    THP in ``madvise`` mode it is 0 unless the process asks (PyTorch does for large blocks with
+    ``THP_MEM_ALLOC_ENABLE=1``); with ``always`` it varies with each process's alignment: one
+    candidate source of between-process variance (issue 23 item 4), recorded per replicate."""
+    m = re.search(r"^AnonHugePages:\s+(\d+) kB", smaps_rollup, re.M)
+    return int(m.group(1)) if m else None
+
+
 def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/proc/self") -> dict:
     """Read the live process and evaluate it against ``plan`` (a ``Plan.to_dict()``).
 
@@ -298,6 +308,10 @@ def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/pro
     mappings = parse_numa_maps(Path(proc, "numa_maps").read_text())
     result = evaluate(plan, binding, tasks, anon_kb_by_node(mappings))
     result["pages"]["mappings"] = sum(1 for m in mappings if m.anonymous)
+    try:  # Linux >= 4.14
+        result["pages"]["anon_huge_kb"] = anon_huge_kb(Path(proc, "smaps_rollup").read_text())
+    except OSError:
+        result["pages"]["anon_huge_kb"] = None
     keys = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
     result["binding"] = {k: binding.get(k) for k in keys}
     return result

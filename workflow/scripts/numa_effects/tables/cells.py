@@ -172,6 +172,9 @@ def verification_columns(ver: dict | None) -> dict:
         "anon_mb": pages["anon_kb"] / 1024.0 if "anon_kb" in pages else None,
         "anon_mb_by_node": ";".join(f"{n}:{kb / 1024.0:.1f}" for n, kb in by_node.items()) or None,
         "anon_on_plan_pct": share * 100.0 if share is not None else None,
+        "anon_huge_mb": (
+            pages["anon_huge_kb"] / 1024.0 if pages.get("anon_huge_kb") is not None else None
+        ),
     }
 
 
