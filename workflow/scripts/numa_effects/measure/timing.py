@@ -298,7 +298,7 @@ def run(
         if share <= limit:
             clean.append(x)
 
-    stats.median_ci_ranks(int(s["min_iterations"]))  # import scipy now, not between timings
+    stats.median_ci_ranks(int(s["min_iterations"]))  # computed now, not between timings
     if probe is not None:
         m.exclude_foreign_pct = limit
     start = clock()
