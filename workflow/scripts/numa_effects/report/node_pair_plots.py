@@ -126,7 +126,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             hatched=sig.map(lambda s: s is False).astype(bool),
             disturbed=_matrix(dt, "disturbed", rows, cols).eq(True),
         )
-        ax_p.set_title(f"{plots._threads_label(t)}: % change against n{{cpu}}m{{cpu}}", fontsize=10)
+        ax_p.set_title(f"{plots._threads_label(t)}: % change vs its row's diagonal", fontsize=10)
     fig.suptitle(
         f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}",
         fontsize=13,
