@@ -9,8 +9,7 @@ peak of one dtype, ``measure.dtype_peaks.workload``; ``memory_probe`` the idle l
 bandwidth of one node pair, ``measure.memory_probe.workload``), prints one JSON line
 ``{"ready": true, ...}`` (torch's import, build, reference and conversion times, threads, pid,
 CPU time) on its protocol pipe (the original stdout; anything the libraries print goes to stderr,
-its log), then
-answers one-line commands on stdin, one JSON line each:
+its log), then answers one-line commands on stdin, one JSON line each:
 
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
@@ -251,13 +250,15 @@ def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
     workload = spec.get("workload", "model")
-    # torch's import, timed apart (import_s): with the CUDA build a large part of every process's
-    # start (benchmarks/overhead.py); the model's own import (builder) is in build_s
-    t0 = time.perf_counter()
+    info, import_s = {}, 0.0
     if workload not in WITHOUT_TORCH:
+        # torch's import, timed apart (import_s): with the CUDA build the largest fixed cost of a
+        # process (benchmarks/overhead.py); the model's own import (builder) is in build_s
+        t0 = time.perf_counter()
         import torch  # noqa: F401
-    import_s = time.perf_counter() - t0
-    info = {} if workload in WITHOUT_TORCH else set_threads(int(spec["cell"]["threads"]))
+
+        import_s = time.perf_counter() - t0
+        info = set_threads(int(spec["cell"]["threads"]))
     step, timings, caught, *rest = WORKLOADS[workload](spec)
     report = rest[0] if rest else None
     opt = OPTIMIZATIONS.get(spec["cell"].get("opt", ""))
@@ -349,10 +350,11 @@ if __name__ == "__main__":
     rc = main()
     # Its protocol has ended: nothing of the measurement is left to do, so the process ends here,
     # without Python's shutdown. With torch loaded that shutdown (every module torn down) took
-    # 1.8 - 2.5 s per process on the 2-core test machine and more than 30 s in the emulated guest,
-    # time in which the next replicate cannot start on these CPUs. Given up with it: a crash
-    # inside that shutdown, which would have failed the cell (runner.Instance.close). An
-    # exception out of main() still takes the normal way out (traceback, exit 1).
+    # 0.6 - 1.0 s per replicate on the 2-core test machine under load (far less when quiet) and
+    # more than 30 s in the emulated guest, time in which the next replicate cannot start on
+    # these CPUs (docs/performance.md). Given up with it: a crash inside that shutdown, which
+    # would have failed the cell (runner.Instance.close). An exception out of main() still takes
+    # the normal way out (traceback, exit 1).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(rc)
