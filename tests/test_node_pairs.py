@@ -164,6 +164,45 @@ def test_only_thread_counts_that_fit_one_node_are_planned():
     assert args(smt.topology, 2, "n2m0", smt=True) == "--physcpubind=4-5 --membind=0"
 
 
+def test_exclude_plans_the_matrix_at_one_thread_count_of_a_grid_that_sweeps_two():
+    """``exclude``: cells matching an entry are left out (not skipped); a family name matches
+    each member, with the +smt label when use_smt is on."""
+    grid_over = {"threads": [1, 2], "placements": ["sequential", "remote", "node-pairs"]}
+    full = make(TWO, **grid_over)
+    cut = make(TWO, **grid_over, exclude=[{"placements": ["node-pairs"], "threads": [2]}])
+    gone = set(full.grid.cells) - set(cut.grid.cells)
+    assert gone and {(k.placement, k.threads) for k in gone} == {
+        (n, 2) for n in ("n0m0", "n0m1", "n1m0", "n1m1")
+    }
+    assert set(cut.grid.cells) < set(full.grid.cells)  # nothing else moved
+    assert cut.grid.skipped == full.grid.skipped  # left out, not listed as skipped
+    assert {(k.placement, k.threads) for k in cut.grid.cells if k.threads == 2} == {
+        ("sequential", 2),
+        ("remote", 2),
+    }
+    # every key of an entry must match; a member named alone, and a +smt grid
+    one = make(TWO, **grid_over, exclude=[{"placements": ["n1m0"], "threads": [1, 2]}])
+    assert {k.placement for k in set(full.grid.cells) - set(one.grid.cells)} == {"n1m0"}
+    smt = make(
+        FOUR,
+        threads=[2],
+        use_smt=True,
+        placements=["sequential", "node-pairs"],
+        exclude=[{"placements": ["node-pairs"]}],
+    )
+    assert {k.placement for k in smt.grid.cells} == {"sequential+smt"}
+
+
+def test_an_exclude_that_leaves_no_cell_or_names_nothing_known_is_refused():
+    ((key, line),) = problems(TWO, exclude=[{"placements": ["node-pairs"]}])
+    assert key == "exclude" and "leaves no cell of the grid on topology file" in line
+    ((key, line),) = problems(TWO, exclude=[{"placements": ["nodepairs"]}])
+    assert key == "exclude[0].placements[0]"
+    assert "'nodepairs' is not a known placement (did you mean 'node-pairs'?)" in line
+    ((key, line),) = problems(TWO, exclude=[{"thread": [2]}])
+    assert key == "exclude[0].thread" and "did you mean 'threads'?" in line
+
+
 @pytest.mark.parametrize("value", ["all", "diagonal+row0"])
 def test_a_one_node_machine_plans_the_diagonal_and_says_why(value):
     p = make(ONE, threads=[1, 2], node_pairs=value)

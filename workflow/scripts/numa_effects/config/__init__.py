@@ -32,6 +32,7 @@ from pathlib import Path
 from numa_effects.config import checks, coerce, files, messages, paths, schema
 from numa_effects.config import compare as compare_checks
 from numa_effects.config.problem import ConfigError, Kind, Problem, failed_keys
+from numa_effects.config.registries import REGISTRIES
 from numa_effects.plan.topology import Topology
 
 __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
@@ -86,6 +87,9 @@ def check(
         problems += checks.thread_problems(config, topo)
     if topo is not None:
         problems += checks.family_problems(config, topo, failed)
+    grid_keys = {"exclude", "threads", "placements", "use_smt", "node_pairs", *REGISTRIES}
+    if topo is not None and not failed & grid_keys:
+        problems += checks.exclude_problems(config, topo)
     if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
         problems += checks.packing_problems(config, topo)
     if problems:

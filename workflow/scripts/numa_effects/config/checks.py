@@ -6,6 +6,7 @@ function returns problems (``[]`` when there are none); the file system is ``pat
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 
 from numa_effects.config.problem import Problem, key_path, shown, suggest
@@ -27,12 +28,18 @@ def nonfinite_problems(value, path=()) -> list[Problem]:
 
 
 def name_problems(config: dict) -> list[Problem]:
-    """Each name of models, optimizations and placements names an entry of its registry."""
+    """Each name of models, optimizations, placements and allocators names an entry of its
+    registry: the grid's lists and those of each ``exclude`` entry."""
+    lists = [(key, config.get(key)) for key in REGISTRIES]
+    exclude = config.get("exclude")
+    for j, entry in enumerate(exclude if isinstance(exclude, list) else ()):
+        if isinstance(entry, dict):
+            lists += [(f"exclude[{j}].{key}", entry.get(key)) for key in REGISTRIES]
     problems = []
-    for key, registry in REGISTRIES.items():
-        values = config.get(key)
+    for key, values in lists:
         if not isinstance(values, list):
             continue
+        registry = REGISTRIES[key.rsplit(".", 1)[-1]]
         names = registry.names()
         for i, v in enumerate(values):
             if not isinstance(v, str) or registry.known(v):
@@ -47,6 +54,25 @@ def name_problems(config: dict) -> list[Problem]:
                 text = f"{what}; {nearest}all {len(names)}: {registry.command}"
             problems.append(Problem(where, text))
     return problems
+
+
+def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
+    """``exclude`` must leave at least one cell of the grid on the planning machine."""
+    from numa_effects.plan import grid
+
+    if not config.get("exclude"):
+        return []
+    cells = itertools.product(*(a.values(config, topo) for a in grid.AXES))
+    left_out = grid.excluded(config, topo)
+    if all(left_out(grid.CellKey(*values)) for values in cells):
+        return [
+            Problem(
+                "exclude",
+                f"leaves no cell of the grid on {_machine(config)}; allowed: entries that "
+                "match only some cells (each names values of the grid's keys)",
+            )
+        ]
+    return []
 
 
 def iteration_problems(config: dict) -> list[Problem]:

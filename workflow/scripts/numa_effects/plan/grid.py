@@ -15,6 +15,11 @@ whose node the machine lacks, or more threads than its CPU node has), when its
 optimization misses a requirement or computes in bf16 on a CPU without native bf16 under
 ``bf16: auto`` (``plan.host``), when its allocator's library is not installed, or when it cannot
 fit in memory; the first reason found is the one recorded.
+
+Config key ``exclude`` leaves cells out of the grid altogether (not measured, not skipped): each
+entry names values of some axes by their config keys, and a cell matching every one of them is
+not planned (``excluded``), e.g. the node-pair matrix at one thread count of a grid that
+sweeps two.
 """
 
 from __future__ import annotations
@@ -134,6 +139,32 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
+def axis_values(axis: Axis, values, config: dict, topo: Topology) -> set:
+    """The cell values that config values of ``axis`` name: a placement family's name stands
+    for its members, labelled like the grid's (``+smt`` with ``use_smt``)."""
+    if axis.name == "placement":
+        use_smt = bool(config.get("use_smt", False))
+        names = placement_mod.expand(values, config, topo)
+        return {placement_mod.label(p, use_smt) for p in names}
+    return {axis.type(v) for v in values}
+
+
+def excluded(config: dict, topo: Topology) -> Callable[[CellKey], bool]:
+    """Whether a cell matches an entry of config key ``exclude`` (every axis the entry names)."""
+    entries = []
+    for entry in config.get("exclude") or ():
+        entries.append(
+            {
+                a.name: axis_values(a, entry[a.config_key], config, topo)
+                for a in AXES
+                if a.config_key in entry
+            }
+        )
+    return lambda key: any(
+        all(getattr(key, name) in values for name, values in e.items()) for e in entries
+    )
+
+
 def fill_keys(df):
     """``df`` (a pandas DataFrame of a table) with every key column: one that a table predates
     (an axis added since, e.g. ``allocator`` in cells.csv of an older run or PackRat's files
@@ -178,8 +209,11 @@ def expand(
     plans: dict[tuple, placement_mod.Plan | placement_mod.NotApplicable] = {}
     opt_reasons: dict[str, str | None] = {}
     alloc_reasons: dict[str, str | None] = {}
+    left_out = excluded(config, topo)
     for values in itertools.product(*(a.values(config, topo) for a in AXES)):
         key = CellKey(*values)
+        if left_out(key):
+            continue
         where = (key.placement, key.threads)
         if where not in plans:
             plans[where] = placement_mod.plan(topo, key.threads, key.placement, use_smt)
