@@ -6,6 +6,7 @@ interruption is never recorded as a failure (numa_effects.measure.supervise)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -243,6 +244,51 @@ def test_numactl_refusal_through_the_launcher(tmp_path, monkeypatch):
     assert f"cpu argument {bogus} is out of range" in f["message"]
     assert json.loads((tmp_path / "bs1.json").read_text())["failure"]["cause"] == "binding-refused"
     assert not list(tmp_path.glob(".bs1.json*"))  # no temp dir left behind
+
+
+def test_a_binding_wrong_at_the_start_fails_the_cell_before_torch_is_imported(
+    tmp_path, monkeypatch
+):
+    """numactl given another memory policy than the plan's (interleave instead of bind, on
+    the same node: possible on any machine): the cell checks its CPUs and policy when it starts
+    (verify.at_start) and fails at once with binding-mismatch, before its import of torch, its
+    build or any timing; the record keeps what it read back."""
+    from numa_effects.measure import runner
+
+    topo = topology.current()
+    planned = placement.plan(topo, 1, "sequential")
+    spec = {
+        "cell": {
+            "model": "resnet18",
+            "opt": "none",
+            "placement": "sequential",
+            "threads": 1,
+            "batch_size": 1,
+            "image_size": 32,
+            "use_smt": False,
+        },
+        "plan": planned.to_dict(),
+        "settings": {},
+    }
+    original = runner.command
+
+    def wrong(plan, *args, **kwargs):  # what numactl is given; the spec keeps the plan
+        return original(dataclasses.replace(plan, mem_policy="interleave"), *args, **kwargs)
+
+    monkeypatch.setattr(runner, "command", wrong)
+    result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 120)
+    f = result["failure"]
+    assert (result["status"], f["cause"]) == ("failed", "binding-mismatch"), f
+    assert (
+        "at its start, before any measurement: mempolicy: memory policy is interleave:"
+        in (f["message"])
+    )
+    ver = result["binding"]["verification"]
+    assert ver["stage"] == "start" and [p["check"] for p in ver["problems"]] == ["mempolicy"]
+    assert result["binding"]["mempolicy"]["mode"] == "interleave"
+    assert "measurement" not in result and result.get("stats") is None
+    log = (tmp_path / "bs1.log").read_text()
+    assert "--interleave=" in log  # the command line that ran, as the log records it
 
 
 # -- supervising the child: real processes, no torch ----------------------------------------------

@@ -164,6 +164,21 @@ def test_cpuset_excluding_planned_nodes_is_a_binding_mismatch():
     assert "excludes planned nodes 1" in v["problems"][0]["message"]
 
 
+def test_at_start_checks_cpus_and_policy_only_and_agrees_with_the_full_check():
+    """The check a cell makes when it starts: the same CPU and policy problems as after its
+    measurement (``evaluate``), and nothing about threads or pages (there are none yet)."""
+    plan = plan_dict("remote", 1)
+    ok = verify.at_start(plan, binding(plan))
+    assert ok["ok"] and ok["problems"] == [] and ok["stage"] == "start"
+    wrong = binding(plan, cpus_allowed_list="2", mempolicy={"mode": "bind", "nodes": [0]})
+    early = verify.at_start(plan, wrong)
+    full = verify.evaluate(plan, wrong, tasks_on(2), {0: 10})
+    assert early["cause"] == "binding-mismatch"
+    assert early["problems"] == [p for p in full["problems"] if p["check"] in ("cpus", "mempolicy")]
+    assert [p["check"] for p in early["problems"]] == ["cpus", "mempolicy"]
+    assert early["binding"]["cpus_allowed_list"] == "2"
+
+
 def test_pages_on_the_wrong_node_are_a_page_placement_failure():
     plan = plan_dict("remote", 1)
     v = verify.evaluate(plan, binding(plan), tasks_on(0), {0: 200, 1: 800})

@@ -11,6 +11,10 @@ bandwidth of one node pair, ``measure.memory_probe.workload``), prints one JSON 
 CPU time) on its protocol pipe (the original stdout; anything the libraries print goes to stderr,
 its log), then answers one-line commands on stdin, one JSON line each:
 
+Before any of that, its CPUs and memory policy are checked against its plan
+(``verify.at_start``): when they are wrong it replies ``{"ready": false, "verification": ...}``
+and ends, without importing torch.
+
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
   the machine; then its process CPU time from getrusage, all threads, outside the interval).
@@ -250,6 +254,13 @@ def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
     workload = spec.get("workload", "model")
+    if spec.get("plan"):
+        # CPUs and memory policy first, before torch's import and the build: a binding wrong
+        # now fails the cell at once (verify.at_start)
+        early = verify.at_start(spec["plan"])
+        if not early["ok"]:
+            reply({"ready": False, "pid": os.getpid(), "verification": early})
+            return
     info, import_s = {}, 0.0
     if workload not in WITHOUT_TORCH:
         # torch's import, timed apart (import_s): with the CUDA build the largest fixed cost of a

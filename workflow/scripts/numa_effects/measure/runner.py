@@ -278,6 +278,15 @@ def measure(
             for j, member in enumerate(members):
                 insts.append(Instance(j, k, member, guard, max_memory_mb, ooms))
             ready = [inst.read(deadline, timeout_s) for inst in insts]
+            for inst, rdy in zip(insts, ready, strict=True):
+                if rdy.get("ready") is False:  # its binding was wrong at its start
+                    v = rdy["verification"]
+                    raise Failed(
+                        v["cause"],
+                        f"{inst.where()}at its start, before any measurement: "
+                        + verify.failure_message(v),
+                        **inst.details(binding={**v["binding"], "verification": v}),
+                    )
             own = _group_cpu(insts)
 
             def one_round() -> float:
@@ -340,9 +349,13 @@ def _group_cpu(insts):
 def _failed(members, cell, settings, replicate, exc: Failed, before, started, max_memory_mb):
     spec = {"cell": cell, "plan": members[0].plan.to_dict() if len(members) == 1 else None}
     spec |= {"settings": settings, "replicate": replicate}
+    details = dict(exc.details)
+    binding = details.pop("binding", None)  # where a measured record has it
     failure = cellresult.failed(
-        spec, exc.cause, exc.message, **exc.details, max_memory_mb=max_memory_mb
+        spec, exc.cause, exc.message, **details, max_memory_mb=max_memory_mb
     )
+    if binding is not None:
+        failure["binding"] = binding
     failure["contention"] = before
     failure["provenance"] = {
         "launcher_started_at": started,

@@ -259,20 +259,32 @@ def check_pages(plan: dict, kb_by_node: dict[int, int]) -> tuple[dict, str | Non
     return summary, None
 
 
+def _binding_problems(plan: dict, binding: dict) -> list[dict]:
+    """The checks of the process's own binding (CPUs, memory policy): problems, maybe none."""
+    found = (
+        ("cpus", check_cpus(plan, binding.get("cpus_allowed_list", ""))),
+        (
+            "mempolicy",
+            check_mempolicy(
+                plan, binding.get("mempolicy") or {}, binding.get("mems_allowed_list", "")
+            ),
+        ),
+    )
+    return [
+        {"check": check, "cause": CAUSE_BINDING, "message": message}
+        for check, message in found
+        if message
+    ]
+
+
 def evaluate(plan: dict, binding: dict, tasks: list[dict], kb_by_node: dict[int, int]) -> dict:
     """All four checks on observed data; pure. Returns the ``verification`` record."""
-    problems: list[dict] = []
+    problems: list[dict] = _binding_problems(plan, binding)
 
     def note(check: str, cause: str, message: str | None):
         if message:
             problems.append({"check": check, "cause": cause, "message": message})
 
-    note("cpus", CAUSE_BINDING, check_cpus(plan, binding.get("cpus_allowed_list", "")))
-    note(
-        "mempolicy",
-        CAUSE_BINDING,
-        check_mempolicy(plan, binding.get("mempolicy") or {}, binding.get("mems_allowed_list", "")),
-    )
     threads, why = check_threads(plan, tasks)
     note("threads", CAUSE_BINDING, why)
     pages, why = check_pages(plan, kb_by_node)
@@ -283,6 +295,28 @@ def evaluate(plan: dict, binding: dict, tasks: list[dict], kb_by_node: dict[int,
         "problems": problems,
         "threads": threads,
         "pages": pages,
+    }
+
+
+def at_start(plan: dict, binding: dict | None = None) -> dict:
+    """The checks that need no workload, made when the process starts (before torch's import
+    and the model's build): its CPUs and memory policy against ``plan``. A binding wrong there
+    stays wrong, so the cell fails at once (``stage`` ``start``) instead of after its whole
+    measurement (minutes per process in an emulated guest, and on a big server a cell's whole
+    budget). Its threads and pages are checked after the timed steps (``run``).
+    ``binding``: read now when None (``provenance.binding``)."""
+    from numa_effects.measure import provenance
+
+    if binding is None:
+        binding = provenance.binding()
+    problems = _binding_problems(plan, binding)
+    keys = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
+    return {
+        "ok": not problems,
+        "cause": problems[0]["cause"] if problems else None,
+        "problems": problems,
+        "stage": "start",
+        "binding": {k: binding.get(k) for k in keys},
     }
 
 
