@@ -39,15 +39,11 @@ def background() -> bool:
 
 
 def guest_configs() -> dict[str, dict]:
-    """The files guest-e2e reads from its output folder: ``guest-config.yaml`` (the pipeline's
-    grid, .test/config/guest.yaml) and ``node-pairs-config.yaml`` (the 2 x 2 node-pair matrix,
-    .test/config/guest-node-pairs.yaml)."""
+    """The file guest-e2e reads from its output folder: ``guest-config.yaml`` (the pipeline's
+    grid, .test/config/guest.yaml, the 2 x 2 node-pair matrix included)."""
     from conftest import load_config
 
-    return {
-        "guest-config.yaml": load_config("guest"),
-        "node-pairs-config.yaml": load_config("guest-node-pairs"),
-    }
+    return {"guest-config.yaml": load_config("guest")}
 
 
 class Boot:

@@ -1,16 +1,15 @@
 """NUMA placements and the NUMA half of the report on a real 2-node Linux: ONE boot of the QEMU
 guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
 
-- runs the measured part of the pipeline (``snakemake --until cell machine``) on a tiny grid in
-  the guest: resnet18 at 32 x 32, batch 1, threads 1 and 2, all four placements, ``peak: false``
-  (8 cells, each numactl-pinned and verified in the cell);
+- runs the measured part of the pipeline (``snakemake --until cell memory machine``) on a tiny
+  grid in the guest: resnet18 at 32 x 32, batch 1, threads 1 and 2, all four placements, and the
+  node-pair matrix (issue 21) at one thread (``exclude``), ``peak: false`` (8 + 4 cells, each
+  numactl-pinned and verified in the cell, and one memory job per pair);
 - runs ``driver.py --only negative/wrong-binding`` beside it: a cell whose numactl binding is
   deliberately not its plan must be caught and fail; then, in the same branch,
   ``interference_check.py``: one interference profile job (issue 22, docs/packing.md): one
   instance alone, then one per node side by side, placed by ``placement.pack`` and measured by
-  ``group.run_interference``; then the node-pair matrix (issue 21,
-  .test/config/guest-node-pairs.yaml): the 2 x 2 CPU node x memory node cells at one thread and
-  one memory job per pair (``snakemake --until cell memory machine`` in ``node-pairs/``).
+  ``group.run_interference``.
 
 The host then draws everything else from the guest's results folder with the same workflow
 (flops, tables, degradation, figures, page): a dry run first must plan no cell, peak or
@@ -68,6 +67,10 @@ PLACEMENTS = ["sequential", "interleave", "remote", "mem-interleave"]
 # The smallest grid that has every NUMA figure family (.test/config/guest.yaml).
 GUEST_CONFIG = load_config("guest")
 CELLS = [(p, t) for p in PLACEMENTS for t in GUEST_CONFIG["threads"]]
+# the node pairs the planner selects on the guest's captured topology (2 x 2), at one thread
+PAIRS = sorted(placement.node_pairs(GUEST_CONFIG["node_pairs"], topology.load(GUEST_TOPOLOGY)))
+PAIR_CELLS = [(f"n{c}m{m}", 1) for c, m in PAIRS]
+OFF_DIAGONAL = {f"n{c}m{m}" for c, m in PAIRS if c != m}
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +134,7 @@ def drawn(guest):
     # Checked here, before anything runs: a cell job on the host would overwrite the guest's
     # measurement with one of this machine (Snakemake re-runs a cell whose code or params
     # changed since the guest ran it).
-    assert not {"cell", "peak", "machine"} & set(before), before
+    assert not {"cell", "memory", "peak", "machine"} & set(before), before
     t0 = time.monotonic()
     snakemake(workdir, cfg, *extra, "--cores", "2", "all")
     print(f"numa_vm: host drew the report in {time.monotonic() - t0:.0f} s", file=sys.stderr)
@@ -156,7 +159,7 @@ def test_pipeline_assertions_hold_on_the_guest(guest):
     """tests/test_pipeline.py's checks, against the guest's topology and the real planner."""
     g = guest_grid(guest)
     assert g.skipped == {}
-    assert {(k.placement, k.threads) for k in g.cells} == set(CELLS)
+    assert {(k.placement, k.threads) for k in g.cells} == set(CELLS) | set(PAIR_CELLS)
     # An emulated iteration takes 0.5-2.5 s (more on a busy host): the adaptive protocol may stop
     # at max_seconds_per_cell after a single timed iteration.
     check_cells(results(guest), g, grid.replicates(GUEST_CONFIG), min_timed=1)
@@ -205,16 +208,17 @@ def test_wrong_binding_is_detected_and_fails_the_cell(guest):
     assert data["status"] == "failed"
     assert data["failure"]["cause"] == "binding-mismatch"
     ver = data["binding"]["verification"]
-    checks = {p["check"] for p in ver["problems"]}
-    assert {"cpus", "mempolicy", "threads", "pages"} <= checks
-    assert data["stats"] is None  # no statistics from a mislabelled cell
+    # caught when the cell started (verify.at_start), before torch's import: CPUs and policy
+    assert ver["stage"] == "start"
+    assert {p["check"] for p in ver["problems"]} == {"cpus", "mempolicy"}
+    assert data.get("stats") is None and "measurement" not in data  # nothing measured
 
 
 # -- the host draws from the guest's cells -----------------------------------------------------
 def test_host_measures_nothing_and_a_rerun_plans_nothing(drawn):
     _, before, after = drawn
     assert before, "the host had nothing to draw"
-    assert not {"cell", "peak", "machine"} & set(before), before
+    assert not {"cell", "memory", "peak", "machine"} & set(before), before
     assert "tables" in before and "report_page" in before
     assert after == {}, after
 
@@ -222,7 +226,7 @@ def test_host_measures_nothing_and_a_rerun_plans_nothing(drawn):
 def test_tables_from_the_guest(guest, drawn):
     check_tables(results(guest), guest_grid(guest), GUEST_CONFIG["optimizations"])
     cells = pd.read_csv(results(guest) / "tables" / "cells.csv")
-    assert set(cells["placement"]) == set(PLACEMENTS)
+    assert set(cells["placement"]) == set(PLACEMENTS) | {p for p, _ in PAIR_CELLS}
     # no peak was measured in the emulated guest: efficiency is empty, not invented
     assert pd.read_csv(results(guest) / "tables" / "peak.csv").empty
     assert cells["peak_gflop_per_s"].isna().all() and cells["efficiency"].isna().all()
@@ -232,7 +236,7 @@ def test_tables_from_the_guest(guest, drawn):
 def test_degradation_has_rows_for_every_other_placement(guest, drawn):
     deg = pd.read_csv(results(guest) / "tables" / "degradation.csv")
     others = set(PLACEMENTS) - {"sequential"}
-    assert set(deg["placement"]) == others
+    assert set(deg["placement"]) == others | OFF_DIAGONAL
     for place in others:
         rows = deg[deg["placement"] == place]
         assert sorted(rows["threads"]) == GUEST_CONFIG["threads"], rows
@@ -253,7 +257,7 @@ def test_every_numa_figure_family_is_drawn(guest, drawn):
             assert path.is_file() and path.stat().st_size > 1000, path
     # the heatmaps exist for every non-sequential placement
     heat = {f.placement for f in want if f.family == "latency_degradation_heatmap"}
-    assert heat == set(PLACEMENTS) - {"sequential"}
+    assert heat == set(PLACEMENTS) - {"sequential"} | OFF_DIAGONAL
 
 
 def test_page_numa_section_shows_the_figures_and_the_emulation_banner(guest, drawn):
@@ -379,14 +383,7 @@ def test_interference_checks_fail_on_a_misplaced_group(guest):
             check_interference_group(r, topo)
 
 
-# -- the node-pair matrix (guest-e2e's node-pairs step, issue 21) --------------------------------
-PAIRS_CONFIG = load_config("guest-node-pairs")
-# the pairs the planner selects on the guest's captured topology (2 x 2)
-PAIRS = sorted(placement.node_pairs(PAIRS_CONFIG["node_pairs"], topology.load(GUEST_TOPOLOGY)))
-
-
-def pairs_results(out: Path) -> Path:
-    return out / "node-pairs" / "results"
+# -- the node-pair matrix (in the guest's pipeline, issue 21) --------------------------------------
 
 
 def check_pair_binding(data: dict, topo: topology.Topology, cpu: int, mem: int) -> None:
@@ -406,31 +403,16 @@ def check_pair_binding(data: dict, topo: topology.Topology, cpu: int, mem: int) 
     assert by_node.get(mem, 0) / sum(by_node.values()) >= verify.MIN_SHARE, by_node
 
 
-@pytest.fixture(scope="module")
-def pairs_drawn(guest):
-    """The host's part of the node-pair matrix: `all` from the guest's node-pairs folder."""
-    workdir = guest / "node-pairs"
-    cfg = {**PAIRS_CONFIG, "topology": str(pairs_results(guest) / "machine.json")}
-    triggers = os.environ.get("NUMA_VM_RERUN_TRIGGERS")
-    extra = ["--rerun-triggers", *triggers.split(",")] if triggers else []
-    before = planned(workdir, cfg, *extra)
-    assert not {"cell", "memory", "machine"} & set(before), before
-    snakemake(workdir, cfg, *extra, "--cores", "2", "all")
-    return workdir, before
-
-
 @pytest.mark.parametrize(("cpu", "mem"), PAIRS)
 def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
     """Every pair of the 2 x 2 matrix: its cell and its memory job, each verified with its CPUs
     on node cpu and its pages on node mem."""
     topo = topology.load(GUEST_TOPOLOGY)
     key = grid.CellKey("resnet18", "none", f"n{cpu}m{mem}", 1, 1)
-    cell = cellresult.read(
-        pairs_results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1)
-    )
+    cell = cellresult.read(results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1))
     check_pair_binding(cell, topo, cpu, mem)
     assert cell["binding"]["torch_num_threads"] == 1
-    job = cellresult.read(pairs_results(guest) / "memory" / f"n{cpu}m{mem}.json")
+    job = cellresult.read(results(guest) / "memory" / f"n{cpu}m{mem}.json")
     check_pair_binding(job, topo, cpu, mem)
     assert job["memory"]["latency_ns"] > 0 and job["memory"]["bandwidth_gb_per_s"] > 0
     assert job["memory"]["torch_loaded"] is False
@@ -442,7 +424,7 @@ def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
 def test_node_pair_checks_fail_on_a_misplaced_record(guest):
     """check_pair_binding can fail: a real record checked as another pair's, and altered."""
     topo = topology.load(GUEST_TOPOLOGY)
-    job = cellresult.read(pairs_results(guest) / "memory" / "n0m1.json")
+    job = cellresult.read(results(guest) / "memory" / "n0m1.json")
     check_pair_binding(job, topo, 0, 1)
     for cpu, mem in ((0, 0), (1, 1), (1, 0)):
         with pytest.raises(AssertionError):
@@ -455,13 +437,13 @@ def test_node_pair_checks_fail_on_a_misplaced_record(guest):
         check_pair_binding(moved, topo, 0, 1)
 
 
-def test_host_draws_the_node_pair_matrix_from_the_guest(guest, pairs_drawn):
+def test_host_draws_the_node_pair_matrix_from_the_guest(guest, drawn):
     """The host plans no measurement and draws the memory matrix (4 rows, the firmware's
     distances beside them), the degradation of each off-diagonal pair against its diagonal,
     and the Node-pair matrix section's figures on the page."""
-    _, before = pairs_drawn
+    _, before, _ = drawn
     assert "memory_matrix_table" in before and "report_page" in before
-    res = pairs_results(guest)
+    res = results(guest)
     mm = pd.read_csv(res / "tables" / "memory_matrix.csv")
     assert sorted(zip(mm.cpu_node, mm.mem_node, strict=True)) == PAIRS
     assert mm["status"].eq("ok").all(), mm[["cpu_node", "mem_node", "status", "reason"]]
@@ -470,14 +452,11 @@ def test_host_draws_the_node_pair_matrix_from_the_guest(guest, pairs_drawn):
         assert r.distance == topo.distance(r.cpu_node, r.mem_node)
     assert mm[mm.cpu_node == mm.mem_node]["latency_ratio"].eq(1.0).all()
     deg = pd.read_csv(res / "tables" / "degradation.csv")
+    deg = deg[deg.placement.isin(OFF_DIAGONAL)]
     assert sorted(zip(deg.placement, deg.baseline, strict=True)) == [
         (f"n{c}m{m}", f"n{c}m{c}") for c, m in PAIRS if c != m
     ]
-    want = [
-        f
-        for f in figures.figures(grid.expand(PAIRS_CONFIG, topo).cells)
-        if f.spec.section == "node_pairs"
-    ]
+    want = [f for f in figures.figures(guest_grid(guest).cells) if f.spec.section == "node_pairs"]
     assert {f.family for f in want} == {
         "node_pair_heatmap",
         "node_pair_memory",
