@@ -2,7 +2,8 @@
 
 - summary statistics of one cell's latency samples (seconds) and the confidence interval of the
   median used by the adaptive stopping rule (``measure``);
-- a cell's two-level CI from its replicates (``combine_replicates``);
+- a cell's two-level CI from its replicates (``combine_replicates``), and how many replicates a
+  cell needs for a target width (``stein_replicates``, ``stein_interval``);
 - the CI of a ratio of two cells (``two_level_ratio_ci``, ``bootstrap_ratio``): degradation.csv,
   opt_speedup.csv, packing.csv;
 - one cell measured by two runs (``run_ratio``, ``verdict``) and the geometric mean over the
@@ -235,6 +236,55 @@ def combine_replicates(
         ),
         "log_var": var,
     }
+
+
+# -- how many replicates a cell needs: Stein's two-stage rule -------------------------------------
+#
+# Replicates "where the noise is" (issue 23 item 2): a first stage of ``r0`` replicates of every
+# cell estimates the cell's log variance (``combine_replicates``: its own replicates and the
+# run's pool, ``log_var`` with ``ci_df`` degrees of freedom); from it alone the cell's total
+# ``N`` is fixed so that the CI's half-width will be at most the target (``stein_replicates``);
+# after the other N - r0 replicates the CI is centred on all N and its half-width is
+# t(df) * sqrt(var / N) with the FIRST stage's variance and degrees of freedom
+# (``stein_interval``). Because N depends on the data only through that variance, which is
+# independent of the replicates' mean for normal log medians, the interval's coverage is exact
+# (Stein 1945), capped N included. The naive rule -- add a replicate until the usual t interval
+# of all replicates so far is narrow enough -- stops when the spread happens to look small and
+# under-covers (tests/test_stats.py simulates both). Not wired into the workflow yet.
+
+
+def stein_replicates(
+    log_var: float,
+    df: int,
+    target_rel: float,
+    r0: int,
+    cap: int,
+    confidence: float = CONFIDENCE,
+) -> int:
+    """Total replicates of a cell under Stein's rule: the smallest N >= r0 with
+    t(df) * sqrt(log_var / N) <= ln(1 + target_rel), at most ``cap``. ``log_var``, ``df``: the
+    first stage's variance of one replicate's ln-median and its degrees of freedom."""
+    from scipy.special import stdtrit
+
+    if not (log_var == log_var and df >= 1):
+        return cap  # nothing estimates the spread: as many as allowed
+    h = math.log1p(target_rel)
+    t = float(stdtrit(df, 0.5 + confidence / 2))
+    need = math.ceil(t * t * log_var / (h * h) - 1e-12)
+    return int(min(cap, max(r0, need)))
+
+
+def stein_interval(
+    medians_s: Sequence[float], log_var: float, df: int, confidence: float = CONFIDENCE
+) -> tuple[float, float, float]:
+    """(median, low, high) of a cell after Stein's second stage: the geometric mean of all its
+    replicates' medians, with the first stage's ``log_var`` and ``df`` (``stein_replicates``)."""
+    from scipy.special import stdtrit
+
+    y = np.log(np.asarray(medians_s, dtype=float))
+    centre = float(y.mean())
+    half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(log_var / y.size)
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
 # -- ratios of two cells: CIs of compared / baseline ---------------------------------------------
