@@ -1,7 +1,7 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
 Runs the selected benchmarks (all by default, in the order cost, replication, fidelity, noise,
-overhead, bias, dag, packing), prints one table each and writes ``<out>/<name>.csv``, plus
+overhead, bias, dag, packing, variance), prints one table each and writes ``<out>/<name>.csv``, plus
 ``<out>/run.json`` with the grid, the load average before and after, and each benchmark's wall
 time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4 instead of the default grid (for a
 shared or slow machine). ``--reuse`` reuses the pipeline runs of an earlier invocation (to
@@ -17,9 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import bias, common, cost, dag, fidelity, noise, overhead, packing, replication
+from . import bias, common, cost, dag, fidelity, noise, overhead, packing, replication, variance
 
-BENCHMARKS = {m.NAME: m for m in (cost, replication, fidelity, noise, overhead, bias, dag, packing)}
+BENCHMARKS = {
+    m.NAME: m for m in (cost, replication, fidelity, noise, overhead, bias, dag, packing, variance)
+}
 
 
 def main(argv=None) -> int:

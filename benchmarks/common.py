@@ -88,10 +88,13 @@ class PipelineRun:
         return json.loads(Path(row["cell_json"]).read_text())
 
 
-def pipeline(ctx: Context, name: str, overrides: dict, target: str = "all") -> PipelineRun:
+def pipeline(
+    ctx: Context, name: str, overrides: dict, target: str = "all", env: dict | None = None
+) -> PipelineRun:
     """Run the Snakemake pipeline on the context's grid into ``<work>/<name>`` (or reuse an
     earlier run with ``--reuse``) and time it. Earlier results of the same name are removed
-    first, so every cell is measured in this run."""
+    first, so every cell is measured in this run. ``env``: variables added to its environment
+    (the cells inherit them and record the relevant ones)."""
     if name in ctx.runs:
         return ctx.runs[name]
     results = ctx.work / name
@@ -114,7 +117,11 @@ def pipeline(ctx: Context, name: str, overrides: dict, target: str = "all") -> P
     target_path = target if target == "all" else f"{results}/{target}"
     cmd = [sys.executable, "-m", "snakemake", target_path, "--cores", str(ctx.cores)]
     cmd += ["--keep-going", "--configfile", str(cfg_path)]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        **(env or {}),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     before = load()
     print(
         f"[bench] pipeline {name}: {' '.join(cmd[2:])}  (load {before['load1']:.2f})",

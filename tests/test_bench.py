@@ -281,3 +281,21 @@ def test_make_bench_starts_without_pythonpath():
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "packing" in proc.stdout
+
+
+def test_variance_sd_ci_covers_by_simulation_where_the_symmetric_one_does_not():
+    """benchmarks.variance.sd_ci, the chi-square CI of an SD from r = 8 replicates (the
+    benchmark's), covers the true SD 95 % of the time on normal data; the symmetric normal
+    approximation s +- 1.96 s / sqrt(2 (r - 1)) does not (it ignores the skew of s)."""
+    from benchmarks.variance import REPLICATES, sd_ci
+
+    rng = np.random.default_rng(7)
+    sigma, n = 3.0, 4000
+    s = rng.normal(0.0, sigma, (n, REPLICATES)).std(axis=1, ddof=1)
+    bounds = np.array([sd_ci(v, REPLICATES) for v in s])
+    cover = np.mean((bounds[:, 0] <= sigma) & (sigma <= bounds[:, 1]))
+    assert 0.935 <= cover <= 0.965, cover
+    half = 1.96 * s / np.sqrt(2 * (REPLICATES - 1))
+    naive = np.mean((s - half <= sigma) & (sigma <= s + half))
+    assert naive < 0.91, naive
+    assert all(np.isnan(sd_ci(1.0, 1)))  # one replicate: no spread to bound
