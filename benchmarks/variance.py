@@ -83,7 +83,7 @@ def table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                     "threads": r.threads,
                     "allocator": r.allocator,
                     "replicates": int(r.replicates),
-                    "median_ms": 1000 * r.median_s,
+                    "median_ms": r.latency_median_ms,
                     "replicate_sd_pct": r.replicate_sd_pct,
                     "sd_ci_low": lo,
                     "sd_ci_high": hi,
