@@ -46,7 +46,8 @@ MEANING: dict[Cause, str] = {
     Cause.THREAD_MISMATCH: "the cell's torch did not run the planned number of intra-op threads",
     Cause.BINDING_MISMATCH: "the CPUs, memory policy or threads read back from /proc and "
     "get_mempolicy (inside the cell, checked again by the launcher) are not the planned ones "
-    "(docs/placements.md)",
+    "(docs/placements.md); CPUs and policy are checked when the cell starts, so such a cell "
+    "fails within a second (`binding.verification.stage: start`), threads after its timed steps",
     Cause.PAGE_PLACEMENT: "the cell's anonymous memory (`/proc/self/numa_maps`) is not on the "
     "planned nodes in the planned shares (docs/placements.md)",
     Cause.ALLOCATOR_NOT_LOADED: "the cell's allocator (jemalloc, tcmalloc) is not mapped in the "
