@@ -217,6 +217,13 @@ def test_numactl_refusal_is_a_failed_cell_and_the_grid_goes_on(tmp_path):
     assert "1 measured, 1 failed" in (results / "summary.txt").read_text()
 
 
+def sequential_spec(plan: dict) -> dict:
+    """A launcher spec of one 1-thread sequential resnet18 cell with ``plan``."""
+    cell = {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
+    cell |= {"batch_size": 1, "image_size": 32, "use_smt": False}
+    return {"cell": cell, "plan": plan, "settings": {}}
+
+
 def test_numactl_refusal_through_the_launcher(tmp_path, monkeypatch):
     """A plan naming a CPU that does not exist reaches numactl (the re-check is bypassed here;
     normally it catches this first as plan-mismatch): numactl refuses, the cell is failed."""
@@ -224,19 +231,7 @@ def test_numactl_refusal_through_the_launcher(tmp_path, monkeypatch):
     plan = placement.plan(topo, 1, "sequential").to_dict()
     bogus = max(c.cpu for c in topo.cpus) + 5
     plan.update(cpus=[bogus], cpu_list=str(bogus))
-    spec = {
-        "cell": {
-            "model": "resnet18",
-            "opt": "none",
-            "placement": "sequential",
-            "threads": 1,
-            "batch_size": 1,
-            "image_size": 32,
-            "use_smt": False,
-        },
-        "plan": plan,
-        "settings": {},
-    }
+    spec = sequential_spec(plan)
     monkeypatch.setattr(launcher, "recheck", lambda spec, topo: None)
     result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 60)
     f = result["failure"]
@@ -257,19 +252,7 @@ def test_a_binding_wrong_at_the_start_fails_the_cell_before_torch_is_imported(
 
     topo = topology.current()
     planned = placement.plan(topo, 1, "sequential")
-    spec = {
-        "cell": {
-            "model": "resnet18",
-            "opt": "none",
-            "placement": "sequential",
-            "threads": 1,
-            "batch_size": 1,
-            "image_size": 32,
-            "use_smt": False,
-        },
-        "plan": planned.to_dict(),
-        "settings": {},
-    }
+    spec = sequential_spec(planned.to_dict())
     original = runner.command
 
     def wrong(plan, *args, **kwargs):  # what numactl is given; the spec keeps the plan

@@ -259,6 +259,10 @@ def check_pages(plan: dict, kb_by_node: dict[int, int]) -> tuple[dict, str | Non
     return summary, None
 
 
+# what a verification record keeps of the binding it read back
+BINDING_KEYS = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
+
+
 def _binding_problems(plan: dict, binding: dict) -> list[dict]:
     """The checks of the process's own binding (CPUs, memory policy): problems, maybe none."""
     found = (
@@ -310,13 +314,12 @@ def at_start(plan: dict, binding: dict | None = None) -> dict:
     if binding is None:
         binding = provenance.binding()
     problems = _binding_problems(plan, binding)
-    keys = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
     return {
         "ok": not problems,
         "cause": problems[0]["cause"] if problems else None,
         "problems": problems,
         "stage": "start",
-        "binding": {k: binding.get(k) for k in keys},
+        "binding": {k: binding.get(k) for k in BINDING_KEYS},
     }
 
 
@@ -346,8 +349,7 @@ def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/pro
         result["pages"]["anon_huge_kb"] = anon_huge_kb(Path(proc, "smaps_rollup").read_text())
     except OSError:
         result["pages"]["anon_huge_kb"] = None
-    keys = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
-    result["binding"] = {k: binding.get(k) for k in keys}
+    result["binding"] = {k: binding.get(k) for k in BINDING_KEYS}
     return result
 
 
