@@ -188,3 +188,20 @@ def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
     assert spec["workload"] == "dtype_peaks" and spec["settings"] == settings.PEAK_SETTINGS
     assert spec["cell"]["dtype"] == "int8"
     assert spec["settings"]["min_timed_seconds"] == settings.PEAK_SECONDS
+
+
+def test_bf16_peak_kernels_compute_in_bf16_and_count_their_flops():
+    """Each bf16 peak kernel built for real: its FLOPs per call are what FlopCounterMode counts
+    (the models' convention), and the kernels on the frozen graphs' path take bf16 weights
+    and inputs and return bf16 (no float32 computation standing in for the peak)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for k in dtype_peaks.KERNELS["bfloat16"]:
+        call, flop = k.build()
+        with FlopCounterMode(display=False) as counter:
+            out = call()
+        assert counter.get_total_flops() == pytest.approx(flop), k.name
+        assert out.dtype == torch.bfloat16, k.name
+    names = [k.name for k in dtype_peaks.KERNELS["bfloat16"]]
+    assert {"conv1x1_cl_bf16", "conv3x3_cl_bf16"} <= set(names)

@@ -9,9 +9,14 @@ slows a call down):
   oneDNN runs as a blocked GEMM (its brgemm kernels, as inductor's frozen graphs do), and a 3x3
   convolution frozen by TorchScript (weights prepacked in oneDNN's blocked layout, as the
   ``script`` models run);
-- ``bfloat16``: the same 1x1 convolution under bf16 autocast (oneDNN's bf16 kernels where the CPU
-  has them, ATen's fallback where not: then the peak is as slow as the models) and ``torch.mm`` on
-  bf16 matrices;
+- ``bfloat16``: the same 1x1 convolution under bf16 autocast (the ``bf16_eager`` path: input and
+  weights cast on every call), 1x1 and 3x3 convolutions on bf16 weights and inputs in
+  channels-last at batch 16 (the ``bf16`` path: freezing converts the weights once, the
+  activations stay bf16; oneDNN's AMX or ``avx512_bf16`` kernels where the CPU has them, ATen's
+  fallback where not: then the peak is as slow as the models) and ``torch.mm`` on bf16 matrices.
+  The autocast call alone was no peak: on an AMX Xeon (2 vCPUs, 2026-12-02) it ran at 755 and
+  1186 GFLOP/s on 1 and 2 threads, its 1024 product at 1647 and 1567, while a batch-16 bf16
+  ResNet-50 ran at 1833 on 2 threads (efficiency 1.33); the bf16 3x3 ran at 1819 and 3173;
 - ``int8``: the 1x1 and a 3x3 convolution quantized with PT2E (torchao) and compiled with
   freezing, the path of the ``int8`` optimization (u8/s8 oneDNN kernels); its rate is integer ops
   per second.
@@ -42,6 +47,10 @@ from dataclasses import dataclass
 MATRIX_SIZE = 2048
 CONV = {"n": 4, "c": 512, "hw": 14}  # 0.41 GFLOP per call: ~5-10 ms on one core in float32
 CONV3 = {"n": 4, "c": 256, "hw": 14}  # 3x3: 0.92 GFLOP per call
+# bf16 and int8 on their own paths: batch 16, ~1 ms per call with AMX on one core (batch 4
+# left a second thread idle: int8's 3x3 ran at 1810 GOP/s on 1 thread and 2033 on 2)
+CONV_LOWP = {"n": 16, "c": 512, "hw": 14}  # 1.6 GFLOP per call
+CONV3_LOWP = {"n": 16, "c": 256, "hw": 14}  # 3.7 GFLOP per call
 WARMUP = 2
 MIN_REPS = 5
 SECONDS = 2.0
@@ -62,7 +71,10 @@ def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
 
 
 def _conv(dtype: str, k: int = 1):
-    shape = CONV if k == 1 else CONV3
+    if dtype == "int8":
+        shape = CONV_LOWP if k == 1 else CONV3_LOWP
+    else:
+        shape = CONV if k == 1 else CONV3
 
     def build():
         import torch
@@ -88,6 +100,30 @@ def _conv(dtype: str, k: int = 1):
         def call():
             with torch.inference_mode():
                 return fn(x)
+
+        return call, conv_flop(n, c, hw, k)
+
+    return build
+
+
+def _conv_bf16(k: int):
+    """A k x k convolution whose weights and input are bf16 in channels-last: what a frozen bf16
+    graph runs (its weights converted once, its activations bf16), no cast per call."""
+    shape = CONV_LOWP if k == 1 else CONV3_LOWP
+
+    def build():
+        import torch
+
+        n, c, hw = shape["n"], shape["c"], shape["hw"]
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(n, c, hw, hw, generator=gen).to(torch.bfloat16)
+        x = x.to(memory_format=torch.channels_last)
+        conv = torch.nn.Conv2d(c, c, k, padding=k // 2, bias=False).eval()
+        conv = conv.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+
+        def call():
+            with torch.inference_mode():
+                return conv(x)
 
         return call, conv_flop(n, c, hw, k)
 
@@ -146,6 +182,8 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     ),
     "bfloat16": (
         Kernel("conv1x1_cl_autocast", "bfloat16", _conv("bfloat16")),
+        Kernel("conv1x1_cl_bf16", "bfloat16", _conv_bf16(1)),
+        Kernel("conv3x3_cl_bf16", "bfloat16", _conv_bf16(3)),
         # smaller: without native bf16 a 2048^3 product takes seconds
         Kernel("mm_bf16", "bfloat16", _mm("bfloat16", 1024)),
     ),
