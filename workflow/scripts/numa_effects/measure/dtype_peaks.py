@@ -71,10 +71,8 @@ def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
 
 
 def _conv(dtype: str, k: int = 1):
-    if dtype == "int8":
-        shape = CONV_LOWP if k == 1 else CONV3_LOWP
-    else:
-        shape = CONV if k == 1 else CONV3
+    small, large = (CONV_LOWP, CONV3_LOWP) if dtype == "int8" else (CONV, CONV3)
+    shape = small if k == 1 else large
 
     def build():
         import torch
