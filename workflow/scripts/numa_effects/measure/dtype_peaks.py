@@ -71,8 +71,8 @@ def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
 
 
 def _conv(dtype: str, k: int = 1):
-    small, large = (CONV_LOWP, CONV3_LOWP) if dtype == "int8" else (CONV, CONV3)
-    shape = small if k == 1 else large
+    conv1, conv3 = (CONV_LOWP, CONV3_LOWP) if dtype == "int8" else (CONV, CONV3)
+    shape = conv1 if k == 1 else conv3
 
     def build():
         import torch
