@@ -304,3 +304,26 @@ def test_the_command_line_prints_the_pairs_and_the_docs_show_its_output(capsys):
     assert placement.main(["--topology", str(FIX / fixture), "--threads", threads,
                            "--node-pairs", value]) == 0  # fmt: skip
     assert capsys.readouterr().out.strip() == table.strip()
+
+
+def test_the_guest_grid_measures_each_binding_once():
+    """The 2-node guest's grid (.test/config/guest.yaml) pays minutes of TCG per cell, so no two
+    of its cells may run the same binding: the same CPUs and the same memory nodes under the
+    same policy (an interleave over one node places pages as a bind to it)."""
+    from conftest import load_config
+
+    g = grid.expand(load_config("guest"), topology.load(TWO))
+    assert not g.skipped
+
+    def binding(p: Plan) -> tuple:
+        policy = "bind" if len(p.mem_nodes) == 1 else p.mem_policy
+        return (tuple(p.cpus), policy, tuple(p.mem_nodes))
+
+    seen: dict[tuple, grid.CellKey] = {}
+    for key, p in g.cells.items():
+        other = seen.setdefault(binding(p), key)
+        assert other == key, f"{key} repeats the binding of {other}: {binding(p)}"
+    # and every family is there: the four placements across both nodes and the pair matrix
+    places = {k.placement for k in g.cells}
+    assert {"sequential", "interleave", "remote", "mem-interleave"} <= places
+    assert {f"n{c}m{m}" for c in (0, 1) for m in (0, 1)} <= places
