@@ -166,7 +166,6 @@ def test_pipeline_assertions_hold_on_the_guest(guest):
     g = guest_grid(guest)
     assert g.skipped == {}
     assert {(k.placement, k.threads) for k in g.cells} == set(CELLS) | set(PAIR_CELLS)
-
     # An emulated iteration takes 0.5-2.5 s (more on a busy host): the adaptive protocol may stop
     # at max_seconds_per_cell after a single timed iteration.
     check_cells(results(guest), g, grid.replicates(GUEST_CONFIG), min_timed=1)
