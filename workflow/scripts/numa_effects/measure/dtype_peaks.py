@@ -70,8 +70,13 @@ def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
     return 2.0 * n * hw * hw * c * c * k * k
 
 
-def _conv(dtype: str, k: int = 1):
-    conv1, conv3 = (CONV_LOWP, CONV3_LOWP) if dtype == "int8" else (CONV, CONV3)
+def _conv(dtype: str, k: int = 1, frozen: bool = False):
+    """A k x k convolution in channels-last. bf16: under autocast, which casts the input and
+    weights on every call (the ``bf16_eager`` path), or with ``frozen`` on bf16 weights and
+    input, converted once, as a frozen bf16 graph runs (the ``bf16`` path). int8: the
+    optimization's own conversion. Low precision runs at batch 16 (``CONV_LOWP``)."""
+    lowp = dtype == "int8" or frozen
+    conv1, conv3 = (CONV_LOWP, CONV3_LOWP) if lowp else (CONV, CONV3)
     shape = conv1 if k == 1 else conv3
 
     def build():
@@ -84,6 +89,8 @@ def _conv(dtype: str, k: int = 1):
         conv = conv.to(memory_format=torch.channels_last)
         if dtype == "float32":
             fn = conv
+        elif dtype == "bfloat16" and frozen:
+            x, fn = x.to(torch.bfloat16), conv.to(torch.bfloat16)
         elif dtype == "bfloat16":
 
             def fn(z):
@@ -98,30 +105,6 @@ def _conv(dtype: str, k: int = 1):
         def call():
             with torch.inference_mode():
                 return fn(x)
-
-        return call, conv_flop(n, c, hw, k)
-
-    return build
-
-
-def _conv_bf16(k: int):
-    """A k x k convolution whose weights and input are bf16 in channels-last: what a frozen bf16
-    graph runs (its weights converted once, its activations bf16), no cast per call."""
-    shape = CONV_LOWP if k == 1 else CONV3_LOWP
-
-    def build():
-        import torch
-
-        n, c, hw = shape["n"], shape["c"], shape["hw"]
-        gen = torch.Generator().manual_seed(0)
-        x = torch.randn(n, c, hw, hw, generator=gen).to(torch.bfloat16)
-        x = x.to(memory_format=torch.channels_last)
-        conv = torch.nn.Conv2d(c, c, k, padding=k // 2, bias=False).eval()
-        conv = conv.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
-
-        def call():
-            with torch.inference_mode():
-                return conv(x)
 
         return call, conv_flop(n, c, hw, k)
 
@@ -180,8 +163,8 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     ),
     "bfloat16": (
         Kernel("conv1x1_cl_autocast", "bfloat16", _conv("bfloat16")),
-        Kernel("conv1x1_cl_bf16", "bfloat16", _conv_bf16(1)),
-        Kernel("conv3x3_cl_bf16", "bfloat16", _conv_bf16(3)),
+        Kernel("conv1x1_cl_bf16", "bfloat16", _conv("bfloat16", frozen=True)),
+        Kernel("conv3x3_cl_bf16", "bfloat16", _conv("bfloat16", 3, frozen=True)),
         # smaller: without native bf16 a 2048^3 product takes seconds
         Kernel("mm_bf16", "bfloat16", _mm("bfloat16", 1024)),
     ),
