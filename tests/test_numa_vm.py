@@ -68,13 +68,12 @@ PLACEMENTS = ["sequential", "interleave", "remote", "mem-interleave"]
 GUEST_CONFIG = load_config("guest")
 # the (placement, threads) the planner makes of it on the guest's captured topology: each
 # binding once (its `exclude`: the placements at 2 threads, the node pairs at 1)
-PLANNED = {
-    (k.placement, k.threads) for k in grid.expand(GUEST_CONFIG, topology.load(GUEST_TOPOLOGY)).cells
-}
+_TOPO = topology.load(GUEST_TOPOLOGY)
+PLANNED = {(k.placement, k.threads) for k in grid.expand(GUEST_CONFIG, _TOPO).cells}
 CELLS = sorted((p, t) for p, t in PLANNED if p in PLACEMENTS)
 PLACEMENT_THREADS = sorted({t for _, t in CELLS})
 # the node pairs the planner selects on the guest's captured topology (2 x 2), at one thread
-PAIRS = sorted(placement.node_pairs(GUEST_CONFIG["node_pairs"], topology.load(GUEST_TOPOLOGY)))
+PAIRS = sorted(placement.node_pairs(GUEST_CONFIG["node_pairs"], _TOPO))
 PAIR_CELLS = [(f"n{c}m{m}", 1) for c, m in PAIRS]
 OFF_DIAGONAL = {f"n{c}m{m}" for c, m in PAIRS if c != m}
 
