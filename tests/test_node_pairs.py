@@ -312,7 +312,8 @@ def test_the_guest_grid_measures_each_binding_once():
     same policy (an interleave over one node places pages as a bind to it)."""
     from conftest import load_config
 
-    g = grid.expand(load_config("guest"), topology.load(TWO))
+    topo = topology.load(TWO)
+    g = grid.expand(load_config("guest"), topo)
     assert not g.skipped
 
     def binding(p: Plan) -> tuple:
@@ -326,4 +327,4 @@ def test_the_guest_grid_measures_each_binding_once():
     # and every family is there: the four placements across both nodes and the pair matrix
     places = {k.placement for k in g.cells}
     assert {"sequential", "interleave", "remote", "mem-interleave"} <= places
-    assert {f"n{c}m{m}" for c in (0, 1) for m in (0, 1)} <= places
+    assert {f"n{c}m{m}" for c in topo.nodes for m in topo.nodes} <= places
