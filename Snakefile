@@ -28,6 +28,7 @@ rule all:
     default_target: True
     input:
         PLAN.targets(),
+        replicate_outputs,  # two_stage: the replicates decided after the first stage
 
 
 onsuccess:

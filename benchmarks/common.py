@@ -29,7 +29,7 @@ FIXED = {
     "warmup": 10,
     "fixed_iterations": 100,
     "max_seconds_per_cell": 3600,
-    "replicates": 1,
+    "replicates": 1,  # (config key two_stage is off with one process per cell)
 }
 
 

@@ -64,6 +64,7 @@ def overrides(ctx: Context) -> dict:
         "placements": ["sequential"],
         "allocators": ALLOCATORS,
         "replicates": REPLICATES,
+        "two_stage": {"enabled": False},  # exactly REPLICATES processes per cell
         "peak": False,
         "packing": {"enabled": False},
     }

@@ -17,8 +17,10 @@ rule grid_manifest:
 
 rule tables:
     input:
-        cells=PLAN.cell_outputs(),
+        cells=replicate_outputs,
         manifest=PLAN.manifest_path,
+        # two_stage: the checkpoint's records (each cell's first-stage variance, its reason)
+        stages=PLAN.stages_path or [],
         flops=PLAN.table("flops"),
         peak=PLAN.table("peak"),
     output:

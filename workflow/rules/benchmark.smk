@@ -23,3 +23,27 @@ rule cell:
         spec=lambda wc: PLAN.cell_spec(cell_key(wc), wc.replicate),
     script:
         "../scripts/run_cell.py"
+
+
+# Replicates where the noise is (config key two_stage): after the first stage, one checkpoint
+# gives every comparison group the replicates its noisiest cell needs for the target CI, at
+# most the cap (Stein's rule, numa_effects.tables.stages); the further replicates are the same
+# `cell` jobs, asked for by replicate_outputs (common.smk) once it has run.
+if PLAN.two_stage:
+
+    checkpoint replicates:
+        input:
+            cells=PLAN.cell_outputs(),
+            manifest=PLAN.manifest_path,
+        output:
+            PLAN.stages_path,
+        log:
+            PLAN.log("replicates"),
+        localrule: True
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            settings=PLAN.two_stage,
+            code=PLAN.code["tables"],
+        script:
+            "../scripts/plan_replicates.py"

@@ -95,6 +95,17 @@ def cell_key(wildcards):
     return grid_mod.CellKey.from_wildcards(wildcards)
 
 
+def replicate_outputs(wildcards=None):
+    """Every replicate result the tables combine: under two_stage the first stage's and, once
+    the checkpoint `replicates` has decided, each cell's further ones (numa_effects.plan.stages).
+    """
+    if not PLAN.two_stage:
+        return PLAN.cell_outputs()
+    from numa_effects.plan import stages as stages_mod
+
+    return PLAN.cell_outputs(stages_mod.read(checkpoints.replicates.get().output[0]))
+
+
 def print_summary():
     # a comparison: where its page is (not the results folder's own run summary)
     if PLAN.compare:

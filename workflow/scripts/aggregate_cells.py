@@ -2,10 +2,13 @@
 
 from numa_effects import stats
 from numa_effects.tables import cells as tidy
-from numa_effects.tables import flops
+from numa_effects.tables import flops, stages
 
 sm = snakemake  # noqa: F821
-cells, samples = tidy.tables(sm.input.cells)
+# under two_stage: each cell's record of the checkpoint (its first stage's variance, why it
+# took the replicates it did), for the CI and the replicates_* columns
+two_stage = stages.read_records(sm.input.stages) if sm.input.get("stages") else None
+cells, samples = tidy.tables(sm.input.cells, two_stage)
 # gflop, gflop_per_s, peak_gflop_per_s, efficiency (see numa_effects.tables.flops)
 cells = flops.add_efficiency(
     cells, stats.read_table(sm.input.flops), stats.read_table(sm.input.peak)

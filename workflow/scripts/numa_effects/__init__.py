@@ -34,6 +34,7 @@ Shared, the bottom:
 - ``plan.paths``: every output path, relative to the results folder.
 - ``plan.code``: digests of the code's content that decide re-runs.
 - ``plan.manifest``: the grid manifest (cells and replicates asked for).
+- ``plan.stages``: replicates where the noise is (``two_stage``): the counts file, read back.
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
 - ``plan.optimizations``: the optimization registry (graph mode, dtype, requirements).
@@ -72,6 +73,7 @@ profiles):
 ``tables``: result files -> tidy tables:
 
 - ``tables.cells``: cell JSONs -> cells.csv, samples.csv, skipped.csv, failures.csv.
+- ``tables.stages``: the first stage's replicates -> each cell's replicates in all (Stein).
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.

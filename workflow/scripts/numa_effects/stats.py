@@ -160,6 +160,10 @@ def ci_within(
 # within-process CI exists, and ``ci_method`` says so.
 
 PRIOR_DF = 2
+# A cell's CI that is a t interval of its ln-median, symmetric on the log scale, with ``ci_df``
+# degrees of freedom: ``combine_replicates``' and, under two_stage, ``stein_interval``'s. The
+# ratio and run comparisons (``two_level_ratio_ci``, ``run_ratio``) take either.
+T_INTERVALS = ("two-level", "two-stage")
 
 
 def within_log_var(median_s: float, ci_low_s: float, ci_high_s: float) -> float:

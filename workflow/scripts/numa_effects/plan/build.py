@@ -27,6 +27,7 @@ from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
+from numa_effects.plan import stages as stages_mod
 from numa_effects.plan.topology import Topology
 
 PEAK_TIMEOUT_S = settings_mod.PEAK_TIMEOUT_S
@@ -53,11 +54,16 @@ class Plan:
     code: dict  # layer -> digest of its code's content (plan.code)
     compare: dict | None = None  # the resolved compare key (plan.compare); None = no comparison
     compare_keys: tuple = ()  # the matched cells' keys and compared run (``run``), as dicts
+    # the resolved two_stage key (plan.stages): None = every cell runs ``replicates`` processes;
+    # else ``replicates`` is the first stage and ``order`` is planned up to the cap
+    two_stage: dict | None = None
     manifest: dict = field(init=False)
     _priority: dict = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "manifest", manifest_mod.content(self.grid, self.replicates))
+        object.__setattr__(
+            self, "manifest", manifest_mod.content(self.grid, self.replicates, self.two_stage)
+        )
         n = len(self.order)
         object.__setattr__(self, "_priority", {job: n - i for i, job in enumerate(self.order)})
 
@@ -81,6 +87,11 @@ class Plan:
     def manifest_path(self) -> str:
         return manifest_mod.path(self.results, self.manifest)
 
+    @property
+    def stages_path(self) -> str | None:
+        """The two-stage checkpoint's counts file (plan.stages); None without ``two_stage``."""
+        return stages_mod.path(self.results, self.manifest_path) if self.two_stage else None
+
     # -- cells ----------------------------------------------------------------------------------
     @property
     def measured(self) -> bool:
@@ -91,9 +102,14 @@ class Plan:
         """Snakemake priority of a cell job: the earlier in ``order``, the higher."""
         return self._priority.get((key, int(replicate)), 0)
 
-    def cell_outputs(self) -> list[str]:
-        """Every replicate of every cell (one result file each), in the order they run."""
-        return [k.path(self.results, r) for k, r in self.order]
+    def cell_outputs(self, counts: dict | None = None) -> list[str]:
+        """Every replicate of every cell (one result file each), in the order they run. Under
+        ``two_stage``: the first stage's, and with ``counts`` (``stages.read`` of the
+        checkpoint's file) each cell's further ones up to its count."""
+        counts = counts or {}
+        return [
+            k.path(self.results, r) for k, r in self.order if r <= counts.get(k, self.replicates)
+        ]
 
     def cell_spec(self, key, replicate: int) -> dict:
         """Everything the pinned cell process needs; a change here re-runs the cell."""
@@ -340,6 +356,8 @@ class Plan:
             # intermediate file whose consumers are up to date, so a deleted or missing
             # replicate re-runs (alone, then the tables) only when it is asked for.
             out += self.cell_outputs()
+            if self.two_stage:  # the further replicates: Snakefile's rule all, once decided
+                out.append(self.stages_path)
         return out
 
 
@@ -365,7 +383,10 @@ def build(
     measures = not imported and not compare
     grid = grid_mod.expand(config, topology, memory_bytes, host) if measures else _empty()
     replicates = grid_mod.replicates(config)
-    order = tuple(grid_mod.job_order(grid.cells, replicates, int(config.get("order_seed") or 0)))
+    # under two_stage the order is planned up to the cap (the rounds beyond the first stage are
+    # asked for once the checkpoint decided); the first rounds are the same either way
+    rounds = stages_mod.rounds(config)
+    order = tuple(grid_mod.job_order(grid.cells, rounds, int(config.get("order_seed") or 0)))
     peak = {}
     if config.get("peak", True) and measures:
         for key, cell_plan in grid.cells.items():
@@ -396,6 +417,7 @@ def build(
         code=dict(code or {}),
         compare=compare,
         compare_keys=tuple(compare_keys or ()),
+        two_stage=stages_mod.settings(config) if measures else None,
     )
 
 

@@ -38,7 +38,9 @@ LAYERS = {
     "tables": (
         "numa_effects/tables/*.py",
         "numa_effects/stats.py",
+        "numa_effects/plan/stages.py",
         "aggregate_cells.py",
+        "plan_replicates.py",
         "compare_cells.py",
         "count_flops.py",
         "tabulate_peak.py",

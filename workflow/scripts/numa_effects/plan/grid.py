@@ -249,7 +249,7 @@ def replicates(config: dict) -> int:
     return DEFAULT_REPLICATES if r is None else int(r)
 
 
-def _group(key: CellKey) -> tuple:
+def comparison_group(key: CellKey) -> tuple:
     """Cells compared with each other by ``tables.compare`` (a placement and its baseline, SMT
     kept apart; every optimization and eager): they run next to each other in every round."""
     base = placement_mod.baseline_of(key.placement) or key.placement
@@ -273,7 +273,7 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
     keys = sorted(keys)
     groups: dict[tuple, list[CellKey]] = {}
     for k in keys:
-        groups.setdefault(_group(k), []).append(k)
+        groups.setdefault(comparison_group(k), []).append(k)
 
     def baseline_first(k: CellKey) -> tuple:
         return (not placement_mod.is_baseline(k.placement), k)

@@ -25,9 +25,12 @@ FOLDER = "grid"
 PREFIX = "manifest-"
 
 
-def content(grid: Grid, replicates: int) -> dict:
-    """The grid as plain data: cell keys, replicates, skipped cells with their reasons."""
+def content(grid: Grid, replicates: int, two_stage: dict | None = None) -> dict:
+    """The grid as plain data: cell keys, replicates (and the ``two_stage`` settings when on:
+    ``plan.stages``), skipped cells with their reasons."""
+    extra = {"two_stage": two_stage} if two_stage else {}
     return {
+        **extra,
         "replicates": int(replicates),
         "cells": [key.as_dict() for key in sorted(grid.cells)],
         "skipped": [{**key.as_dict(), "reason": why} for key, why in sorted(grid.skipped.items())],

@@ -22,7 +22,15 @@ from numa_effects.report.data import flag
 from numa_effects.report.registry import PageFacts
 
 HIGHLIGHT = ' class="numa"'  # the section the page is about stands out in the navigation
-INT_COLUMNS = {"threads", "batch_size", "n", "interop_threads", "instance_id", "returncode"}
+INT_COLUMNS = {
+    "threads",
+    "batch_size",
+    "n",
+    "interop_threads",
+    "instance_id",
+    "returncode",
+    "replicates",
+}
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -191,6 +199,8 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
         rows.append(("timed inference", _duration(cells["measure_s"].sum())))
+    if "replicates_reason" in cells and cells["replicates_reason"].notna().any():
+        rows.append(("replicates per cell (two-stage)", _stages_text(cells)))
     parts = [f'<h2 id="run">Run</h2>{_facts(rows)}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(
@@ -243,6 +253,16 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
     return "".join(parts)
 
 
+def _stages_text(cells: pd.DataFrame) -> str:
+    """'2 - 4 processes; 10 cells: first stage, 4: cap' (config key two_stage)."""
+    n = cells["replicates_planned"].dropna()
+    why = "; ".join(
+        f"{count} cell{'s' * (count > 1)}: {reason}"
+        for reason, count in cells["replicates_reason"].value_counts(sort=False).items()
+    )
+    return f"{int(n.min())} - {int(n.max())} processes; {why}"
+
+
 def _given(v) -> bool:
     return v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))
 
@@ -291,6 +311,10 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         "latency_max_ms",
         "cv",
         "n",
+        "replicates",
+        "ci_halfwidth_pct",
+        # two_stage: how many replicates the cell was given and why it stopped there
+        "replicates_reason",
         "throughput_ips",
         "gflop_per_s",
         "hw_gflop_per_s",

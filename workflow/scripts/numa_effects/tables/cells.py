@@ -276,29 +276,34 @@ SUMMED = (
 )
 
 
-def pooled_by_threads(groups: dict) -> dict:
+def pooled_by_threads(medians: dict) -> dict:
     """The process-level variance pool of each thread count: ``stats.pooled_replicate_var``
     over the cells with that many threads, or over the whole run where that thread count has
-    no cell with two replicates. Cells of one thread count contend for the same CPUs and
+    no cell with two replicates. ``medians``: key tuple (``KEY_COLUMNS``) -> the replicates'
+    medians in seconds. Cells of one thread count contend for the same CPUs and
     drift alike; pooling across thread counts let noisy 2-thread cells of a 2-core machine
     widen every 1-thread cell's CI (a run measured +-13 % where its two processes agreed
     within 0.5 %)."""
 
-    def pool(gs):
-        return stats.pooled_replicate_var([g["latency_median_ms"].to_numpy() / 1000.0 for g in gs])
-
-    run = pool(groups.values())
+    t_at = KEY_COLUMNS.index("threads")
+    run = stats.pooled_replicate_var(list(medians.values()))
     out = {}
-    for t in {k[KEY_COLUMNS.index("threads")] for k in groups}:
-        mine = pool(g for k, g in groups.items() if k[KEY_COLUMNS.index("threads")] == t)
+    for t in {k[t_at] for k in medians}:
+        mine = stats.pooled_replicate_var([m for k, m in medians.items() if k[t_at] == t])
         out[t] = mine if mine[1] else run
     return out
 
 
-def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+def combine_replicates(
+    reps: pd.DataFrame, samples: pd.DataFrame, stages: dict | None = None
+) -> pd.DataFrame:
     """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
     (see the module docstring). The pooled replicate variance of the cells with the same
-    thread count moderates each cell's own (``pooled_by_threads``)."""
+    thread count moderates each cell's own (``pooled_by_threads``). ``stages``: key tuple ->
+    the two-stage checkpoint's record of the cell (``tables.stages.read_records``): its CI
+    then uses the first stage's variance (``stats.stein_interval``, ``ci_method``
+    ``two-stage``), and ``replicates_planned``, ``replicates_needed``, ``replicates_reason``
+    say how many replicates it was given and why."""
     if reps.empty:  # no cell measured (every cell skipped): the keys and counts, no rows
         return pd.DataFrame(columns=[*KEY_COLUMNS, "replicates", "status"])
     reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
@@ -317,7 +322,9 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
             reps = reps.assign(**{col: None})
     ok = reps[reps["status"] == "ok"]
     groups = {k: g for k, g in ok.groupby(KEY_COLUMNS, sort=False)}
-    pooled = pooled_by_threads(groups)
+    pooled = pooled_by_threads(
+        {k: g["latency_median_ms"].to_numpy() / 1000.0 for k, g in groups.items()}
+    )
     clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
     by_cell = {k: g["latency_ms"].to_numpy() for k, g in clean.groupby(KEY_COLUMNS, sort=False)}
     rows = []
@@ -349,6 +356,17 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
             )
         ]
         c = stats.combine_replicates(meds, wv, pooled[good["threads"].iloc[0]])
+        stage = (stages or {}).get(key)
+        if stage is not None:
+            row.update(
+                replicates_planned=stage["replicates"],
+                replicates_needed=stage["needed"],
+                replicates_reason=stage["reason"],
+            )
+            if stage.get("log_var") is not None:  # Stein's second stage (tables.stages)
+                m, lo_s, hi_s = stats.stein_interval(meds, stage["log_var"], int(stage["df"]))
+                c.update(median_s=m, ci_low_s=lo_s, ci_high_s=hi_s, ci_df=stage["df"])
+                c["ci_method"] = "two-stage"
         lat = by_cell.get(key)
         if lat is not None and lat.size:
             s = stats.summarize(lat / 1000.0)
@@ -405,14 +423,16 @@ def combine_replicates(reps: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
     return out[front + [c for c in out.columns if c not in front and c != "replicate"]]
 
 
-def tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """cells.csv and samples.csv of the cell JSONs at ``paths``; ``stages``: see
+    ``combine_replicates``."""
     rows, samples = [], []
     for path in paths:
         data = cellresult.read(path)
         rows.append(cell_row(data, str(path)))
         samples.extend(sample_rows(data))
     samples_df = pd.DataFrame(samples, columns=SAMPLE_COLUMNS)
-    cells = combine_replicates(pd.DataFrame(rows), samples_df)
+    cells = combine_replicates(pd.DataFrame(rows), samples_df, stages)
     if not cells.empty:
         cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
     return cells, samples_df

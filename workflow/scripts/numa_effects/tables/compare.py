@@ -246,7 +246,8 @@ def _pairs(
         method = None
         use, pool, rho = choice.get(int(r["threads"]), (False, None, np.nan))
         b_reps, c_reps = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
-        two_level = r["ci_method"] == r["ci_method_b"] == "two-level"
+        # t intervals on both sides: two-level, or two-stage (config key two_stage)
+        two_level = r["ci_method"] in stats.T_INTERVALS and r["ci_method_b"] in stats.T_INTERVALS
         # the same rounds in both cells: then the paired centre is the table's ratio (the
         # cells' medians are the geometric means of the same replicates' medians)
         same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)

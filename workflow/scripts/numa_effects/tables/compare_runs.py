@@ -347,7 +347,7 @@ def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
     lo, hi, df = (
         _num(row.get(f"{c}{suffix}")) for c in ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
     )
-    if row.get(f"ci_method{suffix}") == "two-level" and lo > 0 and hi > 0 and df > 0:
+    if row.get(f"ci_method{suffix}") in stats.T_INTERVALS and lo > 0 and hi > 0 and df > 0:
         return lo, hi, df
     return None
 

@@ -1,0 +1,82 @@
+"""Replicates where the noise is (config key ``two_stage``) in a real Snakemake run of the tiny
+grid: the first stage, the checkpoint, the further replicates round by round, the tables' and
+the report's account of them, and re-runs. The rule itself: tests/test_stages.py."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import load_config, planned, snakemake
+
+from numa_effects.plan import grid, stages, topology
+
+pytestmark = pytest.mark.integration
+
+# a target no two processes meet: every cell takes the cap
+CFG = {
+    **load_config("tiny"),
+    "replicates": 2,
+    "two_stage": {"enabled": True, "target_pct": 0.01, "cap": 3},
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("two_stage")
+    proc = snakemake(workdir, CFG, "--cores", "2", "all")
+    return workdir, proc
+
+
+def _cells() -> list:
+    return sorted(grid.expand(CFG, topology.current()).cells)
+
+
+def test_the_checkpoint_adds_replicates_up_to_the_cap_round_by_round(run):
+    workdir, proc = run
+    results = workdir / "results"
+    for key in _cells():
+        have = sorted(p.name for p in Path(key.path(str(results), 1)).parent.glob("r*.json"))
+        assert have == ["r1.json", "r2.json", "r3.json"], (key, have)
+    counts_file = next((results / "grid").glob("replicates-*.json"))
+    manifest = next((results / "grid").glob("manifest-*.json"))
+    assert counts_file.name.split("-")[1] == manifest.name.split("-")[1]
+    assert set(stages.read(counts_file).values()) == {3}
+    # the checkpoint said what it decided
+    assert "two-stage replicates (target +-0.01 %, cap 3): 4 more processes" in proc.stderr
+    data = [json.loads(p.read_text()) for p in (results / "cells").rglob("r*.json")]
+    started = {
+        r: [d["provenance"]["launcher_started_at"] for d in data if d["replicate"] == r]
+        for r in (1, 2, 3)
+    }
+    assert max(started[2]) < min(started[3]) and max(started[1]) < min(started[2])
+
+
+def test_the_tables_and_the_report_say_how_many_and_why(run):
+    workdir, _ = run
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    assert len(cells) == len(_cells())
+    assert (cells["replicates"] == 3).all() and (cells["replicates_planned"] == 3).all()
+    assert set(cells["ci_method"]) == {"two-stage"} and set(cells["ci_df"]) == {3}
+    assert set(cells["replicates_reason"]) == {stages.CAP}
+    assert (cells["replicates_needed"] > 3).all()
+    page = (workdir / "results/report/index.html").read_text()
+    assert "replicates per cell (two-stage)" in page and "cells: cap" in page
+    speedup = pd.read_csv(workdir / "results/tables/opt_speedup.csv")
+    assert speedup["ci_method"].notna().all()
+
+
+def test_a_rerun_does_nothing_and_a_looser_target_redecides_without_measuring(run):
+    workdir, _ = run
+    assert planned(workdir, CFG) == {}
+    loose = {**CFG, "two_stage": {**CFG["two_stage"], "target_pct": 100}}
+    jobs = planned(workdir, loose)
+    assert "cell" not in jobs and jobs.get("replicates") == 1, jobs
+    before = {p: p.stat().st_mtime_ns for p in (workdir / "results/cells").rglob("r*.json")}
+    snakemake(workdir, loose, "--cores", "2", "all")
+    after = {p: p.stat().st_mtime_ns for p in (workdir / "results/cells").rglob("r*.json")}
+    assert after == before  # nothing measured again
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    assert (cells["replicates"] == 2).all()
+    assert set(cells["replicates_reason"]) == {stages.FIRST_STAGE}
+    assert len(list((workdir / "results/grid").glob("replicates-*.json"))) == 1

@@ -1,0 +1,81 @@
+"""Replicates where the noise is (config key ``two_stage``): the plan's side of Stein's two-stage
+rule. ``replicates`` processes of every cell are the first stage; one checkpoint job then reads
+them (``tables.stages.decide``) and writes how many replicates each cell takes in all
+(``grid/replicates-<digest>.json``, the digest the grid manifest's, which holds the settings);
+the plan reads that file back (``read``) to ask for the further replicates, which run round by
+round in ``grid.job_order``'s ABBA order like the first ones (their priorities are planned up to
+the cap from the start). The statistics are in ``stats.stein_replicates`` / ``stein_interval``.
+
+Pure: no pandas, no torch; ``read`` is the only I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from numa_effects.plan import grid as grid_mod
+
+FOLDER = "grid"
+PREFIX = "replicates-"
+
+# Why a cell stopped where it did (``replicates_reason`` in cells.csv, the report's cells table)
+FIRST_STAGE = "first stage"  # the first stage's spread already meets the target
+TARGET = "target"  # Stein's N for the target, between the first stage and the cap
+CAP = "cap"  # the target needed more than the cap allows
+GROUP = "group"  # a cell of its comparison group needed more: the group keeps whole rounds
+UNMEASURED = "unmeasured"  # no first-stage replicate measured (failed, contended): none added
+REASONS = {
+    FIRST_STAGE: "the first stage's spread already met the target",
+    TARGET: "as many as the target needs (Stein's rule on the first stage's variance)",
+    CAP: "the target needed more than two_stage.cap allows",
+    GROUP: "another cell of its comparison group needed more (the group keeps whole rounds)",
+    UNMEASURED: "no first-stage replicate was measured, so none was added",
+}
+
+
+def settings(config: dict) -> dict | None:
+    """The resolved ``two_stage`` key, or None when every cell runs ``replicates`` processes:
+    when it is off, and when ``replicates`` is 1 (one process per cell asked for: a first
+    stage of one has no spread of its own). The cap is never below ``replicates``."""
+    ts = config.get("two_stage") or {}
+    first = grid_mod.replicates(config)
+    if not ts.get("enabled") or first < 2:
+        return None
+    return {
+        "first_stage": first,
+        "target_pct": float(ts.get("target_pct", 5)),
+        "cap": max(first, int(ts.get("cap", 4))),
+    }
+
+
+def rounds(config: dict) -> int:
+    """How many rounds of replicates the job order plans: the cap under ``two_stage``."""
+    s = settings(config)
+    return s["cap"] if s else grid_mod.replicates(config)
+
+
+def path(results: str, manifest_path: str) -> str:
+    """The counts file of a grid: named after its manifest (``grid/manifest-<digest>.json``),
+    so a changed grid or ``two_stage`` setting decides again."""
+    digest = Path(manifest_path).stem.rsplit("-", 1)[-1]
+    return f"{results}/{FOLDER}/{PREFIX}{digest}.json"
+
+
+def read(file: str | os.PathLike) -> dict:
+    """CellKey -> replicates in all, from a counts file written by ``write``."""
+    data = json.loads(Path(file).read_text())
+    return {grid_mod.CellKey.from_record(c): int(c["replicates"]) for c in data["cells"]}
+
+
+def write(output: str | os.PathLike, data: dict) -> None:
+    """Write a counts file (temp file, then rename) and remove the folder's older ones."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, output)
+    for p in output.parent.glob(f"{PREFIX}*.json"):
+        if p != output:
+            p.unlink(missing_ok=True)
