@@ -62,6 +62,8 @@ def test_the_tables_and_the_report_say_how_many_and_why(run):
     assert (cells["replicates_needed"] > 3).all()
     page = (workdir / "results/report/index.html").read_text()
     assert "replicates per cell (two-stage)" in page and "cells: cap" in page
+    summary = (workdir / "results/summary.txt").read_text()
+    assert f"replicates per cell (two-stage): 3 - 3 processes; {len(cells)} cells: cap" in summary
     speedup = pd.read_csv(workdir / "results/tables/opt_speedup.csv")
     assert speedup["ci_method"].notna().all()
 

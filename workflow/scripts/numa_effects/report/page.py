@@ -20,6 +20,7 @@ from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import registry as figures_mod
 from numa_effects.report.data import flag
 from numa_effects.report.registry import PageFacts
+from numa_effects.tables import stages
 
 HIGHLIGHT = ' class="numa"'  # the section the page is about stands out in the navigation
 INT_COLUMNS = {
@@ -199,8 +200,8 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
         rows.append(("timed inference", _duration(cells["measure_s"].sum())))
-    if "replicates_reason" in cells and cells["replicates_reason"].notna().any():
-        rows.append(("replicates per cell (two-stage)", _stages_text(cells)))
+    if stages.replicates_text(cells):
+        rows.append(("replicates per cell (two-stage)", stages.replicates_text(cells)))
     parts = [f'<h2 id="run">Run</h2>{_facts(rows)}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(
@@ -251,16 +252,6 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
             f"{_table(failures, list(failures.columns))}</details>"
         )
     return "".join(parts)
-
-
-def _stages_text(cells: pd.DataFrame) -> str:
-    """'2 - 4 processes; 10 cells: first stage, 4: cap' (config key two_stage)."""
-    n = cells["replicates_planned"].dropna()
-    why = "; ".join(
-        f"{count} cell{'s' * (count > 1)}: {reason}"
-        for reason, count in cells["replicates_reason"].value_counts(sort=False).items()
-    )
-    return f"{int(n.min())} - {int(n.max())} processes; {why}"
 
 
 def _given(v) -> bool:

@@ -148,3 +148,16 @@ def summary_line(records: list[dict], settings: dict) -> str:
         f"{more} more process{'es' * (more != 1)} after the first stage of {r0}; "
         f"cells by reason: {why or 'none'}"
     )
+
+
+def replicates_text(cells) -> str | None:
+    """'2 - 4 processes; 10 cells: first stage; 4 cells: cap' from cells.csv's two-stage
+    columns (the summary and the report's run section); None without them."""
+    if "replicates_reason" not in cells or not cells["replicates_reason"].notna().any():
+        return None
+    n = cells["replicates_planned"].dropna()
+    why = "; ".join(
+        f"{count} cell{'s' * (count > 1)}: {reason}"
+        for reason, count in cells["replicates_reason"].value_counts(sort=False).items()
+    )
+    return f"{int(n.min())} - {int(n.max())} processes; {why}"
