@@ -278,16 +278,22 @@ def stein_replicates(
     return int(min(cap, max(r0, need)))
 
 
+def stein_halfwidth(log_var: float, df: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """The half-width (log scale) of the CI of ``n`` replicates with the first stage's
+    ``log_var`` and ``df``: t(df) * sqrt(log_var / n)."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(log_var / n)
+
+
 def stein_interval(
     medians_s: Sequence[float], log_var: float, df: int, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
     """(median, low, high) of a cell after Stein's second stage: the geometric mean of all its
     replicates' medians, with the first stage's ``log_var`` and ``df`` (``stein_replicates``)."""
-    from scipy.special import stdtrit
-
     y = np.log(np.asarray(medians_s, dtype=float))
     centre = float(y.mean())
-    half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(log_var / y.size)
+    half = stein_halfwidth(log_var, df, y.size, confidence)
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 

@@ -46,15 +46,16 @@ def path(results: str, data: dict) -> str:
     return f"{results}/{FOLDER}/{PREFIX}{digest(data)}.json"
 
 
-def write(output: str | os.PathLike, data: dict) -> list[Path]:
-    """Write the manifest (temp file, then rename) and remove the folder's other manifests;
+def write(output: str | os.PathLike, data: dict, prefix: str = PREFIX) -> list[Path]:
+    """Write the manifest (temp file, then rename) and remove the folder's other files named
+    ``prefix*.json`` (other manifests; ``plan.stages`` writes its counts files this way too);
     returns the removed ones."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, output)
-    stale = [p for p in output.parent.glob(f"{PREFIX}*.json") if p != output]
+    stale = [p for p in output.parent.glob(f"{prefix}*.json") if p != output]
     for p in stale:
         p.unlink(missing_ok=True)
     return stale

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import manifest as manifest_mod
 
 FOLDER = "grid"
 PREFIX = "replicates-"
@@ -63,19 +64,16 @@ def path(results: str, manifest_path: str) -> str:
     return f"{results}/{FOLDER}/{PREFIX}{digest}.json"
 
 
+def load(file: str | os.PathLike) -> list[dict]:
+    """The cells' records of a counts file written by ``write`` (``tables.stages.decide``)."""
+    return json.loads(Path(file).read_text())["cells"]
+
+
 def read(file: str | os.PathLike) -> dict:
-    """CellKey -> replicates in all, from a counts file written by ``write``."""
-    data = json.loads(Path(file).read_text())
-    return {grid_mod.CellKey.from_record(c): int(c["replicates"]) for c in data["cells"]}
+    """CellKey -> replicates in all, from a counts file."""
+    return {grid_mod.CellKey.from_record(c): int(c["replicates"]) for c in load(file)}
 
 
 def write(output: str | os.PathLike, data: dict) -> None:
-    """Write a counts file (temp file, then rename) and remove the folder's older ones."""
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, output)
-    for p in output.parent.glob(f"{PREFIX}*.json"):
-        if p != output:
-            p.unlink(missing_ok=True)
+    """Write a counts file and remove the folder's older ones (as the manifest is written)."""
+    manifest_mod.write(output, data, PREFIX)

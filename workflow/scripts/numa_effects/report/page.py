@@ -200,8 +200,8 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
         rows.append(("timed inference", _duration(cells["measure_s"].sum())))
-    if stages.replicates_text(cells):
-        rows.append(("replicates per cell (two-stage)", stages.replicates_text(cells)))
+    if replicates := stages.replicates_text(cells):
+        rows.append(("replicates per cell (two-stage)", replicates))
     parts = [f'<h2 id="run">Run</h2>{_facts(rows)}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(

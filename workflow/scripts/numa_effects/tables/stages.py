@@ -25,11 +25,9 @@ is combined as usual.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from numa_effects import stats
 from numa_effects.measure import result as cellresult
@@ -112,16 +110,10 @@ def decide(medians: dict, settings: dict) -> list[dict]:
             log_var=log_var,
             df=df,
             sd_pct=sd,
-            expected_halfwidth_pct=100.0 * math.expm1(_half(log_var, df, n)),
+            expected_halfwidth_pct=100.0 * math.expm1(stats.stein_halfwidth(log_var, df, n)),
         )
         records.append(rec)
     return records
-
-
-def _half(log_var: float, df: int, n: int) -> float:
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, 0.5 + stats.CONFIDENCE / 2)) * math.sqrt(log_var / n)
 
 
 def write(output: str | os.PathLike, settings: dict, records: list[dict]) -> None:
@@ -130,8 +122,7 @@ def write(output: str | os.PathLike, settings: dict, records: list[dict]) -> Non
 
 def read_records(file: str | os.PathLike) -> dict:
     """Key tuple (``KEY_COLUMNS``) -> the cell's record, from a counts file."""
-    data = json.loads(Path(file).read_text())
-    return {_tuple(grid_mod.CellKey.from_record(r)): r for r in data["cells"]}
+    return {_tuple(grid_mod.CellKey.from_record(r)): r for r in plan_stages.load(file)}
 
 
 def summary_line(records: list[dict], settings: dict) -> str:

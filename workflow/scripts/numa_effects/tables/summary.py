@@ -97,8 +97,8 @@ def render(
     lines.append(line)
     if not ok.empty and "measure_s" in ok:
         lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
-    if stages.replicates_text(cells):  # config key two_stage
-        lines.append(f"  replicates per cell (two-stage): {stages.replicates_text(cells)}")
+    if replicates := stages.replicates_text(cells):  # config key two_stage
+        lines.append(f"  replicates per cell (two-stage): {replicates}")
     for reason, group in skipped.groupby("reason") if not skipped.empty else []:
         lines.append(f"  skipped {len(group)}: {reason}")
     for _, row in failed.iterrows():
