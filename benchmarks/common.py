@@ -143,7 +143,7 @@ def pipeline(
 
 
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
-_RULE = re.compile(r"^(?:local)?rule (\w+):$")
+_RULE = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 _JOBID = re.compile(r"^\s+jobid: (\d+)$")
 _DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 

@@ -299,3 +299,38 @@ def test_variance_sd_ci_covers_by_simulation_where_the_symmetric_one_does_not():
     naive = np.mean((s - half <= sigma) & (sigma <= s + half))
     assert naive < 0.91, naive
     assert all(np.isnan(sd_ci(1.0, 1)))  # one replicate: no spread to bound
+
+
+# -- cost: the wall like for like, on the Snakemake logs of a real cost benchmark -----------------
+# (tests/fixtures/bench_logs: `make bench BENCH_ARGS="cost replication"`, commit 50482de, the
+# 2-vCPU AMX Xeon, 2026-12-02: the default run with two_stage on, and the fixed 10 + 100 run)
+LOGS = REPO / "tests" / "fixtures" / "bench_logs"
+
+
+def _jobs(name, tmp_path):
+    import gzip
+
+    from benchmarks.common import job_times
+
+    log = tmp_path / f"{name}.snakemake.log"
+    log.write_bytes(gzip.decompress((LOGS / f"{name}.snakemake.log.gz").read_bytes()))
+    return job_times(log)
+
+
+def test_cost_like_for_like_counts_only_the_jobs_that_measure_the_grid(tmp_path):
+    from benchmarks.common import covered_seconds
+    from benchmarks.cost import GRID_RULES, like_for_like_s
+
+    default, fixed = _jobs("adaptive", tmp_path), _jobs("fixed", tmp_path)
+    # the checkpoint is a job of the log like any rule (`localcheckpoint replicates:`)
+    assert "replicates" in set(default["rule"])
+    seconds, rules = like_for_like_s(default, fixed)
+    assert set(rules) == set(fixed["rule"]) | set(GRID_RULES)
+    assert {"packing_run", "interference_run", "report_page"}.isdisjoint(rules)
+    # the default run's other experiments are left out, every cell job is in
+    others = default[~default["rule"].isin(rules)]
+    assert {"packing_run", "interference_run"} <= set(others["rule"])
+    whole = covered_seconds(default)
+    assert seconds <= whole - covered_seconds(others[others["rule"] == "packing_run"])
+    assert seconds >= default.loc[default["rule"] == "cell", "seconds"].sum()  # one at a time
+    assert (default["rule"] == "cell").sum() > (fixed["rule"] == "cell").sum()
