@@ -133,14 +133,14 @@ def test_the_tables_use_the_first_stages_variance_on_real_replicates(tmp_path):
     """Three cells measured five times each on the quiet Xeon: the checkpoint reads the first
     two replicates, the tables combine all five with the first stage's variance and degrees
     of freedom (``ci_method`` ``two-stage``), centred on the geometric mean of all five; the
-    noisiest cell (2 threads, replicate medians 9.5 % apart) is the one that needs most."""
+    cell whose first stage spread most is the one that needs most."""
     files = _fixture_cells(tmp_path)
     first = stages.first_stage(p for paths in files.values() for p in paths[:2])
     assert {k: len(v) for k, v in first.items()} == {k: 2 for k in files}
     settings = {"first_stage": 2, "target_pct": 3.0, "cap": 5}
     records = stages.decide(first, settings)
-    needed = {grid_mod.CellKey.from_record(r).threads: r["needed"] for r in records}
-    assert needed[2] == max(r["needed"] for r in records)
+    noisiest = max(records, key=lambda r: r["sd_pct"])  # of the first stage
+    assert noisiest["needed"] == max(r["needed"] for r in records)
     out = tmp_path / "grid" / "replicates-0.json"
     stages.write(out, settings, records)
     counts = plan_stages.read(out)

@@ -150,8 +150,8 @@ def ci_within(
 # interval for mu with the variance of y_r (both levels, as in Kalibera & Jones, "Rigorous
 # benchmarking in reasonable time", ISMM 2013: the variance of the replicate means holds both).
 # With 2 or 3 replicates a cell's own variance has 1 or 2 degrees of freedom (t = 12.7 or
-# 4.3), so it is moderated with a pooled replicate variance (tidy.pooled_by_threads: the
-# ln-medians of the cells with the same thread count, relative, so cells of any latency pool)
+# 4.3), so it is moderated with a pooled replicate variance (tables.cells.pooled_variances: the
+# ln-medians of the cells of its batch-size series, relative, so cells of any latency pool)
 # given PRIOR_DF degrees of freedom: the estimate is
 # (df_c s_c^2 + PRIOR_DF s_pool^2) / (df_c + PRIOR_DF) with df_c + PRIOR_DF degrees of freedom.
 # PRIOR_DF = 2 keeps every cell's coverage >= 94 % in simulation when cells' between-process

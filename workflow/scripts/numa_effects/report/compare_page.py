@@ -174,7 +174,7 @@ COVERS = (
     " is the two-level interval of the cells' own tables over both runs: the iterations inside "
     "each process and the process-to-process variation each run measured with its replicates "
     "(Welch–Satterthwaite on the logs of the replicate medians, each run's variance pooled over "
-    "its cells with the same thread count where replicates are few). It does not cover what all "
+    "the cell's batch-size series where replicates are few). It does not cover what all "
     "processes of one run share (the machine's state that day): that is part of the change "
     "shown. A cell is <em>faster</em> or <em>slower</em> only when significant and changed by "
     "at least the minimum effect. The geometric mean's CI is a t interval over the matched "

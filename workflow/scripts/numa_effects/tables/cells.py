@@ -276,21 +276,46 @@ SUMMED = (
 )
 
 
-def pooled_by_threads(medians: dict) -> dict:
-    """The process-level variance pool of each thread count: ``stats.pooled_replicate_var``
-    over the cells with that many threads, or over the whole run where that thread count has
-    no cell with two replicates. ``medians``: key tuple (``KEY_COLUMNS``) -> the replicates'
-    medians in seconds. Cells of one thread count contend for the same CPUs and
-    drift alike; pooling across thread counts let noisy 2-thread cells of a 2-core machine
-    widen every 1-thread cell's CI (a run measured +-13 % where its two processes agreed
-    within 0.5 %)."""
+# The cells whose process-level spread is pooled with a cell's own: its batch-size series,
+# the cells that differ from it in batch size only (same model, optimization, placement,
+# threads, allocator). Those share what sets the spread between processes -- the compiled or
+# eager code, the binding, the allocator -- where a thread count's pool mixes them (bf16
+# processes spread 2 - 6 % beside eager's 1 - 2 % on the same CPUs).
+POOL_VARIES = ("batch_size",)
 
+
+def pooled_variances(medians: dict) -> dict:
+    """Each cell's process-level variance pool (``stats.pooled_replicate_var``): over its
+    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates,
+    else over the cells with its thread count where two have, else over the whole run.
+    ``medians``: key tuple (``KEY_COLUMNS``) -> the replicates' medians in seconds; returns key
+    tuple -> (variance, degrees of freedom). A series of one measured cell would pool the cell
+    with itself, counting its own spread twice, hence the two. Pooling across thread counts let
+    noisy 2-thread cells of a 2-core machine widen every 1-thread cell's CI (a run measured +-13
+    % where its two processes agreed within 0.5 %); pooling a thread count's optimizations let
+    its noisy bf16 cells widen the eager ones' and took their own too narrow
+    (``tests/test_pools.py``)."""
     t_at = KEY_COLUMNS.index("threads")
+    fixed = [i for i, k in enumerate(KEY_COLUMNS) if k not in POOL_VARIES]
+
+    def pool(keys):
+        spread = [medians[k] for k in keys if len(medians[k]) >= 2]
+        return stats.pooled_replicate_var(spread) if len(spread) >= 2 else (math.nan, 0)
+
+    def by(index):
+        groups: dict = {}
+        for k in medians:
+            groups.setdefault(tuple(k[i] for i in index), []).append(k)
+        return {g: pool(keys) for g, keys in groups.items()}
+
     run = stats.pooled_replicate_var(list(medians.values()))
+    series, threads = by(fixed), by([t_at])
     out = {}
-    for t in {k[t_at] for k in medians}:
-        mine = stats.pooled_replicate_var([m for k, m in medians.items() if k[t_at] == t])
-        out[t] = mine if mine[1] else run
+    for k in medians:
+        for candidate in (series[tuple(k[i] for i in fixed)], threads[(k[t_at],)], run):
+            if candidate[1]:
+                break
+        out[k] = candidate
     return out
 
 
@@ -299,7 +324,7 @@ def combine_replicates(
 ) -> pd.DataFrame:
     """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
     (see the module docstring). The pooled replicate variance of the cells with the same
-    thread count moderates each cell's own (``pooled_by_threads``). ``stages``: key tuple ->
+    batch-size series moderates each cell's own (``pooled_variances``). ``stages``: key tuple ->
     the two-stage checkpoint's record of the cell (``tables.stages.read_records``): its CI
     then uses the first stage's variance (``stats.stein_interval``, ``ci_method``
     ``two-stage``), and ``replicates_planned``, ``replicates_needed``, ``replicates_reason``
@@ -322,7 +347,7 @@ def combine_replicates(
             reps = reps.assign(**{col: None})
     ok = reps[reps["status"] == "ok"]
     groups = {k: g for k, g in ok.groupby(KEY_COLUMNS, sort=False)}
-    pooled = pooled_by_threads(
+    pooled = pooled_variances(
         {k: g["latency_median_ms"].to_numpy() / 1000.0 for k, g in groups.items()}
     )
     clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
@@ -355,7 +380,7 @@ def combine_replicates(
                 meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
             )
         ]
-        c = stats.combine_replicates(meds, wv, pooled[good["threads"].iloc[0]])
+        c = stats.combine_replicates(meds, wv, pooled[key])
         stage = (stages or {}).get(key)
         if stage is not None:
             row.update(

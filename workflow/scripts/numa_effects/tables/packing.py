@@ -434,8 +434,8 @@ def pooled_by_kind(results: dict) -> dict:
     """{"fat"|"plan": (pooled variance of ln-medians, df)}: the process-level variance pooled
     over the fat instances of the table and, apart, over its plans (every candidate), so a
     configuration with 2 replicates gets a usable two-level CI. Apart, as cells.csv pools per
-    thread count (``tidy.pooled_by_threads``): the fat instance uses every core of its budget
-    and its processes vary more than those of small instances do."""
+    batch-size series (``tables.cells.pooled_variances``): the fat instance uses every core of
+    its budget and its processes vary more than those of small instances do."""
     groups: dict[str, list] = {"fat": [], "plan": []}
     for res in results.values():
         if res.get("status") != "ok":

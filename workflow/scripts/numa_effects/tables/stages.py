@@ -5,9 +5,8 @@ After the first stage (``replicates`` processes of every cell) the checkpoint jo
 results (``first_stage``) and ``decide`` gives every cell its number of replicates in all:
 
 1. the cell's first-stage log variance and degrees of freedom are the two-level ones of the
-   tables (``stats.combine_replicates``: its own replicates moderated with the pool of the
-   cells with the same thread count, ``tables.cells.pooled_by_threads``), over the first stage
-   only;
+   tables (``stats.combine_replicates``: its own replicates moderated with the pool of its
+   batch-size series, ``tables.cells.pooled_variances``), over the first stage only;
 2. from that variance alone, Stein's rule gives the replicates the cell needs for a CI
    half-width within the target (``stats.stein_replicates``), at most ``cap``;
 3. every cell of a comparison group (``grid.comparison_group``: a placement, its baseline and
@@ -33,7 +32,7 @@ from numa_effects import stats
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import stages as plan_stages
-from numa_effects.tables.cells import KEY_COLUMNS, cell_row, pooled_by_threads
+from numa_effects.tables.cells import KEY_COLUMNS, cell_row, pooled_variances
 
 UNCAPPED = 10**6
 
@@ -63,10 +62,10 @@ def decide(medians: dict, settings: dict) -> list[dict]:
     result; ``settings``: ``plan.stages.settings``."""
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
-    pooled = pooled_by_threads({_tuple(k): m for k, m in measured.items()})
+    pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
     first = {}
     for key, meds in measured.items():
-        c = stats.combine_replicates(meds, (), pooled[key.threads])
+        c = stats.combine_replicates(meds, (), pooled[_tuple(key)])
         log_var, df = c["log_var"], int(c["ci_df"])
         if not (log_var == log_var and df >= 1):
             continue  # nothing measures the spread (one replicate, no pool): as if unmeasured
