@@ -108,6 +108,141 @@ def test_decide_gives_a_group_its_noisiest_cells_count_and_says_why():
     assert "4 more processes" in line and "1 cap" in line and "1 group" in line
 
 
+def _simulated_rounds(rng, keys, shared_sd: float, own_sd: dict, rounds: int) -> dict:
+    """CellKey -> {round: median}: each round of a comparison group (one thread count and batch
+    size) shares a drift both adjacent processes see, N(0, shared_sd) on the log scale, plus
+    each process's own noise, N(0, own_sd[opt]); TorchScript 20 % faster than eager."""
+    true = {"none": 0.1, "script": 0.08}
+    drift = {
+        g: rng.normal(0.0, shared_sd, rounds) for g in {grid_mod.comparison_group(k) for k in keys}
+    }
+    return {
+        k: {
+            r + 1: true[k.opt]
+            * math.exp(drift[grid_mod.comparison_group(k)][r] + rng.normal(0.0, own_sd[k.opt]))
+            for r in range(rounds)
+        }
+        for k in keys
+    }
+
+
+def test_the_first_stage_says_which_comparisons_keep_whole_rounds():
+    """``pairing`` runs the tables' own test (``compare.paired_choice``) on the first stage's two
+    rounds: where adjacent processes share a drift (4 % between rounds, 0.5 % their own) it keeps
+    whole rounds for eager vs TorchScript at both thread counts in >= 90 % of 300 simulated
+    first stages; where they share nothing (3 % own noise) in at most 12 % (the F test's level
+    is 5 %). Then ``decide`` gives a quiet eager cell its noisy partner's count only where the
+    pairing pays."""
+    rng = np.random.default_rng(7)
+    keys = _keys()
+    kept = {"shared": 0, "independent": 0}
+    sims = 300
+    for _ in range(sims):
+        for case, shared, own in (("shared", 0.04, 0.005), ("independent", 0.0, 0.03)):
+            pairs = stages.pairing(
+                _simulated_rounds(rng, keys, shared, {"none": own, "script": own}, 2)
+            )
+            assert [(p["threads"], p["axis"], p["comparisons"]) for p in pairs] == [
+                (1, "opt", 4),
+                (2, "opt", 4),
+            ]
+            kept[case] += sum(p["paired"] for p in pairs)
+    assert kept["shared"] / (2 * sims) >= 0.90, kept
+    assert kept["independent"] / (2 * sims) <= 0.12, kept
+
+    quiet, noisy = {1: 0.100, 2: 0.1001}, {1: 0.080, 2: 0.0848}
+    # t1: eager quiet at batch 1 and 4, TorchScript noisy at batch 1
+    first = {keys[0]: quiet, keys[1]: noisy, keys[2]: quiet, keys[3]: {1: 0.080, 2: 0.0801}}
+    settings = {"first_stage": 2, "target_pct": 5.0, "cap": 4}
+    for paired in (True, False):
+        pairs = [
+            {"threads": 1, "axis": "opt", "paired": paired, "correlation": 0.5, "comparisons": 2}
+        ]
+        recs = {
+            grid_mod.CellKey.from_record(r): r
+            for r in stages.decide(stages.round_order(first), settings, pairs)
+        }
+        script_n = recs[keys[1]]["replicates"]
+        assert script_n > 2 and recs[keys[1]]["reason"] in (plan_stages.CAP, plan_stages.TARGET)
+        assert recs[keys[0]]["needed"] == 2
+        want = (script_n, plan_stages.GROUP) if paired else (2, plan_stages.FIRST_STAGE)
+        assert (recs[keys[0]]["replicates"], recs[keys[0]]["reason"]) == want
+        line = stages.summary_line(list(recs.values()), settings, pairs)
+        assert ("whole rounds for opt at 1 thread" in line) == paired
+        assert ("not for opt at 1 thread" in line) == (not paired)
+
+
+def _speedup_intervals(rng, shared_sd: float, own_sd: dict, runs: int) -> dict:
+    """``runs`` simulated two-stage runs of ``_keys()``' 16 cells (``_simulated_rounds``),
+    target +-3 %, cap 6, through the whole path of a comparison: ``pairing`` on the first stage,
+    ``decide``, then the tables' rule on all rounds -- the paired interval where
+    ``compare.paired_choice`` takes it and both cells kept the same rounds, else the two cells'
+    two-stage intervals combined. Returns the coverage of the true speedup, the paired and the
+    independent interval's log widths where the paired one was used, and the processes run vs
+    under the rule that keeps every comparison's rounds whole (``decide``'s ``pairs=None``)."""
+    from numa_effects.tables import compare
+
+    keys = _keys()
+    settings = {"first_stage": 2, "target_pct": 3.0, "cap": 6}
+    truth = math.log(0.08 / 0.1)
+    hit = total = processes = whole = 0
+    widths: dict = {"paired": [], "independent": []}
+    for _ in range(runs):
+        every = _simulated_rounds(rng, keys, shared_sd, own_sd, settings["cap"])
+        first = stages.round_order({k: {r: v[r] for r in (1, 2)} for k, v in every.items()})
+        pairs = stages.pairing({k: {r: v[r] for r in (1, 2)} for k, v in every.items()})
+        recs = {grid_mod.CellKey.from_record(r): r for r in stages.decide(first, settings, pairs)}
+        processes += sum(r["replicates"] for r in recs.values())
+        whole += sum(r["replicates"] for r in stages.decide(first, settings))
+        final = {
+            k: {r: v[r] for r in range(1, recs[k]["replicates"] + 1)} for k, v in every.items()
+        }
+        for t in (1, 2):
+            comps = [(b, c) for b, c in zip(keys[0::2], keys[1::2], strict=True) if b.threads == t]
+            use, pool, _ = compare.paired_choice([(final[b], final[c]) for b, c in comps])
+            for b, c in comps:
+                ci = {}
+                for k in (b, c):
+                    rec = recs[k]
+                    _, lo, hi = stats.stein_interval(
+                        list(final[k].values()), rec["log_var"], rec["df"]
+                    )
+                    ci[k] = (lo, hi, rec["df"])
+                lo, hi = np.log(stats.two_level_ratio_ci(ci[b], ci[c]))
+                if use and set(final[b]) == set(final[c]):
+                    widths["independent"].append(hi - lo)
+                    p = stats.paired_ratio_ci(stats.paired_log_ratios(final[b], final[c]), pool)
+                    lo, hi = math.log(p["ci_low"]), math.log(p["ci_high"])
+                    widths["paired"].append(hi - lo)
+                hit += lo <= truth <= hi
+                total += 1
+    return {
+        "coverage": hit / total,
+        "comparisons": total,
+        "widths": widths,
+        "processes": processes / whole,
+    }
+
+
+def test_the_speedups_interval_covers_whether_or_not_the_first_stage_pairs_rounds():
+    """400 simulated runs each (eager vs TorchScript, true speedup 1.25; see
+    ``_speedup_intervals``). Adjacent processes sharing a 4 % drift between rounds (own noise
+    1 % and 2.5 %): the first stage keeps whole rounds, the paired interval is used for most
+    comparisons, covers >= 93 % and is under 0.7 x as wide as the independent one on the same
+    data. Processes sharing nothing (own noise 0.5 % and 3 %): the pairing is dropped, eager
+    stops at its own count, the run takes under 0.8 x the processes of the rule that keeps
+    every comparison's rounds whole, and the (independent) interval still covers >= 93 %."""
+    rng = np.random.default_rng(11)
+    shared = _speedup_intervals(rng, 0.04, {"none": 0.01, "script": 0.025}, 400)
+    assert shared["coverage"] >= 0.93, shared["coverage"]
+    assert len(shared["widths"]["paired"]) > shared["comparisons"] / 2
+    paired, independent = (np.median(shared["widths"][m]) for m in ("paired", "independent"))
+    assert paired < 0.7 * independent, (paired, independent)
+    alone = _speedup_intervals(rng, 0.0, {"none": 0.005, "script": 0.03}, 400)
+    assert alone["coverage"] >= 0.93, alone["coverage"]
+    assert alone["processes"] < 0.8, alone["processes"]
+
+
 def _fixture_cells(tmp_path: Path) -> dict:
     """The five real replicates per cell of tests/fixtures/cells_replicates (quiet Xeon), each
     file as a replicate of its cell: {CellKey: [path of replicate 1, ..., 5]}."""

@@ -45,6 +45,14 @@ def test_the_checkpoint_adds_replicates_up_to_the_cap_round_by_round(run):
     # the checkpoint said what it decided
     more = len(_cells())  # one more per cell: from the first stage of 2 to the cap of 3
     assert f"two-stage replicates (target +-0.01 %, cap 3): {more} more processes" in proc.stderr
+    # ... and, per thread count, whether eager vs TorchScript kept whole rounds (both at the cap
+    # here either way), from the first stage's own rounds
+    pairing = json.loads(counts_file.read_text())["pairing"]
+    threads = sorted({k.threads for k in _cells()})
+    assert [(p["threads"], p["axis"]) for p in pairing] == [(t, "opt") for t in threads]
+    for p in pairing:
+        said = "whole rounds for" if p["paired"] else "not for"
+        assert f"{said} opt at {p['threads']} thread" in proc.stderr
     data = [json.loads(p.read_text()) for p in (results / "cells").rglob("r*.json")]
     started = {
         r: [d["provenance"]["launcher_started_at"] for d in data if d["replicate"] == r]

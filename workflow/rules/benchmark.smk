@@ -26,9 +26,10 @@ rule cell:
 
 
 # Replicates where the noise is (config key two_stage): after the first stage, one checkpoint
-# gives every comparison group the replicates its noisiest cell needs for the target CI, at
-# most the cap (Stein's rule, numa_effects.tables.stages); the further replicates are the same
-# `cell` jobs, asked for by replicate_outputs (common.smk) once it has run.
+# gives every cell the replicates it needs for the target CI, at most the cap (Stein's rule),
+# and cells compared side by side the larger count where the first stage shows that pairing pays
+# (numa_effects.tables.stages); the further replicates are the same `cell` jobs, asked for by
+# replicate_outputs (common.smk) once it has run.
 if PLAN.two_stage:
 
     checkpoint replicates:

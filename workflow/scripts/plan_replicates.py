@@ -7,9 +7,11 @@ from numa_effects.tables import stages
 
 sm = snakemake  # noqa: F821
 settings = sm.params.settings
-records = stages.decide(stages.first_stage(sm.input.cells), settings)
-stages.write(sm.output[0], settings, records)
-line = stages.summary_line(records, settings)
+rounds = stages.first_stage_rounds(sm.input.cells)
+pairs = stages.pairing(rounds)
+records = stages.decide(stages.round_order(rounds), settings, pairs)
+stages.write(sm.output[0], settings, records, pairs)
+line = stages.summary_line(records, settings, pairs)
 print(line, file=sys.stderr)
 with open(sm.log[0], "w") as log:
     print(line, file=log)

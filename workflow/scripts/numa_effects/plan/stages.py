@@ -25,13 +25,16 @@ PREFIX = "replicates-"
 FIRST_STAGE = "first stage"  # the first stage's spread already meets the target
 TARGET = "target"  # Stein's N for the target, between the first stage and the cap
 CAP = "cap"  # the target needed more than the cap allows
-GROUP = "group"  # a cell of its comparison group needed more: the group keeps whole rounds
+GROUP = "group"  # a cell it is compared with needed more, and their comparison pairs rounds
 UNMEASURED = "unmeasured"  # no first-stage replicate measured (failed, contended): none added
 REASONS = {
     FIRST_STAGE: "the first stage's spread already met the target",
     TARGET: "as many as the target needs (Stein's rule on the first stage's variance)",
     CAP: "the target needed more than two_stage.cap allows",
-    GROUP: "another cell of its comparison group needed more (the group keeps whole rounds)",
+    GROUP: (
+        "a cell it is compared with needed more, and the first stage showed that their"
+        " comparison pays for whole rounds (adjacent processes share noise)"
+    ),
     UNMEASURED: "no first-stage replicate was measured, so none was added",
 }
 

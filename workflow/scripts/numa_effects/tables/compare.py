@@ -68,6 +68,18 @@ from numa_effects.plan.grid import KEYS
 
 EAGER = "none"  # the optimization every other one is compared against (opt_speedup.csv)
 
+
+def eager_baseline(opt: str) -> str | None:
+    """The baseline of an optimization in opt_speedup.csv: eager (None: it is eager)."""
+    return None if opt == EAGER else EAGER
+
+
+# The comparisons whose two cells run side by side in every round (plan.grid.job_order), by the
+# axis each varies -> the baseline of a value (None: it is one). The degradation and opt-speedup
+# tables pair their cells by it, and the two-stage checkpoint keeps whole rounds only for the
+# comparisons its first stage shows to pay for it (tables.stages.pairing).
+PAIRED: dict[str, Callable] = {"placement": placement_mod.baseline_of, "opt": eager_baseline}
+
 DEGRADATION_COLUMNS = [
     *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
@@ -300,7 +312,7 @@ def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
 
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
-    p = _pairs(cells, samples, "placement", placement_mod.baseline_of, paired=True)
+    p = _pairs(cells, samples, "placement", PAIRED["placement"], paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
@@ -330,7 +342,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
 
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
-    p = _pairs(cells, samples, "opt", lambda opt: None if opt == EAGER else EAGER, paired=True)
+    p = _pairs(cells, samples, "opt", PAIRED["opt"], paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {

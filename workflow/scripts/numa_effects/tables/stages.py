@@ -9,11 +9,16 @@ results (``first_stage``) and ``decide`` gives every cell its number of replicat
    batch-size series, ``tables.cells.pooled_variances``), over the first stage only;
 2. from that variance alone, Stein's rule gives the replicates the cell needs for a CI
    half-width within the target (``stats.stein_replicates``), at most ``cap``;
-3. every cell of a comparison group (``grid.comparison_group``: a placement, its baseline and
-   every optimization at one model, thread count, batch size and allocator) takes the most
-   any of them needs, so the group keeps whole rounds in ABBA order and the paired
-   comparisons (``tables.compare``) keep every round. More replicates than Stein's N only
-   narrow the interval: coverage holds (tests/test_stages.py simulates this very function).
+3. the two cells of a comparison that pays for pairing take the most either needs, and so on
+   through every such comparison they are in, so those cells keep whole rounds in ABBA order
+   and their paired interval (``tables.compare``) keeps every round. Which comparisons pay is
+   the first stage's own answer (``pairing``): per thread count and compared axis
+   (``compare.PAIRED``: a placement vs its baseline, an optimization vs eager), the very test
+   the tables use (``compare.paired_choice``: do adjacent processes share noise?). Where they do
+   not, the tables would use the independent two-level interval anyway, and every cell takes
+   its own N: an eager cell does not run bf16's count for a pairing nobody uses. More
+   replicates than Stein's N only narrow the interval: coverage holds either way
+   (tests/test_stages.py simulates this very function).
 
 The tables then combine a cell's replicates with the first stage's variance
 (``tables.cells.combine_replicates`` with these records: ``ci_method`` ``two-stage``), never
@@ -24,6 +29,7 @@ is combined as usual.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Iterable
@@ -32,6 +38,7 @@ from numa_effects import stats
 from numa_effects.measure import result as cellresult
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import stages as plan_stages
+from numa_effects.tables import compare
 from numa_effects.tables.cells import KEY_COLUMNS, cell_row, pooled_variances
 
 UNCAPPED = 10**6
@@ -41,25 +48,94 @@ def _tuple(key) -> tuple:
     return tuple(getattr(key, c) for c in KEY_COLUMNS)
 
 
-def first_stage(paths: Iterable[str]) -> dict:
-    """CellKey -> the medians (s) of its measured first-stage replicates ([] when none)."""
+def first_stage_rounds(paths: Iterable[str]) -> dict:
+    """CellKey -> {replicate (its round): median (s)} of its measured first-stage replicates
+    ({} when none)."""
     out: dict = {}
     for path in paths:
         row = cell_row(cellresult.read(path), str(path))
         key = grid_mod.CellKey.from_record(row)
-        meds = out.setdefault(key, [])
+        meds = out.setdefault(key, {})
         med = row.get("latency_median_ms")
         if row.get("status") == "ok" and med is not None and med == med:
-            meds.append(float(med) / 1000.0)
+            meds[int(row["replicate"])] = float(med) / 1000.0
     return out
 
 
-def decide(medians: dict, settings: dict) -> list[dict]:
+def round_order(rounds: dict) -> dict:
+    """``first_stage_rounds``' result as ``decide`` takes it: CellKey -> the medians in round
+    order."""
+    return {k: [r[i] for i in sorted(r)] for k, r in rounds.items()}
+
+
+def first_stage(paths: Iterable[str]) -> dict:
+    """CellKey -> the medians (s) of its measured first-stage replicates in round order ([] when
+    none)."""
+    return round_order(first_stage_rounds(paths))
+
+
+def _partners(key, keys) -> Iterable[tuple[str, object]]:
+    """(axis, the cell it is compared with) for every paired comparison of ``key`` in ``keys``."""
+    for axis, baseline_of in compare.PAIRED.items():
+        base = baseline_of(getattr(key, axis))
+        if base is not None:
+            other = dataclasses.replace(key, **{axis: base})
+            if other in keys:
+                yield axis, other
+
+
+def pairing(rounds: dict) -> list[dict]:
+    """Whether each kind of comparison pays for whole rounds, from the first stage
+    (``first_stage_rounds``): one record per thread count and compared axis with two cells to
+    pair -- ``threads``, ``axis``, ``paired`` (``compare.paired_choice``: the pooled variance of
+    the per-round log ratios clearly below two independent cells'), ``correlation`` of adjacent
+    processes and the number of ``comparisons``."""
+    by: dict = {}
+    for key, reps in rounds.items():
+        for axis, other in _partners(key, rounds):
+            if set(reps) & set(rounds[other]):
+                by.setdefault((key.threads, axis), []).append((rounds[other], reps))
+    out = []
+    for (threads, axis), pairs in sorted(by.items()):
+        use, _pool, rho = compare.paired_choice(pairs)
+        out.append(
+            {
+                "threads": threads,
+                "axis": axis,
+                "paired": bool(use),
+                "correlation": None if rho != rho else round(float(rho), 4),
+                "comparisons": len(pairs),
+            }
+        )
+    return out
+
+
+def _linked(keys, pairs: list[dict] | None) -> dict:
+    """Cell -> a representative of the cells it must keep whole rounds with: linked through
+    the comparisons that ``pairs`` (``pairing``) says pay (None: every comparison)."""
+    pays = None if pairs is None else {(p["threads"], p["axis"]) for p in pairs if p["paired"]}
+    parent = {k: k for k in keys}
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for key in keys:
+        for axis, other in _partners(key, parent):
+            if pays is None or (key.threads, axis) in pays:
+                parent[root(key)] = root(other)
+    return {k: root(k) for k in keys}
+
+
+def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> list[dict]:
     """One record per cell (sorted by key): its key fields, ``replicates`` (in all),
     ``needed`` (Stein's N without the cap), ``reason`` (``plan.stages.REASONS``), and the first
     stage's ``measured`` replicates, ``log_var``, ``df``, ``sd_pct`` and the CI half-width the
     planned replicates promise (``expected_halfwidth_pct``). ``medians``: ``first_stage``'s
-    result; ``settings``: ``plan.stages.settings``."""
+    result; ``settings``: ``plan.stages.settings``; ``pairs``: ``pairing``'s result, the
+    comparisons whose cells keep whole rounds (None: all of them)."""
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
     pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
@@ -71,9 +147,10 @@ def decide(medians: dict, settings: dict) -> list[dict]:
             continue  # nothing measures the spread (one replicate, no pool): as if unmeasured
         need = stats.stein_replicates(log_var, df, target, r0, UNCAPPED)
         first[key] = (len(meds), log_var, df, need, min(need, cap), c["replicate_sd_pct"])
+    linked = _linked(list(medians), pairs)
     group_n: dict = {}
     for key, (*_, own, _sd) in first.items():
-        g = grid_mod.comparison_group(key)
+        g = linked[key]
         group_n[g] = max(group_n.get(g, r0), own)
     records = []
     for key in sorted(medians):
@@ -92,7 +169,7 @@ def decide(medians: dict, settings: dict) -> list[dict]:
             records.append(rec)
             continue
         n_ok, log_var, df, need, own, sd = first[key]
-        n = group_n[grid_mod.comparison_group(key)]
+        n = group_n[linked[key]]
         if need > cap:
             reason = plan_stages.CAP
         elif n > own:
@@ -115,8 +192,10 @@ def decide(medians: dict, settings: dict) -> list[dict]:
     return records
 
 
-def write(output: str | os.PathLike, settings: dict, records: list[dict]) -> None:
-    plan_stages.write(output, {"settings": settings, "cells": records})
+def write(
+    output: str | os.PathLike, settings: dict, records: list[dict], pairs: list[dict] | None = None
+) -> None:
+    plan_stages.write(output, {"settings": settings, "pairing": pairs, "cells": records})
 
 
 def read_records(file: str | os.PathLike) -> dict:
@@ -124,9 +203,26 @@ def read_records(file: str | os.PathLike) -> dict:
     return {_tuple(grid_mod.CellKey.from_record(r)): r for r in plan_stages.load(file)}
 
 
-def summary_line(records: list[dict], settings: dict) -> str:
+def pairing_text(pairs: list[dict]) -> str:
+    """'whole rounds for opt at 2 threads (r = 0.81); not for opt at 1 thread (r = -0.27)' from
+    ``pairing``'s records (r: the adjacent processes' correlation)."""
+
+    def one(p):
+        rho = "n/a" if p["correlation"] is None else f"{p['correlation']:.2f}"
+        t = p["threads"]
+        return f"{p['axis']} at {t} thread{'s' * (t != 1)} (r = {rho})"
+
+    yes = [one(p) for p in pairs if p["paired"]]
+    no = [one(p) for p in pairs if not p["paired"]]
+    parts = [f"whole rounds for {', '.join(yes)}"] if yes else []
+    parts += [f"not for {', '.join(no)}"] if no else []
+    return "; ".join(parts)
+
+
+def summary_line(records: list[dict], settings: dict, pairs: list[dict] | None = None) -> str:
     """One line on what the checkpoint decided, e.g. ``two-stage replicates (target +-5 %,
-    cap 4): 6 more processes; 10 cells stopped at the first stage, 2 target, 4 cap``."""
+    cap 4): 6 more processes; 10 cells stopped at the first stage, 2 target, 4 cap``, and,
+    given ``pairing``'s records, which comparisons kept whole rounds."""
     r0 = settings["first_stage"]
     more = sum(r["replicates"] - r0 for r in records)
     counts: dict = {}
@@ -136,7 +232,7 @@ def summary_line(records: list[dict], settings: dict) -> str:
     return (
         f"two-stage replicates (target +-{settings['target_pct']:g} %, cap {settings['cap']}): "
         f"{more} more process{'es' * (more != 1)} after the first stage of {r0}; "
-        f"cells by reason: {why or 'none'}"
+        f"cells by reason: {why or 'none'}" + (f"; {pairing_text(pairs)}" if pairs else "")
     )
 
 
