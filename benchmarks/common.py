@@ -148,6 +148,17 @@ _JOBID = re.compile(r"^\s+jobid: (\d+)$")
 _DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 
+def replicate_records(results: Path) -> list[dict]:
+    """Every replicate's result of a pipeline run (``cells/**/r*.json``), in path order."""
+    return [json.loads(p.read_text()) for p in sorted((results / "cells").rglob("r*.json"))]
+
+
+def process_span_s(provenance: dict) -> float:
+    """A replicate's processes' whole life: from its launcher's start to its result."""
+    start = datetime.fromisoformat(provenance["launcher_started_at"])
+    return (datetime.fromisoformat(provenance["finished_at"]) - start).total_seconds()
+
+
 def job_times(log: Path) -> pd.DataFrame:
     """Start and end (1 s resolution) of every job in a Snakemake log: jobid, rule, seconds."""
     starts, ends, rules = {}, {}, {}

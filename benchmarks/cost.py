@@ -18,14 +18,21 @@ adaptive median used to read low: ``bias``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from datetime import datetime
-from pathlib import Path
 
 import pandas as pd
 
-from .common import FIXED, KEYS, Context, covered_seconds, job_times, pipeline, show
+from .common import (
+    FIXED,
+    KEYS,
+    Context,
+    covered_seconds,
+    job_times,
+    pipeline,
+    process_span_s,
+    replicate_records,
+    show,
+)
 from .judge import against_ci, share
 
 NAME = "cost"
@@ -83,22 +90,15 @@ def like_for_like_s(default_jobs: pd.DataFrame, fixed_jobs: pd.DataFrame) -> tup
     return covered_seconds(default_jobs[default_jobs["rule"].isin(rules)]), rules
 
 
-def records(results: Path) -> list[dict]:
-    """Every replicate's result of a pipeline run (``cells/**/r*.json``)."""
-    return [json.loads(p.read_text()) for p in sorted((results / "cells").rglob("r*.json"))]
-
-
 def process_seconds(results: Iterable[dict]) -> pd.DataFrame:
     """Per cell (``KEYS``): ``processes`` and ``process_s``, the seconds from each replicate's
     launcher start to its result (``provenance``) summed over the cell's replicates -- its
     processes' whole life, warm-up, compilation and torch's import included, Snakemake's job
     around them not."""
-    rows = []
-    for rec in results:
-        p = rec["provenance"]
-        start = datetime.fromisoformat(p["launcher_started_at"])
-        seconds = (datetime.fromisoformat(p["finished_at"]) - start).total_seconds()
-        rows.append({**{k: rec["cell"][k] for k in KEYS}, "process_s": seconds})
+    rows = [
+        {**{k: rec["cell"][k] for k in KEYS}, "process_s": process_span_s(rec["provenance"])}
+        for rec in results
+    ]
     df = pd.DataFrame(rows, columns=[*KEYS, "process_s"])
     return (
         df.groupby(KEYS, as_index=False)
@@ -121,7 +121,7 @@ def run(ctx: Context) -> pd.DataFrame:
     df["timed_ratio"] = df["adaptive_timed_s"] / df["fixed_timed_s"]
     df["measure_ratio"] = df["adaptive_measure_s"] / df["fixed_measure_s"]
     procs = [
-        process_seconds(records(side.results))
+        process_seconds(replicate_records(side.results))
         .add_prefix(f"{name}_")
         .rename(columns={f"{name}_{k}": k for k in KEYS})
         for name, side in (("adaptive", adaptive), ("fixed", fixed))

@@ -15,7 +15,16 @@ from datetime import datetime
 
 import pandas as pd
 
-from .common import KEYS, Context, covered_seconds, job_times, pipeline, show
+from .common import (
+    KEYS,
+    Context,
+    covered_seconds,
+    job_times,
+    pipeline,
+    process_span_s,
+    replicate_records,
+    show,
+)
 
 NAME = "overhead"
 GOAL_PCT = 15.0
@@ -27,16 +36,13 @@ def _ts(s: str) -> datetime:
 
 
 def _cells(run) -> pd.DataFrame:
-    import json
-
     rows = []
-    for path in sorted(run.results.joinpath("cells").rglob("r*.json")):  # every replicate
-        d = json.loads(path.read_text())
+    for d in replicate_records(run.results):  # every replicate
         if d.get("status") != "ok":
             continue
         row = {**d["cell"], "replicate": d.get("replicate", 1)}
         m, prov = d["measurement"], d["provenance"]
-        span = (_ts(prov["finished_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
+        span = process_span_s(prov)
         start = (_ts(prov["started_at"]) - _ts(prov["launcher_started_at"])).total_seconds()
         warm = m["warmup_total_s"] - m["first_call_s"] if m["warmup_iterations"] else 0.0
         imp = m.get("import_s") or 0.0

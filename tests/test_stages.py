@@ -189,8 +189,8 @@ def _speedup_intervals(rng, shared_sd: float, own_sd: dict, runs: int) -> dict:
     widths: dict = {"paired": [], "independent": []}
     for _ in range(runs):
         every = _simulated_rounds(rng, keys, shared_sd, own_sd, settings["cap"])
-        first = stages.round_order({k: {r: v[r] for r in (1, 2)} for k, v in every.items()})
-        pairs = stages.pairing({k: {r: v[r] for r in (1, 2)} for k, v in every.items()})
+        rounds = {k: {r: v[r] for r in (1, 2)} for k, v in every.items()}
+        first, pairs = stages.round_order(rounds), stages.pairing(rounds)
         recs = {grid_mod.CellKey.from_record(r): r for r in stages.decide(first, settings, pairs)}
         processes += sum(r["replicates"] for r in recs.values())
         whole += sum(r["replicates"] for r in stages.decide(first, settings))
