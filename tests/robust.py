@@ -76,9 +76,18 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
+def parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def cell_processes(root: Path) -> dict[str, int]:
     """{spec file name: pid} of the pinned cell processes (python, after numactl's exec)
-    whose spec lies under ``root``."""
+    whose spec lies under ``root``. A child the cell forks or vforks shows the cell's command
+    line until it execs (a library's helper); it is not the cell, and killing it instead of
+    the cell would test nothing, so a match whose parent matches too is left out."""
     found = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -88,6 +97,9 @@ def cell_processes(root: Path) -> dict[str, int]:
             continue
         if "numactl" in Path(argv[0]).name:
             continue  # not exec'd into python yet
+        ppid = parent(int(d.name))
+        if ppid is None or argv == cmdline(ppid):
+            continue  # gone, or a cell's not yet exec'd child
         spec = argv[argv.index("--spec") + 1]
         if spec.startswith(str(root)):
             found[spec] = int(d.name)

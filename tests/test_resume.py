@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -107,7 +109,7 @@ def test_kill_9_of_a_running_cell_reruns_it_from_scratch(tmp_path):
         os.kill(pid, signal.SIGKILL)
     rc, out = robust.finish(proc)
     # An interruption, not a failure of the cell: no result, the job fails, the run stops.
-    assert rc != 0
+    assert rc != 0, f"killed {running}, yet the run succeeded:\n{out[-4000:]}"
     assert "the cell process was killed by SIGKILL from outside" in out
     for spec in running:
         assert not result_of(spec).exists()
@@ -333,3 +335,28 @@ def test_another_spelling_of_the_results_folder_changes_nothing(complete):
     _, work, cfg = complete
     for spelling in (f"{work}/results/", f"{work}/./results", f"{work}//results"):
         assert planned(complete, cfg={**cfg, "results": spelling}) == {}, spelling
+
+
+def test_a_cells_unexeced_child_is_not_taken_for_the_cell(tmp_path):
+    """A cell's library may fork or vfork a helper (torch's import runs `ldconfig -p`); until
+    it execs, the child shows the cell's command line. The kill tests must kill the cell, not
+    that child (CI, 2026-12-03: a killed helper left the cell running to a clean result)."""
+    spec = str(tmp_path / "r1.spec.json")
+    code = "import os, time\nos.fork()\ntime.sleep(60)"  # parent and child both sleep
+    argv = [sys.executable, "-c", code, "numa_effects.measure.cell", "--spec", spec]
+
+    def cell_and_child():
+        pids = [int(q.name) for q in Path("/proc").iterdir() if q.name.isdigit()]
+        same = sorted(p for p in pids if robust.cmdline(p)[: len(argv)] == argv)
+        return same if len(same) == 2 else None
+
+    cell = subprocess.Popen(argv)
+    try:
+        pids = robust.wait_for(cell_and_child, 30, what="the cell and its forked child")
+        child = next(p for p in pids if p != cell.pid)
+        assert robust.parent(child) == cell.pid
+        assert robust.cell_processes(tmp_path) == {spec: cell.pid}
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(cell.pid)], check=False)
+        cell.kill()
+        cell.wait()

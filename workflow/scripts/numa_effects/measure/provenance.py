@@ -119,7 +119,6 @@ def mempolicy() -> dict:
     Returns {"mode": "bind", "nodes": [0]} or {"mode": "unknown", "error": ...}.
     """
     import ctypes
-    import ctypes.util
 
     nr = _SYS_GET_MEMPOLICY.get(platform.machine())
     if nr is None:
@@ -127,7 +126,9 @@ def mempolicy() -> dict:
             "mode": "unknown",
             "error": f"no get_mempolicy syscall number for {platform.machine()}",
         }
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    # The process's own symbols (libc's among them): ctypes.util.find_library would run
+    # `ldconfig -p` in a child, 4 forks per cell process for nothing.
+    libc = ctypes.CDLL(None, use_errno=True)
     mode = ctypes.c_int(0)
     maxnode = 1024
     mask = (ctypes.c_ulong * (maxnode // (8 * ctypes.sizeof(ctypes.c_ulong))))()
