@@ -2,7 +2,10 @@
 the config defaults (adaptive, ``replicates`` processes per cell) and with PackRat's fixed
 10 + 100 iterations in one process per cell; per cell and in total, timed inference seconds,
 warm-up seconds, the CI half-width, and whether the fixed run's median lies inside the
-default run's two-level CI (``fixed_inside_ci``).
+default run's two-level CI (``fixed_inside_ci``) and inside the interval one more process of
+the default run falls in with 95 % (``fixed_inside_pi``; ``judge``: the CI is the mean's, the
+fixed median is one process, so even a pipeline measuring exactly what the fixed protocol does
+puts it inside the CI less often, 75 - 84 % at 2 - 4 replicates and 3 degrees of freedom).
 
 Goals: wall time of the default run <= 0.5 x the fixed run's cell measurement (its tables); the
 fixed median inside the CI on >= 90 % of cells. The wall is given twice: the whole default run
@@ -33,7 +36,7 @@ from .common import (
     replicate_records,
     show,
 )
-from .judge import against_ci, share
+from .judge import against_ci, agreement_line, share
 
 NAME = "cost"
 GOAL_WALL_RATIO = 0.5
@@ -115,8 +118,11 @@ def run(ctx: Context) -> pd.DataFrame:
         side["threads"] = side["threads"].astype(int)
         side["batch_size"] = side["batch_size"].astype(int)
     df = a.merge(f, on=KEYS, how="outer")
-    inside = against_ci(adaptive.cells(), fixed.cells())[[*KEYS, "inside_ci", "spread_over_ci"]]
-    df = df.merge(inside.rename(columns={"inside_ci": "fixed_inside_ci"}), on=KEYS, how="left")
+    judged = against_ci(adaptive.cells(), fixed.cells())
+    inside = judged[[*KEYS, "inside_ci", "spread_over_ci", "inside_agreement"]].rename(
+        columns={"inside_ci": "fixed_inside_ci", "inside_agreement": "fixed_inside_pi"}
+    )
+    df = df.merge(inside, on=KEYS, how="left")
     df["median_diff_pct"] = (df["adaptive_median_ms"] / df["fixed_median_ms"] - 1) * 100
     df["timed_ratio"] = df["adaptive_timed_s"] / df["fixed_timed_s"]
     df["measure_ratio"] = df["adaptive_measure_s"] / df["fixed_measure_s"]
@@ -167,6 +173,7 @@ def run(ctx: Context) -> pd.DataFrame:
         f"{share(cells_ok):.0%} (goal >= {GOAL_SHARE:.0%}); default median lower than fixed "
         f"in {lower}/{len(cells_ok)} cells; CI half-width max {total['adaptive_ci_hw_pct']:.2f} %"
     )
+    print(agreement_line(judged, "fixed median"))
     df.attrs["wall_ratio"] = wall
     df.attrs["like_for_like_ratio"] = same
     df.attrs["process_ratio"] = total["process_ratio"]

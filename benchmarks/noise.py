@@ -30,7 +30,8 @@ def run(ctx: Context):
     print(
         f"within +-{GOAL_PCT} %: {int(df['within_goal'].sum())}/{len(df)} = "
         f"{share(df['within_goal']):.0%} (goal >= {GOAL_SHARE:.0%}); outside the quiet CI and "
-        f"not flagged: {int((~df['explained']).sum())} (goal 0); flagged contended or noisy: "
-        f"{int(df['flagged'].sum())}"
+        f"not flagged: {int((~df['explained']).sum())} (goal 0; outside the interval two quiet "
+        f"runs agree within and not flagged: {int((~df['explained_beyond_chance']).sum())}); "
+        f"flagged contended or noisy: {int(df['flagged'].sum())}"
     )
     return df

@@ -45,6 +45,86 @@ def test_second_median_inside_or_outside_the_first_ci():
     assert judge.share(t["inside_ci"]) == pytest.approx(2 / 3)
 
 
+def _simulated_runs(rng, runs, sds, target=0.03, r0=2, cap=4, series=3):
+    """``runs`` pipeline runs of cells in batch-size series of ``series`` cells (one series per
+    SD of ``sds``), each decided by the checkpoint's rule: a first stage of ``r0`` processes, the
+    series' pooled variance, Stein's N up to ``cap``, the Stein interval; plus, per cell, one
+    fixed-protocol process drawn like a replicate. The cells' true medians are 100 ms."""
+    from numa_effects import stats
+
+    rows, fixed = [], []
+    key = 0
+    for _ in range(runs):
+        for sd in sds:
+            first = rng.normal(0.0, sd, (series, r0))
+            var, df = stats.pooled_replicate_var(np.exp(first))
+            for i in range(series):
+                n = stats.stein_replicates(var, df, target, r0, cap)
+                logs = np.concatenate([first[i], rng.normal(0.0, sd, n - r0)])
+                med, lo, hi = stats.stein_interval(0.1 * np.exp(logs), var, df)
+                key += 1
+                cell = {"threads": 1, "batch_size": key, "replicates": n, "ci_df": df}
+                rows.append(
+                    cell
+                    | {
+                        "latency_median_ms": med * 1e3,
+                        "latency_ci_low_ms": lo * 1e3,
+                        "latency_ci_high_ms": hi * 1e3,
+                    }
+                )
+                one = 100.0 * np.exp(rng.normal(0.0, sd))
+                fixed.append(
+                    cell
+                    | {
+                        "replicates": 1,
+                        "ci_df": np.nan,
+                        "latency_median_ms": one,
+                        "latency_ci_low_ms": one * 0.99,  # its own, within-process CI
+                        "latency_ci_high_ms": one * 1.01,
+                    }
+                )
+    base = {"model": "resnet50", "opt": "none", "placement": "sequential", "status": "ok"}
+    return (pd.DataFrame([base | r for r in rows]), pd.DataFrame([base | r for r in fixed]))
+
+
+def test_a_second_measurement_of_the_same_thing_falls_in_the_agreement_interval_not_the_ci():
+    """Simulated with the checkpoint's rule (first stage of 2, series pool, Stein's N, cap 4,
+    target +-3 %; process SDs 1, 2.5 and 4 %): one more process, like the fixed protocol's,
+    lies inside the interval for one more process in 95 % of cells, but inside the CI of the
+    mean in only about four in five, as ``expected_inside_ci`` predicts; a second run's mean
+    lies inside the interval of the difference of two means in 95 %, inside the CI in fewer
+    than 92 % (the replication benchmark's 90 % goal is met only just, by chance)."""
+    rng = np.random.default_rng(23)
+    sds = (0.01, 0.025, 0.04)
+    first, fixed = _simulated_runs(rng, 700, sds)
+    again, _ = _simulated_runs(rng, 700, sds)
+    one = judge.against_ci(first, fixed)
+    assert set(one["agreement"]) == {"one more process"}
+    n = len(one)
+    se = (0.95 * 0.05 / n) ** 0.5
+    assert abs(one["inside_agreement"].mean() - 0.95) < 4 * se
+    assert one["inside_ci"].mean() < 0.85  # the literal goal of 90 % fails a perfect pipeline
+    assert abs(one["inside_ci"].mean() - one["expected_inside_ci"].mean()) < 0.02
+    two = judge.against_ci(first, again)
+    assert set(two["agreement"]) == {"the difference of two means"}
+    assert abs(two["inside_agreement"].mean() - 0.95) < 4 * se
+    assert two["inside_ci"].mean() < 0.92
+    assert abs(two["inside_ci"].mean() - two["expected_inside_ci"].mean()) < 0.02
+
+
+def test_agreement_needs_replicates_in_the_first_run():
+    first = cells([100.0, 100.0], replicates=[1, 4], ci_df=[np.nan, 3])
+    second = cells([104.0, 104.0], replicates=[1, 1])
+    t = judge.against_ci(first, second)
+    # one process in the first: no process level known, the CI is all there is
+    assert not t["inside_agreement"][0] and np.isnan(t["agreement_hw_pct"][0])
+    # 4 replicates at +-3 %: one more process within +-3 % x sqrt(5) = +-6.7 %
+    assert t["inside_agreement"][1] and not t["inside_ci"][1]
+    assert t["agreement_hw_pct"][1] == pytest.approx(np.expm1(np.log(1.03) * 5**0.5) * 100, 0.02)
+    assert "4/" not in judge.agreement_line(t, "fixed median")
+    assert "1/2 = 50%" in judge.agreement_line(t, "fixed median")
+
+
 def test_noise_verdict_requires_every_deviation_to_be_flagged():
     quiet = cells([100.0, 100.0, 100.0], contended=[False] * 3, noisy=[False] * 3)
     loaded = cells(
@@ -54,6 +134,7 @@ def test_noise_verdict_requires_every_deviation_to_be_flagged():
     assert list(v["within_goal"]) == [True, False, False]
     assert list(v["flagged"]) == [False, True, False]
     assert list(v["explained"]) == [True, True, False]  # the third moved 8 % unflagged
+    assert list(v["explained_beyond_chance"]) == [True, True, False]  # no replicates: the CI
 
 
 def test_duty_cycle_plan_and_bounds():
