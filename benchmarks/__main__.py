@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import signal
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,9 @@ def main(argv=None) -> int:
         help="bias: analyse DIR/fixed/samples.csv instead of the cost benchmark's fixed run",
     )
     args = ap.parse_args(argv)
+    # `kill` of the benchmark unwinds like Ctrl-C: the running pipeline's Snakemake is killed
+    # (its cells die with it) and a background load stops (``load.DutyCycleLoad.__exit__``)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     names = args.names or list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
@@ -91,4 +95,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what ran was stopped, nothing is written
+        print(
+            "[bench] interrupted: the running pipeline and any load were stopped", file=sys.stderr
+        )
+        sys.exit(130)

@@ -1,6 +1,7 @@
 """A bounded background load for the ``noise`` benchmark: one busy loop per CPU, pinned, at a
 duty cycle (busy ``duty`` x ``period``, then idle for the rest), that stops by itself after
-``max_seconds`` even if its parent dies (so a crashed benchmark leaves nothing running)."""
+``max_seconds`` in any case, and at once when its parent dies (``PR_SET_PDEATHSIG``: a
+benchmark killed with SIGKILL, whose ``__exit__`` never runs, leaves nothing running)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import subprocess
 import sys
 
 CHILD = """
-import os, sys, time
+import ctypes, os, signal, sys, time
 cpu = int(sys.argv[1])
 duty, period, until = (float(v) for v in sys.argv[2:5])
+ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the benchmark
+if os.getppid() != int(sys.argv[5]):
+    sys.exit(0)  # the benchmark died before the line above
 os.sched_setaffinity(0, {cpu})
 busy = duty * period
 while time.time() < until:
@@ -41,7 +45,7 @@ class DutyCycleLoad:
 
         until = time.time() + self.max_seconds
         for cpu in self.cpus:
-            args = [str(cpu), str(self.duty), str(self.period), str(until)]
+            args = [str(cpu), str(self.duty), str(self.period), str(until), str(os.getpid())]
             self.procs.append(
                 subprocess.Popen([sys.executable, "-c", CHILD, *args], start_new_session=True)
             )

@@ -1,9 +1,13 @@
 """The benchmarks' own logic (benchmarks/judge.py, load.py, bias.py) on small tables; the
 benchmarks themselves run with ``make bench`` (docs/performance.md)."""
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -151,6 +155,53 @@ def test_background_load_stops_by_itself():
         assert [p.wait(timeout=60) for p in ld.procs] == [0]
     finally:
         ld.__exit__(None, None, None)
+
+
+def test_background_load_dies_with_the_benchmark():
+    """A benchmark killed with SIGKILL never runs ``__exit__``: its busy loops die with it
+    (PR_SET_PDEATHSIG) instead of loading the machine until max_seconds."""
+    code = (
+        "import sys, time\n"
+        "from benchmarks import load\n"
+        "ld = load.DutyCycleLoad([0], 0.25, 0.1, max_seconds=600).__enter__()\n"
+        "print(*ld.pids, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    pids: list[int] = []
+    try:
+        pids += [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 1
+
+        def busy(pid):  # the loop runs: it has used CPU time (utime, stime in clock ticks)
+            fields = _stat(pid)
+            return bool(fields) and int(fields[11]) + int(fields[12]) > 0
+
+        deadline = time.monotonic() + 60
+        while not busy(pids[0]):
+            assert time.monotonic() < deadline, "the busy loop never ran"
+            time.sleep(0.05)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _stat(pids[0]) and _stat(pids[0])[0] != "Z":
+            assert time.monotonic() < deadline, "the busy loop outlived the benchmark"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (state first), [] once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
 
 
 def test_cell_cpus_from_planned_cpus():
