@@ -48,8 +48,13 @@ def against_ci(
     ``spread_over_ci``: |difference| / the first's half-width (1 = on the CI's edge), and the
     agreement interval's columns (``agreement``, ``agreement_hw_pct``, ``inside_agreement``,
     ``expected_inside_ci``: the module docstring)."""
-    a = _ok(first)[[*KEYS, *CI_COLUMNS, *_extra(first)]].assign(**_levels(_ok(first), 1))
-    b = _ok(second)[[*KEYS, "latency_median_ms", *_extra(second)]].assign(**_levels(_ok(second), 2))
+    first, second = _ok(first), _ok(second)
+    a = first[[*KEYS, *CI_COLUMNS, *_extra(first)]].assign(
+        h_1=_log_halfwidth(first), n_1=_numeric(first, "replicates"), df_1=_numeric(first, "ci_df")
+    )
+    b = second[[*KEYS, "latency_median_ms", *_extra(second)]].assign(
+        n_2=_numeric(second, "replicates")
+    )
     for df in (a, b):
         df["threads"] = df["threads"].astype(int)
         df["batch_size"] = df["batch_size"].astype(int)
@@ -97,17 +102,16 @@ def expected_inside(df, shrink, confidence: float = 0.95) -> np.ndarray:
     return np.where(ok, 2 * t.cdf(crit * np.where(ok, shrink, 0.0), d) - 1, np.nan)
 
 
-def _levels(cells: pd.DataFrame, side: int) -> dict[str, pd.Series]:
-    """Per cell of one side: its CI's half-width on the log scale, replicates and the CI's
-    degrees of freedom (nan where the table has none)."""
+def _numeric(cells: pd.DataFrame, name: str) -> pd.Series:
+    """The column ``name`` as numbers, nan where the table has none."""
+    if name in cells.columns:
+        return pd.to_numeric(cells[name], errors="coerce")
+    return pd.Series(np.nan, index=cells.index)
 
-    def col(name):
-        if name in cells.columns:
-            return pd.to_numeric(cells[name], errors="coerce")
-        return pd.Series(np.nan, index=cells.index)
 
-    half = np.log(col("latency_ci_high_ms") / col("latency_ci_low_ms")) / 2.0
-    return {f"h_{side}": half, f"n_{side}": col("replicates"), f"df_{side}": col("ci_df")}
+def _log_halfwidth(cells: pd.DataFrame) -> pd.Series:
+    """The CI's half-width on the log scale (the two-level and Stein CIs are symmetric there)."""
+    return np.log(cells["latency_ci_high_ms"] / cells["latency_ci_low_ms"]) / 2.0
 
 
 def agreement_line(t: pd.DataFrame, second: str) -> str:

@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 
+from numa_effects.measure import supervise
+
 CHILD = """
-import ctypes, os, signal, sys, time
+import os, sys, time
 cpu = int(sys.argv[1])
 duty, period, until = (float(v) for v in sys.argv[2:5])
-ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the benchmark
-if os.getppid() != int(sys.argv[5]):
-    sys.exit(0)  # the benchmark died before the line above
 os.sched_setaffinity(0, {cpu})
 busy = duty * period
 while time.time() < until:
@@ -45,9 +44,12 @@ class DutyCycleLoad:
 
         until = time.time() + self.max_seconds
         for cpu in self.cpus:
-            args = [str(cpu), str(self.duty), str(self.period), str(until), str(os.getpid())]
+            args = [str(cpu), str(self.duty), str(self.period), str(until)]
             self.procs.append(
-                subprocess.Popen([sys.executable, "-c", CHILD, *args], start_new_session=True)
+                subprocess.Popen(
+                    [sys.executable, "-c", CHILD, *args],
+                    preexec_fn=supervise.child_setup(os.getpid()),  # own session, dies with us
+                )
             )
         return self
 

@@ -125,15 +125,21 @@ def tiny_config() -> dict:
 
 
 # -- a busy loop pinned to a CPU ----------------------------------------------------------------
+def proc_stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name: [0] is field 3 (the state), [1] the
+    parent's pid. OSError once the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a process has used: /proc/<pid>/stat fields 14 and 15."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = proc_stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def last_cpu(pid: int) -> int:
     """The CPU a process last ran on (/proc/<pid>/stat field 39)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[36])
+    return int(proc_stat(pid)[36])
 
 
 def foreign_share_pct(cpus, seconds: float = 0.5) -> float:

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
-from conftest import REPO, dag_jobs
+from conftest import REPO, dag_jobs, proc_stat
 
 
 def env(**extra: str) -> dict:
@@ -78,7 +78,7 @@ def cmdline(pid: int) -> list[str]:
 
 def parent(pid: int) -> int | None:
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return int(proc_stat(pid)[1])
     except (OSError, IndexError, ValueError):
         return None
 
@@ -108,7 +108,7 @@ def cell_processes(root: Path) -> dict[str, int]:
 
 def alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = proc_stat(pid)[0]
     except (OSError, IndexError):
         return False
     return state != "Z"

@@ -7,12 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, cpu_seconds, proc_stat
 
 sys.path.insert(0, str(REPO))
 
@@ -175,18 +174,14 @@ def test_background_load_dies_with_the_benchmark():
         pids += [int(p) for p in parent.stdout.readline().split()]
         assert len(pids) == 1
 
-        def busy(pid):  # the loop runs: it has used CPU time (utime, stime in clock ticks)
-            fields = _stat(pid)
-            return bool(fields) and int(fields[11]) + int(fields[12]) > 0
-
         deadline = time.monotonic() + 60
-        while not busy(pids[0]):
+        while cpu_seconds(pids[0]) <= 0:  # the loop runs: it has used CPU time
             assert time.monotonic() < deadline, "the busy loop never ran"
             time.sleep(0.05)
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 30
-        while _stat(pids[0]) and _stat(pids[0])[0] != "Z":
+        while _state(pids[0]) not in ("gone", "Z"):
             assert time.monotonic() < deadline, "the busy loop outlived the benchmark"
             time.sleep(0.05)
     finally:
@@ -196,12 +191,11 @@ def test_background_load_dies_with_the_benchmark():
                 os.kill(pid, signal.SIGKILL)
 
 
-def _stat(pid: int) -> list[str]:
-    """/proc/<pid>/stat's fields after the command name (state first), [] once it is gone."""
+def _state(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return proc_stat(pid)[0]
     except OSError:
-        return []
+        return "gone"
 
 
 def test_cell_cpus_from_planned_cpus():

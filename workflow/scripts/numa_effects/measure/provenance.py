@@ -127,7 +127,7 @@ def mempolicy() -> dict:
             "error": f"no get_mempolicy syscall number for {platform.machine()}",
         }
     # The process's own symbols (libc's among them): ctypes.util.find_library would run
-    # `ldconfig -p` in a child, 4 forks per cell process for nothing.
+    # `ldconfig -p` in a child at every call (3 per cell process, for nothing).
     libc = ctypes.CDLL(None, use_errno=True)
     mode = ctypes.c_int(0)
     maxnode = 1024

@@ -129,7 +129,11 @@ def oom_kill_count() -> int:
 
 
 # -- running the child --------------------------------------------------------------------------
-def _preexec(launcher_pid: int, max_memory_mb: int | None):
+def child_setup(launcher_pid: int, max_memory_mb: int | None = None):
+    """A ``preexec_fn`` for a child that must not outlive ``launcher_pid``: its own session,
+    ``PR_SET_PDEATHSIG`` SIGKILL (and killed at once if the launcher is already gone), and
+    ``RLIMIT_AS`` at ``max_memory_mb`` if given. ``start`` uses it; so does the noise
+    benchmark's background load."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork
     except (OSError, AttributeError):
@@ -160,7 +164,7 @@ def start(
         if pipes
         else {"stdout": logfh, "stderr": subprocess.STDOUT}
     )
-    return subprocess.Popen(cmd, env=env, preexec_fn=_preexec(os.getpid(), max_memory_mb), **io)
+    return subprocess.Popen(cmd, env=env, preexec_fn=child_setup(os.getpid(), max_memory_mb), **io)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
