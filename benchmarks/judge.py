@@ -18,8 +18,15 @@ interval a second measurement of the same thing falls in with 95 % (``agreement_
   P(|T| <= t_crit / sqrt(1 + N1 / N2)). It assumes the second's processes spread like the
   first's (the same machine, the same protocol or one as noisy per process).
 
+Every interval of one run holds the noise within that run; a machine whose speed changed
+between the runs (this project's VM drifted 3 - 10 % within an hour, docs/performance.md) moves
+every cell of the second run together, and no interval of the first holds that. ``with_shift``
+estimates that common shift from the cells themselves (a re-run changed nothing else) and asks
+again with it removed (``inside_agreement_shift_removed``): a second run that misses because
+of the shift alone lands inside with 95 % again; cells that still miss moved on their own.
+
 tests/test_bench.py simulates both with the checkpoint's own rule (first stage, pooled series,
-Stein's N) and shows the CI alone failing them."""
+Stein's N) and shows the CI alone failing them, and simulates a shift shared by every cell."""
 
 from __future__ import annotations
 
@@ -100,6 +107,57 @@ def expected_inside(df, shrink, confidence: float = 0.95) -> np.ndarray:
     d = np.where(ok, df, 1.0)
     crit = t.ppf(0.5 + confidence / 2, d)
     return np.where(ok, 2 * t.cdf(crit * np.where(ok, shrink, 0.0), d) - 1, np.nan)
+
+
+def with_shift(t: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame, dict]:
+    """``against_ci``'s table plus ``inside_agreement_shift_removed``, and the shift every
+    cell of the second measurement shares (``shift_pct``, its CI ``shift_ci_low_pct`` ..
+    ``shift_ci_high_pct``, ``cells``): the geometric mean of the cells' ratios with its t
+    interval over the cells (``stats.geomean_ratio``, as the comparison's summary; the spread
+    of the cells estimates the mean's variance however differently noisy they are). A cell is
+    then inside when its log ratio minus the shift's lies within its agreement half-width (the
+    CI's where the first run had no replicates)."""
+    from numa_effects import stats
+
+    out = t.copy()
+    ratio = 1.0 + out["diff_pct"].to_numpy(dtype=float) / 100.0
+    g = stats.geomean_ratio(ratio.tolist(), confidence)
+    shift = {
+        "cells": g["cells"],
+        "shift_pct": (g["geomean"] - 1.0) * 100.0,
+        "shift_ci_low_pct": (g["ci_low"] - 1.0) * 100.0,
+        "shift_ci_high_pct": (g["ci_high"] - 1.0) * 100.0,
+    }
+    h = np.log1p(out["agreement_hw_pct"].to_numpy(dtype=float) / 100.0)
+    ci = np.log1p(out["ci_halfwidth_pct"].to_numpy(dtype=float) / 100.0)
+    h = np.where(np.isfinite(h), h, ci)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = np.abs(np.log(ratio) - np.log(g["geomean"]))
+    out["inside_agreement_shift_removed"] = np.nan_to_num(residual, nan=np.inf) <= np.nan_to_num(
+        h, nan=-1.0
+    )
+    return out, shift
+
+
+def shift_line(t: pd.DataFrame, shift: dict, second: str, cause: str) -> str:
+    """One line: the shift every cell of ``second`` shares (``with_shift``), what it may be
+    (``cause``), and how many cells lie inside their agreement interval once it is removed."""
+    n = len(t)
+    if not shift["cells"]:
+        return f"{second}: no cell to estimate a shift shared by every cell"
+    lo, hi = shift["shift_ci_low_pct"], shift["shift_ci_high_pct"]
+    seen = (
+        f"a shift every cell shares, which no interval of one run holds ({cause})"
+        if lo > 0 or hi < 0
+        else "no shift shared by every cell (its CI holds 0)"
+    )
+    inside = int(t["inside_agreement_shift_removed"].sum())
+    return (
+        f"{second} against the first over {shift['cells']} cells: {shift['shift_pct']:+.1f} % "
+        f"(95 % CI {lo:+.1f} ... {hi:+.1f} %): {seen}; with it removed, {inside}/{n} = "
+        f"{share(t['inside_agreement_shift_removed']):.0%} inside the agreement interval "
+        "(95 % expected)"
+    )
 
 
 def _numeric(cells: pd.DataFrame, name: str) -> pd.Series:
