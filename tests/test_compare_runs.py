@@ -6,11 +6,12 @@ check reports. Unit tests on small folders made here; the real runs are in test_
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MACHINE, key, result_folder
+from conftest import MACHINE, REPO, key, result_folder
 
 from numa_effects import stats
 from numa_effects.plan import compare as compare_plan
@@ -307,3 +308,85 @@ def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_pa
     assert 'src="figures/b/resnet18/compare_forest/none.png"' in html
     assert "over 1 matched cells" in html and "1 slower" in html
     assert 'id="not-assessed"' not in html  # every cell had its two-level CI
+
+
+PEAKS = REPO / "tests" / "fixtures" / "peaks"
+
+
+def _with_peaks(folder, name):
+    shutil.copy(PEAKS / name, folder / "tables" / "peak.csv")
+    return folder
+
+
+def test_the_peaks_both_runs_measured_are_compared(two):
+    """Real peak tables of two runs on a host that slowed between them (tests/fixtures/peaks):
+    every peak both measured is in peaks.csv with its change, computed here from the files."""
+    a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
+    p = compare_runs.peak_table(runs(a, b))
+    first, rerun = (pd.read_csv(PEAKS / n) for n in ("first.csv", "rerun.csv"))
+    expected = first.merge(rerun, on=["placement", "threads", "dtype"])
+    assert len(p) == len(expected) == len(first)
+    assert list(p.columns) == compare_runs.PEAK_COLUMNS
+    got = p.set_index(["threads", "dtype"])["peak_change_pct"]
+    want = (expected["peak_gflop_per_s_y"] / expected["peak_gflop_per_s_x"] - 1) * 100
+    assert got.to_numpy() == pytest.approx(
+        want.set_axis(pd.MultiIndex.from_frame(expected[["threads", "dtype"]]))
+        .reindex(got.index)
+        .to_numpy()
+    )
+    assert set(p["run"]) == {"b"} and set(p["baseline_run"]) == {"a"}
+    # the other way round: the reciprocal (+ = the compared run's kernels ran faster)
+    back = compare_runs.peak_table(runs(b, a)).set_index(["threads", "dtype"])["peak_change_pct"]
+    assert ((1 + back / 100) * (1 + got.reindex(back.index) / 100)).to_numpy() == pytest.approx(1)
+
+
+def test_peaks_only_where_both_runs_have_them(two):
+    a, b = two
+    assert compare_runs.peak_table(runs(a, b)).empty  # neither has a peak table
+    _with_peaks(a, "first.csv")
+    assert compare_runs.peak_table(runs(a, b)).empty  # an import has none, say
+    failed = pd.read_csv(PEAKS / "rerun.csv")
+    failed.loc[failed["dtype"] == "bfloat16", "status"] = "failed"
+    failed.to_csv(b / "tables" / "peak.csv", index=False)
+    p = compare_runs.peak_table(runs(a, b))
+    assert set(p["dtype"]) == {"float32"} and len(p) == (failed["dtype"] == "float32").sum()
+    (b / "tables" / "peak.csv").write_text("placement,threads\n")  # no peak column
+    assert compare_runs.peak_table(runs(a, b)).empty
+
+
+def test_the_page_shows_the_peaks_beside_the_cells_shift(two, tmp_path):
+    from numa_effects.report import compare_page
+
+    a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
+    rs = runs(a, b)
+    c = compare_runs.compare_table(rs)
+    p = compare_runs.provenance_table(rs)
+    peaks = compare_runs.peak_table(rs)
+    args = (
+        compare_plan.settings({"compare": [str(a), str(b)]}),
+        [],
+        c,
+        compare_runs.summary_table(c),
+        p,
+        compare_runs.unmatched_table(rs),
+        compare_runs.machines(p),
+    )
+    where = {"page_dir": str(tmp_path), "figure_dir": str(tmp_path / "figures")}
+    html = compare_page.render(*args, **where, peaks=peaks)
+    assert html.index('id="summary"') < html.index('id="peaks"') < html.index('id="unmatched"')
+    time = 100.0 / (1 + peaks["peak_change_pct"] / 100) - 100.0
+    gm = (np.exp(np.log1p(time / 100).mean()) - 1) * 100
+    assert f"changed by {time.min():+.1f} % … {time.max():+.1f} %" in html
+    assert f"geometric mean <b>{gm:+.1f} %</b>" in html
+    assert 'id="peaks"' not in compare_page.render(*args, **where)
+
+
+def test_a_comparison_reads_the_peak_tables_it_has(two):
+    from numa_effects.plan import build, topology
+
+    a, b = two
+    _with_peaks(b, "rerun.csv")
+    config = {"results": "out", "compare": [str(a), str(b)], "image_size": 224, "use_smt": False}
+    plan = build.build(config, topology.current(), compare_keys=[])
+    assert plan.compare_inputs()["peaks"] == [f"{b}/tables/peak.csv"]
+    assert plan.compare_table("peaks", "a-vs-b") in plan.compare_targets()

@@ -1,6 +1,6 @@
 """Snakemake entry: result folders compared cell by cell -> compare/<name>/tables/
-(compare.csv, summary.csv, provenance.csv, unmatched.csv; numa_effects.tables.compare_runs).
-The compared folders are only read."""
+(compare.csv, summary.csv, provenance.csv, unmatched.csv, peaks.csv;
+numa_effects.tables.compare_runs). The compared folders are only read."""
 
 import contextlib
 
@@ -16,3 +16,4 @@ with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
     tidy.write(compare_runs.summary_table(compare, s["min_effect_pct"]), sm.output.summary)
     tidy.write(compare_runs.provenance_table(runs), sm.output.provenance)
     tidy.write(compare_runs.unmatched_table(runs, s["across"]), sm.output.unmatched)
+    tidy.write(compare_runs.peak_table(runs), sm.output.peaks)

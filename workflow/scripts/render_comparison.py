@@ -19,6 +19,7 @@ page = compare_page.render(
     compare_runs.machines(provenance),
     page_dir=os.path.dirname(sm.output[0]),
     figure_dir=sm.params.figure_dir,
+    peaks=stats.read_table(sm.input.peaks),
 )
 tmp = f"{sm.output[0]}.tmp"
 Path(tmp).write_text(page)

@@ -16,6 +16,7 @@ tables and page only."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from numa_effects.plan import compare as compare_mod
@@ -319,11 +320,17 @@ class Plan:
         return self.compare_path(paths.COMPARE_TABLE, compare, name=table)
 
     def compare_inputs(self) -> dict[str, list[str]]:
-        """The files of the compared folders a comparison reads (read-only)."""
+        """The files of the compared folders a comparison reads (read-only); a folder's peak
+        table only where it has one (an import has none)."""
         runs = self.compare["runs"] if self.compare else []
         return {
             "cells": [f"{r}/{paths.table('cells')}" for r in runs],
             "machines": [f"{r}/{paths.MACHINE}" for r in runs],
+            "peaks": [
+                f"{r}/{paths.table('peak')}"
+                for r in runs
+                if os.path.isfile(f"{r}/{paths.table('peak')}")
+            ],
         }
 
     def compare_targets(self) -> list[str]:

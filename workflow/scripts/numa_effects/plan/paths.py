@@ -36,7 +36,7 @@ COMPARE_TABLE = COMPARE_DIR + "/tables/{name}.csv"
 COMPARE_PAGE = COMPARE_DIR + "/index.html"
 COMPARE_FIGURE_DIR = COMPARE_DIR + "/figures"
 COMPARE_LOG = "logs/compare/{compare}/{name}.log"
-COMPARE_TABLES = ("compare", "summary", "provenance", "unmatched")
+COMPARE_TABLES = ("compare", "summary", "provenance", "unmatched", "peaks")
 
 
 def table(name: str) -> str:

@@ -2,8 +2,9 @@
 docs/comparing.md): one self-contained HTML file like the run's report (``page``: same style,
 same figure blocks), in this order: what differs between the runs (a comparison across machines
 says so first), the summary (the verdict counts and the geometric mean with its CI, and what
-each interval covers), the Comparison section's figures (``registry.page_sections(COMPARE_PAGE)``),
-the cells of one run only, the matched cells, and every provenance fact."""
+each interval covers), the machine's peak kernels in both runs (``peaks_section``), the
+Comparison section's figures (``registry.page_sections(COMPARE_PAGE)``), the cells of one run
+only, the matched cells, and every provenance fact."""
 
 from __future__ import annotations
 
@@ -213,6 +214,46 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
     return "".join(parts)
 
 
+PEAKS_WHY = (
+    '<p class="small">The peaks are the same kernels of torch timed in one process per run, '
+    "thread count and data type (<code>tables/peak.csv</code> of each run, "
+    "<code>tables/peaks.csv</code> here): unless torch's kernels or the machine differ (above), "
+    "they move only with the machine's speed. Where they moved with the cells, part of the "
+    "cells' change is the machine's; one process per run makes them coarse (on a quiet 2-vCPU "
+    "VM, runs an hour apart read up to 3.6 % apart: docs/performance.md).</p>"
+)
+
+
+def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
+    """One sentence per compared run: how the peak kernels measured in both runs changed,
+    beside the cells' geometric mean (empty when no pair of runs has peaks)."""
+    if peaks is None or peaks.empty:
+        return ""
+    parts = ['<h3 id="peaks">The machine\'s peak kernels</h3>']
+    for run, p in peaks.groupby("run", sort=False):
+        change = p["peak_change_pct"].astype(float)
+        time = (1.0 / (1.0 + change / 100.0) - 1.0) * 100.0  # + = slower, like latency
+        gm = (float(np.exp(np.mean(np.log1p(time / 100.0)))) - 1.0) * 100.0
+        cells = summary[(summary["run"] == run) & (summary["scope"] == "all matched cells")]
+        beside = (
+            f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
+            if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])
+            else ""
+        )
+        parts.append(
+            f"<p><b>{_e(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
+            f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
+            f"(geometric mean <b>{_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
+        )
+        cols = [c for c in p.columns if c not in ("baseline_run",)]
+        parts.append(
+            f"<details><summary>peaks.csv for {_e(run)} ({len(p)} rows)</summary>"
+            f"{_table(p, cols)}</details>"
+        )
+    parts.append(PEAKS_WHY)
+    return "".join(parts)
+
+
 def unmatched_section(unmatched: pd.DataFrame) -> str:
     head = '<h2 id="unmatched">Cells in one run only</h2>'
     if unmatched.empty:
@@ -261,8 +302,10 @@ def render(
     *,
     page_dir: str,
     figure_dir: str,
+    peaks: pd.DataFrame | None = None,
 ) -> str:
-    """The page. ``settings``: the resolved compare key (``plan.compare``)."""
+    """The page. ``settings``: the resolved compare key (``plan.compare``); ``peaks``:
+    peaks.csv (``compare_runs.peak_table``)."""
     labels = list(settings["labels"])
     baseline = settings["baseline"]
     figs = [figures_mod.from_dict(d) for d in figure_list]
@@ -300,6 +343,7 @@ def render(
         machines_banner(machines, labels),
         differences_section(provenance, labels),
         summary_section(summary, compare, baseline),
+        peaks_section(peaks, summary),
         figures_sections(figs, page_dir, figure_dir, facts),
         unmatched_section(unmatched),
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '

@@ -23,6 +23,11 @@ baseline; every other run is compared with it:
 - ``provenance_table`` -> ``provenance.csv``: machine, versions, kernel, config and load of each
   run, ``differs`` where the runs disagree (the comparison page shows those first);
 - ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
+- ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
+  the same kernels of torch in one process per run) per placement, thread count and data type
+  in both runs, and their change: a second view of the host's speed beside the cells' shared
+  shift (the summary's geometric mean), coarser (one process) but blind to the change under
+  test unless it is torch's kernels or the machine (docs/comparing.md);
 - ``folder_problem``, ``pair_problem``: why a folder cannot be compared (the config check's
   lines); ``matched_keys``: the matched cells, from which the figures are planned.
 """
@@ -119,6 +124,18 @@ SUMMARY_COLUMNS = [
     "min_effect_pct",
 ]
 PROVENANCE_COLUMNS = ["category", "fact", "run", "value", "differs"]
+PEAK = paths.table("peak")
+PEAK_KEYS = ["placement", "threads", "dtype"]
+PEAK_COLUMNS = [
+    "run",
+    "baseline_run",
+    *PEAK_KEYS,
+    "peak_kernel_baseline",
+    "peak_kernel_compared",
+    "peak_baseline_gflop_per_s",
+    "peak_compared_gflop_per_s",
+    "peak_change_pct",
+]
 
 
 def compare_columns(across=()) -> list[str]:
@@ -154,6 +171,7 @@ class Run:
     cells: pd.DataFrame
     machine: dict
     settings: dict = field(default_factory=dict)  # setting -> sorted distinct values
+    peaks: pd.DataFrame | None = None  # its tables/peak.csv (ok rows), None without one
 
 
 # -- reading and checking folders ------------------------------------------------------------------
@@ -226,7 +244,35 @@ def read_run(
     cells["status"] = cells["status"].fillna("ok")
     cells = cells.astype({"threads": int, "batch_size": int})
     machine = json.loads((p / MACHINE).read_text())
-    return Run(shown or str(folder), label, cells, machine, _settings(p) if settings else {})
+    return Run(
+        shown or str(folder),
+        label,
+        cells,
+        machine,
+        _settings(p) if settings else {},
+        read_peaks(p),
+    )
+
+
+def read_peaks(folder: Path) -> pd.DataFrame | None:
+    """The run's measured peaks (``tables/peak.csv``, status ok), or None: an import, a run
+    from before the peak table, or a table without the columns."""
+    path = folder / PEAK
+    if not path.is_file():
+        return None
+    try:
+        peaks = stats.read_table(path)
+    except Exception:  # a broken table is no peak, not a failed comparison
+        return None
+    if not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
+        return None
+    if "status" in peaks.columns:
+        peaks = peaks[peaks["status"].fillna("ok") == "ok"]
+    if "peak_kernel" not in peaks.columns:
+        peaks = peaks.assign(peak_kernel=None)
+    peaks = peaks[[*PEAK_KEYS, "peak_kernel", "peak_gflop_per_s"]].copy()
+    peaks["threads"] = peaks["threads"].astype(int)
+    return peaks
 
 
 def match_keys(across=()) -> list[str]:
@@ -480,6 +526,40 @@ def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
         frames.append(only.assign(run=run.label, baseline_run=runs[0].label))
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return df.reindex(columns=unmatched_columns())
+
+
+def peak_table(runs: list[Run]) -> pd.DataFrame:
+    """peaks.csv: per compared run, the peaks measured in both runs (placement, threads, data
+    type) and ``peak_change_pct`` = compared / baseline - 1 (+ = the compared run's kernels ran
+    faster); empty where either run has no peak table."""
+    frames = []
+    base = runs[0].peaks
+    for run in runs[1:]:
+        if base is None or run.peaks is None:
+            continue
+        m = base.merge(run.peaks, on=PEAK_KEYS, suffixes=("_baseline", "_compared"))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run.label,
+                    "baseline_run": runs[0].label,
+                    **{k: m[k] for k in PEAK_KEYS},
+                    "peak_kernel_baseline": m["peak_kernel_baseline"],
+                    "peak_kernel_compared": m["peak_kernel_compared"],
+                    "peak_baseline_gflop_per_s": m["peak_gflop_per_s_baseline"],
+                    "peak_compared_gflop_per_s": m["peak_gflop_per_s_compared"],
+                    "peak_change_pct": (
+                        m["peak_gflop_per_s_compared"] / m["peak_gflop_per_s_baseline"] - 1.0
+                    )
+                    * 100.0,
+                }
+            )
+        )
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=PEAK_COLUMNS)
+    df = pd.concat(frames, ignore_index=True)[PEAK_COLUMNS]
+    return df.sort_values(["run", *PEAK_KEYS], kind="stable").reset_index(drop=True)
 
 
 # -- the summary -----------------------------------------------------------------------------------
