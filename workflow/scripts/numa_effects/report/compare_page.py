@@ -18,6 +18,7 @@ from numa_effects.plan.grid import KEYS
 from numa_effects.report import registry as figures_mod
 from numa_effects.report.page import CSS, HIGHLIGHT, _e, _figure_html, _table, caption_html
 from numa_effects.report.registry import COMPARE_PAGE, PageFacts
+from numa_effects.tables import compare_runs
 
 EXTRA_CSS = """
 .machines{background:#fde2e1;border-left:6px solid #b00020;padding:.6rem .9rem;font-weight:600}
@@ -234,7 +235,7 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         change = p["peak_change_pct"].astype(float)
         time = (1.0 / (1.0 + change / 100.0) - 1.0) * 100.0  # + = slower, like latency
         gm = (float(np.exp(np.mean(np.log1p(time / 100.0)))) - 1.0) * 100.0
-        cells = summary[(summary["run"] == run) & (summary["scope"] == "all matched cells")]
+        cells = summary[(summary["run"] == run) & (summary["scope"] == compare_runs.ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
             if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])

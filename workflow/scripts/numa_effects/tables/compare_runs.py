@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -262,7 +263,8 @@ def read_peaks(folder: Path) -> pd.DataFrame | None:
         return None
     try:
         peaks = stats.read_table(path)
-    except Exception:  # a broken table is no peak, not a failed comparison
+    except Exception as exc:  # a broken table is no peak, not a failed comparison: say so
+        print(f"{path}: not read, no peaks compared ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
     if not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
         return None
