@@ -184,7 +184,7 @@ def run(ctx: Context) -> pd.DataFrame:
     )
     print(agreement_line(judged, "fixed median"))
     cause = "the protocols' difference and the machine's speed between the runs, not told apart"
-    print(shift_line(judged, shift, "fixed median", cause))
+    print(shift_line(judged, shift, "fixed median", "the default run", cause))
     df.attrs.update(shift)
     df.attrs["wall_ratio"] = wall
     df.attrs["like_for_like_ratio"] = same

@@ -139,9 +139,10 @@ def with_shift(t: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame,
     return out, shift
 
 
-def shift_line(t: pd.DataFrame, shift: dict, second: str, cause: str) -> str:
-    """One line: the shift every cell of ``second`` shares (``with_shift``), what it may be
-    (``cause``), and how many cells lie inside their agreement interval once it is removed."""
+def shift_line(t: pd.DataFrame, shift: dict, second: str, first: str, cause: str) -> str:
+    """One line: the shift every cell of ``second`` shares against ``first`` (``with_shift``),
+    what it may be (``cause``), and how many cells lie inside their agreement interval once it
+    is removed."""
     n = len(t)
     if not shift["cells"]:
         return f"{second}: no cell to estimate a shift shared by every cell"
@@ -153,7 +154,7 @@ def shift_line(t: pd.DataFrame, shift: dict, second: str, cause: str) -> str:
     )
     inside = int(t["inside_agreement_shift_removed"].sum())
     return (
-        f"{second} against the first over {shift['cells']} cells: {shift['shift_pct']:+.1f} % "
+        f"{second} against {first} over {shift['cells']} cells: {shift['shift_pct']:+.1f} % "
         f"(95 % CI {lo:+.1f} ... {hi:+.1f} %): {seen}; with it removed, {inside}/{n} = "
         f"{share(t['inside_agreement_shift_removed']):.0%} inside the agreement interval "
         "(95 % expected)"

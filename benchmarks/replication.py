@@ -31,6 +31,6 @@ def run(ctx: Context):
         f"difference {df['diff_pct'].min():+.1f} ... {df['diff_pct'].max():+.1f} %"
     )
     print(agreement_line(df, "run 2 median"))
-    print(shift_line(df, shift, "run 2", "the machine's speed between the runs"))
+    print(shift_line(df, shift, "run 2", "run 1", "the machine's speed between the runs"))
     df.attrs.update(shift)
     return df

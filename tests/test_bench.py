@@ -156,12 +156,13 @@ def test_the_shift_line_says_whether_every_cell_moved_together():
     assert not t["inside_agreement"].any()  # 6 % against +-3 % x sqrt(2)
     assert t["inside_agreement_shift_removed"].all()
     assert shift["shift_pct"] == pytest.approx(6.0, abs=0.05)
-    line = judge.shift_line(t, shift, "run 2", "the machine's speed")
+    line = judge.shift_line(t, shift, "run 2", "run 1", "the machine's speed")
     assert "a shift every cell shares" in line and "(the machine's speed)" in line
+    assert line.startswith("run 2 against run 1 over 4 cells: +6.0 %")
     assert "4/4 = 100%" in line
     still = cells([101.0, 99.0, 100.5, 109.0], replicates=[4] * 4)
     t, shift = judge.with_shift(judge.against_ci(first, still))
-    line = judge.shift_line(t, shift, "run 2", "the machine's speed")
+    line = judge.shift_line(t, shift, "run 2", "run 1", "the machine's speed")
     assert "no shift shared by every cell" in line
     assert list(t["inside_agreement_shift_removed"]) == [True, True, True, False]
 
