@@ -224,4 +224,9 @@ KEYS = list(CELL_KEYS)  # the cell key columns, defined once in numa_effects.pla
 
 
 def key_label(row) -> str:
-    return f"{row['model']}/{row['opt']}/{row['placement']}/t{row['threads']}/bs{row['batch_size']}"
+    """A cell's label in messages and file names: its path's segments (``grid.AXES``), e.g.
+    ``resnet50/none/sequential/t1/bs1/default``."""
+    from numa_effects.plan.grid import AXES, CellKey
+
+    key = CellKey.from_record(dict(row)).as_dict()
+    return "/".join(a.segment.format(**key) for a in AXES)

@@ -43,6 +43,15 @@ def _timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
     return json.loads(out.read_text())
 
 
+def first_spec(results: Path, row) -> Path:
+    """The spec the pipeline ran a cell's first replicate with (``launcher.spec_path`` beside
+    the log the grid's pattern names)."""
+    from numa_effects.measure import launcher
+    from numa_effects.plan.grid import CellKey
+
+    return launcher.spec_path(CellKey.from_record(dict(row)).log_path(str(results), 1))
+
+
 def run(ctx: Context) -> pd.DataFrame:
     from numa_effects.measure import launcher
 
@@ -54,7 +63,7 @@ def run(ctx: Context) -> pd.DataFrame:
     rows = []
     for i, row in cells.iterrows():
         label = key_label(row)
-        spec_path = adaptive.results / "logs" / "cells" / label / "r1.spec.json"
+        spec_path = first_spec(adaptive.results, row)
         spec = json.loads(spec_path.read_text())
         tag = label.replace("/", "_")
         results = {}

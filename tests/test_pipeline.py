@@ -7,11 +7,12 @@ against the pipeline measured in the 2-node guest (tests/test_numa_vm.py)."""
 
 import itertools
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import planned, snakemake
+from conftest import REPO, planned, snakemake
 
 from numa_effects.plan import grid, topology
 
@@ -94,6 +95,26 @@ def test_cells_never_overlap_even_with_two_cores(run):
     )
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert end <= start
+
+
+def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
+    """``bench fidelity`` re-runs each cell's first replicate from its spec; the spec must be
+    where the grid's log pattern and the launcher put it (it once was not: the allocator axis
+    added a path segment and the benchmark failed with FileNotFoundError)."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks import fidelity
+
+    workdir, _, _ = run
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    cells = cells[cells["status"] == "ok"]  # what fidelity re-runs
+    assert len(cells)
+    for _, row in cells.iterrows():
+        spec = json.loads(fidelity.first_spec(workdir / "results", row).read_text())
+        assert {k: spec["cell"][k] for k in ("opt", "threads", "batch_size")} == {
+            "opt": row["opt"],
+            "threads": row["threads"],
+            "batch_size": row["batch_size"],
+        }
 
 
 def test_each_replicate_says_where_its_wall_time_went(run):

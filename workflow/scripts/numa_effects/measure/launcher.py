@@ -42,6 +42,12 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import topology as topology_mod
 
 
+def spec_path(log: str | os.PathLike) -> Path:
+    """Where a cell's spec is kept: beside its log (``r1.log`` -> ``r1.spec.json``), so the
+    recorded command line can be re-run as it is (``bench fidelity`` re-runs it)."""
+    return Path(log).with_suffix(".spec.json")
+
+
 def recheck(spec: dict, topo: topology_mod.Topology) -> str | None:
     """Why the scheduled plan does not hold on this machine, or None if it does."""
     cell = spec["cell"]
@@ -159,7 +165,7 @@ def run(
             return finish(cellresult.failed(spec, Cause.ALLOCATOR_NOT_LOADED, why))
         spec = {**spec, "allocator": alloc}
     # The spec is kept beside the log so the recorded command line can be re-run as it is.
-    member = runner.Member(plan, spec, log.with_suffix(".spec.json"), log, environ)
+    member = runner.Member(plan, spec, spec_path(log), log, environ)
     # Raises supervise.Interrupted (exit 1, no result) if the run is interrupted.
     result = runner.measure(
         [member],

@@ -96,6 +96,11 @@ class _Key:
         """The result file of replicate ``replicate`` (1-based) of this cell."""
         return f"{results}/" + CELL_PATTERN.format(**self.as_dict(), replicate=int(replicate))
 
+    def log_path(self, results: str = "results", replicate: int = 1) -> str:
+        """The log of replicate ``replicate`` of this cell (its spec beside it:
+        ``launcher.spec_path``)."""
+        return f"{results}/" + LOG_PATTERN.format(**self.as_dict(), replicate=int(replicate))
+
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in KEYS}
 
