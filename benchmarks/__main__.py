@@ -72,8 +72,10 @@ def main(argv=None) -> int:
         try:
             df = BENCHMARKS[name].run(ctx)
         except Exception as exc:  # one failing benchmark must not hide the others
-            print(f"[bench] {name} FAILED: {exc!r}", file=sys.stderr)
-            meta["benchmarks"][name] = {"error": repr(exc)}
+            # str() keeps what repr() drops (an OSError's file name)
+            why = f"{type(exc).__name__}: {exc}"
+            print(f"[bench] {name} FAILED: {why}", file=sys.stderr)
+            meta["benchmarks"][name] = {"error": why}
             status = 1
             continue
         path = args.out / f"{name}.csv"
