@@ -218,10 +218,12 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
 PEAKS_WHY = (
     '<p class="small">The peaks are the same kernels of torch timed in one process per run, '
     "thread count and data type (<code>tables/peak.csv</code> of each run, "
-    "<code>tables/peaks.csv</code> here): unless torch's kernels or the machine differ (above), "
-    "they move only with the machine's speed. Where they moved with the cells, part of the "
-    "cells' change is the machine's; one process per run makes them coarse (on a quiet 2-vCPU "
-    "VM, runs an hour apart read up to 3.6 % apart: docs/performance.md).</p>"
+    "<code>tables/peaks.csv</code> here): unless torch or the machine differ (above), "
+    "they do not depend on the pipeline's code. They are a weak witness of the machine's "
+    "speed: a few seconds of one kernel in one process (re-runs on a 2-vCPU VM within an hour "
+    "moved them by up to 10 % while their cells moved by up to 5 %, docs/performance.md). "
+    "Peaks and every cell moving the same way by several % point to the machine; peaks moving "
+    "alone say little. A re-run of the baseline close in time tells for sure.</p>"
 )
 
 

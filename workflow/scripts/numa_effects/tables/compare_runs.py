@@ -25,9 +25,9 @@ baseline; every other run is compared with it:
 - ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
 - ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
   the same kernels of torch in one process per run) per placement, thread count and data type
-  in both runs, and their change: a second view of the host's speed beside the cells' shared
-  shift (the summary's geometric mean), coarser (one process) but blind to the change under
-  test unless it is torch's kernels or the machine (docs/comparing.md);
+  in both runs, and their change: a second, weak view of the host's speed beside the cells'
+  shared shift (the summary's geometric mean): one process of a few seconds per peak, but
+  blind to the change under test unless it is torch or the machine (docs/comparing.md);
 - ``folder_problem``, ``pair_problem``: why a folder cannot be compared (the config check's
   lines); ``matched_keys``: the matched cells, from which the figures are planned.
 """
