@@ -30,7 +30,7 @@ GOAL_PCT = 3.0
 GOAL_SHARE = 0.90
 
 
-def _timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
+def run_timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
     from numa_effects.measure import launcher
     from numa_effects.plan import placement as placement_mod
 
@@ -73,7 +73,7 @@ def run(ctx: Context) -> pd.DataFrame:
                 r = launcher.run(spec, work / f"{tag}.cell.json", work / f"{tag}.cell.log", 3600)
                 results["pipeline"] = r
             else:
-                results["timer"] = _timer(
+                results["timer"] = run_timer(
                     spec_path, work / f"{tag}.timer.json", int(row["threads"]), spec["plan"]
                 )
         p, t = results["pipeline"], results["timer"]

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
 
     threads = int(spec["cell"]["threads"])
     set_threads(threads)
-    fn, x, _, _ = build_for(spec)
+    fn, x, *_ = build_for(spec)  # (fn, x, timings, warnings, reference)
 
     def step():
         with torch.inference_mode():

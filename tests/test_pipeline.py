@@ -115,6 +115,13 @@ def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
             "threads": row["threads"],
             "batch_size": row["batch_size"],
         }
+    # and the benchmark's Timer child times a cell from it (it too had rotted: build_for's
+    # result grew a field and the child failed to unpack it)
+    row = cells.iloc[0]
+    spec_path = fidelity.first_spec(workdir / "results", row)
+    plan = json.loads(spec_path.read_text())["plan"]
+    out = fidelity.run_timer(spec_path, workdir / "timer.json", int(row["threads"]), plan)
+    assert out["median_s"] > 0 and out["blocks"] >= 1
 
 
 def test_each_replicate_says_where_its_wall_time_went(run):
