@@ -131,11 +131,8 @@ def with_shift(t: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame,
     h = np.log1p(out["agreement_hw_pct"].to_numpy(dtype=float) / 100.0)
     ci = np.log1p(out["ci_halfwidth_pct"].to_numpy(dtype=float) / 100.0)
     h = np.where(np.isfinite(h), h, ci)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        residual = np.abs(np.log(ratio) - np.log(g["geomean"]))
-    out["inside_agreement_shift_removed"] = np.nan_to_num(residual, nan=np.inf) <= np.nan_to_num(
-        h, nan=-1.0
-    )
+    with np.errstate(invalid="ignore", divide="ignore"):  # a cell without a value: not inside
+        out["inside_agreement_shift_removed"] = np.abs(np.log(ratio / g["geomean"])) <= h
     return out, shift
 
 

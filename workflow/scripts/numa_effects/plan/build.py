@@ -323,14 +323,11 @@ class Plan:
         """The files of the compared folders a comparison reads (read-only); a folder's peak
         table only where it has one (an import has none)."""
         runs = self.compare["runs"] if self.compare else []
+        peaks = [f"{r}/{paths.table('peak')}" for r in runs]
         return {
             "cells": [f"{r}/{paths.table('cells')}" for r in runs],
             "machines": [f"{r}/{paths.MACHINE}" for r in runs],
-            "peaks": [
-                f"{r}/{paths.table('peak')}"
-                for r in runs
-                if os.path.isfile(f"{r}/{paths.table('peak')}")
-            ],
+            "peaks": [p for p in peaks if os.path.isfile(p)],
         }
 
     def compare_targets(self) -> list[str]:

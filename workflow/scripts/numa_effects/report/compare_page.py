@@ -234,9 +234,10 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         return ""
     parts = ['<h3 id="peaks">The machine\'s peak kernels</h3>']
     for run, p in peaks.groupby("run", sort=False):
-        change = p["peak_change_pct"].astype(float)
-        time = (1.0 / (1.0 + change / 100.0) - 1.0) * 100.0  # + = slower, like latency
-        gm = (float(np.exp(np.mean(np.log1p(time / 100.0)))) - 1.0) * 100.0
+        # the kernels' time, compared / baseline (+ = slower, like latency)
+        ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
+        time = (ratio.astype(float) - 1.0) * 100.0
+        gm = (stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
         cells = summary[(summary["run"] == run) & (summary["scope"] == compare_runs.ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
