@@ -563,3 +563,50 @@ def test_cost_per_cell_process_seconds_fall_with_the_latency():
     eager = df[df["opt"] == "none"]
     share = eager["adaptive_process_s"].sum() / eager["fixed_process_s"].sum()
     assert f"none {share:.2f}" in line
+
+
+def test_the_minimum_window_replay_cuts_each_process_where_the_rule_could_first_stop():
+    """``overhead.shorter_windows`` on the iterations of two real cells (tests/fixtures/windows):
+    a process that timed only the minimum is unchanged; a longer one keeps its clean iterations
+    up to 2 s of timing, and the replicate SD is that of the kept medians."""
+    from benchmarks import overhead
+
+    samples = pd.read_csv(REPO / "tests/fixtures/windows/samples.csv")
+    w = overhead.shorter_windows(samples, 2.0, 6).set_index("batch_size")
+    assert list(w["processes"]) == [4, 4]
+
+    big = w.loc[16]  # 6 iterations of 3 s each: the minimum count is already over 2 s
+    assert big["short_timed_s"] == pytest.approx(big["timed_s"])
+    assert big["short_sd_pct"] == pytest.approx(big["sd_pct"])
+    assert big["shift_pct"] == pytest.approx(0.0)
+
+    small = w.loc[1]
+    clean = samples[(samples["batch_size"] == 1) & ~samples["excluded"]]
+    kept_medians, kept_s = [], 0.0
+    for _, proc in clean.groupby("replicate"):
+        lat = list(proc.sort_values("iteration")["latency_ms"])
+        n = 6
+        while sum(lat[:n]) < 2000 and n < len(lat):
+            n += 1
+        kept_medians.append(float(np.median(lat[:n])))
+        kept_s += sum(lat[:n]) / 1000
+        assert sum(lat[:n]) >= 2000 and sum(lat[: n - 1]) < 2000  # the first n reaching 2 s
+    assert small["short_timed_s"] == pytest.approx(kept_s)
+    assert small["timed_s"] == pytest.approx(clean["latency_ms"].sum() / 1000)
+    assert small["short_timed_s"] < 0.5 * small["timed_s"]
+    assert small["short_sd_pct"] == pytest.approx(100 * np.std(np.log(kept_medians), ddof=1))
+    whole = clean.groupby("replicate")["latency_ms"].median()
+    assert small["sd_pct"] == pytest.approx(100 * np.std(np.log(whole), ddof=1))
+
+    # an excluded iteration is not timed: excluding a process's first iteration moves its window
+    first = samples.index[(samples["batch_size"] == 1) & (samples["replicate"] == 2)][0]
+    excluded = samples.assign(excluded=samples["excluded"] | (samples.index == first))
+    moved = overhead.shorter_windows(excluded, 2.0, 6).set_index("batch_size").loc[1]
+    assert moved["timed_s"] == pytest.approx(
+        small["timed_s"] - samples.loc[first, "latency_ms"] / 1000
+    )
+
+    line = overhead.shorter_windows_line(w.reset_index())
+    assert f"{w['timed_s'].sum():.0f} -> {w['short_timed_s'].sum():.0f} s" in line
+    grew = int((w["short_sd_pct"] > 1.5 * w["sd_pct"]).sum())
+    assert f"grew by more than 1.5 x in {grew}/2 cells" in line
