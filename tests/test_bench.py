@@ -1,5 +1,5 @@
-"""The benchmarks' own logic (benchmarks/judge.py, load.py, bias.py) on small tables; the
-benchmarks themselves run with ``make bench`` (docs/performance.md)."""
+"""The benchmarks' own logic (benchmarks/judge.py, load.py, bias.py, overhead.py) on small
+tables; the benchmarks themselves run with ``make bench`` (docs/performance.md)."""
 
 import contextlib
 import os
