@@ -39,9 +39,9 @@ def _ts(s: str) -> datetime:
     return datetime.fromisoformat(s)
 
 
-def _cells(run) -> pd.DataFrame:
+def _cells(name: str, records: list[dict]) -> pd.DataFrame:
     rows = []
-    for d in replicate_records(run.results):  # every replicate
+    for d in records:  # every replicate
         if d.get("status") != "ok":
             continue
         row = {**d["cell"], "replicate": d.get("replicate", 1)}
@@ -53,7 +53,7 @@ def _cells(run) -> pd.DataFrame:
         inside = imp + m["build_s"] + m["prepare_s"] + m["first_call_s"] + m["elapsed_s"]
         rows.append(
             {
-                "run": run.name,
+                "run": name,
                 **{k: row[k] for k in KEYS},
                 "replicate": row["replicate"],
                 "timed_s": m["timed_s"],
@@ -77,10 +77,6 @@ def _cells(run) -> pd.DataFrame:
     return df
 
 
-def _sd_pct(log_medians: np.ndarray) -> float:
-    return 100 * float(np.std(log_medians, ddof=1)) if len(log_medians) > 1 else float("nan")
-
-
 def shorter_windows(samples: pd.DataFrame, min_timed_s: float, min_iterations: int) -> pd.DataFrame:
     """A replay of a finished run, not a protocol: per cell, what its processes' timing would
     have given had each kept only its clean iterations up to ``min_timed_s`` seconds of timing or
@@ -91,6 +87,8 @@ def shorter_windows(samples: pd.DataFrame, min_timed_s: float, min_iterations: i
     It cannot see the drift inside a process that the minimum windows are there for (``bias``):
     it says what the timing beyond the minimum buys the cell's spread, not what a shorter
     protocol would measure."""
+    from numa_effects import stats
+
     rows = []
     clean = samples[~samples["excluded"].astype(bool)]
     for key, cell in clean.groupby(KEYS, sort=False):
@@ -103,16 +101,15 @@ def shorter_windows(samples: pd.DataFrame, min_timed_s: float, min_iterations: i
             short.append(np.median(lat[:n]))
             timed += cum_s[-1]
             short_timed += cum_s[n - 1]
-        lw, ls = np.log(whole), np.log(short)
         rows.append(
             {
                 **dict(zip(KEYS, key, strict=True)),
                 "processes": len(whole),
                 "timed_s": timed,
                 "short_timed_s": short_timed,
-                "sd_pct": _sd_pct(lw),
-                "short_sd_pct": _sd_pct(ls),
-                "shift_pct": 100 * (np.exp(ls.mean() - lw.mean()) - 1),
+                "sd_pct": stats.combine_replicates(whole)["replicate_sd_pct"],
+                "short_sd_pct": stats.combine_replicates(short)["replicate_sd_pct"],
+                "shift_pct": 100 * (stats.geomean_ratio(np.divide(short, whole))["geomean"] - 1),
             }
         )
     return pd.DataFrame(rows)
@@ -133,7 +130,8 @@ def run(ctx: Context) -> pd.DataFrame:
     runs = [pipeline(ctx, "adaptive", {})]
     if "fixed" in ctx.runs:
         runs.append(ctx.runs["fixed"])
-    frames = [_cells(r) for r in runs]
+    records = [replicate_records(r.results) for r in runs]
+    frames = [_cells(r.name, rec) for r, rec in zip(runs, records, strict=True)]
     df = pd.concat(frames, ignore_index=True)
     show("overhead: per cell (seconds; harness_pct excludes warm-up, overhead_pct includes it)", df)
     a = runs[0]
@@ -179,7 +177,7 @@ def run(ctx: Context) -> pd.DataFrame:
         f"{long['harness_pct'].max() if len(long) else float('nan'):.1f} % (with warm-up "
         f"{long['overhead_pct'].max() if len(long) else float('nan'):.1f} %), goal <= {GOAL_PCT} %"
     )
-    settings = next(iter(replicate_records(a.results)), {}).get("settings", {})
+    settings = next(iter(records[0]), {}).get("settings", {})
     if settings.get("protocol") == "adaptive":
         windows = shorter_windows(
             pd.read_csv(a.results / "tables" / "samples.csv"),
