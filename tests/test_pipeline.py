@@ -129,15 +129,15 @@ def test_each_replicate_says_where_its_wall_time_went(run):
     import timed apart from the process start and the build, and the parts inside the process
     add up to no more than its span (``rest_s`` >= 0: nothing counted twice)."""
     import sys
-    from types import SimpleNamespace
 
     from conftest import REPO
 
     sys.path.insert(0, str(REPO))
     from benchmarks import overhead
+    from benchmarks.common import replicate_records
 
     workdir, _, _ = run
-    parts = overhead._cells(SimpleNamespace(results=workdir / "results", name="pipeline"))
+    parts = overhead._cells("pipeline", replicate_records(workdir / "results"))
     ok = [
         p
         for p in (workdir / "results/cells").rglob("r*.json")
