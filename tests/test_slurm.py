@@ -1,8 +1,9 @@
 """A tiny grid submitted through profiles/slurm to a real single-node Slurm on this machine.
 
-The session fixture starts Slurm with tests/slurm/start-slurm (installs munge, slurmctld, slurmd
+The module's fixture starts Slurm with tests/slurm/start-slurm (installs munge, slurmctld, slurmd
 and slurm-client if missing; root, or passwordless sudo) and stops the daemons it started with
-tests/slurm/stop-slurm afterwards. The workflow then runs exactly as the README tells users:
+tests/slurm/stop-slurm after this module, which conftest.py runs first (its run mostly waits on
+the cluster, beside the guest's boot). The workflow then runs exactly as the README tells users:
 capture the compute node's topology with the `machine` job, then `all` planned against it,
 layered with tests/slurm/profile-ci (status polling without an accounting database).
 """
@@ -52,7 +53,7 @@ def _as_root() -> list[str] | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped, and SLURM_CONF restored, after this module
 def slurm_cluster():
     # The machine's Slurm config, not conftest's controller-less one, from the cluster's start
     # to its stop: its daemons, our scontrol calls and the jobs (which inherit it) all read it.
