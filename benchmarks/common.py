@@ -89,12 +89,18 @@ class PipelineRun:
 
 
 def pipeline(
-    ctx: Context, name: str, overrides: dict, target: str = "all", env: dict | None = None
+    ctx: Context,
+    name: str,
+    overrides: dict,
+    target: str = "all",
+    env: dict | None = None,
+    prefix: list[str] | None = None,
 ) -> PipelineRun:
     """Run the Snakemake pipeline on the context's grid into ``<work>/<name>`` (or reuse an
     earlier run with ``--reuse``) and time it. Earlier results of the same name are removed
     first, so every cell is measured in this run. ``env``: variables added to its environment
-    (the cells inherit them and record the relevant ones)."""
+    (the cells inherit them and record the relevant ones); ``prefix``: a command Snakemake runs
+    under, whose effect its children inherit (``setarch -R``: no address randomization)."""
     if name in ctx.runs:
         return ctx.runs[name]
     results = ctx.work / name
@@ -115,7 +121,8 @@ def pipeline(
     cfg_path = ctx.work / f"{name}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     target_path = target if target == "all" else f"{results}/{target}"
-    cmd = [sys.executable, "-m", "snakemake", target_path, "--cores", str(ctx.cores)]
+    cmd = [*(prefix or []), sys.executable, "-m", "snakemake", target_path]
+    cmd += ["--cores", str(ctx.cores)]
     cmd += ["--keep-going", "--configfile", str(cfg_path)]
     env = {
         **os.environ,
@@ -124,7 +131,8 @@ def pipeline(
     }
     before = load()
     print(
-        f"[bench] pipeline {name}: {' '.join(cmd[2:])}  (load {before['load1']:.2f})",
+        f"[bench] pipeline {name}: {' '.join([*(prefix or []), *cmd[len(prefix or []) + 2 :]])}"
+        f"  (load {before['load1']:.2f})",
         file=sys.stderr,
         flush=True,
     )

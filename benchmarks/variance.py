@@ -1,13 +1,17 @@
 """Benchmark, variance: which candidate sources move a cell's between-process spread (issue 23
 item 4). One small grid (the grid's first model, batch size 1, eager, ``sequential``, its thread
-counts) measured with ``REPLICATES`` fresh processes per cell, twice:
+counts) measured with ``REPLICATES`` fresh processes per cell, three times:
 
 - ``variance``: the allocator axis (``default`` = glibc, ``jemalloc``, ``tcmalloc``; an allocator
   whose library is missing is a skipped cell, said so), transparent huge pages as the machine
   has them (torch asks for none in ``madvise`` mode);
 - ``variance-thp``: the same with ``THP_MEM_ALLOC_ENABLE=1`` (torch's CPU allocator then asks
   for huge pages for its large blocks: the weights and activations), recorded by every cell
-  (``provenance.env``) and seen in its ``anon_huge_mb``.
+  (``provenance.env``) and seen in its ``anon_huge_mb``;
+- ``variance-aslr-off``: the first run again under ``setarch -R`` (personality
+  ADDR_NO_RANDOMIZE, inherited by Snakemake's children): every process gets the same virtual
+  layout, so the spread that random layouts cause (cache and TLB aliasing of the code, the
+  heap, the weights) is gone; recorded by every cell (``binding.aslr``, the ``aslr`` column).
 
 Per cell: the SD of its replicates' log medians (``replicate_sd_pct``, % of the median) with a
 95 % chi-square CI (r - 1 degrees of freedom: the replicates are independent processes), the
@@ -21,6 +25,7 @@ The machine's THP mode, governor and load are printed with the table."""
 from __future__ import annotations
 
 import math
+import platform
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +35,12 @@ from .common import Context, pipeline, show
 NAME = "variance"
 REPLICATES = 8
 ALLOCATORS = ["default", "jemalloc", "tcmalloc"]
-RUNS = {"variance": {}, "variance-thp": {"THP_MEM_ALLOC_ENABLE": "1"}}
+# per run: variables added to the pipeline's environment, and a command it runs under
+RUNS = {
+    "variance": {"env": {}, "prefix": []},
+    "variance-thp": {"env": {"THP_MEM_ALLOC_ENABLE": "1"}, "prefix": []},
+    "variance-aslr-off": {"env": {}, "prefix": ["setarch", platform.machine(), "-R"]},
+}
 
 
 def sd_ci(sd_pct: float, r: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -91,6 +101,7 @@ def table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                     "within_sd_pct": r.within_sd_pct,
                     "between_sd_pct": r.between_sd_pct,
                     "anon_huge_mb": getattr(r, "anon_huge_mb", math.nan),
+                    "aslr": getattr(r, "aslr", None),
                 }
             )
     return pd.DataFrame(rows).sort_values(["threads", "allocator", "run"], ignore_index=True)
@@ -99,8 +110,8 @@ def table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def run(ctx: Context):
     base = overrides(ctx)
     results = {}
-    for name, env in RUNS.items():
-        run_ = pipeline(ctx, name, base, target="tables/cells.csv", env=env)
+    for name, how in RUNS.items():
+        run_ = pipeline(ctx, name, base, target="tables/cells.csv", **how)
         results[name] = run_.cells()
     df = table(results)
     show(

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, planned, snakemake
 
+from numa_effects.measure import provenance
 from numa_effects.plan import grid, topology
 
 pytestmark = pytest.mark.integration
@@ -158,6 +159,8 @@ def test_tables_and_skipped(run):
     for col in ("between_sd_pct", "within_sd_pct", "replicate_sd_pct", "contended", "noisy"):
         assert col in cells.columns
     assert (cells["anon_huge_mb"] >= 0).all()  # read in every replicate (verify.anon_huge_kb)
+    # each process's layout randomization, as it read it: the cells inherit this one's
+    assert set(cells["aslr"]) == {provenance.address_randomization()}
     assert (cells["latency_ci_low_ms"] <= cells["latency_median_ms"]).all()
     assert (cells["latency_median_ms"] <= cells["latency_ci_high_ms"]).all()
     samples = pd.read_csv(workdir / "results/tables/samples.csv")

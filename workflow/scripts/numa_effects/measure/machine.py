@@ -45,6 +45,7 @@ def kernel_knobs() -> dict:
         "numa_balancing": _read("/proc/sys/kernel/numa_balancing"),
         "transparent_hugepage": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
         "transparent_hugepage_defrag": _read("/sys/kernel/mm/transparent_hugepage/defrag"),
+        "randomize_va_space": _read("/proc/sys/kernel/randomize_va_space"),
         "scaling_governor": _governors(),
         "scaling_driver": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
         "intel_no_turbo": _read("/sys/devices/system/cpu/intel_pstate/no_turbo"),

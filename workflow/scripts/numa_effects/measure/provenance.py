@@ -44,14 +44,40 @@ def proc_status(path: str = "/proc/self/status") -> dict[str, str]:
 
 
 def binding() -> dict:
-    """The CPU and memory binding actually in force for this process."""
+    """The CPU and memory binding actually in force for this process, and whether its address
+    space is laid out at random (``aslr``)."""
     st = proc_status()
     return {
         "cpus_allowed_list": st.get("Cpus_allowed_list", ""),
         "mems_allowed_list": st.get("Mems_allowed_list", ""),
         "sched_affinity": sorted(os.sched_getaffinity(0)),
         "mempolicy": mempolicy(),
+        "aslr": address_randomization(),
     }
+
+
+# personality(2)'s ADDR_NO_RANDOMIZE (<linux/personality.h>): set by `setarch -R`, inherited by
+# the children; the kernel then lays out this process's stack, mmap and heap the same each time.
+ADDR_NO_RANDOMIZE = 0x0040000
+ASLR_LEVELS = {"0": "off", "1": "partial", "2": "on"}
+
+
+def address_randomization(
+    personality: str = "/proc/self/personality",
+    sysctl: str = "/proc/sys/kernel/randomize_va_space",
+) -> str:
+    """This process's address-space layout randomization: ``on`` (the kernel's default, level
+    2: stack, mmap and heap at random), ``partial`` (level 1: not the heap), ``off`` (level 0,
+    or this process's personality has ADDR_NO_RANDOMIZE), ``unknown`` where neither reads."""
+    try:
+        if int(Path(personality).read_text().strip(), 16) & ADDR_NO_RANDOMIZE:
+            return "off"
+    except (OSError, ValueError):
+        pass
+    try:
+        return ASLR_LEVELS.get(Path(sysctl).read_text().strip(), "unknown")
+    except OSError:
+        return "unknown"
 
 
 def relevant_env(environ=None) -> dict[str, str]:

@@ -151,6 +151,7 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
         ("kernel", host.get("kernel")),
         ("automatic NUMA balancing", kernel.get("numa_balancing")),
         ("transparent huge pages", kernel.get("transparent_hugepage")),
+        ("address space randomization", kernel.get("randomize_va_space")),
         ("frequency governor", kernel.get("scaling_governor")),
         ("recorded", machine.get("recorded_at")),
     ]

@@ -69,6 +69,7 @@ def cell_row(data: dict, path: str = "") -> dict:
     row["mems_allowed"] = bind.get("mems_allowed_list")
     row["mempolicy"] = mempolicy_text(bind)
     row["torch_num_threads"] = bind.get("torch_num_threads")
+    row["aslr"] = bind.get("aslr")
     row.update(verification_columns(bind.get("verification")))
     row.update(contention_columns(data.get("contention")))
     failure = data.get("failure") or {}
