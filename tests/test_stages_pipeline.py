@@ -88,6 +88,12 @@ def test_a_rerun_does_nothing_and_a_looser_target_redecides_without_measuring(ru
     after = {p: p.stat().st_mtime_ns for p in (workdir / "results/cells").rglob("r*.json")}
     assert after == before  # nothing measured again
     cells = pd.read_csv(workdir / "results/tables/cells.csv")
-    assert (cells["replicates"] == 2).all()
-    assert set(cells["replicates_reason"]) == {stages.FIRST_STAGE}
-    assert len(list((workdir / "results/grid").glob("replicates-*.json"))) == 1
+    counts = list((workdir / "results/grid").glob("replicates-*.json"))
+    assert len(counts) == 1
+    decided = stages.read(counts[0])
+    # the table follows the new decision: at +-100 % a first stage of 2 suffices unless its two
+    # processes disagree wildly (a loaded CI machine; Stein's N with few degrees of freedom)
+    assert sorted(cells["replicates"]) == sorted(decided.values())
+    assert set(decided.values()) <= {2, 3} and (cells["replicates"] == 2).mean() >= 0.5
+    quiet = cells[cells["replicates"] == 2]
+    assert set(quiet["replicates_reason"]) == {stages.FIRST_STAGE}
