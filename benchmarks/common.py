@@ -121,9 +121,8 @@ def pipeline(
     cfg_path = ctx.work / f"{name}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     target_path = target if target == "all" else f"{results}/{target}"
-    cmd = [*(prefix or []), sys.executable, "-m", "snakemake", target_path]
-    cmd += ["--cores", str(ctx.cores)]
-    cmd += ["--keep-going", "--configfile", str(cfg_path)]
+    args = [target_path, "--cores", str(ctx.cores), "--keep-going", "--configfile", str(cfg_path)]
+    cmd = [*(prefix or []), sys.executable, "-m", "snakemake", *args]
     env = {
         **os.environ,
         **(env or {}),
@@ -131,7 +130,7 @@ def pipeline(
     }
     before = load()
     print(
-        f"[bench] pipeline {name}: {' '.join([*(prefix or []), *cmd[len(prefix or []) + 2 :]])}"
+        f"[bench] pipeline {name}: {' '.join([*(prefix or []), 'snakemake', *args])}"
         f"  (load {before['load1']:.2f})",
         file=sys.stderr,
         flush=True,

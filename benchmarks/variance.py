@@ -35,11 +35,11 @@ from .common import Context, pipeline, show
 NAME = "variance"
 REPLICATES = 8
 ALLOCATORS = ["default", "jemalloc", "tcmalloc"]
-# per run: variables added to the pipeline's environment, and a command it runs under
+# per run, common.pipeline's arguments: variables added to its environment, a command it runs under
 RUNS = {
-    "variance": {"env": {}, "prefix": []},
-    "variance-thp": {"env": {"THP_MEM_ALLOC_ENABLE": "1"}, "prefix": []},
-    "variance-aslr-off": {"env": {}, "prefix": ["setarch", platform.machine(), "-R"]},
+    "variance": {},
+    "variance-thp": {"env": {"THP_MEM_ALLOC_ENABLE": "1"}},
+    "variance-aslr-off": {"prefix": ["setarch", platform.machine(), "-R"]},
 }
 
 

@@ -1,15 +1,13 @@
 """Address-space layout randomization: what a cell records (``provenance.address_randomization``,
 the ``aslr`` column) and the variance benchmark's run without it (``setarch -R``)."""
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import variance
-from numa_effects.measure import provenance
+from numa_effects.measure import provenance, runner
 
 # the address libc's malloc is mapped at, and what the process says of its layout
 CHILD = (
@@ -55,7 +53,7 @@ def _child(prefix):
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONPATH": str(Path(provenance.__file__).parents[2])},
+        env=runner.child_env(1),  # the cell's: numa_effects importable
     ).stdout.split()
     return int(out[0]), out[1]
 
