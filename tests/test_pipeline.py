@@ -168,6 +168,7 @@ def test_tables_and_skipped(run):
     # every timed iteration has its run-queue delay, read by the runner from the instance
     assert samples["run_delay_pct"].notna().all() and (samples["run_delay_pct"] >= 0).all()
     assert (samples["foreign_pct"] >= samples["run_delay_pct"]).all()
+    assert samples["canary_ms"].isna().all()  # no canary unless the config asks for it
 
 
 def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):

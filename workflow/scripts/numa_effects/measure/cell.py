@@ -18,6 +18,9 @@ and ends, without importing torch.
 - ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
   the machine; then its process CPU time from getrusage, all threads, outside the interval).
+- ``go canary``: the same, and after ``t1`` the canary (``make_canary``: a fixed, cache-resident
+  float32 matrix product, timed the same way): ``{"t0", "t1", "canary_s", "cpu_s"}`` (the CPU
+  time read after the canary, so the probe counts it as the process's own).
 - ``verify``: first the workload's ``report`` (a model cell with ``inspect`` in its spec: one
   untimed call with oneDNN verbose on, ``inspect``: the kernels that ran, the agreement with the
   float32 eager output computed before the conversion, the CPU's capabilities; the peak: each
@@ -53,6 +56,29 @@ EXIT_COMPILE = 4
 
 class CellError(RuntimeError):
     """The cell cannot be measured as labelled."""
+
+
+# The canary (settings key ``canary``, docs/performance.md): how fast this process's CPUs run a
+# fixed kernel at this moment, next to each timed step. 32 products of a 96 x 96 float32 matrix
+# (36 KiB: it stays in the core's cache, so its time is the CPU's speed, not the memory
+# placement's), about 0.5 - 1 ms at one thread.
+CANARY_SIZE = 96
+CANARY_REPEATS = 32
+
+
+def make_canary():
+    """The canary kernel: a callable running ``CANARY_REPEATS`` products of one fixed
+    ``CANARY_SIZE`` square matrix, allocated here (in this process, under its binding)."""
+    import torch
+
+    a = torch.randn(CANARY_SIZE, CANARY_SIZE, generator=torch.Generator().manual_seed(0))
+    out = torch.empty_like(a)
+
+    def canary() -> None:
+        for _ in range(CANARY_REPEATS):
+            torch.mm(a, a, out=out)
+
+    return canary
 
 
 def set_threads(threads: int) -> dict:
@@ -277,6 +303,7 @@ def serve(spec: dict, commands, reply) -> None:
         opt is not None and opt.graph == "inductor" and spec.get("workload", "model") == "model"
     )
     first = True
+    canary = None
     clock = time.perf_counter
     reply(
         {
@@ -293,7 +320,7 @@ def serve(spec: dict, commands, reply) -> None:
         warnings.simplefilter("always")
         for line in commands:
             cmd = line.strip()
-            if cmd == "go":
+            if cmd in ("go", "go canary"):
                 t0 = clock()
                 if first and compiled:
                     first_call(step)
@@ -301,7 +328,14 @@ def serve(spec: dict, commands, reply) -> None:
                     step()
                 t1 = clock()
                 first = False
-                reply({"t0": t0, "t1": t1, "cpu_s": cpu_s()})
+                timed = {"t0": t0, "t1": t1}
+                if cmd == "go canary":
+                    if canary is None:
+                        canary = make_canary()
+                    c0 = clock()
+                    canary()
+                    timed["canary_s"] = clock() - c0
+                reply({**timed, "cpu_s": cpu_s()})
             elif cmd == "verify":
                 for w in wlist:
                     entry = {

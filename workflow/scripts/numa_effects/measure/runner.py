@@ -14,7 +14,10 @@ through:
    one clock for the machine) and reports its CPU time (getrusage) after it; a round's latency
    is max(t1) - min(t0) over the instances, so for k = 1 exactly the instance's own t1 - t0:
    the pipe is outside the timed interval. The first round is the first call (untimed, counted
-   as the first warm-up iteration, as it always was);
+   as the first warm-up iteration, as it always was). With the settings key ``canary`` a
+   one-instance measurement sends ``go canary``: after each step the instance times a fixed
+   cache-resident kernel too (``cell.make_canary``), outside the step's interval; the timed
+   rounds' canary seconds are the record's ``measurement.canary_s``;
 3. **time** with ``timing.run_with_retries`` (warm-up, adaptive or fixed stopping, caps), a
    ``contention.IterationProbe`` around every round over the instances' CPUs and SMT siblings,
    minus the instances' reported CPU time and this process's own; ``timing`` decides which
@@ -273,6 +276,10 @@ def measure(
     k = len(members)
     insts: list[Instance] = []
     rounds: list[list[tuple[float, float]]] = []  # per round, per instance: (t0, t1)
+    # per round, the canary's seconds (settings key canary; one instance only: in a group, an
+    # instance's canary would run beside the others' steps)
+    canaries: list[float | None] = []
+    go = "go canary" if settings.get("canary") and k == 1 else "go"
     with supervise.Guard() as guard:
         try:
             for j, member in enumerate(members):
@@ -291,9 +298,10 @@ def measure(
 
             def one_round() -> float:
                 for inst in insts:
-                    inst.send("go")
+                    inst.send(go)
                 replies = [inst.read(deadline, timeout_s) for inst in insts]
                 rounds.append([(r["t0"], r["t1"]) for r in replies])
+                canaries.append(replies[0].get("canary_s"))
                 return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
 
             cpus = sorted(c for inst in insts for c in inst.plan.cpus)
@@ -324,6 +332,7 @@ def measure(
         ready,
         checks,
         rounds,
+        canaries,
         m,
         attempts,
         window,
@@ -371,6 +380,7 @@ def _record(
     ready,
     checks,
     rounds,
+    canaries,
     m,
     attempts,
     window,
@@ -436,6 +446,9 @@ def _record(
         # instances started (0 for one instance)
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
     }
+    canary = canaries[len(canaries) - n :]
+    if n and all(c is not None for c in canary):  # settings key canary: one per timed iteration
+        measurement["canary_s"] = canary
     bad = [(j, i["verification"]) for j, i in enumerate(instances) if not i["verification"]["ok"]]
     if k == 1:
         one = instances[0]

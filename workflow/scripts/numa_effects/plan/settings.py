@@ -21,6 +21,10 @@ DEFAULTS = {
 }
 # Every key a cell's spec carries: the timing loop's, and the seed of the input and weights.
 KEYS = (*DEFAULTS, "seed")
+# Keys a spec carries only when the config turns them on, so that a run without them keeps the
+# specs (and results) it had before they existed. ``canary``: after each timed step the cell
+# process times a fixed cache-resident kernel (measure.cell.make_canary; docs/performance.md).
+OPTIONAL_KEYS = ("canary",)
 TIMEOUT_MARGIN_S = 120.0
 
 # The peak of one (placement, threads, dtype) (measure.dtype_peaks: the denominator of
@@ -76,7 +80,7 @@ def memory_settings(config: dict) -> dict:
 
 def of(config: dict) -> dict:
     """The measurement settings of a (checked) config."""
-    return {k: config.get(k) for k in KEYS}
+    return {k: config.get(k) for k in KEYS} | {k: True for k in OPTIONAL_KEYS if config.get(k)}
 
 
 def with_defaults(settings: dict) -> dict:

@@ -15,7 +15,8 @@ true when any replicate is (after exclusion and retries). A replicate with no cl
 (``status: contended``: ``runner``) has no statistics and is left out of the combination; a cell
 whose replicates all are has ``status`` ``contended``, no latency, throughput or CI, and is not a
 failure (failures.csv lists ``failed`` cells only). samples.csv keeps every timed iteration with
-its ``replicate``, ``foreign_pct``, ``run_delay_pct`` and ``excluded``.
+its ``replicate``, ``foreign_pct``, ``run_delay_pct``, ``excluded`` and ``canary_ms`` (the
+canary after it, settings key ``canary``; empty without).
 """
 
 from __future__ import annotations
@@ -243,7 +244,9 @@ def sample_rows(data: dict) -> Iterable[dict]:
     foreign = m.get("foreign_pct") or [None] * len(lats)
     delay = m.get("run_delay_pct") or [None] * len(lats)  # (records before it: none)
     excluded = m.get("excluded") or [False] * len(lats)
-    for i, (lat, f, d, e) in enumerate(zip(lats, foreign, delay, excluded, strict=True)):
+    canary = m.get("canary_s") or [None] * len(lats)  # settings key canary (else none)
+    rows = zip(lats, foreign, delay, excluded, canary, strict=True)
+    for i, (lat, f, d, e, c) in enumerate(rows):
         yield {
             **keys,
             "iteration": i,
@@ -251,6 +254,7 @@ def sample_rows(data: dict) -> Iterable[dict]:
             "foreign_pct": f,
             "run_delay_pct": d,
             "excluded": bool(e),
+            "canary_ms": None if c is None else c * 1000.0,
         }
 
 
@@ -262,6 +266,7 @@ SAMPLE_COLUMNS = [
     "foreign_pct",
     "run_delay_pct",
     "excluded",
+    "canary_ms",
 ]
 SUMMED = (
     "measure_s",
