@@ -11,7 +11,13 @@ counts) measured with ``REPLICATES`` fresh processes per cell, three times:
 - ``variance-aslr-off``: the first run again under ``setarch -R`` (personality
   ADDR_NO_RANDOMIZE, inherited by Snakemake's children): every process gets the same virtual
   layout, so the spread that random layouts cause (cache and TLB aliasing of the code, the
-  heap, the weights) is gone; recorded by every cell (``binding.aslr``, the ``aslr`` column).
+  heap, the weights) is gone; recorded by every cell (``binding.aslr``, the ``aslr`` column);
+- ``variance-canary``: the first run again with the config key ``canary`` (after each timed
+  iteration the process times a fixed cache-resident kernel: how fast its CPUs ran then). A
+  second table (``canary_table``) says per cell how much of the spread between its processes
+  the machine's own speed explains: the correlation of each process's median latency with its
+  median canary, and the replicate SD of the latency divided by the canary (the process's speed
+  taken out) beside the plain one.
 
 Per cell: the SD of its replicates' log medians (``replicate_sd_pct``, % of the median) with a
 95 % chi-square CI (r - 1 degrees of freedom: the replicates are independent processes), the
@@ -28,6 +34,7 @@ import math
 import platform
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .common import Context, pipeline, show
@@ -35,12 +42,15 @@ from .common import Context, pipeline, show
 NAME = "variance"
 REPLICATES = 8
 ALLOCATORS = ["default", "jemalloc", "tcmalloc"]
-# per run, common.pipeline's arguments: variables added to its environment, a command it runs under
+# per run, what differs from the first: config keys; common.pipeline's arguments (variables
+# added to its environment, a command it runs under)
 RUNS = {
     "variance": {},
     "variance-thp": {"env": {"THP_MEM_ALLOC_ENABLE": "1"}},
     "variance-aslr-off": {"prefix": ["setarch", platform.machine(), "-R"]},
+    "variance-canary": {"config": {"canary": True}},
 }
+CANARY_RUN = "variance-canary"
 
 
 def sd_ci(sd_pct: float, r: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -107,11 +117,51 @@ def table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["threads", "allocator", "run"], ignore_index=True)
 
 
+def canary_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per cell of a run with the canary (``samples.csv``: clean iterations only): its
+    processes' median latency and median canary, their correlation across the processes
+    (``r``, of the logs), the replicate SD of the latency (``sd_pct``, % of the median) and of
+    the latency divided by the canary (``normalized_sd_pct``: each process's own speed taken
+    out), each with its 95 % chi-square CI, and the share of the latency's variance across
+    processes that the canary explains (``explained``: 1 - normalized / plain variance; it can
+    be negative: a canary that does not follow the latency adds its own noise)."""
+    clean = samples[~samples["excluded"].astype(bool) & samples["canary_ms"].notna()]
+    rows = []
+    for (threads, allocator), cell in clean.groupby(["threads", "allocator"], sort=True):
+        per = cell.groupby("replicate")[["latency_ms", "canary_ms"]].median()
+        r = len(per)
+        lat, can = np.log(per["latency_ms"].to_numpy()), np.log(per["canary_ms"].to_numpy())
+        sd = 100 * float(np.std(lat, ddof=1)) if r >= 2 else math.nan
+        nsd = 100 * float(np.std(lat - can, ddof=1)) if r >= 2 else math.nan
+        corr = float(np.corrcoef(lat, can)[0, 1]) if r >= 3 else math.nan
+        (lo, hi), (nlo, nhi) = sd_ci(sd, r), sd_ci(nsd, r)
+        rows.append(
+            {
+                "threads": int(threads),
+                "allocator": allocator,
+                "replicates": r,
+                "median_ms": float(np.exp(np.median(lat))),
+                "canary_median_ms": float(np.exp(np.median(can))),
+                "r": corr,
+                "sd_pct": sd,
+                "sd_ci_low": lo,
+                "sd_ci_high": hi,
+                "normalized_sd_pct": nsd,
+                "normalized_sd_ci_low": nlo,
+                "normalized_sd_ci_high": nhi,
+                "explained": 1 - (nsd / sd) ** 2 if sd > 0 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def run(ctx: Context):
     base = overrides(ctx)
     results = {}
     for name, how in RUNS.items():
-        run_ = pipeline(ctx, name, base, target="tables/cells.csv", **how)
+        how = dict(how)
+        cfg = {**base, **how.pop("config", {})}
+        run_ = pipeline(ctx, name, cfg, target="tables/cells.csv", **how)
         results[name] = run_.cells()
     df = table(results)
     show(
@@ -119,4 +169,12 @@ def run(ctx: Context):
         "replicate SD with its 95 % chi-square CI, and its within/between parts",
         df,
     )
+    samples = pd.read_csv(ctx.work / CANARY_RUN / "tables" / "samples.csv")
+    canary = canary_table(samples)
+    show(
+        f"variance, {CANARY_RUN}: what each process's own speed (its median canary) explains of "
+        "the spread of its median latency",
+        canary,
+    )
+    canary.to_csv(ctx.out / f"{NAME}-canary.csv", index=False)
     return df

@@ -479,6 +479,65 @@ def test_variance_sd_ci_covers_by_simulation_where_the_symmetric_one_does_not():
     assert all(np.isnan(sd_ci(1.0, 1)))  # one replicate: no spread to bound
 
 
+REPLICATES_SIM = 8
+
+
+def _canary_samples(rng, speed_sd, own_sd, canary_follows, replicates=REPLICATES_SIM):
+    """samples.csv rows of one cell: per process a speed factor (lognormal, ``speed_sd``) that
+    slows its every iteration, the process's own level (``own_sd``), and a canary that follows
+    the speed or not; 30 iterations each with 2 % noise, the first one excluded."""
+    rows = []
+    for rep in range(1, replicates + 1):
+        speed, own = rng.normal(0, speed_sd), rng.normal(0, own_sd)
+        canary_speed = speed if canary_follows else rng.normal(0, speed_sd)
+        for i in range(30):
+            rows.append(
+                {
+                    "threads": 1,
+                    "allocator": "default",
+                    "replicate": rep,
+                    "iteration": i,
+                    "latency_ms": 100 * np.exp(speed + own + rng.normal(0, 0.02)),
+                    "canary_ms": 0.7 * np.exp(canary_speed + rng.normal(0, 0.02)),
+                    "excluded": i == 0,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_variance_canary_table_takes_out_the_speed_the_canary_sees_and_only_that():
+    """benchmarks.variance.canary_table on simulated processes with known parts: where the
+    processes differ by a speed that slows the model and the canary alike (SD 10 %) and by 2 %
+    of their own, the latency divided by the canary keeps about the 2 % (the truth), the plain
+    SD about 10 %, and r is high; a canary that does not follow the model's speed explains
+    nothing and adds its own noise (explained < 0). Over 200 simulated cells, the normalized
+    SD's chi-square CI covers the true own SD (its process part, plus the 2 % iteration noise
+    that a 29-iteration median keeps) about 95 % of the time."""
+    from benchmarks.variance import canary_table
+
+    rng = np.random.default_rng(3)
+    follows = canary_table(_canary_samples(rng, 0.10, 0.02, True))
+    assert len(follows) == 1 and follows["replicates"].iloc[0] == REPLICATES_SIM
+    row = follows.iloc[0]
+    assert row["r"] > 0.8 and row["explained"] > 0.7
+    assert row["normalized_sd_pct"] < row["sd_pct"] / 2
+    blind = canary_table(_canary_samples(rng, 0.10, 0.02, False)).iloc[0]
+    assert blind["explained"] < 0.2 and blind["normalized_sd_pct"] > blind["sd_pct"] * 0.9
+    # coverage of the normalized SD's interval, against the truth of the simulation: the own
+    # part and the medians' noise (2 % latency + 2 % canary iterations, median of 29: ~1.25 x
+    # the mean's SD)
+    own, it = 0.02, 0.02 * 1.2533 / np.sqrt(29)
+    truth = 100 * np.sqrt(own**2 + 2 * it**2)
+    hits, plain = [], []
+    for _ in range(200):
+        t = canary_table(_canary_samples(rng, 0.10, own, True)).iloc[0]
+        hits.append(t["normalized_sd_ci_low"] <= truth <= t["normalized_sd_ci_high"])
+        plain.append(t["sd_ci_low"] <= truth <= t["sd_ci_high"])
+    assert 0.9 <= np.mean(hits) <= 0.99, np.mean(hits)
+    # the plain SD's interval is about the speed: it (nearly) never covers the own part
+    assert np.mean(plain) < 0.05, np.mean(plain)
+
+
 # -- cost: the wall like for like, on the Snakemake logs of a real cost benchmark -----------------
 # (tests/fixtures/bench_logs: `make bench BENCH_ARGS="cost replication"`, commit 50482de, the
 # 2-vCPU AMX Xeon, 2026-12-02: the default run with two_stage on, and the fixed 10 + 100 run)
