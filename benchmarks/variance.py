@@ -112,6 +112,9 @@ def table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                     "between_sd_pct": r.between_sd_pct,
                     "anon_huge_mb": getattr(r, "anon_huge_mb", math.nan),
                     "aslr": getattr(r, "aslr", None),
+                    "ci_halfwidth_pct": r.ci_halfwidth_pct,
+                    # with the canary: the CI at the run's reference speed (tables.speed)
+                    "speed_ci_halfwidth_pct": getattr(r, "speed_ci_halfwidth_pct", math.nan),
                 }
             )
     return pd.DataFrame(rows).sort_values(["threads", "allocator", "run"], ignore_index=True)

@@ -169,6 +169,7 @@ def test_tables_and_skipped(run):
     assert samples["run_delay_pct"].notna().all() and (samples["run_delay_pct"] >= 0).all()
     assert (samples["foreign_pct"] >= samples["run_delay_pct"]).all()
     assert samples["canary_ms"].isna().all()  # no canary unless the config asks for it
+    assert "speed_latency_ms" not in cells.columns  # ... and no latency at a reference speed
 
 
 def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):

@@ -102,6 +102,12 @@ def test_with_the_canary_every_timed_iteration_has_one(run):
     assert row["canary_ms"].tolist() == pytest.approx(
         [c * 1e3 for c in rec["measurement"]["canary_s"]]
     )
+    # ... and cells.csv has every cell at the run's reference speed (tables.speed), its value
+    # inside its own interval
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    assert cells["speed_latency_ms"].notna().all() and cells["speed_slope"].notna().all()
+    assert (cells["speed_ci_low_ms"] <= cells["speed_latency_ms"]).all()
+    assert (cells["speed_latency_ms"] <= cells["speed_ci_high_ms"]).all()
 
 
 def test_a_rerun_does_nothing_and_a_looser_target_redecides_without_measuring(run):

@@ -31,6 +31,7 @@ from numa_effects.measure import result as cellresult
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.tables import speed
 
 KEY_COLUMNS = list(KEYS)
 
@@ -463,7 +464,7 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
         rows.append(cell_row(data, str(path)))
         samples.extend(sample_rows(data))
     samples_df = pd.DataFrame(samples, columns=SAMPLE_COLUMNS)
-    cells = combine_replicates(pd.DataFrame(rows), samples_df, stages)
+    cells = speed.join(combine_replicates(pd.DataFrame(rows), samples_df, stages), samples_df)
     if not cells.empty:
         cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
     return cells, samples_df
