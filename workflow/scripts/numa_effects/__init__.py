@@ -74,6 +74,7 @@ profiles):
 
 - ``tables.cells``: cell JSONs -> cells.csv, samples.csv, skipped.csv, failures.csv.
 - ``tables.stages``: the first stage's replicates -> each cell's replicates in all (Stein).
+- ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
