@@ -128,12 +128,15 @@ def canary_table(samples: pd.DataFrame) -> pd.DataFrame:
     out), each with its 95 % chi-square CI, and the share of the latency's variance across
     processes that the canary explains (``explained``: 1 - normalized / plain variance; it can
     be negative: a canary that does not follow the latency adds its own noise)."""
-    clean = samples[~samples["excluded"].astype(bool) & samples["canary_ms"].notna()]
+    from numa_effects.tables import speed
+
     rows = []
-    for (threads, allocator), cell in clean.groupby(["threads", "allocator"], sort=True):
-        per = cell.groupby("replicate")[["latency_ms", "canary_ms"]].median()
+    # per replicate its logs of the clean iterations' medians, as the cells' table takes them
+    for (threads, allocator), per in speed.replicates(samples).groupby(
+        ["threads", "allocator"], sort=True
+    ):
         r = len(per)
-        lat, can = np.log(per["latency_ms"].to_numpy()), np.log(per["canary_ms"].to_numpy())
+        lat, can = per["y"].to_numpy(), per["x"].to_numpy()
         sd = 100 * float(np.std(lat, ddof=1)) if r >= 2 else math.nan
         nsd = 100 * float(np.std(lat - can, ddof=1)) if r >= 2 else math.nan
         corr = float(np.corrcoef(lat, can)[0, 1]) if r >= 3 else math.nan
@@ -160,19 +163,18 @@ def canary_table(samples: pd.DataFrame) -> pd.DataFrame:
 
 def run(ctx: Context):
     base = overrides(ctx)
-    results = {}
+    runs = {}
     for name, how in RUNS.items():
         how = dict(how)
         cfg = {**base, **how.pop("config", {})}
-        run_ = pipeline(ctx, name, cfg, target="tables/cells.csv", **how)
-        results[name] = run_.cells()
-    df = table(results)
+        runs[name] = pipeline(ctx, name, cfg, target="tables/cells.csv", **how)
+    df = table({name: r.cells() for name, r in runs.items()})
     show(
         f"variance: {REPLICATES} processes per cell; THP {_thp_mode()}; "
         "replicate SD with its 95 % chi-square CI, and its within/between parts",
         df,
     )
-    samples = pd.read_csv(ctx.work / CANARY_RUN / "tables" / "samples.csv")
+    samples = pd.read_csv(runs[CANARY_RUN].results / "tables" / "samples.csv")
     canary = canary_table(samples)
     show(
         f"variance, {CANARY_RUN}: what each process's own speed (its median canary) explains of "

@@ -493,6 +493,10 @@ def _canary_samples(rng, speed_sd, own_sd, canary_follows, replicates=REPLICATES
         for i in range(30):
             rows.append(
                 {
+                    "model": "resnet50",
+                    "opt": "none",
+                    "placement": "sequential",
+                    "batch_size": 1,
                     "threads": 1,
                     "allocator": "default",
                     "replicate": rep,

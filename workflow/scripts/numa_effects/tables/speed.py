@@ -51,16 +51,15 @@ COLUMNS = [
 def replicates(samples: pd.DataFrame) -> pd.DataFrame:
     """One row per replicate with a canary: its key, ``y`` (log median clean latency, ms) and
     ``x`` (log median canary of the same iterations, ms). Empty without canaries."""
+    columns = [*KEY_COLUMNS, "replicate", "y", "x"]
     if samples.empty or "canary_ms" not in samples.columns:
-        return pd.DataFrame(columns=[*KEY_COLUMNS, "replicate", "y", "x"])
+        return pd.DataFrame(columns=columns)
     clean = samples[~samples["excluded"].astype(bool) & samples["canary_ms"].notna()]
     if clean.empty:
-        return pd.DataFrame(columns=[*KEY_COLUMNS, "replicate", "y", "x"])
+        return pd.DataFrame(columns=columns)
     med = clean.groupby([*KEY_COLUMNS, "replicate"], sort=True)[["latency_ms", "canary_ms"]]
     per = med.median().reset_index()
-    return per.assign(y=np.log(per["latency_ms"]), x=np.log(per["canary_ms"]))[
-        [*KEY_COLUMNS, "replicate", "y", "x"]
-    ]
+    return per.assign(y=np.log(per["latency_ms"]), x=np.log(per["canary_ms"]))[columns]
 
 
 def fit(reps: pd.DataFrame) -> dict:
