@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import load_config, planned, snakemake
 
+from numa_effects.measure import cell
 from numa_effects.plan import grid, stages, topology
 from numa_effects.tables import stages as stage_table
 
@@ -90,6 +91,8 @@ def test_with_the_canary_every_timed_iteration_has_one(run):
         m = rec["measurement"]
         assert len(m["canary_s"]) == len(m["latencies_s"]) > 0, path
         assert all(0 < c < 1.0 for c in m["canary_s"]), m["canary_s"]
+        # the record names the kernel the cell process ran (the default, as the child says)
+        assert m["canary_kernel"] == cell.CANARY_KERNELS[cell.CANARY_KERNEL], m["canary_kernel"]
     samples = pd.read_csv(workdir / "results/tables/samples.csv")
     assert samples["canary_ms"].notna().all() and (samples["canary_ms"] > 0).all()
     # row for row the record's: iteration i's canary is the one after timed step i

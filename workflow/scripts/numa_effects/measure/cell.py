@@ -7,9 +7,9 @@ Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S`` with
 default, builds the model and applies the optimization, ``build_for``; ``dtype_peaks`` is the
 peak of one dtype, ``measure.dtype_peaks.workload``; ``memory_probe`` the idle latency and read
 bandwidth of one node pair, ``measure.memory_probe.workload``), prints one JSON line
-``{"ready": true, ...}`` (torch's import, build, reference and conversion times, threads, pid,
-CPU time) on its protocol pipe (the original stdout; anything the libraries print goes to stderr,
-its log), then answers one-line commands on stdin, one JSON line each:
+``{"ready": true, ...}`` (torch's import, build, reference and conversion times, threads, pid, CPU
+time, the canary kernel's name) on its protocol pipe (the original stdout; anything the libraries
+print goes to stderr, its log), then answers one-line commands on stdin, one JSON line each:
 
 Before any of that, its CPUs and memory policy are checked against its plan
 (``verify.at_start``): when they are wrong it replies ``{"ready": false, "verification": ...}``
@@ -59,25 +59,46 @@ class CellError(RuntimeError):
 
 
 # The canary (settings key ``canary``, docs/performance.md): how fast this process's CPUs run a
-# fixed kernel at this moment, next to each timed step. 32 products of a 96 x 96 float32 matrix
-# (36 KiB: it stays in the core's cache, so its time is the CPU's speed, not the memory
-# placement's), about 0.5 - 1 ms at one thread.
+# fixed kernel at this moment, next to each timed step. ``bmm`` (the default): one torch.bmm of
+# 32 products of 96 x 96 float32 matrices (1.2 MiB in, 1.2 MiB out: it stays in the cores'
+# caches, so its time is the CPUs' speed, not the memory placement's), about 0.5 - 1 ms at one
+# thread. The batch is split between the process's threads: each thread computes its own
+# products, with one synchronisation, so at 2 threads it moves with the host's speed as the
+# model does (slope about 1). ``mm``, the first canary (until 2026-12-04): 32 torch.mm calls
+# on one matrix; at 2 threads each call is mostly synchronisation and moved about twice as much
+# as the model (slope 0.4 - 0.5). ``benchmarks/canary.py`` measures both.
 CANARY_SIZE = 96
 CANARY_REPEATS = 32
+CANARY_KERNELS = {
+    "bmm": f"torch.bmm of {CANARY_REPEATS} x {CANARY_SIZE}x{CANARY_SIZE} float32",
+    "mm": f"{CANARY_REPEATS} x torch.mm of {CANARY_SIZE}x{CANARY_SIZE} float32",
+}
+CANARY_KERNEL = "bmm"
 
 
-def make_canary():
-    """The canary kernel: a callable running ``CANARY_REPEATS`` products of one fixed
-    ``CANARY_SIZE`` square matrix, allocated here (in this process, under its binding)."""
+def make_canary(kernel: str = CANARY_KERNEL):
+    """The canary kernel (``CANARY_KERNELS``): a callable running ``CANARY_REPEATS`` products of
+    fixed ``CANARY_SIZE`` square matrices, allocated here (in this process, under its binding)."""
     import torch
 
-    a = torch.randn(CANARY_SIZE, CANARY_SIZE, generator=torch.Generator().manual_seed(0))
+    if kernel not in CANARY_KERNELS:
+        raise ValueError(f"unknown canary kernel {kernel!r} ({', '.join(CANARY_KERNELS)})")
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(CANARY_REPEATS, CANARY_SIZE, CANARY_SIZE, generator=gen)
     out = torch.empty_like(a)
+    if kernel == "bmm":
 
-    def canary() -> None:
-        for _ in range(CANARY_REPEATS):
-            torch.mm(a, a, out=out)
+        def canary() -> None:
+            torch.bmm(a, a, out=out)
 
+    else:
+        one, one_out = a[0], out[0]
+
+        def canary() -> None:
+            for _ in range(CANARY_REPEATS):
+                torch.mm(one, one, out=one_out)
+
+    canary.operands = (a, out)  # what it multiplies and where the products go (tests)
     return canary
 
 
@@ -313,6 +334,7 @@ def serve(spec: dict, commands, reply) -> None:
             "import_s": import_s,
             **timings,
             "threads_info": info,
+            "canary_kernel": CANARY_KERNELS[CANARY_KERNEL],
             "cpu_s": cpu_s(),
         }
     )

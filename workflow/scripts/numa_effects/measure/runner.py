@@ -449,6 +449,7 @@ def _record(
     canary = canaries[len(canaries) - n :]
     if n and all(c is not None for c in canary):  # settings key canary: one per timed iteration
         measurement["canary_s"] = canary
+        measurement["canary_kernel"] = ready[0].get("canary_kernel")
     bad = [(j, i["verification"]) for j, i in enumerate(instances) if not i["verification"]["ok"]]
     if k == 1:
         one = instances[0]
