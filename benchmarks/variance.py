@@ -12,12 +12,12 @@ counts) measured with ``REPLICATES`` fresh processes per cell, three times:
   ADDR_NO_RANDOMIZE, inherited by Snakemake's children): every process gets the same virtual
   layout, so the spread that random layouts cause (cache and TLB aliasing of the code, the
   heap, the weights) is gone; recorded by every cell (``binding.aslr``, the ``aslr`` column);
-- ``variance-canary``: the first run again with the config key ``canary`` (after each timed
-  iteration the process times a fixed cache-resident kernel: how fast its CPUs ran then). A
-  second table (``canary_table``) says per cell how much of the spread between its processes
-  the machine's own speed explains: the correlation of each process's median latency with its
-  median canary, and the replicate SD of the latency divided by the canary (the process's speed
-  taken out) beside the plain one.
+- with the config key ``canary`` (on by default since 2026-12-04: after each timed iteration the
+  process times a fixed cache-resident kernel, how fast its CPUs ran then; until then a fourth run,
+  ``variance-canary``), the first run's second table (``canary_table``) says per cell how much of
+  the spread between its processes the machine's own speed explains: the correlation of each
+  process's median latency with its median canary, and the replicate SD of the latency divided by
+  the canary (the process's speed taken out) beside the plain one.
 
 Per cell: the SD of its replicates' log medians (``replicate_sd_pct``, % of the median) with a
 95 % chi-square CI (r - 1 degrees of freedom: the replicates are independent processes), the
@@ -48,9 +48,9 @@ RUNS = {
     "variance": {},
     "variance-thp": {"env": {"THP_MEM_ALLOC_ENABLE": "1"}},
     "variance-aslr-off": {"prefix": ["setarch", platform.machine(), "-R"]},
-    "variance-canary": {"config": {"canary": True}},
 }
-CANARY_RUN = "variance-canary"
+# the run whose canary (config key ``canary``, on by default) the second table reads
+CANARY_RUN = "variance"
 
 
 def sd_ci(sd_pct: float, r: int, confidence: float = 0.95) -> tuple[float, float]:

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, planned, snakemake
 
-from numa_effects.measure import provenance
+from numa_effects.measure import cell, provenance
 from numa_effects.plan import grid, topology
 
 pytestmark = pytest.mark.integration
@@ -168,8 +168,44 @@ def test_tables_and_skipped(run):
     # every timed iteration has its run-queue delay, read by the runner from the instance
     assert samples["run_delay_pct"].notna().all() and (samples["run_delay_pct"] >= 0).all()
     assert (samples["foreign_pct"] >= samples["run_delay_pct"]).all()
-    assert samples["canary_ms"].isna().all()  # no canary unless the config asks for it
-    assert "speed_latency_ms" not in cells.columns  # ... and no latency at a reference speed
+
+
+def test_with_the_canary_every_timed_iteration_has_one(run):
+    """Config key canary (on by default): after each timed step the cell process timed the
+    canary kernel (measure.cell.make_canary), outside the step's interval; samples.csv has it
+    per iteration."""
+    workdir, _, _ = run
+    for path in (workdir / "results/cells").rglob("r*.json"):
+        rec = json.loads(path.read_text())
+        assert rec["status"] in ("ok", "contended"), (path, rec.get("failure"))
+        m = rec["measurement"]
+        assert len(m["canary_s"]) == len(m["latencies_s"]) > 0, path
+        assert all(0 < c < 1.0 for c in m["canary_s"]), m["canary_s"]
+        # the record names the kernel the cell process ran (the default, as the child says)
+        assert m["canary_kernel"] == cell.CANARY_KERNELS[cell.CANARY_KERNEL], m["canary_kernel"]
+    samples = pd.read_csv(workdir / "results/tables/samples.csv")
+    assert samples["canary_ms"].notna().all() and (samples["canary_ms"] > 0).all()
+    # row for row the record's: iteration i's canary is the one after timed step i
+    rec = json.loads(next((workdir / "results/cells").rglob("r1.json")).read_text())
+    row = samples[samples["replicate"] == 1]
+    for k in grid.KEYS:
+        row = row[row[k] == rec["cell"].get(k, grid.DEFAULTS.get(k))]
+    row = row.sort_values("iteration")
+    assert len(row) == len(rec["measurement"]["canary_s"])
+    assert row["canary_ms"].tolist() == pytest.approx(
+        [c * 1e3 for c in rec["measurement"]["canary_s"]]
+    )
+    # ... and cells.csv has every cell at the run's reference speed (tables.speed), its value
+    # inside its own interval
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    assert cells["speed_latency_ms"].notna().all() and cells["speed_slope"].notna().all()
+    assert (cells["speed_ci_low_ms"] <= cells["speed_latency_ms"]).all()
+    assert (cells["speed_latency_ms"] <= cells["speed_ci_high_ms"]).all()
+    # ... and each TorchScript speedup at that speed too (tables.speed.ratio), inside its CI
+    speedup = pd.read_csv(workdir / "results/tables/opt_speedup.csv")
+    assert len(speedup) > 0 and speedup["speed_speedup"].notna().all()
+    assert (speedup["speed_speedup_ci_low"] <= speedup["speed_speedup"]).all()
+    assert (speedup["speed_speedup"] <= speedup["speed_speedup_ci_high"]).all()
 
 
 def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):

@@ -48,7 +48,11 @@ batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: th
 faster) with its CI, and ``significant`` when the CI excludes 1. Its CI is ``paired`` under the
 same rule as the degradation's (eager and every optimization run in the same group of a round,
 ``plan.grid.job_order``), the pool and the F test per thread count over the speedups;
-``adjacent_correlation`` as there.
+``adjacent_correlation`` as there. ``speed_speedup`` (with ``speed_speedup_ci_low``,
+``speed_speedup_ci_high``): the same speedup with both cells at the run's reference speed, where
+their replicates timed the canary (config key ``canary``; ``tables.speed.ratio``: the common
+slope of the cells' group, so what the two cells' processes happened to get of the host's speed
+is out of the interval); NaN without.
 
 When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
 within the same source.
@@ -115,6 +119,9 @@ OPT_SPEEDUP_COLUMNS = [
     "speedup",
     "speedup_ci_low",
     "speedup_ci_high",
+    "speed_speedup",
+    "speed_speedup_ci_low",
+    "speed_speedup_ci_high",
     "throughput_baseline_ips",
     "throughput_compared_ips",
     "significant",
@@ -340,6 +347,22 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
     return out
 
 
+def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
+    """The speedup of each pair at the run's reference speed (``speed.ratio``: the cells' common
+    slope on the canary; NaN where the replicates timed no canary)."""
+    from numa_effects.tables import speed
+
+    reps = speed.replicates(samples) if samples is not None else pd.DataFrame()
+    fits = speed.fit(reps) if not reps.empty else {}
+    cols = {c: [] for c in ("speed_speedup", "speed_speedup_ci_low", "speed_speedup_ci_high")}
+    for _, r in p.iterrows():
+        compared = {k: r[k] for k in KEYS}
+        got = speed.ratio(reps, fits, compared, {**compared, "opt": EAGER}) if fits else None
+        for c, v in zip(cols, ("ratio", "ci_high", "ci_low"), strict=True):
+            cols[c].append(1.0 / got[v] if got else np.nan)
+    return {c: pd.Series(v, index=p.index, dtype=float) for c, v in cols.items()}
+
+
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
     p = _pairs(cells, samples, "opt", PAIRED["opt"], paired=True)
@@ -355,6 +378,7 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "speedup": 1.0 / p["ratio"],
             "speedup_ci_low": 1.0 / p["ratio_ci_high"],
             "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+            **_speed_speedups(p, samples),
             "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
             "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),

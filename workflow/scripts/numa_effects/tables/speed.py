@@ -124,6 +124,42 @@ def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDEN
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, *COLUMNS])
 
 
+def ratio(
+    reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict, confidence=stats.CONFIDENCE
+) -> dict | None:
+    """The latency ratio compared / baseline of two cells of one fitted group, both at the same
+    speed: the contrast of the common-slope fit, ``(ybar_c - ybar_b) - b (xbar_c - xbar_b)``,
+    with the t interval of ``s2 (1 / n_c + 1 / n_b + (xbar_c - xbar_b)^2 / Sxx)`` (the slope is
+    shared, so only the difference of the two cells' speeds carries its error). ``compared``
+    and ``baseline``: the cells' keys (``KEY_COLUMNS``). ``{"ratio", "ci_low", "ci_high",
+    "df"}``; None when the cells are not in one fitted group or either has no replicate."""
+    from scipy.stats import t as student_t
+
+    groups = {tuple(k[c] for c in GROUP) for k in (compared, baseline)}
+    if len(groups) != 1 or next(iter(groups)) not in fits:
+        return None
+    f = fits[next(iter(groups))]
+    sides = []
+    for k in (compared, baseline):
+        sel = np.ones(len(reps), dtype=bool)
+        for c in KEY_COLUMNS:
+            sel &= (reps[c] == k[c]).to_numpy()
+        if not sel.any():
+            return None
+        sides.append(reps[sel])
+    (c, b) = sides
+    dx = float(c["x"].mean() - b["x"].mean())
+    est = float(c["y"].mean() - b["y"].mean()) - f["slope"] * dx
+    se = math.sqrt(f["s2"] * (1.0 / len(c) + 1.0 / len(b) + dx * dx / f["sxx"]))
+    q = float(student_t.ppf(0.5 + confidence / 2.0, f["df"]))
+    return {
+        "ratio": math.exp(est),
+        "ci_low": math.exp(est - q * se),
+        "ci_high": math.exp(est + q * se),
+        "df": f["df"],
+    }
+
+
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """``cells`` with ``COLUMNS`` for the cells whose replicates timed the canary (none of them
     added when no cell did)."""
