@@ -60,8 +60,11 @@ def test_a_cell_spec_carries_plan_settings_replicate_and_the_measuring_code():
     assert spec["plan"] == p.grid.cells[key].to_dict()
     assert spec["cell"]["image_size"] == 32 and spec["replicate"] == 2
     assert spec["code"] == "m0"
-    assert set(spec["settings"]) == {*config_mod_settings_keys()}
+    # the optional keys (the canary) only when on: it is on by default
+    assert set(spec["settings"]) == {*config_mod_settings_keys(), "canary"}
     assert "compile_cache_dir" not in spec
+    off = make(canary=False)
+    assert set(off.cell_spec(key, 2)["settings"]) == {*config_mod_settings_keys()}
 
 
 def config_mod_settings_keys():
