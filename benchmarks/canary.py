@@ -184,13 +184,7 @@ def run(ctx: Context) -> pd.DataFrame:
             }
         )
     # every configuration's processes together (each its own intercept): the tightest bound
-    pooled = steps.assign(
-        process=steps["threads"].astype(str)
-        + "/"
-        + steps["batch_size"].astype(str)
-        + "/"
-        + steps["process"].astype(str)
-    )
+    pooled = steps.assign(process=steps.groupby(["threads", "batch_size", "process"]).ngroup())
     lat = pooled.groupby(["threads", "batch_size"])["latency_s"].transform("median")
     cost.append(
         {

@@ -57,14 +57,12 @@ def main(argv=None) -> int:
             t0 = clock()
             step()
             row = {"latency_s": clock() - t0, "canary": after, "after_canary": prev}
+            row |= dict.fromkeys(order)  # None: the kernels did not run after this step
             rot = len(rows) % len(order)
-            for k in order[rot:] + order[:rot]:
-                if after:
-                    c0 = clock()
-                    kernels[k]()
-                    row[k] = clock() - c0
-                else:
-                    row[k] = None
+            for k in order[rot:] + order[:rot] if after else ():
+                c0 = clock()
+                kernels[k]()
+                row[k] = clock() - c0
             rows.append(row)
             prev = after
     Path(args.out).write_text(json.dumps(rows))

@@ -46,6 +46,12 @@ def _group(rng, cells, n, slope, speed_sd=0.08, own_sd=0.03, placement="sequenti
     return pd.DataFrame(rows), mus
 
 
+def _own_slope_adjusted(cell: pd.DataFrame, ref: float) -> np.ndarray:
+    """A cell's replicates moved to ``ref`` along the slope fitted on its own replicates."""
+    x, y = cell["x"].to_numpy(), cell["y"].to_numpy()
+    return y - np.polyfit(x, y, 1)[0] * (x - ref)
+
+
 def _naive(reps: pd.DataFrame, ref: float) -> pd.DataFrame:
     """The obvious way: each cell's own slope on its own replicates, the adjusted values then
     taken as plain replicates (t interval, n - 1 degrees of freedom)."""
@@ -53,9 +59,7 @@ def _naive(reps: pd.DataFrame, ref: float) -> pd.DataFrame:
 
     out = []
     for b, cell in reps.groupby("batch_size"):
-        x, y = cell["x"].to_numpy(), cell["y"].to_numpy()
-        slope = np.polyfit(x, y, 1)[0]
-        adj = y - slope * (x - ref)
+        adj = _own_slope_adjusted(cell, ref)
         n = len(adj)
         half = t.ppf(0.975, n - 1) * adj.std(ddof=1) / np.sqrt(n)
         out.append({"batch_size": b, "low": adj.mean() - half, "high": adj.mean() + half})
@@ -171,10 +175,7 @@ def test_the_ratio_of_two_cells_at_one_speed_covers_and_the_naive_one_does_not(s
             a, b = reps[reps["batch_size"] == c], reps[reps["batch_size"] == 1]
             plain = ttest_ind(a["y"], b["y"], equal_var=False).confidence_interval(0.95)
             width.append(np.log(got["ci_high"] / got["ci_low"]) / (plain.high - plain.low))
-            adj = []
-            for side in (a, b):
-                own = np.polyfit(side["x"], side["y"], 1)[0]
-                adj.append(side["y"] - own * (side["x"] - fits[(1, "sequential")]["ref"]))
+            adj = [_own_slope_adjusted(side, fits[(1, "sequential")]["ref"]) for side in (a, b)]
             ci = ttest_ind(adj[0], adj[1], equal_var=False).confidence_interval(0.95)
             naive_hits.append(ci.low <= truth <= ci.high)
     assert 0.93 <= np.mean(hits) <= 0.975, np.mean(hits)
