@@ -28,14 +28,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 
-from .common import KEYS, ROOT, Context, show
+from .common import KEYS, Context, pinned_child, show
 
 NAME = "canary"
 PROCESSES = 8
@@ -62,21 +59,16 @@ def configs(ctx: Context) -> list[dict]:
 
 
 def run_child(cfg: dict, out, seed: int, seconds: float = SECONDS) -> list[dict]:
-    from numa_effects.measure import launcher
     from numa_effects.plan import placement as placement_mod
     from numa_effects.plan import topology
 
     plan = placement_mod.plan(topology.current(), cfg["threads"], "sequential")
     if isinstance(plan, placement_mod.NotApplicable):
         raise RuntimeError(f"canary: {cfg['threads']} threads cannot be pinned here: {plan}")
-    env = launcher.child_env(cfg["threads"])
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
-    cmd = ["numactl", *plan.numactl_args(), sys.executable, "-m", "benchmarks.canary_child"]
-    cmd += ["--model", cfg["model"], "--opt", cfg["opt"], "--batch", str(cfg["batch_size"])]
-    cmd += ["--threads", str(cfg["threads"]), "--image-size", str(cfg["image_size"])]
-    cmd += ["--seconds", str(seconds), "--seed", str(seed), "--out", str(out)]
-    subprocess.run(cmd, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    return json.loads(out.read_text())
+    args = ["--model", cfg["model"], "--opt", cfg["opt"], "--batch", str(cfg["batch_size"])]
+    args += ["--threads", str(cfg["threads"]), "--image-size", str(cfg["image_size"])]
+    args += ["--seconds", str(seconds), "--seed", str(seed)]
+    return pinned_child("benchmarks.canary_child", plan, cfg["threads"], args, out)
 
 
 def effect(steps: pd.DataFrame, confidence: float = 0.95) -> dict:

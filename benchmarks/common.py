@@ -155,6 +155,20 @@ _JOBID = re.compile(r"^\s+jobid: (\d+)$")
 _DONE = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)$")
 
 
+def pinned_child(module: str, plan, threads: int, args: list[str], out: Path):
+    """Run ``python -m <module> <args> --out <out>`` pinned as a cell with ``plan``
+    (``placement.Plan``: its numactl binding, the cell's ``OMP_NUM_THREADS``, the project's
+    modules importable) and return the JSON it wrote to ``out``."""
+    from numa_effects.measure import launcher
+
+    env = launcher.child_env(threads)
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
+    cmd = ["numactl", *plan.numactl_args(), sys.executable, "-m", module, *args]
+    cmd += ["--out", str(out)]
+    subprocess.run(cmd, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
 def replicate_records(results: Path) -> list[dict]:
     """Every replicate's result of a pipeline run (``cells/**/r*.json``), in path order."""
     return [json.loads(p.read_text()) for p in sorted((results / "cells").rglob("r*.json"))]

@@ -14,15 +14,13 @@ when it measures the same thing, and the line says how often)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .common import KEYS, ROOT, Context, key_label, pipeline, show
+from .common import KEYS, Context, key_label, pinned_child, pipeline, show
 from .judge import against_ci, agreement_line
 
 NAME = "fidelity"
@@ -31,16 +29,10 @@ GOAL_SHARE = 0.90
 
 
 def run_timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
-    from numa_effects.measure import launcher
     from numa_effects.plan import placement as placement_mod
 
-    args = placement_mod.Plan.from_dict(plan).numactl_args()
-    env = launcher.child_env(threads)
-    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
-    cmd = ["numactl", *args, sys.executable, "-m", "benchmarks.timer_child"]
-    cmd += ["--spec", str(spec_path), "--out", str(out)]
-    subprocess.run(cmd, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    return json.loads(out.read_text())
+    plan = placement_mod.Plan.from_dict(plan)
+    return pinned_child("benchmarks.timer_child", plan, threads, ["--spec", str(spec_path)], out)
 
 
 def first_spec(results: Path, row) -> Path:
