@@ -123,7 +123,8 @@ def kernel_fits(steps: pd.DataFrame, kernels) -> pd.DataFrame:
             replicate=per["process"],
             **DEFAULTS,
         )[[*KEYS, "replicate", "y", "x"]]
-        for (threads, _), f in speed.fit(reps).items():
+        for series, f in speed.fit(reps).items():
+            threads = series[speed.SERIES.index("threads")]
             g = reps[reps["threads"] == threads]
             yc = g["y"] - g.groupby("batch_size")["y"].transform("mean")
             xc = g["x"] - g.groupby("batch_size")["x"].transform("mean")

@@ -16,23 +16,34 @@ FIXTURE = Path(__file__).parent / "fixtures" / "canary" / "samples.csv.gz"
 CANARY_MS = 0.8
 
 
-def _group(rng, cells, n, slope, speed_sd=0.08, own_sd=0.03, placement="sequential"):
+def _group(
+    rng,
+    cells,
+    n,
+    slope,
+    speed_sd=0.08,
+    own_sd=0.03,
+    placement="sequential",
+    speed_mean=0.0,
+    opt="none",
+):
     """samples.csv rows of ``cells`` cells at one thread count, ``n`` replicates each: replicate
-    r of cell c runs at log speed x ~ N(0, speed_sd) (the canary sees it exactly, plus 1 % of its
-    own) and its log latency is mu_c + slope x + N(0, own_sd); 5 clean iterations each."""
+    r of cell c (batch size c, optimization ``opt``) runs at log speed x ~ N(speed_mean,
+    speed_sd) (the canary sees it exactly, plus 1 % of its own) and its log latency is mu_c +
+    slope x + N(0, own_sd); 5 clean iterations each."""
     rows, mus = [], {}
     for c in range(cells):
         mu = np.log(50.0 * (c + 1))
         mus[c + 1] = mu
         for r in range(1, n + 1):
-            x = rng.normal(0.0, speed_sd)
+            x = rng.normal(speed_mean, speed_sd)
             y = mu + slope * x + rng.normal(0.0, own_sd)
             for i in range(5):
                 rows.append(
                     {
                         **{k: DEFAULTS.get(k) for k in KEYS},
                         "model": "resnet50",
-                        "opt": "none",
+                        "opt": opt,
                         "placement": placement,
                         "threads": 1,
                         "batch_size": c + 1,
@@ -114,13 +125,23 @@ def test_a_canary_that_does_not_follow_the_speed_fits_no_slope_and_widens_nothin
     assert 0.02 <= np.sqrt(f["s2"]) <= 0.045  # the own 3 %
 
 
-def test_groups_are_per_thread_count_and_placement_and_cells_without_canary_keep_nothing():
+def test_fits_are_per_series_and_cells_without_canary_keep_nothing():
     rng = np.random.default_rng(2)
     a, _ = _group(rng, 3, 4, 0.9)
     b, _ = _group(rng, 3, 4, 0.5, placement="interleave")
-    samples = pd.concat([a, b], ignore_index=True)
+    c, _ = _group(rng, 3, 4, 0.5, opt="script")
+    samples = pd.concat([a, b, c], ignore_index=True)
     fits = speed.fit(speed.replicates(samples))
-    assert sorted(fits) == [(1, "interleave"), (1, "sequential")]
+    at = [speed.SERIES.index(k) for k in ("opt", "placement")]
+    assert sorted(tuple(f[i] for i in at) for f in fits) == [
+        ("none", "interleave"),
+        ("none", "sequential"),
+        ("script", "sequential"),
+    ]
+    # one reference speed per thread count and placement: eager's and TorchScript's the same
+    refs = {tuple(f[i] for i in at): fit["ref"] for f, fit in fits.items()}
+    assert refs[("none", "sequential")] == refs[("script", "sequential")]
+    assert refs[("none", "interleave")] != refs[("none", "sequential")]
     cells = samples.groupby(list(KEYS), as_index=False).size().drop(columns="size")
     extra = cells.iloc[:1].assign(placement="remote")  # measured without the canary
     joined = speed.join(pd.concat([cells, extra], ignore_index=True), samples)
@@ -175,7 +196,8 @@ def test_the_ratio_of_two_cells_at_one_speed_covers_and_the_naive_one_does_not(s
             a, b = reps[reps["batch_size"] == c], reps[reps["batch_size"] == 1]
             plain = ttest_ind(a["y"], b["y"], equal_var=False).confidence_interval(0.95)
             width.append(np.log(got["ci_high"] / got["ci_low"]) / (plain.high - plain.low))
-            adj = [_own_slope_adjusted(side, fits[(1, "sequential")]["ref"]) for side in (a, b)]
+            (ref,) = {f["ref"] for f in fits.values()}
+            adj = [_own_slope_adjusted(side, ref) for side in (a, b)]
             ci = ttest_ind(adj[0], adj[1], equal_var=False).confidence_interval(0.95)
             naive_hits.append(ci.low <= truth <= ci.high)
     assert 0.93 <= np.mean(hits) <= 0.975, np.mean(hits)
@@ -194,3 +216,69 @@ def test_a_ratio_needs_both_cells_in_one_fitted_group():
     assert speed.ratio(reps, fits, {**seq, "placement": "interleave"}, seq) is None
     assert speed.ratio(reps, fits, {**seq, "batch_size": 99}, seq) is None
     assert speed.ratio(reps, {}, {**seq, "batch_size": 2}, seq) is None
+
+
+def test_series_that_follow_the_canary_differently_each_get_their_own_fit():
+    """Eager's processes 6 % apart at the same speed, TorchScript's 2 % (as on the 2-vCPU EPYC,
+    2026-12-04), 3 cells x 4 replicates each at one thread count: each series' own fit covers
+    its cells' latency at the reference speed 95 % of the time; one fit over both (the first
+    design: one per thread count and placement) pools the two variances and covers eager's
+    cells far less often and TorchScript's nearly always."""
+    rng = np.random.default_rng(31)
+    own, pooled = {"none": [], "script": []}, {"none": [], "script": []}
+    for _ in range(200):
+        eager, mu_e = _group(rng, 3, 4, 0.8, own_sd=0.06)
+        script, mu_s = _group(rng, 3, 4, 0.8, own_sd=0.02, opt="script")
+        samples = pd.concat([eager, script], ignore_index=True)
+        reps = speed.replicates(samples)
+        fits = speed.fit(reps)
+        (ref,) = {f["ref"] for f in fits.values()}
+        truth = {
+            o: {b: m + 0.8 * (ref - np.log(CANARY_MS)) for b, m in mus.items()}
+            for o, mus in (("none", mu_e), ("script", mu_s))
+        }
+        for row in speed.estimates(reps, fits).itertuples():
+            t = truth[row.opt][row.batch_size]
+            own[row.opt].append(np.log(row.speed_ci_low_ms) <= t <= np.log(row.speed_ci_high_ms))
+        # the first design: both optimizations one series (their batch sizes kept apart)
+        one = reps.assign(
+            batch_size=reps["batch_size"] + 10 * (reps["opt"] == "script"), opt="none"
+        )
+        for row in speed.estimates(one, speed.fit(one)).itertuples():
+            o, b = (
+                ("script", row.batch_size - 10) if row.batch_size > 10 else ("none", row.batch_size)
+            )
+            t = truth[o][b]
+            pooled[o].append(np.log(row.speed_ci_low_ms) <= t <= np.log(row.speed_ci_high_ms))
+    for o in own:
+        assert 0.93 <= np.mean(own[o]) <= 0.975, (o, np.mean(own[o]))
+    assert np.mean(pooled["none"]) < 0.9, np.mean(pooled["none"])
+    assert np.mean(pooled["script"]) > 0.98, np.mean(pooled["script"])
+
+
+def test_a_ratio_between_two_series_covers_at_the_reference_speed():
+    """speed.ratio across series (the opt speedup: eager and TorchScript, each along its own
+    slope, 0.6 and 1.0, own SDs 6 % and 2 %, 3 cells x 4 replicates each): Welch's interval of
+    the two estimates covers the true ratio at the reference speed 95 % of the time; the
+    ratio's own value depends on the reference then (the slopes differ), and the truth is taken
+    there."""
+    rng = np.random.default_rng(41)
+    hits = []
+    for _ in range(200):
+        eager, mu_e = _group(rng, 3, 4, 0.6, own_sd=0.06)
+        script, mu_s = _group(rng, 3, 4, 1.0, own_sd=0.02, opt="script")
+        reps = speed.replicates(pd.concat([eager, script], ignore_index=True))
+        fits = speed.fit(reps)
+        (ref,) = {f["ref"] for f in fits.values()}
+        at = ref - np.log(CANARY_MS)
+        base = reps.iloc[0][list(KEYS)].to_dict()
+        for b in (1, 2, 3):
+            got = speed.ratio(
+                reps,
+                fits,
+                {**base, "opt": "script", "batch_size": b},
+                {**base, "opt": "none", "batch_size": b},
+            )
+            truth = (mu_s[b] + 1.0 * at) - (mu_e[b] + 0.6 * at)
+            hits.append(np.log(got["ci_low"]) <= truth <= np.log(got["ci_high"]))
+    assert 0.93 <= np.mean(hits) <= 0.975, np.mean(hits)

@@ -50,9 +50,10 @@ same rule as the degradation's (eager and every optimization run in the same gro
 ``plan.grid.job_order``), the pool and the F test per thread count over the speedups;
 ``adjacent_correlation`` as there. ``speed_speedup`` (with ``speed_speedup_ci_low``,
 ``speed_speedup_ci_high``): the same speedup with both cells at the run's reference speed, where
-their replicates timed the canary (config key ``canary``; ``tables.speed.ratio``: the common
-slope of the cells' group, so what the two cells' processes happened to get of the host's speed
-is out of the interval); NaN without.
+their replicates timed the canary (config key ``canary``; ``tables.speed.ratio``: eager and
+the optimization are two series, each moved to the thread count's reference speed along its own
+slope, Welch's interval of the difference; what the two cells' processes happened to get of the
+host's speed is out of it); NaN without.
 
 When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
 within the same source.
@@ -348,8 +349,8 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
 
 
 def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
-    """The speedup of each pair at the run's reference speed (``speed.ratio``: the cells' common
-    slope on the canary; NaN where the replicates timed no canary)."""
+    """The speedup of each pair at the run's reference speed (``speed.ratio``: each cell along
+    its series' slope on the canary; NaN where the replicates timed no canary)."""
     from numa_effects.tables import speed
 
     reps = speed.replicates(samples) if samples is not None else pd.DataFrame()

@@ -4,25 +4,37 @@
 On a VM the processes of one cell run at different speeds of the host, and a fixed
 cache-resident kernel timed beside every iteration (the canary) sees that speed as the model
 does. This module takes it out of the between-process spread, the textbook way (an analysis of
-covariance with a common slope):
+covariance):
 
 - per replicate r of cell c: y = log of its median clean latency, x = log of its median canary
   (the clean iterations' canaries);
-- per group of cells whose canary is the same kernel under the same conditions (``GROUP``: the
-  thread count and the placement, the canary's threads and CPUs), one slope ``b``, fitted within
+- per batch-size series (``SERIES``: every key but the batch size -- the cells whose variance
+  the two-level CI pools too, ``tables.cells.pooled_variances``) one slope ``b``, fitted within
   the cells (each cell centred on its own means: the cells' latencies differ, their speeds do
-  not), and one residual variance ``s2`` with ``df = sum(n_c - 1) - 1`` degrees of freedom;
-- the group's reference speed ``ref``: the median of its replicates' x;
+  not), and one residual variance ``s2`` with ``df = sum(n_c - 1) - 1`` degrees of freedom. Not
+  wider: how closely the model follows the canary differs between code paths (on the 2-vCPU
+  EPYC, 2026-12-04: eager's residual SD 5.5 - 6.3 %, TorchScript's 2.2 - 2.8 %, slopes 0.5 - 1.0),
+  and one variance pooled over both made eager's intervals too narrow and TorchScript's too wide
+  (tests/test_speed.py simulates it);
+- per ``REFERENCE`` group (the thread count and the placement: the canary's threads and CPUs,
+  so its speeds are comparable across the group's series) the reference speed ``ref``: the
+  median of its replicates' x;
 - the cell's latency at that speed: ``ybar_c - b (xbar_c - ref)``, with the t interval of
   ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)`` (the second term: the slope's own error).
 
 What it estimates is the cell's latency had the host run at the group's median speed of this
-run: the same quantity for every cell of the group, so comparisons between them (placements at
-one thread count, optimizations, batch sizes) no longer carry the speed each process happened
-to get. It is not the mean over the speeds the run saw (that is ``latency_median_ms`` with its
-two-level CI), and another run has its own reference. The naive way, a slope fitted on each
-cell's own few replicates and the adjusted values then treated as plain replicates, covers far
-less than 95 % (tests/test_speed.py simulates both)."""
+run: the same quantity for every cell of the group, so comparisons between them (optimizations,
+allocators, batch sizes at one thread count and placement) no longer carry the speed each
+process happened to get. It is not the mean over the speeds the run saw (that is
+``latency_median_ms`` with its two-level CI), and another run has its own reference. The naive
+way, a slope fitted on each cell's own few replicates and the adjusted values then treated as
+plain replicates, covers far less than 95 % (tests/test_speed.py simulates both).
+
+``contrast`` compares two sets of replicates at the same speed under one series' fit: two cells
+of a series, or one cell in two runs under the first run's fit (``tables.compare_runs``'
+``speed_ratio``; ``make bench``'s re-runs, ``benchmarks.judge.against_speed``); ``between``
+two cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
+``speed_speedup``, eager and the optimization being two series)."""
 
 from __future__ import annotations
 
@@ -35,7 +47,8 @@ from numa_effects import stats
 from numa_effects.plan.grid import KEYS
 
 KEY_COLUMNS = list(KEYS)
-GROUP = ("threads", "placement")
+REFERENCE = ("threads", "placement")  # one reference speed: the canary's threads and CPUs
+SERIES = tuple(c for c in KEY_COLUMNS if c != "batch_size")  # one slope and residual variance
 COLUMNS = [
     "speed_latency_ms",
     "speed_ci_low_ms",
@@ -46,6 +59,11 @@ COLUMNS = [
     "speed_canary_ref_ms",
     "speed_canary_median_ms",
 ]
+
+
+def series_of(key: dict) -> tuple:
+    """The ``SERIES`` values of a cell's key (``fit``'s keys)."""
+    return tuple(key[c] for c in SERIES)
 
 
 def replicates(samples: pd.DataFrame) -> pd.DataFrame:
@@ -63,13 +81,15 @@ def replicates(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(reps: pd.DataFrame) -> dict:
-    """Per group (``GROUP`` values): ``slope``, ``ref``, ``s2``, ``df``, ``sxx`` of the common-slope
-    fit over its cells (``replicates``' rows); a group with no spread to fit (fewer than two
-    degrees of freedom, or every cell's canaries equal) is left out."""
+    """Per series (``SERIES`` values): ``slope``, ``ref`` (its ``REFERENCE`` group's), ``s2``,
+    ``df``, ``sxx`` of the common-slope fit over its cells (``replicates``' rows); a series with
+    no spread to fit (fewer than two degrees of freedom, or every cell's canaries equal) is left
+    out."""
+    refs = {g: float(np.median(r["x"])) for g, r in reps.groupby(list(REFERENCE), sort=True)}
     out = {}
-    for group, g in reps.groupby(list(GROUP), sort=True):
+    for series, g in reps.groupby(list(SERIES), sort=True):
         dx, dy, n_within = [], [], 0
-        for _, cell in g.groupby(KEY_COLUMNS, sort=False):
+        for _, cell in g.groupby("batch_size", sort=False):
             if len(cell) < 2:
                 continue
             dx.append(cell["x"].to_numpy() - cell["x"].mean())
@@ -83,9 +103,10 @@ def fit(reps: pd.DataFrame) -> dict:
             continue
         slope = float(dx @ dy) / sxx
         resid = dy - slope * dx
-        out[group] = {
+        first = g.iloc[0]
+        out[series] = {
             "slope": slope,
-            "ref": float(np.median(g["x"])),
+            "ref": refs[tuple(first[c] for c in REFERENCE)],
             "s2": float(resid @ resid) / df,
             "df": df,
             "sxx": sxx,
@@ -93,21 +114,39 @@ def fit(reps: pd.DataFrame) -> dict:
     return out
 
 
-def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDENCE) -> pd.DataFrame:
-    """One row per cell of a fitted group: its key and ``COLUMNS``."""
+def _at(cell: pd.DataFrame, f: dict, ref: float) -> tuple[float, float]:
+    """(log latency at ``ref``, its variance) of one cell's replicates under fit ``f``."""
+    n, xbar, ybar = len(cell), float(cell["x"].mean()), float(cell["y"].mean())
+    return ybar - f["slope"] * (xbar - ref), f["s2"] * (1.0 / n + (xbar - ref) ** 2 / f["sxx"])
+
+
+def _interval(est: float, var: float, df: float, confidence: float) -> dict:
     from scipy.stats import t as student_t
 
+    se = math.sqrt(var)
+    q = float(student_t.ppf(0.5 + confidence / 2.0, df))
+    return {
+        "ratio": math.exp(est),
+        "ci_low": math.exp(est - q * se),
+        "ci_high": math.exp(est + q * se),
+        "df": df,
+        "log_ratio": est,
+        "se": se,
+        "q": q,
+    }
+
+
+def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDENCE) -> pd.DataFrame:
+    """One row per cell of a fitted series: its key and ``COLUMNS``."""
     rows = []
     for key, cell in reps.groupby(KEY_COLUMNS, sort=True):
         k = dict(zip(KEY_COLUMNS, key, strict=True))
-        f = fits.get(tuple(k[c] for c in GROUP))
+        f = fits.get(series_of(k))
         if f is None:
             continue
-        n, xbar, ybar = len(cell), float(cell["x"].mean()), float(cell["y"].mean())
-        est = ybar - f["slope"] * (xbar - f["ref"])
-        se = math.sqrt(f["s2"] * (1.0 / n + (xbar - f["ref"]) ** 2 / f["sxx"]))
-        q = float(student_t.ppf(0.5 + confidence / 2.0, f["df"]))
-        med, lo, hi = math.exp(est), math.exp(est - q * se), math.exp(est + q * se)
+        est, var = _at(cell, f, f["ref"])
+        got = _interval(est, var, f["df"], confidence)
+        med, lo, hi = got["ratio"], got["ci_low"], got["ci_high"]
         rows.append(
             {
                 **k,
@@ -124,40 +163,61 @@ def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDEN
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, *COLUMNS])
 
 
+def cell(reps: pd.DataFrame, key: dict) -> pd.DataFrame:
+    """The rows of ``reps`` (``replicates``' rows) of the cell ``key`` (its ``KEY_COLUMNS``)."""
+    sel = np.ones(len(reps), dtype=bool)
+    for c in KEY_COLUMNS:
+        sel &= (reps[c] == key[c]).to_numpy()
+    return reps[sel]
+
+
+def contrast(
+    compared: pd.DataFrame, baseline: pd.DataFrame, f: dict, confidence=stats.CONFIDENCE
+) -> dict:
+    """The latency ratio of two sets of replicates (``replicates``' rows) at the same speed under
+    one series' fit ``f`` (``fit``): ``(ybar_c - ybar_b) - b (xbar_c - xbar_b)`` on the log
+    scale, with the t interval of ``s2 (1 / n_c + 1 / n_b + (xbar_c - xbar_b)^2 / Sxx)`` (the
+    slope is the fit's, so only the difference of the two sides' speeds carries its error).
+    ``{"ratio", "ci_low", "ci_high", "df", "log_ratio", "se", "q"}``."""
+    dx = float(compared["x"].mean() - baseline["x"].mean())
+    est = float(compared["y"].mean() - baseline["y"].mean()) - f["slope"] * dx
+    var = f["s2"] * (1.0 / len(compared) + 1.0 / len(baseline) + dx * dx / f["sxx"])
+    return _interval(est, var, f["df"], confidence)
+
+
+def between(
+    compared: pd.DataFrame,
+    f_compared: dict,
+    baseline: pd.DataFrame,
+    f_baseline: dict,
+    ref: float,
+    confidence=stats.CONFIDENCE,
+) -> dict:
+    """The latency ratio of two cells of different series, each moved to the reference ``ref``
+    along its own series' fit: their estimates' difference, with the variances added (the fits
+    are independent) and Welch-Satterthwaite's degrees of freedom. ``contrast``'s dict."""
+    ec, vc = _at(compared, f_compared, ref)
+    eb, vb = _at(baseline, f_baseline, ref)
+    df = (vc + vb) ** 2 / (vc**2 / f_compared["df"] + vb**2 / f_baseline["df"])
+    return _interval(ec - eb, vc + vb, df, confidence)
+
+
 def ratio(
     reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict, confidence=stats.CONFIDENCE
 ) -> dict | None:
-    """The latency ratio compared / baseline of two cells of one fitted group, both at the same
-    speed: the contrast of the common-slope fit, ``(ybar_c - ybar_b) - b (xbar_c - xbar_b)``,
-    with the t interval of ``s2 (1 / n_c + 1 / n_b + (xbar_c - xbar_b)^2 / Sxx)`` (the slope is
-    shared, so only the difference of the two cells' speeds carries its error). ``compared``
-    and ``baseline``: the cells' keys (``KEY_COLUMNS``). ``{"ratio", "ci_low", "ci_high",
-    "df"}``; None when the cells are not in one fitted group or either has no replicate."""
-    from scipy.stats import t as student_t
-
-    groups = {tuple(k[c] for c in GROUP) for k in (compared, baseline)}
-    if len(groups) != 1 or next(iter(groups)) not in fits:
+    """The latency ratio compared / baseline of two fitted cells of one ``REFERENCE`` group,
+    both at its reference speed: ``contrast`` within one series, ``between`` two. ``compared``
+    and ``baseline``: the cells' keys (``KEY_COLUMNS``). ``contrast``'s dict; None when the
+    cells are in different groups, either series has no fit or either cell no replicate."""
+    if any(compared[c] != baseline[c] for c in REFERENCE):
         return None
-    f = fits[next(iter(groups))]
-    sides = []
-    for k in (compared, baseline):
-        sel = np.ones(len(reps), dtype=bool)
-        for c in KEY_COLUMNS:
-            sel &= (reps[c] == k[c]).to_numpy()
-        if not sel.any():
-            return None
-        sides.append(reps[sel])
-    (c, b) = sides
-    dx = float(c["x"].mean() - b["x"].mean())
-    est = float(c["y"].mean() - b["y"].mean()) - f["slope"] * dx
-    se = math.sqrt(f["s2"] * (1.0 / len(c) + 1.0 / len(b) + dx * dx / f["sxx"]))
-    q = float(student_t.ppf(0.5 + confidence / 2.0, f["df"]))
-    return {
-        "ratio": math.exp(est),
-        "ci_low": math.exp(est - q * se),
-        "ci_high": math.exp(est + q * se),
-        "df": f["df"],
-    }
+    fc, fb = fits.get(series_of(compared)), fits.get(series_of(baseline))
+    c, b = cell(reps, compared), cell(reps, baseline)
+    if fc is None or fb is None or c.empty or b.empty:
+        return None
+    if fc is fb:
+        return contrast(c, b, fc, confidence)
+    return between(c, fc, b, fb, fb["ref"], confidence)
 
 
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
