@@ -92,7 +92,7 @@ def run(ctx: Context):
         fixed = pd.read_csv(ctx.bias_data / "fixed" / "samples.csv")
     else:
         run_ = ctx.runs.get("fixed") or pipeline(ctx, "fixed", FIXED, target="tables/cells.csv")
-        fixed = pd.read_csv(run_.results / "tables" / "samples.csv")
+        fixed = run_.samples()
     if "excluded" in fixed.columns:
         fixed = fixed[~fixed["excluded"].astype(bool)]
     if "replicate" in fixed.columns:  # one process per cell: the first replicate

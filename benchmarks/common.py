@@ -84,6 +84,9 @@ class PipelineRun:
     def cells(self) -> pd.DataFrame:
         return pd.read_csv(self.results / "tables" / "cells.csv")
 
+    def samples(self) -> pd.DataFrame:
+        return pd.read_csv(self.results / "tables" / "samples.csv")
+
     def cell_json(self, row) -> dict:
         return json.loads(Path(row["cell_json"]).read_text())
 

@@ -20,7 +20,14 @@ the launcher's start to the result (``process_seconds``): a replicate pays a fix
 import, the build, for bf16 the compilation, the minimum warm-up and timing windows) that the
 fixed protocol pays once per cell, so the ratio is far above 1 for fast cells and falls with
 the latency (on the 2-vCPU Xeon: 2.3 - 4.5 for bf16, 0.38 for eager at batch 16). Why the
-adaptive median used to read low: ``bias``."""
+adaptive median used to read low: ``bias``.
+
+With the canary (config key ``canary``, on by default; the fixed run times it too) the fixed
+median is judged again at the default run's reference speed (``judge.against_speed``: the fixed
+process moved there along the default run's slope, against the CI of ``speed_latency_ms``, and
+the interval for one more process at that speed: columns ``fixed_inside_speed_ci``,
+``fixed_inside_speed_pi``, ``speed_median_diff_pct``), and the median CI half-width per thread
+count is printed plain and at the reference speed (``judge.width_line``)."""
 
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ from .common import (
     replicate_records,
     show,
 )
-from .judge import against_ci, agreement_line, share, shift_line, with_shift
+from .judge import against_ci, agreement_line, at_reference_speed, share, shift_line, with_shift
 
 NAME = "cost"
 GOAL_WALL_RATIO = 0.5
@@ -144,6 +151,19 @@ def run(ctx: Context) -> pd.DataFrame:
     for p in procs:
         df = df.merge(p, on=KEYS, how="left")
     df["process_ratio"] = df["adaptive_process_s"] / df["fixed_process_s"]
+    speed_cols = {
+        "diff_pct": "speed_median_diff_pct",
+        "inside_ci": "fixed_inside_speed_ci",
+        "inside_agreement": "fixed_inside_speed_pi",
+    }
+    df, speed_lines, speed_shift = at_reference_speed(
+        df,
+        (adaptive.cells(), adaptive.samples()),
+        fixed.samples(),
+        ("the default run", "fixed median"),
+        "the protocols' difference and what the canary does not see of the machine's speed",
+        speed_cols,
+    )
     total = {
         "model": "TOTAL",
         "adaptive_n": df["adaptive_n"].sum(),
@@ -185,8 +205,10 @@ def run(ctx: Context) -> pd.DataFrame:
     print(agreement_line(judged, "fixed median"))
     cause = "the protocols' difference and the machine's speed between the runs, not told apart"
     print(shift_line(judged, shift, "fixed median", "the default run", cause))
+    print(*speed_lines, sep="\n")
     df.attrs.update(shift)
     df.attrs["wall_ratio"] = wall
     df.attrs["like_for_like_ratio"] = same
     df.attrs["process_ratio"] = total["process_ratio"]
+    df.attrs["speed"] = speed_shift
     return df

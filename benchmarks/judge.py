@@ -25,10 +25,19 @@ estimates that common shift from the cells themselves (a re-run changed nothing 
 again with it removed (``inside_agreement_shift_removed``): a second run that misses because
 of the shift alone lands inside with 95 % again; cells that still miss moved on their own.
 
+With the canary (config key ``canary``) ``against_speed`` asks the same at the first run's
+reference speed (``tables.speed``): the second run's replicates are moved there along the first
+run's slope, so what the canary saw of the host's speed between the runs is no longer a
+difference, and the agreement interval is the contrast's own (exact under the fit's model, with
+one process on the second side as with many). ``width_line`` gives the median CI half-width per
+thread count, plain and at the reference speed, against issue 23's goals.
+
 tests/test_bench.py simulates both with the checkpoint's own rule (first stage, pooled series,
 Stein's N) and shows the CI alone failing them, and simulates a shift shared by every cell."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -92,6 +101,146 @@ def against_ci(
         m["df_1"].to_numpy(), np.where(n1 >= 2, shrink, np.nan)
     )
     return out
+
+
+SPEED_AGREEMENT = "the difference at the reference speed"
+
+
+def against_speed(first: pd.DataFrame, second: pd.DataFrame, confidence: float = 0.95):
+    """``against_ci``'s judgement at the first run's reference speed (``tables.speed``; config
+    key ``canary``), from the two runs' ``samples.csv``: per cell of a fitted group of the first
+    run that the second measured with the canary too,
+
+    - ``median_first_ms``: the first run's latency at its reference speed, with its CI
+      (``ci_halfwidth_pct``: ``speed_ci_halfwidth_pct`` of its cells.csv);
+    - ``median_second_ms``: the second run's replicates moved to that speed along the first
+      run's slope (``speed.contrast`` of the two sides under the first run's fit: the contrast
+      of the cell's own replicates in both runs, so a host that ran slower throughout the second
+      run -- and whose canary saw it -- is no longer a difference);
+    - ``inside_ci``, ``spread_over_ci``, ``diff_pct`` as ``against_ci``;
+    - the agreement interval is the contrast's own t interval (``df`` of the first run's fit):
+      s2 (1 / n_1 + 1 / n_2 + (xbar_2 - xbar_1)^2 / Sxx), so ``inside_agreement`` holds with 95 %
+      when the second run's processes spread around the fit as the first's do, whatever its
+      number of processes (the fixed protocol: one), and ``expected_inside_ci`` is exact:
+      P(|T| <= t_crit se_1 / se_difference).
+
+    The columns ``with_shift`` and ``agreement_line`` read are those of ``against_ci``; plus
+    ``canary_first_ms``, ``canary_second_ms`` (the sides' geometric mean canary) and ``slope``.
+    Empty when either run has no canary (``canary: false``) or the first no fitted group."""
+    from numa_effects.tables import speed
+
+    columns = [
+        *KEYS,
+        "median_first_ms",
+        "median_second_ms",
+        "diff_pct",
+        "ci_halfwidth_pct",
+        "inside_ci",
+        "spread_over_ci",
+        "agreement",
+        "agreement_hw_pct",
+        "inside_agreement",
+        "expected_inside_ci",
+        "canary_first_ms",
+        "canary_second_ms",
+        "slope",
+    ]
+    ra, rb = speed.replicates(first), speed.replicates(second)
+    fits = speed.fit(ra) if not ra.empty else {}
+    est = speed.estimates(ra, fits, confidence) if fits else pd.DataFrame()
+    rows = []
+    for r in est.to_dict("records"):
+        a, b = speed.cell(ra, r), speed.cell(rb, r)
+        if b.empty:
+            continue
+        c = speed.contrast(b, a, fits[speed.series_of(r)], confidence)
+        first_ms, lo, hi = r["speed_latency_ms"], r["speed_ci_low_ms"], r["speed_ci_high_ms"]
+        second_ms = first_ms * c["ratio"]
+        h_first = math.log(hi / lo) / 2.0  # q se_1
+        h = c["q"] * c["se"]
+        rows.append(
+            {
+                **{k: r[k] for k in KEYS},
+                "median_first_ms": first_ms,
+                "median_second_ms": second_ms,
+                "diff_pct": (c["ratio"] - 1.0) * 100.0,
+                "ci_halfwidth_pct": r["speed_ci_halfwidth_pct"],
+                "inside_ci": lo <= second_ms <= hi,
+                "spread_over_ci": abs(second_ms - first_ms) / ((hi - lo) / 2.0),
+                "agreement": SPEED_AGREEMENT,
+                "agreement_hw_pct": math.expm1(h) * 100.0,
+                "inside_agreement": abs(c["log_ratio"]) <= h,
+                "expected_inside_ci": float(expected_inside(c["df"], h_first / h)),
+                "canary_first_ms": math.exp(a["x"].mean()),
+                "canary_second_ms": math.exp(b["x"].mean()),
+                "slope": r["speed_slope"],
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def speed_report(
+    first: pd.DataFrame, second: pd.DataFrame, names: tuple[str, str], cause: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """``against_speed(first, second)`` (the runs' samples.csv) with ``with_shift``'s column, and
+    the lines to print: ``agreement_line`` and ``shift_line`` at the reference speed (``names``:
+    how to call the first and the second, e.g. ("run 1", "run 2"); ``cause``: what a shift the
+    canary does not see would be). The table's ``attrs`` hold the shift."""
+    first_name, second_name = names
+    t = against_speed(first, second)
+    if t.empty:
+        return t, [f"{second_name}: no cell timed the canary in both runs (config key canary)"]
+    t, shift = with_shift(t)
+    t.attrs.update(shift)
+    label = f"{second_name} at {first_name}'s reference speed"
+    return t, [agreement_line(t, label), shift_line(t, shift, label, first_name, cause)]
+
+
+def with_speed(df: pd.DataFrame, sp: pd.DataFrame, columns: dict) -> pd.DataFrame:
+    """``df`` (one row per cell) with ``speed_report``'s columns ``columns`` (its name -> the
+    name in ``df``), NaN for a cell it has no row for (all of them without the canary)."""
+    if sp.empty:
+        return df.assign(**{new: np.nan for new in columns.values()})
+    right = sp[[*KEYS, *columns]].rename(columns=columns)
+    right = right.astype({"threads": int, "batch_size": int})
+    return df.merge(right, on=KEYS, how="left")
+
+
+def at_reference_speed(
+    df: pd.DataFrame,
+    first: tuple[pd.DataFrame, pd.DataFrame],
+    second: pd.DataFrame,
+    names: tuple[str, str],
+    cause: str,
+    columns: dict,
+) -> tuple[pd.DataFrame, list[str], dict]:
+    """A benchmark's judgement at the first run's reference speed, whole: ``df`` (one row per
+    cell) with ``speed_report``'s ``columns`` (``with_speed``), the lines to print (the
+    report's and ``width_line``'s) and the shift (``with_shift``'s dict; {} without the
+    canary). ``first``: the first run's (cells.csv, samples.csv); ``second``: the second's
+    samples.csv."""
+    cells, samples = first
+    sp, lines = speed_report(samples, second, names, cause)
+    return with_speed(df, sp, columns), [*lines, width_line(cells)], dict(sp.attrs)
+
+
+GOAL_HALFWIDTH_PCT = {1: 3.0, 2: 8.0}  # issue 23: the median CI half-width per thread count
+
+
+def width_line(cells: pd.DataFrame) -> str:
+    """One line: per thread count, the median CI half-width of the cells (``ci_halfwidth_pct``)
+    and, where the run timed the canary, at its reference speed (``speed_ci_halfwidth_pct``),
+    against ``GOAL_HALFWIDTH_PCT`` where it has a goal for that thread count."""
+    ok = _ok(cells)
+    parts = []
+    for threads, g in ok.groupby(ok["threads"].astype(int), sort=True):
+        unit = "thread" if threads == 1 else "threads"
+        text = f"{threads} {unit}: {g['ci_halfwidth_pct'].median():.1f} %"
+        if "speed_ci_halfwidth_pct" in g.columns and g["speed_ci_halfwidth_pct"].notna().any():
+            text += f", at the reference speed {g['speed_ci_halfwidth_pct'].median():.1f} %"
+        goal = GOAL_HALFWIDTH_PCT.get(threads)
+        parts.append(text + (f" (goal <= {goal:g} %)" if goal is not None else ""))
+    return "median CI half-width over the cells: " + "; ".join(parts)
 
 
 def expected_inside(df, shrink, confidence: float = 0.95) -> np.ndarray:

@@ -8,12 +8,18 @@ a perfect pipeline meet it only just (the second median is a mean with its own n
 89 % at equal replicates and 3 degrees of freedom), so the line also gives the interval of the
 difference of the two means, which holds it with 95 % (``judge``). Nothing but the job order
 differs between the runs, so a shift every cell shares is the machine's speed between them:
-the last line estimates it and judges the cells again without it (``judge.with_shift``)."""
+the next line estimates it and judges the cells again without it (``judge.with_shift``).
+
+With the canary (config key ``canary``, on by default) the same judgement at run 1's reference
+speed (``judge.against_speed``: run 2's replicates moved there along run 1's slope, against the
+CI of ``speed_latency_ms``), then the median CI half-width per thread count, plain and at the
+reference speed (``judge.width_line``). Columns ``speed_diff_pct``, ``inside_speed_ci`` and
+``inside_speed_agreement`` (empty without the canary)."""
 
 from __future__ import annotations
 
 from .common import Context, pipeline, show
-from .judge import against_ci, agreement_line, share, shift_line, with_shift
+from .judge import against_ci, agreement_line, at_reference_speed, share, shift_line, with_shift
 
 NAME = "replication"
 GOAL_SHARE = 0.90
@@ -32,5 +38,20 @@ def run(ctx: Context):
     )
     print(agreement_line(df, "run 2 median"))
     print(shift_line(df, shift, "run 2", "run 1", "the machine's speed between the runs"))
+    speed_cols = {
+        "diff_pct": "speed_diff_pct",
+        "inside_ci": "inside_speed_ci",
+        "inside_agreement": "inside_speed_agreement",
+    }
+    df, lines, speed_shift = at_reference_speed(
+        df,
+        (first.cells(), first.samples()),
+        second.samples(),
+        ("run 1", "run 2"),
+        "what the canary does not see of the machine's speed between the runs",
+        speed_cols,
+    )
+    print(*lines, sep="\n")
     df.attrs.update(shift)
+    df.attrs["speed"] = speed_shift
     return df

@@ -192,6 +192,79 @@ def test_noise_verdict_requires_every_deviation_to_be_flagged():
     assert list(v["explained_beyond_chance"]) == [True, True, False]  # no replicates: the CI
 
 
+# -- the judgement at the reference speed (config key canary; tables.speed) -----------------------
+
+
+@pytest.mark.parametrize("n_second", [1, 4])  # the fixed protocol's one process, a re-run's cap
+def test_a_second_run_moved_to_the_first_runs_reference_speed_agrees_and_unmoved_does_not(n_second):
+    """judge.against_speed on simulated runs with known truth (tests/test_speed.py's groups: 6
+    cells x 4 replicates, slope 0.87, the processes' speed SD 8 %, their own 3 %): the second
+    run's host is 6 % slower throughout, and its canary sees it. Moved to the first run's
+    reference speed, the second lands inside the agreement interval about 95 % of the time,
+    with one process (the fixed protocol) as with four, and inside the first run's CI as often
+    as ``expected_inside_ci`` says; its plain mean, not moved, lands inside the same interval
+    far less often (the 5 % the slower host added is no difference of the cells)."""
+    from test_speed import _group
+
+    rng = np.random.default_rng(23)
+    agree, inside, expected, naive = [], [], [], []
+    for _ in range(150):
+        first, _ = _group(rng, 6, 4, 0.87)
+        second, _ = _group(rng, 6, n_second, 0.87, speed_mean=0.06)
+        t = judge.against_speed(first, second)
+        assert len(t) == 6 and (t["agreement"] == judge.SPEED_AGREEMENT).all()
+        agree.extend(t["inside_agreement"])
+        inside.extend(t["inside_ci"])
+        expected.extend(t["expected_inside_ci"])
+        # the naive judgement: the second run's plain latency (its replicates' mean log median,
+        # nothing moved) against the same interval around the first run's estimate
+        plain = np.log(second.groupby(["batch_size", "replicate"])["latency_ms"].median())
+        plain = plain.groupby("batch_size").mean().to_numpy()
+        h = np.log1p(t["agreement_hw_pct"].to_numpy() / 100)
+        naive.extend(np.abs(plain - np.log(t["median_first_ms"].to_numpy())) <= h)
+    assert 0.93 <= np.mean(agree) <= 0.975, np.mean(agree)
+    assert abs(np.mean(inside) - np.mean(expected)) < 0.04, (np.mean(inside), np.mean(expected))
+    assert np.mean(naive) < 0.6, np.mean(naive)
+
+
+def test_the_judgement_at_the_reference_speed_needs_the_canary_in_both_runs():
+    from test_speed import _group
+
+    rng = np.random.default_rng(2)
+    first, _ = _group(rng, 3, 2, 0.8)
+    blind = first.assign(canary_ms=np.nan)
+    assert judge.against_speed(first, blind).empty
+    assert judge.against_speed(blind, first).empty
+    t, lines = judge.speed_report(first, blind, ("run 1", "run 2"), "the host")
+    assert t.empty and lines == ["run 2: no cell timed the canary in both runs (config key canary)"]
+    t, lines = judge.speed_report(first, first, ("run 1", "run 2"), "the host")
+    assert t["inside_agreement"].all() and (t["diff_pct"].abs() < 1e-9).all()
+    assert "run 2 at run 1's reference speed inside the CI: 3/3" in lines[0]
+    assert "with it removed, 3/3" in lines[1] and t.attrs["cells"] == 3
+    plain = cells([100.0, 100.0, 100.0]).assign(allocator="default")
+    assert judge.with_speed(plain, t.iloc[:0], {"inside_ci": "x"})["x"].isna().all()
+    merged = judge.with_speed(plain, t.iloc[:2], {"inside_ci": "x"})
+    assert list(merged["x"].isna()) == [False, False, True]
+
+
+def test_the_width_line_gives_the_median_half_width_per_thread_count_and_its_goal():
+    t = pd.concat(
+        [
+            cells([100.0, 100.0, 100.0]),
+            cells([50.0, 50.0], threads=[2, 2]),
+        ],
+        ignore_index=True,
+    )
+    t["ci_halfwidth_pct"] = [4.0, 2.0, 10.0, 10.0, 2.0]
+    line = judge.width_line(t)
+    assert line == (
+        "median CI half-width over the cells: 1 thread: 4.0 % (goal <= 3 %); "
+        "2 threads: 6.0 % (goal <= 8 %)"
+    )
+    t["speed_ci_halfwidth_pct"] = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert "1 thread: 4.0 %, at the reference speed 2.0 % (goal <= 3 %)" in judge.width_line(t)
+
+
 def test_duty_cycle_plan_and_bounds():
     assert load.plan(0.25, 0.1) == pytest.approx((0.025, 0.075))
     with pytest.raises(ValueError):
