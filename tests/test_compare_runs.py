@@ -354,16 +354,12 @@ def test_peaks_only_where_both_runs_have_them(two):
     assert compare_runs.peak_table(runs(a, b)).empty
 
 
-def test_the_page_shows_the_peaks_beside_the_cells_shift(two, tmp_path):
-    from numa_effects.report import compare_page
-
-    a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
-    rs = runs(a, b)
+def _page_args(rs, tmp_path) -> tuple[tuple, dict]:
+    """compare_page.render's positional and keyword arguments for the runs ``rs``."""
     c = compare_runs.compare_table(rs)
     p = compare_runs.provenance_table(rs)
-    peaks = compare_runs.peak_table(rs)
     args = (
-        compare_plan.settings({"compare": [str(a), str(b)]}),
+        compare_plan.settings({"compare": [r.folder for r in rs]}),
         [],
         c,
         compare_runs.summary_table(c),
@@ -371,7 +367,16 @@ def test_the_page_shows_the_peaks_beside_the_cells_shift(two, tmp_path):
         compare_runs.unmatched_table(rs),
         compare_runs.machines(p),
     )
-    where = {"page_dir": str(tmp_path), "figure_dir": str(tmp_path / "figures")}
+    return args, {"page_dir": str(tmp_path), "figure_dir": str(tmp_path / "figures")}
+
+
+def test_the_page_shows_the_peaks_beside_the_cells_shift(two, tmp_path):
+    from numa_effects.report import compare_page
+
+    a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
+    rs = runs(a, b)
+    peaks = compare_runs.peak_table(rs)
+    args, where = _page_args(rs, tmp_path)
     html = compare_page.render(*args, **where, peaks=peaks)
     assert html.index('id="summary"') < html.index('id="peaks"') < html.index('id="unmatched"')
     time = 100.0 / (1 + peaks["peak_change_pct"] / 100) - 100.0
@@ -390,3 +395,119 @@ def test_a_comparison_reads_the_peak_tables_it_has(two):
     plan = build.build(config, topology.current(), compare_keys=[])
     assert plan.compare_inputs()["peaks"] == [f"{b}/tables/peak.csv"]
     assert plan.compare_table("peaks", "a-vs-b") in plan.compare_targets()
+
+
+# -- at the baseline's reference speed (config key canary; tables.speed) -------------------------
+
+
+def _canary_run(folder, rng, speed_mean=0.0, slower=None, allocator=None):
+    """A result folder of 4 cells x 8 replicates with the canary (tests/test_speed.py's groups:
+    slope 0.87, the processes' speed SD 8 %, their own 3 %): cells.csv from the replicates'
+    medians and samples.csv; the host's log speed centred on ``speed_mean``, and the cells of
+    ``slower`` (batch size -> factor) really slower."""
+    from test_speed import _group
+
+    samples, _ = _group(rng, 4, 8, 0.87, speed_mean=speed_mean)
+    for b, factor in (slower or {}).items():
+        samples.loc[samples["batch_size"] == b, "latency_ms"] *= factor
+    med = samples.groupby(["batch_size", "replicate"])["latency_ms"].median()
+    rows = [cell(list(med[b]), POOL, model="resnet50", batch_size=b) for b in range(1, 5)]
+    if allocator:
+        samples["allocator"] = allocator
+        rows = [{**r, "allocator": allocator} for r in rows]
+    result_folder(folder, rows)
+    samples.to_csv(folder / "tables" / "samples.csv", index=False)
+    return folder
+
+
+def test_a_run_on_a_slower_host_compared_at_the_baselines_reference_speed(tmp_path):
+    """The compared run's host is 6 % slower throughout (its canary sees it) and one cell (batch
+    2) is really 10 % slower: the plain ratios carry the host (about +5 % everywhere), the ratios
+    at the baseline's reference speed only the real change; canary_change_pct is the canaries'
+    own difference, computed here from the samples."""
+    rng = np.random.default_rng(7)
+    a = _canary_run(tmp_path / "a/results", rng)
+    b = _canary_run(tmp_path / "b/results", rng, speed_mean=0.06, slower={2: 1.10})
+    c = compare_runs.compare_table(runs(a, b)).set_index("batch_size")
+    assert list(compare_runs.compare_table(runs(a, b)).columns) == compare_runs.compare_columns()
+    truth = pd.Series([1.0, 1.10, 1.0, 1.0], index=range(1, 5))
+    err = c["speed_ratio"] / truth - 1
+    assert (err.abs() < 0.05).all(), err
+    assert c.loc[2, "speed_ratio_ci_low"] > 1.0  # the real change stays significant
+    same = c.drop(index=2)
+    assert ((same["speed_ratio_ci_low"] < 1) & (same["speed_ratio_ci_high"] > 1)).all()
+    assert np.exp(np.log(same["ratio"]).mean()) > 1.02  # the plain ratios carry the host
+    assert (same["speed_ratio_ci_high"] / same["speed_ratio_ci_low"]).max() < (
+        same["ratio_ci_high"] / same["ratio_ci_low"]
+    ).min()  # and their intervals the processes' speeds
+    canary = {
+        f: pd.read_csv(f / "tables" / "samples.csv")
+        .groupby(["batch_size", "replicate"])["canary_ms"]
+        .median()
+        .pipe(np.log)
+        .groupby("batch_size")
+        .mean()
+        for f in (a, b)
+    }
+    want = np.expm1(canary[b] - canary[a]) * 100
+    assert c["canary_change_pct"].to_numpy() == pytest.approx(want.to_numpy())
+    assert (c["speed_ci_df"] == 4 * 7 - 1).all()  # the baseline's fit: 4 cells x (8 - 1) - 1
+
+
+def test_no_ratio_at_the_reference_speed_without_the_canary_on_both_sides(tmp_path):
+    from numa_effects.plan import build, topology
+
+    rng = np.random.default_rng(1)
+    a = _canary_run(tmp_path / "c/results", rng)
+    b = _canary_run(tmp_path / "d/results", rng)
+    assert compare_runs.compare_table(runs(a, b))["speed_ratio"].notna().all()
+    samples = pd.read_csv(b / "tables" / "samples.csv")
+    samples.assign(canary_ms=np.nan).to_csv(b / "tables" / "samples.csv", index=False)
+    blind = compare_runs.compare_table(runs(a, b))
+    assert blind["speed_ratio"].isna().all() and blind["canary_change_pct"].isna().all()
+    assert blind["ratio"].notna().all()
+    (b / "tables" / "samples.csv").unlink()
+    assert compare_runs.compare_table(runs(a, b))["speed_ratio"].isna().all()
+    # the plan reads the samples a folder has, and only those
+    config = {"results": "out", "compare": [str(a), str(b)], "image_size": 224, "use_smt": False}
+    plan = build.build(config, topology.current(), compare_keys=[])
+    assert plan.compare_inputs()["samples"] == [f"{a}/tables/samples.csv"]
+
+
+def test_the_page_gives_the_canary_and_the_change_at_the_reference_speed(tmp_path):
+    from numa_effects.report import compare_page
+
+    rng = np.random.default_rng(7)
+    a = _canary_run(tmp_path / "a/results", rng)
+    b = _canary_run(tmp_path / "b/results", rng, speed_mean=0.06)
+    args, where = _page_args(runs(a, b), tmp_path)
+    c = args[2]
+    html = compare_page.render(*args, **where)
+    canary = (np.exp(np.log1p(c["canary_change_pct"] / 100).mean()) - 1) * 100
+    at = (np.exp(np.log(c["speed_ratio"]).mean()) - 1) * 100
+    assert 'id="canary"' in html
+    assert f"over the 4 cells both timed with the canary: the canary {canary:+.1f} %" in html
+    assert f"at the baseline's reference speed <b>{at:+.1f} %</b>" in html
+    blind = c.assign(speed_ratio=np.nan)
+    assert 'id="canary"' not in compare_page.render(*args[:2], blind, *args[3:], **where)
+
+
+def test_across_an_allocator_each_side_moves_along_its_own_runs_fit(tmp_path):
+    rng = np.random.default_rng(3)
+    a = _canary_run(tmp_path / "a/results", rng)
+    b = _canary_run(tmp_path / "b/results", rng, speed_mean=0.06, allocator="jemalloc")
+    across = ("allocator",)
+    c = compare_runs.compare_table(runs(a, b, across=across), across=across)
+    assert (c["allocator_compared"] == "jemalloc").all() and c["speed_ratio"].notna().all()
+    assert (c["speed_ratio"] / 1.0 - 1).abs().max() < 0.06
+    # Welch-Satterthwaite over the two runs' fits: between the smaller and the sum of both
+    assert ((c["speed_ci_df"] >= 4 * 7 - 1) & (c["speed_ci_df"] <= 2 * (4 * 7 - 1))).all()
+    # across the canary's own conditions: no ratio at the reference speed
+    t2 = _canary_run(tmp_path / "t2/results", rng)
+    samples = pd.read_csv(t2 / "tables" / "samples.csv").assign(threads=2)
+    samples.to_csv(t2 / "tables" / "samples.csv", index=False)
+    cells = pd.read_csv(t2 / "tables" / "cells.csv").assign(threads=2)
+    cells.to_csv(t2 / "tables" / "cells.csv", index=False)
+    across = ("threads",)
+    c = compare_runs.compare_table(runs(a, t2, across=across), across=across)
+    assert c["ratio"].notna().all() and c["speed_ratio"].isna().all()

@@ -321,13 +321,17 @@ class Plan:
 
     def compare_inputs(self) -> dict[str, list[str]]:
         """The files of the compared folders a comparison reads (read-only); a folder's peak
-        table only where it has one (an import has none)."""
+        and samples tables only where it has them (an import has neither)."""
         runs = self.compare["runs"] if self.compare else []
-        peaks = [f"{r}/{paths.table('peak')}" for r in runs]
+
+        def where(table):
+            return [p for p in (f"{r}/{paths.table(table)}" for r in runs) if os.path.isfile(p)]
+
         return {
             "cells": [f"{r}/{paths.table('cells')}" for r in runs],
             "machines": [f"{r}/{paths.MACHINE}" for r in runs],
-            "peaks": [p for p in peaks if os.path.isfile(p)],
+            "peaks": where("peak"),
+            "samples": where("samples"),
         }
 
     def compare_targets(self) -> list[str]:

@@ -258,6 +258,47 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+CANARY_WHY = (
+    '<p class="small">The canary is a fixed matrix product timed after every iteration on the '
+    "cell's own CPUs (config key <code>canary</code>): it saw the host's speed each process got. "
+    "At the baseline's reference speed, each compared cell's replicates are moved to the "
+    "baseline's speed along the baseline run's slope (<code>speed_ratio</code> in "
+    "<code>tables/compare.csv</code>). Right for a change that leaves the canary alone (the model, "
+    "the harness, a setting on the same machine and torch); across machines or torch versions the "
+    "canary's own change is part of the change under test (docs/comparing.md).</p>"
+)
+
+
+def canary_section(compare: pd.DataFrame) -> str:
+    """One sentence per compared run: how much slower its processes ran the canary, and the
+    cells' geometric mean change plain and at the baseline's reference speed (empty when no
+    matched cell has a ratio at the reference speed)."""
+    if "speed_ratio" not in compare or not compare["speed_ratio"].notna().any():
+        return ""
+    parts = ['<h3 id="canary">The host\'s speed, as the canary saw it</h3>']
+    for run, c in compare.groupby("run", sort=False):
+        c = c[c["speed_ratio"].notna()]
+        if c.empty:
+            continue
+        canary = stats.geomean_ratio((1.0 + c["canary_change_pct"] / 100.0).tolist())
+        plain = stats.geomean_ratio(c["ratio"].tolist())
+        at = stats.geomean_ratio(c["speed_ratio"].tolist())
+
+        def pct(g):
+            return (
+                f"<b>{_pct((g['geomean'] - 1) * 100)}</b> "
+                f"(95 % CI {_pct((g['ci_low'] - 1) * 100)} … {_pct((g['ci_high'] - 1) * 100)})"
+            )
+
+        parts.append(
+            f"<p><b>{_e(run)}</b> vs the baseline, over the {len(c)} cells both timed with the "
+            f"canary: the canary {_pct((canary['geomean'] - 1) * 100)} (+ = slower); the cells' "
+            f"latency {pct(plain)}, at the baseline's reference speed {pct(at)}.</p>"
+        )
+    parts.append(CANARY_WHY)
+    return "".join(parts)
+
+
 def unmatched_section(unmatched: pd.DataFrame) -> str:
     head = '<h2 id="unmatched">Cells in one run only</h2>'
     if unmatched.empty:
@@ -348,6 +389,7 @@ def render(
         differences_section(provenance, labels),
         summary_section(summary, compare, baseline),
         peaks_section(peaks, summary),
+        canary_section(compare),
         figures_sections(figs, page_dir, figure_dir, facts),
         unmatched_section(unmatched),
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '

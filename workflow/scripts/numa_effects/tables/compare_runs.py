@@ -17,6 +17,17 @@ baseline; every other run is compared with it:
   cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method`` empty,
   ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say whether
   its change is more than process-to-process noise, and it was not measured;
+- where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
+  same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
+  the compared cell's replicates moved along the baseline run's slope of the cell's series,
+  ``speed.contrast``) and
+  ``canary_change_pct``, how much slower (+) the compared run's processes ran the canary: the
+  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Across an axis of
+  the series (``across: [allocator]``) each side moves along its own run's fit
+  (``speed.between``). Right for a change that leaves the canary alone (the model, the harness,
+  a setting on the same machine and torch); across machines or torch versions the canary's own
+  change is part of the change under test (docs/comparing.md). Not across ``threads`` or
+  ``placement`` (the canary's own CPUs differ);
 - ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric
   mean of the ratios with its CI (``stats.geomean_ratio``) over all matched cells with a value,
   over the clean ones (neither side contended or noisy), and per model, opt and placement;
@@ -101,7 +112,19 @@ COMPARE_COLUMNS = [
     "between_sd_baseline_pct",
     "between_sd_compared_pct",
     "iteration_ranges_overlap",
+    "speed_ratio",
+    "speed_ratio_ci_low",
+    "speed_ratio_ci_high",
+    "speed_ci_df",
+    "canary_change_pct",
 ]
+SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
+    "speed_ratio": "ratio",
+    "speed_ratio_ci_low": "ci_low",
+    "speed_ratio_ci_high": "ci_high",
+    "speed_ci_df": "df",
+}
+SAMPLES = paths.table("samples")
 SUMMARY_COLUMNS = [
     "run",
     "baseline_run",
@@ -173,6 +196,8 @@ class Run:
     machine: dict
     settings: dict = field(default_factory=dict)  # setting -> sorted distinct values
     peaks: pd.DataFrame | None = None  # its tables/peak.csv (ok rows), None without one
+    # its replicates with the canary (``speed.replicates`` of tables/samples.csv), None without
+    speed: pd.DataFrame | None = None
 
 
 # -- reading and checking folders ------------------------------------------------------------------
@@ -252,6 +277,7 @@ def read_run(
         machine,
         _settings(p) if settings else {},
         read_peaks(p),
+        read_speed(p),
     )
 
 
@@ -275,6 +301,55 @@ def read_peaks(folder: Path) -> pd.DataFrame | None:
     peaks = peaks[[*PEAK_KEYS, "peak_kernel", "peak_gflop_per_s"]].copy()
     peaks["threads"] = peaks["threads"].astype(int)
     return peaks
+
+
+def read_speed(folder: Path) -> pd.DataFrame | None:
+    """The run's replicates with their canary (``speed.replicates`` of ``tables/samples.csv``),
+    or None: an import, a run with ``canary: false`` or from before the canary."""
+    from numa_effects.tables import speed
+
+    path = folder / SAMPLES
+    if not path.is_file():
+        return None
+    try:
+        reps = speed.replicates(keyed(stats.read_table(path)))
+    except Exception as exc:  # as a broken peak table: no speed columns, and say so
+        print(
+            f"{path}: not read, no ratio at the reference speed ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
+        return None
+    return None if reps.empty else reps.astype({"threads": int, "batch_size": int})
+
+
+def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
+    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
+    compared cell's replicates against the baseline's at the baseline's reference speed, under
+    the baseline run's fit of the cell's series (``speed.contrast``); across an axis of the
+    series (an allocator, say) each side along its own run's fit (``speed.between``). ``fits``:
+    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, a series no
+    fit, or ``across`` is an axis of the reference group (the canary's threads and CPUs)."""
+    from numa_effects.tables import speed
+
+    out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
+    if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
+        return out
+    key_b = {k: row[f"{k}_b"] if k in across else row[k] for k in KEYS}
+    key_c = {**key_b, **{k: row[f"{k}_c"] for k in across}}
+    fb = fits[0].get(speed.series_of(key_b))
+    b, c = speed.cell(baseline.speed, key_b), speed.cell(compared.speed, key_c)
+    if fb is None or b.empty or c.empty:
+        return out
+    if set(across) & set(speed.SERIES):
+        fc = fits[1].get(speed.series_of(key_c))
+        if fc is None:
+            return out
+        got = speed.between(c, fc, b, fb, fb["ref"])
+    else:
+        got = speed.contrast(c, b, fb)
+    out.update({col: got[name] for col, name in SPEED.items()})
+    out["canary_change_pct"] = math.expm1(float(c["x"].mean() - b["x"].mean())) * 100.0
+    return out
 
 
 def match_keys(across=()) -> list[str]:
@@ -431,7 +506,10 @@ def _pct(r: float) -> float:
 
 def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=()) -> list[dict]:
     """One row per matched cell of ``compared`` against ``baseline`` (``compare_columns``)."""
+    from numa_effects.tables import speed
+
     both, _ = pair(baseline, compared, across)
+    fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (baseline, compared))
     rows = []
     for row in both.to_dict("records"):
         sb, sc = _status(row, "_b"), _status(row, "_c")
@@ -475,6 +553,8 @@ def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=())
             "between_sd_baseline_pct": row["between_sd_pct_b"],
             "between_sd_compared_pct": row["between_sd_pct_c"],
             "iteration_ranges_overlap": _overlap(row) if status == "ok" else None,
+            **dict.fromkeys(SPEED, math.nan),
+            "canary_change_pct": math.nan,
         }
         if status != "ok":
             side, what = ("baseline", sb) if sb != "ok" else ("compared", sc)
@@ -483,6 +563,7 @@ def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=())
             rows.append(out)
             continue
         out["ratio"] = lc / lb
+        out.update(speed_columns(row, baseline, compared, fits, across))
         cb, cc = _ci(row, "_b"), _ci(row, "_c")
         if stat == stats.MEDIAN and cb and cc:
             r = stats.run_ratio(cb, cc)
