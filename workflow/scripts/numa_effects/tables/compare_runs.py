@@ -19,15 +19,14 @@ baseline; every other run is compared with it:
   its change is more than process-to-process noise, and it was not measured;
 - where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
   same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
-  the compared cell's replicates moved along the baseline run's slope of the cell's series,
-  ``speed.contrast``) and
+  each side moved there along its own run's slope of the cell's series, Welch's interval,
+  ``speed.between``; the baseline's fit for both where the compared run has none) and
   ``canary_change_pct``, how much slower (+) the compared run's processes ran the canary: the
-  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Across an axis of
-  the series (``across: [allocator]``) each side moves along its own run's fit
-  (``speed.between``). Right for a change that leaves the canary alone (the model, the harness,
-  a setting on the same machine and torch); across machines or torch versions the canary's own
-  change is part of the change under test (docs/comparing.md). Not across ``threads`` or
-  ``placement`` (the canary's own CPUs differ);
+  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Right for a
+  change that leaves the canary alone (the model, the harness, a setting on the same machine
+  and torch); across machines or torch versions the canary's own change is part of the change
+  under test (docs/comparing.md). Not across ``threads`` or ``placement`` (the canary's own CPUs
+  differ);
 - ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric
   mean of the ratios with its CI (``stats.geomean_ratio``) over all matched cells with a value,
   over the clean ones (neither side contended or noisy), and per model, opt and placement;
@@ -324,11 +323,13 @@ def read_speed(folder: Path) -> pd.DataFrame | None:
 
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
     """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
-    compared cell's replicates against the baseline's at the baseline's reference speed, under
-    the baseline run's fit of the cell's series (``speed.contrast``); across an axis of the
-    series (an allocator, say) each side along its own run's fit (``speed.between``). ``fits``:
-    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, a series no
-    fit, or ``across`` is an axis of the reference group (the canary's threads and CPUs)."""
+    compared cell's replicates against the baseline's at the baseline's reference speed, each
+    moved along its own run's fit of its series (``speed.between``: Welch's interval, as a
+    change may change the processes' spread too); where the compared run's series has no fit of
+    its own (one process per cell), both along the baseline's (``speed.contrast``). ``fits``:
+    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, the baseline's
+    series no fit, or ``across`` is an axis of the reference group (the canary's threads and
+    CPUs)."""
     from numa_effects.tables import speed
 
     out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
@@ -340,12 +341,12 @@ def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=(
     b, c = speed.cell(baseline.speed, key_b), speed.cell(compared.speed, key_c)
     if fb is None or b.empty or c.empty:
         return out
-    if set(across) & set(speed.SERIES):
-        fc = fits[1].get(speed.series_of(key_c))
-        if fc is None:
-            return out
+    fc = fits[1].get(speed.series_of(key_c))
+    if fc is not None:  # each side along its own run's fit: a change may change the spread too
         got = speed.between(c, fc, b, fb, fb["ref"])
-    else:
+    elif set(across) & set(speed.SERIES):  # another series, and nothing to move it along
+        return out
+    else:  # too few replicates to fit the compared run: the baseline's fit for both sides
         got = speed.contrast(c, b, fb)
     out.update({col: got[name] for col, name in SPEED.items()})
     out["canary_change_pct"] = math.expm1(float(c["x"].mean() - b["x"].mean())) * 100.0
