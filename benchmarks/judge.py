@@ -108,7 +108,7 @@ SPEED_AGREEMENT = "the difference at the reference speed"
 
 def against_speed(first: pd.DataFrame, second: pd.DataFrame, confidence: float = 0.95):
     """``against_ci``'s judgement at the first run's reference speed (``tables.speed``; config
-    key ``canary``), from the two runs' ``samples.csv``: per cell of a fitted group of the first
+    key ``canary``), from the two runs' ``samples.csv``: per cell of a fitted series of the first
     run that the second measured with the canary too,
 
     - ``median_first_ms``: the first run's latency at its reference speed, with its CI
@@ -126,7 +126,7 @@ def against_speed(first: pd.DataFrame, second: pd.DataFrame, confidence: float =
 
     The columns ``with_shift`` and ``agreement_line`` read are those of ``against_ci``; plus
     ``canary_first_ms``, ``canary_second_ms`` (the sides' geometric mean canary) and ``slope``.
-    Empty when either run has no canary (``canary: false``) or the first no fitted group."""
+    Empty when either run has no canary (``canary: false``) or the first no fitted series."""
     from numa_effects.tables import speed
 
     columns = [
