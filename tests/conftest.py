@@ -228,3 +228,55 @@ def key(model="resnet18", opt="none", placement="sequential", threads=1, batch_s
         "threads": threads,
         "batch_size": batch_size,
     }
+
+
+# -- simulated runs with the canary (config key canary) -------------------------------------------
+CANARY_MS = 0.8
+
+
+def canary_samples(
+    rng,
+    cells,
+    n,
+    slope,
+    speed_sd=0.08,
+    own_sd=0.03,
+    placement="sequential",
+    speed_mean=0.0,
+    opt="none",
+):
+    """Simulated samples.csv rows with the canary (the tests of tables.speed, of the benchmarks'
+    judgement at the reference speed and of compare.csv's speed_ratio): ``cells`` cells at one
+    thread count, ``n`` replicates each; replicate r of cell c (batch size c, optimization
+    ``opt``) runs at log speed x ~ N(speed_mean, speed_sd) (the canary sees it exactly, plus 1 %
+    of its own) and its log latency is mu_c + slope x + N(0, own_sd); 5 clean iterations each.
+    Returns (the rows, {batch size: mu_c})."""
+    import numpy as np
+    import pandas as pd
+
+    from numa_effects.plan import grid
+
+    rows, mus = [], {}
+    for c in range(cells):
+        mu = np.log(50.0 * (c + 1))
+        mus[c + 1] = mu
+        for r in range(1, n + 1):
+            x = rng.normal(speed_mean, speed_sd)
+            y = mu + slope * x + rng.normal(0.0, own_sd)
+            for i in range(5):
+                rows.append(
+                    {
+                        **{k: grid.DEFAULTS.get(k) for k in grid.KEYS},
+                        "model": "resnet50",
+                        "opt": opt,
+                        "placement": placement,
+                        "threads": 1,
+                        "batch_size": c + 1,
+                        "replicate": r,
+                        "iteration": i,
+                        "latency_ms": float(np.exp(y)),
+                        "canary_ms": float(CANARY_MS * np.exp(x + rng.normal(0.0, 0.01) * (i > 0))),
+                        "excluded": False,
+                    }
+                )
+    return pd.DataFrame(rows), mus

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, cpu_seconds, proc_stat
+from conftest import REPO, canary_samples, cpu_seconds, proc_stat
 
 sys.path.insert(0, str(REPO))
 
@@ -197,20 +197,18 @@ def test_noise_verdict_requires_every_deviation_to_be_flagged():
 
 @pytest.mark.parametrize("n_second", [1, 4])  # the fixed protocol's one process, a re-run's cap
 def test_a_second_run_moved_to_the_first_runs_reference_speed_agrees_and_unmoved_does_not(n_second):
-    """judge.against_speed on simulated runs with known truth (tests/test_speed.py's groups: 6
+    """judge.against_speed on simulated runs with known truth (conftest.canary_samples: 6
     cells x 4 replicates, slope 0.87, the processes' speed SD 8 %, their own 3 %): the second
     run's host is 6 % slower throughout, and its canary sees it. Moved to the first run's
     reference speed, the second lands inside the agreement interval about 95 % of the time,
     with one process (the fixed protocol) as with four, and inside the first run's CI as often
     as ``expected_inside_ci`` says; its plain mean, not moved, lands inside the same interval
     far less often (the 5 % the slower host added is no difference of the cells)."""
-    from test_speed import _group
-
     rng = np.random.default_rng(23)
     agree, inside, expected, naive = [], [], [], []
     for _ in range(150):
-        first, _ = _group(rng, 6, 4, 0.87)
-        second, _ = _group(rng, 6, n_second, 0.87, speed_mean=0.06)
+        first, _ = canary_samples(rng, 6, 4, 0.87)
+        second, _ = canary_samples(rng, 6, n_second, 0.87, speed_mean=0.06)
         t = judge.against_speed(first, second)
         assert len(t) == 6 and (t["agreement"] == judge.SPEED_AGREEMENT).all()
         agree.extend(t["inside_agreement"])
@@ -228,10 +226,8 @@ def test_a_second_run_moved_to_the_first_runs_reference_speed_agrees_and_unmoved
 
 
 def test_the_judgement_at_the_reference_speed_needs_the_canary_in_both_runs():
-    from test_speed import _group
-
     rng = np.random.default_rng(2)
-    first, _ = _group(rng, 3, 2, 0.8)
+    first, _ = canary_samples(rng, 3, 2, 0.8)
     blind = first.assign(canary_ms=np.nan)
     assert judge.against_speed(first, blind).empty
     assert judge.against_speed(blind, first).empty

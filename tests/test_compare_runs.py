@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MACHINE, REPO, key, result_folder
+from conftest import MACHINE, REPO, canary_samples, key, result_folder
 
 from numa_effects import stats
 from numa_effects.plan import compare as compare_plan
@@ -401,13 +401,11 @@ def test_a_comparison_reads_the_peak_tables_it_has(two):
 
 
 def _canary_run(folder, rng, speed_mean=0.0, slower=None, allocator=None):
-    """A result folder of 4 cells x 8 replicates with the canary (tests/test_speed.py's groups:
+    """A result folder of 4 cells x 8 replicates with the canary (conftest.canary_samples:
     slope 0.87, the processes' speed SD 8 %, their own 3 %): cells.csv from the replicates'
     medians and samples.csv; the host's log speed centred on ``speed_mean``, and the cells of
     ``slower`` (batch size -> factor) really slower."""
-    from test_speed import _group
-
-    samples, _ = _group(rng, 4, 8, 0.87, speed_mean=speed_mean)
+    samples, _ = canary_samples(rng, 4, 8, 0.87, speed_mean=speed_mean)
     for b, factor in (slower or {}).items():
         samples.loc[samples["batch_size"] == b, "latency_ms"] *= factor
     med = samples.groupby(["batch_size", "replicate"])["latency_ms"].median()

@@ -8,53 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CANARY_MS, canary_samples
 
-from numa_effects.plan.grid import DEFAULTS, KEYS
+from numa_effects.plan.grid import KEYS
 from numa_effects.tables import speed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "canary" / "samples.csv.gz"
-CANARY_MS = 0.8
-
-
-def _group(
-    rng,
-    cells,
-    n,
-    slope,
-    speed_sd=0.08,
-    own_sd=0.03,
-    placement="sequential",
-    speed_mean=0.0,
-    opt="none",
-):
-    """samples.csv rows of ``cells`` cells at one thread count, ``n`` replicates each: replicate
-    r of cell c (batch size c, optimization ``opt``) runs at log speed x ~ N(speed_mean,
-    speed_sd) (the canary sees it exactly, plus 1 % of its own) and its log latency is mu_c +
-    slope x + N(0, own_sd); 5 clean iterations each."""
-    rows, mus = [], {}
-    for c in range(cells):
-        mu = np.log(50.0 * (c + 1))
-        mus[c + 1] = mu
-        for r in range(1, n + 1):
-            x = rng.normal(speed_mean, speed_sd)
-            y = mu + slope * x + rng.normal(0.0, own_sd)
-            for i in range(5):
-                rows.append(
-                    {
-                        **{k: DEFAULTS.get(k) for k in KEYS},
-                        "model": "resnet50",
-                        "opt": opt,
-                        "placement": placement,
-                        "threads": 1,
-                        "batch_size": c + 1,
-                        "replicate": r,
-                        "iteration": i,
-                        "latency_ms": float(np.exp(y)),
-                        "canary_ms": float(CANARY_MS * np.exp(x + rng.normal(0.0, 0.01) * (i > 0))),
-                        "excluded": False,
-                    }
-                )
-    return pd.DataFrame(rows), mus
 
 
 def _own_slope_adjusted(cell: pd.DataFrame, ref: float) -> np.ndarray:
@@ -90,7 +49,7 @@ def test_the_interval_covers_the_latency_at_the_reference_speed_and_the_naive_on
     rng = np.random.default_rng(11)
     hits, naive_hits, ratio = [], [], []
     for _ in range(200):
-        samples, mus = _group(rng, 6, 4, slope)
+        samples, mus = canary_samples(rng, 6, 4, slope)
         reps = speed.replicates(samples)
         fits = speed.fit(reps)
         (f,) = fits.values()
@@ -119,7 +78,7 @@ def test_a_canary_that_does_not_follow_the_speed_fits_no_slope_and_widens_nothin
     """The canary independent of the latency: the fitted slope is near 0, and the interval is
     about the plain one (the adjustment takes out nothing and costs one degree of freedom)."""
     rng = np.random.default_rng(5)
-    samples, _ = _group(rng, 6, 8, 0.0)
+    samples, _ = canary_samples(rng, 6, 8, 0.0)
     (f,) = speed.fit(speed.replicates(samples)).values()
     assert abs(f["slope"]) < 0.3
     assert 0.02 <= np.sqrt(f["s2"]) <= 0.045  # the own 3 %
@@ -127,9 +86,9 @@ def test_a_canary_that_does_not_follow_the_speed_fits_no_slope_and_widens_nothin
 
 def test_fits_are_per_series_and_cells_without_canary_keep_nothing():
     rng = np.random.default_rng(2)
-    a, _ = _group(rng, 3, 4, 0.9)
-    b, _ = _group(rng, 3, 4, 0.5, placement="interleave")
-    c, _ = _group(rng, 3, 4, 0.5, opt="script")
+    a, _ = canary_samples(rng, 3, 4, 0.9)
+    b, _ = canary_samples(rng, 3, 4, 0.5, placement="interleave")
+    c, _ = canary_samples(rng, 3, 4, 0.5, opt="script")
     samples = pd.concat([a, b, c], ignore_index=True)
     fits = speed.fit(speed.replicates(samples))
     at = [speed.SERIES.index(k) for k in ("opt", "placement")]
@@ -184,7 +143,7 @@ def test_the_ratio_of_two_cells_at_one_speed_covers_and_the_naive_one_does_not(s
     rng = np.random.default_rng(17)
     hits, naive_hits, width = [], [], []
     for _ in range(200):
-        samples, mus = _group(rng, 6, 4, slope)
+        samples, mus = canary_samples(rng, 6, 4, slope)
         reps = speed.replicates(samples)
         fits = speed.fit(reps)
         base = reps.iloc[0][list(KEYS)].to_dict()
@@ -207,8 +166,8 @@ def test_the_ratio_of_two_cells_at_one_speed_covers_and_the_naive_one_does_not(s
 
 def test_a_ratio_needs_both_cells_in_one_fitted_group():
     rng = np.random.default_rng(2)
-    a, _ = _group(rng, 3, 4, 0.9)
-    b, _ = _group(rng, 3, 4, 0.5, placement="interleave")
+    a, _ = canary_samples(rng, 3, 4, 0.9)
+    b, _ = canary_samples(rng, 3, 4, 0.5, placement="interleave")
     reps = speed.replicates(pd.concat([a, b], ignore_index=True))
     fits = speed.fit(reps)
     seq = reps[reps["placement"] == "sequential"].iloc[0][list(KEYS)].to_dict()
@@ -227,8 +186,8 @@ def test_series_that_follow_the_canary_differently_each_get_their_own_fit():
     rng = np.random.default_rng(31)
     own, pooled = {"none": [], "script": []}, {"none": [], "script": []}
     for _ in range(200):
-        eager, mu_e = _group(rng, 3, 4, 0.8, own_sd=0.06)
-        script, mu_s = _group(rng, 3, 4, 0.8, own_sd=0.02, opt="script")
+        eager, mu_e = canary_samples(rng, 3, 4, 0.8, own_sd=0.06)
+        script, mu_s = canary_samples(rng, 3, 4, 0.8, own_sd=0.02, opt="script")
         samples = pd.concat([eager, script], ignore_index=True)
         reps = speed.replicates(samples)
         fits = speed.fit(reps)
@@ -265,8 +224,8 @@ def test_a_ratio_between_two_series_covers_at_the_reference_speed():
     rng = np.random.default_rng(41)
     hits = []
     for _ in range(200):
-        eager, mu_e = _group(rng, 3, 4, 0.6, own_sd=0.06)
-        script, mu_s = _group(rng, 3, 4, 1.0, own_sd=0.02, opt="script")
+        eager, mu_e = canary_samples(rng, 3, 4, 0.6, own_sd=0.06)
+        script, mu_s = canary_samples(rng, 3, 4, 1.0, own_sd=0.02, opt="script")
         reps = speed.replicates(pd.concat([eager, script], ignore_index=True))
         fits = speed.fit(reps)
         (ref,) = {f["ref"] for f in fits.values()}
