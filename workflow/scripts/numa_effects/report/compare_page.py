@@ -261,8 +261,8 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
 CANARY_WHY = (
     '<p class="small">The canary is a fixed matrix product timed after every iteration on the '
     "cell's own CPUs (config key <code>canary</code>): it saw the host's speed each process got. "
-    "At the baseline's reference speed, each compared cell's replicates are moved to the "
-    "baseline's speed along the baseline run's slope (<code>speed_ratio</code> in "
+    "At the baseline's reference speed, both cells' replicates are moved to the baseline's "
+    "speed, each along its own run's slope (<code>speed_ratio</code> in "
     "<code>tables/compare.csv</code>). Right for a change that leaves the canary alone (the model, "
     "the harness, a setting on the same machine and torch); across machines or torch versions the "
     "canary's own change is part of the change under test (docs/comparing.md).</p>"

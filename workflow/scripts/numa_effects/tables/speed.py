@@ -215,7 +215,7 @@ def ratio(
     c, b = cell(reps, compared), cell(reps, baseline)
     if fc is None or fb is None or c.empty or b.empty:
         return None
-    if fc is fb:
+    if series_of(compared) == series_of(baseline):  # one fit: its common slope
         return contrast(c, b, fc, confidence)
     return between(c, fc, b, fb, fb["ref"], confidence)
 
