@@ -6,8 +6,9 @@ over the window a cell gives it (``cell.time_canary``: ``cell.CANARY_SHARE`` of 
 Run as ``numactl <binding> python -m benchmarks.canary_child --model M --opt O --batch B
 --threads T --image-size S --seconds D --out O`` with the cell's ``OMP_NUM_THREADS``. Writes one
 row per timed step: ``latency_s``, ``canary`` (whether the kernels ran after it), ``after_canary``
-(whether they ran after the step before it: the effect on the next step is what a cell pays) and
-each kernel's seconds (``None`` where they did not run)."""
+(whether they ran after the step before it: the effect on the next step is what a cell pays),
+each kernel's seconds per call (averaged over its window; ``None`` where they did not run) and
+its window's calls (``<kernel>_calls``)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,9 @@ def main(argv=None) -> int:
             row |= dict.fromkeys(order)  # None: the kernels did not run after this step
             rot = len(rows) % len(order)
             for k in order[rot:] + order[:rot] if after else ():
-                row[k] = cell.time_canary(kernels[k], row["latency_s"], call_s[k])[0]
+                row[k], row[f"{k}_calls"] = cell.time_canary(
+                    kernels[k], row["latency_s"], call_s[k]
+                )
             rows.append(row)
             prev = after
     Path(args.out).write_text(json.dumps(rows))

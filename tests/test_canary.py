@@ -96,6 +96,8 @@ def test_the_child_steps_a_real_model_with_a_canary_after_one_step_of_each_pair(
         assert r["latency_s"] > 0
         for k in cell.CANARY_KERNELS:
             assert (r[k] is not None and r[k] > 0) if r["canary"] else r[k] is None
+            # each kernel ran over the cell's window: its calls for CANARY_SHARE of the step
+            assert (1 <= r[f"{k}_calls"] <= cell.CANARY_MAX_CALLS) if r["canary"] else True
 
 
 def _steps(rng, effect, processes=8, steps=40, process_sd=0.10, step_sd=0.05, assign=None):
