@@ -7,8 +7,7 @@ build, the cell's binding and ``OMP_NUM_THREADS``), each stepping the model for 
 every canary kernel (``measure.cell.CANARY_KERNELS``) timed after a random half of its steps. Two
 tables:
 
-- ``canary.csv``, the cost, per configuration: the kernels' median window (``cell.time_canary``:
-  about ``cell.CANARY_SHARE`` of the step, at least one call) as a share of the step,
+- ``canary.csv``, the cost, per configuration: the kernels' median time as a share of the step,
   and the effect of a canary on the next step's latency (``effect``: the difference of mean log
   latency after a canary and after none, within each process, the processes pooled: a
   regression on the indicator with one intercept per process, its 95 % t interval). The
@@ -163,9 +162,6 @@ def run(ctx: Context) -> pd.DataFrame:
             steps += [{**cfg, "process": p, **r} for r in rows]
     steps = pd.DataFrame(steps)
     kernels = list(CANARY_KERNELS)
-    window = {
-        k: steps[k] * steps.get(f"{k}_calls", pd.Series(1, index=steps.index)) for k in kernels
-    }
     cost = []
     for (t, b), g in steps.groupby(["threads", "batch_size"], sort=True):
         lat = g["latency_s"].median()
@@ -176,7 +172,7 @@ def run(ctx: Context) -> pd.DataFrame:
                 "processes": g["process"].nunique(),
                 "steps": len(g),
                 "latency_ms": lat * 1000.0,
-                **{f"{k}_share_pct": window[k][g.index].median() / lat * 100.0 for k in kernels},
+                **{f"{k}_share_pct": g[k].median() / lat * 100.0 for k in kernels},
                 **effect(g),
             }
         )
@@ -190,7 +186,7 @@ def run(ctx: Context) -> pd.DataFrame:
             "processes": pooled["process"].nunique(),
             "steps": len(pooled),
             "latency_ms": math.nan,
-            **{f"{k}_share_pct": (window[k] / lat).median() * 100.0 for k in kernels},
+            **{f"{k}_share_pct": (pooled[k] / lat).median() * 100.0 for k in kernels},
             **effect(pooled),
         }
     )

@@ -1,14 +1,12 @@
 """The canary benchmark's pinned child: the cell's model and input built by the pipeline's own
 code (``numa_effects.measure.cell.build``), stepped as a cell steps, and after a random half of
-the steps every canary kernel (``cell.CANARY_KERNELS``, in rotating order), each timed alone
-over the window a cell gives it (``cell.time_canary``: ``cell.CANARY_SHARE`` of the step).
+the steps every canary kernel (``cell.CANARY_KERNELS``, in rotating order), each timed alone.
 
 Run as ``numactl <binding> python -m benchmarks.canary_child --model M --opt O --batch B
 --threads T --image-size S --seconds D --out O`` with the cell's ``OMP_NUM_THREADS``. Writes one
 row per timed step: ``latency_s``, ``canary`` (whether the kernels ran after it), ``after_canary``
-(whether they ran after the step before it: the effect on the next step is what a cell pays),
-each kernel's seconds per call (averaged over its window; ``None`` where they did not run) and
-its window's calls (``<kernel>_calls``)."""
+(whether they ran after the step before it: the effect on the next step is what a cell pays) and
+each kernel's seconds (``None`` where they did not run)."""
 
 from __future__ import annotations
 
@@ -49,7 +47,6 @@ def main(argv=None) -> int:
         step()
         for k in order:
             kernels[k]()
-    call_s = {k: cell.calibrate_canary(kernels[k]) for k in order}
     rng = random.Random(args.seed)
     rows, prev, clock = [], None, time.perf_counter
     end = clock() + args.seconds
@@ -63,9 +60,9 @@ def main(argv=None) -> int:
             row |= dict.fromkeys(order)  # None: the kernels did not run after this step
             rot = len(rows) % len(order)
             for k in order[rot:] + order[:rot] if after else ():
-                row[k], row[f"{k}_calls"] = cell.time_canary(
-                    kernels[k], row["latency_s"], call_s[k]
-                )
+                c0 = clock()
+                kernels[k]()
+                row[k] = clock() - c0
             rows.append(row)
             prev = after
     Path(args.out).write_text(json.dumps(rows))

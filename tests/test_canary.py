@@ -39,48 +39,6 @@ def test_an_unknown_canary_kernel_is_an_error():
         cell.make_canary("fft")
 
 
-def test_a_canary_window_is_its_share_of_the_step():
-    """cell.canary_calls: CANARY_SHARE of the step's time in calls of the calibrated length, at
-    least one (a step shorter than a call still gets its canary), at most CANARY_MAX_CALLS."""
-    call = 0.001
-    assert cell.canary_calls(0.0, call) == 1
-    assert cell.canary_calls(0.010, call) == 1  # 0.2 calls' worth: one
-    assert cell.canary_calls(3.0, call) == round(cell.CANARY_SHARE * 3000)  # a batch-16 step: 60
-    assert cell.canary_calls(1e4, call) == cell.CANARY_MAX_CALLS
-    assert cell.canary_calls(3.0, 0.0) == 1  # no calibration: one call, as before
-    # the window scales with the step: the same share for a 10x longer step
-    assert cell.canary_calls(5.0, call) == 10 * cell.canary_calls(0.5, call)
-
-
-def test_a_slow_call_does_not_shorten_its_own_window():
-    """cell.time_canary decides the window's calls from the step and the calibration only, then
-    reports the window's seconds per call: a call slowed 5x (a preemption) counts in the
-    average instead of ending the window early."""
-    now = [0.0]
-    durations = iter([0.005] + [0.001] * 20)
-
-    def clock():
-        return now[0]
-
-    def canary():
-        now[0] += next(durations)
-
-    per_call, calls = cell.time_canary(canary, step_s=0.5, call_s=0.001, clock=clock)
-    assert calls == 10
-    assert per_call == pytest.approx((0.005 + 9 * 0.001) / 10)
-
-
-def test_calibration_times_the_real_canary():
-    """cell.calibrate_canary on the real kernel: a positive call time, and the window it implies
-    for a step 100 calls long is CANARY_SHARE of it, within the spread of the calls' times."""
-    canary = cell.make_canary()
-    call_s = cell.calibrate_canary(canary)
-    assert 0.0 < call_s < 1.0
-    per_call, calls = cell.time_canary(canary, 100 * call_s, call_s)
-    assert calls == max(1, round(cell.CANARY_SHARE * 100))
-    assert per_call > 0.0
-
-
 def test_the_child_steps_a_real_model_with_a_canary_after_one_step_of_each_pair(tmp_path):
     """The benchmark's child, pinned with numactl as a one-thread cell: a real ResNet-18 at
     64 px. Steps come in pairs with exactly one followed by the kernels (every kernel timed
@@ -96,8 +54,6 @@ def test_the_child_steps_a_real_model_with_a_canary_after_one_step_of_each_pair(
         assert r["latency_s"] > 0
         for k in cell.CANARY_KERNELS:
             assert (r[k] is not None and r[k] > 0) if r["canary"] else r[k] is None
-            # each kernel ran over the cell's window: its calls for CANARY_SHARE of the step
-            assert (1 <= r[f"{k}_calls"] <= cell.CANARY_MAX_CALLS) if r["canary"] else True
 
 
 def _steps(rng, effect, processes=8, steps=40, process_sd=0.10, step_sd=0.05, assign=None):

@@ -181,13 +181,6 @@ def test_with_the_canary_every_timed_iteration_has_one(run):
         m = rec["measurement"]
         assert len(m["canary_s"]) == len(m["latencies_s"]) > 0, path
         assert all(0 < c < 1.0 for c in m["canary_s"]), m["canary_s"]
-        # each window was CANARY_SHARE of its step in calls of one fixed length: its calls grow
-        # with the step's time, never shrink (cell.time_canary)
-        calls = m["canary_calls"]
-        assert len(calls) == len(m["canary_s"]), path
-        assert all(1 <= k <= cell.CANARY_MAX_CALLS for k in calls), calls
-        by_step = [k for _, k in sorted(zip(m["latencies_s"], calls, strict=True))]
-        assert by_step == sorted(by_step), (m["latencies_s"], calls)
         # the record names the kernel the cell process ran (the default, as the child says)
         assert m["canary_kernel"] == cell.CANARY_KERNELS[cell.CANARY_KERNEL], m["canary_kernel"]
     samples = pd.read_csv(workdir / "results/tables/samples.csv")

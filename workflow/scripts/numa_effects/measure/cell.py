@@ -19,10 +19,8 @@ and ends, without importing torch.
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
   the machine; then its process CPU time from getrusage, all threads, outside the interval).
 - ``go canary``: the same, and after ``t1`` the canary (``make_canary``: a fixed, cache-resident
-  float32 matrix product, timed the same way, called for ``CANARY_SHARE`` of the step's time:
-  ``time_canary``): ``{"t0", "t1", "canary_s", "canary_calls", "cpu_s"}`` (``canary_s``: one
-  call's seconds, averaged over the window; the CPU time read after the canary, so the probe
-  counts it as the process's own).
+  float32 matrix product, timed the same way): ``{"t0", "t1", "canary_s", "cpu_s"}`` (the CPU
+  time read after the canary, so the probe counts it as the process's own).
 - ``verify``: first the workload's ``report`` (a model cell with ``inspect`` in its spec: one
   untimed call with oneDNN verbose on, ``inspect``: the kernels that ran, the agreement with the
   float32 eager output computed before the conversion, the CPU's capabilities; the peak: each
@@ -76,15 +74,6 @@ CANARY_KERNELS = {
     "mm": f"{CANARY_REPEATS} x torch.mm of {CANARY_SIZE}x{CANARY_SIZE} float32",
 }
 CANARY_KERNEL = "bmm"
-# How long the canary runs after a step: calls for this share of the step's time (at least one,
-# at most CANARY_MAX_CALLS), so every process's speed is known about as precisely whatever its
-# batch size. One call after each step (until 2026-12-04, evening) left a process of 6 slow
-# steps (ResNet-50, batch 16) with a canary median 7 - 10 % off its speed: the per-call spread
-# on the 2-vCPU EPYC is 10 - 20 %, and the between-process fit's slope came out 0.5 - 0.6
-# instead of about 1 (docs/performance.md, "A canary as long as the step").
-CANARY_SHARE = 0.02
-CANARY_MAX_CALLS = 250
-CANARY_CALIBRATION_CALLS = 5
 
 
 def make_canary(kernel: str = CANARY_KERNEL):
@@ -111,39 +100,6 @@ def make_canary(kernel: str = CANARY_KERNEL):
 
     canary.operands = (a, out)  # what it multiplies and where the products go (tests)
     return canary
-
-
-def calibrate_canary(canary, clock=time.perf_counter) -> float:
-    """One canary call's seconds in this process, before the first window: the median of
-    ``CANARY_CALIBRATION_CALLS`` calls after one untimed call. It fixes only how many calls a
-    window makes (``time_canary``), never a reported time."""
-    canary()
-    times = []
-    for _ in range(CANARY_CALIBRATION_CALLS):
-        c0 = clock()
-        canary()
-        times.append(clock() - c0)
-    return sorted(times)[len(times) // 2]
-
-
-def canary_calls(step_s: float, call_s: float) -> int:
-    """The calls of a canary window after a step of ``step_s`` seconds, one call taking about
-    ``call_s`` (``calibrate_canary``): ``CANARY_SHARE`` of the step, at least one, at most
-    ``CANARY_MAX_CALLS``."""
-    if not call_s > 0.0:
-        return 1
-    return max(1, min(CANARY_MAX_CALLS, round(CANARY_SHARE * step_s / call_s)))
-
-
-def time_canary(canary, step_s: float, call_s: float, clock=time.perf_counter) -> tuple[float, int]:
-    """Run the canary window after a step (``canary_calls`` calls, decided before any of them is
-    timed, so a slow call cannot shorten its own window) and return (seconds per call, averaged
-    over the window; calls)."""
-    calls = canary_calls(step_s, call_s)
-    c0 = clock()
-    for _ in range(calls):
-        canary()
-    return (clock() - c0) / calls, calls
 
 
 def set_threads(threads: int) -> dict:
@@ -368,7 +324,7 @@ def serve(spec: dict, commands, reply) -> None:
         opt is not None and opt.graph == "inductor" and spec.get("workload", "model") == "model"
     )
     first = True
-    canary, call_s = None, 0.0
+    canary = None
     clock = time.perf_counter
     reply(
         {
@@ -398,9 +354,9 @@ def serve(spec: dict, commands, reply) -> None:
                 if cmd == "go canary":
                     if canary is None:
                         canary = make_canary()
-                        call_s = calibrate_canary(canary)
-                    per_call, calls = time_canary(canary, t1 - t0, call_s)
-                    timed.update(canary_s=per_call, canary_calls=calls)
+                    c0 = clock()
+                    canary()
+                    timed["canary_s"] = clock() - c0
                 reply({**timed, "cpu_s": cpu_s()})
             elif cmd == "verify":
                 for w in wlist:

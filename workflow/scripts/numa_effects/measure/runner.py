@@ -16,10 +16,8 @@ through:
    the pipe is outside the timed interval. The first round is the first call (untimed, counted
    as the first warm-up iteration, as it always was). With the settings key ``canary`` a
    one-instance measurement sends ``go canary``: after each step the instance times a fixed
-   cache-resident kernel too (``cell.make_canary``) for 2 % of the step's time
-   (``cell.time_canary``), outside the step's interval; the timed rounds' canary seconds (one
-   call's, averaged over its window) are the record's ``measurement.canary_s``, the windows'
-   calls ``measurement.canary_calls``;
+   cache-resident kernel too (``cell.make_canary``), outside the step's interval; the timed
+   rounds' canary seconds are the record's ``measurement.canary_s``;
 3. **time** with ``timing.run_with_retries`` (warm-up, adaptive or fixed stopping, caps), a
    ``contention.IterationProbe`` around every round over the instances' CPUs and SMT siblings,
    minus the instances' reported CPU time and this process's own; ``timing`` decides which
@@ -280,7 +278,7 @@ def measure(
     rounds: list[list[tuple[float, float]]] = []  # per round, per instance: (t0, t1)
     # per round, the canary's seconds (settings key canary; one instance only: in a group, an
     # instance's canary would run beside the others' steps)
-    canaries: list[tuple] = []  # (seconds per call, calls) or (None, None)
+    canaries: list[float | None] = []
     go = "go canary" if settings.get("canary") and k == 1 else "go"
     with supervise.Guard() as guard:
         try:
@@ -303,7 +301,7 @@ def measure(
                     inst.send(go)
                 replies = [inst.read(deadline, timeout_s) for inst in insts]
                 rounds.append([(r["t0"], r["t1"]) for r in replies])
-                canaries.append((replies[0].get("canary_s"), replies[0].get("canary_calls")))
+                canaries.append(replies[0].get("canary_s"))
                 return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
 
             cpus = sorted(c for inst in insts for c in inst.plan.cpus)
@@ -449,9 +447,8 @@ def _record(
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
     }
     canary = canaries[len(canaries) - n :]
-    if n and all(c is not None for c, _ in canary):  # settings key canary: one per timed iteration
-        measurement["canary_s"] = [c for c, _ in canary]
-        measurement["canary_calls"] = [k for _, k in canary]
+    if n and all(c is not None for c in canary):  # settings key canary: one per timed iteration
+        measurement["canary_s"] = canary
         measurement["canary_kernel"] = ready[0].get("canary_kernel")
     bad = [(j, i["verification"]) for j, i in enumerate(instances) if not i["verification"]["ok"]]
     if k == 1:
