@@ -170,6 +170,23 @@ def test_tables_and_skipped(run):
     assert (samples["foreign_pct"] >= samples["run_delay_pct"]).all()
 
 
+def test_every_timed_iteration_counts_its_page_faults(run):
+    """The cell process reads its minor page faults just outside each step's interval
+    (measure.cell.minor_faults); the record has one count per timed iteration and samples.csv
+    has them row for row."""
+    workdir, _, _ = run
+    recs = [json.loads(p.read_text()) for p in (workdir / "results/cells").rglob("r*.json")]
+    recs = [r for r in recs if r["status"] in ("ok", "contended")]
+    assert recs
+    for rec in recs:
+        m = rec["measurement"]
+        assert len(m["minor_faults"]) == len(m["latencies_s"]) > 0, rec["cell"]
+        assert all(isinstance(f, int) and f >= 0 for f in m["minor_faults"]), m["minor_faults"]
+    samples = pd.read_csv(workdir / "results/tables/samples.csv")
+    assert samples["minor_faults"].notna().all() and (samples["minor_faults"] >= 0).all()
+    assert samples["minor_faults"].sum() == sum(sum(r["measurement"]["minor_faults"]) for r in recs)
+
+
 def test_with_the_canary_every_timed_iteration_has_one(run):
     """Config key canary (on by default): after each timed step the cell process timed the
     canary kernel (measure.cell.make_canary), outside the step's interval; samples.csv has it

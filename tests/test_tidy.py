@@ -156,6 +156,22 @@ def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
     assert cells["latency_max_ms"].iloc[0] < 100_000.0
 
 
+def test_samples_carry_each_iterations_page_faults_where_the_record_has_them():
+    """samples.csv's minor_faults: the record's per-iteration counts row for row; a record from
+    before they were counted (the fixtures) gives an empty column, not a failure."""
+    data = cellresult.read(CELLS[0])
+    m = data["measurement"]
+    n = len(m["latencies_s"])
+    assert [r["minor_faults"] for r in tidy.sample_rows(data)] == [None] * n
+    m["minor_faults"] = list(range(n))
+    rows = list(tidy.sample_rows(data))
+    assert [r["minor_faults"] for r in rows] == list(range(n))
+    assert list(pd.DataFrame(rows, columns=tidy.SAMPLE_COLUMNS)["minor_faults"]) == list(range(n))
+    m["minor_faults"] = m["minor_faults"][:-1]  # one count short: a malformed record is an error
+    with pytest.raises(ValueError):
+        list(tidy.sample_rows(data))
+
+
 def contended_replicate(data: dict, replicate: int) -> dict:
     """``data`` as the runner writes a replicate none of whose iterations was clean."""
     out = json.loads(json.dumps(data))

@@ -15,9 +15,10 @@ Before any of that, its CPUs and memory policy are checked against its plan
 (``verify.at_start``): when they are wrong it replies ``{"ready": false, "verification": ...}``
 and ends, without importing torch.
 
-- ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "cpu_s"}``
+- ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "minor_faults", "cpu_s"}``
   (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
-  the machine; then its process CPU time from getrusage, all threads, outside the interval).
+  the machine; the minor page faults during the step, ``minor_faults``, read just outside the
+  interval; then its process CPU time from getrusage, all threads, outside the interval).
 - ``go canary``: the same, and after ``t1`` the canary (``make_canary``: a fixed, cache-resident
   float32 matrix product, timed the same way): ``{"t0", "t1", "canary_s", "cpu_s"}`` (the CPU
   time read after the canary, so the probe counts it as the process's own).
@@ -297,6 +298,14 @@ def cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def minor_faults() -> int:
+    """This process's minor page faults so far (getrusage, all threads): read just outside a
+    step's interval, their difference is the pages the step touched for the first time -- memory
+    the allocator gave back to the kernel and took again (docs/performance.md, "Page faults per
+    step")."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def serve(spec: dict, commands, reply) -> None:
     """Build the workload, say ready, then answer ``commands`` (see the module docstring)."""
     started = provenance.now()
@@ -343,6 +352,7 @@ def serve(spec: dict, commands, reply) -> None:
         for line in commands:
             cmd = line.strip()
             if cmd in ("go", "go canary"):
+                f0 = minor_faults()
                 t0 = clock()
                 if first and compiled:
                     first_call(step)
@@ -350,7 +360,7 @@ def serve(spec: dict, commands, reply) -> None:
                     step()
                 t1 = clock()
                 first = False
-                timed = {"t0": t0, "t1": t1}
+                timed = {"t0": t0, "t1": t1, "minor_faults": minor_faults() - f0}
                 if cmd == "go canary":
                     if canary is None:
                         canary = make_canary()

@@ -17,7 +17,9 @@ through:
    as the first warm-up iteration, as it always was). With the settings key ``canary`` a
    one-instance measurement sends ``go canary``: after each step the instance times a fixed
    cache-resident kernel too (``cell.make_canary``), outside the step's interval; the timed
-   rounds' canary seconds are the record's ``measurement.canary_s``;
+   rounds' canary seconds are the record's ``measurement.canary_s``. Every instance also
+   counts its minor page faults during each step; their sum per timed round is
+   ``measurement.minor_faults``;
 3. **time** with ``timing.run_with_retries`` (warm-up, adaptive or fixed stopping, caps), a
    ``contention.IterationProbe`` around every round over the instances' CPUs and SMT siblings,
    minus the instances' reported CPU time and this process's own; ``timing`` decides which
@@ -279,6 +281,7 @@ def measure(
     # per round, the canary's seconds (settings key canary; one instance only: in a group, an
     # instance's canary would run beside the others' steps)
     canaries: list[float | None] = []
+    faults: list[int | None] = []  # per round, the instances' minor page faults in their steps
     go = "go canary" if settings.get("canary") and k == 1 else "go"
     with supervise.Guard() as guard:
         try:
@@ -302,6 +305,8 @@ def measure(
                 replies = [inst.read(deadline, timeout_s) for inst in insts]
                 rounds.append([(r["t0"], r["t1"]) for r in replies])
                 canaries.append(replies[0].get("canary_s"))
+                got = [r.get("minor_faults") for r in replies]
+                faults.append(None if None in got else sum(got))
                 return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
 
             cpus = sorted(c for inst in insts for c in inst.plan.cpus)
@@ -333,6 +338,7 @@ def measure(
         checks,
         rounds,
         canaries,
+        faults,
         m,
         attempts,
         window,
@@ -381,6 +387,7 @@ def _record(
     checks,
     rounds,
     canaries,
+    faults,
     m,
     attempts,
     window,
@@ -446,6 +453,9 @@ def _record(
         # instances started (0 for one instance)
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
     }
+    fault = faults[len(faults) - n :]
+    if n and all(f is not None for f in fault):  # one per timed iteration, the instances' sum
+        measurement["minor_faults"] = fault
     canary = canaries[len(canaries) - n :]
     if n and all(c is not None for c in canary):  # settings key canary: one per timed iteration
         measurement["canary_s"] = canary

@@ -246,8 +246,9 @@ def sample_rows(data: dict) -> Iterable[dict]:
     delay = m.get("run_delay_pct") or [None] * len(lats)  # (records before it: none)
     excluded = m.get("excluded") or [False] * len(lats)
     canary = m.get("canary_s") or [None] * len(lats)  # settings key canary (else none)
-    rows = zip(lats, foreign, delay, excluded, canary, strict=True)
-    for i, (lat, f, d, e, c) in enumerate(rows):
+    faults = m.get("minor_faults") or [None] * len(lats)  # (records before it: none)
+    rows = zip(lats, foreign, delay, excluded, canary, faults, strict=True)
+    for i, (lat, f, d, e, c, pf) in enumerate(rows):
         yield {
             **keys,
             "iteration": i,
@@ -256,6 +257,7 @@ def sample_rows(data: dict) -> Iterable[dict]:
             "run_delay_pct": d,
             "excluded": bool(e),
             "canary_ms": None if c is None else c * 1000.0,
+            "minor_faults": pf,
         }
 
 
@@ -268,6 +270,7 @@ SAMPLE_COLUMNS = [
     "run_delay_pct",
     "excluded",
     "canary_ms",
+    "minor_faults",
 ]
 SUMMED = (
     "measure_s",
