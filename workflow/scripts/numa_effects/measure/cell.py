@@ -20,8 +20,8 @@ and ends, without importing torch.
   the machine; the minor page faults during the step, ``minor_faults``, read just outside the
   interval; then its process CPU time from getrusage, all threads, outside the interval).
 - ``go canary``: the same, and after ``t1`` the canary (``make_canary``: a fixed, cache-resident
-  float32 matrix product, timed the same way): ``{"t0", "t1", "canary_s", "cpu_s"}`` (the CPU
-  time read after the canary, so the probe counts it as the process's own).
+  float32 matrix product, timed the same way): ``{"t0", "t1", "minor_faults", "canary_s",
+  "cpu_s"}`` (the CPU time read after the canary, so the probe counts it as the process's own).
 - ``verify``: first the workload's ``report`` (a model cell with ``inspect`` in its spec: one
   untimed call with oneDNN verbose on, ``inspect``: the kernels that ran, the agreement with the
   float32 eager output computed before the conversion, the CPU's capabilities; the peak: each
