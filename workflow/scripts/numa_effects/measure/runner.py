@@ -351,6 +351,13 @@ def measure(
     )
 
 
+def _timed(per_round: list, n: int) -> list | None:
+    """The last ``n`` rounds' values (the timed iterations'), or None when there are none or
+    a round has none (an instance that did not report it)."""
+    tail = per_round[len(per_round) - n :]
+    return tail if n and all(v is not None for v in tail) else None
+
+
 def _group_cpu(insts):
     """CPU seconds of the instances (as last reported) and of this process: what the probe
     subtracts from the CPUs' busy time."""
@@ -453,11 +460,11 @@ def _record(
         # instances started (0 for one instance)
         "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
     }
-    fault = faults[len(faults) - n :]
-    if n and all(f is not None for f in fault):  # one per timed iteration, the instances' sum
+    fault = _timed(faults, n)
+    if fault:  # one per timed iteration, the instances' sum
         measurement["minor_faults"] = fault
-    canary = canaries[len(canaries) - n :]
-    if n and all(c is not None for c in canary):  # settings key canary: one per timed iteration
+    canary = _timed(canaries, n)
+    if canary:  # settings key canary: one per timed iteration
         measurement["canary_s"] = canary
         measurement["canary_kernel"] = ready[0].get("canary_kernel")
     bad = [(j, i["verification"]) for j, i in enumerate(instances) if not i["verification"]["ok"]]
