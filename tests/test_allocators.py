@@ -18,18 +18,24 @@ from numa_effects.plan import allocators as al
 
 ALLOC = FIXTURES / "allocators"
 JE, TC, GLIBC = al.ALLOCATORS["jemalloc"], al.ALLOCATORS["tcmalloc"], al.ALLOCATORS["default"]
+TUNED = al.ALLOCATORS["glibc_tuned"]
 
 
 def maps(name: str) -> str:
     return (ALLOC / f"python-{name}.maps").read_text()
 
 
-def test_the_registry_names_default_jemalloc_tcmalloc_with_their_packages():
-    assert list(al.ALLOCATORS) == ["default", "jemalloc", "tcmalloc"]
+def test_the_registry_names_glibc_twice_jemalloc_tcmalloc_with_their_packages():
+    assert list(al.ALLOCATORS) == ["default", "glibc_tuned", "jemalloc", "tcmalloc"]
     assert (JE.package, TC.package, GLIBC.package) == ("libjemalloc2", "libtcmalloc-minimal4", None)
-    assert not GLIBC.preloaded and JE.preloaded and TC.preloaded
+    assert not GLIBC.preloaded and not TUNED.preloaded and JE.preloaded and TC.preloaded
     assert JE.env["MALLOC_CONF"].startswith(al.RUN_CPU_JEMALLOC_CONF)
-    with pytest.raises(KeyError, match="allowed: default, jemalloc, tcmalloc"):
+    # glibc tuned: only glibc's own variables, and a probe larger than glibc's largest mmap
+    # threshold (32 MiB on 64 bits, mallopt(3)), so glibc's defaults always map it
+    assert set(TUNED.env) <= set(al.GLIBC_MALLOC_ENV) and TUNED.env["MALLOC_MMAP_MAX_"] == "0"
+    assert TUNED.heap_probe > 32 << 20 and not GLIBC.heap_probe and not JE.heap_probe
+    assert set(al.GLIBC_MALLOC_ENV) <= set(al.ENV_KEYS)
+    with pytest.raises(KeyError, match="allowed: default, glibc_tuned, jemalloc, tcmalloc"):
         al.get("mimalloc")
 
 
@@ -88,6 +94,41 @@ def test_an_inherited_allocator_preload_is_removed():
         al.child_env(JE, None, {})
 
 
+def test_inherited_glibc_malloc_settings_are_removed_and_glibc_tuned_sets_its_own():
+    inherited = {
+        "PATH": "/bin",
+        "MALLOC_ARENA_MAX": "2",
+        "MALLOC_MMAP_THRESHOLD_": "65536",
+        "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1:glibc.cpu.hwcaps=-AVX512F",
+    }
+    for alloc, path in ((GLIBC, None), (JE, "/l/libjemalloc.so.2"), (TUNED, None)):
+        env = al.child_env(alloc, path, inherited)
+        assert "MALLOC_ARENA_MAX" not in env and env["PATH"] == "/bin"
+        assert env["GLIBC_TUNABLES"] == "glibc.cpu.hwcaps=-AVX512F"  # not a malloc setting
+        glibc_settings = {k: env[k] for k in al.GLIBC_MALLOC_ENV if k in env}
+        assert glibc_settings == (dict(TUNED.env) if alloc is TUNED else {})
+    env = al.child_env(TUNED, None, {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=9"})
+    assert "GLIBC_TUNABLES" not in env and env["MALLOC_MMAP_MAX_"] == "0"
+    assert "LD_PRELOAD" not in env and "MALLOC_CONF" not in env
+
+
+def test_glibc_tuned_is_proven_by_where_a_large_malloc_landed():
+    """The probe's address against the [heap] line of a real process's maps (python-default:
+    55e257112000-55e2572a1000): inside, glibc kept the allocation in its heap; outside (an
+    mmap, what glibc's defaults do with 48 MiB), the settings did not take effect."""
+    text = maps("default")
+    assert al.heap_range(text) == (0x55E257112000, 0x55E2572A1000)
+    got = al.verify(TUNED, text, 0x55E257200010)
+    assert got["ok"] and got["heap_probe"] == {"bytes": TUNED.heap_probe, "in_heap": True}
+    got = al.verify(TUNED, text, 0x7F0000000010)
+    assert (got["ok"], got["cause"]) == (False, "allocator_not_loaded")
+    assert "did not take effect" in got["message"] and "MALLOC_MMAP_MAX_=0" in got["message"]
+    assert al.verify(TUNED, maps("tcmalloc"), 0x55E257200010)["cause"] == "foreign_allocator"
+    assert al.heap_range("7f00-7f10 r-xp 0 00:00 0 /lib/libc.so.6\n") is None
+    assert not al.verify(TUNED, "", 0x55E257200010)["ok"]  # no heap at all: not proven
+    assert "heap_probe" not in al.verify(GLIBC, text, 0x7F0000000010)  # default: no claim
+
+
 @pytest.mark.parametrize("name, alloc", [("jemalloc", JE), ("tcmalloc", TC), ("default", GLIBC)])
 def test_a_preload_that_took_effect_verifies(name, alloc):
     got = al.verify(alloc, maps(name))
@@ -135,12 +176,14 @@ PROBE = (
     "import json, os\n"
     "from numa_effects.plan import allocators as al\n"
     "a = al.get(os.environ['ALLOC'])\n"
-    "print(json.dumps(al.verify(a, open('/proc/self/maps').read())))\n"
+    "maps = (None, open('/proc/self/maps').read())\n"
+    "addr, text = al.probe(a.heap_probe) if a.heap_probe else maps\n"
+    "print(json.dumps(al.verify(a, text, addr)))\n"
 )
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["default", "jemalloc", "tcmalloc"])
+@pytest.mark.parametrize("name", list(al.ALLOCATORS))
 def test_a_real_child_runs_with_the_preloaded_allocator(name):
     import json
 
@@ -158,6 +201,23 @@ def test_a_real_child_runs_with_the_preloaded_allocator(name):
     assert bool(got["mapped"]) == alloc.preloaded
     if alloc.preloaded:
         assert al.version(alloc)  # dpkg knows the package it came from
+
+
+@pytest.mark.integration
+def test_a_real_child_labelled_glibc_tuned_without_its_settings_fails_verification():
+    """The probe can fail: glibc's defaults map a 48 MiB malloc, even when an inherited
+    setting raised the mmap threshold as far as glibc allows (32 MiB)."""
+    import json
+
+    for inherited in ({}, {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)}):
+        env = {**os.environ, **inherited, "ALLOC": "glibc_tuned"}
+        env["PYTHONPATH"] = str(REPO / "workflow" / "scripts")
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+        )
+        got = json.loads(out.stdout)
+        assert (got["ok"], got["cause"]) == (False, "allocator_not_loaded"), got
+        assert got["heap_probe"]["in_heap"] is False
 
 
 @pytest.mark.integration
@@ -212,3 +272,23 @@ def test_the_launcher_builds_the_preload_and_records_it_in_the_command_line():
     assert rec["env"] == {"LD_PRELOAD": path, "MALLOC_CONF": al.JEMALLOC_CONF}
     line = runner.command_line(["numactl", "python"], 2, env)
     assert f"LD_PRELOAD={path} MALLOC_CONF={al.JEMALLOC_CONF} " in line
+
+
+def test_the_launcher_records_glibc_tuneds_settings_and_its_probe():
+    """glibc tuned: no preload, its variables in the record and the command line (an inherited
+    glibc setting replaced), and the probe's size for the process; default sets none of them."""
+    from numa_effects.measure import launcher, runner
+    from numa_effects.tables import cells
+
+    environ = {"PATH": "/bin", "MALLOC_TRIM_THRESHOLD_": "0", "MALLOC_ARENA_MAX": "1"}
+    rec, env, why = launcher.allocator_here("glibc_tuned", environ)
+    assert why is None and rec["library"] is None and "LD_PRELOAD" not in env
+    assert rec["env"] == TUNED.env and rec["heap_probe"] == al.HEAP_PROBE_BYTES
+    assert "MALLOC_ARENA_MAX" not in env and rec["version"].startswith("glibc")
+    line = runner.command_line(["numactl", "python"], 1, env)
+    settings = " ".join(f"{k}={v}" for k, v in TUNED.env.items())
+    assert f"{settings} PYTHONPATH=" in line
+    assert cells.allocator_columns({"allocator": rec})["malloc_env"] == settings
+    rec, env, _ = launcher.allocator_here("default", environ)
+    assert rec["env"] == {} and rec["heap_probe"] == 0 and "MALLOC_" not in str(env)
+    assert cells.allocator_columns({"allocator": rec})["malloc_env"] is None

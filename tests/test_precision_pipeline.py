@@ -1,8 +1,8 @@
 """Issue 19 in real snakemake runs (resnet18 on 32 x 32 images): int8 next to float32 eager
-with the peak of each dtype, the precision table and its figure; float32 eager with glibc,
-jemalloc and tcmalloc, each preloaded and proven. Plus one real cell whose preload does not
-take effect. (Two small runs rather than their product: every int8 process converts and
-compiles for 15 - 60 s.)
+with the peak of each dtype, the precision table and its figure; float32 eager with glibc (as
+it comes and tuned), jemalloc and tcmalloc, each preloaded or set, and proven. Plus one real
+cell whose preload does not take effect. (Two small runs rather than their product: every int8
+process converts and compiles for 15 - 60 s.)
 
 Expectations come from the project's own detection on this machine (``plan.host``,
 ``plan.cpu``: is int8 native here, which allocator libraries exist), never from the CPU the
@@ -23,7 +23,7 @@ from test_allocators import _install_or_skip
 from numa_effects.plan import allocators, cpu, grid, host, optimizations, topology
 
 pytestmark = pytest.mark.integration
-ALLOCS = ["default", "jemalloc", "tcmalloc"]
+ALLOCS = ["default", "glibc_tuned", "jemalloc", "tcmalloc"]
 # what the runs ask for instead of `all`: every cell and the tables (+ the precision figure);
 # the other figures and the page are drawn by tests/test_pipeline.py, and
 # test_report_precision.py draws the section from tables
@@ -78,14 +78,23 @@ def test_every_planned_cell_ran_with_its_allocator_preloaded_and_proven(alloc_ru
         else:
             assert "LD_PRELOAD" not in line and mapped == []
         assert ("MALLOC_CONF=" in line) == (key.allocator == "jemalloc")
+        probe = data["binding"]["verification"]["allocator"].get("heap_probe")
+        settings = " ".join(f"{k}={v}" for k, v in alloc.env.items() if k != "MALLOC_CONF")
+        if alloc.heap_probe:  # glibc's settings in the command line, proven in the process
+            assert f"{settings} " in line and probe == {"bytes": alloc.heap_probe, "in_heap": True}
+        else:
+            assert probe is None and "MALLOC_MMAP" not in line
     c = cells(results)
     assert sorted(c["allocator"]) == sorted(ALLOCS) and c["allocator_version"].notna().all()
-    assert c["allocator_library"].isna().tolist() == [a == "default" for a in c["allocator"]]
+    preloads = [allocators.ALLOCATORS[a].preloaded for a in c["allocator"]]
+    assert c["allocator_library"].notna().tolist() == preloads
     # each allocator against float32 eager with glibc, with its CI
     p = pd.read_csv(results / "tables/precision.csv")
-    assert sorted(p["allocator"]) == ["jemalloc", "tcmalloc"] and (p["opt"] == "none").all()
+    assert sorted(p["allocator"]) == ALLOCS[1:] and (p["opt"] == "none").all()
     assert (p["speedup"] > 0).all() and p["speedup_ci_low"].notna().all()
-    assert "3 measured, 0 failed, 0 skipped" in (results / "summary.txt").read_text()
+    assert f"{len(ALLOCS)} measured, 0 failed, 0 skipped" in (results / "summary.txt").read_text()
+    tuned = c[c["allocator"] == "glibc_tuned"]
+    assert tuned["malloc_env"].tolist() == ["MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184"]
 
 
 def test_cells_record_dtype_kernels_agreement_and_conversion(run):

@@ -223,7 +223,10 @@ CASES = [
     Case(
         "unknown-allocator",
         {"allocators": ["default", "mimalloc"]},
-        ["'allocators[1]': 'mimalloc' is not a known allocator", "default, jemalloc, tcmalloc"],
+        [
+            "'allocators[1]': 'mimalloc' is not a known allocator",
+            "default, glibc_tuned, jemalloc, tcmalloc",
+        ],
     ),
     Case("bf16-rule", {"bf16": "sometimes"}, ["'bf16': 'sometimes'", "auto, always"]),
     Case(

@@ -52,7 +52,9 @@ MEANING: dict[Cause, str] = {
     "planned nodes in the planned shares (docs/placements.md)",
     Cause.ALLOCATOR_NOT_LOADED: "the cell's allocator (jemalloc, tcmalloc) is not mapped in the "
     "process (`/proc/self/maps`): the preload did not take effect (ld.so ignores a bad "
-    "`LD_PRELOAD` with a warning), or the library was not found where the cell ran",
+    "`LD_PRELOAD` with a warning), or the library was not found where the cell ran; for "
+    "`glibc_tuned`, a 48 MiB malloc in the process came from outside its heap (its settings "
+    "did not take effect)",
     Cause.FOREIGN_ALLOCATOR: "another allocator library is mapped in the process than its label "
     "says (e.g. a `default` cell with an inherited tcmalloc preload)",
     Cause.BUILD_ERROR: "an exception while building the model or its input",

@@ -79,8 +79,9 @@ def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, s
         "name": alloc.name,
         "library": path,
         "maps_key": alloc.maps_key,
+        "heap_probe": alloc.heap_probe,
         "version": allocators_mod.version(alloc),
-        "env": {k: env[k] for k in runner.COMMAND_ENV if env.get(k)},
+        "env": {k: env[k] for k in allocators_mod.ENV_KEYS if env.get(k)},
     }
     return record, env, None
 

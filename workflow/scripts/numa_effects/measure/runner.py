@@ -58,6 +58,7 @@ from numa_effects import stats
 from numa_effects.measure import contention, provenance, supervise, timing, verify
 from numa_effects.measure import result as cellresult
 from numa_effects.measure.causes import Cause
+from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def command(plan: placement_mod.Plan, spec: str, numactl: str = "numactl") -> li
 
 # Variables of the child's environment that change what is measured (the allocator's preload
 # and configuration): written into the recorded command line when set.
-COMMAND_ENV = ("LD_PRELOAD", "MALLOC_CONF")
+COMMAND_ENV = allocators.ENV_KEYS  # the allocator's preload and settings
 
 
 def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:

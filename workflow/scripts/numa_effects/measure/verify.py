@@ -364,7 +364,9 @@ def check_allocator(verification: dict, allocator: dict, maps_text: str | None =
     """Add the allocator check to ``verification`` (in place, and returned): the library the
     cell was labelled with must be mapped in the process, and no other allocator
     (``plan.allocators.verify`` on ``/proc/self/maps``). ``allocator``: the spec's record of it
-    (``launcher``: name, library path, ``maps_key``), so the process needs no registry entry."""
+    (``launcher``: name, library path, ``maps_key``, ``env``, ``heap_probe``), so the process
+    needs no registry entry. With ``heap_probe`` the process mallocs that many bytes and reads
+    its maps while it holds them (``plan.allocators.probe``): glibc's settings, proven."""
     from numa_effects.plan import allocators
 
     library = allocator.get("library")
@@ -373,11 +375,18 @@ def check_allocator(verification: dict, allocator: dict, maps_text: str | None =
         "",
         sonames=(library,) if library else (),
         maps_key=allocator.get("maps_key"),
+        env={k: v for k, v in (allocator.get("env") or {}).items() if k != "LD_PRELOAD"},
+        heap_probe=int(allocator.get("heap_probe") or 0),
     )
-    if maps_text is None:
+    address = None
+    if maps_text is None and alloc.heap_probe:
+        address, maps_text = allocators.probe(alloc.heap_probe)
+    elif maps_text is None:
         maps_text = Path("/proc/self/maps").read_text()
-    got = allocators.verify(alloc, maps_text)
+    got = allocators.verify(alloc, maps_text, address)
     verification["allocator"] = {"name": alloc.name, "library": library, "mapped": got["mapped"]}
+    if "heap_probe" in got:
+        verification["allocator"]["heap_probe"] = got["heap_probe"]
     if not got["ok"]:
         cause = ALLOCATOR_CAUSES[got["cause"]]
         verification["problems"].append(

@@ -1,16 +1,22 @@
 """The registry of memory allocators a cell can run with (the ``allocator`` axis), and how each is
 found, preloaded and proven.
 
-``default`` is glibc's malloc (ptmalloc2), what ``python`` uses unless told otherwise; the others
-are preloaded into the pinned child with ``LD_PRELOAD`` (``child_env``), as
-``torch.backends.xeon.run_cpu`` does. A preload can silently fail (a wrong path is ignored by the
-dynamic loader with a warning on stderr), so the child proves it from inside: the library must be
-mapped in ``/proc/self/maps`` (``verify``), and ``default`` must have none of them mapped (an
-inherited ``LD_PRELOAD`` would otherwise measure tcmalloc under the label of glibc).
+``default`` is glibc's malloc (ptmalloc2), what ``python`` uses unless told otherwise;
+``glibc_tuned`` is the same malloc set by its environment variables to keep what it frees
+(``GLIBC_TUNED_ENV``); the others are preloaded into the pinned child with ``LD_PRELOAD``
+(``child_env``), as ``torch.backends.xeon.run_cpu`` does. A preload can silently fail (a wrong
+path is ignored by the dynamic loader with a warning on stderr), so the child proves it from
+inside: the library must be mapped in ``/proc/self/maps`` (``verify``), and ``default`` must have
+none of them mapped (an inherited ``LD_PRELOAD`` would otherwise measure tcmalloc under the label
+of glibc). glibc's settings are proven by their effect: a malloc of ``HEAP_PROBE_BYTES``, which
+glibc's defaults serve with mmap, must come from the heap (``probe``). Every cell's environment
+drops inherited glibc malloc settings first (``GLIBC_MALLOC_ENV``, ``glibc.malloc.*`` tunables),
+so an axis value means one configuration.
 
-Everything here is pure (text in, dict out) except ``locate``, ``ldconfig_text``, ``version``
-and ``glibc_version``, which read the machine. A library that is missing makes its cells skipped
-with ``skip_reason``: the sonames looked for and the install line, never a silent glibc run.
+Everything here is pure (text in, dict out) except ``locate``, ``ldconfig_text``, ``version``,
+``glibc_version`` and ``probe``, which read the machine. A library that is missing makes its
+cells skipped with ``skip_reason``: the sonames looked for and the install line, never a silent
+glibc run.
 """
 
 from __future__ import annotations
@@ -36,6 +42,29 @@ RUN_CPU_JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_th
 # on every iteration and was slower than glibc on ResNet-50 batch 16 here; with these it was
 # ~1.5x faster, like tcmalloc (docs/precision.md, section 6).
 JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
+# glibc's malloc settings read from the environment (mallopt(3), ENVIRONMENT). An inherited one
+# would change what a cell's allocator is, so every cell's environment drops them (and the
+# glibc.malloc.* entries of GLIBC_TUNABLES) before its allocator sets its own.
+GLIBC_MALLOC_ENV = (
+    "MALLOC_ARENA_MAX",
+    "MALLOC_ARENA_TEST",
+    "MALLOC_CHECK_",
+    "MALLOC_MMAP_MAX_",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_PERTURB_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_TRIM_THRESHOLD_",
+)
+# glibc kept from giving memory back: no allocation served by mmap (so none unmapped when freed)
+# and the heap's top trimmed only beyond 16 GiB. With glibc's defaults an eager ResNet-50 step
+# re-faulted 8,000 - 28,000 pages at batch 4 and ~330,000 at batch 16, as many as the process's
+# state says; with these none (docs/performance.md, "glibc, tuned").
+GLIBC_TUNED_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "17179869184"}
+# glibc's defaults serve a malloc this large with mmap (threshold 128 KiB, raised by frees up to
+# 32 MiB at most); under GLIBC_TUNED_ENV it comes from the heap.
+HEAP_PROBE_BYTES = 48 << 20
+# The allocator's part of a cell's environment: recorded, and written into its command line.
+ENV_KEYS = ("LD_PRELOAD", "MALLOC_CONF", *GLIBC_MALLOC_ENV)
 
 
 @dataclass(frozen=True)
@@ -46,6 +75,7 @@ class Allocator:
     package: str | None = None  # the Debian/Ubuntu package that ships it
     env: Mapping[str, str] = field(default_factory=dict)  # set in the child besides LD_PRELOAD
     maps_key: str | None = None  # substring of its file name in /proc/self/maps
+    heap_probe: int = 0  # bytes a malloc must take from the heap (0: none): proves env took
     label: str = ""
     color: str | None = None
 
@@ -71,6 +101,15 @@ ALLOCATORS: dict[str, Allocator] = {
             "glibc malloc (ptmalloc2), nothing preloaded",
             label="glibc",
             color="#0173b2",
+        ),
+        Allocator(
+            "glibc_tuned",
+            "glibc malloc kept from giving memory back, nothing preloaded: "
+            + " ".join(f"{k}={v}" for k, v in GLIBC_TUNED_ENV.items()),
+            env=GLIBC_TUNED_ENV,
+            heap_probe=HEAP_PROBE_BYTES,
+            label="glibc, tuned",
+            color="#56b4e9",
         ),
         Allocator(
             "jemalloc",
@@ -172,11 +211,18 @@ def _foreign(entry: str) -> bool:
     return any(key in base for key in FOREIGN_KEYS)
 
 
+def _without_malloc_tunables(tunables: str) -> str:
+    """``GLIBC_TUNABLES`` (``name=value`` joined by ``:``) without its ``glibc.malloc.*``."""
+    kept = [t for t in tunables.split(":") if t and not t.startswith("glibc.malloc.")]
+    return ":".join(kept)
+
+
 def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) -> dict[str, str]:
     """The environment of a pinned child running with ``alloc``: ``environ`` with every
     allocator library removed from ``LD_PRELOAD`` (an inherited preload would change what the
-    label says), ``path`` put first for a preloaded allocator, and its ``env`` set (replacing an
-    inherited value, so an axis value means one configuration)."""
+    label says) and every inherited glibc malloc setting (``GLIBC_MALLOC_ENV``, the
+    ``glibc.malloc.*`` tunables), ``path`` put first for a preloaded allocator, and its ``env``
+    set (replacing an inherited value, so an axis value means one configuration)."""
     if alloc.preloaded and not path:
         raise ValueError(f"allocator {alloc.name} has no library to preload")
     env = dict(environ)
@@ -189,6 +235,14 @@ def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) ->
         env.pop("LD_PRELOAD", None)
     if not alloc.preloaded:
         env.pop("MALLOC_CONF", None)
+    for key in GLIBC_MALLOC_ENV:
+        env.pop(key, None)
+    if "GLIBC_TUNABLES" in env:
+        tunables = _without_malloc_tunables(env["GLIBC_TUNABLES"])
+        if tunables:
+            env["GLIBC_TUNABLES"] = tunables
+        else:
+            del env["GLIBC_TUNABLES"]
     env.update(alloc.env)
     return env
 
@@ -206,9 +260,39 @@ def mapped_libraries(maps_text: str) -> list[str]:
     return found
 
 
-def verify(alloc: Allocator, maps_text: str) -> dict:
+def heap_range(maps_text: str) -> tuple[int, int] | None:
+    """(start, end) of the ``[heap]`` mapping in ``/proc/<pid>/maps`` text (None: no heap)."""
+    for line in maps_text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].strip() == "[heap]":
+            start, _, end = parts[0].partition("-")
+            return int(start, 16), int(end, 16)
+    return None
+
+
+def probe(nbytes: int) -> tuple[int, str]:
+    """(the address of a malloc of ``nbytes``, ``/proc/self/maps`` while it is held), freed
+    afterwards: in the process, what glibc's settings did with a large allocation."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    addr = libc.malloc(nbytes)
+    try:
+        with open("/proc/self/maps") as f:
+            return int(addr or 0), f.read()
+    finally:
+        libc.free(addr)
+
+
+def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -> dict:
     """Is the process running with ``alloc``? ``ok``, the libraries mapped, and on failure a
-    ``cause`` (``allocator_not_loaded`` | ``foreign_allocator``) and a one-line ``message``."""
+    ``cause`` (``allocator_not_loaded`` | ``foreign_allocator``) and a one-line ``message``.
+    ``probe_address``: where a malloc of ``alloc.heap_probe`` bytes landed (``probe``; with
+    ``maps_text`` read while it was held): outside ``[heap]``, glibc's settings did not take
+    effect (``allocator_not_loaded``)."""
     mapped = mapped_libraries(maps_text)
     own = [p for p in mapped if alloc.maps_key and alloc.maps_key in os.path.basename(p)]
     foreign = [p for p in mapped if p not in own]
@@ -226,6 +310,19 @@ def verify(alloc: Allocator, maps_text: str) -> dict:
             cause="foreign_allocator",
             message=f"cell labelled {alloc.name} has {', '.join(foreign)} mapped",
         )
+    elif alloc.heap_probe and probe_address is not None:
+        heap = heap_range(maps_text)
+        out["heap_probe"] = {"bytes": alloc.heap_probe, "in_heap": False}
+        if heap and heap[0] <= probe_address < heap[1]:
+            out["heap_probe"]["in_heap"] = True
+        else:
+            out.update(
+                ok=False,
+                cause="allocator_not_loaded",
+                message=f"{alloc.name}'s settings did not take effect: a malloc of "
+                f"{alloc.heap_probe >> 20} MiB came from outside [heap] (glibc's defaults map it; "
+                f"{' '.join(f'{k}={v}' for k, v in alloc.env.items())} keep it in the heap)",
+            )
     return out
 
 

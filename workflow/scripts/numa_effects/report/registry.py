@@ -240,7 +240,8 @@ def _no_precision(facts: PageFacts) -> str:
     return (
         f"{what} only float32 eager and TorchScript with glibc's allocator "
         "(PackRat's question): add optimizations (<code>compile</code>, <code>bf16</code>, "
-        "<code>int8</code>, ...) or allocators (<code>jemalloc</code>, <code>tcmalloc</code>) "
+        "<code>int8</code>, ...) or allocators (<code>glibc_tuned</code>, <code>jemalloc</code>, "
+        "<code>tcmalloc</code>) "
         "to see what each buys over float32 eager (docs/precision.md)."
     )
 

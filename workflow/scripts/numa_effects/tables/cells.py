@@ -149,12 +149,14 @@ def allocator_columns(data: dict) -> dict:
     """The allocator the cell ran with, as the launcher found it where the cell ran and the
     process proved it (``verification.allocator``: the libraries mapped)."""
     alloc = data.get("allocator") or {}
+    env = alloc.get("env") or {}
     ver = (data.get("binding") or {}).get("verification") or {}
     mapped = (ver.get("allocator") or {}).get("mapped")
     return {
         "allocator_library": alloc.get("library"),
         "allocator_version": alloc.get("version"),
-        "malloc_conf": (alloc.get("env") or {}).get("MALLOC_CONF"),
+        "malloc_conf": env.get("MALLOC_CONF"),
+        "malloc_env": " ".join(f"{k}={v}" for k, v in env.items() if k != "LD_PRELOAD") or None,
         "allocator_mapped": ";".join(mapped) if mapped else None,
     }
 
