@@ -2,9 +2,10 @@
 item 4). One small grid (the grid's first model, batch size 1, eager, ``sequential``, its thread
 counts) measured with ``REPLICATES`` fresh processes per cell, three times:
 
-- ``variance``: the allocator axis (``default`` = glibc, ``jemalloc``, ``tcmalloc``; an allocator
-  whose library is missing is a skipped cell, said so), transparent huge pages as the machine
-  has them (torch asks for none in ``madvise`` mode);
+- ``variance``: the allocator axis (``default`` = glibc, ``glibc_tuned`` = glibc kept from giving
+  memory back, whose processes re-fault no pages per step, ``jemalloc``, ``tcmalloc``; an
+  allocator whose library is missing is a skipped cell, said so), transparent huge pages as
+  the machine has them (torch asks for none in ``madvise`` mode);
 - ``variance-thp``: the same with ``THP_MEM_ALLOC_ENABLE=1`` (torch's CPU allocator then asks
   for huge pages for its large blocks: the weights and activations), recorded by every cell
   (``provenance.env``) and seen in its ``anon_huge_mb``;
@@ -41,7 +42,7 @@ from .common import Context, pipeline, show
 
 NAME = "variance"
 REPLICATES = 8
-ALLOCATORS = ["default", "jemalloc", "tcmalloc"]
+ALLOCATORS = ["default", "glibc_tuned", "jemalloc", "tcmalloc"]
 # per run, what differs from the first: config keys; common.pipeline's arguments (variables
 # added to its environment, a command it runs under)
 RUNS = {
