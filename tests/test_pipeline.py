@@ -7,6 +7,7 @@ against the pipeline measured in the 2-node guest (tests/test_numa_vm.py)."""
 
 import itertools
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -185,6 +186,17 @@ def test_every_timed_iteration_counts_its_page_faults(run):
     samples = pd.read_csv(workdir / "results/tables/samples.csv")
     assert samples["minor_faults"].notna().all() and (samples["minor_faults"] >= 0).all()
     assert samples["minor_faults"].sum() == sum(sum(r["measurement"]["minor_faults"]) for r in recs)
+    # cells.csv: each measured replicate's median per step, in replicate order
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    for row in cells[cells["status"] == "ok"].itertuples():
+        key = {k: getattr(row, k) for k in ("opt", "placement", "threads", "batch_size")}
+        mine = sorted(
+            (r["replicate"], statistics.median(r["measurement"]["minor_faults"]))
+            for r in recs
+            if r["status"] == "ok" and all(r["cell"][k] == v for k, v in key.items())
+        )
+        got = [float(v) for v in str(row.replicate_faults_per_step).split(";")]
+        assert got == [round(v) for _, v in mine], key  # (one replicate: pandas reads a number)
 
 
 def test_with_the_canary_every_timed_iteration_has_one(run):

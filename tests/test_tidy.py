@@ -172,6 +172,26 @@ def test_samples_carry_each_iterations_page_faults_where_the_record_has_them():
         list(tidy.sample_rows(data))
 
 
+def test_cells_say_each_replicates_page_faults_per_step(tmp_path):
+    """cells.csv: the median over a cell's replicates of each one's median faults per timed step,
+    and each replicate's in order (two glibc processes in different states show apart); a cell
+    whose records predate the count has neither."""
+    ok = cellresult.read(CELLS[0])
+    n = len(ok["measurement"]["latencies_s"])
+    paths = []
+    for r, faults in ((1, [8200] * (n - 1) + [9000]), (2, [23252] * n), (3, [0] * n)):
+        data = json.loads(json.dumps(ok))
+        data["replicate"] = r
+        data["measurement"]["minor_faults"] = faults
+        paths.append(tmp_path / f"r{r}.json")
+        cellresult.write_json_atomic(paths[-1], data)
+    (row,) = tidy.tables([str(p) for p in paths])[0].to_dict("records")
+    assert row["replicate_faults_per_step"] == "8200;23252;0"
+    assert row["minor_faults_per_step"] == 8200.0
+    (old,) = tidy.tables([str(CELLS[0])])[0].to_dict("records")
+    assert pd.isna(old["minor_faults_per_step"]) and pd.isna(old["replicate_faults_per_step"])
+
+
 def contended_replicate(data: dict, replicate: int) -> dict:
     """``data`` as the runner writes a replicate none of whose iterations was clean."""
     out = json.loads(json.dumps(data))

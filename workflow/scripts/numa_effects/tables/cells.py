@@ -22,6 +22,7 @@ canary after it, settings key ``canary``; empty without).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 
 import pandas as pd
@@ -60,6 +61,8 @@ def cell_row(data: dict, path: str = "") -> dict:
     for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
+    if m.get("minor_faults"):  # the process's page faults per timed step (records since 12-04)
+        row["minor_faults_per_step"] = float(statistics.median(m["minor_faults"]))
     row.update(precision_columns(data))
     row.update(allocator_columns(data))
     plan = data.get("plan") or {}
@@ -331,6 +334,20 @@ def pooled_variances(medians: dict) -> dict:
     return out
 
 
+def fault_columns(good: pd.DataFrame) -> dict:
+    """A cell's page faults per timed step from its measured replicates (``cell_row``'s
+    ``minor_faults_per_step``): the median over them, and each one's (``;``-joined, in
+    replicate order: glibc's defaults leave each process in its own state, docs/performance.md,
+    "glibc, tuned"). None for records from before they were counted."""
+    per = good["minor_faults_per_step"] if "minor_faults_per_step" in good.columns else None
+    if per is None or per.isna().any():
+        return {"minor_faults_per_step": None, "replicate_faults_per_step": None}
+    return {
+        "minor_faults_per_step": float(per.median()),
+        "replicate_faults_per_step": ";".join(f"{v:.0f}" for v in per),
+    }
+
+
 def combine_replicates(
     reps: pd.DataFrame, samples: pd.DataFrame, stages: dict | None = None
 ) -> pd.DataFrame:
@@ -432,6 +449,7 @@ def combine_replicates(
                 "within_sd_pct": c["within_sd_pct"],
                 "between_sd_pct": c["between_sd_pct"],
                 "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
+                **fault_columns(good),
                 # any replicate contended, also one left without statistics
                 "contended": contended,
                 "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
