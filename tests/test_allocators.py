@@ -209,8 +209,9 @@ def test_a_real_child_labelled_glibc_tuned_without_its_settings_fails_verificati
     setting raised the mmap threshold as far as glibc allows (32 MiB)."""
     import json
 
+    shell = {k: v for k, v in os.environ.items() if k not in al.GLIBC_MALLOC_ENV}
     for inherited in ({}, {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)}):
-        env = {**os.environ, **inherited, "ALLOC": "glibc_tuned"}
+        env = {**shell, **inherited, "ALLOC": "glibc_tuned"}
         env["PYTHONPATH"] = str(REPO / "workflow" / "scripts")
         out = subprocess.run(
             [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True

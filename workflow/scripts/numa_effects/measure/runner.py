@@ -82,16 +82,12 @@ def command(plan: placement_mod.Plan, spec: str, numactl: str = "numactl") -> li
     return [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
 
 
-# Variables of the child's environment that change what is measured (the allocator's preload
-# and configuration): written into the recorded command line when set.
-COMMAND_ENV = allocators.ENV_KEYS  # the allocator's preload and settings
-
-
 def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
-    """The command as one shell line, with the thread variables (and ``COMMAND_ENV`` from
-    ``env``: the allocator's preload), ready to paste."""
+    """The command as one shell line, with the thread variables (and from ``env`` the variables
+    that change what is measured: the allocator's preload and settings,
+    ``plan.allocators.ENV_KEYS``), ready to paste."""
     extra = "".join(
-        f"{k}={shlex.quote(env[k])} " for k in COMMAND_ENV if env is not None and env.get(k)
+        f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env is not None and env.get(k)
     )
     prefix = (
         f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS_DIR} "

@@ -67,6 +67,12 @@ HEAP_PROBE_BYTES = 48 << 20
 ENV_KEYS = ("LD_PRELOAD", "MALLOC_CONF", *GLIBC_MALLOC_ENV)
 
 
+def settings_text(env: Mapping[str, str]) -> str:
+    """An allocator's settings as they read in a shell: ``NAME=value`` joined by spaces, every
+    variable of ``env`` but the preload."""
+    return " ".join(f"{k}={v}" for k, v in env.items() if k != "LD_PRELOAD")
+
+
 @dataclass(frozen=True)
 class Allocator:
     name: str
@@ -105,7 +111,7 @@ ALLOCATORS: dict[str, Allocator] = {
         Allocator(
             "glibc_tuned",
             "glibc malloc kept from giving memory back, nothing preloaded: "
-            + " ".join(f"{k}={v}" for k, v in GLIBC_TUNED_ENV.items()),
+            + settings_text(GLIBC_TUNED_ENV),
             env=GLIBC_TUNED_ENV,
             heap_probe=HEAP_PROBE_BYTES,
             label="glibc, tuned",
@@ -312,16 +318,15 @@ def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -
         )
     elif alloc.heap_probe and probe_address is not None:
         heap = heap_range(maps_text)
-        out["heap_probe"] = {"bytes": alloc.heap_probe, "in_heap": False}
-        if heap and heap[0] <= probe_address < heap[1]:
-            out["heap_probe"]["in_heap"] = True
-        else:
+        in_heap = heap is not None and heap[0] <= probe_address < heap[1]
+        out["heap_probe"] = {"bytes": alloc.heap_probe, "in_heap": in_heap}
+        if not in_heap:
             out.update(
                 ok=False,
                 cause="allocator_not_loaded",
                 message=f"{alloc.name}'s settings did not take effect: a malloc of "
                 f"{alloc.heap_probe >> 20} MiB came from outside [heap] (glibc's defaults map it; "
-                f"{' '.join(f'{k}={v}' for k, v in alloc.env.items())} keep it in the heap)",
+                f"{settings_text(alloc.env)} keep it in the heap)",
             )
     return out
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.measure import result as cellresult
+from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.plan.optimizations import OPTIMIZATIONS
@@ -159,7 +160,7 @@ def allocator_columns(data: dict) -> dict:
         "allocator_library": alloc.get("library"),
         "allocator_version": alloc.get("version"),
         "malloc_conf": env.get("MALLOC_CONF"),
-        "malloc_env": " ".join(f"{k}={v}" for k, v in env.items() if k != "LD_PRELOAD") or None,
+        "malloc_env": allocators.settings_text(env) or None,
         "allocator_mapped": ";".join(mapped) if mapped else None,
     }
 
