@@ -293,3 +293,32 @@ def test_the_launcher_records_glibc_tuneds_settings_and_its_probe():
     rec, env, _ = launcher.allocator_here("default", environ)
     assert rec["env"] == {} and rec["heap_probe"] == 0 and "MALLOC_" not in str(env)
     assert cells.allocator_columns({"allocator": rec})["malloc_env"] is None
+
+
+def test_the_baseline_allocator_is_glibc_as_it_comes_else_the_first_in_registry_order():
+    """What a run is compared from (precision.csv, the one-allocator figures, packing)."""
+    assert al.baseline(["tcmalloc", "default", "glibc_tuned"]) == "default"
+    assert al.baseline(["tcmalloc", "jemalloc", "glibc_tuned"]) == "glibc_tuned"
+    assert al.baseline(["tcmalloc", "jemalloc"]) == "jemalloc"
+    assert al.baseline(["glibc_tuned", float("nan"), None]) == "glibc_tuned"
+    assert al.baseline([]) == al.GLIBC == "default"
+    assert list(al.ALLOCATORS)[:2] == ["default", "glibc_tuned"]
+
+
+def test_the_default_grid_measures_glibc_tuned_and_packrats_glibc_as_it_comes():
+    """The schema's default and config/config.yaml say glibc tuned (docs/performance.md, "The
+    default grid measures glibc tuned"); config/packrat.yaml keeps PackRat's glibc as it
+    comes, and the test configs say what they run (the workflow merges config.yaml under
+    them, ``grid.expand`` of the file alone does not)."""
+    import yaml
+
+    from numa_effects.config import schema
+
+    def allocs(path):
+        return yaml.safe_load(path.read_text()).get("allocators")
+
+    assert schema.load()["properties"]["allocators"]["default"] == ["glibc_tuned"]
+    assert allocs(REPO / "config" / "config.yaml") == ["glibc_tuned"]
+    assert allocs(REPO / "config" / "packrat.yaml") == [al.GLIBC]
+    for test_config in sorted((REPO / ".test" / "config").glob("*.yaml")):
+        assert allocs(test_config) == ["glibc_tuned"], test_config.name

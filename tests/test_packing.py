@@ -133,6 +133,26 @@ def test_latency_table_and_missing_points_from_cells_csv():
     assert back.instances == (Instance(1, 1, 0.010),) * 2 and back.missing[1:3] == ((2, 1), (2, 2))
 
 
+def test_the_plan_predicts_from_the_runs_baseline_allocator():
+    """Packing groups run with the grid's baseline allocator (``plan.allocators.baseline``), so
+    the plan reads that allocator's cells: glibc as it comes where the grid has it, else the
+    grid's first in registry order (the default grid's glibc tuned); never an empty table."""
+    rows = [
+        ("m", "none", "sequential", 1, 1, alloc, "ok", ms)
+        for alloc, ms in (("glibc_tuned", 8.0), ("jemalloc", 7.0), ("default", 12.0))
+    ]
+    cols = [*packrat.KEYS[:5], "allocator", "status", "latency_median_ms"]
+    cells = pd.DataFrame(rows, columns=cols)
+    assert packing.latency_table(cells, "m", "none") == {(1, 1): 0.012}
+    assert packing.latency_table(cells[cells["allocator"] != "default"], "m", "none") == {
+        (1, 1): 0.008
+    }
+    assert packing.latency_table(cells, "m", "none", allocator="jemalloc") == {(1, 1): 0.007}
+    assert packing.alone_table(cells[cells["allocator"] != "default"], "m", "none")[
+        (1, 1)
+    ].latency_s == pytest.approx(0.008)
+
+
 # -- budgets on topologies -------------------------------------------------------------------------
 def test_budgets_on_2x16_and_the_one_node_vm():
     assert packing.budgets(load("2x16-nosmt-alternating")) == {16: ["node"], 32: ["all"]}

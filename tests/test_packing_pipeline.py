@@ -20,8 +20,8 @@ import pytest
 import robust
 from conftest import REPO, foreign_share_pct, load_config, snakemake
 
-from numa_effects.measure import group, launcher
-from numa_effects.plan import grid, packing, paths, placement, topology
+from numa_effects.measure import group, launcher, runner
+from numa_effects.plan import allocators, grid, packing, paths, placement, topology
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packing as packing_table
 
@@ -149,6 +149,9 @@ def test_the_best_predicted_plans_are_measured_and_the_measured_best_recommended
 def test_plans_measured_as_pinned_disjoint_verified_instances(run):
     workdir, _ = run
     df = pd.read_csv(workdir / "results/tables/packing.csv")
+    cells = pd.read_csv(workdir / "results/tables/cells.csv")
+    # the groups run with the allocator of the cells the plan predicts from, proven in each
+    alloc = allocators.baseline(cells["allocator"])
     for r in df.itertuples():
         assert r.status == "ok", r.failure
         if r.rounds >= 6:  # the smallest n with a 95 % CI of the median
@@ -164,6 +167,7 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
             ).read_text()
         )
         confs = packing.configurations(result["choice"])
+        assert result["job"]["allocator"] == result["allocator"]["name"] == alloc
         for name, recs in result["runs"].items():
             conf = confs[name]
             expect = group.plans_for(TOPO, r.budget, conf["instances"], False, conf["nodes"])
@@ -172,9 +176,11 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
                 flat = [c for cs in cpus for c in cs]
                 assert len(flat) == len(set(flat))  # no CPU shared between instances
                 assert cpus == [p.cpus for p, _ in expect]  # where the optimizer put them
+                assert rec["allocator"]["name"] == rec["cell"]["allocator"] == alloc
                 for inst in rec["instances"]:
                     v = inst["verification"]
                     assert v["ok"], v["problems"]
+                    assert v["allocator"]["name"] == alloc
                     assert inst["binding"]["cpus_allowed_list"] == inst["plan"]["cpu_list"]
                     assert inst["threads_info"]["torch_num_threads"] == inst["threads"]
                     assert len(inst["latencies_s"]) == len(rec["measurement"]["latencies_s"])
@@ -281,7 +287,10 @@ def shape(record: dict) -> dict:
 def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
     """The same measuring stack: a cell (launcher) and a packing group of one instance on the
     same CPU give records of the same shape (keys, measurement, contention, provenance, the
-    per-instance record), measured by the same loop under the same settings."""
+    per-instance record, the allocator proven inside), measured by the same loop under the
+    same settings and allocator (glibc tuned: the default grid's, proven by its heap probe)."""
+    alloc = "glibc_tuned"
+    common = {**COMMON, "allocator": alloc}
     plan = placement.plan(TOPO, 1, "sequential")
     settings = {
         "protocol": "fixed",
@@ -292,13 +301,17 @@ def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
         "exclude_foreign_pct": 100,
     }
     spec = {
-        "cell": {**COMMON, "placement": "sequential", "threads": 1, "batch_size": 1},
+        "cell": {**common, "placement": "sequential", "threads": 1, "batch_size": 1},
         "plan": plan.to_dict(),
         "settings": settings,
     }
     cell = launcher.run(spec, tmp_path / "cell.json", tmp_path / "cell.log", 600)
     (one,) = group.plans_for(TOPO, 1, [(1, 1)], False)
-    rec = group.measure_group([one], COMMON, settings, tmp_path / "logs", "g", 600)
+    record, environ, why = runner.allocator_here(alloc)
+    assert why is None
+    rec = group.measure_group(
+        [one], common, settings, tmp_path / "logs", "g", 600, allocator=(record, environ)
+    )
     assert cell["status"] == rec["status"] == "ok", (cell.get("failure"), rec.get("failure"))
     assert shape(cell) == shape(rec)
     for r in (cell, rec):
@@ -308,6 +321,10 @@ def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
         assert m["round_skew_median_s"] == 0.0
         assert r["binding"]["verification"]["ok"]
         assert r["provenance"]["command"][:3] == ["numactl", *plan.numactl_args()]
+        assert r["allocator"]["name"] == alloc
+        proof = r["instances"][0]["verification"]["allocator"]["heap_probe"]
+        assert proof["in_heap"] and proof["bytes"] == allocators.HEAP_PROBE_BYTES
+        assert "MALLOC_MMAP_MAX_=0" in r["provenance"]["command_line"]
     assert rec["cell"]["placement"] == placement.PACKED
     assert rec["binding"]["cpus_allowed_list"] == cell["binding"]["cpus_allowed_list"]
 

@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from numa_effects import config as config_mod
-from numa_effects.plan import build, code, grid, optimizations, paths, placement, topology
+from numa_effects.plan import (
+    allocators,
+    build,
+    code,
+    grid,
+    optimizations,
+    paths,
+    placement,
+    topology,
+)
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 TWO_NODES = FIX / "2x16-nosmt-alternating.lscpu-p.txt"
@@ -143,6 +152,18 @@ def test_packing_jobs_follow_the_packing_settings():
     assert p.packing["enabled"] and p.packed() == [("resnet18", "none")]
     assert len(p.packing_jobs) == len(p.packing["budgets"]) * 2  # x batch sizes
     assert make(ONE_NODE, placements=["sequential"], threads=[1]).packing_jobs == ()
+    # the groups run with the allocator of the cells the plan predicts from: glibc as it comes
+    # where the grid has it, else the grid's first in registry order (config.yaml: glibc tuned)
+    grid_allocs = {k.allocator for k in p.grid.cells}
+    assert p.packing_job("resnet18", "none")["allocator"] == allocators.baseline(grid_allocs)
+    for allocs, want in (
+        (["jemalloc", "glibc_tuned"], "glibc_tuned"),
+        (["tcmalloc", "default"], "default"),
+        (["glibc_tuned"], "glibc_tuned"),
+    ):
+        q = make(ONE_NODE, placements=["sequential"], allocators=allocs)
+        assert q.packing_job("resnet18", "none")["allocator"] == want
+        assert q.interference_job("resnet18", "none", 2, 1)["allocator"] == want
 
 
 def test_interference_jobs_are_planned_with_their_placements_and_cost():

@@ -42,7 +42,8 @@ def measure(tmp_path_factory, name: str, targets, **over):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """int8 and float32 eager, glibc: the cells, both peaks, the tables and the figure."""
+    """int8 and float32 eager on config.yaml's allocator: the cells, both peaks, the tables and
+    the figure."""
     return measure(tmp_path_factory, "int8", (*TABLES, FIGURE), optimizations=["none", "int8"])
 
 
@@ -153,8 +154,11 @@ def test_each_dtype_has_its_peak_and_efficiency_is_against_it(run):
 def test_the_precision_table_and_figure_compare_int8_with_float32_eager(run):
     results, _, planned, _ = run
     p = pd.read_csv(results / "tables/precision.csv")
+    # against float32 eager on the grid's one allocator (config.yaml's: glibc tuned)
+    (base,) = {k.allocator for k in planned.cells}
+    assert allocators.baseline([base]) == base
     assert p[["opt", "allocator", "dtype", "baseline"]].values.tolist() == [
-        ["int8", "default", "int8", "none/default"]
+        ["int8", base, "int8", f"none/{base}"]
     ]
     assert (p["speedup"] > 0).all() and (p["speedup_ci_low"] <= p["speedup"]).all()
     assert p["numerics_ok"].all() and p["conversion_s"].gt(0).all()

@@ -184,3 +184,54 @@ def test_a_section_without_figures_says_why(fixture):
     )  # fmt: skip
     facts = figures.PageFacts(fixture.cells, skipped, ["sequential"], False)
     assert sec.empty(facts).endswith(f"was skipped: {why}.")
+
+
+def test_without_glibc_as_it_comes_the_grids_first_allocator_is_the_baseline(fixture, tmp_path):
+    """The default grid measures glibc tuned only (config/config.yaml): its bf16 cells are
+    compared with float32 eager on glibc tuned (precision.csv's ``baseline``), the section
+    plans its figures and the figure says which allocator it divides by; a grid of eager and
+    TorchScript on that one allocator is PackRat's question, with no section, and a skipped
+    bf16 cell on it is reported as the reason."""
+    tuned = fixture.cells.assign(
+        allocator="glibc_tuned", dtype="float32", native=True, ci_method="two-level", ci_df=3.0
+    )
+    bf16 = tuned[tuned["opt"] == "none"].assign(opt="bf16", dtype="bfloat16")
+    for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms"):
+        bf16[col] = bf16[col] * 0.25
+    cells = pd.concat([tuned, bf16], ignore_index=True)
+    p = precision.precision_table(cells)
+    assert precision.baseline(cells) == ("none", "glibc_tuned")
+    assert (p["baseline"] == "none/glibc_tuned").all()
+    assert set(zip(p["opt"], p["allocator"], strict=True)) == {
+        ("script", "glibc_tuned"),
+        ("bf16", "glibc_tuned"),
+    }
+    assert np.allclose(p.loc[p["opt"] == "bf16", "speedup"].dropna(), 4.0)
+    # the same cells with glibc as it comes beside them: that is the baseline again
+    both = pd.concat([cells, tuned.assign(allocator="default")], ignore_index=True)
+    assert (precision.precision_table(both)["baseline"] == "none/default").all()
+
+    keys = cells[["model", "opt", "placement", "threads", "batch_size", "allocator"]]
+    fams = {f.family for f in figures.figures(keys.to_dict("records"))}
+    assert "precision_speedup" in fams
+    t = figure_data.Tables(
+        cells, fixture.skipped.assign(allocator="glibc_tuned"), None, precision=p
+    )
+    fig = plots.draw("precision_speedup", t, {"model": "resnet50", "batch_size": 8})
+    labels = {ln.get_label() for ln in fig.axes[0].get_lines() if ln.get_label()[0] != "_"}
+    assert labels == {"script (TorchScript) · glibc, tuned", "bf16 (compiled) · glibc, tuned"}
+    assert "float32 eager, glibc, tuned" in fig.axes[0].get_ylabel()
+
+    packrat_question = keys[keys["opt"] != "bf16"].to_dict("records")
+    assert not figures.beyond_packrat(packrat_question)
+    assert "precision_speedup" not in {f.family for f in figures.figures(packrat_question)}
+    sec = figures.SECTIONS["precision"]
+    why = "bf16 aten_fallback: oneDNN refuses bf16 here; skipped under bf16: auto"
+    skipped = pd.DataFrame(
+        [{"model": "resnet50", "opt": "bf16", "placement": "sequential", "threads": 1,
+          "batch_size": 1, "allocator": "glibc_tuned", "reason": why}]
+    )  # fmt: skip
+    facts = figures.PageFacts(tuned, skipped, ["sequential"], False)
+    assert sec.empty(facts) == (
+        f"every cell beyond float32 eager and TorchScript with glibc, tuned was skipped: {why}."
+    )

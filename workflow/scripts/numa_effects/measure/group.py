@@ -29,13 +29,17 @@ from pathlib import Path
 
 from numa_effects.measure import provenance, runner
 from numa_effects.measure import result as cellresult
+from numa_effects.measure.causes import Cause
 from numa_effects.plan import packing, placement
 from numa_effects.plan import topology as topology_mod
 
 
-def spec_for(plan: placement.Plan, images: int, cell_common: dict, settings: dict) -> dict:
-    """What one instance's process reads: a cell of its own threads and images."""
-    return {
+def spec_for(
+    plan: placement.Plan, images: int, cell_common: dict, settings: dict, allocator: dict | None
+) -> dict:
+    """What one instance's process reads: a cell of its own threads and images, and the
+    allocator record it proves from inside (``runner.allocator_here``; None: none to prove)."""
+    spec = {
         "cell": {
             **cell_common,
             "placement": placement.PACKED,
@@ -45,6 +49,7 @@ def spec_for(plan: placement.Plan, images: int, cell_common: dict, settings: dic
         "plan": plan.to_dict(),
         "settings": settings,
     }
+    return spec | ({"allocator": allocator} if allocator else {})
 
 
 def measure_group(
@@ -57,17 +62,22 @@ def measure_group(
     max_memory_mb: int | None = None,
     replicate: int = 1,
     sleep=None,
+    allocator: tuple[dict, dict] | None = None,
 ) -> dict:
     """One configuration (``[(plan, images), ...]``) measured as concurrent instances (see the
     module docstring): the record of ``runner.measure`` (``status`` ok, contended or failed),
-    its ``cell`` the configuration's totals. Specs and logs: ``logdir/<tag>-i<j>.*``."""
+    its ``cell`` the configuration's totals. Specs and logs: ``logdir/<tag>-i<j>.*``.
+    ``allocator``: (record, environment) of ``runner.allocator_here`` for the cell's
+    ``allocator``, every instance started from that environment (None: this process's)."""
     logdir = Path(logdir)
+    record, environ = allocator or (None, None)
     members = [
         runner.Member(
             plan,
-            spec_for(plan, images, cell_common, settings),
+            spec_for(plan, images, cell_common, settings, record),
             logdir / f"{tag}-i{j}.spec.json",
             logdir / f"{tag}-i{j}.log",
+            environ,
         )
         for j, (plan, images) in enumerate(instances)
     ]
@@ -77,7 +87,7 @@ def measure_group(
         "threads": sum(p.threads for p, _ in instances),
         "batch_size": sum(b for _, b in instances),
     }
-    return runner.measure(
+    result = runner.measure(
         members,
         cell,
         settings,
@@ -86,6 +96,7 @@ def measure_group(
         max_memory_mb=max_memory_mb,
         sleep=sleep,
     )
+    return result | ({"allocator": record} if record else {})
 
 
 def measure_replicates(
@@ -98,6 +109,7 @@ def measure_replicates(
     max_memory_mb: int | None = None,
     tag: str = "",
     sleep=None,
+    allocator: tuple[dict, dict] | None = None,
 ) -> dict[str, list[dict]]:
     """``{name: [record per replicate]}`` for named configurations, replicate by replicate, in
     the order given (fat then plan: drift hits both alike). Logs: ``<tag><name>-r<r>-i<j>``."""
@@ -114,6 +126,7 @@ def measure_replicates(
                 max_memory_mb=max_memory_mb,
                 replicate=r,
                 sleep=sleep,
+                allocator=allocator,
             )
             runs[name].append(rec)
     return runs
@@ -158,6 +171,9 @@ def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool):
     why = None
     if shutil.which("numactl") is None:
         why = ("numactl-missing", "numactl is not on PATH; instances never run unpinned")
+    missing = job.get("allocator") and runner.allocator_here(job["allocator"])[2]
+    if missing:
+        why = why or (Cause.ALLOCATOR_NOT_LOADED.value, missing)
     groups: dict[str, list] = {}
     for name, conf in configs.items():
         got = plans_for(topo, budget, conf["instances"], use_smt, conf.get("nodes"))
@@ -177,6 +193,12 @@ def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool):
 
 def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep) -> dict:
     common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
+    allocator = None
+    if job.get("allocator"):  # the grid's baseline allocator (plan.build.Plan.packing_job)
+        common["allocator"] = job["allocator"]
+        record, environ, _ = runner.allocator_here(job["allocator"])  # found: ``_place``
+        allocator = (record, environ)
+        result["allocator"] = record
     runs = measure_replicates(
         groups,
         common,
@@ -186,6 +208,7 @@ def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sle
         int(job.get("replicates", 1)),
         max_memory_mb=max_memory_mb,
         sleep=sleep,
+        allocator=allocator,
     )
     result["runs"] = runs
     failed = [(n, rec) for n, recs in runs.items() for rec in recs if rec["status"] == "failed"]
@@ -240,7 +263,10 @@ def run(
     ``max_memory_mb``: each instance's address-space limit (RLIMIT_AS)."""
     choice, budget = job["choice"], int(job["budget"])
     result = {
-        "job": {k: job[k] for k in ("model", "opt", "budget", "batch", "image_size", "use_smt")},
+        "job": {
+            k: job.get(k)
+            for k in ("model", "opt", "allocator", "budget", "batch", "image_size", "use_smt")
+        },
         "choice": choice,
         "settings": job["settings"],
         "provenance": _provenance(),
@@ -277,7 +303,7 @@ def run_interference(
     keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
     result = {
         "kind": "interference",
-        "job": {k: job[k] for k in keys},
+        "job": {k: job[k] for k in keys} | {"allocator": job.get("allocator")},
         "settings": job["settings"],
         "provenance": _provenance(),
     }

@@ -34,10 +34,10 @@ from numa_effects.measure import result as cellresult
 from numa_effects.measure.causes import Cause
 from numa_effects.measure.runner import (  # noqa: F401 (re-exported for callers)
     SCRIPTS_DIR,
+    allocator_here,
     child_env,
     command_line,
 )
-from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import topology as topology_mod
 
@@ -62,28 +62,6 @@ def recheck(spec: dict, topo: topology_mod.Topology) -> str | None:
             f"the plan on this machine ({here.numactl_args()})"
         )
     return None
-
-
-def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
-    """(the spec's allocator record, the instance's base environment, why not) for allocator
-    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
-    environment with it preloaded and its configuration set (any inherited allocator preload
-    removed), its version."""
-    alloc = allocators_mod.get(name)
-    path = allocators_mod.locate(alloc)
-    why = allocators_mod.skip_reason(alloc, path)
-    if why:
-        return None, None, f"{why} (where the cell runs: {os.uname().nodename})"
-    env = allocators_mod.child_env(alloc, path, os.environ if environ is None else environ)
-    record = {
-        "name": alloc.name,
-        "library": path,
-        "maps_key": alloc.maps_key,
-        "heap_probe": alloc.heap_probe,
-        "version": allocators_mod.version(alloc),
-        "env": {k: env[k] for k in allocators_mod.ENV_KEYS if env.get(k)},
-    }
-    return record, env, None
 
 
 def check_numerics(result: dict) -> dict:

@@ -77,6 +77,28 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     return env
 
 
+def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
+    """(the spec's allocator record, the instance's base environment, why not) for allocator
+    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
+    environment with it preloaded and its configuration set (any inherited allocator preload
+    removed), its version."""
+    alloc = allocators.get(name)
+    path = allocators.locate(alloc)
+    why = allocators.skip_reason(alloc, path)
+    if why:
+        return None, None, f"{why} (where the cell runs: {os.uname().nodename})"
+    env = allocators.child_env(alloc, path, os.environ if environ is None else environ)
+    record = {
+        "name": alloc.name,
+        "library": path,
+        "maps_key": alloc.maps_key,
+        "heap_probe": alloc.heap_probe,
+        "version": allocators.version(alloc),
+        "env": {k: env[k] for k in allocators.ENV_KEYS if env.get(k)},
+    }
+    return record, env, None
+
+
 def command(plan: placement_mod.Plan, spec: str, numactl: str = "numactl") -> list[str]:
     """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it)."""
     return [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 INSTALL_SCRIPT = "tools/install-system-deps --allocators"
@@ -140,6 +140,9 @@ ALLOCATORS: dict[str, Allocator] = {
 }
 # Every allocator library the verification recognises (a default cell must map none of them).
 FOREIGN_KEYS = ("libjemalloc", "libtcmalloc", "libmimalloc", "libhoard")
+# glibc's malloc as it comes: PackRat's allocator, and what a result or table that predates the
+# allocator axis ran with (``grid.AXES``' default)
+GLIBC = "default"
 
 
 def get(name: str) -> Allocator:
@@ -147,6 +150,19 @@ def get(name: str) -> Allocator:
         return ALLOCATORS[name]
     except KeyError:
         raise KeyError(f"unknown allocator {name!r}; allowed: {', '.join(ALLOCATORS)}") from None
+
+
+def baseline(names: Iterable) -> str:
+    """The allocator a run is compared from (``tables/precision.csv``'s float32 eager), whose
+    cells the report's one-allocator figures show and packing predicts from and runs its groups
+    with: glibc as it comes where the run has it (PackRat's grid), else the first of ``names``
+    in registry order (the default grid's ``glibc_tuned``); ``GLIBC`` for none (a table that
+    predates the axis)."""
+    got = {str(n) for n in names if n is not None and n == n}
+    if not got or GLIBC in got:
+        return GLIBC
+    known = list(ALLOCATORS)
+    return min(got, key=lambda n: (known.index(n) if n in known else len(known), n))
 
 
 # -- finding the library --------------------------------------------------------------------------

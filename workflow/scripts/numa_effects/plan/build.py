@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import compare as compare_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import host as host_mod
@@ -278,10 +279,13 @@ class Plan:
         return packing_mod.profile_cost(self.packing, self.replicates)
 
     def packing_job(self, model: str, opt: str) -> dict:
-        """What a packing measurement job needs besides its plan (run_packing.py)."""
+        """What a packing measurement job needs besides its plan (run_packing.py). Its groups
+        run with the baseline allocator of the grid's cells (``plan.allocators.baseline``),
+        whose cells the plan predicts from (``plan.packing.latency_table``)."""
         return {
             "model": model,
             "opt": opt,
+            "allocator": allocators_mod.baseline(k.allocator for k in self.grid.cells),
             "image_size": self.config["image_size"],
             "use_smt": self.config["use_smt"],
             "replicates": self.replicates,

@@ -30,6 +30,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import host as host_mod
 from numa_effects.plan import memory as memory_mod
 from numa_effects.plan import optimizations as optimizations_mod
@@ -73,7 +74,7 @@ AXES: tuple[Axis, ...] = (
     Axis("batch_size", "batch_sizes", "bs{batch_size}", lambda: r"\d+", int),
     # the memory allocator preloaded into the cell (plan.allocators); last, with a default, so
     # results, tables and imports from before the axis read as glibc's (``fill_keys``)
-    Axis("allocator", "allocators", "{allocator}", lambda: NAME, default="default"),
+    Axis("allocator", "allocators", "{allocator}", lambda: NAME, default=allocators_mod.GLIBC),
 )
 KEYS = tuple(a.name for a in AXES)
 DEFAULTS = {a.name: a.default for a in AXES if a.default is not None}

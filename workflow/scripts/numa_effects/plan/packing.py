@@ -154,12 +154,16 @@ def statistic(cells) -> str:
     return col
 
 
-def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str):
+def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
     """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
-    allocator column is glibc's (``default``: ``grid.keyed``)."""
-    from numa_effects.plan import grid
+    allocator column is glibc's (``default``: ``grid.keyed``). ``allocator`` None: the run's
+    baseline (``plan.allocators.baseline`` of the table's), the one packing groups run with
+    (``plan.build.Plan.packing_job``)."""
+    from numa_effects.plan import allocators, grid
 
     cells = grid.keyed(cells)
+    if allocator is None:
+        allocator = allocators.baseline(cells["allocator"])
     sel = cells[
         (cells["model"] == model)
         & (cells["opt"] == opt)
@@ -172,11 +176,11 @@ def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str):
 
 
 def latency_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str = "default"
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
 ) -> dict:
     """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
-    glibc's allocator (``allocator``: packing groups run with it; a table without the column
-    is glibc's)."""
+    ``allocator`` (None: the run's baseline allocator, which packing groups run with; a table
+    without the column is glibc's)."""
     sel = _ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:
         return {}
@@ -634,7 +638,7 @@ def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, in
 
 
 def alone_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str = "default"
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
 ) -> dict:
     """{(threads, batch): interference.Alone} of the ``ok`` cells (of ``latency_table``):
     latency (the table's statistic) and the cell's 95 % CI with its degrees of freedom where

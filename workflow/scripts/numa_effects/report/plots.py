@@ -29,6 +29,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from numa_effects import stats  # noqa: E402
+from numa_effects.plan import allocators as allocators_mod  # noqa: E402
 from numa_effects.plan import placement as placement_mod  # noqa: E402
 from numa_effects.report import packing_plots, registry  # noqa: E402, F401 (packing drawers)
 from numa_effects.report.data import (  # noqa: E402
@@ -39,10 +40,10 @@ from numa_effects.report.data import (  # noqa: E402
     sequential,
 )
 from numa_effects.report.registry import (  # noqa: E402
-    BASE_VARIANT,
     THROUGHPUT,
     Metric,
     allocator_order,
+    base_variant,
     drawer,
     dtype_of,
 )
@@ -290,8 +291,8 @@ def _variants(d: pd.DataFrame, non_native: dict):
     (colour by optimization, dash by allocator; with one allocator exactly the optimization's
     line), and the notes of the non-native ones."""
     d = d.assign(variant=list(zip(d["opt"], d["allocator"], strict=True)))
-    # allocators told apart when they vary, or when the one shown is not glibc's
-    several = d["allocator"].nunique() > 1 or d["allocator"].ne(BASE_VARIANT[1]).any()
+    # allocators told apart when they vary, or when the one shown is not glibc as it comes
+    several = d["allocator"].nunique() > 1 or d["allocator"].ne(allocators_mod.GLIBC).any()
     order = sorted(d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocator_order(v[1])))
 
     def label(v):
@@ -699,14 +700,16 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Met
 
 @drawer("precision_speedup")
 def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metric):
-    """x = threads, y = speedup over float32 eager with glibc, one line per other (opt,
-    allocator), sequential placement; from precision.csv, statuses from the cells."""
+    """x = threads, y = speedup over float32 eager on the run's baseline allocator
+    (``base_variant``), one line per other (opt, allocator), sequential placement; from
+    precision.csv, statuses from the cells."""
     if tables.precision is None:
         raise ValueError("this figure needs the precision table")
     u = sequential(tables.universe(model, every_allocator=True))
     u = u[u["batch_size"] == batch_size]
     st = f"{metric.key}_status"
-    is_base = (u["opt"] == BASE_VARIANT[0]) & (u["allocator"] == BASE_VARIANT[1])
+    base_opt, base_alloc = base_variant(u["allocator"])
+    is_base = (u["opt"] == base_opt) & (u["allocator"] == base_alloc)
     base = u[is_base][["placement", "threads", st, "disturbed"]]
     d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
     d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
@@ -751,7 +754,10 @@ def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metri
     ax.axhline(1.0, color="black", linewidth=1)
     _threads_axis(ax, sorted(d["threads"].unique()))
     scale = _y_scale(ax, d["speedup"])
-    ax.set_ylabel(f"Speedup over float32 eager, glibc ({tables.latency_stat} latency){scale}")
+    base_label = style.allocator_label(base_alloc)
+    ax.set_ylabel(
+        f"Speedup over float32 eager, {base_label} ({tables.latency_stat} latency){scale}"
+    )
     _titles(
         ax,
         f"Speedup over float32 Eager (BS={batch_size})",

@@ -36,9 +36,10 @@ sections show the ``sequential`` cells.
 Allocators (the ``allocator`` axis, ``numa_effects.plan.allocators``): the per-batch figures draw
 one line per optimization and allocator (colour by optimization, line style by allocator; with
 one allocator exactly as without the axis); every other family of the Latency, Throughput and
-NUMA sections shows one allocator's cells, ``figure_allocator`` (glibc's ``default`` when the
-grid has it); the Precision and runtime section compares every optimization and allocator with
-float32 eager on glibc (``tables/precision.csv``) and shows the NUMA loss per dtype.
+NUMA sections shows one allocator's cells, ``figure_allocator`` (the run's baseline allocator:
+glibc as it comes when the grid has it, else the first in registry order); the Precision and
+runtime section compares every optimization and allocator with float32 eager on that allocator
+(``tables/precision.csv``) and shows the NUMA loss per dtype.
 """
 
 from __future__ import annotations
@@ -54,11 +55,11 @@ from numa_effects.plan import compare as compare_plan
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
 
-BASE_ALLOCATOR = "default"
-# the variant every other is compared with in the Precision and runtime section
-BASE_VARIANT = ("none", BASE_ALLOCATOR)
-# PackRat's grid: a run with only these optimizations and glibc's allocator has no Precision
-# and runtime figures (there is nothing beyond PackRat's question to show)
+# the optimization every other is compared with in the Precision and runtime section, on the
+# run's baseline allocator (``plan.allocators.baseline``)
+BASE_OPT = "none"
+# PackRat's grid: a run with only these optimizations and one allocator has no Precision and
+# runtime figures (there is nothing beyond PackRat's question to show)
 PACKRAT_OPTS = ("none", "script")
 
 
@@ -68,12 +69,17 @@ def allocator_order(name: str) -> tuple:
 
 
 def figure_allocator(names: Iterable[str]) -> str:
-    """The allocator whose cells the figures that do not tell allocators apart show: glibc's
-    ``default`` when present, else the first in registry order."""
-    names = {str(n) for n in names if n is not None and n == n}
-    if not names or BASE_ALLOCATOR in names:
-        return BASE_ALLOCATOR
-    return min(names, key=allocator_order)
+    """The allocator whose cells the figures that do not tell allocators apart show: the run's
+    baseline (``plan.allocators.baseline``: glibc as it comes when present, else the first in
+    registry order)."""
+    return allocators_mod.baseline(names)
+
+
+def base_variant(names: Iterable[str]) -> tuple[str, str]:
+    """(opt, allocator) of the cells every other is compared with in the Precision and runtime
+    section (``tables/precision.csv``'s baseline): float32 eager on the run's baseline
+    allocator, of ``names`` (the run's allocators)."""
+    return BASE_OPT, figure_allocator(names)
 
 
 def is_sequential(label: str) -> bool:
@@ -225,23 +231,31 @@ def no_numa_reason(facts: PageFacts) -> str:
 
 
 def _no_precision(facts: PageFacts) -> str:
+    def allocs(t) -> list:
+        if t is None or getattr(t, "empty", True):
+            return []
+        return list(t["allocator"]) if "allocator" in t else [allocators_mod.GLIBC] * len(t)
+
     sk = facts.skipped
+    base = figure_allocator(allocs(sk) + allocs(facts.cells))
+    label = _e(allocators_mod.get(base).legend if base in allocators_mod.ALLOCATORS else base)
     if not sk.empty and {"opt", "reason"} <= set(sk.columns):
-        alloc = sk.get("allocator", BASE_ALLOCATOR)
-        beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (alloc != BASE_ALLOCATOR)]
+        beyond = sk[
+            [o not in PACKRAT_OPTS or a != base for o, a in zip(sk["opt"], allocs(sk), strict=True)]
+        ]
         if not beyond.empty:
             reasons = sorted(beyond["reason"].dropna().astype(str).unique())
             return (
-                "every cell beyond float32 eager and TorchScript with glibc was skipped: "
+                f"every cell beyond float32 eager and TorchScript with {label} was skipped: "
                 + "; ".join(_e(r) for r in reasons)
                 + "."
             )
     what = "the imported results have" if facts.imported else "the grid measures"
+    others = [f"<code>{n}</code>" for n in allocators_mod.ALLOCATORS if n != base]
     return (
-        f"{what} only float32 eager and TorchScript with glibc's allocator "
-        "(PackRat's question): add optimizations (<code>compile</code>, <code>bf16</code>, "
-        "<code>int8</code>, ...) or allocators (<code>glibc_tuned</code>, <code>jemalloc</code>, "
-        "<code>tcmalloc</code>) "
+        f"{what} only float32 eager and TorchScript with one allocator ({label}; PackRat's"
+        " question): add optimizations (<code>compile</code>, <code>bf16</code>, "
+        f"<code>int8</code>, ...) or allocators ({', '.join(others)}) "
         "to see what each buys over float32 eager (docs/precision.md)."
     )
 
@@ -521,13 +535,15 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         name="precision_speedup",
         section="precision",
-        title="Speedup over float32 eager with glibc",
+        title="Speedup over float32 eager",
         pattern="{model}/precision_speedup/bs{batch_size}",
         metric=LATENCY,
         plan="precision",
         tables=WITH_PRECISION,
         caption="One figure per batch size: each optimization's and allocator's speedup over "
-        "float32 eager with glibc's allocator (``none`` / ``default``) against the intra-op "
+        "float32 eager on the run's baseline allocator (``baseline`` in precision.csv: glibc "
+        "as it comes, ``none`` / ``default``, where the grid has it, else the first of its "
+        "allocators in registry order, the default grid's ``glibc_tuned``) against the intra-op "
         "threads, placement ``sequential``; > 1 is faster. Error bars: the 95 % CI of the ratio "
         "(two-level over both cells' replicates: ``ci_method`` in precision.csv); hollow: not "
         "significant. Line style: allocator. A dtype this CPU does not compute natively (bf16 "
@@ -763,7 +779,7 @@ def _key_values(keys: Iterable) -> list[dict]:
                 "placement": get("placement"),
                 "batch_size": int(get("batch_size")),
                 "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
-                "allocator": get("allocator", None) or BASE_ALLOCATOR,
+                "allocator": get("allocator", None) or allocators_mod.GLIBC,
             }
         )
     return out
@@ -807,8 +823,10 @@ def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict
 
 
 def beyond_packrat(keys: list[dict]) -> bool:
-    """The grid measures more than PackRat's eager and TorchScript with glibc's allocator."""
-    return any(k["opt"] not in PACKRAT_OPTS or k["allocator"] != BASE_ALLOCATOR for k in keys)
+    """The grid measures more than PackRat's eager and TorchScript with one allocator."""
+    return len({k["allocator"] for k in keys}) > 1 or any(
+        k["opt"] not in PACKRAT_OPTS for k in keys
+    )
 
 
 def dtype_of(opt: str) -> str:
@@ -818,17 +836,17 @@ def dtype_of(opt: str) -> str:
 
 def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
     """One figure per (model, batch size) whose ``sequential`` cells have the baseline variant
-    (float32 eager with glibc) and another one, in a grid beyond PackRat's."""
+    (float32 eager on the run's baseline allocator) and another one, in a grid beyond
+    PackRat's."""
     if not beyond_packrat(keys):
         return []
     seq = [k for k in keys if is_sequential(k["placement"])]
-    base = {
-        (k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == BASE_VARIANT
-    }
+    variant = base_variant(k["allocator"] for k in keys)
+    base = {(k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == variant}
     return [
         k
         for k in seq
-        if (k["model"], k["batch_size"]) in base and (k["opt"], k["allocator"]) != BASE_VARIANT
+        if (k["model"], k["batch_size"]) in base and (k["opt"], k["allocator"]) != variant
     ]
 
 

@@ -1,17 +1,20 @@
 """``tables/precision.csv``: what each optimization and each allocator buys over float32 eager
-with glibc's allocator (``none`` / ``default``), cell by cell, with the two-level CI.
+on the run's baseline allocator (``baseline``), cell by cell, with the two-level CI. The
+baseline allocator is ``plan.allocators.baseline`` of the table's: glibc as it comes
+(``none`` / ``default``) where the grid has it, as in PackRat's, else the first of the grid's
+in registry order (the default grid's ``none`` / ``glibc_tuned``).
 
-One row per cell whose (opt, allocator) is not (``none``, ``default``) and that has the
-(``none``, ``default``) cell at the same (model, placement, threads, batch_size): the pair is
+One row per cell whose (opt, allocator) is not the baseline's and that has the baseline cell
+at the same (model, placement, threads, batch_size): the pair is
 ``tables.compare``'s (the same statistic, the same CI: two-level over both cells' replicates
 when both have one, else the within-process bootstrap, ``ci_method``). ``none/jemalloc`` is the
 allocator's own speedup, ``bf16/default`` the dtype's with its compiler, ``bf16/jemalloc``
 both. Columns:
 
-- the cell keys of the compared cell and ``baseline`` (``none/default``);
+- the cell keys of the compared cell and ``baseline`` (e.g. ``none/default``);
 - ``dtype``, ``graph``: what the compared cell computes in and how it is run;
 - ``latency_statistic, latency_baseline_ms, latency_compared_ms``; ``speedup`` = baseline /
-  compared latency (> 1: faster than float32 eager with glibc), ``speedup_ci_low,
+  compared latency (> 1: faster than the baseline), ``speedup_ci_low,
   speedup_ci_high``, ``significant`` (the CI excludes 1), ``ci_method``;
   ``throughput_baseline_ips, throughput_compared_ips``; ``contended``, ``noisy`` (either cell);
 - how far to trust it: ``native`` (the CPU computes the dtype natively, ``plan.cpu``; false =
@@ -29,11 +32,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from numa_effects.plan import grid
+from numa_effects.plan import allocators, grid
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import compare
 
-BASELINE = ("none", "default")  # float32 eager with glibc's malloc
+BASE_OPT = "none"  # float32 eager
 VARY = ("opt", "allocator")
 CELL_INFO = (
     "dtype",
@@ -81,12 +84,19 @@ COLUMNS = [
 ]
 
 
-def baseline_of(variant: tuple) -> tuple | None:
-    return None if tuple(variant) == BASELINE else BASELINE
+def baseline(cells: pd.DataFrame) -> tuple[str, str]:
+    """(opt, allocator) every other cell of ``cells`` is compared with: float32 eager on the
+    run's baseline allocator (``plan.allocators.baseline``)."""
+    return BASE_OPT, allocators.baseline(grid.fill_keys(cells)["allocator"])
 
 
 def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """See the module docstring; works on cells.csv alone (samples: the bootstrap fallback)."""
+    base_variant = baseline(cells)
+
+    def baseline_of(variant: tuple) -> tuple | None:
+        return None if tuple(variant) == base_variant else base_variant
+
     p = compare._pairs(cells, samples, VARY, baseline_of)
     if p.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -112,7 +122,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     info = grid.fill_keys(cells).reindex(columns=[*KEYS, *CELL_INFO])
     info = info.astype({"threads": int, "batch_size": int})
     out = out.merge(info, on=list(KEYS), how="left")
-    base = info[(info["opt"] == BASELINE[0]) & (info["allocator"] == BASELINE[1])]
+    base = info[(info["opt"] == base_variant[0]) & (info["allocator"] == base_variant[1])]
     base = base[[k for k in KEYS if k not in VARY] + ["efficiency"]]
     base = base.rename(columns={"efficiency": "baseline_efficiency"})
     out = out.merge(base, on=[k for k in KEYS if k not in VARY], how="left")
