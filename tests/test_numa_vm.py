@@ -66,6 +66,7 @@ GUEST_TOPOLOGY = REPO / "tests" / "fixtures" / "topology" / "qemu-2node-test-gue
 PLACEMENTS = ["sequential", "interleave", "remote", "mem-interleave"]
 # The smallest grid that has every NUMA figure family (.test/config/guest.yaml).
 GUEST_CONFIG = load_config("guest")
+(ALLOC,) = GUEST_CONFIG["allocators"]  # the allocator of every guest cell's path
 # the (placement, threads) the planner makes of it on the guest's captured topology: each
 # binding once (its `exclude`: the placements at 2 threads, the node pairs at 1)
 _TOPO = topology.load(GUEST_TOPOLOGY)
@@ -172,7 +173,7 @@ def test_pipeline_assertions_hold_on_the_guest(guest):
 
 @pytest.mark.parametrize(("place", "threads"), CELLS)
 def test_cell_binding_and_pages_match_the_plan(guest, place, threads):
-    key = grid.CellKey("resnet18", "none", place, threads, 1)
+    key = grid.CellKey("resnet18", "none", place, threads, 1, ALLOC)
     path = results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1)
     data = cellresult.read(path)
     assert data["status"] == "ok", data.get("failure")
@@ -413,7 +414,7 @@ def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
     """Every pair of the 2 x 2 matrix: its cell and its memory job, each verified with its CPUs
     on node cpu and its pages on node mem."""
     topo = topology.load(GUEST_TOPOLOGY)
-    key = grid.CellKey("resnet18", "none", f"n{cpu}m{mem}", 1, 1)
+    key = grid.CellKey("resnet18", "none", f"n{cpu}m{mem}", 1, 1, ALLOC)
     cell = cellresult.read(results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1))
     check_pair_binding(cell, topo, cpu, mem)
     assert cell["binding"]["torch_num_threads"] == 1

@@ -26,6 +26,7 @@ from conftest import REPO, load_config
 
 pytestmark = pytest.mark.integration
 
+(ALLOC,) = load_config("one-cell")["allocators"]  # the allocator of every cell's path
 TWO_NODES = REPO / "tests" / "fixtures" / "topology" / "2x16-nosmt-alternating.lscpu-p.txt"
 
 
@@ -291,8 +292,8 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
     assert rc == 0, out[-3000:]
     outputs = re.findall(r"output: (\S+/cells/\S+\.json)", out)
     assert sorted(Path(p).relative_to(results / "cells").as_posix() for p in outputs) == [
-        "resnet18/none/interleave/t1/bs1/default/r1.json",
-        "resnet18/none/interleave/t1/bs2/default/r1.json",
+        f"resnet18/none/interleave/t1/bs1/{ALLOC}/r1.json",
+        f"resnet18/none/interleave/t1/bs2/{ALLOC}/r1.json",
     ]
 
 
@@ -319,7 +320,7 @@ def test_a_grid_change_is_honoured_in_a_fresh_checkout_with_copied_results(compl
     assert jobs["cell"] == 1 and jobs["tables"] == 1, jobs
     cells = re.findall(r"output: (\S+/cells/\S+\.json)", out)
     assert [Path(p).relative_to(fresh / "results" / "cells").as_posix() for p in cells] == [
-        "resnet18/none/sequential/t1/bs4/default/r1.json"
+        f"resnet18/none/sequential/t1/bs4/{ALLOC}/r1.json"
     ]
     jobs, _ = dry_run(snakefile, fresh, {**same, "batch_sizes": [1]}, "fewer.log")
     assert "cell" not in jobs and jobs["tables"] == 1, jobs
