@@ -164,16 +164,16 @@ def _provenance() -> dict:
     }
 
 
-def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool):
+def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool, no_allocator=None):
     """(groups {name: [(Plan, images)]}, the first reason not to run or None): each
     configuration placed on this machine and compared with the plan made on the scheduling
-    topology (``job["placements"]``)."""
+    topology (``job["placements"]``). ``no_allocator``: why the job's allocator cannot run
+    here (``runner.allocator_here``), or None."""
     why = None
     if shutil.which("numactl") is None:
         why = ("numactl-missing", "numactl is not on PATH; instances never run unpinned")
-    missing = job.get("allocator") and runner.allocator_here(job["allocator"])[2]
-    if missing:
-        why = why or (Cause.ALLOCATOR_NOT_LOADED.value, missing)
+    if no_allocator:
+        why = why or (Cause.ALLOCATOR_NOT_LOADED.value, no_allocator)
     groups: dict[str, list] = {}
     for name, conf in configs.items():
         got = plans_for(topo, budget, conf["instances"], use_smt, conf.get("nodes"))
@@ -191,14 +191,13 @@ def _place(topo, job: dict, configs: dict, budget: int, use_smt: bool):
     return groups, why
 
 
-def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep) -> dict:
+def _measure_all(
+    job, groups, allocator, result, out, logdir, timeout_s, max_memory_mb, sleep
+) -> dict:
     common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-    allocator = None
-    if job.get("allocator"):  # the grid's baseline allocator (plan.build.Plan.packing_job)
+    if allocator:  # the grid's baseline allocator (plan.build.Plan.packing_job)
         common["allocator"] = job["allocator"]
-        record, environ, _ = runner.allocator_here(job["allocator"])  # found: ``_place``
-        allocator = (record, environ)
-        result["allocator"] = record
+        result["allocator"] = allocator[0]
     runs = measure_replicates(
         groups,
         common,
@@ -222,16 +221,23 @@ def _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sle
 
 
 def _place_and_measure(job, configs, result, out, logdir, timeout_s, max_memory_mb, sleep):
-    """Place ``configs`` on this machine (recorded in ``result``), then measure them; a
-    configuration that cannot be placed fails the job with its cause."""
+    """Place ``configs`` on this machine (recorded in ``result``), then measure them with the
+    job's allocator, found here once; a configuration that cannot be placed, or an allocator
+    that cannot run here, fails the job with its cause."""
     logdir, budget, use_smt = Path(logdir), int(job["budget"]), bool(job["use_smt"])
-    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt)
+    allocator, no_allocator = None, None
+    if job.get("allocator"):
+        record, environ, no_allocator = runner.allocator_here(job["allocator"])
+        allocator = (record, environ) if record else None
+    groups, why = _place(topology_mod.current(), job, configs, budget, use_smt, no_allocator)
     result["placements"] = {n: [p.to_dict() for p, _ in g] for n, g in groups.items()}
     if why:
         result.update(status="failed", failure={"cause": why[0], "message": why[1]})
         cellresult.write_json_atomic(out, result)
         return result
-    return _measure_all(job, groups, result, out, logdir, timeout_s, max_memory_mb, sleep)
+    return _measure_all(
+        job, groups, allocator, result, out, logdir, timeout_s, max_memory_mb, sleep
+    )
 
 
 def summary_line(result: dict) -> str:
@@ -263,10 +269,8 @@ def run(
     ``max_memory_mb``: each instance's address-space limit (RLIMIT_AS)."""
     choice, budget = job["choice"], int(job["budget"])
     result = {
-        "job": {
-            k: job.get(k)
-            for k in ("model", "opt", "allocator", "budget", "batch", "image_size", "use_smt")
-        },
+        "job": {k: job[k] for k in ("model", "opt", "budget", "batch", "image_size", "use_smt")}
+        | {"allocator": job.get("allocator")},
         "choice": choice,
         "settings": job["settings"],
         "provenance": _provenance(),

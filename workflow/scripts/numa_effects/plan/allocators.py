@@ -152,6 +152,12 @@ def get(name: str) -> Allocator:
         raise KeyError(f"unknown allocator {name!r}; allowed: {', '.join(ALLOCATORS)}") from None
 
 
+def order(name: str) -> tuple:
+    """Sort key of an allocator name: registry order, unknown names last (by name)."""
+    known = list(ALLOCATORS)
+    return (known.index(name) if name in known else len(known), name)
+
+
 def baseline(names: Iterable) -> str:
     """The allocator a run is compared from (``tables/precision.csv``'s float32 eager), whose
     cells the report's one-allocator figures show and packing predicts from and runs its groups
@@ -161,8 +167,7 @@ def baseline(names: Iterable) -> str:
     got = {str(n) for n in names if n is not None and n == n}
     if not got or GLIBC in got:
         return GLIBC
-    known = list(ALLOCATORS)
-    return min(got, key=lambda n: (known.index(n) if n in known else len(known), n))
+    return min(got, key=order)
 
 
 # -- finding the library --------------------------------------------------------------------------

@@ -52,8 +52,10 @@ from typing import Any
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import compare as compare_plan
+from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
+from numa_effects.report import style
 
 # the optimization every other is compared with in the Precision and runtime section, on the
 # run's baseline allocator (``plan.allocators.baseline``)
@@ -63,9 +65,7 @@ BASE_OPT = "none"
 PACKRAT_OPTS = ("none", "script")
 
 
-def allocator_order(name: str) -> tuple:
-    known = list(allocators_mod.ALLOCATORS)
-    return (known.index(name) if name in known else len(known), name)
+allocator_order = allocators_mod.order
 
 
 def figure_allocator(names: Iterable[str]) -> str:
@@ -231,18 +231,11 @@ def no_numa_reason(facts: PageFacts) -> str:
 
 
 def _no_precision(facts: PageFacts) -> str:
-    def allocs(t) -> list:
-        if t is None or getattr(t, "empty", True):
-            return []
-        return list(t["allocator"]) if "allocator" in t else [allocators_mod.GLIBC] * len(t)
-
-    sk = facts.skipped
-    base = figure_allocator(allocs(sk) + allocs(facts.cells))
-    label = _e(allocators_mod.get(base).legend if base in allocators_mod.ALLOCATORS else base)
+    sk = grid_mod.fill_keys(facts.skipped)  # a table without the column is glibc's
+    base = figure_allocator([*sk["allocator"], *grid_mod.fill_keys(facts.cells)["allocator"]])
+    label = _e(style.allocator_label(base))
     if not sk.empty and {"opt", "reason"} <= set(sk.columns):
-        beyond = sk[
-            [o not in PACKRAT_OPTS or a != base for o, a in zip(sk["opt"], allocs(sk), strict=True)]
-        ]
+        beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (sk["allocator"] != base)]
         if not beyond.empty:
             reasons = sorted(beyond["reason"].dropna().astype(str).unique())
             return (

@@ -36,7 +36,6 @@ from numa_effects.plan import allocators, grid
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import compare
 
-BASE_OPT = "none"  # float32 eager
 VARY = ("opt", "allocator")
 CELL_INFO = (
     "dtype",
@@ -87,7 +86,7 @@ COLUMNS = [
 def baseline(cells: pd.DataFrame) -> tuple[str, str]:
     """(opt, allocator) every other cell of ``cells`` is compared with: float32 eager on the
     run's baseline allocator (``plan.allocators.baseline``)."""
-    return BASE_OPT, allocators.baseline(grid.fill_keys(cells)["allocator"])
+    return compare.EAGER, allocators.baseline(grid.fill_keys(cells)["allocator"])
 
 
 def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
