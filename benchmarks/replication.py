@@ -11,7 +11,7 @@ differs between the runs, so a shift every cell shares is the machine's speed be
 the next line estimates it and judges the cells again without it (``judge.with_shift``).
 
 With the canary (config key ``canary``, on by default) the same judgement at run 1's reference
-speed (``judge.against_speed``: run 2's replicates moved there along run 1's slope, against the
+speed (``judge.against_speed``: run 2's replicates moved there along run 2's own slope, against the
 CI of ``speed_latency_ms``), then the median CI half-width per thread count, plain and at the
 reference speed (``judge.width_line``). Columns ``speed_diff_pct``, ``inside_speed_ci`` and
 ``inside_speed_agreement`` (empty without the canary)."""

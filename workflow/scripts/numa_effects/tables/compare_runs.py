@@ -324,9 +324,8 @@ def read_speed(folder: Path) -> pd.DataFrame | None:
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
     """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
     compared cell's replicates against the baseline's at the baseline's reference speed, each
-    moved along its own run's fit of its series (``speed.between``: Welch's interval, as a
-    change may change the processes' spread too); where the compared run's series has no fit of
-    its own (one process per cell), both along the baseline's (``speed.contrast``). ``fits``:
+    moved along its own run's fit of its series, or both along the baseline's where the compared
+    run's series has no fit of its own (``speed.across_runs``). ``fits``:
     the two runs' ``speed.fit``. NaN where either run has no canary for the cell, the baseline's
     series no fit, or ``across`` is an axis of the reference group (the canary's threads and
     CPUs)."""
@@ -342,12 +341,9 @@ def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=(
     if fb is None or b.empty or c.empty:
         return out
     fc = fits[1].get(speed.series_of(key_c))
-    if fc is not None:  # each side along its own run's fit: a change may change the spread too
-        got = speed.between(c, fc, b, fb, fb["ref"])
-    elif set(across) & set(speed.SERIES):  # another series, and nothing to move it along
+    if fc is None and set(across) & set(speed.SERIES):  # another series, nothing to move it along
         return out
-    else:  # too few replicates to fit the compared run: the baseline's fit for both sides
-        got = speed.contrast(c, b, fb)
+    got = speed.across_runs(c, fc, b, fb)
     out.update({col: got[name] for col, name in SPEED.items()})
     out["canary_change_pct"] = math.expm1(float(c["x"].mean() - b["x"].mean())) * 100.0
     return out

@@ -31,10 +31,11 @@ way, a slope fitted on each cell's own few replicates and the adjusted values th
 plain replicates, covers far less than 95 % (tests/test_speed.py simulates both).
 
 ``contrast`` compares two sets of replicates at the same speed under one series' fit: two cells
-of a series, or one cell in two runs under the first run's fit (``tables.compare_runs``'
-``speed_ratio``; ``make bench``'s re-runs, ``benchmarks.judge.against_speed``); ``between``
-two cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
-``speed_speedup``, eager and the optimization being two series)."""
+of a series, or one cell in two runs where the second has no fit of its own; ``between`` two
+cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
+``speed_speedup``, eager and the optimization being two series), or one cell in two runs, each
+along its own run's fit (``across_runs``: ``tables.compare_runs``' ``speed_ratio``, ``make
+bench``'s re-runs, ``benchmarks.judge.against_speed``)."""
 
 from __future__ import annotations
 
@@ -200,6 +201,25 @@ def between(
     eb, vb = _at(baseline, f_baseline, ref)
     df = (vc + vb) ** 2 / (vc**2 / f_compared["df"] + vb**2 / f_baseline["df"])
     return _interval(ec - eb, vc + vb, df, confidence)
+
+
+def across_runs(
+    compared: pd.DataFrame,
+    f_compared: dict | None,
+    baseline: pd.DataFrame,
+    f_baseline: dict,
+    confidence=stats.CONFIDENCE,
+) -> dict:
+    """The latency ratio of one cell's replicates in two runs at the baseline run's reference
+    speed: each side moved along its own run's fit of the series (``between``: Welch's
+    interval, so a run whose processes spread more -- a change under test, or a host that grew
+    noisier between two runs of the same code -- widens it), or, where the compared run has no
+    fit of its own (one process per cell: the fixed protocol), both along the baseline's
+    (``contrast``). Used by ``tables.compare_runs`` and ``make bench``'s judgement of its
+    re-runs (``benchmarks.judge.against_speed``). ``contrast``'s dict."""
+    if f_compared is None:
+        return contrast(compared, baseline, f_baseline, confidence)
+    return between(compared, f_compared, baseline, f_baseline, f_baseline["ref"], confidence)
 
 
 def ratio(
