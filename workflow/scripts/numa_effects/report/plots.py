@@ -42,7 +42,6 @@ from numa_effects.report.data import (  # noqa: E402
 from numa_effects.report.registry import (  # noqa: E402
     THROUGHPUT,
     Metric,
-    allocator_order,
     base_variant,
     drawer,
     dtype_of,
@@ -293,7 +292,9 @@ def _variants(d: pd.DataFrame, non_native: dict):
     d = d.assign(variant=list(zip(d["opt"], d["allocator"], strict=True)))
     # allocators told apart when they vary, or when the one shown is not glibc as it comes
     several = d["allocator"].nunique() > 1 or d["allocator"].ne(allocators_mod.GLIBC).any()
-    order = sorted(d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocator_order(v[1])))
+    order = sorted(
+        d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocators_mod.order(v[1]))
+    )
 
     def label(v):
         text = opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")

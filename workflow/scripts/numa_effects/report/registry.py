@@ -65,9 +65,6 @@ BASE_OPT = "none"
 PACKRAT_OPTS = ("none", "script")
 
 
-allocator_order = allocators_mod.order
-
-
 def figure_allocator(names: Iterable[str]) -> str:
     """The allocator whose cells the figures that do not tell allocators apart show: the run's
     baseline (``plan.allocators.baseline``: glibc as it comes when present, else the first in
