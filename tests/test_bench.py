@@ -726,6 +726,82 @@ def test_cost_per_cell_process_seconds_fall_with_the_latency():
     assert f"none {share:.2f}" in line
 
 
+def test_min_windows_take_the_longer_of_seconds_and_iterations():
+    from benchmarks.cost import min_windows_s
+
+    settings = {"warmup": 2, "min_warmup_seconds": 2, "min_iterations": 6, "min_timed_seconds": 2}
+    assert min_windows_s(settings, 0.010) == pytest.approx(4.0)  # fast: both floors in seconds
+    assert min_windows_s(settings, 0.774) == pytest.approx(2.0 + 6 * 0.774)  # 6 iterations
+    assert min_windows_s({**settings, "warmup": 4}, 1.5) == pytest.approx(3 * 1.5 + 6 * 1.5)
+
+
+def test_cost_floor_is_below_what_every_cell_paid_and_above_the_fixed_protocol_for_fast_cells():
+    """``floor_seconds`` on the replicates' records of a real cost benchmark with bf16
+    (tests/fixtures/bench_logs/cell_records_bf16.jsonl.gz: ``python -m benchmarks cost
+    replication overhead``, commit 9aad2e5, the 2-vCPU AMD EPYC family 26 with avx512_bf16,
+    2026-12-05 08:10 UTC; span, medians, windows and settings kept). Per cell: two processes,
+    each paying the median of what the cell's processes paid besides their windows plus the
+    minimum windows. It can only be cheaper than what the run paid (2 - 4 processes, at least
+    the minimum windows each), it carries bf16's compilation in every process, and fast cells
+    stay above the fixed protocol's cost whatever the noise."""
+    import gzip
+    import json
+
+    from scipy.stats import spearmanr
+
+    from benchmarks.common import KEYS, process_span_s
+    from benchmarks.cost import GOAL_WALL_RATIO, floor_line, floor_seconds, process_seconds
+
+    recs = [
+        json.loads(line)
+        for line in gzip.decompress((LOGS / "cell_records_bf16.jsonl.gz").read_bytes()).splitlines()
+    ]
+    runs = {name: [r for r in recs if r["run"] == name] for name in ("adaptive", "fixed")}
+    floor = floor_seconds(runs["adaptive"]).set_index(KEYS)
+    paid = process_seconds(runs["adaptive"]).set_index(KEYS)
+    fixed = process_seconds(runs["fixed"]).set_index(KEYS)
+    assert set(floor.index) == set(paid.index) == set(fixed.index)
+    assert (floor["floor_process_s"] <= paid["process_s"] * 1.001).all()
+
+    # one cell by hand: the median over its replicates, twice
+    one = runs["adaptive"][0]
+    key = tuple(one["cell"][k] for k in KEYS)
+    mine = [r for r in runs["adaptive"] if tuple(r["cell"][k] for k in KEYS) == key]
+    costs = [process_span_s(r["provenance"]) - r["measurement"]["elapsed_s"] for r in mine]
+    assert floor.loc[key, "fixed_cost_s"] == pytest.approx(float(np.median(costs)))
+    lat = float(np.median([r["stats"]["median_s"] for r in mine]))
+    s = one["settings"]
+    windows = max(s["min_warmup_seconds"], (s["warmup"] - 1) * lat) + max(
+        s["min_timed_seconds"], s["min_iterations"] * lat
+    )
+    assert floor.loc[key, "windows_s"] == pytest.approx(windows, rel=0.02)
+    assert floor.loc[key, "floor_process_s"] == pytest.approx(
+        2 * (floor.loc[key, "fixed_cost_s"] + floor.loc[key, "windows_s"])
+    )
+
+    # bf16 compiles in every process: its cost besides the windows holds its first call
+    bf16 = [r for r in runs["adaptive"] if r["cell"]["opt"] == "bf16"]
+    assert bf16
+    for r in bf16:
+        k = tuple(r["cell"][c] for c in KEYS)
+        assert floor.loc[k, "fixed_cost_s"] >= 0.5 * r["measurement"]["first_call_s"]
+
+    df = floor.join(fixed.rename(columns={"process_s": "fixed_process_s"})).reset_index()
+    df["floor_ratio"] = df["floor_process_s"] / df["fixed_process_s"]
+    latency = {tuple(r["cell"][k] for k in KEYS): r["stats"]["median_s"] for r in runs["fixed"]}
+    df["fixed_median_ms"] = [1000 * latency[tuple(r[k] for k in KEYS)] for _, r in df.iterrows()]
+    assert spearmanr(df["fixed_median_ms"], df["floor_ratio"]).statistic < -0.5
+    fastest = df.loc[df["fixed_median_ms"].idxmin()]
+    assert fastest["floor_ratio"] > 1.0  # two processes of a fast cell cost more than one long one
+    line = floor_line(df)
+    ok = int((df["floor_ratio"] <= GOAL_WALL_RATIO).sum())
+    assert f"<= {GOAL_WALL_RATIO} in {ok}/{len(df)} cells" in line
+    total = df["floor_process_s"].sum() / df["fixed_process_s"].sum()
+    assert f"would take {total:.2f} x" in line
+    b = df[df["opt"] == "bf16"]
+    assert f"bf16 {b['floor_process_s'].sum() / b['fixed_process_s'].sum():.2f}" in line
+
+
 def test_the_minimum_window_replay_cuts_each_process_where_the_rule_could_first_stop():
     """``overhead.shorter_windows`` on the iterations of two real cells (tests/fixtures/windows):
     a process that timed only the minimum is unchanged; a longer one keeps its clean iterations
