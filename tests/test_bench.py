@@ -712,7 +712,7 @@ def test_cost_per_cell_process_seconds_fall_with_the_latency():
     )
     assert a.loc[key, "processes"] == len(mine)
     latency = {tuple(r["cell"][k] for k in KEYS): r["stats"]["median_s"] for r in runs["fixed"]}
-    df = a.join(f, lsuffix="_a", rsuffix="_f").reset_index()
+    df = a.join(f, suffixes=("_a", "_f")).reset_index()
     df = df.rename(columns={"process_s_a": "adaptive_process_s", "process_s_f": "fixed_process_s"})
     df["process_ratio"] = df["adaptive_process_s"] / df["fixed_process_s"]
     df["fixed_median_ms"] = [1000 * latency[tuple(r[k] for k in KEYS)] for _, r in df.iterrows()]
