@@ -31,6 +31,7 @@ def test_each_entry_carries_dtype_graph_cache_label_and_colour():
         "channels_last",
         "compile",
         "bf16",
+        "bf16_aot",
         "bf16_eager",
         "int8",
         "int8_bf16",
@@ -39,6 +40,8 @@ def test_each_entry_carries_dtype_graph_cache_label_and_colour():
     assert table["compile"] == ("float32", "inductor", True)
     assert table["bf16"] == ("bfloat16", "inductor", True)
     assert table["bf16_eager"] == ("bfloat16", "eager", False)
+    assert table["bf16_aot"] == ("bfloat16", "aoti", True)
+    assert OPT["bf16_aot"].native == "bf16" and OPT["bf16_aot"].requires == ("cxx",)
     assert table["int8"] == table["int8_bf16"] == ("int8", "inductor", True)
     assert all(o.graph != "inductor" or o.compile_cache for o in OPT.values())
     colors = [o.color for o in OPT.values()]
@@ -203,3 +206,51 @@ def test_int8_mixed_with_bf16_keeps_int8_kernels_and_outputs_bf16(cache):
     assert out["checked"]["verdict"]["ok"], out["checked"]
     assert out["checked"]["agreement"]["output_dtype"] == "bfloat16"
     assert "u8/s8" in cpu_dtypes(out), out["trace"]["summary"]
+
+
+@pytest.mark.integration
+def test_bf16_aot_is_built_by_the_first_process_and_loaded_by_the_next(tmp_path):
+    """Two processes of the same cell shape share one AOTInductor package in the run's compile
+    cache: the first exports and compiles it (its conversion holds that), the second only
+    loads it (no compilation in its conversion or its first call); both run bf16 through
+    oneDNN where this CPU does and agree with float32 eager."""
+    _needs("bf16_aot")
+    cache = tmp_path / "cache"
+    first = run_child("bf16_aot", cache)
+    packages = sorted((cache / opts.AOT_FOLDER).glob("*.pt2"))
+    assert len(packages) == 1, packages
+    built = packages[0].stat().st_mtime_ns
+    second = run_child("bf16_aot", cache)
+    assert sorted((cache / opts.AOT_FOLDER).glob("*.pt2")) == packages
+    assert packages[0].stat().st_mtime_ns == built  # loaded, not rebuilt
+    assert second["prepare_s"] < first["prepare_s"] / 3, (first["prepare_s"], second["prepare_s"])
+    for out in (first, second):
+        assert out["checked"]["verdict"]["ok"], out["checked"]
+        assert out["checked"]["agreement"]["output_dtype"] == "bfloat16"
+        assert out["freezing"]
+        _bf16_trace_matches_this_cpu(out)
+    assert second["checked"]["agreement"] == first["checked"]["agreement"]
+
+
+def test_an_aot_package_is_keyed_by_weights_input_and_threads():
+    """``aot_package_key``: the same model and input give the same key; other weights, another
+    input shape or memory format, another thread count each give another (a package is
+    compiled code with its weights inside, its kernels generated for one thread count)."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 3, 8, 8)
+    key = opts.aot_package_key(model, x)
+    assert key == opts.aot_package_key(model, x.clone())
+    assert key != opts.aot_package_key(model, torch.randn(2, 3, 8, 8))
+    assert key != opts.aot_package_key(model, x.to(memory_format=torch.channels_last))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads + 1)
+        assert key != opts.aot_package_key(model, x)
+    finally:
+        torch.set_num_threads(threads)
+    with torch.no_grad():
+        model[0].weight[0, 0, 0, 0] += 1.0
+    assert key != opts.aot_package_key(model, x)

@@ -750,7 +750,8 @@ def test_describe_reads_like_english():
     assert schema.describe(props["max_seconds_per_cell"]) == "a number > 0 and <= 86400"
     assert schema.describe(props["threads"]).startswith("auto, or a list")
     assert schema.describe(props["optimizations"]).endswith(
-        "of one of none, script, channels_last, compile, bf16, bf16_eager, int8, int8_bf16"
+        "of one of none, script, channels_last, compile, bf16, bf16_aot, bf16_eager, int8, "
+        "int8_bf16"
     )
     assert "--list models" in schema.describe(props["models"])
 

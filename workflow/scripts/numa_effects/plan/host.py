@@ -54,10 +54,11 @@ class Host:
 
 def bf16_reason(entry, caps, bf16: str = BF16_AUTO) -> str | None:
     """The bf16 rule: under ``bf16: auto`` an optimization that computes in bf16 (``native ==
-    "bf16"``: ``bf16``, ``bf16_eager``, ``int8_bf16``) is measured only where this CPU has native
-    bf16; elsewhere oneDNN emulates it or ATen's reference kernels run, slower than float32, so
-    its cells are skipped with the reason. ``always`` measures them anyway (marked). int8 without
-    VNNI/AMX still runs oneDNN's integer kernels and is always measured (marked)."""
+    "bf16"``: ``bf16``, ``bf16_aot``, ``bf16_eager``, ``int8_bf16``) is measured only where this
+    CPU has native bf16; elsewhere oneDNN emulates it or ATen's reference kernels run, slower
+    than float32, so its cells are skipped with the reason. ``always`` measures them anyway
+    (marked). int8 without VNNI/AMX still runs oneDNN's integer kernels and is always measured
+    (marked)."""
     if caps is None or bf16 == BF16_ALWAYS or entry.native != "bf16":
         return None
     if optimizations_mod.native_on(entry, caps):
