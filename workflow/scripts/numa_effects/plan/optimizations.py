@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -224,6 +225,11 @@ class _AutocastBF16:
         return Wrapped(model)
 
 
+class AotPackage(UserWarning):
+    """Which process built the AOTInductor package a ``bf16_aot`` cell ran (a note, not a
+    fault)."""
+
+
 def aot_package_key(model, x) -> str:
     """What an AOTInductor package is specific to: torch's version, the model's class and
     weights, the input's shape, dtype and strides, the thread count (inductor's CPU kernels are
@@ -292,7 +298,15 @@ def _bf16_aot(model, x, settings):
     # export needs autograd-free but not inference tensors (as ``quantize_int8``)
     with torch.inference_mode(False), torch.no_grad():
         model, x = _channels_last(model, x, settings)
-        path, _ = aot_package(_AutocastBF16(model), x, folder)
+        path, built = aot_package(_AutocastBF16(model), x, folder)
+    # provenance: the cell records its conversion's warnings (``provenance.warnings``)
+    how = (
+        "built by this process (its prepare_s holds the export and compilation)"
+        if built
+        else "loaded (built by an earlier process)"
+    )
+    note = f"AOTInductor package {os.path.basename(path)} {how}"
+    warnings.warn(AotPackage(note), stacklevel=2)
     return torch._inductor.aoti_load_package(path), x
 
 
