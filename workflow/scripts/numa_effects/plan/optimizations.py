@@ -41,8 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # Bytes per element of each dtype an optimization computes in (the memory estimate).
-AOT_FOLDER = "aot"  # AOTInductor packages, under the run's compile cache
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+AOT_FOLDER = "aot"  # AOTInductor packages (``bf16_aot``), under the run's compile cache
 
 
 @dataclass(frozen=True)
@@ -207,22 +207,21 @@ def _bf16(model, x, settings):
     return _autocast_bf16(torch.compile(model)), x
 
 
-class _AutocastBF16:
-    """A module wrapper whose forward runs under bf16 autocast (what ``torch.export`` traces)."""
+def _autocast_module(model):
+    """``model`` in a module whose forward runs under bf16 autocast (what ``torch.export``
+    traces: ``_autocast_bf16`` wraps a callable, export needs a module)."""
+    import torch
 
-    def __new__(cls, model):
-        import torch
+    class AutocastBF16(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
 
-        class Wrapped(torch.nn.Module):
-            def __init__(self, inner):
-                super().__init__()
-                self.inner = inner
+        def forward(self, z):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.inner(z)
 
-            def forward(self, z):
-                with torch.autocast("cpu", dtype=torch.bfloat16):
-                    return self.inner(z)
-
-        return Wrapped(model)
+    return AutocastBF16(model)
 
 
 class AotPackage(UserWarning):
@@ -231,8 +230,8 @@ class AotPackage(UserWarning):
 
 
 def aot_package_key(model, x) -> str:
-    """What an AOTInductor package is specific to: torch's version, the model's class and
-    weights, the input's shape, dtype and strides, the thread count (inductor's CPU kernels are
+    """What an AOTInductor package is specific to: torch's version, the model's architecture
+    and weights, the input's shape, dtype and strides, the thread count (inductor's CPU kernels are
     generated for it) and the CPU (its vector ISA and model name: a package is native code)."""
     import hashlib
 
@@ -244,7 +243,7 @@ def aot_package_key(model, x) -> str:
     info = cpu.read_cpuinfo()
     for part in (
         torch.__version__,
-        type(model).__name__,
+        repr(model),  # the architecture, layer by layer
         tuple(x.shape),
         str(x.dtype),
         x.stride(),
@@ -280,10 +279,14 @@ def aot_package(module, x, folder) -> tuple[str, bool]:
             return path, False
         exported = torch.export.export(module, (x,))
         tmp = f"{path}.{os.getpid()}.tmp.pt2"
-        torch._inductor.aoti_compile_and_package(
-            exported, package_path=tmp, inductor_configs={"freezing": True}
-        )
-        os.replace(tmp, path)
+        try:
+            torch._inductor.aoti_compile_and_package(
+                exported, package_path=tmp, inductor_configs={"freezing": True}
+            )
+            os.replace(tmp, path)
+        finally:  # a failed build leaves nothing behind; the next process tries again
+            if os.path.exists(tmp):
+                os.remove(tmp)
         return path, True
 
 
@@ -293,12 +296,16 @@ def _bf16_aot(model, x, settings):
     import torch
 
     setup_inductor(settings)
-    cache = settings.get("compile_cache_dir")
-    folder = os.path.join(os.path.abspath(cache), AOT_FOLDER) if cache else tempfile.mkdtemp()
+    # without the run's cache (a direct call): one folder per machine, safe to share as the
+    # packages are keyed by what they are specific to
+    cache = settings.get("compile_cache_dir") or os.path.join(
+        tempfile.gettempdir(), "numa-effects-cache"
+    )
+    folder = os.path.join(os.path.abspath(cache), AOT_FOLDER)
     # export needs autograd-free but not inference tensors (as ``quantize_int8``)
     with torch.inference_mode(False), torch.no_grad():
         model, x = _channels_last(model, x, settings)
-        path, built = aot_package(_AutocastBF16(model), x, folder)
+        path, built = aot_package(_autocast_module(model), x, folder)
     # provenance: the cell records its conversion's warnings (``provenance.warnings``)
     how = (
         "built by this process (its prepare_s holds the export and compilation)"
