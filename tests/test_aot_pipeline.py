@@ -64,7 +64,7 @@ def test_one_package_is_built_by_one_process_and_loaded_by_the_other(run):
     assert len(packages) == 1, packages
     notes = [_notes(r) for r in records]
     assert all(len(n) == 1 and packages[0].name in n[0] for n in notes), notes
-    built = [i for i, n in enumerate(notes) if "built by this process" in n[0]]
+    built = [i for i, n in enumerate(notes) if "built for this process by a child" in n[0]]
     loaded = [i for i, n in enumerate(notes) if "loaded (built by an earlier process)" in n[0]]
     assert len(built) == 1 and len(loaded) == 1, notes
     b, ld = records[built[0]]["measurement"], records[loaded[0]]["measurement"]

@@ -38,6 +38,7 @@ Shared, the bottom:
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
 - ``plan.optimizations``: the optimization registry (graph mode, dtype, requirements).
+- ``plan.aot``: ``bf16_aot``'s exported module and its packaging child process.
 - ``plan.allocators``: the allocator registry (libraries, preload, proof).
 - ``plan.cpu``: what the CPU computes fast (ISA flags, native bf16, theoretical peak).
 - ``plan.host``: what the planning machine offers beyond its topology (skips with reasons).

@@ -25,6 +25,7 @@ LAYERS = {
     "measure": (
         "numa_effects/measure/*.py",
         "numa_effects/plan/optimizations.py",
+        "numa_effects/plan/aot.py",  # bf16_aot's exported module and packaging child
         "numa_effects/plan/settings.py",
         # what the cell preloads and verifies, and the capabilities it records
         "numa_effects/plan/allocators.py",

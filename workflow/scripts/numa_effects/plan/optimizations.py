@@ -36,6 +36,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -210,16 +212,7 @@ def _bf16(model, x, settings):
 def _autocast_module(model):
     """``model`` in a module whose forward runs under bf16 autocast (what ``torch.export``
     traces: ``_autocast_bf16`` wraps a callable, export needs a module)."""
-    import torch
-
-    class AutocastBF16(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, z):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                return self.inner(z)
+    from numa_effects.plan.aot import AutocastBF16
 
     return AutocastBF16(model)
 
@@ -262,10 +255,10 @@ def aot_package_key(model, x) -> str:
 
 def aot_package(module, x, folder) -> tuple[str, bool]:
     """The path of ``module``'s AOTInductor package for input ``x`` in ``folder`` (freezing on,
-    as ``bf16``), and whether this process built it: the first process that needs it exports
-    and compiles it under a file lock (into a temporary name, then renamed), the others wait
-    for it and load it. Call it outside inference mode (``torch.export`` refuses inference
-    tensors)."""
+    as ``bf16``), and whether this process built it: the first process that needs it has a
+    child process export and compile it (``plan.aot``, at this process's thread count)
+    under a file lock, into a temporary name then renamed; the others wait for it and load it.
+    Call it outside inference mode (``torch.export`` refuses inference tensors)."""
     import fcntl
 
     import torch
@@ -277,16 +270,26 @@ def aot_package(module, x, folder) -> tuple[str, bool]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(path):
             return path, False
-        exported = torch.export.export(module, (x,))
-        tmp = f"{path}.{os.getpid()}.tmp.pt2"
+        tmp = f"{path}.{os.getpid()}.tmp"
         try:
-            torch._inductor.aoti_compile_and_package(
-                exported, package_path=tmp, inductor_configs={"freezing": True}
-            )
-            os.replace(tmp, path)
+            # built by a process of its own: the measuring process only loads, as every other
+            # replicate does (its heap never held the compilation)
+            torch.save(module, f"{tmp}.module")
+            torch.save(x, f"{tmp}.input")
+            scripts = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                p for p in (scripts, os.environ.get("PYTHONPATH")) if p
+            )}  # fmt: skip
+            cmd = [sys.executable, "-m", "numa_effects.plan.aot"]
+            args = [f"{tmp}.module", f"{tmp}.input", f"{tmp}.pt2", str(torch.get_num_threads())]
+            done = subprocess.run([*cmd, *args], env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"AOTInductor build failed: {done.stderr[-2000:]}")
+            os.replace(f"{tmp}.pt2", path)
         finally:  # a failed build leaves nothing behind; the next process tries again
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            for leftover in (f"{tmp}.module", f"{tmp}.input", f"{tmp}.pt2"):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
         return path, True
 
 
@@ -308,7 +311,7 @@ def _bf16_aot(model, x, settings):
         path, built = aot_package(_autocast_module(model), x, folder)
     # provenance: the cell records its conversion's warnings (``provenance.warnings``)
     how = (
-        "built by this process (its prepare_s holds the export and compilation)"
+        "built for this process by a child (its prepare_s holds the export and compilation)"
         if built
         else "loaded (built by an earlier process)"
     )

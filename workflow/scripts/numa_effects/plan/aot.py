@@ -1,0 +1,43 @@
+"""``bf16_aot``'s two parts that need torch at import (``plan.optimizations`` imports it lazily):
+the module it exports (``AutocastBF16``: a model whose forward runs under bf16 autocast,
+importable so that a child process can unpickle it) and the packaging child.
+
+``python -m numa_effects.plan.aot MODULE INPUT PACKAGE THREADS`` exports and packages one
+module with AOTInductor (freezing on) in a process of its own, so that every process that
+measures a ``bf16_aot`` cell only loads the package (``plan.optimizations.aot_package``). The
+module and its example input come as ``torch.save`` files; ``THREADS`` is the measuring
+process's thread count, which inductor generates its CPU kernels for."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+
+class AutocastBF16(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, z):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.inner(z)
+
+
+def build(module_path: str, input_path: str, package: str, threads: int) -> None:
+    import torch._inductor.config as inductor_config
+
+    torch.set_num_threads(threads)
+    inductor_config.freezing = True
+    module = torch.load(module_path, weights_only=False)
+    x = torch.load(input_path)
+    with torch.no_grad():
+        exported = torch.export.export(module, (x,))
+        torch._inductor.aoti_compile_and_package(
+            exported, package_path=package, inductor_configs={"freezing": True}
+        )
+
+
+if __name__ == "__main__":
+    build(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
