@@ -209,14 +209,6 @@ def _bf16(model, x, settings):
     return _autocast_bf16(torch.compile(model)), x
 
 
-def _autocast_module(model):
-    """``model`` in a module whose forward runs under bf16 autocast (what ``torch.export``
-    traces: ``_autocast_bf16`` wraps a callable, export needs a module)."""
-    from numa_effects.plan.aot import AutocastBF16
-
-    return AutocastBF16(model)
-
-
 class AotPackage(UserWarning):
     """Which process built the AOTInductor package a ``bf16_aot`` cell ran (a note, not a
     fault)."""
@@ -263,6 +255,8 @@ def aot_package(module, x, folder) -> tuple[str, bool]:
 
     import torch
 
+    from numa_effects.plan.code import SCRIPTS
+
     os.makedirs(folder, exist_ok=True)
     key = aot_package_key(module, x)
     path = os.path.join(folder, f"{key}.pt2")
@@ -276,12 +270,11 @@ def aot_package(module, x, folder) -> tuple[str, bool]:
             # replicate does (its heap never held the compilation)
             torch.save(module, f"{tmp}.module")
             torch.save(x, f"{tmp}.input")
-            scripts = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                p for p in (scripts, os.environ.get("PYTHONPATH")) if p
-            )}  # fmt: skip
+            threads = torch.get_num_threads()
             cmd = [sys.executable, "-m", "numa_effects.plan.aot"]
-            args = [f"{tmp}.module", f"{tmp}.input", f"{tmp}.pt2", str(torch.get_num_threads())]
+            args = [f"{tmp}.module", f"{tmp}.input", f"{tmp}.pt2", str(threads)]
+            path_var = os.pathsep.join(filter(None, [str(SCRIPTS), os.environ.get("PYTHONPATH")]))
+            env = {**os.environ, "PYTHONPATH": path_var}
             done = subprocess.run([*cmd, *args], env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 raise RuntimeError(f"AOTInductor build failed: {done.stderr[-2000:]}")
@@ -298,6 +291,8 @@ def _bf16_aot(model, x, settings):
 
     import torch
 
+    from numa_effects.plan.aot import AutocastBF16  # the module export traces (a child unpickles)
+
     setup_inductor(settings)
     # without the run's cache (a direct call): one folder per machine, safe to share as the
     # packages are keyed by what they are specific to
@@ -308,7 +303,7 @@ def _bf16_aot(model, x, settings):
     # export needs autograd-free but not inference tensors (as ``quantize_int8``)
     with torch.inference_mode(False), torch.no_grad():
         model, x = _channels_last(model, x, settings)
-        path, built = aot_package(_autocast_module(model), x, folder)
+        path, built = aot_package(AutocastBF16(model), x, folder)
     # provenance: the cell records its conversion's warnings (``provenance.warnings``)
     how = (
         "built for this process by a child (its prepare_s holds the export and compilation)"
