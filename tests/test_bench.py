@@ -750,7 +750,13 @@ def test_cost_floor_is_below_what_every_cell_paid_and_above_the_fixed_protocol_f
     from scipy.stats import spearmanr
 
     from benchmarks.common import KEYS, process_span_s
-    from benchmarks.cost import GOAL_WALL_RATIO, floor_line, floor_seconds, process_seconds
+    from benchmarks.cost import (
+        FIRST_STAGE,
+        GOAL_WALL_RATIO,
+        floor_line,
+        floor_seconds,
+        process_seconds,
+    )
 
     recs = [
         json.loads(line)
@@ -786,7 +792,9 @@ def test_cost_floor_is_below_what_every_cell_paid_and_above_the_fixed_protocol_f
         k = tuple(r["cell"][c] for c in KEYS)
         assert floor.loc[k, "fixed_cost_s"] >= 0.5 * r["measurement"]["first_call_s"]
 
-    df = floor.join(fixed.rename(columns={"process_s": "fixed_process_s"})).reset_index()
+    fixed_s = fixed.rename(columns={"process_s": "fixed_process_s"})
+    df = floor.drop(columns="processes").join(fixed_s)
+    df = df.reset_index()
     df["floor_ratio"] = df["floor_process_s"] / df["fixed_process_s"]
     latency = {tuple(r["cell"][k] for k in KEYS): r["stats"]["median_s"] for r in runs["fixed"]}
     df["fixed_median_ms"] = [1000 * latency[tuple(r[k] for k in KEYS)] for _, r in df.iterrows()]
@@ -800,6 +808,26 @@ def test_cost_floor_is_below_what_every_cell_paid_and_above_the_fixed_protocol_f
     assert f"would take {total:.2f} x" in line
     b = df[df["opt"] == "bf16"]
     assert f"bf16 {b['floor_process_s'].sum() / b['fixed_process_s'].sum():.2f}" in line
+
+    # the floor at this run's own replicate counts (what the spread asked of Stein's rule):
+    # each cell pays for as many processes as it measured, between the two-process floor and
+    # what the run paid
+    noise = floor_seconds(runs["adaptive"], processes=None).set_index(KEYS)
+    counts = pd.Series([tuple(r["cell"][k] for k in KEYS) for r in runs["adaptive"]]).value_counts()
+    assert (noise["processes"] == counts.reindex(noise.index)).all()
+    assert noise["processes"].max() > FIRST_STAGE  # the fixture has cells that took more
+    per = noise["fixed_cost_s"] + noise["windows_s"]
+    assert np.allclose(noise["floor_process_s"], noise["processes"] * per)
+    assert (noise["floor_process_s"] >= floor["floor_process_s"] - 1e-9).all()
+    assert (noise["floor_process_s"] <= paid["process_s"] * 1.001).all()
+    df["noise_floor_process_s"] = (
+        noise["floor_process_s"].reindex(pd.MultiIndex.from_frame(df[KEYS])).to_numpy()
+    )
+    words = "this run's processes"
+    line = floor_line(df, "noise_floor_process_s", words)
+    assert line.startswith(f"floor: {words} per cell")
+    total = df["noise_floor_process_s"].sum() / df["fixed_process_s"].sum()
+    assert f"would take {total:.2f} x" in line
 
 
 def test_the_minimum_window_replay_cuts_each_process_where_the_rule_could_first_stop():
