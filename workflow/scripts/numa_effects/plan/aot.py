@@ -26,10 +26,9 @@ class AutocastBF16(torch.nn.Module):
 
 
 def build(module_path: str, input_path: str, package: str, threads: int) -> None:
-    import torch._inductor.config as inductor_config
+    import torch._inductor
 
     torch.set_num_threads(threads)
-    inductor_config.freezing = True
     module = torch.load(module_path, weights_only=False)
     x = torch.load(input_path)
     with torch.no_grad():
