@@ -13,5 +13,6 @@ text = summary.render(
     str(Path(sm.output[0]).parent),
     stats.read_table(sm.input.packing) if hasattr(sm.input, "packing") else None,
     stats.read_table(sm.input.interference) if hasattr(sm.input, "interference") else None,
+    stats.read_table(sm.input.recommendation) if hasattr(sm.input, "recommendation") else None,
 )
 Path(sm.output[0]).write_text(text)

@@ -72,7 +72,10 @@ def render(
     results: str,
     packing: pd.DataFrame | None = None,
     profile: pd.DataFrame | None = None,
+    recommendation: pd.DataFrame | None = None,
 ) -> str:
+    from numa_effects.tables import deploy
+
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
@@ -87,7 +90,7 @@ def render(
     else:  # imported results: the layout was not recorded, so none is claimed
         machine_line = f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
     imported = machine.get("imported_from")
-    lines = ["numa-effects run summary", machine_line]
+    lines = [*deploy.answer_lines(recommendation), "numa-effects run summary", machine_line]
     if imported:
         lines.append(f"  imported from: {', '.join(imported)}")
     verb = "imported" if imported else "measured"
