@@ -258,6 +258,7 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
     index = _read_json(history / INDEX)
     replaced = {os.path.relpath(p, root) for p in replaced}
     kept = Kept(str(history))
+    changed = False
     for rel in measured_files(root):
         src = root / rel
         try:
@@ -269,12 +270,14 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
         if entry.get("stamp") != stamp or not (history / str(name) / rel).exists():
             name, linked = _place(src, history, rel, recorded_code(root, rel) or UNKNOWN)
             index[rel] = {"stamp": stamp, "snapshot": name}
+            changed = True
             if linked is not None:
                 kept.linked[name] += 1
                 kept.copied += not linked
         if rel in replaced:
             kept.replaced[name] += 1
-    if kept.linked:
+    if changed:
+        history.mkdir(parents=True, exist_ok=True)
         tmp = history / f".{INDEX}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(index, indent=0, sort_keys=True))
         os.replace(tmp, history / INDEX)
