@@ -47,6 +47,7 @@ Shared, the bottom:
 - ``plan.packing``: PackRat's question: the best <instances, threads, batch> per budget.
 - ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
 - ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
+- ``plan.remeasure``: what a run measures, why, and its estimated time (the dry run's line).
 
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
 profiles):
@@ -78,6 +79,7 @@ profiles):
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
+- ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
 - ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the
