@@ -23,6 +23,7 @@ include: "workflow/rules/packing.smk"  # PackRat's packing question, measured
 include: "workflow/rules/deploy.smk"  # what to deploy: the answer, against the launchers
 include: "workflow/rules/report.smk"  # one rule per figure family and the report page
 include: "workflow/rules/compare.smk"  # result folders compared (config key compare)
+include: "workflow/rules/history.smk"  # records kept before a re-run replaces them
 
 
 rule all:
@@ -30,6 +31,10 @@ rule all:
     input:
         PLAN.targets(),
         replicate_outputs,  # two_stage: the replicates decided after the first stage
+
+
+onstart:
+    keep_history()
 
 
 onsuccess:

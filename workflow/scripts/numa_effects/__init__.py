@@ -50,6 +50,7 @@ Shared, the bottom:
 - ``plan.deploy``: what to deploy: the objectives, the baselines' registry, the ``deploy`` key.
 - ``plan.launchers``: the layouts other tools choose by rule (``run_cpu`` as it computes them).
 - ``plan.cost``: the run's wall time estimated before any job; the grid shrunk to a budget.
+- ``plan.remeasure``: what a run measures, why, and its estimated time (the dry run's line).
 
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
 profiles):
@@ -82,6 +83,7 @@ profiles):
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
+- ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
 - ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the

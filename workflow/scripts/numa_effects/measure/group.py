@@ -274,6 +274,7 @@ def run(
         "choice": choice,
         "settings": job["settings"],
         "provenance": _provenance(),
+        "code": job.get("code"),  # the measuring code's digest (plan.code)
     }
     configs = packing.configurations({**choice, "budget": budget, "batch": int(job["batch"])})
     result["configurations"] = {
@@ -310,6 +311,7 @@ def run_interference(
         "job": {k: job[k] for k in keys} | {"allocator": job.get("allocator")},
         "settings": job["settings"],
         "provenance": _provenance(),
+        "code": job.get("code"),  # the measuring code's digest (plan.code)
     }
     configs = profile_configurations(job)
     return _place_and_measure(job, configs, result, out, logdir, timeout_s, max_memory_mb, sleep)

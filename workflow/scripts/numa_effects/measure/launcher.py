@@ -112,6 +112,7 @@ def run(
     log.parent.mkdir(parents=True, exist_ok=True)
 
     def finish(result: dict) -> dict:
+        result["code"] = spec.get("code")  # the measuring code's digest (plan.code)
         cellresult.write_json_atomic(out, result)
         return result
 

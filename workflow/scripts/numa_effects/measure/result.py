@@ -20,6 +20,7 @@ one measuring stack, older files simply lack them):
   the CPU each thread last ran on, anonymous pages per NUMA node) with ``ok`` and ``problems``
 - ``provenance``: command line, versions, env, host, timestamps, peak RSS, warnings
 - ``failure``: null, or cause, returncode, signal, stderr_tail for a failed cell
+- ``code``: the digest of the measuring code that made it (``plan.code``; the spec's ``code``)
 - ``instances``: one entry per pinned instance process (1 for a cell): threads, batch, plan,
   command line, its own latencies and statistics, binding and verification; for more than one
   instance the top-level ``plan`` is null and ``binding`` holds the combined verification

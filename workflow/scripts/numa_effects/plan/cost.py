@@ -227,6 +227,13 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     est.add("deploy", JOB_S * 3 + seconds, jobs=3)
 
 
+def deploy_seconds(plan, caps=None) -> float:
+    """The deploy job's estimate alone (``remeasure``'s default for it)."""
+    est = Estimate()
+    _deploy(est, plan, caps, int(plan.config.get("image_size", 224)), None)
+    return est.total_s
+
+
 # -- the budget ------------------------------------------------------------------------------------
 
 

@@ -72,8 +72,11 @@ def render(
     results: str,
     packing: pd.DataFrame | None = None,
     profile: pd.DataFrame | None = None,
+    history: list[str] = (),
     recommendation: pd.DataFrame | None = None,
 ) -> str:
+    """The run's summary; ``history``: where the records a re-run replaced are kept
+    (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines)."""
     from numa_effects.tables import deploy
 
     s = machine.get("summary", {})
@@ -128,6 +131,7 @@ def render(
                 "(cells.csv columns contended, foreign_cpu_pct)"
             )
     lines += packing_lines(packing, profile)
+    lines += history
     lines += [
         f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv, failures.csv",
         f"  machine: {results}/machine.json",
