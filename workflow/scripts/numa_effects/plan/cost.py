@@ -14,7 +14,10 @@ over, and the run's progress line corrects its ETA by what the jobs really took.
 the estimate fits: (1) no second stage of replicates (``two_stage.cap`` = ``replicates``), (2)
 the deploy rounds at their minimum, (3) thread counts at powers of two and node sizes, (4) batch
 sizes dropped from the middle (the smallest and largest kept), (5) one measured candidate per
-objective, (6) no packing measurement jobs. What was shrunk is said in one line each.
+objective, (6) no packing measurement jobs, (7) the interference profile at one thread count (the
+model's slowdown depends on the busy cores, not on the instance's threads), (8) thread counts at
+powers of four and node sizes. What was shrunk is said in one line each; a grid still over the
+budget after every step runs as it is, and the line says so.
 """
 
 from __future__ import annotations
@@ -237,8 +240,13 @@ def deploy_seconds(plan, caps=None) -> float:
 # -- the budget ------------------------------------------------------------------------------------
 
 
-def _powers_and_nodes(threads: list[int], node_sizes: set[int]) -> list[int]:
-    return [t for t in threads if t & (t - 1) == 0 or t in node_sizes]
+def _powers_and_nodes(threads: list[int], node_sizes: set[int], base: int = 2) -> list[int]:
+    def power(t: int) -> bool:
+        while t % base == 0:
+            t //= base
+        return t == 1
+
+    return [t for t in threads if power(t) or t in node_sizes]
 
 
 def _drop_middle(batches: list[int]) -> list[int]:
@@ -265,14 +273,26 @@ def shrink_steps(config: dict, topo) -> list:
         d["max_rounds"] = rounds
         return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
 
-    def threads(c):
+    def threads(c, base=2):
         from numa_effects.plan import grid
 
         have = grid.thread_counts(c, topo)
-        keep = _powers_and_nodes(have, set(topo.cores_per_node().values()))
+        keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
         if keep == have or not keep:
             return None
-        return {**c, "threads": keep}, f"threads: {keep} (powers of two and node sizes)"
+        return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
+
+    def sparser_threads(c):
+        return threads(c, base=4)
+
+    def profile_threads(c):
+        p = dict(c.get("packing") or {})
+        ig = dict(p.get("interference") or {})
+        if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
+            return None
+        ig["threads"] = [1]
+        p["interference"] = ig
+        return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
 
     def batches(c):
         have = sorted(int(b) for b in c.get("batch_sizes") or ())
@@ -295,7 +315,18 @@ def shrink_steps(config: dict, topo) -> list:
         p["enabled"] = False
         return {**c, "packing": p}, "packing.enabled: false"
 
-    return [no_second_stage, deploy_rounds, threads, batches, batches, batches, candidates, packing]
+    return [
+        no_second_stage,
+        deploy_rounds,
+        threads,
+        batches,
+        batches,
+        batches,
+        candidates,
+        packing,
+        profile_threads,
+        sparser_threads,
+    ]
 
 
 def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:

@@ -138,6 +138,7 @@ def settings(config: dict, measured: bool) -> dict:
     return {
         "enabled": enabled,
         "measured": enabled and measured,
+        "imported": bool(config.get("import")),
         "objectives": [o for o in OBJECTIVES if o in s["objectives"]],
         "batch_sizes": batch_sizes,
         "throughput_batch": max(batch_sizes) if batch_sizes else 1,

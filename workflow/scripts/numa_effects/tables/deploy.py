@@ -189,6 +189,8 @@ def _roles(row: dict) -> dict[str, dict]:
             continue
         got = out.setdefault(b["config"], {"role": "baseline", "baselines": [], "notes": []})
         got["baselines"].append(b["baseline"])
+        if "predicted" in b and "prediction" not in got:
+            got["prediction"] = b
         got["notes"] += [n for n in b.get("notes") or () if n not in got["notes"]]
     return out
 
@@ -223,12 +225,45 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             if bound_ms:
                 base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
         _gain_columns(base, cid, rec, runs, row, pool)
-        notes = list(info["notes"])
+        notes = [*info["notes"], *(n for n in config.get("notes") or () if n not in info["notes"])]
         if cid == rec:
             notes.insert(0, why)
         base["notes"] = "; ".join(notes)
         out.append(base)
+    if not runs:  # predictions only: the gains of the predictions
+        top = next((o for o in out if o["role"] == "recommended"), None)
+        for o in out:
+            if o is not top:
+                _predicted_gain(o, top and _unshown(top, objective), objective)
     return out
+
+
+def _unshown(r: dict, objective: str) -> dict:
+    """A row's predictions back in the unit the gains are computed in (the same ratio)."""
+    return {k: r.get(k, math.nan) for k in ("predicted", "predicted_low", "predicted_high")}
+
+
+def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
+    """Without a measurement: the gain of the predictions, its interval from both predicted
+    intervals (log scale, independent)."""
+    if rec_row is None or base.get("predicted") != base.get("predicted"):
+        return
+    a, b = rec_row["predicted"], base["predicted"]
+    if not (a == a and a > 0 and b > 0):
+        return
+    gain = b / a if objective == deploy_mod.LATENCY else a / b
+    half = 0.0
+    for r in (rec_row, base):
+        lo, hi = r.get("predicted_low", math.nan), r.get("predicted_high", math.nan)
+        if not (lo == lo and hi == hi and lo > 0):
+            return base.update(gain=gain)
+        half = math.hypot(half, math.log(hi / lo) / 2)
+    base.update(
+        gain=gain,
+        gain_ci_low=gain * math.exp(-half),
+        gain_ci_high=gain * math.exp(half),
+        significant=bool(gain * math.exp(-half) > 1 or gain * math.exp(half) < 1),
+    )
 
 
 def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
@@ -273,6 +308,10 @@ def table(plan: dict, result: dict | None, bound_ms: float | None = None) -> pd.
 # -- the answer in words ---------------------------------------------------------------------------
 
 
+def _given(v) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
 def _num(v: float) -> str:
     return f"{v:.3g}" if v == v else "?"
 
@@ -285,7 +324,7 @@ def gain_words(r, objective: str) -> str:
     """``1.8x faster [1.6, 2.0]`` / ``1.3x the images/s [...]`` / ``not significantly ...``."""
     g = r.gain
     if g != g:
-        return "gain not measured"
+        return "no gain: not measured" if r.source == "measured" else "no gain: not predicted"
     what = "faster" if objective.startswith(deploy_mod.LATENCY) else "the images/s"
     sig = "" if stats.as_bool(r.significant) else " (not significant)"
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
@@ -312,7 +351,7 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             if r["source"] == "measured"
             else _interval(r["predicted_low"], r["predicted_high"])
         )
-        same = f" (the layout of {r['baseline']})" if isinstance(r["baseline"], str) else ""
+        same = f" (the layout of {r['baseline']})" if _given(r["baseline"]) else ""
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
             f"{_num(value)} {r['unit']}{ci}" + ("" if r["source"] == "measured" else " (predicted)")

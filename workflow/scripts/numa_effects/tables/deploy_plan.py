@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import cpulist, deploy, interference, launchers, packing
+from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
@@ -106,15 +107,20 @@ class Configs:
 # -- the profiles --------------------------------------------------------------------------------
 
 
-def profiles(cells, model: str, s: dict) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the grid's ``sequential`` cells that
-    were measured (or imported), for the optimizations and allocators searched."""
+SPREAD = "interleave"  # the placement whose cells describe an instance across nodes
+
+
+def profiles(cells, model: str, s: dict, placement: str = packing.BASELINE_PLACEMENT) -> dict:
+    """{(opt, allocator): (latency table, alone table)} of the grid's ``placement`` cells (the
+    isolated profiles: ``sequential``) that were measured (or imported), for the optimizations
+    and allocators searched."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
-            table = packing.latency_table(cells, model, opt, allocator=alloc)
+            table = packing.latency_table(cells, model, opt, placement, alloc)
             if table:
-                out[(opt, alloc)] = (table, packing.alone_table(cells, model, opt, allocator=alloc))
+                alone = packing.alone_table(cells, model, opt, placement, alloc)
+                out[(opt, alloc)] = (table, alone)
     return out
 
 
@@ -150,10 +156,18 @@ def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
 # -- predictions ---------------------------------------------------------------------------------
 
 
+# PackRat's dynamic programme over (cores, images) up to this many cores x images; beyond it (a
+# large batch on a large server) the search takes k identical instances (below), which is what
+# a deployment runs and what the programme finds there as well
+DP_LIMIT = 4096
+
+
 def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, batch: int):
     """[(predicted latency s, low, high, opt, allocator, [(threads, batch, node)])] of the best
     configuration of each instance count, for every (optimization, allocator), best first."""
     caps = node_caps(topo, s["use_smt"])
+    if sum(k for _, k in caps) * batch > DP_LIMIT:
+        return even_latency_predictions(prof, curves, caps, model, batch)
     out = []
     for (opt, alloc), (table, alone) in prof.items():
         planner = packing.Planner(
@@ -166,6 +180,42 @@ def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model
             ]
             out.append((choice.latency_s, choice.ci_low_s, choice.ci_high_s, opt, alloc, parts))
     return sorted(out, key=lambda x: x[0])
+
+
+def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: int):
+    """The request split into k identical instances of (t threads, b images), k x b = B, spread
+    over the nodes as evenly as they hold them: each predicted at its alone latency times the
+    slowdown of its node's other busy cores; the best of each k, best first."""
+    best: dict = {}
+    for (opt, alloc), (table, alone) in prof.items():
+        curve = curve_for(curves, model, opt)
+        for (t, b), lat in table.items():
+            if batch % b:
+                continue
+            k = batch // b
+            per = _spread(k, [(n, c // t) for n, c in caps])
+            if per is None:
+                continue
+            x = (max(m for _, m in per) - 1) * t
+            a = alone.get((t, b)) or interference.Alone(lat)
+            value, lo, hi = interference.instance_interval(a, x, curve)
+            parts = [(t, b, n) for n, m in per for _ in range(m)]
+            if k not in best or value < best[k][0]:
+                best[k] = (value, lo, hi, opt, alloc, parts)
+    return sorted(best.values(), key=lambda x: x[0])
+
+
+def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """[(node, instances)] of k instances over nodes with ``slots`` free places each, as evenly
+    as they hold them (None: they do not fit)."""
+    if k > sum(m for _, m in slots):
+        return None
+    out = {n: 0 for n, _ in slots}
+    room = dict(slots)
+    for _ in range(k):
+        n = min((n for n in out if out[n] < room[n]), key=lambda n: (out[n], n))
+        out[n] += 1
+    return [(n, m) for n, m in out.items() if m]
 
 
 def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
@@ -237,7 +287,8 @@ def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, f
     except launchers.NotRunnable as exc:
         return None, [str(exc)]
     alloc, notes = baseline_allocator(name, fallback)
-    notes = [*launchers.notes(slots, topo), *notes]
+    layout = launchers.notes(slots, topo)
+    notes = [*(f"layout: {n}" for n in layout), *notes]
     if row["objective"] == deploy.LATENCY:
         used = slots[:1]
         if len(slots) > 1:
@@ -294,7 +345,53 @@ def close(top, pred, row) -> bool:
     return v >= v0 / (1 + CLOSE) or (hi == hi and lo0 == lo0 and hi >= lo0)
 
 
-def objective(row, model, prof, curves, cells, topo, s, configs, fallback) -> dict:
+def predict(
+    config: Config,
+    objective: str,
+    prof: dict,
+    curves: dict,
+    topo: Topology,
+    spread: dict | None = None,
+) -> dict:
+    """The prediction of any configuration from the isolated profiles where they have its
+    points: each instance at its (threads, batch) of the configuration's optimization and
+    allocator (else the first profiled one, said in ``basis``) -- an instance within one node
+    from the ``sequential`` cells, one across nodes from the ``interleave`` cells (``spread``)
+    --, times the slowdown of its nodes' other busy cores. {} where a point is missing."""
+    key = (config.opt, config.allocator)
+    if key not in prof:
+        key = next(iter(sorted(prof)), None)
+    if key is None:
+        return {}
+    points = []
+    for i in config.instances:
+        on = sorted({topo.node_of(c) for c in i.cpus})
+        table, alone = prof[key] if len(on) == 1 else (spread or {}).get(key, ({}, {}))
+        if (i.threads, i.batch) not in table:
+            return {}
+        a = alone.get((i.threads, i.batch)) or interference.Alone(table[(i.threads, i.batch)])
+        points.append((a, on))
+    busy: dict[int, int] = {}
+    for i, (_, on) in zip(config.instances, points, strict=True):
+        for n in on:
+            busy[n] = busy.get(n, 0) + i.threads // len(on)
+    curve = curve_for(curves, config.model, key[0])
+    parts = []
+    for i, (a, on) in zip(config.instances, points, strict=True):
+        x = max(busy[n] - i.threads // len(on) for n in on)
+        parts.append(interference.instance_interval(a, x, curve))
+    basis = "" if key == (config.opt, config.allocator) else f"predicted from {key[0]}/{key[1]}"
+    if objective == deploy.LATENCY:
+        value = max(v for v, _, _ in parts)
+        lo, hi = max(p[1] for p in parts), max(p[2] for p in parts)
+    else:
+        value = sum(i.batch / v for i, (v, _, _) in zip(config.instances, parts, strict=True))
+        lo = sum(i.batch / p[2] for i, p in zip(config.instances, parts, strict=True))
+        hi = sum(i.batch / p[1] for i, p in zip(config.instances, parts, strict=True))
+    return {"predicted": value, "predicted_low": lo, "predicted_high": hi, "basis": basis}
+
+
+def objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread=None) -> dict:
     """One objective row of the plan: its candidates (predicted, best first) and baselines."""
     if row["objective"] == deploy.LATENCY:
         preds = latency_predictions(prof, curves, topo, s, model, row["batch"])
@@ -318,7 +415,10 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback) -> di
         else:
             config, notes = layout_baseline(name, row, topo, s, model, fallback)
         cid = configs.add(config) if config else None
-        bases.append({"baseline": name, "config": cid, "notes": notes})
+        got = predict(config, row["objective"], prof, curves, topo, spread) if config else {}
+        if got.get("basis"):
+            notes = [*notes, got["basis"]]
+        bases.append({"baseline": name, "config": cid, "notes": notes, **got})
     return {
         **row,
         "name": deploy.objective_name(row),
@@ -332,17 +432,36 @@ def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
     """The deploy plan (see the module docstring): ``objectives`` (one per row and model) and
     ``configurations`` (id -> the configuration, each measured once)."""
     configs = Configs(topo)
+    s = from_cells(s, cells) if s.get("imported") else s
     fallback = allocators_mod.baseline(s["allocators"])
     rows = []
     for model in s["models"]:
         prof = profiles(cells, model, s)
+        spread = profiles(cells, model, s, SPREAD)
         for row in deploy.objective_rows(s):
-            rows.append(objective(row, model, prof, curves, cells, topo, s, configs, fallback))
+            rows.append(
+                objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread)
+            )
     return {
         "objectives": rows,
         "configurations": {cid: c.to_dict(topo) for cid, c in configs.items.items()},
         "baseline_allocator": fallback,
         "topology": topo.summary(),
+    }
+
+
+def from_cells(s: dict, cells) -> dict:
+    """An import's settings: the models, optimizations, allocators and batch sizes its cells
+    have (the grid keys of an import are ignored)."""
+    cells = grid_mod.keyed(cells)
+    batches = sorted({int(b) for b in cells["batch_size"]})
+    return {
+        **s,
+        "models": sorted(set(cells["model"])),
+        "optimizations": sorted(set(cells["opt"])),
+        "allocators": sorted(set(cells["allocator"])),
+        "batch_sizes": batches,
+        "throughput_batch": max(batches),
     }
 
 
