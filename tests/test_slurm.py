@@ -54,7 +54,7 @@ def _as_root() -> list[str] | None:
 
 
 @pytest.fixture(scope="module")  # stopped, and SLURM_CONF restored, after this module
-def slurm_cluster():
+def slurm_cluster(tmp_path_factory):
     # The machine's Slurm config, not conftest's controller-less one, from the cluster's start
     # to its stop: its daemons, our scontrol calls and the jobs (which inherit it) all read it.
     with pytest.MonkeyPatch.context() as mp:
@@ -62,29 +62,34 @@ def slurm_cluster():
             mp.delenv("SLURM_CONF", raising=False)
         else:
             mp.setenv("SLURM_CONF", MACHINE_SLURM_CONF)
-        yield from _slurm_cluster()
+        yield from _slurm_cluster(tmp_path_factory.mktemp("slurm-daemon-logs"))
 
 
-def _slurm_cluster():
+def _slurm_cluster(logs: Path):
     root = _as_root()
     if root is None:
         pytest.skip(
             "starting a test Slurm needs root or passwordless sudo (tests/slurm/start-slurm)"
         )
-    start = subprocess.run(
-        [*root, "env", f"PARTITION={PARTITION}", str(SLURM_DIR / "start-slurm")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if start.returncode == 3:
-        pytest.skip(f"this machine runs its own Slurm; not touching it: {start.stderr.strip()}")
-    if start.returncode != 0:
-        pytest.fail(f"tests/slurm/start-slurm failed ({start.returncode}):\n{start.stderr}")
+    # stop-slurm undoes whatever start-slurm got to (packages, config, daemons, folders), so it
+    # runs after any start, one that failed or was interrupted included; the daemons' logs are
+    # copied into ``logs`` first (pytest keeps its folders of a run that failed).
     try:
+        start = subprocess.run(
+            [*root, "env", f"PARTITION={PARTITION}", str(SLURM_DIR / "start-slurm")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if start.returncode == 3:
+            pytest.skip(f"this machine runs its own Slurm; not touching it: {start.stderr.strip()}")
+        if start.returncode != 0:
+            pytest.fail(f"tests/slurm/start-slurm failed ({start.returncode}):\n{start.stderr}")
         yield PARTITION
     finally:
-        subprocess.run([*root, str(SLURM_DIR / "stop-slurm")], timeout=120, check=False)
+        subprocess.run(
+            [*root, str(SLURM_DIR / "stop-slurm"), "--logs-to", str(logs)], timeout=300, check=False
+        )
 
 
 def scontrol(kind: str, name: str) -> dict[str, str]:
