@@ -74,7 +74,9 @@ def check(
     failed = failed_keys(found)  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
-        problems += paths.results_problems(config["results"], workdir, workflow_dir)
+        problems += paths.results_problems(
+            config["results"], workdir, workflow_dir, nested=not config.get("compare")
+        )
     if "import" not in failed:
         problems += paths.import_problems(config)
     if "compare" not in failed:
