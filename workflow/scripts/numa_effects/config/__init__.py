@@ -19,6 +19,8 @@ The modules, one concern each:
   them, labels and ``across``.
 - ``files``: config files read as Snakemake reads them; a key given twice refused.
 - ``readme``: config/README.md's key tables, generated from the schema.
+- ``command``: a whole Snakemake command line (options, ``--config`` items, ``--configfile``,
+  targets) checked before Snakemake reads it, for the entry points.
 - ``cli``: the command line. Nothing here imports torch.
 """
 
