@@ -17,6 +17,8 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -223,3 +225,42 @@ def test_nothing_left_to_do_after_the_cluster_run(slurm_run):
     again = slurm_run["again"]
     # (`--dag` draws every job of `all`, those that need not run dashed: none may be solid)
     assert dag_jobs(again.stdout) == {}, again.stdout + again.stderr
+
+
+def test_a_stale_slurm_config_makes_snakemake_wait_and_the_entry_point_does_not(
+    slurm_cluster, tmp_path, monkeypatch
+):
+    """With Slurm's real client installed, a slurm.conf whose controller does not answer makes
+    every start of a plain Snakemake wait (its Slurm plugin's `scontrol show config`), and the
+    workflow says so in one line; the entry point (`make run`'s) finds it first, reads the
+    refusing config instead and says so once."""
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        f"ClusterName=stale\nSlurmctldHost=gone(127.0.0.1)\nSlurmctldPort={port}\n"
+        "MessageTimeout=5\nNodeName=gone CPUs=1\nPartitionName=p Nodes=gone\n"
+    )
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    def timed(cmd):
+        start = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+        return proc, time.monotonic() - start
+
+    python = Path(sys.executable)
+    plain, plain_s = timed([str(python.parent / "snakemake"), "--version"])
+    entry, entry_s = timed([str(python), "workflow/scripts/check_config.py", "--run", "--version"])
+    assert plain.returncode == entry.returncode == 0, (plain, entry)
+    assert entry.stdout == plain.stdout
+    assert plain_s - entry_s > 2.5, (plain_s, entry_s)  # MessageTimeout=5 of retries
+    (note,) = entry.stderr.splitlines()
+    assert note.startswith(f"note: the Slurm config {conf} names the controller 127.0.0.1:")
+    assert "this run reads" in note
+    # A plain Snakemake reading the workflow waits, then says why in one line.
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    dry = snakemake(tmp_path / "dry", CONFIG, "-n", "all", check=False, timeout=300)
+    notes = [line for line in dry.stderr.splitlines() if line.startswith("note: the Slurm")]
+    assert dry.returncode == 0 and len(notes) == 1, dry.stderr[-2000:]
+    assert f"export SLURM_CONF={REPO}/tools/slurm-no-controller.conf" in notes[0]

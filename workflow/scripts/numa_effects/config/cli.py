@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 
 from numa_effects import slurmconf
 from numa_effects.config import check, check_or_exit, command, files, readme
@@ -112,33 +112,29 @@ def _command(argv: list[str], run: bool) -> int:
         os.environ.update(env)  # Snakemake's parser, imported below, imports the plugin too
     try:
         parsed = command.parse(argv)
-        found = command.problems(parsed)
+        found = command.problems(parsed) if parsed is not None else []
         if found:
             raise ConfigError(found)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
-    directory = str(parsed.directory) if parsed.directory else None
-    if run:
-        rc = _check_quietly(parsed, directory)
-        if rc:
+    if parsed is None and not run:  # --help, --version: nothing to check
+        return 0
+    if parsed is not None:
+        directory = str(parsed.directory) if parsed.directory else None
+        given = ([str(f) for f in parsed.configfile], list(parsed.config or []), directory)
+        rc = _check_quietly(*given) if run else _check(*given, False)
+        if rc or not run:
             return rc
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "snakemake", *argv], env)
-    return _check([str(f) for f in parsed.configfile], list(parsed.config or []), directory, False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "snakemake", *argv], env)
 
 
-def _check_quietly(parsed: argparse.Namespace, directory: str | None) -> int:
+def _check_quietly(given: list[str], config_items: list[str], directory: str | None) -> int:
     """``_check`` without its ``ok:`` line (Snakemake speaks next)."""
-    with open(os.devnull, "w") as null:
-        stdout, sys.stdout = sys.stdout, null
-        try:
-            return _check(
-                [str(f) for f in parsed.configfile], list(parsed.config or []), directory, False
-            )
-        finally:
-            sys.stdout = stdout
+    with open(os.devnull, "w") as null, redirect_stdout(null):
+        return _check(given, config_items, directory, False)
 
 
 if __name__ == "__main__":

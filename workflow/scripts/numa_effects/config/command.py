@@ -46,9 +46,10 @@ def _raise(self, message):  # argparse.ArgumentParser.error, raising instead of 
     raise _ParseError(message)
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+def parse(argv: list[str]) -> argparse.Namespace | None:
     """``argv`` parsed as Snakemake parses it (its profiles applied), or ConfigError with one
-    line instead of the usage text (or a line Snakemake prints before it exits)."""
+    line instead of the usage text (or a line Snakemake prints before it exits); None for
+    ``--help`` and ``--version`` (nothing to check)."""
     from snakemake import cli
 
     parser = cli.get_argument_parser()
@@ -59,17 +60,26 @@ def parse(argv: list[str]) -> argparse.Namespace:
     error = argparse.ArgumentParser.error
     argparse.ArgumentParser.error = _raise
     try:
-        with contextlib.redirect_stderr(said):
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
             return cli.parse_args(argv)[1]
+    except SystemExit as exc:
+        if not exc.code:  # --help, --version: printed and done
+            return None
+        raise ConfigError([_problem(f"snakemake's command line: {_last(said)}")]) from None
     except _ParseError as exc:
         raise ConfigError([_problem(_usage_line(str(exc), parser))]) from None
-    except (SystemExit, Exception) as exc:  # a profile Snakemake cannot read, say
-        lines = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
-        lines = [ln for ln in lines if not ln.startswith("Using ")]  # its banner
-        text = lines[-1] if lines else f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a profile Snakemake cannot read, say
+        text = _last(said) or f"{type(exc).__name__}: {exc}"
         raise ConfigError([_problem(f"snakemake's command line: {text}")]) from None
     finally:
         argparse.ArgumentParser.error = error
+
+
+def _last(said: io.StringIO) -> str:
+    """The last line Snakemake printed, but for its banner ("Using ... profile ...")."""
+    lines = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("Using ")]
+    return lines[-1] if lines else ""
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
