@@ -8,6 +8,7 @@ tests/test_slurm.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import time
@@ -22,7 +23,7 @@ from numa_effects import slurmconf
 def slurm_path(tmp_path) -> str:
     """A PATH with sinfo and scontrol on it: the real ones when installed, else empty
     executables of those names (the detection only asks whether they are there)."""
-    found = [slurmconf.shutil.which(c) for c in ("sinfo", "scontrol")]
+    found = [shutil.which(c) for c in ("sinfo", "scontrol")]
     if all(found):
         return os.environ["PATH"]
     bin_dir = tmp_path / "bin"

@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 
 from numa_effects import slurmconf
 from numa_effects.config import check, check_or_exit, command, files, readme
@@ -128,7 +129,9 @@ def _command(argv: list[str], run: bool) -> int:
             return rc
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "snakemake", *argv], env)
+    exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
+    os.execve(cmd[0], [*cmd, *argv], env)
 
 
 def _check_quietly(given: list[str], config_items: list[str], directory: str | None) -> int:
