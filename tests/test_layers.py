@@ -54,7 +54,8 @@ def imported_layers(path: Path) -> list[tuple[int, str]]:
             names = [f"{mod}.{a.name}" if mod == "numa_effects" else mod for a in node.names]
         for name in names:
             parts = name.split(".")
-            if parts[0] == "numa_effects" and len(parts) > 1:
+            # the package root's own names (``__version__``) belong to no layer
+            if parts[0] == "numa_effects" and len(parts) > 1 and not parts[1].startswith("__"):
                 found.append((node.lineno, parts[1]))
     return found
 
