@@ -1,6 +1,6 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-Four layers and two shared modules (docs/architecture.md); a module imports only from its own
+Four layers and three shared modules (docs/architecture.md); a module imports only from its own
 layer and the layers below it (tests/test_layers.py). One concern per module (after
 psf/pyperf); tests/test_report_registry.py fails when a module is not listed here.
 
@@ -9,6 +9,8 @@ Shared, the bottom:
 - ``stats``: every statistic of the project (medians, two-level CIs, ratios, verdicts) and the
   one reader of its tables.
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
+- ``slurmconf``: a Slurm config whose controller does not answer (every start of Snakemake
+  would wait for it), found at once.
 
 ``config``: the config checked before any job starts, one line per problem (Snakemake and
 ``python -m numa_effects.config`` run the same check):
@@ -23,7 +25,8 @@ Shared, the bottom:
 - ``config.compare``: the ``compare`` key checked against the file system and the axes.
 - ``config.files``: config files read as Snakemake reads them.
 - ``config.readme``: config/README.md's key tables, generated from the schema.
-- ``config.cli``: ``python -m numa_effects.config``.
+- ``config.command``: a whole Snakemake command line checked before Snakemake reads it.
+- ``config.cli``: ``python -m numa_effects.config`` (``make run``, ``make check-config``).
 
 ``plan``: pure planning, no torch, imported while Snakemake parses the rules:
 
