@@ -34,7 +34,7 @@ def run(tmp_path_factory):
 def test_a_dry_run_prints_the_estimate(run):
     _, dry, done = run
     for proc in (dry, done):
-        assert "numa-effects: estimated wall time" in proc.stderr
+        assert "numa-effects: the whole run is estimated at" in proc.stderr
 
 
 def test_every_objective_has_one_recommendation_measured_beside_the_baselines(run):

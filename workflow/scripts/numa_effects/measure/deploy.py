@@ -262,6 +262,7 @@ def run(job: dict, out, logdir, timeout_s: float, max_memory_mb=None, sleep=None
     result = {
         "kind": "deploy",
         "settings": job["settings"],
+        "code": job.get("code"),  # the measuring code's digest (kept by it in the history)
         "provenance": {
             "started_at": provenance.now(),
             "host": provenance.host(),

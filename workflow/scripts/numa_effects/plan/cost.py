@@ -72,7 +72,10 @@ class Estimate:
 
     def line(self, budget_min: float | None = None) -> str:
         parts = ", ".join(f"{k} {v / 60:.1f}" for k, v in self.parts.items() if v > 0)
-        text = f"estimated wall time {self.total_s / 60:.1f} min ({self.jobs} jobs; {parts} min)"
+        text = (
+            f"the whole run is estimated at {self.total_s / 60:.1f} min "
+            f"({self.jobs} jobs; {parts} min)"
+        )
         if budget_min:
             verdict = "within" if self.total_s <= budget_min * 60 else "OVER"
             text += f"; {verdict} the budget of {budget_min:g} min"
@@ -228,6 +231,18 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     rounds = (s["rounds"] + s["max_rounds"]) / 2
     seconds = rounds * (searched * per[dear] + plain * per["none"])
     est.add("deploy", JOB_S * 3 + seconds, jobs=3)
+
+
+def jobs_per_part(plan) -> dict[str, int]:
+    """How many measuring jobs each part of ``estimate`` counts (its per-job average divides
+    by this)."""
+    return {
+        "cells": len(plan.grid.cells) * _processes_per_cell(plan),
+        "peaks": len(plan.peak),
+        "interference": len(plan.interference_jobs),
+        "packing": len(plan.packing_jobs),
+        "deploy": 1,
+    }
 
 
 def deploy_seconds(plan, caps=None) -> float:

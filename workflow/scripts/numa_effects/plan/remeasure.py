@@ -110,6 +110,31 @@ def default_seconds(rule: str, plan) -> float:
     raise KeyError(rule)
 
 
+def defaults(plan) -> dict[str, float]:
+    """{rule: seconds of one of its jobs} by the run's cost model (``plan.cost``): the same
+    estimate the run prints for the whole plan, per job; {} for a rule it has no part for."""
+    from numa_effects.plan import cost, cpu
+
+    try:  # the clock of the machine that measures (where a run's line is printed)
+        caps = cpu.of_machine()
+    except OSError:
+        caps = None
+    est = cost.estimate(plan, caps)
+    per = cost.jobs_per_part(plan)
+    parts = {
+        "cell": "cells",
+        "peak": "peaks",
+        "packing_run": "packing",
+        "interference_run": "interference",
+        "deploy_run": "deploy",
+    }
+    return {
+        rule: est.parts[part] / per[part]
+        for rule, part in parts.items()
+        if est.parts.get(part) and per.get(part)
+    }
+
+
 def estimate_seconds(jobs: Iterable[Job]) -> float:
     """Seconds the ``jobs`` take one after the other (benchmark jobs never overlap): each
     job's previous time (and the job's start) where its record says one, else its rule's

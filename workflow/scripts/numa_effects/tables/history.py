@@ -120,6 +120,7 @@ def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
     took (``plan``: the run's ``build.Plan``)."""
     out = []
     root = Path(plan.results)
+    defaults = remeasure.defaults(plan)
     for j in raw:
         path = Path(j["output"])
         data = _read_json(path) if path.is_file() else None
@@ -133,7 +134,7 @@ def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
             code=plan.code.get("measure"),
         )
         previous = record_seconds(data) if data else None
-        default = remeasure.default_seconds(j["rule"], plan)
+        default = defaults.get(j["rule"]) or remeasure.default_seconds(j["rule"], plan)
         out.append(remeasure.Job(j["rule"], str(path), why, previous, default))
     return out
 
