@@ -289,8 +289,10 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
 
 
 def test_without_a_budget_nothing_shrinks_and_the_estimate_grows_with_the_grid():
-    checked, make = plan_of(default_config(topology=str(SHAPES["2x32-smt"])))
+    checked, make = plan_of(default_config(topology=str(SHAPES["2x32-smt"]), budget=None))
     _, est = cost.fit(checked.config, checked.topology, make)
     assert est.shrunk == []
-    small, make2 = plan_of(default_config(topology=str(SHAPES["2x32-smt"]), batch_sizes=[1]))
+    small, make2 = plan_of(
+        default_config(topology=str(SHAPES["2x32-smt"]), batch_sizes=[1], budget=None)
+    )
     assert cost.estimate(make2(small.config)).total_s < est.total_s
