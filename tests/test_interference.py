@@ -16,8 +16,8 @@ from test_packrat import PACKRAT
 from test_topology import load
 
 from numa_effects import stats
-from numa_effects.measure import group
 from numa_effects.plan import interference, packing, placement
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packrat
 
@@ -269,7 +269,7 @@ def test_on_two_nodes_interference_spreads_the_instances_and_pack_follows():
     }
     conf = packing.configurations(row)["plan"]
     topo = load("qemu-2node-test-guest")  # node 0: CPUs 0-1, node 1: CPUs 2-3
-    got = group.plans_for(topo, 4, conf["instances"], False, conf["nodes"])
+    got = spec_mod.plans_for(topo, 4, conf["instances"], False, conf["nodes"])
     assert sorted(p.cpu_nodes for p, _ in got) == [(0,), (1,)]
     # best fit alone would have put both on node 0
     assert [p.cpu_nodes for p in placement.pack(topo, [1, 1], 4)] == [(0,), (0,)]

@@ -1,9 +1,9 @@
 """``tables/interference.csv``: the interference profile, the slowdown s(t, k) of k identical
 instances of t threads running side by side against one of them alone (the profile jobs,
-``numa_effects.measure.group.run_interference``), one row per (model, opt, budget, threads, k,
-node): where a group spans nodes, each node has its own row (its instances, its busy cores).
-Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same columns
-(``tables.packrat.interference_table``).
+``numa_effects.measure.job``: a ``plan.spec.interference`` group), one row per (model, opt, budget,
+threads, k, node): where a group spans nodes, each node has its own row (its instances, its busy
+cores). Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same
+columns (``tables.packrat.interference_table``).
 
 Per replicate r (one process group: the instance alone, then the group, measured back to back
 by the same job), a node's latency per round is the slowest of its instances' own durations in

@@ -2,7 +2,7 @@
 total batch) the optimizer's plan with its three latencies side by side -- predicted from the
 alone latencies, predicted with the measured interference, measured -- and the recommendation:
 the measured best of the configurations the job measured (numa_effects.plan.packing,
-numa_effects.measure.group). Pure: rows from the plans and run JSONs.
+numa_effects.measure.job). Pure: rows from the plans and run records.
 
 ``packing.csv``, one row per (model, opt, budget, batch) (docs/packing.md):
 
