@@ -36,6 +36,7 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.measure import job as job_mod
 from numa_effects.measure import provenance
+from numa_effects.measure.record import Record
 from numa_effects.plan import interference, packing, paths
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
@@ -226,9 +227,10 @@ def split_row(choice: dict, split: packing.Choice, rec: dict) -> dict:
     }
     if rec["status"] != "ok":
         return row
-    groups = [[s["median_s"] for s in packing_table.replicate_stats(rec["runs"])]]
-    est = packing_table.estimate(rec["runs"], stats.pooled_replicate_var(groups))
-    row["contended"] = any(packing_table.contended(r) for r in rec["runs"])
+    runs = [Record.from_json(r) for r in rec["runs"]]
+    groups = [[s["median_s"] for s in packing_table.replicate_stats(runs)]]
+    est = packing_table.estimate(runs, stats.pooled_replicate_var(groups))
+    row["contended"] = any(packing_table.contended(r) for r in runs)
     if est is None:  # no replicate had a clean round: not a number
         row["status"] = "contended"
         return row

@@ -339,7 +339,7 @@ def check_interference_group(rec: dict, topo: topology.Topology) -> None:
             on_own = sum(by_node.get(n, 0) for n in nodes) / sum(by_node.values())
             assert on_own >= verify.MIN_SHARE, (name, i, by_node)
     # the table attributes each instance to its node: x = the other busy cores there
-    rows = profile.rows([rec])
+    rows = profile.rows([record.GroupRecord.from_json(rec)])
     per_node: dict[str, int] = {}
     for inst in rec["runs"][f"k{k}"][0]["instances"]:
         node = "+".join(str(n) for n in inst["plan"]["cpu_nodes"])

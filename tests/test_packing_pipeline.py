@@ -22,6 +22,7 @@ import robust
 from conftest import REPO, foreign_share_pct, load_config, snakemake
 
 from numa_effects.measure import job as job_mod
+from numa_effects.measure import record
 from numa_effects.plan import allocators, grid, packing, paths, placement, topology
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
@@ -73,7 +74,8 @@ def test_the_interference_profile_is_measured_first_and_tabulated(run):
     df = pd.read_csv(workdir / "results/tables/interference.csv")
     assert len(df) == sum(len(j["instances"]) for j in jobs)  # one node per group here
     for j in jobs:
-        res = json.loads((workdir / "results" / paths.INTERFERENCE_RUN.format(**j)).read_text())
+        path = workdir / "results" / paths.INTERFERENCE_RUN.format(**j)
+        res, typed = json.loads(path.read_text()), record.read_group(path)
         assert res["status"] == "ok" and res["job"]["batch"] == s["interference"]["batch"]
         assert sorted(res["runs"]) == sorted(["k1", *(f"k{k}" for k in j["instances"])])
         for name, recs in res["runs"].items():
@@ -86,8 +88,8 @@ def test_the_interference_profile_is_measured_first_and_tabulated(run):
         for k in j["instances"]:
             row = df[(df["budget"] == j["budget"]) & (df["k"] == k)].iloc[0]
             assert row.status == "ok" and row.x == j["threads"] * (k - 1)
-            alone = packing_table.clean_rounds(res["runs"]["k1"][0])
-            rec = res["runs"][f"k{k}"][0]
+            alone = packing_table.clean_rounds(typed.runs["k1"][0])
+            rec = typed.runs[f"k{k}"][0]
             group_rounds = profile.node_rounds(rec, "0")
             assert row.slowdown == pytest.approx(np.median(group_rounds) / np.median(alone))
             assert row.slowdown_ci_low <= row.slowdown <= row.slowdown_ci_high

@@ -4,10 +4,11 @@ peak, a node pair's memory probe, one configuration of a group at one replicate)
 (``write``). Built once by the front door (``measure.job``), never edited; the tables read
 them (``read``).
 
-``FORMAT`` 2. Format 1 (``schema_version: 1``; a group's file had no version) is read as well:
-its keys are the same, its workload's entry (``precision``, ``peak``, ``memory``) is known by
-the cell's ``kind``. A file of a newer format, or none of this workflow, is refused with one
-line naming it and what to do."""
+``FORMAT`` 2. Format 1 (``schema_version: 1``; a group's file had no version) is read as well: its
+keys are the same, its workload's entry (``precision``, ``peak``, ``memory``) is known by the cell's
+``kind`` (and a group's measurements from before the one measuring stack, without a version or a
+cell, keep their contention verdict). A file of a newer format, or none of this workflow, is refused
+with one line naming it and what to do."""
 
 from __future__ import annotations
 
@@ -171,7 +172,7 @@ class GroupRecord:
     def from_json(cls, d: dict, where: str = "this record") -> GroupRecord:
         if "format" in d:  # format 1: no version, and no kind for a packing job
             _format(d, where)
-        runs = {n: tuple(Record.from_json(r, where) for r in rs) for n, rs in d["runs"].items()}
+        runs = {n: tuple(_run(r, where) for r in rs) for n, rs in d.get("runs", {}).items()}
         return cls(
             kind=d.get("kind", "packing"),
             job=d["job"],
@@ -185,6 +186,22 @@ class GroupRecord:
             allocator=d.get("allocator"),
             failure=Failure.from_json(d.get("failure")),
         )
+
+
+def _run(d: dict, where: str) -> Record:
+    """A group's measurement; one from before the one measuring stack had no version, no cell,
+    and its contention verdict at its top level."""
+    if "format" in d or "schema_version" in d:
+        return Record.from_json(d, where)
+    return Record(
+        status=d["status"],
+        cell={},
+        replicate=int(d.get("replicate", 1)),
+        measurement=d.get("measurement") or {},
+        stats=d.get("stats"),
+        contention={"contended": bool(d.get("contended"))},
+        instances=tuple(d.get("instances") or ()),
+    )
 
 
 def _format(d: dict, where: str) -> int:
