@@ -190,39 +190,43 @@ def rows(results: list[GroupRecord]) -> list[dict]:
     for row, p in pending:
         if not p or not p["q"]:
             row.update(status="contended", replicates=0)
-            out.append(row)
-            continue
-        row.update(
-            status="ok",
-            replicates=len(p["q"]),
-            rounds=len(p["rounds"]),
-            alone_rounds=len(p["alone_rounds"]),
-            alone_ms=math.exp(np.mean(np.log(p["a"]))) * 1e3,
-            latency_ms=math.exp(np.mean(np.log(p["g"]))) * 1e3,
-        )
-        est = stats.combine_replicates(p["q"], p["w"], pooled)
-        if est["ci_method"] == "two-level":
-            row.update(
-                slowdown=est["median_s"],
-                slowdown_ci_low=est["ci_low_s"],
-                slowdown_ci_high=est["ci_high_s"],
-                ci_df=est["ci_df"],
-                ci_method="two-level",
-            )
-        else:  # one replicate, nothing to pool: the rounds of that one process group
-            lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
-            row.update(
-                slowdown=p["q"][0],
-                slowdown_ci_low=lo,
-                slowdown_ci_high=hi,
-                ci_df=math.inf,
-                ci_method="within-process",
-            )
+        else:
+            row.update(status="ok", **_slowdown(p, pooled))
         out.append(row)
     return out
 
 
-def table(results: list[dict]) -> pd.DataFrame:
+def _slowdown(p: dict, pooled) -> dict:
+    """A measured group's columns from its replicates' pairs (``_pairs``): the geometric means,
+    the slowdown and its CI (two-level, or with one replicate the rounds' bootstrap)."""
+    out = {
+        "replicates": len(p["q"]),
+        "rounds": len(p["rounds"]),
+        "alone_rounds": len(p["alone_rounds"]),
+        "alone_ms": math.exp(np.mean(np.log(p["a"]))) * 1e3,
+        "latency_ms": math.exp(np.mean(np.log(p["g"]))) * 1e3,
+    }
+    est = stats.combine_replicates(p["q"], p["w"], pooled)
+    if est["ci_method"] == "two-level":
+        return out | {
+            "slowdown": est["median_s"],
+            "slowdown_ci_low": est["ci_low_s"],
+            "slowdown_ci_high": est["ci_high_s"],
+            "ci_df": est["ci_df"],
+            "ci_method": "two-level",
+        }
+    # one replicate, nothing to pool: the rounds of that one process group
+    lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
+    return out | {
+        "slowdown": p["q"][0],
+        "slowdown_ci_low": lo,
+        "slowdown_ci_high": hi,
+        "ci_df": math.inf,
+        "ci_method": "within-process",
+    }
+
+
+def table(results: list[GroupRecord]) -> pd.DataFrame:
     df = pd.DataFrame(rows(results), columns=COLUMNS)
     if df.empty:
         return df

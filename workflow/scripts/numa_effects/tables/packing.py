@@ -316,11 +316,17 @@ def row(
     if result is None:
         out["status"] = "not-measured"
         return out
-    placements = result.placements
     out["status"] = result.status
     if result.status != "ok":
         out["failure"] = failure_text(result.failure)
         return out
+    return _measured(out, choice, result, pooled)
+
+
+def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
+    """``row``'s measured columns: the plan's and the fat instance's latencies and CIs, the
+    prediction errors, the recommendation, the speedup; contended without both estimates."""
+    placements = result.placements
     ev = evaluate(choice, result, pooled)
     got, ranked = ev["configs"], ev["ranked"]
     plan_name = "plan" if "plan" in got else "fat"
@@ -340,21 +346,12 @@ def row(
         out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
     if ranked:
         best = ranked[0]
-        b = got[best]
         out.update(
             recommended_plan=_label(choice, best, fat_label),
             recommended_is_predicted=best == plan_name,
             recommended_core_map=_core_map(placements.get(best)),
         )
-        _prefixed(out, "recommended", b["est"])
-        if fat["est"] is not None:
-            out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
-            lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
-            out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
-        if plan["est"] is not None:
-            out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
-            lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
-            out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
+        _recommended(out, got[best], fat, plan)
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
@@ -362,6 +359,20 @@ def row(
     lo, hi = _ratio_ci(fat["est"], plan["est"], fat["rounds"], plan["rounds"])
     out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
     return out
+
+
+def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
+    """The recommended (measured best) configuration ``b``'s latency, its speedup over the fat
+    instance and its gain over the predicted plan, with their CIs."""
+    _prefixed(out, "recommended", b["est"])
+    if fat["est"] is not None:
+        out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
+        lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
+        out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
+    if plan["est"] is not None:
+        out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
+        lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
+        out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
 
 
 def _has_fat(choice: dict) -> bool:
