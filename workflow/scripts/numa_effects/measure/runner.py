@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import select
 import shlex
 import statistics
@@ -142,11 +141,6 @@ class Measured:
     instances: tuple = ()
     report: dict | None = None  # a single instance's report (its workload's)
     failure: Failure | None = None
-
-
-def _own_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 class Instance:
@@ -403,7 +397,7 @@ def _group_cpu(insts):
     subtracts from the CPUs' busy time."""
 
     def own() -> float:
-        return sum(inst.cpu_s for inst in insts) + _own_cpu_s()
+        return sum(inst.cpu_s for inst in insts) + contention.process_cpu_s()
 
     return own
 

@@ -217,16 +217,8 @@ class GroupSpec:
         check_format(d, "this group spec")
         confs = {n: Configuration.from_json(c) for n, c in d["configurations"].items()}
         schedule = tuple((str(n), int(r)) for n, r in d["schedule"])
-        return cls(
-            d["kind"],
-            d["job"],
-            confs,
-            d["settings"],
-            schedule,
-            d.get("choice"),
-            d.get("unplaced") or {},
-            d.get("code"),
-        )
+        rest = (d.get("choice"), d.get("unplaced") or {}, d.get("code"))
+        return cls(d["kind"], d["job"], confs, d["settings"], schedule, *rest)
 
 
 def from_json(d: dict) -> Spec | GroupSpec:
@@ -331,6 +323,19 @@ def group(
     return GroupSpec(kind, dict(job), dict(placed), dict(settings), schedule, **extra)
 
 
+def _common(job: dict) -> dict:
+    """What the instances of a packing or interference job share: model, optimization, image
+    size, SMT and the grid's baseline allocator."""
+    common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
+    return common | ({"allocator": job["allocator"]} if job.get("allocator") else {})
+
+
+def _group(kind: str, job: dict, echo: dict, placed: dict, **extra) -> GroupSpec:
+    extra |= {"code": job.get("code")}
+    return group(kind, echo | {"allocator": job.get("allocator")}, placed, job["settings"],
+                 job["replicates"], **extra)  # fmt: skip
+
+
 def _configuration(common: dict, plans, conf: dict, budget: int, use_smt: bool) -> Configuration:
     nodes = conf.get("nodes")
     insts = tuple(packed(common, p, b) for p, (_, b) in zip(plans, conf["instances"], strict=True))
@@ -346,9 +351,7 @@ def packing(job: dict, budget: int, batch: int, choice: dict) -> GroupSpec:
     choice = dict(choice)
     made = choice.pop("placements", {}) or {}
     row = {**choice, "budget": int(budget), "batch": int(batch)}
-    common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-    common |= {"allocator": job["allocator"]} if job.get("allocator") else {}
-    placed, unplaced = {}, {}
+    common, placed, unplaced = _common(job), {}, {}
     for name, conf in packing_mod.configurations(row).items():
         plans = made.get(name)
         if not isinstance(plans, list):
@@ -356,18 +359,9 @@ def packing(job: dict, budget: int, batch: int, choice: dict) -> GroupSpec:
             continue
         plans = [Plan.from_dict(p) for p in plans]
         placed[name] = _configuration(common, plans, conf, budget, common["use_smt"])
-    echo = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-    echo |= {"budget": int(budget), "batch": int(batch), "allocator": job.get("allocator")}
-    return group(
-        "packing",
-        echo,
-        placed,
-        job["settings"],
-        job["replicates"],
-        choice=choice,
-        unplaced=unplaced,
-        code=job.get("code"),
-    )
+    echo = {k: job[k] for k in ("model", "opt")} | {"budget": int(budget), "batch": int(batch)}
+    echo |= {k: job[k] for k in ("image_size", "use_smt")}
+    return _group("packing", job, echo, placed, choice=choice, unplaced=unplaced)
 
 
 def interference(job: dict, topo) -> GroupSpec:
@@ -376,9 +370,7 @@ def interference(job: dict, topo) -> GroupSpec:
     of ``topo`` (``packing.profile_plan``). ``job``: ``Plan.packing_job`` with ``budget``,
     ``threads``, ``batch``, ``instances`` (the group sizes)."""
     budget, threads, batch = int(job["budget"]), int(job["threads"]), int(job["batch"])
-    common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-    common |= {"allocator": job["allocator"]} if job.get("allocator") else {}
-    placed, unplaced = {}, {}
+    common, placed, unplaced = _common(job), {}, {}
     for k in (1, *(int(k) for k in job["instances"] if int(k) > 1)):
         got = packing_mod.profile_plan(topo, budget, threads, k, common["use_smt"])
         if not isinstance(got, list):
@@ -387,13 +379,4 @@ def interference(job: dict, topo) -> GroupSpec:
         conf = {"instances": [(threads, batch)] * k, "nodes": None}
         placed[f"k{k}"] = _configuration(common, got, conf, budget, common["use_smt"])
     keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
-    echo = {k: job[k] for k in keys} | {"allocator": job.get("allocator")}
-    return group(
-        "interference",
-        echo,
-        placed,
-        job["settings"],
-        job["replicates"],
-        unplaced=unplaced,
-        code=job.get("code"),
-    )
+    return _group("interference", job, {k: job[k] for k in keys}, placed, unplaced=unplaced)

@@ -239,17 +239,7 @@ def measure(dtype: str, seconds: float = SECONDS, available: dict | None = None)
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available
-    kernels: dict[str, dict] = {}
-    for k in KERNELS[dtype]:
-        missing = [r for r in k.requires if not available.get(r, False)]
-        if missing:
-            kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
-            continue
-        try:
-            call, flop = k.build()
-            kernels[k.name] = time_kernel(call, flop, seconds)
-        except Exception as exc:  # a kernel this torch cannot run must not sink the others
-            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    kernels, _ = _timed(dtype, available, seconds)
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
@@ -271,7 +261,11 @@ def build(instance, settings: dict, available: dict | None = None) -> Built:
     dtype = instance.cell["dtype"]
     available = opts.availability() if available is None else available
     t0 = time.perf_counter()
-    kernels, built = _probe(dtype, available)
+    kernels, built = _timed(dtype, available, PROBE_SECONDS, min_reps=1, warmup=1)
+    for name, _ in built:  # the probe: enough to drop a kernel that cannot be the peak
+        rates = kernels[name]
+        kernels[name] = {"flop_per_call": rates["flop_per_call"]}
+        kernels[name]["probe_gflop_per_s"] = rates["peak_gflop_per_s"]
     timed = _keep(kernels, built)
     if not timed:
         why = "; ".join(f"{n}: {v.get('skipped') or v.get('error')}" for n, v in kernels.items())
@@ -294,9 +288,9 @@ def build(instance, settings: dict, available: dict | None = None) -> Built:
     return Built(step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report)
 
 
-def _probe(dtype: str, available: dict) -> tuple[dict, list]:
-    """Each kernel of ``dtype`` built and probed (``PROBE_SECONDS``): ({name: its probe rate,
-    or why it was not built}, [(name, call)] of the built ones)."""
+def _timed(dtype: str, available: dict, seconds: float, **kw) -> tuple[dict, list]:
+    """Each kernel of ``dtype`` built and timed for ``seconds`` (``time_kernel``): ({name: its
+    rates, or why it was not built}, [(name, call)] of the built ones)."""
     kernels: dict[str, dict] = {}
     built = []
     for k in KERNELS[dtype]:
@@ -306,11 +300,10 @@ def _probe(dtype: str, available: dict) -> tuple[dict, list]:
             continue
         try:
             call, flop = k.build()
-            probe = time_kernel(call, flop, PROBE_SECONDS, min_reps=1, warmup=1)
+            kernels[k.name] = time_kernel(call, flop, seconds, **kw)
         except Exception as exc:  # a kernel this torch cannot run must not sink the others
             kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
             continue
-        kernels[k.name] = {"flop_per_call": flop, "probe_gflop_per_s": probe["peak_gflop_per_s"]}
         built.append((k.name, call))
     return kernels, built
 
