@@ -117,6 +117,12 @@ def test_smt_and_repeated_members_plan_each_pair_once():
     assert {k.placement for k in p.grid.cells} == {"n0m0+smt", "n0m2+smt"}
     assert list(p.memory) == [(0, 0), (0, 2)]
     assert p.memory_spec(0, 2).plan.use_smt is False
+    # a peak's record names its placement as the grid and peak.csv do (with its +smt)
+    p = make(FOUR, placements=["sequential", "n0m2"], use_smt=True, peak=True)
+    assert sorted(p.peak) == [("n0m0+smt", 1, "float32"), ("sequential+smt", 1, "float32")]
+    for where, t, dtype in p.peak:
+        cell = p.peak_spec(where, t, dtype).cell
+        assert (cell["placement"], cell["threads"], cell["use_smt"]) == (where, t, True)
 
 
 @pytest.mark.parametrize("topo_file", [TWO, EIGHT, MEMORY_ONLY], ids=["2", "8", "mem"])

@@ -64,7 +64,7 @@ class CellError(RuntimeError):
 # caches, so its time is the CPUs' speed, not the memory placement's), about 0.5 - 1 ms at one
 # thread. The batch is split between the process's threads: each thread computes its own
 # products, with one synchronisation, so at 2 threads it moves with the host's speed as the
-# model does (slope about 1). ``mm``, the first canary (until 2026-12-04): 32 torch.mm calls
+# model does (slope about 1). ``mm``, the first canary: 32 torch.mm calls
 # on one matrix; at 2 threads each call is mostly synchronisation and moved about twice as much
 # as the model (slope 0.4 - 0.5). ``benchmarks/canary.py`` measures both.
 CANARY_SIZE = 96

@@ -22,7 +22,6 @@ from numa_effects.measure.workloads import WORKLOADS
 from numa_effects.plan import spec as spec_mod
 
 FORMAT = 2
-STATUSES = ("ok", "contended", "failed", "skipped")
 # format 1 named a record's workload by its cell's kind
 KINDS = {"peak": spec_mod.PEAK, "memory": spec_mod.MEMORY}
 

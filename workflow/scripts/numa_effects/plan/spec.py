@@ -265,7 +265,8 @@ def cell(
 def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None) -> Spec:
     """The peak of one dtype at a placement and thread count: each of its kernels once per
     step (``measure.workloads.dtype_peaks``)."""
-    c = {"kind": "peak", "placement": plan.placement, "threads": plan.threads, "dtype": dtype}
+    # its placement as the grid names it (``sequential+smt`` under use_smt), as the peak table
+    c = {"kind": "peak", "placement": plan.label, "threads": plan.threads, "dtype": dtype}
     return one(PEAK, c | {"use_smt": plan.use_smt}, plan, settings, code=code)
 
 

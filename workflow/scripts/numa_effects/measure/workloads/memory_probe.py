@@ -1,5 +1,5 @@
 """The memory probe of the node-pair matrix: idle latency and read bandwidth of one memory node
-seen from one CPU (issue 21, "machine facts").
+seen from one CPU.
 
 - **Idle latency** by a pointer chase: a buffer much larger than the last-level cache
   (``buffer_bytes``: 256 MiB, or 8 x the LLC of the CPU it runs on when that is larger), one
