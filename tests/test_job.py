@@ -86,6 +86,9 @@ def toy(tmp_path, monkeypatch):
     return entry
 
 
+N = 300_000  # a step of a few ms: many scheduler ticks for the contention probe
+
+
 def toy_spec(n: int) -> spec_mod.Spec:
     plan = placement.plan(topology.current(), 1, "sequential")
     cell = {"kind": "toy", "placement": "sequential", "threads": 1}
@@ -94,11 +97,13 @@ def toy_spec(n: int) -> spec_mod.Spec:
 
 def test_a_toy_workload_is_one_registry_entry_through_the_front_door(toy, tmp_path):
     out, log = tmp_path / "toy" / "r1.json", tmp_path / "toy" / "r1.log"
-    rec = job.run(toy_spec(1000), out, log, timeout_s=120)
+    rec = job.run(toy_spec(N), out, log, timeout_s=120)
     assert rec.status == "ok", rec.failure
-    assert rec.workload == "toy" and rec.stats["n"] == 5
-    # the summary is the toy's, over the runner's clean timed steps; the report is kept
-    assert rec.summary == {"n": 1000, "clean_steps": 5, "torch": False}
+    # the summary is the toy's, over the runner's clean timed steps (an iteration the probe
+    # saw at more than 100 % foreign is excluded even here: a loaded machine's tick rounding)
+    clean = 5 - rec.contention["excluded_iterations"]
+    assert rec.workload == "toy" and rec.stats["n"] == clean >= 3
+    assert rec.summary == {"n": N, "clean_steps": clean, "torch": False}
     assert len(rec.report["times_s"]) == 1 + 5  # the first call, then the timed steps
     # prepared by the front door here, built and run in a pinned process of its own
     assert rec.report["resolved"]["prepared_in"] != rec.report["pid"]
@@ -133,6 +138,6 @@ def test_a_workload_that_cannot_run_here_is_skipped_before_anything_starts(
 
     monkeypatch.setattr(toy.runtime(), "prepare", cannot)
     monkeypatch.setattr(job.runner, "measure", lambda *a, **k: pytest.fail("it started"))
-    rec = job.run(toy_spec(1000), tmp_path / "r1.json", tmp_path / "r1.log", timeout_s=120)
+    rec = job.run(toy_spec(N), tmp_path / "r1.json", tmp_path / "r1.log", timeout_s=120)
     assert rec.status == "skipped" and rec.skip_reason == "no toys here" and rec.failure is None
     assert job.outcome_line(rec, "toy", "", "sum") == "toy: SKIPPED, no sum: no toys here"
