@@ -10,10 +10,17 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: run retry-failed test check lint format bench venv sysdeps clean help
+.PHONY: run check-config retry-failed test check lint format bench venv sysdeps clean help
+
+# `make run` and `make check-config` check the command line (SNAKEMAKE_ARGS) and the config
+# files before Snakemake reads them: one line per problem naming the key, file or item
+# (numa_effects.config.cli), and the Snakemake they start never waits for a Slurm controller
+# that does not answer (numa_effects.slurmconf).
+CHECKED := $(BIN)/python workflow/scripts/check_config.py
 
 help:
 	@echo "make run    - run the default pipeline (config/config.yaml) into results/"
+	@echo "make check-config - check SNAKEMAKE_ARGS and the config they make, run nothing"
 	@echo "make retry-failed - re-run only the failed cells (RESULTS=folder if not results/)"
 	@echo "make test   - lint (ruff, snakefmt, snakemake --lint) and run the test suite"
 	@echo "make check  - the fast inner loop: lint and the unit tests (no torch or snakemake runs)"
@@ -35,7 +42,10 @@ sysdeps:
 	tools/install-system-deps
 
 run: venv sysdeps
-	$(BIN)/snakemake --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
+	$(CHECKED) --run --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
+
+check-config: venv
+	$(CHECKED) --snakemake --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
 # Re-run only the cells whose result says failed (docs/troubleshooting.md). Pass the
 # same SNAKEMAKE_ARGS (e.g. --configfile) as the run that failed; RESULTS=folder if not results.
@@ -43,7 +53,7 @@ retry-failed: venv sysdeps
 	@failed="$$($(BIN)/python workflow/scripts/failed_cells.py $(RESULTS))"; \
 	if [ -z "$$failed" ]; then echo "no failed cells: nothing to retry"; \
 	else echo "retrying $$(echo "$$failed" | wc -l) failed cell(s)"; \
-	$(BIN)/snakemake --cores $(CORES) all $(SNAKEMAKE_ARGS) --forcerun $$failed; fi
+	$(CHECKED) --run --cores $(CORES) all $(SNAKEMAKE_ARGS) --forcerun $$failed; fi
 
 lint: venv
 	$(BIN)/ruff check .

@@ -22,6 +22,7 @@ include: "workflow/rules/packrat.smk"  # importing PackRat's results instead of 
 include: "workflow/rules/packing.smk"  # PackRat's packing question, measured
 include: "workflow/rules/report.smk"  # one rule per figure family and the report page
 include: "workflow/rules/compare.smk"  # result folders compared (config key compare)
+include: "workflow/rules/history.smk"  # records kept before a re-run replaces them
 
 
 rule all:
@@ -29,6 +30,10 @@ rule all:
     input:
         PLAN.targets(),
         replicate_outputs,  # two_stage: the replicates decided after the first stage
+
+
+onstart:
+    keep_history()
 
 
 onsuccess:

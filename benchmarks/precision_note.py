@@ -1,5 +1,5 @@
 """``python -m benchmarks.precision_note [RESULTS]``: the numbers issue 19's note quotes, from the
-tables of one run of ``config/precision.yaml`` (docs/precision.md, section 8), nothing
+tables of one run of ``config/precision.yaml`` (docs/precision.md, "The precision grid"), nothing
 measured here:
 
 - the speedup of each optimization and allocator over float32 eager with glibc, at the run's

@@ -14,19 +14,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from numa_effects.slurmconf import NO_CONTROLLER
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
 TEST_CONFIGS = REPO / ".test" / "config"
 
-# Every Snakemake the tests start (and any in this process) reads this Slurm config instead of
-# the machine's, unless SLURM_CONF is set already: Snakemake's Slurm plugin runs `scontrol show
-# config` when it is imported, at every start of Snakemake, and with no controller running that
-# waits ~9 s of connection retries (tests/slurm/no-controller.conf). tests/test_slurm.py puts
-# the machine's config back for its cluster (MACHINE_SLURM_CONF).
-NO_SLURM_CONTROLLER = REPO / "tests" / "slurm" / "no-controller.conf"
+# Every Snakemake the tests start (and any in this process) reads a Slurm config that refuses at
+# once instead of the machine's, unless SLURM_CONF is set already: Snakemake's Slurm plugin runs
+# `scontrol show config` when it is imported, at every start of Snakemake, and with no
+# controller running that waits ~10 s of connection retries (numa_effects.slurmconf).
+# tests/test_slurm.py puts the machine's config back for its cluster (MACHINE_SLURM_CONF).
 MACHINE_SLURM_CONF = os.environ.get("SLURM_CONF")
-os.environ.setdefault("SLURM_CONF", str(NO_SLURM_CONTROLLER))
+os.environ.setdefault("SLURM_CONF", str(NO_CONTROLLER))
 
 
 def load_config(name: str, **over) -> dict:
@@ -105,8 +106,29 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = first + middle + last
 
 
+MACHINE_BEFORE = pytest.StashKey[dict]()
+
+
+def machine_env() -> dict:
+    """The environment a user's Snakemake has here (this process points SLURM_CONF elsewhere)."""
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
+    return env if MACHINE_SLURM_CONF is None else {**env, "SLURM_CONF": MACHINE_SLURM_CONF}
+
+
 def pytest_collection_finish(session):
-    """Start the guest's boot once the session's tests are known, if one of them needs it."""
+    """Before a session that runs the slurm or numa_vm tests (they install, configure and start
+    things on this machine), take the machine's state (tests/machine_state.py: compared at the
+    session's end); then start the guest's boot if a test needs it."""
+    if not session.config.option.collectonly and any(
+        _is_slurm(i) or _is_numa_vm(i) for i in session.items
+    ):
+        import machine_state
+
+        session.config.stash[MACHINE_BEFORE] = machine_state.snapshot(machine_env())
+    _start_guest(session)
+
+
+def _start_guest(session):
     import guest_boot
 
     config = session.config
@@ -125,10 +147,22 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Stop the guest, then compare the machine with its state before the session: anything
+    the tests left behind (a Slurm config, a daemon, a guest, ...) fails the session."""
     import guest_boot
 
     if guest_boot.CURRENT is not None:
         guest_boot.CURRENT.stop()
+    before = session.config.stash.get(MACHINE_BEFORE, None)
+    if before is None:
+        return
+    import machine_state
+
+    left, _ = machine_state.compare(before, machine_state.snapshot(machine_env()))
+    for line in left:
+        print(f"\nmachine state: left behind: {line}", file=sys.stderr)
+    if left and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

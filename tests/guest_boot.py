@@ -132,6 +132,9 @@ class Boot:
             if self._popen is not None and self._popen.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._popen.pid, signal.SIGKILL)
+                # gone before the session's machine check (tests/machine_state.py) looks
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._popen.wait(timeout=30)
 
 
 # The session's boot, started by conftest.py (pytest_collection_finish); None when the session

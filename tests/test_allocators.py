@@ -307,8 +307,8 @@ def test_the_baseline_allocator_is_glibc_as_it_comes_else_the_first_in_registry_
 
 
 def test_the_default_grid_measures_glibc_tuned_and_packrats_glibc_as_it_comes():
-    """The schema's default and config/config.yaml say glibc tuned (docs/performance.md, "The
-    default grid measures glibc tuned"); config/packrat.yaml keeps PackRat's glibc as it
+    """The schema's default and config/config.yaml say glibc tuned (docs/precision.md,
+    "Allocators"); config/packrat.yaml keeps PackRat's glibc as it
     comes, and the test configs say what they run (the workflow merges config.yaml under
     them, ``grid.expand`` of the file alone does not)."""
     import yaml

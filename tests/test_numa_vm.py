@@ -95,8 +95,8 @@ def guest(tmp_path_factory):
     if reuse:  # check the output of an earlier `run-in-guest ... guest-e2e` run
         return Path(reuse)
     boot = guest_boot.CURRENT
-    if boot is None:  # NUMA_VM_BACKGROUND=0: boot now
-        boot = guest_boot.Boot(tmp_path_factory.mktemp("numa_vm")).start()
+    if boot is None:  # NUMA_VM_BACKGROUND=0: boot now (killed at the session's end if it runs)
+        boot = guest_boot.CURRENT = guest_boot.Boot(tmp_path_factory.mktemp("numa_vm")).start()
     if boot.setup_error:
         if os.environ.get("CI") != "true" and os.geteuid() != 0:
             pytest.skip(f"not root and not CI; {boot.setup_error}")

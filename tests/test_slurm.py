@@ -17,6 +17,8 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -54,7 +56,7 @@ def _as_root() -> list[str] | None:
 
 
 @pytest.fixture(scope="module")  # stopped, and SLURM_CONF restored, after this module
-def slurm_cluster():
+def slurm_cluster(tmp_path_factory):
     # The machine's Slurm config, not conftest's controller-less one, from the cluster's start
     # to its stop: its daemons, our scontrol calls and the jobs (which inherit it) all read it.
     with pytest.MonkeyPatch.context() as mp:
@@ -62,29 +64,34 @@ def slurm_cluster():
             mp.delenv("SLURM_CONF", raising=False)
         else:
             mp.setenv("SLURM_CONF", MACHINE_SLURM_CONF)
-        yield from _slurm_cluster()
+        yield from _slurm_cluster(tmp_path_factory.mktemp("slurm-daemon-logs"))
 
 
-def _slurm_cluster():
+def _slurm_cluster(logs: Path):
     root = _as_root()
     if root is None:
         pytest.skip(
             "starting a test Slurm needs root or passwordless sudo (tests/slurm/start-slurm)"
         )
-    start = subprocess.run(
-        [*root, "env", f"PARTITION={PARTITION}", str(SLURM_DIR / "start-slurm")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if start.returncode == 3:
-        pytest.skip(f"this machine runs its own Slurm; not touching it: {start.stderr.strip()}")
-    if start.returncode != 0:
-        pytest.fail(f"tests/slurm/start-slurm failed ({start.returncode}):\n{start.stderr}")
+    # stop-slurm undoes whatever start-slurm got to (packages, config, daemons, folders), so it
+    # runs after any start, one that failed or was interrupted included; the daemons' logs are
+    # copied into ``logs`` first (pytest keeps its folders of a run that failed).
     try:
+        start = subprocess.run(
+            [*root, "env", f"PARTITION={PARTITION}", str(SLURM_DIR / "start-slurm")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if start.returncode == 3:
+            pytest.skip(f"this machine runs its own Slurm; not touching it: {start.stderr.strip()}")
+        if start.returncode != 0:
+            pytest.fail(f"tests/slurm/start-slurm failed ({start.returncode}):\n{start.stderr}")
         yield PARTITION
     finally:
-        subprocess.run([*root, str(SLURM_DIR / "stop-slurm")], timeout=120, check=False)
+        subprocess.run(
+            [*root, str(SLURM_DIR / "stop-slurm"), "--logs-to", str(logs)], timeout=300, check=False
+        )
 
 
 def scontrol(kind: str, name: str) -> dict[str, str]:
@@ -218,3 +225,42 @@ def test_nothing_left_to_do_after_the_cluster_run(slurm_run):
     again = slurm_run["again"]
     # (`--dag` draws every job of `all`, those that need not run dashed: none may be solid)
     assert dag_jobs(again.stdout) == {}, again.stdout + again.stderr
+
+
+def test_a_stale_slurm_config_makes_snakemake_wait_and_the_entry_point_does_not(
+    slurm_cluster, tmp_path, monkeypatch
+):
+    """With Slurm's real client installed, a slurm.conf whose controller does not answer makes
+    every start of a plain Snakemake wait (its Slurm plugin's `scontrol show config`), and the
+    workflow says so in one line; the entry point (`make run`'s) finds it first, reads the
+    refusing config instead and says so once."""
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        f"ClusterName=stale\nSlurmctldHost=gone(127.0.0.1)\nSlurmctldPort={port}\n"
+        "MessageTimeout=5\nNodeName=gone CPUs=1\nPartitionName=p Nodes=gone\n"
+    )
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    def timed(cmd):
+        start = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+        return proc, time.monotonic() - start
+
+    python = Path(sys.executable)
+    plain, plain_s = timed([str(python.parent / "snakemake"), "--version"])
+    entry, entry_s = timed([str(python), "workflow/scripts/check_config.py", "--run", "--version"])
+    assert plain.returncode == entry.returncode == 0, (plain, entry)
+    assert entry.stdout == plain.stdout
+    assert plain_s - entry_s > 2.5, (plain_s, entry_s)  # MessageTimeout=5 of retries
+    (note,) = entry.stderr.splitlines()
+    assert note.startswith(f"note: the Slurm config {conf} names the controller 127.0.0.1:")
+    assert "this run reads" in note
+    # A plain Snakemake reading the workflow waits, then says why in one line.
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    dry = snakemake(tmp_path / "dry", CONFIG, "-n", "all", check=False, timeout=300)
+    notes = [line for line in dry.stderr.splitlines() if line.startswith("note: the Slurm")]
+    assert dry.returncode == 0 and len(notes) == 1, dry.stderr[-2000:]
+    assert f"export SLURM_CONF={REPO}/tools/slurm-no-controller.conf" in notes[0]

@@ -100,15 +100,21 @@ THROUGHPUT_HEADER = "benchmark,topology,interop_threads,intraop_threads,batch_si
 
 
 def packrat_folder(
-    folder: Path, latencies: list[str] | None = None, rows: int = 2, header_only: str = ""
+    folder: Path,
+    latencies: list[str] | None = None,
+    rows: int = 2,
+    header_only: str = "",
+    batch: str = "1",
 ) -> str:
     """A PackRat results folder of ``rows`` cells (threads 1..rows, batch 1); ``latencies``
-    replaces the latency(avg) of the first rows; the file ``header_only`` has no rows."""
+    replaces the latency(avg) of the first rows, ``batch`` the latency file's first batch
+    size; the file ``header_only`` has no rows."""
     latencies = list(latencies or [])
     lat, thr = [LATENCY_HEADER], [THROUGHPUT_HEADER]
     for t in range(1, rows + 1):
         avg = latencies[t - 1] if t <= len(latencies) else str(100.0 / t)
-        lat.append(f"resnet_manual_script,sequential,1,{t},1,{90.0 / t},{avg},{120.0 / t},0.0")
+        b = batch if t == 1 else "1"
+        lat.append(f"resnet_manual_script,sequential,1,{t},{b},{90.0 / t},{avg},{120.0 / t},0.0")
         thr.append(f"resnet_manual_script,sequential,1,{t},1,{10.0 * t}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "resnet_latency.csv").write_text("\n".join(lat) + "\n")
@@ -116,6 +122,13 @@ def packrat_folder(
     if header_only:
         (folder / header_only).write_text((folder / header_only).read_text().split("\n")[0] + "\n")
     return str(folder)
+
+
+def earlier_results(folder: Path) -> Path:
+    """The results folder of an earlier run: machine.json and its cells."""
+    (folder / "cells").mkdir(parents=True)
+    (folder / "machine.json").write_text("{}")
+    return folder
 
 
 def compared(folder: Path, *models: str) -> list[str]:
@@ -321,6 +334,35 @@ CASES = [
         reads=("import",),
     ),
     Case(
+        "import-negative-batch-size",
+        lambda d: {"import": {"packrat": [packrat_folder(d / "packrat-batch", batch="-4")]}},
+        [
+            "'import.packrat[0]'",
+            "resnet_latency.csv line 2: batch_size -4 is negative",
+            "batch sizes and thread counts that are whole numbers >= 1",
+        ],
+        reads=("import",),
+    ),
+    Case(
+        "topology-negative-node",
+        lambda d: {
+            "topology": str(_file(d / "neg.lscpu", b"# CPU,Core,Socket,Node\n0,0,0,0\n1,1,0,-1\n"))
+        },
+        ["config key 'topology':", "neg.lscpu line 3: NUMA node -1 is negative", "allowed: null"],
+        reads=("topology",),
+    ),
+    Case(
+        "results-inside-another-results-folder",
+        lambda d: {"results": str(earlier_results(d / "earlier") / "run2")},
+        ["config key 'results':", "is inside the results folder", "earlier (it holds machine.json"],
+        reads=("results", "compare"),  # with compare, the compare check says where results is
+    ),
+    Case(
+        "results-name-too-long",
+        {"results": "r" * 300},
+        ["'results': 'rrrr", "(300 characters) is a path with a folder name of 300 bytes"],
+    ),
+    Case(
         "packing-without-sequential",
         {"placements": ["interleave"], "packing": {"enabled": True}},
         ["'packing.enabled': true, but packing predicts from the 'sequential' cells"],
@@ -460,8 +502,8 @@ def test_snakemake_and_the_checker_give_the_same_lines(tmp_path, group):
 def test_every_case_is_in_a_batch_and_batches_are_few():
     groups = batches(CASES)
     assert sorted(c.id for g in groups for c in g) == sorted(IDS)
-    # compare cases share their key (and read import): they need batches of their own
-    assert len(groups) <= 12, [len(g) for g in groups]
+    # compare and results cases share their keys (compare reads import): batches of their own
+    assert len(groups) <= 14, [len(g) for g in groups]
 
 
 @pytest.mark.integration
@@ -537,6 +579,12 @@ def test_a_config_file_without_keys_is_refused_by_both(tmp_path, content, holds)
     [
         pytest.param('{"cpus": [{"cpu": 0}]}', "malformed topology", id="json-missing-node"),
         pytest.param('{"cpus": [', "is not valid JSON", id="json-truncated"),
+        pytest.param(
+            '{"cpus": [{"cpu": 0, "node": -1}]}',
+            "topo.txt: CPU 0 has NUMA node -1, a negative number",
+            id="json-negative-node",
+        ),
+        pytest.param("# CPU,Core,Socket,Node\n-1,0,0,0\n", "line 2: CPU -1 is negative", id="cpu"),
         pytest.param("CPU,Core\n0,0\n", "no '# CPU,Core", id="lscpu-without-header"),
         pytest.param("", "", id="empty-file"),
         pytest.param(None, "cannot read topology file", id="missing-file"),
@@ -938,6 +986,32 @@ def test_results_below_a_file_or_through_a_symlink_is_refused(tmp_path):
     ):
         (problem,) = paths.results_problems(bad, workdir=tmp_path, workflow_dir=REPO)
         assert why in str(problem), problem
+
+
+def test_results_names_the_file_system_cannot_hold_are_refused(tmp_path):
+    def why(results):
+        return [str(p) for p in paths.results_problems(results, tmp_path, REPO)]
+
+    assert why("r" * 255) == []  # the longest name allowed
+    (line,) = why(f"a/{'r' * 256}/b")
+    assert "a folder name of 256 bytes (rrrrrrrrrrrr...), longer than the 255" in line
+    assert line.startswith("config key 'results': 'a/rrrr") and len(line) < 1000
+    (line,) = why("/".join(["d" * 200] * 19))
+    assert "bytes long as an absolute path, leaving no room for the files a run" in line
+
+
+def test_results_inside_a_results_folder_is_refused_and_a_rerun_is_not(tmp_path):
+    earlier = earlier_results(tmp_path / "earlier")
+    assert paths.results_problems(str(earlier), tmp_path, REPO) == []  # the same run again
+    (tmp_path / "link").symlink_to(earlier)
+    for inside in ("earlier/run2", "link/run2", "earlier/cells/x"):
+        (problem,) = paths.results_problems(inside, tmp_path, REPO)
+        folder = tmp_path / inside.split("/")[0]  # as given: a link is named as the link
+        assert f"inside the results folder {folder} (it holds machine.json" in str(problem)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "machine.json").write_text("{}")  # a topology file, no results
+    assert paths.results_problems("notes/run", tmp_path, REPO) == []
+    assert paths.results_problems("earlier/run2", tmp_path, REPO, nested=False) == []
 
 
 def test_every_tracked_top_level_folder_is_protected():

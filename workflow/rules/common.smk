@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 
 from numa_effects import config as config_mod  # noqa: E402
 from numa_effects import runlock  # noqa: E402
+from numa_effects import slurmconf  # noqa: E402
 from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
 from numa_effects.plan import compare as compare_plan  # noqa: E402
@@ -77,6 +78,11 @@ RESULTS = PLAN.results
 # `snakemake --unlock`; they are removed when no run of this workflow is alive here, never
 # while one is (then Snakemake's own lock refuses overlapping runs). See numa_effects.runlock.
 if workflow.is_main_process:
+    # A slurm.conf whose controller does not answer made this start wait (Snakemake's Slurm
+    # plugin asks it at import): one line saying so (make run avoids it; numa_effects.slurmconf).
+    _slurm = slurmconf.stale()
+    if _slurm is not None:
+        print(slurmconf.note(_slurm), file=sys.stderr)
     _stale = runlock.clear_stale_locks()
     if _stale:
         print(

@@ -1,6 +1,6 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-Four layers and two shared modules (docs/architecture.md); a module imports only from its own
+Four layers and three shared modules (docs/architecture.md); a module imports only from its own
 layer and the layers below it (tests/test_layers.py). One concern per module (after
 psf/pyperf); tests/test_report_registry.py fails when a module is not listed here.
 
@@ -9,6 +9,8 @@ Shared, the bottom:
 - ``stats``: every statistic of the project (medians, two-level CIs, ratios, verdicts) and the
   one reader of its tables.
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
+- ``slurmconf``: a Slurm config whose controller does not answer (every start of Snakemake
+  would wait for it), found at once.
 
 ``config``: the config checked before any job starts, one line per problem (Snakemake and
 ``python -m numa_effects.config`` run the same check):
@@ -23,7 +25,8 @@ Shared, the bottom:
 - ``config.compare``: the ``compare`` key checked against the file system and the axes.
 - ``config.files``: config files read as Snakemake reads them.
 - ``config.readme``: config/README.md's key tables, generated from the schema.
-- ``config.cli``: ``python -m numa_effects.config``.
+- ``config.command``: a whole Snakemake command line checked before Snakemake reads it.
+- ``config.cli``: ``python -m numa_effects.config`` (``make run``, ``make check-config``).
 
 ``plan``: pure planning, metadata only (no torch), imported while Snakemake parses the rules:
 
@@ -47,6 +50,7 @@ Shared, the bottom:
 - ``plan.packing``: PackRat's question: the best <instances, threads, batch> per budget.
 - ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
 - ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
+- ``plan.remeasure``: what a run measures, why, and its estimated time (the dry run's line).
 
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
 profiles):
@@ -83,6 +87,7 @@ profiles):
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
+- ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
 - ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the

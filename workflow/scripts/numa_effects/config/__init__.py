@@ -19,6 +19,8 @@ The modules, one concern each:
   them, labels and ``across``.
 - ``files``: config files read as Snakemake reads them; a key given twice refused.
 - ``readme``: config/README.md's key tables, generated from the schema.
+- ``command``: a whole Snakemake command line (options, ``--config`` items, ``--configfile``,
+  targets) checked before Snakemake reads it, for the entry points.
 - ``cli``: the command line. Nothing here imports torch.
 """
 
@@ -74,7 +76,9 @@ def check(
     failed = failed_keys(found)  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
-        problems += paths.results_problems(config["results"], workdir, workflow_dir)
+        problems += paths.results_problems(
+            config["results"], workdir, workflow_dir, nested=not config.get("compare")
+        )
     if "import" not in failed:
         problems += paths.import_problems(config)
     if "compare" not in failed:

@@ -6,6 +6,12 @@ the working directory first when it exists, then each FILE, then ``--config``), 
 directory is entered as Snakemake enters it, and the one checker (``numa_effects.config.check``)
 runs. Unlike Snakemake it says where a YAML syntax error is. ``--list NAME`` prints a
 registry's names; ``--readme`` regenerates config/README.md's key tables from the schema.
+
+The entry points (``workflow/scripts/check_config.py``) give it a whole Snakemake command line
+instead (``command``): ``--snakemake ARGS...`` checks it (``make check-config``); ``--run
+ARGS...`` checks it and then runs ``snakemake ARGS...`` in its place (``make run``). Both keep
+that Snakemake from waiting for a Slurm controller that does not answer, and say so
+(``numa_effects.slurmconf``).
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 
-from numa_effects.config import check, check_or_exit, files, readme
+from numa_effects import slurmconf
+from numa_effects.config import check, check_or_exit, command, files, readme
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.registries import REGISTRIES
 
@@ -31,7 +39,7 @@ def _directory(path: str | None):
         os.chdir(before)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m numa_effects.config",
         description="Check a config as the workflow will, with the same messages: "
@@ -44,7 +52,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", choices=list(REGISTRIES), help="print every allowed name")
     ap.add_argument("--readme", action="store_true", help="regenerate config/README.md's tables")
     ap.add_argument("--traceback", action="store_true", help="let an unexpected error raise")
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--snakemake",
+        nargs=argparse.REMAINDER,
+        metavar="ARG",
+        help="check this snakemake command line (its options, --configfile, --config, "
+        "--directory and targets) and the config it makes; everything after it is its",
+    )
+    ap.add_argument(
+        "--run",
+        nargs=argparse.REMAINDER,
+        metavar="ARG",
+        help="as --snakemake, then run snakemake with these arguments",
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments().parse_args(argv)
     if args.list:
         print("\n".join(REGISTRIES[args.list].names()))
         return 0
@@ -52,26 +77,67 @@ def main(argv: list[str] | None = None) -> int:
         changed = readme.write()
         print(f"{readme.README_PATH}: {'updated' if changed else 'up to date'}")
         return 0
-    if args.directory and not os.path.isdir(args.directory):
-        print(
-            f"invalid configuration: --directory {args.directory} is not a folder", file=sys.stderr
-        )
+    if args.snakemake is not None or args.run is not None:
+        return _command(args.run if args.run is not None else args.snakemake, args.run is not None)
+    return _check(args.files, args.config, args.directory, args.traceback)
+
+
+def _check(given: list, config_items: list[str], directory: str | None, traceback: bool) -> int:
+    """Check the files and --config items as Snakemake will read them; 0, or 1 and the lines."""
+    if directory and not os.path.isdir(directory):
+        print(f"invalid configuration: --directory {directory} is not a folder", file=sys.stderr)
         return 1
-    configfiles = files.workflow_files(args.files, args.directory)
+    configfiles = files.workflow_files(given, directory)
     try:
-        with _directory(args.directory):
+        with _directory(directory):
             config = files.load(configfiles)
-            files.merge(config, files.parse_config_args(args.config))
-            run = check if args.traceback else check_or_exit
+            files.merge(config, files.parse_config_args(config_items))
+            run = check if traceback else check_or_exit
             checked = run(config, configfiles=configfiles)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
     except SystemExit as exc:
         return int(exc.code or 0)
-    names = " + ".join(str(f) for f in [*configfiles[len(args.files) :], *args.files])
+    names = " + ".join(str(f) for f in [*configfiles[len(given) :], *given])
     print(f"ok: {names} (planned against {checked.topology.source or 'this machine'})")
     return 0
+
+
+def _command(argv: list[str], run: bool) -> int:
+    """Check a snakemake command line (``command``); with ``run``, then replace this process
+    by ``snakemake argv...``. A stale Slurm config is avoided for both (and said once)."""
+    env, note = slurmconf.avoid()
+    if note:
+        print(note, file=sys.stderr)
+        os.environ.update(env)  # Snakemake's parser, imported below, imports the plugin too
+    try:
+        parsed = command.parse(argv)
+        found = command.problems(parsed) if parsed is not None else []
+        if found:
+            raise ConfigError(found)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if parsed is None and not run:  # --help, --version: nothing to check
+        return 0
+    if parsed is not None:
+        directory = str(parsed.directory) if parsed.directory else None
+        given = ([str(f) for f in parsed.configfile], list(parsed.config or []), directory)
+        rc = _check_quietly(*given) if run else _check(*given, False)
+        if rc or not run:
+            return rc
+    sys.stdout.flush()
+    sys.stderr.flush()
+    exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
+    os.execve(cmd[0], [*cmd, *argv], env)
+
+
+def _check_quietly(given: list[str], config_items: list[str], directory: str | None) -> int:
+    """``_check`` without its ``ok:`` line (Snakemake speaks next)."""
+    with open(os.devnull, "w") as null, redirect_stdout(null):
+        return _check(given, config_items, directory, False)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ def compare_problems(
             )
             usable = False
             continue
-        why = compare_runs.folder_problem(base / run, shown=run)
+        try:
+            why = compare_runs.folder_problem(base / run, shown=run)
+        except OSError as exc:  # a name the file system cannot hold
+            why = f"{shown(run)} cannot be read ({exc.strerror})"
         if why:
             problems.append(Problem(key(i), f"{why}; {ALLOWED}"))
             usable = False

@@ -12,6 +12,7 @@ YAML with keys at top level"), before the workflow runs.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from collections.abc import Iterable
@@ -30,11 +31,24 @@ def _general(text: str) -> Problem:
 
 
 def _text(path: str | Path) -> str:
+    """The file's text, or ConfigError saying why it has none: it cannot be read (missing, a
+    folder, no permission), is UTF-16 (as some Windows editors save), binary, or not UTF-8."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise _error(f"cannot read config file {path}: {reason}") from None
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise _error(f"cannot read config file {path}: {exc.strerror}") from None
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        why = "it is UTF-16 text; allowed: UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)"
+    elif b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        why = f"it is not text (a NUL byte on line {line}); allowed: a YAML or JSON file"
+    else:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            why = f"line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); allowed: UTF-8"
+    raise _error(f"cannot read config file {path}: {why}")
 
 
 def _error(text: str) -> ConfigError:

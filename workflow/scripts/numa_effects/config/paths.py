@@ -10,6 +10,7 @@ from pathlib import Path
 
 from numa_effects.config.problem import Problem
 from numa_effects.config.schema import SCHEMA_PATH
+from numa_effects.plan import paths as results_paths
 from numa_effects.plan import topology as topology_mod
 
 # `results` may be relative or absolute (a cluster user writes to /scratch/...), but never a
@@ -19,6 +20,8 @@ SYSTEM_DIRS += ("/proc", "/sys", "/run")
 WORKFLOW_DIRS = ("workflow", "config", "profiles", "tests", "docs", "envs", "tools")
 WORKFLOW_DIRS += ("benchmarks", ".ci", ".git", ".snakemake", ".venv", ".test")
 REPO_DIR = SCHEMA_PATH.parents[2]
+# Bytes of path a run writes inside `results` (cells/<model>/<opt>/.../r1.json and its log).
+ROOM_INSIDE = 256
 # Lines of impossible values named per PackRat file; the rest are counted in one more line.
 MAX_ROWS_NAMED = 5
 
@@ -28,44 +31,90 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def results_problems(
-    results: str, workdir: str | Path | None = None, workflow_dir: str | Path | None = None
+    results: str,
+    workdir: str | Path | None = None,
+    workflow_dir: str | Path | None = None,
+    nested: bool = True,
 ) -> list[Problem]:
-    """Why ``results`` may not hold this workflow's outputs ([] if it may)."""
+    """Why ``results`` may not hold this workflow's outputs ([] if it may). ``nested``: also
+    refuse it inside another results folder (a comparison says so itself, for its folders)."""
     workdir = Path(os.path.abspath(workdir or os.getcwd()))
     workflow_dir = Path(os.path.abspath(workflow_dir or REPO_DIR))
     given = Path(os.path.normpath(workdir / results))
     allowed = (
         "allowed: a folder of its own, relative or absolute (results, /scratch/$USER/run1), "
         f"not / or inside {', '.join(SYSTEM_DIRS)}, not inside the workflow's folders "
-        f"({', '.join(d + '/' for d in WORKFLOW_DIRS)}), not a folder that holds the workflow "
-        "or the working directory, not a file"
+        f"({', '.join(d + '/' for d in WORKFLOW_DIRS)}) or another results folder, not a "
+        "folder that holds the workflow or the working directory, not a file"
     )
+    why = _too_long(given) or _protected(given, workdir, workflow_dir)
+    if why is None:
+        why = _below_a_file(given) or (_inside_results(given) if nested else None)
+    shown = repr(results)
+    if len(results) > 80:  # the line stays readable
+        shown = f"{results[:32]!r}... ({len(results)} characters)"
+    return [Problem("results", f"{shown} is {why}; {allowed}")] if why else []
+
+
+def _too_long(given: Path) -> str | None:
+    """A folder name or a path longer than the file system allows (with room for the files a
+    run writes inside it)."""
+    existing = next((p for p in given.parents if os.path.isdir(p)), Path("/"))
+    name_max = os.pathconf(existing, "PC_NAME_MAX")
+    path_max = os.pathconf(existing, "PC_PATH_MAX") - ROOM_INSIDE
+    for name in given.parts[1:]:
+        size = len(os.fsencode(name))
+        if size > name_max:
+            return (
+                f"a path with a folder name of {size} bytes ({name[:12]}...), longer than the "
+                f"{name_max} this file system allows"
+            )
+    size = len(os.fsencode(str(given)))
+    if size > path_max:
+        return (
+            f"{size} bytes long as an absolute path, leaving no room for the files a run writes "
+            f"inside it ({ROOM_INSIDE} bytes below the file system's {path_max + ROOM_INSIDE})"
+        )
+    return None
+
+
+def _protected(given: Path, workdir: Path, workflow_dir: Path) -> str | None:
+    """A system folder, the workflow's own, or a folder that holds the working directory."""
     protected = [(Path(d), "a system folder") for d in SYSTEM_DIRS]
     protected += [(Path(os.path.realpath(d)), "a system folder") for d in SYSTEM_DIRS]
     for base in {workflow_dir, workdir}:
         protected += [(base / d, "one of the workflow's own folders") for d in WORKFLOW_DIRS]
-    why = None
     for path in (given, Path(os.path.realpath(given))):  # symlinks resolved too
         if path == Path("/"):
-            why = "the root folder"
-        elif _inside(workflow_dir, path) or _inside(workdir, path):
-            why = "the working directory or a folder that holds it or the workflow"
-        else:
-            for folder, what in protected:
-                if _inside(path, folder):
-                    why = f"{'' if path == folder else 'inside '}{what} ({folder})"
-                    break
-        if why:
-            break
-    if why is None:
-        existing = next((p for p in [given, *given.parents] if p.exists()), None)
-        if existing is not None and not existing.is_dir():
-            why = (
-                "an existing file, not a folder"
-                if existing == given
-                else f"below {existing}, which is a file, not a folder"
-            )
-    return [Problem("results", f"{results!r} is {why}; {allowed}")] if why else []
+            return "the root folder"
+        if _inside(workflow_dir, path) or _inside(workdir, path):
+            return "the working directory or a folder that holds it or the workflow"
+        for folder, what in protected:
+            if _inside(path, folder):
+                return f"{'' if path == folder else 'inside '}{what} ({folder})"
+    return None
+
+
+def _below_a_file(given: Path) -> str | None:
+    existing = next((p for p in [given, *given.parents] if p.exists()), None)
+    if existing is None or existing.is_dir():
+        return None
+    if existing == given:
+        return "an existing file, not a folder"
+    return f"below {existing}, which is a file, not a folder"
+
+
+def _inside_results(given: Path) -> str | None:
+    """Inside another run's results folder (its outputs would mix with this run's)."""
+    for path in (given, Path(os.path.realpath(given))):
+        for folder in path.parents:
+            if results_paths.holds_results(folder):
+                marks = " or ".join(f"{d}/" for d in results_paths.RESULT_FOLDERS)
+                return (
+                    f"inside the results folder {folder} (it holds {results_paths.MACHINE} and "
+                    f"{marks}), where the outputs of two runs would mix"
+                )
+    return None
 
 
 def load_topology(config: dict) -> tuple[topology_mod.Topology | None, list[Problem]]:
@@ -102,7 +151,10 @@ def import_problems(config: dict) -> list[Problem]:
         "allowed: PackRat results folders (or one of their CSVs) holding "
         f"{packrat.LATENCY_FILE} and {packrat.THROUGHPUT_FILE}"
     )
-    values = "allowed: latencies (ms) and throughputs (images/s) that are finite numbers > 0"
+    values = (
+        "allowed: latencies (ms) and throughputs (images/s) that are finite numbers > 0, "
+        "batch sizes and thread counts that are whole numbers >= 1"
+    )
     problems = []
     for i, source in enumerate(sources):
         key = f"import.packrat[{i}]"

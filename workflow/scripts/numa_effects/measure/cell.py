@@ -122,8 +122,7 @@ def cpu_s() -> float:
 def minor_faults() -> int:
     """This process's minor page faults so far (getrusage, all threads): read just outside a
     step's interval, their difference is the pages the step touched for the first time -- memory
-    the allocator gave back to the kernel and took again (docs/performance.md, "Page faults per
-    step")."""
+    the allocator gave back to the kernel and took again (docs/performance.md, "One replicate")."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 

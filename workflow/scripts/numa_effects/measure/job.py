@@ -145,6 +145,7 @@ def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
         allocator=allocator,
         summary=summary,
         report=got.report if w.keep_report else None,
+        code=spec.code,
     )
 
 
@@ -160,6 +161,7 @@ def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
         settings=dict(spec.settings),
         failure=None if skipped else stop,
         skip_reason=str(stop) if skipped else None,
+        code=spec.code,
     )
 
 
@@ -244,6 +246,7 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, **kw) -> GroupRec
         choice=spec.choice,
         allocator=alloc,
         failure=stop,
+        code=spec.code,
     )
 
 

@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from numa_effects import __version__
+
 # ATEN_CPU_CAPABILITY caps the ISA of ATen's own kernels (the guest of tests/numa_vm sets it);
 # THP_MEM_ALLOC_ENABLE=1 makes torch ask for transparent huge pages (benchmarks/variance.py)
 ENV_PREFIXES = (
@@ -93,7 +95,8 @@ def slurm(environ=None) -> dict[str, str]:
 
 
 def versions(packages=("torch", "torchvision", "numpy")) -> dict[str, str]:
-    out = {"python": platform.python_version()}
+    """Python's, this package's (``numa_effects.__version__``) and each installed package's."""
+    out = {"python": platform.python_version(), "numa_effects": __version__}
     for name in packages:
         try:
             out[name] = importlib.metadata.version(name)

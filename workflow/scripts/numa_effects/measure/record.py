@@ -91,6 +91,7 @@ class Record:
     summary: dict | None = None  # the workload's entry (its key: ``WORKLOADS[workload].key``)
     report: dict | None = None  # the instance's raw report, where the workload keeps it
     skip_reason: str | None = None
+    code: str | None = None  # the digest of the measuring code that made it (plan.code)
 
     @property
     def verification(self) -> dict:
@@ -160,6 +161,7 @@ class GroupRecord:
     choice: dict | None = None
     allocator: dict | None = None
     failure: Failure | None = None
+    code: str | None = None  # the digest of the measuring code that made it (plan.code)
 
     def to_json(self) -> dict:
         out = {"format": FORMAT, **{k: getattr(self, k) for k in self.__dataclass_fields__}}
@@ -184,6 +186,7 @@ class GroupRecord:
             choice=d.get("choice"),
             allocator=d.get("allocator"),
             failure=Failure.from_json(d.get("failure")),
+            code=d.get("code"),
         )
 
 

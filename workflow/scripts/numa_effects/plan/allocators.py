@@ -40,7 +40,7 @@ RUN_CPU_JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_th
 # ... plus never returning freed pages to the OS (-1: no decay), as Intel's extension for
 # PyTorch sets: with run_cpu's options alone jemalloc gave back and re-faulted the activations
 # on every iteration and was slower than glibc on ResNet-50 batch 16 here; with these it was
-# ~1.5x faster, like tcmalloc (docs/precision.md, section 6).
+# ~1.5x faster, like tcmalloc (benchmarks/results/2026-12-01-precision-first-measurements.md).
 JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
 # glibc's malloc settings read from the environment (mallopt(3), ENVIRONMENT). An inherited one
 # would change what a cell's allocator is, so every cell's environment drops them (and the
@@ -58,7 +58,7 @@ GLIBC_MALLOC_ENV = (
 # glibc kept from giving memory back: no allocation served by mmap (so none unmapped when freed)
 # and the heap's top trimmed only beyond 16 GiB. With glibc's defaults an eager ResNet-50 step
 # re-faulted 8,000 - 28,000 pages at batch 4 and ~330,000 at batch 16, as many as the process's
-# state says; with these none (docs/performance.md, "glibc, tuned").
+# state says; with these none (benchmarks/results/2026-12-04-2152-glibc-tuned-allocator-runs.md).
 GLIBC_TUNED_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "17179869184"}
 # glibc's defaults serve a malloc this large with mmap (threshold 128 KiB, raised by frees up to
 # 32 MiB at most); under GLIBC_TUNED_ENV it comes from the heap.

@@ -40,6 +40,16 @@ COMPARE_LOG = "logs/compare/{compare}/{name}.log"
 COMPARE_TABLES = ("compare", "summary", "provenance", "unmatched", "peaks")
 
 
+# What a run (or an import) writes beside machine.json: a folder holding machine.json and one of
+# these is a results folder.
+RESULT_FOLDERS = tuple(dict.fromkeys(p.split("/")[0] for p in (MANIFEST, CELL, TABLE)))
+
+
+def holds_results(folder) -> bool:
+    """Whether ``folder`` (a pathlib.Path) is a results folder of a run or an import."""
+    return (folder / MACHINE).is_file() and any((folder / d).is_dir() for d in RESULT_FOLDERS)
+
+
 def table(name: str) -> str:
     return TABLE.format(name=name)
 

@@ -60,6 +60,12 @@ class Topology:
         for i, row in self.distances.items():
             if not isinstance(i, int) or not all(isinstance(j, int) for j in row):
                 raise TopologyError("node distances must be keyed by node numbers")
+        for c in self.cpus:
+            for what, number in (("number", c.cpu), ("NUMA node", c.node), ("package", c.package)):
+                if number < 0:
+                    raise TopologyError(f"CPU {c.cpu} has {what} {number}, a negative number")
+        if any(n < 0 for n in self.memory_nodes):
+            raise TopologyError(f"memory nodes {list(self.memory_nodes)}: a negative number")
         ids = [c.cpu for c in self.cpus]
         if len(set(ids)) != len(ids):
             raise TopologyError("topology lists a CPU twice")
@@ -178,13 +184,16 @@ class Topology:
             }
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise TopologyError(f"malformed topology {source or 'data'}: {exc!r}") from exc
-        return cls(
-            cpus=tuple(sorted(cpus)),
-            cpu_model=str(data.get("cpu_model", "")),
-            source=source or str(data.get("source", "")),
-            memory_nodes=memory_nodes,
-            distances=distances,
-        )
+        try:
+            return cls(
+                cpus=tuple(sorted(cpus)),
+                cpu_model=str(data.get("cpu_model", "")),
+                source=source or str(data.get("source", "")),
+                memory_nodes=memory_nodes,
+                distances=distances,
+            )
+        except TopologyError as exc:
+            raise TopologyError(f"topology {source or 'data'}: {exc}") from exc
 
 
 def _read(path: Path) -> str:
@@ -297,7 +306,7 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
     """
     header: list[str] | None = None
     rows: list[dict[str, str]] = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line:
             continue
@@ -315,6 +324,7 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
         row = dict(zip(header, values, strict=False))
         if row.get("online", "yes").lower() == "no":
             continue
+        _negative_fields(row, f"{source} line {number}")
         rows.append(row)
     if not rows:
         raise TopologyError("lscpu output lists no CPUs")
@@ -340,6 +350,18 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
     except (KeyError, ValueError) as exc:
         raise TopologyError(f"malformed lscpu output: {exc!r}") from exc
     return Topology(cpus=tuple(sorted(cpus)), cpu_model=cpu_model, source=source)
+
+
+# lscpu's numbered columns: a CPU, its core, socket and NUMA node are numbers >= 0 ("-" and ""
+# mean none, read as 0).
+LSCPU_NUMBERS = {"cpu": "CPU", "core": "core", "socket": "socket", "node": "NUMA node"}
+
+
+def _negative_fields(row: dict[str, str], where: str) -> None:
+    for key, what in LSCPU_NUMBERS.items():
+        value = (row.get(key) or "").strip()
+        if value.startswith("-") and value != "-":
+            raise TopologyError(f"{where}: {what} {value} is negative")
 
 
 def load(path: str | os.PathLike) -> Topology:

@@ -221,7 +221,7 @@ PEAKS_WHY = (
     "<code>tables/peaks.csv</code> here): unless torch or the machine differ (above), "
     "they do not depend on the pipeline's code. They are a weak witness of the machine's "
     "speed: a few seconds of one kernel in one process (re-runs on a 2-vCPU VM within an hour "
-    "moved them by up to 10 % while their cells moved by up to 5 %, docs/performance.md). "
+    "moved them by up to 10 % while their cells moved by up to 5 %, docs/comparing.md). "
     "Peaks and every cell moving the same way by several % point to the machine; peaks moving "
     "alone say little. A re-run of the baseline close in time tells for sure.</p>"
 )

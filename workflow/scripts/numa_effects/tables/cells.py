@@ -335,8 +335,8 @@ def pooled_variances(medians: dict) -> dict:
 def fault_columns(good: pd.DataFrame) -> dict:
     """A cell's page faults per timed step from its measured replicates (``cell_row``'s
     ``minor_faults_per_step``): the median over them, and each one's (``;``-joined, in
-    replicate order: glibc's defaults leave each process in its own state, docs/performance.md,
-    "glibc, tuned"). None for records from before they were counted."""
+    replicate order: glibc's defaults leave each process in its own state, docs/precision.md,
+    "Allocators"). None for records from before they were counted."""
     per = good["minor_faults_per_step"] if "minor_faults_per_step" in good.columns else None
     if per is None or per.isna().any():
         return {"minor_faults_per_step": None, "replicate_faults_per_step": None}

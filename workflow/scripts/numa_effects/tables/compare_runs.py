@@ -771,6 +771,7 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
             versions.get("torchvision") or _distinct(c, "torchvision_version"),
         ),
         ("versions", "numpy", versions.get("numpy")),
+        ("versions", "numa_effects", versions.get("numa_effects")),
         ("versions", "kernel", host.get("kernel")),
     ]
     out += [("kernel", k, v) for k, v in sorted((m.get("kernel") or {}).items())]

@@ -52,6 +52,8 @@ PACKRAT_KEYS = (
 LATENCY_COLUMNS = {"latency(min)": "min", "latency(avg)": "mean", "latency(max)": "max"}
 # The measured values of each file: finite numbers > 0 (``row_problems``).
 VALUE_COLUMNS = {LATENCY_FILE: tuple(LATENCY_COLUMNS), THROUGHPUT_FILE: ("throughput",)}
+# The counts that key a cell, in both files: whole numbers >= 1 (``row_problems``).
+COUNT_COLUMNS = ("batch_size", "intraop_threads", "interop_threads")
 STATS = ("min", "p10", "median", "mean", "p90", "p99", "max", "std", "iqr")
 COLUMNS = [
     *KEYS,
@@ -90,8 +92,9 @@ def source_files(path: str | os.PathLike) -> tuple[Path, Path]:
 
 def row_problems(path: str | os.PathLike) -> list[tuple[int, str]] | None:
     """(line, what) of every impossible value in one PackRat CSV, in file order: a latency or
-    throughput (``VALUE_COLUMNS``) that is empty, not a number, not finite, or not > 0.
-    None when the file has no rows after its header (or no header)."""
+    throughput (``VALUE_COLUMNS``) that is empty, not a number, not finite, or not > 0; a batch
+    size or thread count (``COUNT_COLUMNS``) that is not a whole number >= 1. None when the
+    file has no rows after its header (or no header)."""
     path = Path(path)
     columns = VALUE_COLUMNS.get(path.name, (*LATENCY_COLUMNS, "throughput"))
     found: list[tuple[int, str]] = []
@@ -102,21 +105,28 @@ def row_problems(path: str | os.PathLike) -> list[tuple[int, str]] | None:
             if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
                 continue  # a blank line (pandas skips them too)
             rows += 1
-            for col in columns:
+            for col in (*COUNT_COLUMNS, *columns):
                 if col not in row:
                     continue  # a missing column is read()'s error
-                text = (row[col] or "").strip()
-                try:
-                    value = float(text)
-                except ValueError:
-                    found.append((reader.line_num, f"{col} {text!r} is not a number"))
-                    continue
-                if not math.isfinite(value):
-                    found.append((reader.line_num, f"{col} {text} is not a finite number"))
-                elif value <= 0:
-                    what = "negative" if value < 0 else "zero"
-                    found.append((reader.line_num, f"{col} {text} is {what}"))
+                what = _impossible((row[col] or "").strip(), count=col in COUNT_COLUMNS)
+                if what:
+                    found.append((reader.line_num, f"{col} {what}"))
     return found if rows else None
+
+
+def _impossible(text: str, count: bool) -> str | None:
+    """Why ``text`` is no measured value (``count``: no batch size or thread count), or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return f"{text!r} is not a number"
+    if not math.isfinite(value):
+        return f"{text} is not a finite number"
+    if value <= 0:
+        return f"{text} is {'negative' if value < 0 else 'zero'}"
+    if count and not value.is_integer():
+        return f"{text} is not a whole number"
+    return None
 
 
 def parse_benchmark(name: str) -> tuple[str, str, str]:

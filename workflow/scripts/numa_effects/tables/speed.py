@@ -1,5 +1,5 @@
 """The cells' latency at the run's reference speed (config key ``canary``; docs/performance.md,
-"The machine's own speed").
+"At the run's reference speed").
 
 On a VM the processes of one cell run at different speeds of the host, and a fixed
 cache-resident kernel timed beside every iteration (the canary) sees that speed as the model

@@ -72,7 +72,10 @@ def render(
     results: str,
     packing: pd.DataFrame | None = None,
     profile: pd.DataFrame | None = None,
+    history: list[str] = (),
 ) -> str:
+    """The run's summary; ``history``: where the records a re-run replaced are kept
+    (``tables.history.summary_lines``)."""
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
@@ -125,6 +128,7 @@ def render(
                 "(cells.csv columns contended, foreign_cpu_pct)"
             )
     lines += packing_lines(packing, profile)
+    lines += history
     lines += [
         f"  tables: {results}/tables/cells.csv, samples.csv, skipped.csv, failures.csv",
         f"  machine: {results}/machine.json",

@@ -1,0 +1,142 @@
+"""Nothing measured is ever lost, on a real ``git clone``: a change to the measuring code
+re-measures every record (by design); a dry run before says how many and why, with an estimate;
+the run keeps every previous record in results/history/<old digest>/ before Snakemake deletes
+it, the tables read the new records only, and the previous ones compare with the new
+(numa_effects.tables.history). A results folder from another machine is refused by a run that
+would measure into it, and nothing in it changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FIXTURES, REPO
+from test_rerun_clone import GRID, clone
+
+from numa_effects import stats
+from numa_effects.plan import paths
+from numa_effects.plan import topology as topology_mod
+from numa_effects.tables import history
+
+pytestmark = pytest.mark.integration
+QEMU = FIXTURES / "topology" / "qemu-2node-2x2x2-smt-adjacent"
+
+
+def snakemake(checkout: Path, config: dict, *args: str, check: bool = True):
+    """Snakemake of the clone ``checkout`` (its own Snakefile) with ``config``."""
+    cfg = checkout / "test-config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), *args]
+    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env, timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def records(results: Path) -> dict[str, bytes]:
+    return {rel: (results / rel).read_bytes() for rel in history.measured_files(results)}
+
+
+def change_the_measuring_code(checkout: Path) -> None:
+    """An edit that changes what the measuring code is (its syntax tree), not what it does."""
+    timing = checkout / "workflow/scripts/numa_effects/measure/timing.py"
+    timing.write_text(timing.read_text() + "\nEDITED_BY_THE_HISTORY_TEST = 1\n")
+
+
+def tree(folder: Path) -> list[tuple]:
+    """Every path below ``folder`` with its size, modification time and inode."""
+    return sorted(
+        (str(p.relative_to(folder)), p.lstat().st_size, p.lstat().st_mtime_ns, p.lstat().st_ino)
+        for p in folder.rglob("*")
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs git and a git checkout of the project")
+    a = clone(tmp_path_factory.mktemp("history") / "a")
+    snakemake(a, GRID, "--cores", "1", "all")
+    return a
+
+
+def test_a_code_change_keeps_every_previous_record_and_compares_before_with_after(finished):
+    results = finished / "results"
+    before = records(results)
+    assert len(before) == 3  # sequential and n0m0 cells, the n0m0 memory probe
+    (old,) = {json.loads(b)["code"] for b in before.values()}
+    change_the_measuring_code(finished)
+
+    # what the check needs of a run (the figures and page are not): every record, the tables
+    targets = [f"results/{p}" for p in (paths.SUMMARY, paths.table("memory_matrix"))]
+    dry = snakemake(finished, GRID, "-n", *targets).stderr
+    m = re.search(
+        r"a run would measure (\d+) job\(s\) \(2 cell, 1 memory\): (\d+) code changed; "
+        r"about (\d+) s \((\d+) timed by their previous record",
+        dry,
+    )
+    assert m, dry[-3000:]
+    assert int(m.group(1)) == int(m.group(2)) == int(m.group(4)) == len(before)
+    assert int(m.group(3)) > 0
+    assert not (results / history.HISTORY).exists()  # a dry run keeps nothing
+
+    run = snakemake(finished, GRID, "--cores", "1", *targets).stderr
+    assert f"the 3 this run replaces are in results/history/{old}/" in run
+    after = records(results)
+    assert set(after) == set(before)
+    for rel, content in before.items():
+        assert (results / history.HISTORY / old / rel).read_bytes() == content, rel
+        assert json.loads(after[rel])["code"] != old, rel  # measured again by the new code
+    # the tables read the new records only
+    cells = stats.read_table(results / paths.table("cells"))
+    assert len(cells) == 2 and all(p.startswith("results/cells/") for p in cells["cell_json"])
+    new_starts = {json.loads(after[r])["provenance"]["started_at"] for r in after if "cells/" in r}
+    assert set(cells["started_at"]) <= new_starts
+
+    summary = (results / paths.SUMMARY).read_text()
+    assert f"previous records (replaced by a re-run): results/history/{old}/" in summary
+    command = history.compare_command("results", old)
+    assert command in summary
+    # before vs after: the comparison's tables from the command the summary gives
+    config = re.search(r"--config (.*)$", command).group(1)
+    target = "results-compare/compare/before-vs-after/tables/compare.csv"
+    args = ["--cores", "1", target, "--config", *_split(config)]
+    snakemake(finished, GRID, *args)
+    compared = stats.read_table(finished / target)
+    assert len(compared) == 2 and compared["ratio"].notna().all()
+
+
+def _split(config: str) -> list[str]:
+    """The --config items of a command line as the shell splits them (single quotes only)."""
+    return [p.strip("'") for p in re.findall(r"'[^']*'|\S+", config)]
+
+
+def test_another_machines_results_folder_is_refused_and_left_as_it_was(finished, tmp_path):
+    guest = topology_mod.from_sysfs(QEMU)
+    if history.same_machine(topology_mod.current(), guest):
+        pytest.skip("this machine is the folder's")
+    moved = tmp_path / "moved"
+    subprocess.run(["cp", "-a", str(finished), str(moved)], check=True)
+    machine = moved / "results" / paths.MACHINE
+    data = json.loads(machine.read_text())
+    data.update(topology=guest.to_dict(), summary=guest.summary(), host={"hostname": "elsewhere"})
+    machine.write_text(json.dumps(data))
+    change_the_measuring_code(moved)
+    state = tree(moved / "results")
+
+    dry = snakemake(moved, GRID, "-n", "all").stderr
+    assert re.search(r"records another machine \(QEMU.*a run would measure \d+ job", dry), dry
+    proc = snakemake(moved, GRID, "--cores", "1", "all", check=False)
+    assert proc.returncode == 1
+    refusals = [line for line in proc.stderr.splitlines() if "is refused" in line]
+    assert len(refusals) == 1 and "Traceback" not in proc.stderr
+    assert str(Path("results") / paths.MACHINE) in refusals[0]
+    assert tree(moved / "results") == state

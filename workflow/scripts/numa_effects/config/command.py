@@ -1,0 +1,230 @@
+"""A Snakemake command line checked before Snakemake reads it, one line per problem.
+
+Snakemake answers some mistakes itself, before any workflow code runs, with a traceback, a page
+of usage text, or a line that names neither the file nor the item ("Config file is not valid
+JSON or YAML"; docs/troubleshooting.md lists them). The entry points (``make run``, ``make
+check-config``: ``python -m numa_effects.config --run|--snakemake ARGS...``) run this first:
+
+- the arguments are parsed by Snakemake's own parser (profiles included); an unknown option, a
+  missing value or an option spelled with one dash (``-config``) is one line;
+- each ``--config`` item is ``KEY=VALUE`` with a top-level key (``packing.enabled=false`` is
+  not: the mapping is given whole, ``packing='{enabled: false}'``); a value the shell split at
+  its spaces (``batch_sizes=[1, 2]`` unquoted) and a target after ``--config`` are named;
+- each ``--configfile`` is read (``files.read``: missing, a folder, UTF-16, binary, YAML errors
+  with their line, no mapping); a target after ``--configfile`` is named as such;
+- a target that is a ``KEY=VALUE`` item is named;
+- then the config they make is checked by the one checker (``numa_effects.config.check``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+from numa_effects.config.problem import ConfigError, Kind, Problem, suggest
+
+# A --config key as Snakemake accepts it (snakemake.cli.parse_config).
+CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+PAIRS = {"[": "]", "{": "}", "(": ")"}
+HELP = "`snakemake --help` lists every option"
+
+
+def _problem(text: str) -> Problem:
+    return Problem("", text, Kind.GENERAL)
+
+
+class _ParseError(Exception):
+    pass
+
+
+def _raise(self, message):  # argparse.ArgumentParser.error, raising instead of exiting
+    raise _ParseError(message)
+
+
+def parse(argv: list[str]) -> argparse.Namespace | None:
+    """``argv`` parsed as Snakemake parses it (its profiles applied), or ConfigError with one
+    line instead of the usage text (or a line Snakemake prints before it exits); None for
+    ``--help`` and ``--version`` (nothing to check)."""
+    from snakemake import cli
+
+    parser = cli.get_argument_parser()
+    problems = _one_dash(argv, parser)
+    if problems:
+        raise ConfigError(problems)
+    said = io.StringIO()
+    error = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = _raise
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            return cli.parse_args(argv)[1]
+    except SystemExit as exc:
+        if not exc.code:  # --help, --version: printed and done
+            return None
+        raise ConfigError([_problem(f"snakemake's command line: {_last(said)}")]) from None
+    except _ParseError as exc:
+        raise ConfigError([_problem(_usage_line(str(exc), parser))]) from None
+    except Exception as exc:  # a profile Snakemake cannot read, say
+        text = _last(said) or f"{type(exc).__name__}: {exc}"
+        raise ConfigError([_problem(f"snakemake's command line: {text}")]) from None
+    finally:
+        argparse.ArgumentParser.error = error
+
+
+def _last(said: io.StringIO) -> str:
+    """The last line Snakemake printed, but for its banner ("Using ... profile ...")."""
+    lines = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("Using ")]
+    return lines[-1] if lines else ""
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for o in parser._option_string_actions if o.startswith("--")]
+
+
+def _one_dash(argv: list[str], parser: argparse.ArgumentParser) -> list[Problem]:
+    """``-config``: argparse reads it as ``-c onfig`` (cores) and the rest as targets."""
+    options = set(_options(parser))
+    return [
+        _problem(f"option {arg} has one dash; allowed: -{arg} ({HELP})")
+        for arg in argv
+        if re.fullmatch(r"-[a-zA-Z][\w-]+", arg) and f"-{arg}" in options
+    ]
+
+
+def _usage_line(message: str, parser: argparse.ArgumentParser) -> str:
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        first = next((a for a in unknown.group(1).split() if a.startswith("-")), None)
+        hint = suggest(first, _options(parser)) if first else ""
+        return f"snakemake's command line: unknown argument(s) {unknown.group(1)}{hint}; {HELP}"
+    return f"snakemake's command line: {message}; {HELP}"
+
+
+def config_item_problems(items: list[str]) -> list[Problem]:
+    """What Snakemake would refuse (or misread) in the ``--config`` items, one line each."""
+    problems, i = [], 0
+    while i < len(items):
+        item = items[i]
+        key, eq, value = item.partition("=")
+        split = _shell_split(items, i)
+        if split > i + 1:
+            whole = " ".join(items[i:split])
+            parts = " and ".join(repr(p) for p in items[i:split])
+            compact = re.sub(r"\s+", "", whole)
+            problems.append(
+                _problem(
+                    f"--config {whole}: the shell split this value at its spaces into {parts}; "
+                    f"allowed: the item quoted (--config '{whole}') or written without spaces "
+                    f"({compact})"
+                )
+            )
+            i = split
+            continue
+        if not eq:
+            problems.append(
+                _problem(
+                    f"--config item {item!r} has no '=' (a target after --config is read as "
+                    "an item: put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
+                )
+            )
+        elif "." in key and all(CONFIG_KEY.match(k) for k in key.split(".")):
+            top, rest = key.split(".", 1)
+            nested = _nested(rest, value)
+            problems.append(
+                _problem(
+                    f"--config {item}: a nested key cannot be set with a dot; allowed: the "
+                    f'mapping written whole, e.g. --config "{top}={nested}" (its other keys '
+                    "keep their values), or a config file"
+                )
+            )
+        elif not CONFIG_KEY.match(key):
+            problems.append(
+                _problem(
+                    f"--config item {item!r}: {key!r} is not a config key; allowed: KEY=VALUE "
+                    "with a key of config/README.md"
+                )
+            )
+        i += 1
+    return problems
+
+
+def _nested(path: str, value: str) -> str:
+    """``a.b`` and ``1`` -> ``{a: {b: 1}}``."""
+    out = value
+    for part in reversed(path.split(".")):
+        out = f"{{{part}: {out}}}"
+    return out
+
+
+def _open_brackets(text: str) -> int:
+    depth = 0
+    for ch in text:
+        if ch in PAIRS:
+            depth += 1
+        elif ch in PAIRS.values():
+            depth -= 1
+    return depth
+
+
+def _shell_split(items: list[str], i: int) -> int:
+    """The end of the items that were one value before the shell split it at spaces: from an
+    item whose brackets are left open, the following items without '=' until they close."""
+    _, eq, value = items[i].partition("=")
+    depth = _open_brackets(value) if eq else 0
+    j = i + 1
+    while depth > 0 and j < len(items) and "=" not in items[j]:
+        depth += _open_brackets(items[j])
+        j += 1
+    return j if j > i + 1 else i + 1
+
+
+def configfile_problems(configfiles: list[Path]) -> list[Problem]:
+    """Each ``--configfile`` read (``files.read``), one line for each that cannot be."""
+    from numa_effects.config import files
+
+    problems = []
+    for path in configfiles:
+        if not os.path.exists(path) and re.fullmatch(r"[a-zA-Z_][\w-]*=.*", path.name):
+            problems.append(
+                _problem(
+                    f"config file {path.name!r} is a KEY=VALUE item (after --configfile, it "
+                    f"is read as a file name); allowed: --config {path.name}"
+                )
+            )
+            continue
+        if not os.path.exists(path) and path.suffix not in CONFIG_SUFFIXES:
+            problems.append(
+                _problem(
+                    f"config file {path} does not exist (a target after --configfile is read "
+                    "as a config file: put targets before --configfile, e.g. snakemake all "
+                    "--configfile my.yaml)"
+                )
+            )
+            continue
+        try:
+            files.read(path)
+        except ConfigError as exc:
+            problems += exc.problems
+    return problems
+
+
+def target_problems(targets: list[str]) -> list[Problem]:
+    return [
+        _problem(f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)")
+        for t in targets
+        if re.fullmatch(r"[a-zA-Z_][\w-]*=.*", t)
+    ]
+
+
+def problems(args: argparse.Namespace) -> list[Problem]:
+    """Everything wrong with a parsed command line, before its config is checked."""
+    return (
+        config_item_problems(list(args.config or []))
+        + configfile_problems(list(args.configfile or []))
+        + target_problems([str(t) for t in args.targets or []])
+    )

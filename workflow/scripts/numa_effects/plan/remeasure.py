@@ -1,0 +1,149 @@
+"""What a run is about to measure, why, and how long it takes: the one line a dry run (and a
+run, before its first job) prints. Pure: the jobs come in as plain data (the rules read them
+from Snakemake's DAG, ``workflow/rules/history.smk``), what their previous records say is read
+by ``tables.history``.
+
+A job's reason: ``new`` (no record yet), ``forced`` (``--forcerun``, ``-R``, ``-F``),
+``interrupted`` (a record Snakemake never saw finish), ``code changed`` (its record was measured
+by other measuring code: ``plan.code``), ``settings changed`` (the same code, another spec: a
+measurement key, a plan), ``inputs changed`` (a packing job whose plans were made again), or
+``changed`` (a record that does not say which code measured it).
+
+``estimate_seconds`` is the cost model: what a job's previous record took where there is one,
+else ``default_seconds`` of its rule from the settings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from numa_effects.plan import paths
+from numa_effects.plan import settings as settings_mod
+
+# rule -> the pattern of the record it writes: every measurement of the workflow (one concept,
+# one place: the history keeps these, the line counts them)
+RULES = {
+    "cell": paths.CELL,
+    "peak": paths.PEAK,
+    "memory": paths.MEMORY,
+    "packing_run": paths.PACKING_RUN,
+    "interference_run": paths.INTERFERENCE_RUN,
+}
+# the checkpoint that asks for more replicates once it has run (config key two_stage)
+CHECKPOINT = "replicates"
+# what a measuring job costs besides its time budget when nothing says better: the job's start,
+# the instance's Python and torch import, the model's build and warm-up
+START_S = 5.0
+# what a job costs besides what its record timed (from the launcher's start to its finish):
+# Snakemake's start of the job's script, the launcher's imports
+JOB_OVERHEAD_S = 1.0
+REASONS = (
+    "new",
+    "code changed",
+    "settings changed",
+    "forced",
+    "interrupted",
+    "inputs changed",
+    "changed",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str  # one of RULES
+    output: str  # the record it writes
+    why: str  # one of REASONS
+    previous_s: float | None  # what its previous record took (None: no record, or no times)
+    default_s: float  # what a job of its rule takes by the settings
+
+
+def reason(
+    exists: bool,
+    forced: bool,
+    incomplete: bool,
+    params_changed: bool,
+    recorded_code: str | None,
+    code: str | None,
+) -> str:
+    """Why a job measures: Snakemake's reason (``forced``, ``incomplete``, ``params_changed``)
+    and the record it replaces (``exists``; ``recorded_code``: the code that measured it, None
+    where it does not say) against this run's measuring code ``code``."""
+    if not exists:
+        return "new"
+    if forced:
+        return "forced"
+    if incomplete:
+        return "interrupted"
+    if recorded_code is None and params_changed:
+        return "changed"
+    if recorded_code is not None and recorded_code != code:
+        return "code changed"
+    return "settings changed" if params_changed else "inputs changed"
+
+
+def default_seconds(rule: str, plan) -> float:
+    """What one job of ``rule`` takes by the settings of ``plan`` (a ``build.Plan``): its
+    time budget (``max_seconds_per_cell``, the peak's and the memory probe's own) and the
+    start; a packing job measures the fat instance and its candidates, an interference job
+    one instance alone and each group, ``replicates`` times each."""
+    config = plan.config
+    if rule == "cell":
+        return float(config.get("max_seconds_per_cell") or 0) + START_S
+    if rule == "peak":
+        return settings_mod.PEAK_SETTINGS["max_seconds_per_cell"] + START_S
+    if rule == "memory":
+        return settings_mod.MEMORY_SETTINGS["max_seconds_per_cell"] + START_S
+    packing = plan.packing or {}
+    if rule == "packing_run":
+        configs = 1 + int(packing.get("measure_plans", 1))
+        return configs * plan.replicates * (float(packing.get("max_seconds") or 0) + START_S)
+    if rule == "interference_run":
+        most = max((len(j["instances"]) for j in plan.interference_jobs), default=1)
+        each = float((packing.get("interference") or {}).get("max_seconds") or 0) + START_S
+        return (1 + most) * plan.replicates * each
+    raise KeyError(rule)
+
+
+def estimate_seconds(jobs: Iterable[Job]) -> float:
+    """Seconds the ``jobs`` take one after the other (benchmark jobs never overlap): each
+    job's previous time (and the job's start) where its record says one, else its rule's
+    default."""
+    return sum(j.default_s if j.previous_s is None else j.previous_s + JOB_OVERHEAD_S for j in jobs)
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 20 min``."""
+    s = round(seconds)
+    if s < 90:
+        return f"{s} s"
+    minutes = round(s / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _counts(items: Iterable[str], order: Iterable[str]) -> str:
+    n = Counter(items)
+    return ", ".join(f"{n[k]} {k}" for k in order if n[k])
+
+
+def line(jobs: list[Job], dry_run: bool, more_later: bool = False, kept_in: str = "") -> str:
+    """The one line: how many jobs measure, by rule and by reason, and the estimated time
+    (from how many previous records); ``more_later``: a checkpoint adds replicates after the
+    first stage; ``kept_in``: where the records the run replaces are kept."""
+    verb = "a run would measure" if dry_run else "this run measures"
+    later = " (and the further replicates the two-stage checkpoint decides)" if more_later else ""
+    if not jobs:
+        return f"numa-effects: {verb} nothing{later}: no cell, peak, memory or packing job"
+    timed = sum(j.previous_s is not None for j in jobs)
+    text = (
+        f"numa-effects: {verb} {len(jobs)} job(s){later} "
+        f"({_counts((j.rule for j in jobs), RULES)}): {_counts((j.why for j in jobs), REASONS)}; "
+        f"about {duration_text(estimate_seconds(jobs))} ({timed} timed by their previous "
+        f"record, {len(jobs) - timed} at the settings' default)"
+    )
+    replaced = sum(j.why != "new" for j in jobs)
+    if replaced and kept_in:
+        text += f"; the {replaced} record(s) it replaces are kept in {kept_in} first"
+    return text

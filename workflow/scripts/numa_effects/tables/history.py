@@ -1,0 +1,397 @@
+"""Nothing measured is ever lost: the records a run replaces are kept first, and a run never
+measures into another machine's results folder.
+
+Snakemake deletes a job's existing output before the job runs, so a record re-measured (the
+measuring code or a measurement key changed, ``--forcerun``, a retry) would be gone. Before the
+first job of a run that measures, ``keep`` hard-links every measured record of the results
+folder (cells, peaks, memory probes, packing and interference runs: ``plan.remeasure.RULES``)
+into ``<results>/history/<digest>/<the same path>``, ``<digest>`` being the measuring code's
+(``plan.code``) that made the record; a link costs no space and leaves the record as it is (a
+copy where the filesystem refuses a link). A record measured again by the same code (a changed
+setting, ``--forcerun``) goes to ``<digest>.2``, ``.3``, ...: the first snapshot where its path
+is free. ``history/index.json`` remembers what is kept (path, inode, size, time), so a re-run
+reads no record twice. A snapshot whose records are being replaced also gets its own
+``tables/cells.csv``, ``samples.csv``, ``peak.csv`` and ``machine.json``: a result folder that
+``compare`` reads as the "before" side (``compare_command``). The tables of the run read the
+records the plan names, never the history.
+
+A results folder whose ``machine.json`` describes another machine (another CPU model or another
+layout of CPUs, nodes and SMT siblings than both the planning topology and this machine) is
+refused by a run that would measure into it (``Refused``), before anything in it changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import filecmp
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from numa_effects.plan import paths, remeasure
+from numa_effects.plan import topology as topology_mod
+
+HISTORY = "history"
+INDEX = "index.json"
+UNKNOWN = "unknown"  # the snapshot of records that do not say which code measured them
+START_KEYS = ("launcher_started_at", "started_at")
+
+
+class Refused(Exception):
+    """A run that must not start: one line saying why (nothing in the results folder changed)."""
+
+
+def glob_of(pattern: str) -> str:
+    """A ``plan.paths`` pattern as a glob: every ``{wildcard}`` a ``*``."""
+    return re.sub(r"\{[^}]*\}", "*", pattern)
+
+
+def measured_files(results: str | os.PathLike) -> list[str]:
+    """Every measured record below ``results`` (relative paths, sorted), the history excluded;
+    temporary files of a write in progress (``.name.tmp``) are not records."""
+    root = Path(results)
+    found = {
+        str(p.relative_to(root))
+        for pattern in remeasure.RULES.values()
+        for p in root.glob(glob_of(pattern))
+        if p.is_file() and not p.name.startswith(".")
+    }
+    return sorted(found)
+
+
+def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:
+    """The spec the job that wrote record ``rel`` ran with: beside its log
+    (``logs/<rel without .json>.spec.json``, ``measure.job.spec_path``)."""
+    return Path(results, "logs", rel.removesuffix(".json") + ".spec.json")
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_code(results: str | os.PathLike, rel: str, data: dict | None = None) -> str | None:
+    """The digest of the measuring code that made record ``rel``: the record's ``code``, else
+    the one of the spec kept beside its log; None where neither says."""
+    data = _read_json(Path(results, rel)) if data is None else data
+    code = data.get("code") or _read_json(spec_beside_log(results, rel)).get("code")
+    return str(code) if code else None
+
+
+def _times(data, starts: list, ends: list) -> None:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if isinstance(v, str) and (k in START_KEYS or k == "finished_at"):
+                with contextlib.suppress(ValueError):
+                    (ends if k == "finished_at" else starts).append(datetime.fromisoformat(v))
+            elif isinstance(v, dict | list):
+                _times(v, starts, ends)
+    elif isinstance(data, list):
+        for v in data:
+            if isinstance(v, dict | list):
+                _times(v, starts, ends)
+
+
+def record_seconds(data: dict) -> float | None:
+    """How long the measurement of a record took, by its provenance: its latest ``finished_at``
+    minus its earliest start (the launcher's, or the instances'); None without both."""
+    starts: list = []
+    ends: list = []
+    _times(data, starts, ends)
+    if not starts or not ends:
+        return None
+    with contextlib.suppress(TypeError):  # naive and aware times mixed: no duration
+        seconds = (max(ends) - min(starts)).total_seconds()
+        return seconds if seconds >= 0 else None
+    return None
+
+
+def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
+    """The measuring jobs of a run (``raw``: rule, output, and Snakemake's ``forced``,
+    ``incomplete``, ``params_changed``) with why each measures and what its previous record
+    took (``plan``: the run's ``build.Plan``)."""
+    out = []
+    root = Path(plan.results)
+    for j in raw:
+        path = Path(j["output"])
+        data = _read_json(path) if path.is_file() else None
+        rel = os.path.relpath(path, root)
+        why = remeasure.reason(
+            exists=data is not None,
+            forced=bool(j.get("forced")),
+            incomplete=bool(j.get("incomplete")),
+            params_changed=bool(j.get("params_changed")),
+            recorded_code=recorded_code(root, rel, data) if data is not None else None,
+            code=plan.code.get("measure"),
+        )
+        previous = record_seconds(data) if data else None
+        default = remeasure.default_seconds(j["rule"], plan)
+        out.append(remeasure.Job(j["rule"], str(path), why, previous, default))
+    return out
+
+
+# -- the machine a results folder was measured on --------------------------------------------
+def _shape(topo: topology_mod.Topology) -> list:
+    return sorted((c.cpu, c.node, c.siblings) for c in topo.cpus)
+
+
+def same_machine(a: topology_mod.Topology, b: topology_mod.Topology) -> bool:
+    """The same layout of CPUs, nodes and SMT siblings, and the same CPU model where both
+    name one (an ``lscpu`` capture names none). The host name is not compared: a container
+    gets a new one at every start."""
+    models = a.cpu_model and b.cpu_model and a.cpu_model != b.cpu_model
+    return _shape(a) == _shape(b) and not models
+
+
+def describe(topo: topology_mod.Topology, host: str | None = None) -> str:
+    s = topo.summary()
+    text = f"{s['cpu_model'] or 'CPU model not recorded'}, {s['logical_cpus']} CPU(s)"
+    text += f" on {s['nodes']} node(s)"
+    return text + (f", host {host}" if host else "")
+
+
+def machine_problem(results: str | os.PathLike, *here: topology_mod.Topology) -> str | None:
+    """Why ``results`` is another machine's folder (its ``machine.json`` matches none of the
+    topologies ``here``: the planning one, this machine's), or None; a folder without a
+    readable ``machine.json`` cannot say, and is None."""
+    path = Path(results, paths.MACHINE)
+    data = _read_json(path) if path.is_file() else {}
+    try:
+        recorded = topology_mod.Topology.from_dict(data["topology"], source=str(path))
+    except (KeyError, TypeError, topology_mod.TopologyError):
+        return None
+    if any(same_machine(recorded, t) for t in here):
+        return None
+    host = (data.get("host") or {}).get("hostname")
+    return (
+        f"{path} records another machine ({describe(recorded, host)}) than this one "
+        f"({describe(here[-1])})"
+    )
+
+
+def refusal(plan, measuring: int, problem: str, dry_run: bool) -> str:
+    """The one line of a run refused for ``problem`` (``machine_problem``)."""
+    what = "a run would measure" if dry_run else "this run would measure"
+    return (
+        f"numa-effects: {problem}: {what} {measuring} job(s) into it and is refused, so that "
+        f"its records stay as they are (nothing in {plan.results}/ is changed); measure into "
+        "a folder of its own (--config results=...) and compare the two (docs/comparing.md)"
+    )
+
+
+# -- keeping ------------------------------------------------------------------------------------
+@dataclass
+class Kept:
+    """What ``keep`` did: records newly kept per snapshot, the records this run replaces per
+    snapshot (whose tables were written), and how many were copied rather than linked."""
+
+    folder: str
+    linked: Counter = field(default_factory=Counter)
+    replaced: Counter = field(default_factory=Counter)
+    copied: int = 0
+    tables_problem: str | None = None  # why a snapshot's tables could not be written
+
+
+def snapshots(code: str):
+    """The snapshot names of records measured by ``code``: ``code``, ``code.2``, ..."""
+    yield code
+    n = 2
+    while True:
+        yield f"{code}.{n}"
+        n += 1
+
+
+def link_or_copy(src: Path, dest: Path) -> bool:
+    """Hard-link ``src`` at ``dest`` (True), or copy it where the filesystem refuses a link
+    (another filesystem, no hard links: False). Never overwrites ``dest``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+        return True
+    except FileExistsError:
+        raise
+    except OSError:
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        shutil.copy2(src, tmp)
+        try:
+            os.link(tmp, dest)  # never over a record that appeared meanwhile
+        finally:
+            tmp.unlink()
+        return False
+
+
+def _same(a: Path, b: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b) or filecmp.cmp(a, b, shallow=False)
+    return False
+
+
+def _place(src: Path, history: Path, rel: str, code: str) -> tuple[str, bool | None]:
+    """(snapshot holding ``src`` at ``rel``, linked: True, copied: False, already there: None)."""
+    names = snapshots(code)
+    name = next(names)
+    while (history / name / rel).exists():
+        if _same(src, history / name / rel):
+            return name, None
+        name = next(names)
+    return name, link_or_copy(src, history / name / rel)
+
+
+def _stamp(st: os.stat_result) -> str:
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def keep(results: str | os.PathLike, replaced=()) -> Kept:
+    """Keep every measured record of ``results`` in its history (see the module docstring);
+    ``replaced``: the records (paths as the rules name them) the run is about to measure again,
+    whose snapshots get their tables. Idempotent; never changes a record."""
+    root = Path(results)
+    history = root / HISTORY
+    index = _read_json(history / INDEX)
+    replaced = {os.path.relpath(p, root) for p in replaced}
+    kept = Kept(str(history))
+    changed = False
+    for rel in measured_files(root):
+        src = root / rel
+        try:
+            stamp = _stamp(src.stat())
+        except FileNotFoundError:
+            continue
+        entry = index.get(rel) or {}
+        name = entry.get("snapshot")
+        if entry.get("stamp") != stamp or not (history / str(name) / rel).exists():
+            name, linked = _place(src, history, rel, recorded_code(root, rel) or UNKNOWN)
+            index[rel] = {"stamp": stamp, "snapshot": name}
+            changed = True
+            if linked is not None:
+                kept.linked[name] += 1
+                kept.copied += not linked
+        if rel in replaced:
+            kept.replaced[name] += 1
+    if changed:
+        history.mkdir(parents=True, exist_ok=True)
+        tmp = history / f".{INDEX}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(index, indent=0, sort_keys=True))
+        os.replace(tmp, history / INDEX)
+    for name in kept.replaced:
+        try:
+            write_tables(history / name, root)
+        except Exception as exc:  # the records are kept: a table is a convenience, say why
+            kept.tables_problem = f"{history / name}: {type(exc).__name__}: {exc}"
+    return kept
+
+
+def write_tables(snapshot: Path, results: Path) -> None:
+    """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables (the
+    tables code of this checkout, over the snapshot's records) and the folder's machine.json."""
+    from numa_effects.tables import cells as tidy
+    from numa_effects.tables import peak
+
+    (snapshot / "tables").mkdir(parents=True, exist_ok=True)
+    cells = sorted(str(p) for p in snapshot.glob(glob_of(paths.CELL)))
+    if cells:
+        table, samples = tidy.tables(cells)
+        tidy.write(table, str(snapshot / paths.table("cells")))
+        tidy.write(samples, str(snapshot / paths.table("samples")))
+    peaks = sorted(str(p) for p in snapshot.glob(glob_of(paths.PEAK)))
+    if peaks:
+        tidy.write(peak.table(peaks), str(snapshot / paths.table("peak")))
+    machine = results / paths.MACHINE
+    if machine.is_file() and not (snapshot / paths.MACHINE).exists():
+        link_or_copy(machine, snapshot / paths.MACHINE)
+
+
+def compare_command(results: str, snapshot: str) -> str:
+    """The one line that compares a snapshot (before) with the results folder (after)."""
+    return (
+        f"snakemake --cores 1 compare --config results={results}-compare "
+        f"'compare={{runs: [{results}/{HISTORY}/{snapshot}, {results}], "
+        "labels: [before, after]}'"
+    )
+
+
+def comparable(results: str | os.PathLike) -> list[str]:
+    """The snapshots of ``results`` that hold tables (those whose records a run replaced),
+    the most recent first."""
+    history = Path(results, HISTORY)
+    found = [p.parent.parent for p in history.glob(f"*/{paths.table('cells')}")]
+    found.sort(key=lambda p: (p / paths.table("cells")).stat().st_mtime, reverse=True)
+    return [p.name for p in found]
+
+
+def summary_lines(results: str, most: int = 3) -> list[str]:
+    """Where the previous numbers are kept (for the summary): the snapshots a re-run replaced,
+    the most recent ``most``, each with its compare command."""
+    names = comparable(results)
+    lines = []
+    for name in names[:most]:
+        lines.append(
+            f"  previous records (replaced by a re-run): {results}/{HISTORY}/{name}/; "
+            f"before vs after: {compare_command(results, name)}"
+        )
+    if len(names) > most:
+        lines.append(f"  and {len(names) - most} earlier snapshot(s) in {results}/{HISTORY}/")
+    return lines
+
+
+def kept_line(results: str, kept: Kept) -> str | None:
+    """The run's line about what it kept (None when it kept nothing new and replaces nothing)."""
+    if not kept.linked and not kept.replaced:
+        return None
+    text = f"numa-effects: {sum(kept.linked.values())} record(s) newly kept in {kept.folder}/"
+    if kept.copied:
+        text += f" ({kept.copied} copied: no hard links there)"
+    for name, n in sorted(kept.replaced.items()):
+        text += (
+            f"; the {n} this run replaces are in {kept.folder}/{name}/ "
+            f"(before vs after, once it has run: {compare_command(results, name)})"
+        )
+    if kept.tables_problem:
+        text += f"; no tables for compare in {kept.tables_problem}"
+    return text
+
+
+# -- the start of a run -----------------------------------------------------------------------
+def _problem(plan) -> str | None:
+    problem = machine_problem(plan.results, plan.topology)
+    # the planning topology is a file (a cluster's nodes, a capture): this machine's too
+    return problem and machine_problem(plan.results, plan.topology, topology_mod.current())
+
+
+def dry_run_lines(plan, raw: list[dict], more_later: bool = False) -> list[str]:
+    """What ``snakemake -n`` prints: the count, reasons and estimate of the measuring jobs
+    (``raw``, see ``jobs``), and the refusal a run would meet."""
+    found = jobs(plan, raw)
+    problem = (found or more_later) and _problem(plan)
+    kept_in = "" if problem else f"{plan.results}/{HISTORY}/"
+    lines = [remeasure.line(found, True, more_later, kept_in)]
+    return lines + ([refusal(plan, len(found), problem, dry_run=True)] if problem else [])
+
+
+def start(plan, raw: list[dict], more_later: bool = False) -> list[str]:
+    """Before the first job of a run: refuse another machine's folder (``Refused``), else keep
+    every record (``keep``); the lines to print. Nothing to measure: nothing done."""
+    found = jobs(plan, raw)
+    if not found and not more_later:
+        return []
+    problem = _problem(plan)
+    if problem:
+        raise Refused(refusal(plan, len(found), problem, dry_run=False))
+    replaced = [j.output for j in found if j.why != "new"]
+    try:
+        kept = keep(plan.results, replaced)
+    except OSError as exc:
+        raise Refused(
+            f"numa-effects: cannot keep the records of {plan.results}/ before measuring "
+            f"({exc}); nothing was measured and no record replaced"
+        ) from exc
+    lines = [remeasure.line(found, False, more_later)]
+    return lines + [t for t in [kept_line(plan.results, kept)] if t]
