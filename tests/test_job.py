@@ -92,7 +92,7 @@ N = 300_000  # a step of a few ms: many scheduler ticks for the contention probe
 def toy_spec(n: int) -> spec_mod.Spec:
     plan = placement.plan(topology.current(), 1, "sequential")
     cell = {"kind": "toy", "placement": "sequential", "threads": 1}
-    return spec_mod.one("toy", cell, plan, SETTINGS, options={"n": n})
+    return spec_mod.one("toy", cell, plan, SETTINGS, options={"n": n}, code="toy-code")
 
 
 def test_a_toy_workload_is_one_registry_entry_through_the_front_door(toy, tmp_path):
@@ -115,6 +115,7 @@ def test_a_toy_workload_is_one_registry_entry_through_the_front_door(toy, tmp_pa
     back = record.read(out).to_json()
     assert json.dumps(back) == json.dumps(rec.to_json())  # (text: a CI of 5 steps is NaN)
     assert json.loads(out.read_text())["toy"] == rec.summary
+    assert rec.code == json.loads(out.read_text())["code"] == "toy-code"  # its measuring code
     ran = spec_mod.Spec.from_json(json.loads(job.spec_path(log).read_text()))
     assert ran.instances[0].resolved["module"] == "toy_workload"
     assert ran.instances[0].resolved["toy"] == rec.report["resolved"]
