@@ -1,6 +1,7 @@
 """The canary benchmark's pinned child: the cell's model and input built by the pipeline's own
-code (``numa_effects.measure.cell.build``), stepped as a cell steps, and after a random half of
-the steps every canary kernel (``cell.CANARY_KERNELS``, in rotating order), each timed alone.
+code (``numa_effects.measure.workloads.model.make``), stepped as a cell steps, and after a random
+half of the steps every canary kernel (``cell.CANARY_KERNELS``, in rotating order), each timed
+alone.
 
 Run as ``numactl <binding> python -m benchmarks.canary_child --model M --opt O --batch B
 --threads T --image-size S --seconds D --out O`` with the cell's ``OMP_NUM_THREADS``. Writes one
@@ -33,9 +34,10 @@ def main(argv=None) -> int:
     import torch
 
     from numa_effects.measure import cell
+    from numa_effects.measure.workloads import model
 
     cell.set_threads(args.threads)
-    fn, x, *_ = cell.build(args.model, args.opt, args.batch, args.image_size, 0, {})
+    fn, x, *_ = model.make(args.model, args.opt, args.batch, args.image_size, 0, {})
     kernels = {k: cell.make_canary(k) for k in cell.CANARY_KERNELS}
     order = list(kernels)
 

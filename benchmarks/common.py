@@ -162,9 +162,9 @@ def pinned_child(module: str, plan, threads: int, args: list[str], out: Path):
     """Run ``python -m <module> <args> --out <out>`` pinned as a cell with ``plan``
     (``placement.Plan``: its numactl binding, the cell's ``OMP_NUM_THREADS``, the project's
     modules importable) and return the JSON it wrote to ``out``."""
-    from numa_effects.measure import launcher
+    from numa_effects.measure import runner
 
-    env = launcher.child_env(threads)
+    env = runner.child_env(threads)
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
     cmd = ["numactl", *plan.numactl_args(), sys.executable, "-m", module, *args]
     cmd += ["--out", str(out)]

@@ -28,24 +28,24 @@ GOAL_PCT = 3.0
 GOAL_SHARE = 0.90
 
 
-def run_timer(spec_path: Path, out: Path, threads: int, plan: dict) -> dict:
-    from numa_effects.plan import placement as placement_mod
-
-    plan = placement_mod.Plan.from_dict(plan)
+def run_timer(spec_path: Path, out: Path, threads: int, plan) -> dict:
+    """The Timer child pinned with ``plan`` (``placement.Plan``) timing the cell of
+    ``spec_path``."""
     return pinned_child("benchmarks.timer_child", plan, threads, ["--spec", str(spec_path)], out)
 
 
 def first_spec(results: Path, row) -> Path:
-    """The spec the pipeline ran a cell's first replicate with (``launcher.spec_path`` beside
-    the log the grid's pattern names)."""
-    from numa_effects.measure import launcher
+    """The spec the pipeline ran a cell's first replicate with (``job.spec_path`` beside the
+    log the grid's pattern names)."""
+    from numa_effects.measure import job
     from numa_effects.plan.grid import CellKey
 
-    return launcher.spec_path(CellKey.from_record(dict(row)).log_path(str(results), 1))
+    return job.spec_path(CellKey.from_record(dict(row)).log_path(str(results), 1))
 
 
 def run(ctx: Context) -> pd.DataFrame:
-    from numa_effects.measure import launcher
+    from numa_effects.measure import job
+    from numa_effects.plan.spec import Spec
 
     adaptive = pipeline(ctx, "adaptive", {})
     cells = adaptive.cells()
@@ -56,17 +56,17 @@ def run(ctx: Context) -> pd.DataFrame:
     for i, row in cells.iterrows():
         label = key_label(row)
         spec_path = first_spec(adaptive.results, row)
-        spec = json.loads(spec_path.read_text())
+        spec = Spec.from_json(json.loads(spec_path.read_text()))
         tag = label.replace("/", "_")
         results = {}
         order = ("pipeline", "timer") if i % 2 == 0 else ("timer", "pipeline")
         for which in order:
             if which == "pipeline":
-                r = launcher.run(spec, work / f"{tag}.cell.json", work / f"{tag}.cell.log", 3600)
-                results["pipeline"] = r
+                r = job.run(spec, work / f"{tag}.cell.json", work / f"{tag}.cell.log", 3600)
+                results["pipeline"] = r.to_json()
             else:
                 results["timer"] = run_timer(
-                    spec_path, work / f"{tag}.timer.json", int(row["threads"]), spec["plan"]
+                    spec_path, work / f"{tag}.timer.json", int(row["threads"]), spec.plan
                 )
         p, t = results["pipeline"], results["timer"]
         if p["status"] != "ok":

@@ -17,7 +17,7 @@ one (the measured best among the fat instance and the candidates is the predicte
 When no configuration the job measured has two or more instances (the fat instance and
 single-instance plans test nothing about concurrent instances), the benchmark also measures the
 best *split* (``Planner.optimize(..., min_instances=2)`` with the run's interference curve) with
-the runner's own code (``group.measure_replicates``), as many replicates as the pipeline ran,
+the pipeline's own front door (``job.run`` of a group spec), as many replicates as the pipeline ran,
 right after the pipeline; records in ``<work>/packing-splits/``. On 2 cores the candidates are
 the best single instance and the best split, so this rarely happens there.
 
@@ -34,8 +34,11 @@ from pathlib import Path
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.measure import group, provenance
+from numa_effects.measure import job as job_mod
+from numa_effects.measure import provenance
+from numa_effects.measure.record import Record
 from numa_effects.plan import interference, packing, paths
+from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import packing as packing_table
 
@@ -182,7 +185,7 @@ def _split_record(ctx: Context, choice: dict, split, run_json: dict) -> dict:
     conf = [(i.threads, i.batch) for i in split.instances]
     nodes = None if any(i.node < 0 for i in split.instances) else [i.node for i in split.instances]
     topo = topology_mod.current()
-    got = group.plans_for(topo, split.budget, conf, bool(job["use_smt"]), nodes)
+    got = spec_mod.plans_for(topo, split.budget, conf, bool(job["use_smt"]), nodes)
     record = {
         "choice": {**choice, **split.to_dict()},
         "settings": run_json["settings"],
@@ -195,17 +198,15 @@ def _split_record(ctx: Context, choice: dict, split, run_json: dict) -> dict:
     else:
         record["placements"] = [p.to_dict() for p, _ in got]
         common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
-        runs = group.measure_replicates(
-            {"split": got},
-            common,
-            run_json["settings"],
-            out / "logs",
-            TIMEOUT_S,
-            len(run_json["runs"]["fat"]),
-            tag=f"c{split.budget}-bs{split.batch}-",
-        )["split"]
-        record["runs"] = runs
-        record["status"] = "failed" if any(r["status"] == "failed" for r in runs) else "ok"
+        insts = tuple(spec_mod.packed(common, p, b) for p, b in got)
+        where = spec_mod.Packing(split.budget, nodes and tuple(nodes), bool(job["use_smt"]))
+        placed = {"split": spec_mod.Configuration(insts, where)}
+        reps = len(run_json["runs"]["fat"])
+        group = spec_mod.group("packing", job, placed, run_json["settings"], reps)
+        tag = f"c{split.budget}-bs{split.batch}"
+        done = job_mod.run(group, out / f"{tag}.group.json", out / "logs" / tag, TIMEOUT_S)
+        record["runs"] = [r.to_json() for r in done.runs.get("split", ())]
+        record["status"] = done.status
     record["load_after"] = load()
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1))
@@ -226,9 +227,10 @@ def split_row(choice: dict, split: packing.Choice, rec: dict) -> dict:
     }
     if rec["status"] != "ok":
         return row
-    groups = [[s["median_s"] for s in packing_table.replicate_stats(rec["runs"])]]
-    est = packing_table.estimate(rec["runs"], stats.pooled_replicate_var(groups))
-    row["contended"] = any(packing_table.contended(r) for r in rec["runs"])
+    runs = [Record.from_json(r) for r in rec["runs"]]
+    groups = [[s["median_s"] for s in packing_table.replicate_stats(runs)]]
+    est = packing_table.estimate(runs, stats.pooled_replicate_var(groups))
+    row["contended"] = any(packing_table.contended(r) for r in runs)
     if est is None:  # no replicate had a clean round: not a number
         row["status"] = "contended"
         return row

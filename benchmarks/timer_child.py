@@ -1,5 +1,5 @@
 """The fidelity benchmark's pinned child: the cell's model and input built by the pipeline's own
-code (``numa_effects.measure.cell.build``), timed by
+code (``numa_effects.measure.workloads.model.build_for``), timed by
 ``torch.utils.benchmark.Timer.blocked_autorange``.
 
 Run as ``numactl <the cell's binding> python -m benchmarks.timer_child --spec S --out O`` with
@@ -22,15 +22,18 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    spec = json.loads(Path(args.spec).read_text())
     import torch
     from torch.utils.benchmark import Timer
 
-    from numa_effects.measure.cell import build_for, set_threads
+    from numa_effects.measure.cell import set_threads
+    from numa_effects.measure.workloads.model import build_for
+    from numa_effects.plan.spec import Spec
 
-    threads = int(spec["cell"]["threads"])
+    spec = Spec.from_json(json.loads(Path(args.spec).read_text()))
+    (inst,) = spec.instances
+    threads = inst.threads
     set_threads(threads)
-    fn, x, *_ = build_for(spec)  # (fn, x, timings, warnings, reference)
+    fn, x, *_ = build_for(inst, spec.settings)  # (fn, x, timings, warnings, reference)
 
     def step():
         with torch.inference_mode():

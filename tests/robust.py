@@ -158,8 +158,8 @@ def copy_workflow(dst: Path) -> Path:
 def vm_peak_mb() -> int:
     """VmPeak of a process that builds and runs the tiny resnet18 cell as a cell would."""
     code = (
-        "import numa_effects.measure.cell as c, torch, re\n"
-        "fn, x, *_ = c.build('resnet18', 'none', 1, 32, 0, {})\n"
+        "import numa_effects.measure.workloads.model as m, torch, re\n"
+        "fn, x, *_ = m.make('resnet18', 'none', 1, 32, 0, {})\n"
         "with torch.inference_mode(): fn(x)\n"
         "print(re.search(r'VmPeak:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
     )

@@ -254,13 +254,13 @@ def test_the_cells_verification_fails_with_the_allocator_causes():
     assert verify.check_allocator(ver(), glibc, maps("default"))["ok"]
 
 
-def test_the_launcher_builds_the_preload_and_records_it_in_the_command_line():
+def test_the_front_door_builds_the_preload_and_records_it_in_the_command_line():
     """Where the cell runs: the library found, the environment with it first in LD_PRELOAD and
     jemalloc's MALLOC_CONF, written into the recorded command line; glibc's gets neither."""
-    from numa_effects.measure import launcher, runner
+    from numa_effects.measure import job, runner
 
     environ = {"PATH": "/bin", "LD_PRELOAD": "/u/libtcmalloc.so.4", "MALLOC_CONF": "x:1"}
-    rec, env, why = launcher.allocator_here("default", environ)
+    rec, env, why = job.allocator_here("default", environ)
     assert why is None and rec["library"] is None and "LD_PRELOAD" not in env
     assert "MALLOC_CONF" not in env and rec["version"].startswith("glibc")
     line = runner.command_line(["numactl", "python"], 1, env)
@@ -268,31 +268,32 @@ def test_the_launcher_builds_the_preload_and_records_it_in_the_command_line():
     path = al.locate(JE)
     if path is None:
         pytest.skip(al.skip_reason(JE, None))
-    rec, env, why = launcher.allocator_here("jemalloc", environ)
+    rec, env, why = job.allocator_here("jemalloc", environ)
     assert why is None and env["LD_PRELOAD"] == path and rec["library"] == path
     assert rec["env"] == {"LD_PRELOAD": path, "MALLOC_CONF": al.JEMALLOC_CONF}
     line = runner.command_line(["numactl", "python"], 2, env)
     assert f"LD_PRELOAD={path} MALLOC_CONF={al.JEMALLOC_CONF} " in line
 
 
-def test_the_launcher_records_glibc_tuneds_settings_and_its_probe():
+def test_the_front_door_records_glibc_tuneds_settings_and_its_probe():
     """glibc tuned: no preload, its variables in the record and the command line (an inherited
     glibc setting replaced), and the probe's size for the process; default sets none of them."""
-    from numa_effects.measure import launcher, runner
+    from numa_effects.measure import job, runner
+    from numa_effects.measure.record import Record
     from numa_effects.tables import cells
 
     environ = {"PATH": "/bin", "MALLOC_TRIM_THRESHOLD_": "0", "MALLOC_ARENA_MAX": "1"}
-    rec, env, why = launcher.allocator_here("glibc_tuned", environ)
+    rec, env, why = job.allocator_here("glibc_tuned", environ)
     assert why is None and rec["library"] is None and "LD_PRELOAD" not in env
     assert rec["env"] == TUNED.env and rec["heap_probe"] == al.HEAP_PROBE_BYTES
     assert "MALLOC_ARENA_MAX" not in env and rec["version"].startswith("glibc")
     line = runner.command_line(["numactl", "python"], 1, env)
     settings = " ".join(f"{k}={v}" for k, v in TUNED.env.items())
     assert f"{settings} PYTHONPATH=" in line
-    assert cells.allocator_columns({"allocator": rec})["malloc_env"] == settings
-    rec, env, _ = launcher.allocator_here("default", environ)
+    assert cells.allocator_columns(Record("ok", {}, allocator=rec))["malloc_env"] == settings
+    rec, env, _ = job.allocator_here("default", environ)
     assert rec["env"] == {} and rec["heap_probe"] == 0 and "MALLOC_" not in str(env)
-    assert cells.allocator_columns({"allocator": rec})["malloc_env"] is None
+    assert cells.allocator_columns(Record("ok", {}, allocator=rec))["malloc_env"] is None
 
 
 def test_the_baseline_allocator_is_glibc_as_it_comes_else_the_first_in_registry_order():

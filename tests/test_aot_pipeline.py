@@ -11,6 +11,7 @@ import json
 import pytest
 from conftest import load_config, snakemake
 
+from numa_effects.measure.workloads import model as model_workload
 from numa_effects.plan import grid, optimizations, paths
 
 pytestmark = pytest.mark.integration
@@ -53,14 +54,14 @@ def _notes(record):
     return [
         w["message"]
         for w in record["provenance"]["warnings"]
-        if w["category"] == optimizations.AotPackage.__name__
+        if w["category"] == model_workload.AotPackage.__name__
     ]
 
 
 def test_one_package_is_built_by_one_process_and_loaded_by_the_other(run):
     results, records = run
     assert [r["status"] for r in records] == ["ok", "ok"], [r.get("failure") for r in records]
-    packages = list((results / paths.COMPILE_CACHE / optimizations.AOT_FOLDER).glob("*.pt2"))
+    packages = list((results / paths.COMPILE_CACHE / model_workload.AOT_FOLDER).glob("*.pt2"))
     assert len(packages) == 1, packages
     notes = [_notes(r) for r in records]
     assert all(len(n) == 1 and packages[0].name in n[0] for n in notes), notes

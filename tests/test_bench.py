@@ -384,12 +384,13 @@ def captured_packing():
     import json
 
     plans = [json.loads((PACK / "packing/resnet18/none/plans.json").read_text())]
+    from numa_effects.measure import record
+
     results = {}
     for path in sorted((PACK / "packing/resnet18/none/c2").glob("bs*.json")):
-        r = json.loads(path.read_text())
-        j = r["job"]
-        results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
-    profile = json.loads((PACK / "packing/resnet18/none/c2/interference/t1.json").read_text())
+        r = record.read_group(path)
+        results[(r.job["model"], r.job["opt"], r.job["budget"], r.job["batch"])] = r
+    profile = record.read_group(PACK / "packing/resnet18/none/c2/interference/t1.json")
     return plans, results, profile
 
 

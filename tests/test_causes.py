@@ -27,16 +27,18 @@ def test_every_cause_has_a_meaning():
 
 
 def test_classifiers_use_the_registry_not_strings():
-    """supervise, launcher, verify and cell name causes as ``Cause`` members; a quoted cause
-    value there would be a cause the registry (and the docs) may not know."""
+    """Every measuring module (supervise, the front door, the runner, verify, the instance, the
+    workloads) names causes as ``Cause`` members; a quoted cause value there would be a cause
+    the registry (and the docs) may not know."""
     hyphenated = "|".join(re.escape(c.value) for c in causes.Cause if "-" in c.value)
     any_value = "|".join(re.escape(c.value) for c in causes.Cause)
     quoted = re.compile(rf"""["']({hyphenated})["']""")
     returned = re.compile(rf"""return ["']({any_value})["'],""")  # classify's (cause, message)
-    for name in ("supervise", "launcher", "verify", "cell"):
-        src = (PKG / f"{name}.py").read_text()
-        src = re.sub(r'"""(.*?)"""', "", src, flags=re.S)  # docstrings may name causes
-        assert not quoted.findall(src) + returned.findall(src), f"{name}.py spells a cause"
+    modules = sorted(p for p in PKG.rglob("*.py") if p.name != "causes.py")
+    assert {"job.py", "runner.py", "cell.py", "model.py"} <= {p.name for p in modules}
+    for path in modules:
+        src = re.sub(r'"""(.*?)"""', "", path.read_text(), flags=re.S)  # docstrings may name them
+        assert not quoted.findall(src) + returned.findall(src), f"{path.name} spells a cause"
     used = set(re.findall(r"Cause\.([A-Z_]+)", (PKG / "supervise.py").read_text()))
     assert used <= {c.name for c in causes.Cause}
 

@@ -14,8 +14,10 @@ import time
 import pytest
 from conftest import REPO, foreign_share_pct, load_config
 
-from numa_effects.measure import contention, launcher
+from numa_effects.measure import contention, job
+from numa_effects.measure.record import Record
 from numa_effects.plan import placement, topology
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import cells as tidy
 
 SCRIPTS = str(REPO / "workflow" / "scripts")
@@ -93,13 +95,13 @@ def test_preflight_records_load_and_runnable_tasks():
 
 def test_contention_columns_in_cells_csv():
     row = tidy.cell_row(
-        {
-            "cell": {"model": "m", "opt": "none", "placement": "sequential", "threads": 1}
+        Record(
+            status="ok",
+            cell={"model": "m", "opt": "none", "placement": "sequential", "threads": 1}
             | {"batch_size": 1},
-            "status": "ok",
-            "contention": {"load_1m": 1.5, "runnable_others": 2, "contended": True}
+            contention={"load_1m": 1.5, "runnable_others": 2, "contended": True}
             | {"foreign_cpu_pct": 40.0, "contended_reason": "x"},
-        }
+        )
     )
     assert {k: row[k] for k in ("load_1m", "runnable_others", "contended", "foreign_cpu_pct")} == {
         "load_1m": 1.5,
@@ -148,19 +150,15 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     topo = topology.current()
     plan = placement.plan(topo, 1, "sequential")
     assert plan.cpus == (first_cpu(),)  # the CPU the hog is pinned to
-    spec = {
-        "cell": {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
-        | {"batch_size": 1, "image_size": 32, "use_smt": False},
-        "plan": plan.to_dict(),
-        "settings": {
-            **{k: v for k, v in load_config("one-cell").items() if k in ("protocol", "warmup")}
-        }
-        | {"fixed_iterations": 100_000, "max_seconds_per_cell": 1.5, "seed": 0},
-    }
+    cell = {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
+    settings = {k: v for k, v in load_config("one-cell").items() if k in ("protocol", "warmup")}
+    settings |= {"fixed_iterations": 100_000, "max_seconds_per_cell": 1.5, "seed": 0}
+    cell |= {"batch_size": 1, "image_size": 32, "use_smt": False}
+    spec = spec_mod.one(spec_mod.MODEL, cell, plan, settings)
     assert foreign_share_pct(plan.cpus) > 50  # the hog really runs on the cell's CPU
-    result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 600)
-    assert result["status"] in ("ok", "contended"), result.get("failure")
-    noise = result["contention"]
+    result = job.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 600)
+    assert result.status in ("ok", "contended"), result.failure
+    noise = result.contention
     assert noise["runnable_others"] >= 1  # the hog, at least
     cell_cpus = {*plan.cpus, *contention.siblings_of(plan.cpus)}
     others = bool(set(contention.cpu_busy()) - cell_cpus)  # CPUs beside the cell's
@@ -176,16 +174,16 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     assert noise["contended"] or noise["clean_foreign_pct"] <= 100 * contention.FOREIGN_SHARE_LIMIT
     row = tidy.cell_row(result, str(tmp_path / "bs1.json"))
     assert row["contended"] is noise["contended"]
-    m = result["measurement"]
+    m = result.measurement
     # the run-queue delay of the instance's thread, read by the runner from its schedstat
     delays = m["run_delay_pct"]
     assert len(delays) == len(m["latencies_s"]) and None not in delays
     assert max(delays) > 10 and all(f >= d for f, d in zip(m["foreign_pct"], delays, strict=True))
-    if result["status"] == "contended":  # no iteration was clean: not a number
-        assert all(m["excluded"]) and result["stats"] is None and result["throughput"] is None
+    if result.status == "contended":  # no iteration was clean: not a number
+        assert all(m["excluded"]) and result.stats is None and result.throughput is None
         assert "latency_median_ms" not in row and noise["contended"] is True
     else:
-        assert result["stats"]["n"] == m["excluded"].count(False) < len(m["latencies_s"])
+        assert result.stats["n"] == m["excluded"].count(False) < len(m["latencies_s"])
     assert row["foreign_cpu_pct"] > 100 * contention.FOREIGN_SHARE_LIMIT  # the window's share
     assert os.path.exists(tmp_path / "bs1.json")
 

@@ -1,5 +1,5 @@
-"""measure.dtype_peaks: the timing loop and the choice of the best kernel on fakes; the real
-kernels of each dtype as integration tests (short: a fraction of a second each)."""
+"""measure.workloads.dtype_peaks: the timing loop and the choice of the best kernel on fakes; the
+real kernels of each dtype as integration tests (short: a fraction of a second each)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from numa_effects.measure import dtype_peaks as dp
+from numa_effects.measure.workloads import dtype_peaks as dp
 
 
 class FakeClock:

@@ -21,8 +21,9 @@ import pytest
 import robust
 from conftest import REPO, load_config
 
-from numa_effects.measure import launcher, supervise
+from numa_effects.measure import job, supervise
 from numa_effects.plan import grid, placement, topology
+from numa_effects.plan import spec as spec_mod
 
 (ALLOC,) = load_config("one-cell")["allocators"]  # the allocator of every cell's path
 
@@ -221,26 +222,25 @@ def test_numactl_refusal_is_a_failed_cell_and_the_grid_goes_on(tmp_path):
     assert "1 measured, 1 failed" in (results / "summary.txt").read_text()
 
 
-def sequential_spec(plan: dict) -> dict:
-    """A launcher spec of one 1-thread sequential resnet18 cell with ``plan``."""
+def sequential_spec(plan: placement.Plan) -> spec_mod.Spec:
+    """The spec of one 1-thread sequential resnet18 cell with ``plan``."""
     cell = {"model": "resnet18", "opt": "none", "placement": "sequential", "threads": 1}
     cell |= {"batch_size": 1, "image_size": 32, "use_smt": False}
-    return {"cell": cell, "plan": plan, "settings": {}}
+    return spec_mod.one(spec_mod.MODEL, cell, plan, {})
 
 
-def test_numactl_refusal_through_the_launcher(tmp_path, monkeypatch):
+def test_numactl_refusal_through_the_front_door(tmp_path, monkeypatch):
     """A plan naming a CPU that does not exist reaches numactl (the re-check is bypassed here;
     normally it catches this first as plan-mismatch): numactl refuses, the cell is failed."""
     topo = topology.current()
-    plan = placement.plan(topo, 1, "sequential").to_dict()
+    plan = placement.plan(topo, 1, "sequential")
     bogus = max(c.cpu for c in topo.cpus) + 5
-    plan.update(cpus=[bogus], cpu_list=str(bogus))
-    spec = sequential_spec(plan)
-    monkeypatch.setattr(launcher, "recheck", lambda spec, topo: None)
-    result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 60)
-    f = result["failure"]
-    assert (result["status"], f["cause"], f["returncode"]) == ("failed", "binding-refused", 1)
-    assert f"cpu argument {bogus} is out of range" in f["message"]
+    spec = sequential_spec(dataclasses.replace(plan, cpus=(bogus,)))
+    monkeypatch.setattr(spec_mod.Configuration, "recheck", lambda self, topo: None)
+    result = job.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 60)
+    f = result.failure
+    assert (result.status, f.cause, f.returncode) == ("failed", "binding-refused", 1)
+    assert f"cpu argument {bogus} is out of range" in f.message
     assert json.loads((tmp_path / "bs1.json").read_text())["failure"]["cause"] == "binding-refused"
     assert not list(tmp_path.glob(".bs1.json*"))  # no temp dir left behind
 
@@ -256,24 +256,23 @@ def test_a_binding_wrong_at_the_start_fails_the_cell_before_torch_is_imported(
 
     topo = topology.current()
     planned = placement.plan(topo, 1, "sequential")
-    spec = sequential_spec(planned.to_dict())
+    spec = sequential_spec(planned)
     original = runner.command
 
     def wrong(plan, *args, **kwargs):  # what numactl is given; the spec keeps the plan
         return original(dataclasses.replace(plan, mem_policy="interleave"), *args, **kwargs)
 
     monkeypatch.setattr(runner, "command", wrong)
-    result = launcher.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 120)
-    f = result["failure"]
-    assert (result["status"], f["cause"]) == ("failed", "binding-mismatch"), f
-    assert (
-        "at its start, before any measurement: mempolicy: memory policy is interleave:"
-        in (f["message"])
+    result = job.run(spec, tmp_path / "bs1.json", tmp_path / "bs1.log", 120)
+    f = result.failure
+    assert (result.status, f.cause) == ("failed", "binding-mismatch"), f
+    assert "at its start, before any measurement: mempolicy: memory policy is interleave:" in (
+        f.message
     )
-    ver = result["binding"]["verification"]
+    ver = result.verification
     assert ver["stage"] == "start" and [p["check"] for p in ver["problems"]] == ["mempolicy"]
-    assert result["binding"]["mempolicy"]["mode"] == "interleave"
-    assert "measurement" not in result and result.get("stats") is None
+    assert result.binding["mempolicy"]["mode"] == "interleave"
+    assert result.measurement == {} and result.stats is None
     log = (tmp_path / "bs1.log").read_text()
     assert "--interleave=" in log  # the command line that ran, as the log records it
 
@@ -373,22 +372,22 @@ usage: numactl [--all | -a]
 """
 BUILD_TB = """# env ...
 Traceback (most recent call last):
-  File "/x/numa_effects/measure/cell.py", line 74, in run
-    fn, x, timings, caught = build(
-  File "/x/numa_effects/measure/cell.py", line 54, in build
-    fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
-  File "/x/numa_effects/plan/optimizations.py", line 30, in _script
+  File "/x/numa_effects/measure/cell.py", line 74, in start
+    built = runtime.build(inst, spec.settings)
+  File "/x/numa_effects/measure/workloads/model.py", line 54, in build
+    fn, x, timings, caught, ref = build_for(instance, settings)
+  File "/x/numa_effects/measure/workloads/model.py", line 30, in make
 RuntimeError: Freezing expects a ScriptModule as input.
 """
 
 
 CONVERT_TB = """# env ...
 Traceback (most recent call last):
-  File "/x/numa_effects/measure/cell.py", line 90, in build
+  File "/x/numa_effects/measure/workloads/model.py", line 90, in make
     fn, x, caught = convert(opt, model, x, settings)
-  File "/x/numa_effects/measure/cell.py", line 60, in convert
-    fn, x = OPTIMIZATIONS[opt].prepare(model, x, settings)
-  File "/x/numa_effects/plan/optimizations.py", line 30, in _int8
+  File "/x/numa_effects/measure/workloads/model.py", line 60, in convert
+    fn, x = optimize(opt, model, x, settings)
+  File "/x/numa_effects/measure/workloads/model.py", line 30, in quantize_int8
 torch._dynamo.exc.Unsupported: Input partition has more than one output node
 """
 COMPILE_TB = """# env ...
@@ -396,7 +395,7 @@ Traceback (most recent call last):
   File "/x/torch/_inductor/compile_fx.py", line 1, in compile_fx
 torch._inductor.exc.InductorError: CppCompileError: C++ compile error
 The above exception was the direct cause of the following exception:
-numa_effects.measure.cell.CompileError: InductorError: CppCompileError: C++ compile error
+numa_effects.measure.workloads.CompileError: InductorError: CppCompileError: C++ compile error
 """
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numa_effects.measure import dtype_peaks
+from numa_effects.measure.workloads import dtype_peaks
 from numa_effects.tables import flops
 
 
@@ -95,6 +95,15 @@ def test_add_efficiency_joins_flops_and_the_peak_of_each_cells_dtype():
     assert out["efficiency"].iloc[0] == pytest.approx(0.5) and math.isnan(out["efficiency"][3])
 
 
+def peak_instance(dtype: str):
+    """The instance of a peak spec of ``dtype`` at 1 thread on this machine."""
+    from numa_effects.plan import placement, spec, topology
+
+    plan = placement.plan(topology.current(), 1, "sequential")
+    (inst,) = spec.peak(plan, dtype, {}).instances
+    return inst
+
+
 def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_rate(monkeypatch):
     """The peak's workload (built in the pinned instance) times every kernel of the dtype once
     per step; the summary takes each kernel's best rate over the clean timed steps (the
@@ -116,31 +125,26 @@ def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_ra
             dtype_peaks.Kernel("c", "float32", kernel("c", 1e9), requires=("torchao",)),
         ),
     )
-    spec = {"cell": {"dtype": "float32"}}
-    step, timings, caught, report = dtype_peaks.workload(spec, available={"torchao": False})
-    assert timings["prepare_s"] == 0.0 and caught == []
+    inst = peak_instance("float32")
+    built = dtype_peaks.build(inst, {}, available={"torchao": False})
+    assert built.timings["prepare_s"] == 0.0 and built.warnings == []
     calls.clear()
     for _ in range(5):
-        step()
+        built.step()
     assert calls == ["a", "b"] * 5
-    rep = report()
+    rep = built.report()
     assert rep["order"] == ["a", "b"] and len(rep["times_s"]) == 5
     assert rep["kernels"]["c"] == {"skipped": "needs torchao"}
     # the runner timed the last 3 steps and excluded the middle one
     rep["times_s"] = [[9, 9], [9, 9], [0.01, 0.04], [0.001, 0.001], [0.02, 0.01]]
-    record = {
-        "status": "ok",
-        "cell": {"dtype": "float32"},
-        "report": rep,
-        "measurement": {"latencies_s": [0.05, 0.002, 0.03], "excluded": [False, True, False]},
-    }
-    s = dtype_peaks.summary(record)
+    m = {"latencies_s": [0.05, 0.002, 0.03], "excluded": [False, True, False]}
+    s = dtype_peaks.summary(inst, rep, m, True)
     assert s["kernels"]["a"]["peak_gflop_per_s"] == pytest.approx(1e9 / 0.01 / 1e9)
     assert s["kernels"]["b"]["peak_gflop_per_s"] == pytest.approx(2e9 / 0.01 / 1e9)
     assert s["kernels"]["a"]["reps"] == 2  # the excluded step's 0.001 s never counts
     assert (s["peak_kernel"], s["peak_gflop_per_s"]) == ("b", pytest.approx(200.0))
-    record |= {"status": "contended"}
-    assert dtype_peaks.summary(record)["peak_gflop_per_s"] is None
+    assert dtype_peaks.summary(inst, rep, m, False)["peak_gflop_per_s"] is None  # contended
+    assert s["theoretical"]["cores"] == inst.plan.cores  # the instance's cores, for reference
 
 
 def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
@@ -164,8 +168,7 @@ def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
         ),
     )
     monkeypatch.setattr(dtype_peaks, "PROBE_SECONDS", 0.05)
-    *_, report = dtype_peaks.workload({"cell": {"dtype": "bfloat16"}})
-    rep = report()
+    rep = dtype_peaks.build(peak_instance("bfloat16"), {}).report()
     assert rep["order"] == ["fast"] and "cannot be the peak" in rep["kernels"]["slow"]["dropped"]
 
 
@@ -185,9 +188,10 @@ def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
         "r/peak/sequential/t1/int8.json",
     ]
     spec = plan.peak_spec("sequential", 1, "int8")
-    assert spec["workload"] == "dtype_peaks" and spec["settings"] == settings.PEAK_SETTINGS
-    assert spec["cell"]["dtype"] == "int8"
-    assert spec["settings"]["min_timed_seconds"] == settings.PEAK_SECONDS
+    (inst,) = spec.instances
+    assert inst.workload == "dtype_peaks" and spec.settings == settings.PEAK_SETTINGS
+    assert inst.cell["dtype"] == "int8" and inst.plan == plan.peak[("sequential", 1, "int8")]
+    assert spec.settings["min_timed_seconds"] == settings.PEAK_SECONDS
 
 
 def test_bf16_peak_kernels_compute_in_bf16_and_count_their_flops():

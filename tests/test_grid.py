@@ -186,10 +186,10 @@ def test_a_missing_allocator_library_skips_its_cells_with_the_reason(this_vm, mo
     why = next(iter(g.skipped.values()))
     assert why.startswith("allocator nosuchmalloc: libnosuchmalloc.so.9 not found")
     assert "tools/install-system-deps --allocators (apt-get install libnosuchmalloc9)" in why
-    # where a job runs, the launcher looks again: a library missing there fails the cell
-    from numa_effects.measure import launcher
+    # where a job runs, the front door looks again: a library missing there fails the cell
+    from numa_effects.measure import job
 
-    record, env, why = launcher.allocator_here("nosuchmalloc")
+    record, env, why = job.allocator_here("nosuchmalloc")
     assert record is None and env is None and "libnosuchmalloc.so.9 not found" in why
 
 

@@ -16,8 +16,9 @@ from test_packrat import PACKRAT
 from test_topology import load
 
 from numa_effects import stats
-from numa_effects.measure import group
+from numa_effects.measure import record
 from numa_effects.plan import interference, packing, placement
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packrat
 
@@ -51,18 +52,26 @@ def test_co_runners_are_the_other_cores_of_the_same_node():
 
 # -- simulation: the profile table, the fit and the plan's interval against known truth ----------
 def rec(rounds_s: list[list[float]], nodes: list[int]) -> dict:
-    """A measured group record as the runner writes it (the fields the tables read): one list of
-    own round durations per instance; the round latency is their max."""
+    """A measured group record as the front door writes it (the fields the tables read): one
+    list of own round durations per instance; the round latency is their max."""
     per_round = [max(r) for r in zip(*rounds_s, strict=True)]
     return {
+        "format": record.FORMAT,
+        "workload": "model",
         "status": "ok",
+        "cell": {},
         "measurement": {"latencies_s": per_round, "excluded": [False] * len(per_round)},
         "instances": [
             {"plan": {"cpu_nodes": [n], "cpu_list": str(j)}, "latencies_s": list(r)}
             for j, (r, n) in enumerate(zip(rounds_s, nodes, strict=True))
         ],
-        "contended": False,
+        "contention": {"contended": False},
     }
+
+
+def group(d: dict) -> record.GroupRecord:
+    """A group job's JSON as the tables read it."""
+    return record.GroupRecord.from_json(d)
 
 
 ROUND_SD = 0.01  # a round's own variation (log scale)
@@ -70,7 +79,7 @@ INSTANCE_SD = 0.003  # an instance's process beside the others of its group (Pac
 
 
 def simulated_profile(rng, alone_s, beta, x_of_k, sigma_b, replicates=2, rounds=12):
-    """A profile job's JSON: per replicate one instance alone and, for each k, k instances on
+    """A profile job's record: per replicate one instance alone and, for each k, k instances on
     node 0 whose true median is alone_s (1 + beta x^2); every process group's median moves by
     sigma_b (log scale), each instance of it by INSTANCE_SD more, every round by ROUND_SD."""
 
@@ -89,7 +98,7 @@ def simulated_profile(rng, alone_s, beta, x_of_k, sigma_b, replicates=2, rounds=
         for k, x in x_of_k.items():
             runs[f"k{k}"].append(rec(process(alone_s * (1 + beta * x**2), k), [0] * k))
     job = {"model": "m", "opt": "none", "budget": 2, "threads": 1, "batch": 4}
-    return {"job": job | {"instances": list(x_of_k)}, "status": "ok", "runs": runs}
+    return group({"job": job | {"instances": list(x_of_k)}, "status": "ok", "runs": runs})
 
 
 def round_max(k: int, n: int = 200_000) -> float:
@@ -193,13 +202,14 @@ def test_profile_rows_per_node_for_a_group_spanning_two_nodes():
         rounds[3] = [v * 1.2 for v in rounds[3]]
         runs["k4"].append(rec(rounds, nodes))
     job = {"model": "m", "opt": "none", "budget": 4, "threads": 1, "batch": 1, "instances": [4]}
-    df = profile.table([{"job": job, "status": "ok", "runs": runs}])
+    df = profile.table([group({"job": job, "status": "ok", "runs": runs})])
     assert list(df["node"]) == ["0", "1"] and list(df["x"]) == [1, 1] and set(df["k_node"]) == {2}
     s0, s1 = df["slowdown"]
     assert s0 == pytest.approx(1.0, abs=0.03) and s1 == pytest.approx(1.2, abs=0.04)
     # a failed job is a row per group that says so
     failed = {"job": job, "status": "failed", "failure": {"cause": "timeout", "message": "x"}}
-    assert list(profile.table([failed])["status"]) == ["failed"]
+    assert list(profile.table([group(failed)])["status"]) == ["failed"]
+    assert list(profile.table([group(failed)])["failure"]) == ["timeout: x"]
 
 
 # -- the optimizer with interference == brute force ------------------------------------------------
@@ -269,7 +279,7 @@ def test_on_two_nodes_interference_spreads_the_instances_and_pack_follows():
     }
     conf = packing.configurations(row)["plan"]
     topo = load("qemu-2node-test-guest")  # node 0: CPUs 0-1, node 1: CPUs 2-3
-    got = group.plans_for(topo, 4, conf["instances"], False, conf["nodes"])
+    got = spec_mod.plans_for(topo, 4, conf["instances"], False, conf["nodes"])
     assert sorted(p.cpu_nodes for p, _ in got) == [(0,), (1,)]
     # best fit alone would have put both on node 0
     assert [p.cpu_nodes for p in placement.pack(topo, [1, 1], 4)] == [(0,), (0,)]

@@ -3,9 +3,11 @@
     report -> tables -> measure -> plan -> stats        config -> tables, plan, stats, slurmconf
 
 A module may import its own layer and the layers below it, never one above (lazy imports inside
-functions count too): the planner can never pull in torch or matplotlib, the measuring child
-never pandas, and the layers stay separable. Entry scripts (workflow/scripts/*.py) may import
-anything, and never share a stem with a library module. This runs in ``make check``."""
+functions count too), and no third-party package its layer must do without (``WITHOUT``): the
+planner and the config checker never import torch (``plan/`` is metadata; the runtime code of an
+optimization is its workload's, ``measure/workloads``) or the plotting libraries, the measuring
+child never pandas, and the layers stay separable. Entry scripts (workflow/scripts/*.py) may
+import anything, and never share a stem with a library module. This runs in ``make check``."""
 
 from __future__ import annotations
 
@@ -28,6 +30,21 @@ ALLOWED = {
     "tables": {"tables", "measure", "plan", "stats"},
     "report": {"report", "tables", "measure", "plan", "stats"},
     "config": {"config", "tables", "plan", "stats", "slurmconf"},
+}
+
+
+# layer -> the third-party packages its modules never import, lazily or not
+TORCH = {"torch", "torchvision", "torchao"}
+PLOTTING = {"matplotlib", "seaborn"}
+WITHOUT = {
+    "stats": TORCH | PLOTTING,
+    "runlock": TORCH | PLOTTING,
+    "slurmconf": TORCH | PLOTTING,
+    "plan": TORCH | PLOTTING,
+    "config": TORCH | PLOTTING,
+    "measure": PLOTTING | {"pandas"},
+    "tables": PLOTTING,
+    "report": set(),
 }
 
 
@@ -60,6 +77,23 @@ def imported_layers(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def third_party(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package) of every import of another package than ours, lazy ones
+    included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [
+            (node.lineno, n.split(".")[0]) for n in names if n.split(".")[0] != "numa_effects"
+        ]
+    return found
+
+
 MODULES = sorted(p for p in PKG.rglob("*.py") if p.name != "__init__.py" or p.parent != PKG)
 
 
@@ -71,6 +105,29 @@ def test_a_module_imports_only_its_layer_and_the_layers_below(path):
     assert not bad, f"{path.relative_to(PKG)} ({layer}) imports " + ", ".join(
         f"{t} (line {n})" for n, t in bad
     )
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PKG)))
+def test_a_module_imports_no_package_its_layer_does_without(path):
+    bad = [(n, pkg) for n, pkg in third_party(path) if pkg in WITHOUT[layer_of(path)]]
+    assert not bad, f"{path.relative_to(PKG)} ({layer_of(path)}) imports " + ", ".join(
+        f"{pkg} (line {n})" for n, pkg in bad
+    )
+
+
+def test_the_third_party_contract_can_fail():
+    """A lazy torch import in a plan module, and one of pandas in a measure module, are caught;
+    the layers' own imports are not."""
+    fake = PKG / "plan" / "_contract_probe.py"
+    fake.write_text(
+        "import os\n\ndef f():\n    import torch.nn\n    from pandas import DataFrame\n"
+    )
+    try:
+        assert third_party(fake) == [(1, "os"), (4, "torch"), (5, "pandas")]
+        assert {"torch"} <= WITHOUT[layer_of(fake)] and "os" not in WITHOUT["plan"]
+        assert "pandas" in WITHOUT["measure"] and "torch" not in WITHOUT["measure"]
+    finally:
+        fake.unlink()
 
 
 def test_the_contract_can_fail(tmp_path):

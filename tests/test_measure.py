@@ -388,7 +388,7 @@ def _exiting_instance(tmp_path, seconds: float):
 
     inst = runner.Instance.__new__(runner.Instance)
     inst.j, inst.k, inst._buf = 0, 1, b""
-    inst.member = runner.Member(None, {}, tmp_path / "spec.json", tmp_path / "log.txt")
+    inst.member = runner.Member(None, tmp_path / "spec.json", tmp_path / "log.txt")
     inst.member.log.write_text("")
     inst.logfh = open(inst.member.log, "a")  # noqa: SIM115
     inst.command_line, inst.oom_before = "test", 0

@@ -1,15 +1,17 @@
 """The measured memory matrix (issue 21, "machine facts"): one memory probe job per (CPU node,
 memory node) pair of the grid's node-pair cells (``plan.build``: ``memory``, ``memory_spec``),
-the probe itself (``measure.memory_probe``: its C code compiled at run time, a pointer chase and
-a read pass; skipped without a compiler) and ``tables/memory_matrix.csv`` (``tables.
+the probe itself (``measure.workloads.memory_probe``: its C code compiled at run time, a pointer
+chase and a read pass; skipped without a compiler) and ``tables/memory_matrix.csv`` (``tables.
 memory_matrix``) from hand-made records. Planning on the captured and synthesized topologies of
 tests/fixtures/topology (as tests/test_node_pairs.py); the probe on a small buffer (well under a
 second). The integration test at the end runs a real memory job on this machine."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -19,9 +21,12 @@ from conftest import load_config, snakemake
 from test_node_pairs import BASE, EIGHT, FOUR, MEMORY_ONLY, ONE, TWO, checked
 
 from numa_effects import config as config_mod
-from numa_effects.measure import launcher, memory_probe
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import job
+from numa_effects.measure import record as record_mod
+from numa_effects.measure.record import Failure, Record
+from numa_effects.measure.workloads import Skip, memory_probe
 from numa_effects.plan import build, paths, placement, settings, topology
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import memory_matrix
 
 CODE = {"measure": "m", "tables": "t", "report": "r"}
@@ -65,18 +70,23 @@ def test_a_memory_only_pair_is_bound_to_the_memory_only_node():
     p = make(MEMORY_ONLY, node_pairs=[[2, 4]])
     assert list(p.memory) == [(2, 2), (2, 4)]
     spec = p.memory_spec(2, 4)
-    assert spec["plan"]["numactl_args"] == ["--physcpubind=4", "--membind=4"]
-    assert spec["cell"] == {
-        "kind": "memory",
-        "placement": "n2m4",
-        "threads": 1,
-        "cpu_node": 2,
-        "mem_node": 4,
-        "use_smt": False,
-    }
-    assert spec["workload"] == memory_probe.WORKLOAD and spec["code"] == "m"
-    assert spec["settings"] == settings.memory_settings(p.config)
-    assert spec["probe"]["cache_dir"].endswith(paths.MEMORY_PROBE_CACHE)
+    (inst,) = spec.instances
+    assert inst.plan.numactl_args() == ["--physcpubind=4", "--membind=4"]
+    assert (
+        inst.cell
+        == spec.cell
+        == {
+            "kind": "memory",
+            "placement": "n2m4",
+            "threads": 1,
+            "cpu_node": 2,
+            "mem_node": 4,
+            "use_smt": False,
+        }
+    )
+    assert inst.workload == spec_mod.MEMORY and spec.code == "m"
+    assert spec.settings == settings.memory_settings(p.config)
+    assert inst.options["probe"]["cache_dir"].endswith(paths.MEMORY_PROBE_CACHE)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +116,13 @@ def test_smt_and_repeated_members_plan_each_pair_once():
     p = make(FOUR, placements=["n0m2", "node-pairs"], node_pairs=[[0, 2]], use_smt=True)
     assert {k.placement for k in p.grid.cells} == {"n0m0+smt", "n0m2+smt"}
     assert list(p.memory) == [(0, 0), (0, 2)]
-    assert p.memory_spec(0, 2)["plan"]["use_smt"] is False
+    assert p.memory_spec(0, 2).plan.use_smt is False
+    # a peak's record names its placement as the grid and peak.csv do (with its +smt)
+    p = make(FOUR, placements=["sequential", "n0m2"], use_smt=True, peak=True)
+    assert sorted(p.peak) == [("n0m0+smt", 1, "float32"), ("sequential+smt", 1, "float32")]
+    for where, t, dtype in p.peak:
+        cell = p.peak_spec(where, t, dtype).cell
+        assert (cell["placement"], cell["threads"], cell["use_smt"]) == (where, t, True)
 
 
 @pytest.mark.parametrize("topo_file", [TWO, EIGHT, MEMORY_ONLY], ids=["2", "8", "mem"])
@@ -158,39 +174,37 @@ def test_pair_of_reads_node_pair_labels_only():
 
 
 # -- the table from hand-made records --------------------------------------------------------------
-def record(cpu: int, mem: int, status: str = "ok", lat=None, bw=None, **extra) -> dict:
-    rec = {
-        "schema_version": cellresult.SCHEMA_VERSION,
-        "status": status,
-        "cell": {"kind": "memory", "placement": f"n{cpu}m{mem}", "threads": 1},
-        "plan": {"cpu_list": str(cpu * 2), "mem_list": str(mem)},
-        "binding": {
-            "cpus_allowed_list": str(cpu * 2),
-            "mempolicy": {"mode": "bind", "nodes": [mem]},
-        },
-        "failure": None,
-        "memory": {
-            "latency_ns": lat,
-            "latency_median_ns": lat and lat * 1.1,
-            "bandwidth_gb_per_s": bw,
-            "bandwidth_median_gb_per_s": bw and bw * 0.9,
-            "buffer_bytes": 256 << 20,
-            "llc_bytes": 32 << 20,
-            "loads_per_step": memory_probe.LOADS,
-            "steps": 6,
-        },
-        **extra,
+def record(cpu: int, mem: int, status: str = "ok", lat=None, bw=None, **extra) -> Record:
+    memory = {
+        "latency_ns": lat,
+        "latency_median_ns": lat and lat * 1.1,
+        "bandwidth_gb_per_s": bw,
+        "bandwidth_median_gb_per_s": bw and bw * 0.9,
+        "buffer_bytes": 256 << 20,
+        "llc_bytes": 32 << 20,
+        "loads_per_step": memory_probe.LOADS,
+        "steps": 6,
     }
-    rec["cell"].update(cpu_node=cpu, mem_node=mem)
-    return rec
+    if "failure" in extra:
+        extra["failure"] = Failure(**extra["failure"])
+    return Record(
+        status=status,
+        cell={"kind": "memory", "placement": f"n{cpu}m{mem}", "threads": 1}
+        | {"cpu_node": cpu, "mem_node": mem},
+        workload=spec_mod.MEMORY,
+        plan={"cpu_list": str(cpu * 2), "mem_list": str(mem)},
+        binding={"cpus_allowed_list": str(cpu * 2), "mempolicy": {"mode": "bind", "nodes": [mem]}},
+        summary=extra.pop("memory", memory),
+        **extra,
+    )
 
 
 def write_records(folder: Path, records) -> list[Path]:
     out = []
     for rec in records:
-        c, m = rec["cell"]["cpu_node"], rec["cell"]["mem_node"]
+        c, m = rec.cell["cpu_node"], rec.cell["mem_node"]
         path = folder / f"n{c}m{m}.json"
-        cellresult.write_json_atomic(path, rec)
+        record_mod.write(path, rec)
         out.append(path)
     return out
 
@@ -308,32 +322,24 @@ def test_the_chase_visits_every_line_once_per_cycle(tmp_path):
 @needs_compiler
 def test_the_workload_steps_and_reports_its_times(tmp_path):
     cc, _ = memory_probe.compiler()
-    spec = {
-        "plan": {"cpus": [0]},
-        "probe": {
-            "library": memory_probe.library(cc, tmp_path),
-            "compiler": cc,
-            "buffer_bytes": 1 << 20,
-            "loads": 1 << 12,
-        },
-    }
-    step, timings, caught, report = memory_probe.workload(spec)
+    plan = placement.plan(topology.current(), 1, "sequential")
+    probe = {"probe": {"buffer_bytes": 1 << 20, "loads": 1 << 12}}
+    (inst,) = spec_mod.one(spec_mod.MEMORY, {}, plan, {}, options=probe).instances
+    inst = dataclasses.replace(inst, resolved={"probe": memory_probe.prepare(inst)["probe"]})
+    assert inst.resolved["probe"]["compiler"] == cc
+    built = memory_probe.build(inst, {})
     for _ in range(3):
-        step()
-    rep = report()
-    assert len(rep["times_s"]) == 3 and rep["buffer_bytes"] == 1 << 20 and caught == []
-    assert timings["build_s"] > 0
+        built.step()
+    rep = built.report()
+    assert len(rep["times_s"]) == 3 and rep["buffer_bytes"] == 1 << 20 and built.warnings == []
+    assert built.timings["build_s"] > 0
     # summary: the last n steps are the timed ones; an excluded step does not count
-    rec = {
-        "status": "ok",
-        "report": rep,
-        "measurement": {"latencies_s": [0.1, 0.1], "excluded": [True, False], "elapsed_s": 1.0},
-    }
-    got = memory_probe.summary(rec)
+    m = {"latencies_s": [0.1, 0.1], "excluded": [True, False], "elapsed_s": 1.0}
+    got = memory_probe.summary(inst, rep, m, True)
     lat = rep["times_s"][2][0] / (1 << 12) * 1e9
     assert got["steps"] == 1 and got["latency_ns"] == pytest.approx(lat)
     assert "times_s" not in got and got["measure_s"] == 1.0
-    assert memory_probe.summary({**rec, "status": "contended"})["latency_ns"] is None
+    assert memory_probe.summary(inst, rep, m, False)["latency_ns"] is None  # contended
 
 
 @pytest.mark.parametrize(
@@ -349,12 +355,15 @@ def test_without_a_compiler_the_probe_is_skipped_with_the_reason(environ, says):
     assert cc is None and says in why
     got = memory_probe.measure(size=1 << 20, environ=environ)
     assert got == {"status": "skipped", "reason": why}
-    assert memory_probe.prepare({"probe": {}}, environ) == (None, why)
+    plan = placement.plan(topology.current(), 1, "sequential")
+    (inst,) = spec_mod.one(spec_mod.MEMORY, {}, plan, {}, options={"probe": {}}).instances
+    with pytest.raises(Skip, match=re.escape(why)):
+        memory_probe.prepare(inst, environ)
 
 
 @pytest.mark.skipif(shutil.which("numactl") is None, reason="numactl is not installed")
 def test_a_memory_job_without_a_compiler_records_skipped_and_starts_nothing(tmp_path, monkeypatch):
-    """The launcher's path on this machine: the pair's plan re-checked, then no compiler (CC
+    """The front door's path on this machine: the pair's plan re-checked, then no compiler (CC
     points at nothing): a ``skipped`` record, no instance started."""
     here = topology.current()
     cfg = {**BASE, "threads": [1], "results": str(tmp_path / "results")}
@@ -363,16 +372,16 @@ def test_a_memory_job_without_a_compiler_records_skipped_and_starts_nothing(tmp_
     (cpu, mem), *_ = p.memory
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(
-        launcher.runner, "measure", lambda *a, **k: pytest.fail("an instance was started")
+        job.runner, "measure", lambda *a, **k: pytest.fail("an instance was started")
     )
     out = tmp_path / "n.json"
-    got = launcher.run(p.memory_spec(cpu, mem), out, tmp_path / "n.log", 60)
-    assert got["status"] == "skipped" and "CC=/nonexistent/cc" in got["skip_reason"]
-    assert json.loads(out.read_text()) == got
-    line = launcher.outcome_line(got, "memory n0m0", "", "numbers")
-    assert line == f"memory n0m0: SKIPPED, no numbers: {got['skip_reason']}"
+    got = job.run(p.memory_spec(cpu, mem), out, tmp_path / "n.log", 60)
+    assert got.status == "skipped" and "CC=/nonexistent/cc" in got.skip_reason
+    assert record_mod.read(out) == got and json.loads(out.read_text())["memory"] is None
+    line = job.outcome_line(got, "memory n0m0", "", "numbers")
+    assert line == f"memory n0m0: SKIPPED, no numbers: {got.skip_reason}"
     row = memory_matrix.table([out], here).iloc[0]
-    assert row.status == "skipped" and row.reason == got["skip_reason"]
+    assert row.status == "skipped" and row.reason == got.skip_reason
 
 
 def test_the_buffer_is_much_larger_than_the_last_level_cache(tmp_path):
@@ -403,13 +412,13 @@ def test_a_memory_job_measures_this_machines_diagonal(tmp_path):
     assert (tmp_path / figure).stat().st_size > 1000
     here = topology.current()
     diag = here.nodes[0]
-    rec = cellresult.read(tmp_path / "results" / "memory" / f"n{diag}m{diag}.json")
+    rec = record_mod.read(tmp_path / "results" / "memory" / f"n{diag}m{diag}.json")
     if memory_probe.compiler()[0] is None:
-        assert rec["status"] == "skipped"
+        assert rec.status == "skipped"
         return
-    assert rec["status"] == "ok", rec.get("failure")
-    assert rec["binding"]["verification"]["ok"] and rec["plan"]["mem_nodes"] == [diag]
-    assert rec["memory"]["torch_loaded"] is False
+    assert rec.status == "ok", rec.failure
+    assert rec.verification["ok"] and rec.plan["mem_nodes"] == [diag]
+    assert rec.summary["torch_loaded"] is False
     df = pd.read_csv(tmp_path / "results" / "tables" / "memory_matrix.csv")
     row = df[(df.cpu_node == diag) & (df.mem_node == diag)].iloc[0]
     assert row.status == "ok" and row.latency_ns > 0 and row.bandwidth_gb_per_s > 0

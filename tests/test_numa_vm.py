@@ -9,7 +9,7 @@ guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
   deliberately not its plan must be caught and fail; then, in the same branch,
   ``interference_check.py``: one interference profile job (issue 22, docs/packing.md): one
   instance alone, then one per node side by side, placed by ``placement.pack`` and measured by
-  ``group.run_interference``.
+  the front door's interference job (``job.run``).
 
 The host then draws everything else from the guest's results folder with the same workflow
 (flops, tables, degradation, figures, page): a dry run first must plan no cell, peak or
@@ -53,8 +53,7 @@ import pytest
 from conftest import load_config, planned, snakemake
 from test_pipeline import check_cells, check_tables
 
-from numa_effects.measure import result as cellresult
-from numa_effects.measure import verify
+from numa_effects.measure import record, verify
 from numa_effects.plan import cpulist, grid, placement, topology
 from numa_effects.report import registry as figures
 
@@ -80,6 +79,13 @@ OFF_DIAGONAL = {f"n{c}m{m}" for c, m in PAIRS if c != m}
 
 
 @pytest.fixture(scope="module")
+def read(path) -> dict:
+    """A record's JSON, checked readable as a record (``measure.record``)."""
+    data = json.loads(Path(path).read_text())
+    record.Record.from_json(data, str(path))
+    return data
+
+
 def guest(tmp_path_factory):
     """The guest's output folder: pipeline/ (a results folder), driver/, timings.txt. The boot
     started in the background after collection (tests/guest_boot.py) is waited for here."""
@@ -175,7 +181,7 @@ def test_pipeline_assertions_hold_on_the_guest(guest):
 def test_cell_binding_and_pages_match_the_plan(guest, place, threads):
     key = grid.CellKey("resnet18", "none", place, threads, 1, ALLOC)
     path = results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1)
-    data = cellresult.read(path)
+    data = read(path)
     assert data["status"] == "ok", data.get("failure")
     plan = data["plan"]
     # the plan made inside the guest is the one the planner makes for the captured topology
@@ -210,14 +216,14 @@ def test_cell_binding_and_pages_match_the_plan(guest, place, threads):
 
 
 def test_wrong_binding_is_detected_and_fails_the_cell(guest):
-    data = cellresult.read(guest / "driver" / "cells" / "negative" / "wrong-binding.json")
+    data = read(guest / "driver" / "cells" / "negative" / "wrong-binding.json")
     assert data["status"] == "failed"
     assert data["failure"]["cause"] == "binding-mismatch"
     ver = data["binding"]["verification"]
     # caught when the cell started (verify.at_start), before torch's import: CPUs and policy
     assert ver["stage"] == "start"
     assert {p["check"] for p in ver["problems"]} == {"cpus", "mempolicy"}
-    assert data.get("stats") is None and "measurement" not in data  # nothing measured
+    assert data.get("stats") is None and not data.get("measurement")  # nothing measured
 
 
 # -- the host draws from the guest's cells -----------------------------------------------------
@@ -333,7 +339,7 @@ def check_interference_group(rec: dict, topo: topology.Topology) -> None:
             on_own = sum(by_node.get(n, 0) for n in nodes) / sum(by_node.values())
             assert on_own >= verify.MIN_SHARE, (name, i, by_node)
     # the table attributes each instance to its node: x = the other busy cores there
-    rows = profile.rows([rec])
+    rows = profile.rows([record.GroupRecord.from_json(rec)])
     per_node: dict[str, int] = {}
     for inst in rec["runs"][f"k{k}"][0]["instances"]:
         node = "+".join(str(n) for n in inst["plan"]["cpu_nodes"])
@@ -415,10 +421,10 @@ def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
     on node cpu and its pages on node mem."""
     topo = topology.load(GUEST_TOPOLOGY)
     key = grid.CellKey("resnet18", "none", f"n{cpu}m{mem}", 1, 1, ALLOC)
-    cell = cellresult.read(results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1))
+    cell = read(results(guest) / grid.CELL_PATTERN.format(**key.as_dict(), replicate=1))
     check_pair_binding(cell, topo, cpu, mem)
     assert cell["binding"]["torch_num_threads"] == 1
-    job = cellresult.read(results(guest) / "memory" / f"n{cpu}m{mem}.json")
+    job = read(results(guest) / "memory" / f"n{cpu}m{mem}.json")
     check_pair_binding(job, topo, cpu, mem)
     assert job["memory"]["latency_ns"] > 0 and job["memory"]["bandwidth_gb_per_s"] > 0
     assert job["memory"]["torch_loaded"] is False
@@ -430,7 +436,7 @@ def test_node_pair_cell_and_memory_job_sit_on_their_nodes(guest, cpu, mem):
 def test_node_pair_checks_fail_on_a_misplaced_record(guest):
     """check_pair_binding can fail: a real record checked as another pair's, and altered."""
     topo = topology.load(GUEST_TOPOLOGY)
-    job = cellresult.read(results(guest) / "memory" / "n0m1.json")
+    job = read(results(guest) / "memory" / "n0m1.json")
     check_pair_binding(job, topo, 0, 1)
     for cpu, mem in ((0, 0), (1, 1), (1, 0)):
         with pytest.raises(AssertionError):

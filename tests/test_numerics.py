@@ -124,28 +124,32 @@ def test_the_reference_of_the_first_rows_is_the_full_batchs_first_rows():
 
 
 def test_a_cell_whose_outputs_disagree_fails_with_cause_numerics_and_keeps_its_timings():
-    """measure.launcher.check_numerics: a broken conversion is a failed cell (no statistics,
-    never a speedup); the timings stay in ``measurement``; an agreeing one is untouched."""
-    from numa_effects.measure import launcher
+    """The model workload's check, as the front door applies it (``job.decide``): a broken
+    conversion is a failed cell (no statistics, never a speedup); the timings stay in
+    ``measurement``; an agreeing one is untouched."""
+    from numa_effects.measure import job, runner
+    from numa_effects.plan import placement, spec, topology
 
     good = numerics.judge([[1.0, 2.0, 3.0]], [[1.0, 2.0, 3.0]], "int8")
     bad = numerics.judge([[3.0, 2.0, 1.0]], [[-3.0, -2.0, -1.0]], "int8")
+    plan = placement.plan(topology.current(), 1, "sequential")
+    cell = {"model": "m", "opt": "int8", "placement": "sequential", "threads": 1, "batch_size": 1}
+    one = spec.one(spec.MODEL, cell, plan, {})
 
     def record(num):
-        return {
-            "status": "ok",
-            "stats": {"median_s": 0.01},
-            "throughput": {"ips": 100.0},
-            "measurement": {"latencies_s": [0.01, 0.01]},
-            "precision": {"numerics": num},
-            "provenance": {"command_line": "env ... numactl ..."},
-            "failure": None,
-        }
+        measured = runner.Measured(
+            stats={"median_s": 0.01},
+            throughput={"ips": 100.0},
+            measurement={"latencies_s": [0.01, 0.01]},
+            report={"numerics": num},
+            provenance={"command_line": "env ... numactl ..."},
+        )
+        return job.decide(one, measured, None)
 
-    assert launcher.check_numerics(record(good))["status"] == "ok"
-    assert launcher.check_numerics(record(None))["status"] == "ok"  # eager: its own reference
-    got = launcher.check_numerics(record(bad))
-    assert got["status"] == "failed" and got["stats"] is None and got["throughput"] is None
-    assert got["failure"]["cause"] == "numerics"
-    assert got["failure"]["message"].startswith("int8 outputs disagree with float32 eager")
-    assert got["measurement"]["latencies_s"] == [0.01, 0.01]
+    assert record(good).status == "ok"
+    assert record(None).status == "ok"  # eager: its own reference
+    got = record(bad)
+    assert got.status == "failed" and got.stats is None and got.throughput is None
+    assert got.failure.cause == "numerics" and got.summary["numerics"] == bad
+    assert got.failure.message.startswith("int8 outputs disagree with float32 eager")
+    assert got.measurement["latencies_s"] == [0.01, 0.01]

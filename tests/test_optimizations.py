@@ -1,8 +1,8 @@
 """plan.optimizations: the registry's precision entries, their requirements (skip reasons), which
 CPUs run them natively (``native_on``, ``precision_note`` on real captured cpuinfo), and, as
-integration tests, each entry's ``prepare`` for real on ResNet-18 at 32x32 in its own process (as
-in a cell: one optimization per process), checked against float32 eager and traced through
-oneDNN."""
+integration tests, each entry's ``prepare`` steps run for real by the model workload
+(``measure.workloads.model.optimize``) on ResNet-18 at 32x32 in its own process (as in a cell: one
+optimization per process), checked against float32 eager and traced through oneDNN."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import sys
 import pytest
 from conftest import FIXTURES, REPO
 
+from numa_effects.measure.workloads import model as model_workload
 from numa_effects.plan import cpu
 from numa_effects.plan import optimizations as opts
 
@@ -48,6 +49,16 @@ def test_each_entry_carries_dtype_graph_cache_label_and_colour():
     assert None not in colors and len(set(colors)) == len(colors)
     assert len({o.legend for o in OPT.values()}) == len(OPT)
     assert OPT["bf16"].bytes_per_element == 2 and OPT["int8"].bytes_per_element == 1
+
+
+def test_every_step_an_entry_names_is_one_the_model_workload_runs():
+    """The registry is metadata: its ``prepare`` names steps, the model workload runs them
+    (``STEPS``); a compiled entry has a step that sets inductor up first."""
+    assert all(set(o.prepare) <= set(model_workload.STEPS) for o in OPT.values())
+    for o in OPT.values():
+        compiled = any(s in model_workload.COMPILED for s in o.prepare)
+        assert compiled == (o.graph in ("inductor", "aoti")), o.name
+    assert OPT["none"].prepare == () and OPT["bf16"].prepare[-1] == "autocast_bf16"
 
 
 def test_requirements_give_a_skip_reason_with_the_install_line():
@@ -98,6 +109,7 @@ def test_a_non_native_precision_carries_a_note():
 CHILD = """
 import json, sys, time, torch, torchvision
 from numa_effects.measure import numerics, onednn
+from numa_effects.measure.workloads import model as workload
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 name, cache = sys.argv[1], sys.argv[2]
 torch.set_num_threads(1)
@@ -106,8 +118,8 @@ model = torchvision.models.resnet18(weights=None).eval()
 x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
 ref = numerics.reference_output(model, x)
 t0 = time.perf_counter()
-with torch.inference_mode():  # as measure.cell.build
-    fn, x = OPTIMIZATIONS[name].prepare(model, x, {"compile_cache_dir": cache})
+with torch.inference_mode():  # as the model workload's convert
+    fn, x = workload.optimize(name, model, x, {"compile_cache_dir": cache})
 t1 = time.perf_counter()
 checked = numerics.check(fn, x, ref, OPTIMIZATIONS[name].dtype)
 t2 = time.perf_counter()
@@ -217,11 +229,11 @@ def test_bf16_aot_is_built_by_the_first_process_and_loaded_by_the_next(tmp_path)
     _needs("bf16_aot")
     cache = tmp_path / "cache"
     first = run_child("bf16_aot", cache)
-    packages = sorted((cache / opts.AOT_FOLDER).glob("*.pt2"))
+    packages = sorted((cache / model_workload.AOT_FOLDER).glob("*.pt2"))
     assert len(packages) == 1, packages
     built = packages[0].stat().st_mtime_ns
     second = run_child("bf16_aot", cache)
-    assert sorted((cache / opts.AOT_FOLDER).glob("*.pt2")) == packages
+    assert sorted((cache / model_workload.AOT_FOLDER).glob("*.pt2")) == packages
     assert packages[0].stat().st_mtime_ns == built  # loaded, not rebuilt
     assert second["prepare_s"] < first["prepare_s"] / 3, (first["prepare_s"], second["prepare_s"])
     for out in (first, second):
@@ -241,16 +253,16 @@ def test_an_aot_package_is_keyed_by_weights_input_and_threads():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
     x = torch.randn(1, 3, 8, 8)
-    key = opts.aot_package_key(model, x)
-    assert key == opts.aot_package_key(model, x.clone())
-    assert key != opts.aot_package_key(model, torch.randn(2, 3, 8, 8))
-    assert key != opts.aot_package_key(model, x.to(memory_format=torch.channels_last))
+    key = model_workload.aot_package_key(model, x)
+    assert key == model_workload.aot_package_key(model, x.clone())
+    assert key != model_workload.aot_package_key(model, torch.randn(2, 3, 8, 8))
+    assert key != model_workload.aot_package_key(model, x.to(memory_format=torch.channels_last))
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(threads + 1)
-        assert key != opts.aot_package_key(model, x)
+        assert key != model_workload.aot_package_key(model, x)
     finally:
         torch.set_num_threads(threads)
     with torch.no_grad():
         model[0].weight[0, 0, 0, 0] += 1.0
-    assert key != opts.aot_package_key(model, x)
+    assert key != model_workload.aot_package_key(model, x)

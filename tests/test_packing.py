@@ -5,6 +5,7 @@ topologies, and PackRat's published CloudLab table as a realistic input."""
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
+from numa_effects.measure import record
+from numa_effects.measure.record import Failure, GroupRecord, Record
 from numa_effects.plan import packing, placement
 from numa_effects.plan.packing import Instance
 from numa_effects.tables import packing as packing_table
@@ -260,12 +263,13 @@ PACK_FIX = Path(__file__).parent / "fixtures" / "packing"
 
 
 def captured():
+    """The captured run's plans and records (its measurements from before the one measuring
+    stack: no version, the contention verdict at their top level)."""
     plans = [json.loads((PACK_FIX / "resnet18/none/plans.json").read_text())]
     results = {}
     for path in sorted((PACK_FIX / "resnet18/none").glob("c*/bs*.json")):
-        r = json.loads(path.read_text())
-        j = r["job"]
-        results[(j["model"], j["opt"], j["budget"], j["batch"])] = r
+        r = record.read_group(path)
+        results[(r.job["model"], r.job["opt"], r.job["budget"], r.job["batch"])] = r
     return plans, results
 
 
@@ -290,8 +294,8 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
         run = results[("resnet18", "none", r.budget, r.batch_size)]
         rounds = [
             x
-            for rec in run["runs"].get("plan", run["runs"]["fat"])
-            for x in rec["measurement"]["latencies_s"]
+            for rec in run.runs.get("plan", run.runs["fat"])
+            for x in rec.measurement["latencies_s"]
         ]
         assert r.latency_ms == pytest.approx(np.median(rounds) * 1e3)
         assert r.prediction_error == pytest.approx(r.latency_ms / r.predicted_ms - 1)
@@ -299,7 +303,7 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
         assert r.speedup_ci_low <= r.speedup <= r.speedup_ci_high
     # a failed job and a job never measured are rows that say so
     key = ("resnet18", "none", 2, 4)
-    failed = {**results[key], "status": "failed", "failure": {"cause": "timeout", "message": "x"}}
+    failed = replace(results[key], status="failed", failure=Failure("timeout", "x"))
     df = packing_table.table(plans, {**results, key: failed})
     row = df[df["batch_size"] == 4].iloc[0]
     assert (
@@ -310,21 +314,21 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
     # rounds the contention probe excluded are left out of the statistics
     key1 = ("resnet18", "none", 2, 1)
     run = results[key1]
-    rec = run["runs"]["plan"][0]
-    n = len(rec["measurement"]["latencies_s"])
+    rec = run.runs["plan"][0]
+    n = len(rec.measurement["latencies_s"])
     excluded = [i % 2 == 1 for i in range(n)]
-    rec = {**rec, "measurement": {**rec["measurement"], "excluded": excluded}}
-    clean = [x for x, e in zip(rec["measurement"]["latencies_s"], excluded, strict=True) if not e]
+    rec = replace(rec, measurement={**rec.measurement, "excluded": excluded})
+    clean = [x for x, e in zip(rec.measurement["latencies_s"], excluded, strict=True) if not e]
     assert packing_table.clean_rounds(rec) == clean
     df = packing_table.table(
-        plans, {**results, key1: {**run, "runs": {**run["runs"], "plan": [rec]}}}
+        plans, {**results, key1: replace(run, runs={**run.runs, "plan": [rec]})}
     )
     got = df[df["batch_size"] == 1].iloc[0]
     assert got["latency_ms"] == pytest.approx(np.median(clean) * 1e3) and got["rounds"] == len(
         clean
     )
     # two replicates: the two-level CI of stats.combine_replicates
-    two = {**run, "runs": {"fat": run["runs"]["fat"] * 2, "plan": run["runs"]["plan"] * 2}}
+    two = replace(run, runs={"fat": run.runs["fat"] * 2, "plan": run.runs["plan"] * 2})
     got = packing_table.table(plans, {key1: two}).iloc[0]
     assert got["ci_method"] == "two-level" and got["replicates"] == 2
     s = packing_table.benchmark_summary(pd.read_csv(PACK_FIX / "packing.csv"))
@@ -377,21 +381,15 @@ def test_a_configuration_with_no_clean_round_is_contended_not_a_number():
     plans, results = captured()
     key = ("resnet18", "none", 2, 1)
     run = results[key]
-    rec = run["runs"]["plan"][0]
-    n = len(rec["measurement"]["latencies_s"])
-    old_style = {**rec, "measurement": {**rec["measurement"], "excluded": [True] * n}}
-    new_style = {
-        **old_style,
-        "status": "contended",
-        "stats": None,
-        "contention": {"contended": True},
-    }
-    del new_style["contended"]
+    rec = run.runs["plan"][0]
+    n = len(rec.measurement["latencies_s"])
+    old_style = replace(rec, measurement={**rec.measurement, "excluded": [True] * n})
+    new_style = replace(old_style, status="contended", stats=None, contention={"contended": True})
     for bad in (old_style, new_style):
         assert packing_table.clean_rounds(bad) == [] and not packing_table.measured(bad)
         assert packing_table.contended(bad)
         df = packing_table.table(
-            plans, {**results, key: {**run, "runs": {**run["runs"], "plan": [bad]}}}
+            plans, {**results, key: replace(run, runs={**run.runs, "plan": [bad]})}
         )
         row = df[df["batch_size"] == 1].iloc[0]
         assert row["status"] == "contended" and bool(row["contended"])
@@ -399,10 +397,10 @@ def test_a_configuration_with_no_clean_round_is_contended_not_a_number():
             assert np.isnan(row[col]), col
         assert row["fat_latency_ms"] > 0  # the fat instance was measured: its number stays
     # one of two replicates without a clean round: the other one alone makes the estimate
-    two = {**run, "runs": {**run["runs"], "plan": [rec, new_style]}}
+    two = replace(run, runs={**run.runs, "plan": [rec, new_style]})
     row = packing_table.table(plans, {key: two}).iloc[0]
     assert row["status"] == "ok" and row["ci_method"] == "within-process"
-    assert row["latency_ms"] == pytest.approx(np.median(rec["measurement"]["latencies_s"]) * 1e3)
+    assert row["latency_ms"] == pytest.approx(np.median(rec.measurement["latencies_s"]) * 1e3)
 
 
 def test_the_benchmark_measures_the_best_split_where_a_single_instance_wins(cloudlab):
@@ -447,16 +445,11 @@ def simulated_packing_run(rng, speedup, batches=(1, 2, 4, 8, 16), sigma_b=0.03, 
 
         def rec(true):
             med = true * np.exp(rng.normal(0, sigma_b))
-            return {
-                "status": "ok",
-                "measurement": {"latencies_s": list(med * np.exp(rng.normal(0, 0.01, rounds)))},
-            }
+            lat = list(med * np.exp(rng.normal(0, 0.01, rounds)))
+            return Record("ok", {}, measurement={"latencies_s": lat})
 
-        results[("m", "none", 2, b)] = {
-            "status": "ok",
-            "placements": {},
-            "runs": {"fat": [rec(speedup), rec(speedup)], "plan": [rec(1.0), rec(1.0)]},
-        }
+        runs = {"fat": [rec(speedup), rec(speedup)], "plan": [rec(1.0), rec(1.0)]}
+        results[("m", "none", 2, b)] = GroupRecord("packing", {}, "ok", {}, {}, {}, {}, runs)
     return [{"choices": choices}], results
 
 
@@ -475,9 +468,9 @@ def test_two_level_speedup_ci_covers_the_true_speedup_and_the_round_bootstrap_do
         for r in df.itertuples():
             hits += r.speedup_ci_low <= 1.2 <= r.speedup_ci_high
             total += 1
-            runs = results[("m", "none", 2, r.batch_size)]["runs"]
-            fat = [x for rec in runs["fat"] for x in rec["measurement"]["latencies_s"]]
-            plan = [x for rec in runs["plan"] for x in rec["measurement"]["latencies_s"]]
+            runs = results[("m", "none", 2, r.batch_size)].runs
+            fat = [x for rec in runs["fat"] for x in rec.measurement["latencies_s"]]
+            plan = [x for rec in runs["plan"] for x in rec.measurement["latencies_s"]]
             lo, hi = packing_table.bootstrap_ratio(np.array(plan), np.array(fat), n_boot=200)
             naive += lo <= 1.2 <= hi
     assert hits / total >= 0.90

@@ -5,6 +5,7 @@ one measuring stack (issue 18): a group of one instance is recorded as a cell is
 a real busy loop is measured again and flagged, its instances run under the supervisor's rules
 (own session, address-space limit, parent-death signal, interruption)."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,8 +21,10 @@ import pytest
 import robust
 from conftest import REPO, foreign_share_pct, load_config, snakemake
 
-from numa_effects.measure import group, launcher, runner
+from numa_effects.measure import job as job_mod
+from numa_effects.measure import record
 from numa_effects.plan import allocators, grid, packing, paths, placement, topology
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packing as packing_table
 
@@ -71,7 +74,8 @@ def test_the_interference_profile_is_measured_first_and_tabulated(run):
     df = pd.read_csv(workdir / "results/tables/interference.csv")
     assert len(df) == sum(len(j["instances"]) for j in jobs)  # one node per group here
     for j in jobs:
-        res = json.loads((workdir / "results" / paths.INTERFERENCE_RUN.format(**j)).read_text())
+        path = workdir / "results" / paths.INTERFERENCE_RUN.format(**j)
+        res, typed = json.loads(path.read_text()), record.read_group(path)
         assert res["status"] == "ok" and res["job"]["batch"] == s["interference"]["batch"]
         assert sorted(res["runs"]) == sorted(["k1", *(f"k{k}" for k in j["instances"])])
         for name, recs in res["runs"].items():
@@ -84,8 +88,8 @@ def test_the_interference_profile_is_measured_first_and_tabulated(run):
         for k in j["instances"]:
             row = df[(df["budget"] == j["budget"]) & (df["k"] == k)].iloc[0]
             assert row.status == "ok" and row.x == j["threads"] * (k - 1)
-            alone = packing_table.clean_rounds(res["runs"]["k1"][0])
-            rec = res["runs"][f"k{k}"][0]
+            alone = packing_table.clean_rounds(typed.runs["k1"][0])
+            rec = typed.runs[f"k{k}"][0]
             group_rounds = profile.node_rounds(rec, "0")
             assert row.slowdown == pytest.approx(np.median(group_rounds) / np.median(alone))
             assert row.slowdown_ci_low <= row.slowdown <= row.slowdown_ci_high
@@ -170,7 +174,7 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
         assert result["job"]["allocator"] == result["allocator"]["name"] == alloc
         for name, recs in result["runs"].items():
             conf = confs[name]
-            expect = group.plans_for(TOPO, r.budget, conf["instances"], False, conf["nodes"])
+            expect = spec_mod.plans_for(TOPO, r.budget, conf["instances"], False, conf["nodes"])
             for rec in recs:
                 cpus = [tuple(i["plan"]["cpus"]) for i in rec["instances"]]
                 flat = [c for cs in cpus for c in cs]
@@ -210,26 +214,37 @@ def test_one_instance_per_core_runs_concurrently(run, tmp_path):
             "max_seconds_per_cell": 2,
             "contended_retries": 0,  # concurrency and verification are tested here
         },
-        "budget": budget,
-        "batch": budget,
-        "choice": {"instances": [{"threads": 1, "batch": 1}] * budget, "is_fat": False},
-        "placements": {},
     }
-    result = group.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
-    assert result["status"] == "ok", result.get("failure")
-    rec = result["runs"]["plan"][0]
-    assert len(rec["instances"]) == budget
-    assert sorted(c for i in rec["instances"] for c in i["plan"]["cpus"]) == sorted(
+    choice = {"instances": [{"threads": 1, "batch": 1}] * budget, "is_fat": False}
+    spec = packing_spec(job, budget, budget, choice)
+    result = job_mod.run(spec, tmp_path / "out.json", tmp_path / "logs", 300)
+    assert result.status == "ok", result.failure
+    rec = result.runs["plan"][0]
+    assert len(rec.instances) == budget
+    assert sorted(c for i in rec.instances for c in i["plan"]["cpus"]) == sorted(
         c for p in placement.pack(TOPO, [budget], budget) for c in p.cpus
     )
-    assert all(i["verification"]["ok"] for i in rec["instances"])
+    assert all(i["verification"]["ok"] for i in rec.instances)
     # a placement planned for another machine is refused before anything runs
-    wrong = {**job, "placements": {"plan": [{"cpus": [999]}]}}
-    result = group.run(wrong, tmp_path / "wrong.json", tmp_path / "logs", 300)
-    assert result["status"] == "failed" and result["failure"]["cause"] == "plan-mismatch"
+    plan = spec.configurations["plan"]
+    elsewhere = dataclasses.replace(plan.instances[0].plan, cpus=(999,))
+    bad = dataclasses.replace(plan.instances[0], plan=elsewhere)
+    bad = dataclasses.replace(plan, instances=(bad, *plan.instances[1:]))
+    wrong = dataclasses.replace(spec, configurations={**spec.configurations, "plan": bad})
+    result = job_mod.run(wrong, tmp_path / "wrong.json", tmp_path / "logs", 300)
+    assert result.status == "failed" and result.failure.cause == "plan-mismatch"
+    assert result.runs == {}  # nothing ran
 
 
 COMMON = {"model": "resnet18", "opt": "none", "image_size": 32, "use_smt": False}
+
+
+def packing_spec(job: dict, budget: int, batch: int, choice: dict) -> spec_mod.GroupSpec:
+    """A packing job's spec as run_packing.py builds it, its configurations placed on this
+    machine as plan_packing.py places them."""
+    row = {**choice, "budget": budget, "batch": batch}
+    choice = {**choice, "placements": spec_mod.placements(row, TOPO, job["use_smt"])}
+    return spec_mod.packing(job, budget, batch, choice)
 
 
 def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path, busy_loop):
@@ -253,14 +268,12 @@ def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path, busy
             "contended_retries": 1,
             "contended_backoff_s": 0.1,
         },
-        "budget": 1,
-        "batch": 1,
-        "choice": {"instances": [{"threads": 1, "batch": 1}], "is_fat": True},
-        "placements": {},
     }
-    result = group.run(job, tmp_path / "out.json", tmp_path / "logs", 300)
-    assert result["status"] == "ok", result.get("failure")
-    rec = result["runs"]["fat"][0]
+    choice = {"instances": [{"threads": 1, "batch": 1}], "is_fat": True}
+    spec = packing_spec(job, 1, 1, choice)
+    result = job_mod.run(spec, tmp_path / "out.json", tmp_path / "logs", 300)
+    assert result.status == "ok", result.failure
+    rec = result.runs["fat"][0].to_json()
     assert rec["instances"][0]["plan"]["cpus"] == [cpu]
     noise = rec["contention"]
     assert noise["contended"] is True, noise
@@ -285,7 +298,7 @@ def shape(record: dict) -> dict:
 
 
 def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
-    """The same measuring stack: a cell (launcher) and a packing group of one instance on the
+    """The same measuring stack: a cell and a packing group of one instance on the
     same CPU give records of the same shape (keys, measurement, contention, provenance, the
     per-instance record, the allocator proven inside), measured by the same loop under the
     same settings and allocator (glibc tuned: the default grid's, proven by its heap probe)."""
@@ -300,19 +313,15 @@ def test_a_group_of_one_is_recorded_as_a_cell_is(tmp_path):
         "contended_retries": 0,
         "exclude_foreign_pct": 100,
     }
-    spec = {
-        "cell": {**common, "placement": "sequential", "threads": 1, "batch_size": 1},
-        "plan": plan.to_dict(),
-        "settings": settings,
-    }
-    cell = launcher.run(spec, tmp_path / "cell.json", tmp_path / "cell.log", 600)
-    (one,) = group.plans_for(TOPO, 1, [(1, 1)], False)
-    record, environ, why = runner.allocator_here(alloc)
-    assert why is None
-    rec = group.measure_group(
-        [one], common, settings, tmp_path / "logs", "g", 600, allocator=(record, environ)
-    )
-    assert cell["status"] == rec["status"] == "ok", (cell.get("failure"), rec.get("failure"))
+    cell = {**common, "placement": "sequential", "threads": 1, "batch_size": 1}
+    spec = spec_mod.one(spec_mod.MODEL, cell, plan, settings)
+    cell = job_mod.run(spec, tmp_path / "cell.json", tmp_path / "cell.log", 600).to_json()
+    ((one, _),) = spec_mod.plans_for(TOPO, 1, [(1, 1)], False)
+    conf = spec_mod.Configuration((spec_mod.packed(common, one, 1),), spec_mod.Packing(1))
+    g = spec_mod.group("packing", {}, {"g": conf}, settings, 1)
+    got = job_mod.run(g, tmp_path / "g.json", tmp_path / "logs", 600)
+    rec = got.runs["g"][0].to_json()
+    assert cell["status"] == rec["status"] == "ok", (cell["failure"], rec["failure"])
     assert shape(cell) == shape(rec)
     for r in (cell, rec):
         m = r["measurement"]
@@ -334,14 +343,15 @@ RUNNER = textwrap.dedent(
     import sys
     from pathlib import Path
     sys.path.insert(0, {scripts!r})
-    from numa_effects.measure import group
-    from numa_effects.plan import topology
-    got = group.plans_for(topology.current(), {budget}, {conf!r}, False)
+    from numa_effects.measure import job
+    from numa_effects.plan import spec, topology
+    got = spec.plans_for(topology.current(), {budget}, {conf!r}, False)
     settings = {{"protocol": "fixed", "warmup": 0, "fixed_iterations": 10**6,
                  "max_seconds_per_cell": 600, "contended_retries": 0}}
-    group.measure_group(
-        got, {common!r}, settings, Path({logdir!r}), "hold", 900, max_memory_mb={mb}
-    )
+    insts = tuple(spec.packed({common!r}, p, b) for p, b in got)
+    hold = spec.Configuration(insts, spec.Packing({budget}))
+    g = spec.group("packing", {{}}, {{"hold": hold}}, settings, 1)
+    job.run(g, Path({logdir!r}).parent / "hold.json", Path({logdir!r}), 900, max_memory_mb={mb})
     Path({done!r}).write_text("measured")
     """
 )

@@ -17,6 +17,7 @@ from conftest import REPO, planned, snakemake
 
 from numa_effects.measure import cell, provenance
 from numa_effects.plan import grid, topology
+from numa_effects.plan.spec import Spec
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +102,7 @@ def test_cells_never_overlap_even_with_two_cores(run):
 
 def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
     """``bench fidelity`` re-runs each cell's first replicate from its spec; the spec must be
-    where the grid's log pattern and the launcher put it (it once was not: the allocator axis
+    where the grid's log pattern and the front door put it (it once was not: the allocator axis
     added a path segment and the benchmark failed with FileNotFoundError)."""
     sys.path.insert(0, str(REPO))
     from benchmarks import fidelity
@@ -111,8 +112,8 @@ def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
     cells = cells[cells["status"] == "ok"]  # what fidelity re-runs
     assert len(cells)
     for _, row in cells.iterrows():
-        spec = json.loads(fidelity.first_spec(workdir / "results", row).read_text())
-        assert {k: spec["cell"][k] for k in ("opt", "threads", "batch_size")} == {
+        spec = Spec.from_json(json.loads(fidelity.first_spec(workdir / "results", row).read_text()))
+        assert {k: spec.cell[k] for k in ("opt", "threads", "batch_size")} == {
             "opt": row["opt"],
             "threads": row["threads"],
             "batch_size": row["batch_size"],
@@ -121,7 +122,7 @@ def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
     # result grew a field and the child failed to unpack it)
     row = cells.iloc[0]
     spec_path = fidelity.first_spec(workdir / "results", row)
-    plan = json.loads(spec_path.read_text())["plan"]
+    plan = Spec.from_json(json.loads(spec_path.read_text())).plan
     out = fidelity.run_timer(spec_path, workdir / "timer.json", int(row["threads"]), plan)
     assert out["median_s"] > 0 and out["blocks"] >= 1
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from numa_effects.plan import (
     placement,
     topology,
 )
+from numa_effects.plan import spec as spec_mod
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 TWO_NODES = FIX / "2x16-nosmt-alternating.lscpu-p.txt"
@@ -66,14 +68,15 @@ def test_a_cell_spec_carries_plan_settings_replicate_and_the_measuring_code():
     p = make()
     key = next(k for k in p.grid.cells if k.placement == "interleave" and k.threads == 2)
     spec = p.cell_spec(key, 2)
-    assert spec["plan"] == p.grid.cells[key].to_dict()
-    assert spec["cell"]["image_size"] == 32 and spec["replicate"] == 2
-    assert spec["code"] == "m0"
+    assert spec.plan == p.grid.cells[key]
+    assert spec.cell["image_size"] == 32 and spec.replicate == 2
+    assert spec.code == "m0"
     # the optional keys (the canary) only when on: it is on by default
-    assert set(spec["settings"]) == {*config_mod_settings_keys(), "canary"}
-    assert "compile_cache_dir" not in spec
+    assert set(spec.settings) == {*config_mod_settings_keys(), "canary"}
+    assert "compile_cache_dir" not in spec.instances[0].options
     off = make(canary=False)
-    assert set(off.cell_spec(key, 2)["settings"]) == {*config_mod_settings_keys()}
+    assert set(off.cell_spec(key, 2).settings) == {*config_mod_settings_keys()}
+    assert spec_mod.Spec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
 
 
 def config_mod_settings_keys():
@@ -85,7 +88,7 @@ def config_mod_settings_keys():
 def test_an_optimization_with_a_compile_cache_gets_the_runs_cache_folder():
     p = make(optimizations=["compile"])
     spec = p.cell_spec(next(iter(p.grid.cells)), 1)
-    assert spec["compile_cache_dir"] == f"{p.results}/{paths.COMPILE_CACHE}"
+    assert spec.instances[0].options["compile_cache_dir"] == f"{p.results}/{paths.COMPILE_CACHE}"
 
 
 def test_no_spec_depends_on_where_the_run_lies(tmp_path, monkeypatch):
@@ -131,7 +134,7 @@ def test_peak_jobs_one_per_placement_thread_count_and_dtype_or_none():
     assert set(p.peak) == {(pl, t, "float32") for pl in places for t in (1, 2)}
     assert make(peak=False).peak == {}
     spec = p.peak_spec("interleave", 2, "float32")
-    assert spec["plan"] == p.peak[("interleave", 2, "float32")].to_dict()
+    assert spec.plan == p.peak[("interleave", 2, "float32")]
     p = make(optimizations=["none", "int8", "int8_bf16"])  # int8_bf16 computes in int8 too
     assert set(p.peak) == {(pl, t, d) for pl in places for t in (1, 2) for d in ("float32", "int8")}
 
@@ -163,7 +166,9 @@ def test_packing_jobs_follow_the_packing_settings():
     ):
         q = make(ONE_NODE, placements=["sequential"], allocators=allocs)
         assert q.packing_job("resnet18", "none")["allocator"] == want
-        assert q.interference_job("resnet18", "none", 2, 1)["allocator"] == want
+        spec = q.interference_spec("resnet18", "none", 2, 1)
+        assert spec.job["allocator"] == want
+        assert {i.allocator for c in spec.configurations.values() for i in c.instances} == {want}
 
 
 def test_interference_jobs_are_planned_with_their_placements_and_cost():
@@ -173,10 +178,12 @@ def test_interference_jobs_are_planned_with_their_placements_and_cost():
     p = make(ONE_NODE, placements=["sequential"])
     (j,) = p.interference_jobs
     assert (j["budget"], j["threads"], j["instances"]) == (2, 1, [2])
-    job = p.interference_job("resnet18", "none", 2, 1)
-    assert job["batch"] == p.packing["interference"]["batch"] and job["instances"] == [2]
-    assert sorted(job["placements"]) == ["k1", "k2"]
-    assert [q["cpus"] for q in job["placements"]["k2"]] == [[0], [1]]
+    spec = p.interference_spec("resnet18", "none", 2, 1)
+    assert spec.job["batch"] == p.packing["interference"]["batch"] and spec.job["instances"] == [2]
+    assert sorted(spec.configurations) == ["k1", "k2"] and spec.unplaced == {}
+    assert [i.plan.cpus for i in spec.configurations["k2"].instances] == [(0,), (1,)]
+    assert spec.schedule == tuple((n, r) for r in range(1, p.replicates + 1) for n in ("k1", "k2"))
+    assert spec_mod.GroupSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
     assert p.interference_run_paths() == [
         p.path(paths.INTERFERENCE_RUN, model="resnet18", opt="none", budget=2, threads=1)
     ]
@@ -234,9 +241,7 @@ def test_a_placement_family_member_the_machine_lacks_is_skipped_with_the_reason(
 
 
 def test_an_optimization_is_one_registry_entry(monkeypatch):
-    entry = optimizations.Optimization(
-        "half", "throwaway: eager in a 2-byte dtype", lambda m, x, s: (m, x), dtype="bfloat16"
-    )
+    entry = optimizations.Optimization("half", "throwaway: eager in 2 bytes", dtype="bfloat16")
     monkeypatch.setitem(optimizations.OPTIMIZATIONS, "half", entry)
     cfg, topo = checked(ONE_NODE, optimizations=["none", "half"], placements=["sequential"],
                         batch_sizes=[4096], image_size=224, threads=[1])  # fmt: skip
@@ -282,6 +287,6 @@ def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():
     key = next(k for k in p.grid.skipped if k.allocator == "jemalloc")
     assert "not found" in p.grid.skipped[key]
     spec = p.cell_spec(key, 1)
-    assert spec["cell"]["allocator"] == "jemalloc" and spec["plan"]["threads"] == key.threads
+    assert spec.cell["allocator"] == "jemalloc" and spec.plan.threads == key.threads
     with pytest.raises(KeyError):
         p.cell_spec(dataclasses.replace(key, threads=999), 1)

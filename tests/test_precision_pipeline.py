@@ -171,7 +171,7 @@ def test_a_preload_that_does_not_take_effect_fails_the_cell(tmp_path, monkeypatc
     """A real cell whose allocator library is found but cannot be preloaded (not an ELF
     object: ld.so ignores it with a warning and the process runs on glibc) fails its
     verification with cause allocator-not-loaded; the ld.so warning is in its log."""
-    from numa_effects.measure import launcher
+    from numa_effects.measure import job
     from numa_effects.plan import build
 
     bogus = tmp_path / "libjemalloc.so.2"
@@ -183,10 +183,10 @@ def test_a_preload_that_does_not_take_effect_fails_the_cell(tmp_path, monkeypatc
     plan = build.build(cfg, topology.current(), host=host.current(["jemalloc"]))
     (key,) = plan.grid.cells
     out, log = tmp_path / "r1.json", tmp_path / "r1.log"
-    result = launcher.run(plan.cell_spec(key, 1), out, log, timeout_s=300)
-    assert result["status"] == "failed", result.get("failure")
-    assert result["failure"]["cause"] == "allocator-not-loaded"
-    assert "LD_PRELOAD did not take effect" in result["failure"]["message"]
-    assert f"LD_PRELOAD={bogus}" in result["failure"]["command_line"]
+    result = job.run(plan.cell_spec(key, 1), out, log, timeout_s=300)
+    assert result.status == "failed", result.failure
+    assert result.failure.cause == "allocator-not-loaded"
+    assert "LD_PRELOAD did not take effect" in result.failure.message
+    assert f"LD_PRELOAD={bogus}" in result.failure.command_line
     assert "cannot be preloaded" in log.read_text()
-    assert result["stats"] is None
+    assert result.stats is None

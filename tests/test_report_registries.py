@@ -36,7 +36,6 @@ def bf16(monkeypatch):
     entry = Optimization(
         "bf16",
         "eager in bfloat16 (throwaway test entry)",
-        lambda model, x, settings: (model, x),
         label="bf16 (bfloat16 autocast)",
         dtype="bfloat16",
         color="#7b3294",

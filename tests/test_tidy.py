@@ -1,5 +1,7 @@
-"""Tidy transforms on cell JSONs from a real run (tests/fixtures/cells/)."""
+"""Tidy transforms on cell JSONs from a real run (tests/fixtures/cells/, written in the
+record's format 1: read as they are), and the record's own format (``measure.record``)."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -7,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
+from numa_effects.measure.record import Failure
 from numa_effects.plan import grid
 from numa_effects.tables import cells as tidy
 
@@ -20,18 +23,16 @@ def test_fixtures_present():
 
 @pytest.mark.parametrize("path", CELLS, ids=lambda p: p.stem)
 def test_cell_row_converts_units_and_keeps_provenance(path):
-    data = cellresult.read(path)
+    data = record.read(path)
     row = tidy.cell_row(data, str(path))
-    assert row["latency_median_ms"] == pytest.approx(data["stats"]["median_s"] * 1000)
-    assert row["latency_p99_ms"] == pytest.approx(data["stats"]["p99_s"] * 1000)
-    assert row["throughput_ips"] == pytest.approx(
-        data["cell"]["batch_size"] / data["stats"]["median_s"]
-    )
-    assert row["n"] == len(data["measurement"]["latencies_s"])
+    assert row["latency_median_ms"] == pytest.approx(data.stats["median_s"] * 1000)
+    assert row["latency_p99_ms"] == pytest.approx(data.stats["p99_s"] * 1000)
+    assert row["throughput_ips"] == pytest.approx(data.cell["batch_size"] / data.stats["median_s"])
+    assert row["n"] == len(data.measurement["latencies_s"])
     assert row["command_line"].startswith("env OMP_NUM_THREADS=")
     assert "numactl --physcpubind=" in row["command_line"]
-    assert row["cpus_allowed"] == data["plan"]["cpu_list"]
-    assert row["torch_num_threads"] == data["cell"]["threads"]
+    assert row["cpus_allowed"] == data.plan["cpu_list"]
+    assert row["torch_num_threads"] == data.cell["threads"]
     assert row["status"] == "ok"
 
 
@@ -50,10 +51,9 @@ def test_tables_long_samples_match_cells(tmp_path):
 
 
 def test_failed_cell_has_no_samples_and_keeps_cause():
-    data = cellresult.read(CELLS[0])
-    failed = cellresult.failed(
-        {"cell": data["cell"], "plan": data["plan"]}, "timeout", "killed after 30 s"
-    )
+    data = record.read(CELLS[0])
+    failure = Failure("timeout", "killed after 30 s")
+    failed = record.Record("failed", data.cell, plan=data.plan, failure=failure)
     row = tidy.cell_row(failed)
     assert row["status"] == "failed"
     assert row["failure_cause"] == "timeout"
@@ -74,10 +74,10 @@ def test_write_is_csv_plus_parquet(tmp_path):
 def test_atomic_write_leaves_no_partial_file(tmp_path):
     target = tmp_path / "x.json"
     with pytest.raises(TypeError):
-        cellresult.write_json_atomic(target, {"bad": object()})
+        record.write(target, {"bad": object()})
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
-    cellresult.write_json_atomic(target, {"schema_version": 1, "v": math.pi})
+    record.write(target, {"schema_version": 1, "v": math.pi})
     assert json.loads(target.read_text())["v"] == pytest.approx(math.pi)
 
 
@@ -87,7 +87,7 @@ def test_atomic_write_gives_the_umask_mode_not_0600(tmp_path):
     old = os.umask(0o022)
     try:
         target = tmp_path / "cell.json"
-        cellresult.write_json_atomic(target, {"schema_version": 1})
+        record.write(target, {"schema_version": 1})
     finally:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o644
@@ -106,23 +106,23 @@ def test_replicates_combine_into_one_row_per_cell_with_variance_components():
     for _, row in cells.iterrows():
         key = tuple(row[k] for k in tidy.KEY_COLUMNS)
         per_rep = [
-            cellresult.read(p)
+            record.read(p)
             for p in REPLICATES
-            if grid.CellKey.from_record(cellresult.read(p)["cell"]) == grid.CellKey(*key)
+            if grid.CellKey.from_record(record.read(p).cell) == grid.CellKey(*key)
         ]
-        meds = [d["stats"]["median_s"] * 1000 for d in per_rep]
+        meds = [d.stats["median_s"] * 1000 for d in per_rep]
         assert row["latency_median_ms"] == pytest.approx(math.exp(sum(map(math.log, meds)) / 5))
-        own = max(d["stats"]["ci_halfwidth_pct"] for d in per_rep)
+        own = max(d.stats["ci_halfwidth_pct"] for d in per_rep)
         assert row["ci_halfwidth_pct"] > own
         assert row["between_sd_pct"] > row["within_sd_pct"] > 0
-        assert row["n"] == sum(len(d["measurement"]["latencies_s"]) for d in per_rep)
+        assert row["n"] == sum(len(d.measurement["latencies_s"]) for d in per_rep)
     assert len(samples) == cells["n"].sum()
 
 
 def test_a_noisy_thread_count_does_not_widen_the_other_thread_counts_cis():
     """The process-level pool is per thread count: making the 2-thread cell's replicates
     disagree widens its own CI, and leaves the 1-thread cells' CIs exactly as they were."""
-    reps = pd.DataFrame([tidy.cell_row(cellresult.read(p)) for p in REPLICATES])
+    reps = pd.DataFrame([tidy.cell_row(record.read(p)) for p in REPLICATES])
     _, samples = tidy.tables([str(p) for p in REPLICATES])
     assert set(reps["threads"]) >= {1, 2}
     before = tidy.combine_replicates(reps, samples).set_index(tidy.KEY_COLUMNS)
@@ -142,12 +142,12 @@ def test_a_noisy_thread_count_does_not_widen_the_other_thread_counts_cis():
 
 
 def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
-    data = cellresult.read(CELLS[0])
-    m = data["measurement"]
+    data = record.read(CELLS[0])
+    m = data.measurement
     n = len(m["latencies_s"])
-    m["latencies_s"][0] = 100.0  # a contaminated iteration, excluded
-    m["foreign_pct"] = [80.0] + [0.0] * (n - 1)
-    m["excluded"] = [True] + [False] * (n - 1)
+    m = {**m, "latencies_s": [100.0, *m["latencies_s"][1:]]}  # a contaminated iteration
+    m |= {"foreign_pct": [80.0] + [0.0] * (n - 1), "excluded": [True] + [False] * (n - 1)}
+    data = dataclasses.replace(data, measurement=m)
     rows = list(tidy.sample_rows(data))
     assert len(rows) == n and rows[0]["excluded"] and rows[0]["foreign_pct"] == 80.0
     reps = pd.DataFrame([tidy.cell_row(data)])
@@ -159,15 +159,16 @@ def test_excluded_iterations_stay_in_samples_but_not_in_statistics():
 def test_samples_carry_each_iterations_page_faults_where_the_record_has_them():
     """samples.csv's minor_faults: the record's per-iteration counts row for row; a record from
     before they were counted (the fixtures) gives an empty column, not a failure."""
-    data = cellresult.read(CELLS[0])
-    m = data["measurement"]
+    data = record.read(CELLS[0])
+    m = data.measurement
     n = len(m["latencies_s"])
     assert [r["minor_faults"] for r in tidy.sample_rows(data)] == [None] * n
-    m["minor_faults"] = list(range(n))
+    data = dataclasses.replace(data, measurement={**m, "minor_faults": list(range(n))})
     rows = list(tidy.sample_rows(data))
     assert [r["minor_faults"] for r in rows] == list(range(n))
     assert list(pd.DataFrame(rows, columns=tidy.SAMPLE_COLUMNS)["minor_faults"]) == list(range(n))
-    m["minor_faults"] = m["minor_faults"][:-1]  # one count short: a malformed record is an error
+    # one count short: a malformed record is an error
+    data = dataclasses.replace(data, measurement={**m, "minor_faults": list(range(n - 1))})
     with pytest.raises(ValueError):
         list(tidy.sample_rows(data))
 
@@ -176,15 +177,13 @@ def test_cells_say_each_replicates_page_faults_per_step(tmp_path):
     """cells.csv: the median over a cell's replicates of each one's median faults per timed step,
     and each replicate's in order (two glibc processes in different states show apart); a cell
     whose records predate the count has neither."""
-    ok = cellresult.read(CELLS[0])
-    n = len(ok["measurement"]["latencies_s"])
+    ok = record.read(CELLS[0])
+    n = len(ok.measurement["latencies_s"])
     paths = []
     for r, faults in ((1, [8200] * (n - 1) + [9000]), (2, [23252] * n), (3, [0] * n)):
-        data = json.loads(json.dumps(ok))
-        data["replicate"] = r
-        data["measurement"]["minor_faults"] = faults
+        m = {**ok.measurement, "minor_faults": faults}
         paths.append(tmp_path / f"r{r}.json")
-        cellresult.write_json_atomic(paths[-1], data)
+        record.write(paths[-1], dataclasses.replace(ok, replicate=r, measurement=m))
     (row,) = tidy.tables([str(p) for p in paths])[0].to_dict("records")
     assert row["replicate_faults_per_step"] == "8200;23252;0"
     assert row["minor_faults_per_step"] == 8200.0
@@ -192,16 +191,17 @@ def test_cells_say_each_replicates_page_faults_per_step(tmp_path):
     assert pd.isna(old["minor_faults_per_step"]) and pd.isna(old["replicate_faults_per_step"])
 
 
-def contended_replicate(data: dict, replicate: int) -> dict:
-    """``data`` as the runner writes a replicate none of whose iterations was clean."""
-    out = json.loads(json.dumps(data))
-    m = out["measurement"]
+def contended_replicate(data: record.Record, replicate: int) -> record.Record:
+    """``data`` as the front door records a replicate none of whose iterations was clean."""
+    m = dict(data.measurement)
     n = len(m["latencies_s"])
     m.update(foreign_pct=[60.0] * n, excluded=[True] * n, excluded_iterations=n)
     why = f"all {n} timed iterations excluded (> 10 % foreign CPU) after 2 retries: no statistics"
-    out.update(status="contended", stats=None, throughput=None, replicate=replicate)
-    out["contention"] = {"contended": True, "contended_reason": why, "excluded_iterations": n}
-    return out
+    noise = {"contended": True, "contended_reason": why, "excluded_iterations": n}
+    return dataclasses.replace(
+        data, status="contended", stats=None, throughput=None, replicate=replicate,
+        measurement=m, contention=noise,
+    )  # fmt: skip
 
 
 def test_a_cell_without_a_clean_iteration_is_contended_not_a_number(tmp_path):
@@ -212,29 +212,29 @@ def test_a_cell_without_a_clean_iteration_is_contended_not_a_number(tmp_path):
     import subprocess
     import sys
 
-    ok = cellresult.read(CELLS[0])
+    ok = record.read(CELLS[0])
     bad = contended_replicate(ok, 2)
     paths = []
     for name, data in (
-        ("r1", {**ok, "replicate": 1}),
+        ("r1", dataclasses.replace(ok, replicate=1)),
         ("r2", bad),
-        ("r3", {**bad, "replicate": 3}),
+        ("r3", dataclasses.replace(bad, replicate=3)),
     ):
         paths.append(tmp_path / "cells" / f"{name}.json")
-        cellresult.write_json_atomic(paths[-1], data)
+        record.write(paths[-1], data)
     only_bad, samples = tidy.tables([str(p) for p in paths[1:]])
     (row,) = only_bad.to_dict("records")
     assert row["status"] == "contended" and row["contended"] is True and row["replicates"] == 0
     assert row["replicates_failed"] == 0 and "no statistics" in row["contended_reason"]
     for col in ("latency_median_ms", "latency_ci_low_ms", "throughput_ips", "n"):
         assert col not in row or pd.isna(row[col]), col
-    assert samples["excluded"].all() and len(samples) == 2 * len(ok["measurement"]["latencies_s"])
+    assert samples["excluded"].all() and len(samples) == 2 * len(ok.measurement["latencies_s"])
     assert tidy.failures_table(only_bad).empty
     mixed, _ = tidy.tables([str(p) for p in paths])
     (row,) = mixed.to_dict("records")
     assert row["status"] == "ok" and row["replicates"] == 1 and row["contended"] is True
-    assert row["latency_median_ms"] == pytest.approx(ok["stats"]["median_s"] * 1000)
-    assert row["n"] == ok["stats"]["n"]
+    assert row["latency_median_ms"] == pytest.approx(ok.stats["median_s"] * 1000)
+    assert row["n"] == ok.stats["n"]
     script = Path(__file__).parents[1] / "workflow" / "scripts" / "failed_cells.py"
 
     def listed(*flags):

@@ -3,14 +3,14 @@ tests/numa_vm/driver.py (tests/fixtures/cells_numa_vm/)."""
 
 from pathlib import Path
 
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
 from numa_effects.tables import cells as tidy
 
 FIX = Path(__file__).parent / "fixtures" / "cells_numa_vm"
 
 
 def row(name: str) -> dict:
-    return tidy.cell_row(cellresult.read(FIX / name), name)
+    return tidy.cell_row(record.read(FIX / name), name)
 
 
 def test_verified_cell_columns():

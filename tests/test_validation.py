@@ -725,7 +725,7 @@ def test_the_registries_are_the_one_source_of_names():
 
 
 def test_a_new_optimization_is_one_registry_entry(monkeypatch):
-    new = optimizations.Optimization("bf16", "throwaway", lambda m, x, s: (m, x), dtype="bfloat16")
+    new = optimizations.Optimization("bf16", "throwaway", dtype="bfloat16")
     monkeypatch.setitem(optimizations.OPTIMIZATIONS, "bf16", new)
     checked, config = check(optimizations=["none", "bf16"])
     assert config["optimizations"] == ["none", "bf16"] and checked.topology.cpus
@@ -1037,8 +1037,10 @@ def test_memory_estimate_scales_with_batch_and_image_area():
 
 def test_memory_table_matches_a_meta_device_forward_pass():
     pytest.importorskip("torchvision")
+    from numa_effects.measure.workloads import model as model_workload
+
     for name in ("resnet18", "resnet50", "mobilenet_v3_small"):
-        assert memory.measure(name) == memory.FOOTPRINT[name], name
+        assert model_workload.footprint(name) == memory.FOOTPRINT[name], name
     assert set(memory.FOOTPRINT) <= set(models.CLASSIFICATION_MODELS)
 
 

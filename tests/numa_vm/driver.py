@@ -1,5 +1,5 @@
-"""Runs inside the 2-node guest (tests/numa_vm/run-in-guest): the project's own cell runner
-(``numa_effects.measure.launcher.run``: plan re-check, numactl, the pinned cell driven by the
+"""Runs inside the 2-node guest (tests/numa_vm/run-in-guest): the project's own front door
+(``numa_effects.measure.job.run``: plan re-check, numactl, the pinned cell driven by the
 runner, in-cell verification)
 for every placement at t=1 and t=2 against the topology read inside the guest, plus negative
 cells whose binding is deliberately wrong. Writes, below --out:
@@ -29,9 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 
-from numa_effects.measure import launcher, machine, runner  # noqa: E402
-from numa_effects.measure import result as cellresult  # noqa: E402
+from numa_effects.measure import job, machine, record, runner  # noqa: E402
 from numa_effects.plan import placement, topology  # noqa: E402
+from numa_effects.plan import spec as spec_mod  # noqa: E402
 
 PLACEMENTS = ("sequential", "interleave", "remote", "mem-interleave")
 THREADS = (1, 2)
@@ -49,26 +49,17 @@ CELL = {"model": "resnet18", "opt": "none", "batch_size": 1, "image_size": 32}
 TIMEOUT_S = 1500  # per cell; a cold first import of torch in the guest takes minutes
 
 
-def spec_for(plan: placement.Plan) -> dict:
-    return {
-        "cell": {**CELL, "placement": plan.label, "threads": plan.threads, "use_smt": False},
-        "plan": plan.to_dict(),
-        "settings": SETTINGS,
-    }
+def spec_for(plan: placement.Plan) -> spec_mod.Spec:
+    cell = {**CELL, "placement": plan.label, "threads": plan.threads, "use_smt": False}
+    return spec_mod.one(spec_mod.MODEL, cell, plan, SETTINGS)
 
 
-def run_cell(out: Path, name: str, spec: dict) -> dict:
+def run_cell(out: Path, name: str, spec: spec_mod.Spec) -> dict:
     t0 = time.monotonic()
-    result = launcher.run(
-        spec, out / "cells" / f"{name}.json", out / "logs" / f"{name}.log", TIMEOUT_S
-    )
-    failure = result.get("failure") or {}
-    print(
-        f"numa_vm: {name}: {result['status']} {failure.get('cause') or ''} "
-        f"({time.monotonic() - t0:.0f} s)",
-        flush=True,
-    )
-    return {"name": name, "status": result["status"], "wall_s": time.monotonic() - t0}
+    result = job.run(spec, out / "cells" / f"{name}.json", out / "logs" / f"{name}.log", TIMEOUT_S)
+    cause = result.failure.cause if result.failure else ""
+    print(f"numa_vm: {name}: {result.status} {cause} ({time.monotonic() - t0:.0f} s)", flush=True)
+    return {"name": name, "status": result.status, "wall_s": time.monotonic() - t0}
 
 
 # -- negative cells ----------------------------------------------------------------------------
@@ -170,7 +161,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
 
     topo = topology.current()
-    cellresult.write_json_atomic(out / "machine.json", machine.facts(topo))
+    record.write(out / "machine.json", machine.facts(topo))
     if args.capture_fixtures:
         capture_fixtures(out)
 
@@ -230,7 +221,7 @@ def main(argv=None) -> int:
         "migratepages": migrate_log,
         "wall_s": time.monotonic() - started,
     }
-    cellresult.write_json_atomic(out / "summary.json", summary)
+    record.write(out / "summary.json", summary)
     print(f"numa_vm: done in {summary['wall_s']:.0f} s", flush=True)
     return 0
 

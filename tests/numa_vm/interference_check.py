@@ -1,6 +1,6 @@
 """Runs inside the 2-node guest (tests/numa_vm/guest-e2e, step ``interference``): the
 interference check of issue 22 -- ONE interference profile job through the pipeline's own
-``group.run_interference`` (the one measuring stack, ``runner.measure``: numactl-pinned
+front door (``job.run`` of an interference group spec: the one measuring stack, numactl-pinned
 ``numa_effects.measure.cell`` instances, rounds, ``verify.run`` in every instance): one instance
 alone, then k identical instances side by side placed as ``placement.pack`` places them
 (``interference_configuration``: k = the number of nodes, at least 2, each of budget / k threads;
@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import driver  # noqa: E402
 
-from numa_effects.measure import group  # noqa: E402
-from numa_effects.measure import result as cellresult  # noqa: E402
+from numa_effects.measure import job as job_mod  # noqa: E402
+from numa_effects.measure import record  # noqa: E402
+from numa_effects.plan import spec as spec_mod  # noqa: E402
 from numa_effects.plan import topology  # noqa: E402
 
 # As driver.py's cells: timings in the guest mean nothing, a round or two is enough.
@@ -69,15 +70,12 @@ def interference(out: Path, topo: topology.Topology) -> int:
         "threads": threads,
         "batch": driver.CELL["batch_size"],
         "instances": [k],
-        "placements": {},
     }
     print(f"numa_vm: interference: {k} x {threads} threads on {budget} cores", flush=True)
-    result = group.run_interference(
-        job, out / "interference.json", out / "interference-logs", TIMEOUT_S
-    )
-    result["topology"] = topo.to_dict()
-    result["wall_s"] = time.monotonic() - t0
-    cellresult.write_json_atomic(out / "interference.json", result)
+    spec = spec_mod.interference(job, topo)
+    done = job_mod.run(spec, out / "interference.json", out / "interference-logs", TIMEOUT_S)
+    result = {**done.to_json(), "topology": topo.to_dict(), "wall_s": time.monotonic() - t0}
+    record.write(out / "interference.json", result)
     failure = result.get("failure") or {}
     print(
         f"numa_vm: interference: {result['status']} {failure.get('cause') or ''} "

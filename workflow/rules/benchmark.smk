@@ -20,7 +20,7 @@ rule cell:
     # (`make retry-failed` re-runs the failed cells). The spec carries the measuring code's
     # digest: an edit that changes what it does re-measures (plan.code).
     params:
-        spec=lambda wc: PLAN.cell_spec(cell_key(wc), wc.replicate),
+        spec=lambda wc: PLAN.cell_spec(cell_key(wc), wc.replicate).to_json(),
     script:
         "../scripts/run_cell.py"
 

@@ -1,6 +1,6 @@
 # Work per cell and the machine's limit: FLOPs per (model, batch, image size) and the peak per
 # (placement, threads, dtype of the grid's cells) on the models' own path (torch.mm and oneDNN's
-# blocked 1x1 convolution, the best kept; numa_effects.measure.dtype_peaks), pinned exactly like
+# blocked 1x1 convolution, the best kept; numa_effects.measure.workloads.dtype_peaks), pinned exactly like
 # the cells that use it, joined into cells.csv as gflop_per_s and efficiency. With `peak: false`
 # (an emulated test guest) there is no peak job: peak.csv is empty and so is efficiency.
 
@@ -35,7 +35,9 @@ rule peak:
     resources:
         **bench_resources(plan_mod.PEAK_TIMEOUT_S),
     params:
-        spec=lambda wc: PLAN.peak_spec(wc.placement, int(wc.threads), wc.dtype),
+        spec=lambda wc: PLAN.peak_spec(
+            wc.placement, int(wc.threads), wc.dtype
+        ).to_json(),
         timeout_s=plan_mod.PEAK_TIMEOUT_S,
     script:
         "../scripts/run_peak.py"

@@ -1,5 +1,5 @@
 # The measured memory matrix (issue 21): per (CPU node, memory node) pair of the grid's node-pair
-# cells one memory probe job (numa_effects.measure.memory_probe: a pointer chase's idle latency
+# cells one memory probe job (numa_effects.measure.workloads.memory_probe: a pointer chase's idle latency
 # and one core's read bandwidth), pinned and verified like a cell on 1 core of the CPU node with
 # memory bound to the memory node; memory_matrix.csv puts them beside the firmware distances of
 # machine.json and each CPU node's local diagonal. No node-pair cells: no job, no table.
@@ -19,7 +19,7 @@ rule memory:
     resources:
         **bench_resources(PLAN.memory_timeout_s),
     params:
-        spec=lambda wc: PLAN.memory_spec(int(wc.cpu), int(wc.mem)),
+        spec=lambda wc: PLAN.memory_spec(int(wc.cpu), int(wc.mem)).to_json(),
         timeout_s=PLAN.memory_timeout_s,
     script:
         "../scripts/run_memory.py"

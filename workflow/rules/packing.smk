@@ -24,9 +24,9 @@ if PLAN.packing_jobs or PLAN.interference_jobs:
         resources:
             **bench_resources(PLAN.interference_timeout_s()),
         params:
-            job=lambda wc: PLAN.interference_job(
+            spec=lambda wc: PLAN.interference_spec(
                 wc.model, wc.opt, int(wc.budget), int(wc.threads)
-            ),
+            ).to_json(),
         script:
             "../scripts/run_interference.py"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
 from numa_effects.tables import cells as tidy
 from numa_effects.tables import packrat
 
@@ -37,7 +37,7 @@ def write(sources, cells, samples, skipped, machine, description=None) -> int:
     tidy.write(t["cells"], str(cells))
     tidy.write(t["samples"], str(samples))
     tidy.write(t["skipped"], str(skipped))
-    cellresult.write_json_atomic(str(machine), packrat.machine_facts(sources, description))
+    record.write(str(machine), packrat.machine_facts(sources, description))
     return len(t["cells"])
 
 

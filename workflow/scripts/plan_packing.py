@@ -5,9 +5,9 @@ each candidate on the scheduling topology -> packing/.../plans.json."""
 import json
 
 from numa_effects import stats
-from numa_effects.measure import group
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
 from numa_effects.plan import packing
+from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import interference
 
@@ -30,13 +30,10 @@ rows = packing.choices(
     measure=p.measure_plans,
 )
 for row in rows:
-    row["placements"] = {}
-    for name, conf in packing.configurations(row).items():
-        got = group.plans_for(topo, row["budget"], conf["instances"], p.use_smt, conf["nodes"])
-        row["placements"][name] = got if isinstance(got, str) else [g.to_dict() for g, _ in got]
+    row["placements"] = spec_mod.placements(row, topo, p.use_smt)
     row["statistic"] = packing.statistic(cells) if not cells.empty else None
 doc = {"topology_source": topo.source, "curve": curve.to_dict(), "choices": rows}
-cellresult.write_json_atomic(sm.output[0], doc)
+record.write(sm.output[0], doc)
 summary = [(r["budget"], r["batch"], [c["label"] for c in r.get("candidates", [])]) for r in rows]
 msg = f"interference: {curve.label()}\n" + json.dumps(summary)
 with open(sm.log[0], "w") as fh:

@@ -1,12 +1,12 @@
-"""Snakemake entry: the float32 GEMM peak at one (placement, threads), measured like a cell
-(numa_effects.measure.launcher, workload ``gemm``)."""
+"""Snakemake entry: the peak of one dtype at one (placement, threads), measured like a cell
+(numa_effects.measure.job, workload ``dtype_peaks``)."""
 
 import sys
 
-from numa_effects.measure import launcher
+from numa_effects.measure import job
 
 sm = snakemake  # noqa: F821
-result = launcher.run_rule(sm, float(sm.params.timeout_s))
-where = f"{result['cell']['placement']}/t{result['cell']['threads']}"
-ok = f"{result['peak']['peak_gflop_per_s']:.1f} GFLOP/s" if result["status"] == "ok" else ""
-print(launcher.outcome_line(result, f"peak {where}", ok, "peak"), file=sys.stderr)
+rec = job.run_rule(sm, float(sm.params.timeout_s))
+where = f"{rec.cell['placement']}/t{rec.cell['threads']}"
+ok = f"{rec.summary['peak_gflop_per_s']:.1f} GFLOP/s" if rec.status == "ok" else ""
+print(job.outcome_line(rec, f"peak {where}", ok, "peak"), file=sys.stderr)

@@ -28,9 +28,10 @@ Shared, the bottom:
 - ``config.command``: a whole Snakemake command line checked before Snakemake reads it.
 - ``config.cli``: ``python -m numa_effects.config`` (``make run``, ``make check-config``).
 
-``plan``: pure planning, no torch, imported while Snakemake parses the rules:
+``plan``: pure planning, metadata only (no torch), imported while Snakemake parses the rules:
 
 - ``plan.build``: the workflow's ``Plan``, computed once from the checked config.
+- ``plan.spec``: the typed job (``Spec``, ``GroupSpec``), built here for every workload.
 - ``plan.grid``: the axes registry (``AXES``, ``KEYS``, ``CellKey``) and the grid expanded into
   runnable and skipped cells.
 - ``plan.settings``: the measurement settings and their defaults.
@@ -40,8 +41,7 @@ Shared, the bottom:
 - ``plan.stages``: replicates where the noise is (``two_stage``): the counts file, read back.
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
-- ``plan.optimizations``: the optimization registry (graph mode, dtype, requirements).
-- ``plan.aot``: ``bf16_aot``'s exported module and its packaging child process.
+- ``plan.optimizations``: the optimization registry (steps, graph mode, dtype, requirements).
 - ``plan.allocators``: the allocator registry (libraries, preload, proof).
 - ``plan.cpu``: what the CPU computes fast (ISA flags, native bf16, theoretical peak).
 - ``plan.host``: what the planning machine offers beyond its topology (skips with reasons).
@@ -58,30 +58,35 @@ Shared, the bottom:
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
 profiles):
 
+- ``measure.job``: the front door: one job end to end (preflight, runner, the workload's
+  summary and check, the status decided once, the atomic write), a cell's or a group's.
+- ``measure.record``: the typed record (``Record``, ``GroupRecord``, ``Failure``), its format
+  and atomic writes.
 - ``measure.runner``: k >= 1 pinned instances driven round by round: start, time, probe,
   retry, verify.
 - ``measure.cell``: the pinned instance process of every measurement.
+- ``measure.workloads``: the registry of workloads, one module each with one interface:
+- ``measure.workloads.model``: a torchvision model with its optimization (the optimizations'
+  runtime code, ``bf16_aot``'s packaging), inspected after its timed steps.
+- ``measure.workloads.aot``: ``bf16_aot``'s exported module and its packaging child process.
+- ``measure.workloads.dtype_peaks``: the peak per dtype on the models' path (``efficiency``).
+- ``measure.workloads.memory_probe``: idle latency and read bandwidth of one node pair (a
+  pointer chase and a read pass in C compiled at run time): the measured memory matrix.
 - ``measure.builder``: the cell's torchvision model, its module imported alone where it can be.
-- ``measure.launcher``: one cell (or one dtype's peak) end to end.
-- ``measure.group``: packing plans and interference profiles through the runner.
 - ``measure.supervise``: starting and supervising pinned children; how they ended.
 - ``measure.timing``: the timing loop: warm-up, stopping rules, which iterations count.
 - ``measure.contention``: was anything else running where a cell was measured?
 - ``measure.verify``: proof from inside the cell that threads and memory sit as planned.
 - ``measure.provenance``: binding read back, versions, environment, load.
 - ``measure.machine``: machine facts recorded once per run in ``machine.json``.
-- ``measure.result``: the result JSON model and atomic writes.
 - ``measure.causes``: the failure causes, one line of meaning each.
-- ``measure.dtype_peaks``: the peak per dtype on the models' path (``efficiency``).
-- ``measure.memory_probe``: idle latency and read bandwidth of one node pair (a pointer chase and
-  a read pass in C compiled at run time): the measured memory matrix.
 - ``measure.onednn``: which oneDNN kernels a model really ran.
 - ``measure.numerics``: agreement of an optimized model with float32 eager.
 - ``measure.deploy``: the deploy answer's configurations in ABBA rounds; their gains judged.
 
 ``tables``: result files -> tidy tables:
 
-- ``tables.cells``: cell JSONs -> cells.csv, samples.csv, skipped.csv, failures.csv.
+- ``tables.cells``: cell records -> cells.csv, samples.csv, skipped.csv, failures.csv.
 - ``tables.stages``: the first stage's replicates -> each cell's replicates in all (Stein).
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).

@@ -1,10 +1,10 @@
 """The causes a failed cell (or peak run) ends with: one registry, one line of meaning each.
 
-The code that classifies a failure (``supervise.classify``, ``launcher``, ``verify``, ``cell``)
-names its cause from ``Cause``; ``failure_cause`` in cells.csv and ``cause`` in failures.csv
-hold the value. The table in docs/troubleshooting.md ("A cell that fails is a result") is
-``markdown()`` between its markers, and tests/test_causes.py fails when they differ. A new cause
-is one ``Cause`` member and one ``MEANING`` line; regenerate the table with
+The code that classifies a failure (``supervise.classify``, ``job``, ``verify``, ``cell``, a
+workload's ``check``) names its cause from ``Cause``; ``failure_cause`` in cells.csv and ``cause``
+in failures.csv hold the value. The table in docs/troubleshooting.md ("A cell that fails is a
+result") is ``markdown()`` between its markers, and tests/test_causes.py fails when they differ. A
+new cause is one ``Cause`` member and one ``MEANING`` line; regenerate the table with
 ``PYTHONPATH=workflow/scripts python -m numa_effects.measure.causes``.
 """
 
@@ -45,7 +45,7 @@ MEANING: dict[Cause, str] = {
     "(another machine shape)",
     Cause.THREAD_MISMATCH: "the cell's torch did not run the planned number of intra-op threads",
     Cause.BINDING_MISMATCH: "the CPUs, memory policy or threads read back from /proc and "
-    "get_mempolicy (inside the cell, checked again by the launcher) are not the planned ones "
+    "get_mempolicy inside the cell are not the planned ones "
     "(docs/placements.md); CPUs and policy are checked when the cell starts, so such a cell "
     "fails within a second (`binding.verification.stage: start`), threads after its timed steps",
     Cause.PAGE_PLACEMENT: "the cell's anonymous memory (`/proc/self/numa_maps`) is not on the "

@@ -161,7 +161,8 @@ def assess(
     }
 
 
-def _own_cpu_s() -> float:
+def process_cpu_s() -> float:
+    """This process's CPU time so far, all threads (getrusage)."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 
@@ -174,7 +175,7 @@ class Watch:
         self.cpus = tuple(int(c) for c in cpus)
         self.siblings = siblings_of(self.cpus)
         self.proc_stat = proc_stat
-        self._own_fn = own or _own_cpu_s
+        self._own_fn = own or process_cpu_s
         self._busy = cpu_busy(proc_stat)
         self._own = self._own_fn()
         self._t = time.monotonic()
@@ -283,7 +284,7 @@ class IterationProbe:
         self.cpus = tuple(int(c) for c in cpus)
         self.all = self.cpus + siblings_of(self.cpus)
         self._read = read or (lambda: cpu_busy(proc_stat))
-        self._own = own or _own_cpu_s
+        self._own = own or process_cpu_s
         self._clock = clock or time.monotonic
         self.hz = hz or clock_ticks()
         tasks = descendants(pids) if pids else ()

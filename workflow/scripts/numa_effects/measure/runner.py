@@ -2,13 +2,14 @@
 round from here (a cell: 1 instance of its model; the peak: 1 instance of a GEMM; a packing
 configuration: k instances, each with its own cores, threads and images).
 
-``measure(members, cell, settings, timeout_s)`` is the replicate loop every measurement goes
-through:
+``measure(spec, members, timeout_s)`` is the replicate loop every measurement goes through
+(``spec``: a ``plan.spec.Spec``, ``members``: where each of its instances runs and logs):
 
 1. **start** every instance through ``supervise.start`` (own session, ``PR_SET_PDEATHSIG``,
    ``RLIMIT_AS`` from ``max_memory_mb``) as ``numactl <binding> python -m
-   numa_effects.measure.cell --spec S`` (``command``), its stderr to its log; wait for each one's
-   ``ready`` line (model built, threads set: ``cell.serve``);
+   numa_effects.measure.cell --spec S [--instance J]`` (``command``), its stderr to its log; wait
+   for each one's
+   ``ready`` line (workload built, threads set: ``cell.serve``);
 2. **round** = one step of the timing loop: ``go`` to every instance at once (the barrier), then
    every reply. Each instance times its own work with ``time.perf_counter`` (CLOCK_MONOTONIC,
    one clock for the machine) and reports its CPU time (getrusage) after it; a round's latency
@@ -34,10 +35,10 @@ through:
 Any instance that dies, stops answering within ``timeout_s`` (the whole measurement's budget)
 or fails its verification fails the measurement (``supervise.classify`` names the cause);
 SIGINT/SIGTERM/SIGHUP to this process or the death of Snakemake kill every instance and raise
-``supervise.Interrupted`` (no result). The record (``result`` describes it) has the cell
-result's keys for any k, and per instance its threads, batch, plan, own latencies, statistics,
-binding, verification and command line. A measurement left with no clean round after its
-retries has ``status: contended``, ``stats: null`` and ``throughput: null``: never a number.
+``supervise.Interrupted`` (no result). What it observed is a ``Measured``: the parts of a record
+(``measure.record.Record``) for any k, and per instance its threads, batch, plan, own latencies,
+statistics, binding, verification and command line; ``measure.job`` decides the status. A
+measurement left with no clean round after its retries has no statistics: never a number.
 """
 
 from __future__ import annotations
@@ -45,21 +46,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import select
 import shlex
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from numa_effects import stats
 from numa_effects.measure import contention, provenance, supervise, timing, verify
-from numa_effects.measure import result as cellresult
 from numa_effects.measure.causes import Cause
+from numa_effects.measure.record import Failure
 from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.spec import Spec
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 CHILD_MODULE = "numa_effects.measure.cell"
@@ -77,31 +78,13 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
-    """(the spec's allocator record, the instance's base environment, why not) for allocator
-    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
-    environment with it preloaded and its configuration set (any inherited allocator preload
-    removed), its version."""
-    alloc = allocators.get(name)
-    path = allocators.locate(alloc)
-    why = allocators.skip_reason(alloc, path)
-    if why:
-        return None, None, f"{why} (where the cell runs: {os.uname().nodename})"
-    env = allocators.child_env(alloc, path, os.environ if environ is None else environ)
-    record = {
-        "name": alloc.name,
-        "library": path,
-        "maps_key": alloc.maps_key,
-        "heap_probe": alloc.heap_probe,
-        "version": allocators.version(alloc),
-        "env": {k: env[k] for k in allocators.ENV_KEYS if env.get(k)},
-    }
-    return record, env, None
-
-
-def command(plan: placement_mod.Plan, spec: str, numactl: str = "numactl") -> list[str]:
-    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it)."""
-    return [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
+def command(
+    plan: placement_mod.Plan, spec: str, numactl: str = "numactl", instance: int = 0
+) -> list[str]:
+    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it):
+    ``--instance J`` for any but a measurement's first instance."""
+    cmd = [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
+    return cmd + (["--instance", str(instance)] if instance else [])
 
 
 def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
@@ -119,43 +102,59 @@ def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
 
 @dataclass
 class Member:
-    """One instance of a measurement: its plan, the spec its process reads (``cell``,
-    ``plan``, ``settings``, optional ``workload``), where the spec is written and its log;
-    ``environ``: the environment it starts from (None: this process's), e.g. with the cell's
-    allocator preloaded (``plan.allocators.child_env``, built where it runs)."""
+    """Where one instance of a measurement runs: its plan, where the measurement's spec is
+    written for it (its process reads it) and its log; ``environ``: the environment it starts
+    from (None: this process's), e.g. with its allocator preloaded (``plan.allocators.child_env``,
+    built where it runs); ``index``: which instance of the spec it is."""
 
     plan: placement_mod.Plan
-    spec: dict
     spec_path: Path
     log: Path
     environ: dict | None = None
+    index: int = 0
 
 
 class Failed(Exception):
-    """An instance failed: the measurement's failure (cause, message, details)."""
+    """An instance failed: the measurement's failure (cause, message, details; ``binding``: what
+    an instance whose binding was wrong at its start read back)."""
 
-    def __init__(self, cause: str, message: str, **details):
+    def __init__(self, cause: str, message: str, binding: dict | None = None, **details):
         super().__init__(message)
-        self.cause, self.message, self.details = cause, message, details
+        self.cause, self.message, self.binding, self.details = cause, message, binding, details
+
+    def failure(self, **extra) -> Failure:
+        return Failure(self.cause, self.message, **self.details, **extra)
 
 
-def _own_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+@dataclass(frozen=True)
+class Measured:
+    """What ``measure`` observed: the parts of a record (``measure.job`` decides its status).
+    ``failure``: an instance died, timed out, was refused its binding or failed its
+    verification (the measured parts it left stay)."""
+
+    measurement: dict = field(default_factory=dict)
+    stats: dict | None = None  # over the clean rounds; None when none was clean
+    throughput: dict | None = None
+    binding: dict = field(default_factory=dict)
+    contention: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+    instances: tuple = ()
+    report: dict | None = None  # a single instance's report (its workload's)
+    failure: Failure | None = None
 
 
 class Instance:
     """One running instance: its process (started by ``supervise.start``), a line reader on its
     protocol pipe, and what it reported."""
 
-    def __init__(self, j: int, k: int, member: Member, guard, max_memory_mb, oom_before: int):
-        self.j, self.k, self.member, self.guard = j, k, member, guard
+    def __init__(self, k: int, member: Member, spec: str, guard, max_memory_mb, oom_before: int):
+        self.j, self.k, self.member, self.guard = member.index, k, member, guard
         self.oom_before = oom_before
         self.plan = member.plan
         member.spec_path.parent.mkdir(parents=True, exist_ok=True)
         member.log.parent.mkdir(parents=True, exist_ok=True)
-        member.spec_path.write_text(json.dumps(member.spec, indent=1))
-        self.cmd = command(self.plan, str(member.spec_path))
+        member.spec_path.write_text(spec)
+        self.cmd = command(self.plan, str(member.spec_path), instance=member.index)
         self.env = child_env(self.plan.threads, member.environ)
         self.command_line = command_line(self.cmd, self.plan.threads, self.env)
         with open(member.log, "w") as fh:
@@ -220,6 +219,14 @@ class Instance:
             self.cpu_s = float(reply["cpu_s"])
         if "error" in reply:
             raise Failed(Cause.ERROR, f"{self.where()}{reply['error']}", **self.details())
+        if reply.get("ready") is False:  # its binding was wrong at its start
+            v = reply["verification"]
+            raise Failed(
+                v["cause"],
+                f"{self.where()}at its start, before any measurement: " + verify.failure_message(v),
+                binding={**v["binding"], "verification": v},
+                **self.details(),
+            )
         return reply
 
     def details(self, **extra) -> dict:
@@ -277,69 +284,57 @@ class Instance:
             self.died(timeout_s)
 
 
+class Rounds:
+    """The barrier rounds of one measurement: ``go`` to every instance at once, then every
+    reply; per round each instance's (t0, t1), the canary's seconds (one instance only: in a
+    group an instance's canary would run beside the others' steps) and the instances' minor
+    page faults in their steps."""
+
+    def __init__(self, insts: list[Instance], settings: dict, deadline: float, timeout_s: float):
+        self.insts, self.deadline, self.timeout_s = insts, deadline, timeout_s
+        self.go = "go canary" if settings.get("canary") and len(insts) == 1 else "go"
+        self.times: list[list[tuple[float, float]]] = []
+        self.canaries: list[float | None] = []
+        self.faults: list[int | None] = []
+
+    def __call__(self) -> float:
+        for inst in self.insts:
+            inst.send(self.go)
+        replies = [inst.read(self.deadline, self.timeout_s) for inst in self.insts]
+        self.times.append([(r["t0"], r["t1"]) for r in replies])
+        self.canaries.append(replies[0].get("canary_s"))
+        got = [r.get("minor_faults") for r in replies]
+        self.faults.append(None if None in got else sum(got))
+        return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
+
+    def timed(self, n: int) -> list:
+        """The last ``n`` rounds' (t0, t1) per instance: the timed iterations' (warm-up rounds
+        come first in every attempt)."""
+        return self.times[len(self.times) - n :]
+
+
 def measure(
+    spec: Spec,
     members: list[Member],
-    cell: dict,
-    settings: dict,
     timeout_s: float,
-    replicate: int = 1,
     max_memory_mb: int | None = None,
     sleep=None,
-) -> dict:
-    """Measure ``members`` together as one replicate (see the module docstring) and return its
-    record: ``status`` ok, contended (no clean round) or failed. ``cell``: what the record
-    describes (for a packing configuration its totals); ``sleep``: the back-off's sleep (tests)."""
+) -> Measured:
+    """Measure ``spec``'s instances, one per member, together as one replicate (see the module
+    docstring). ``sleep``: the back-off's sleep (tests)."""
     started = provenance.now()
     before = contention.preflight()
-    t_start = time.monotonic()
-    deadline = t_start + timeout_s
+    deadline = time.monotonic() + timeout_s
     ooms = supervise.oom_kill_count()
-    k = len(members)
+    text = json.dumps(spec.to_json(), indent=1)
     insts: list[Instance] = []
-    rounds: list[list[tuple[float, float]]] = []  # per round, per instance: (t0, t1)
-    # per round, the canary's seconds (settings key canary; one instance only: in a group, an
-    # instance's canary would run beside the others' steps)
-    canaries: list[float | None] = []
-    faults: list[int | None] = []  # per round, the instances' minor page faults in their steps
-    go = "go canary" if settings.get("canary") and k == 1 else "go"
     with supervise.Guard() as guard:
         try:
-            for j, member in enumerate(members):
-                insts.append(Instance(j, k, member, guard, max_memory_mb, ooms))
+            for member in members:
+                insts.append(Instance(len(members), member, text, guard, max_memory_mb, ooms))
             ready = [inst.read(deadline, timeout_s) for inst in insts]
-            for inst, rdy in zip(insts, ready, strict=True):
-                if rdy.get("ready") is False:  # its binding was wrong at its start
-                    v = rdy["verification"]
-                    raise Failed(
-                        v["cause"],
-                        f"{inst.where()}at its start, before any measurement: "
-                        + verify.failure_message(v),
-                        **inst.details(binding={**v["binding"], "verification": v}),
-                    )
-            own = _group_cpu(insts)
-
-            def one_round() -> float:
-                for inst in insts:
-                    inst.send(go)
-                replies = [inst.read(deadline, timeout_s) for inst in insts]
-                rounds.append([(r["t0"], r["t1"]) for r in replies])
-                canaries.append(replies[0].get("canary_s"))
-                got = [r.get("minor_faults") for r in replies]
-                faults.append(None if None in got else sum(got))
-                return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
-
-            cpus = sorted(c for inst in insts for c in inst.plan.cpus)
-            first_call_s = one_round()
-            watch = contention.Watch(cpus, own=own)
-            probe = contention.IterationProbe(cpus, own=own, pids=[inst.proc.pid for inst in insts])
-            m, attempts = timing.run_with_retries(
-                one_round,
-                settings,
-                probe=probe,
-                first_call_s=first_call_s,
-                sleep=sleep or guard.sleep,
-            )
-            window = watch.stop()
+            rounds = Rounds(insts, spec.settings, deadline, timeout_s)
+            m, attempts, window, first_call_s = _time(insts, rounds, spec.settings, sleep, guard)
             for inst in insts:
                 inst.send("verify")
             checks = [inst.read(deadline, timeout_s) for inst in insts]
@@ -347,27 +342,47 @@ def measure(
                 inst.close(deadline, timeout_s)
         except Failed as exc:
             guard.kill_all()
-            return _failed(members, cell, settings, replicate, exc, before, started, max_memory_mb)
+            return _aborted(exc, before, started, max_memory_mb)
         finally:  # (an interruption or any other exception: the guard kills every instance)
             for inst in insts:
                 inst.logfh.close()
-    return _record(
-        insts,
-        ready,
-        checks,
-        rounds,
-        canaries,
-        faults,
-        m,
-        attempts,
-        window,
-        before,
-        started,
-        first_call_s,
-        cell,
-        settings,
-        replicate,
+    batches = [spec.instances[inst.j].cell.get("batch_size") for inst in insts]
+    parts = zip(insts, batches, ready, checks, strict=True)
+    per = [_instance(i, b, r, c, rounds, m) for i, b, r, c in parts]
+    noise = {**before, **window, "contended_window": window.get("contended")}
+    noise["contended_window_reason"] = window.get("contended_reason")
+    judged = timing.judge(m, attempts)
+    has_stats = judged.pop("has_statistics")
+    clean = m.clean_latencies()
+    summary = stats.summarize(clean) if has_stats else None
+    batch = spec.cell.get("batch_size")
+    return Measured(
+        measurement=_measurement(m, rounds, per, first_call_s, ready[0].get("canary_kernel")),
+        stats=summary,
+        throughput=stats.throughput(int(batch), clean, summary["median_s"])
+        if summary and batch is not None
+        else None,
+        binding=_binding(per),
+        contention={**noise, **judged},
+        provenance=_provenance(insts, per, started),
+        instances=tuple(per),
+        report=per[0]["report"] if len(per) == 1 else None,
+        failure=_unverified(per),
     )
+
+
+def _time(insts, rounds: Rounds, settings: dict, sleep, guard):
+    """The first call, then the timing loop with its retries under the contention probe over
+    the instances' CPUs: (measurement, attempts, the window's verdict, first call seconds)."""
+    own = _group_cpu(insts)
+    cpus = sorted(c for inst in insts for c in inst.plan.cpus)
+    first_call_s = rounds()
+    watch = contention.Watch(cpus, own=own)
+    probe = contention.IterationProbe(cpus, own=own, pids=[inst.proc.pid for inst in insts])
+    m, attempts = timing.run_with_retries(
+        rounds, settings, probe=probe, first_call_s=first_call_s, sleep=sleep or guard.sleep
+    )
+    return m, attempts, watch.stop(), first_call_s
 
 
 def _timed(per_round: list, n: int) -> list | None:
@@ -382,181 +397,130 @@ def _group_cpu(insts):
     subtracts from the CPUs' busy time."""
 
     def own() -> float:
-        return sum(inst.cpu_s for inst in insts) + _own_cpu_s()
+        return sum(inst.cpu_s for inst in insts) + contention.process_cpu_s()
 
     return own
 
 
-def _failed(members, cell, settings, replicate, exc: Failed, before, started, max_memory_mb):
-    spec = {"cell": cell, "plan": members[0].plan.to_dict() if len(members) == 1 else None}
-    spec |= {"settings": settings, "replicate": replicate}
-    details = dict(exc.details)
-    binding = details.pop("binding", None)  # where a measured record has it
-    failure = cellresult.failed(
-        spec, exc.cause, exc.message, **details, max_memory_mb=max_memory_mb
-    )
-    if binding is not None:
-        failure["binding"] = binding
-    failure["contention"] = before
-    failure["provenance"] = {
-        "launcher_started_at": started,
-        "finished_at": provenance.now(),
-        "host": provenance.host(),
-        "slurm": provenance.slurm(),
-    }
-    return failure
-
-
-def _record(
-    insts,
-    ready,
-    checks,
-    rounds,
-    canaries,
-    faults,
-    m,
-    attempts,
-    window,
-    before,
-    started,
-    first_call_s,
-    cell,
-    settings,
-    replicate,
-) -> dict:
-    k = len(insts)
-    n = len(m.latencies_s)
-    timed = rounds[len(rounds) - n :]  # warm-up rounds come first in every attempt
-    judged = timing.judge(m, attempts)
-    has_stats = judged.pop("has_statistics")
-    noise = {**before, **window}
-    noise["contended_window"] = window.get("contended")
-    noise["contended_window_reason"] = window.get("contended_reason")
-    noise.update(judged)
-
-    instances = []
-    for j, (inst, rdy, chk) in enumerate(zip(insts, ready, checks, strict=True)):
-        own = [r[j][1] - r[j][0] for r in timed]
-        kept = m.keep(own)
-        instances.append(
-            {
-                "threads": inst.plan.threads,
-                "batch": inst.member.spec["cell"].get("batch_size"),
-                "plan": inst.plan.to_dict(),
-                "pid": rdy.get("pid"),
-                "command": inst.cmd,
-                "command_line": inst.command_line,
-                "log": str(inst.member.log),
-                "started_at": rdy.get("started_at"),
-                "import_s": rdy.get("import_s"),
-                "build_s": rdy.get("build_s"),
-                "prepare_s": rdy.get("prepare_s"),
-                "reference_s": rdy.get("reference_s"),
-                "model_import": rdy.get("model_import"),  # builder: lean | package
-                "threads_info": rdy.get("threads_info"),
-                "latencies_s": own,
-                "stats": stats.summarize(kept) if kept else None,
-                "binding": chk["binding"],
-                "verification": chk["verification"],
-                # the workload's report: a cell's inspection, the peak's per-kernel times
-                "report": chk.get("report"),
-                "peak_rss_kb": chk.get("peak_rss_kb"),
-                "warnings": chk.get("warnings", []),
-                "finished_at": chk.get("finished_at"),
-            }
-        )
-    clean = m.clean_latencies()
-    skew = [(x - max(b - a for a, b in r)) for x, r in zip(m.latencies_s, timed, strict=True)]
-    measurement = {
-        **m.to_dict(),
-        "import_s": max(i["import_s"] or 0.0 for i in instances),
-        "build_s": max(i["build_s"] or 0.0 for i in instances),
-        "prepare_s": max(i["prepare_s"] or 0.0 for i in instances),
-        "first_call_s": first_call_s,
-        "reference_s": max(i["reference_s"] or 0.0 for i in instances),
-        "model_import": instances[0]["model_import"],
-        # a round's latency minus its slowest instance's own duration: how far apart the
-        # instances started (0 for one instance)
-        "round_skew_median_s": statistics.median(m.keep(skew)) if clean else None,
-    }
-    fault = _timed(faults, n)
-    if fault:  # one per timed iteration, the instances' sum
-        measurement["minor_faults"] = fault
-    canary = _timed(canaries, n)
-    if canary:  # settings key canary: one per timed iteration
-        measurement["canary_s"] = canary
-        measurement["canary_kernel"] = ready[0].get("canary_kernel")
-    bad = [(j, i["verification"]) for j, i in enumerate(instances) if not i["verification"]["ok"]]
-    if k == 1:
-        one = instances[0]
-        plan = one["plan"]
-        binding = {**one["binding"], "verification": one["verification"]}
-        command, line = one["command"], one["command_line"]
-    else:
-        plan = None
-        binding = {
-            "verification": {
-                "ok": not bad,
-                "problems": [
-                    {**p, "message": f"instance {j}: {p['message']}"}
-                    for j, i in enumerate(instances)
-                    for p in i["verification"]["problems"]
-                ],
-                "cause": bad[0][1]["cause"] if bad else None,
-            }
-        }
-        command, line = None, None
-    warnings_seen: list = []
-    for i in instances:
-        for w in i["warnings"]:
-            if w not in warnings_seen:
-                warnings_seen.append(w)
-    batch = cell.get("batch_size")
-    summary = stats.summarize(clean) if has_stats else None
-    record = {
-        "schema_version": cellresult.SCHEMA_VERSION,
-        "status": "ok" if has_stats else "contended",
-        "cell": cell,
-        "replicate": int(replicate),
-        "plan": plan,
-        "settings": settings,
-        "measurement": measurement,
-        "stats": summary,
-        "throughput": (
-            stats.throughput(int(batch), clean, summary["median_s"])
-            if summary and batch is not None
-            else None
-        ),
-        "binding": binding,
-        "contention": noise,
-        "provenance": {
-            "started_at": instances[0]["started_at"] if k == 1 else started,
+def _aborted(exc: Failed, before: dict, started: str, max_memory_mb) -> Measured:
+    """An instance failed before the measurement was complete: its failure, what it read back
+    of its binding (wrong at its start), the machine's load before."""
+    return Measured(
+        binding=exc.binding or {},
+        contention=before,
+        provenance={
+            "launcher_started_at": started,
             "finished_at": provenance.now(),
-            "versions": provenance.versions(),
-            "env": provenance.relevant_env(insts[0].env),
             "host": provenance.host(),
             "slurm": provenance.slurm(),
-            "peak_rss_kb": max(i["peak_rss_kb"] or 0 for i in instances) or None,
-            "warnings": warnings_seen,
-            "command": command,
-            "command_line": line,
-            "launcher_started_at": started,
-            "workflow_revision": provenance.git_revision(SCRIPTS_DIR),
         },
-        "failure": None,
-        "instances": instances,
-        "report": instances[0]["report"] if k == 1 else None,
+        failure=exc.failure(max_memory_mb=max_memory_mb),
+    )
+
+
+def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) -> dict:
+    """One instance's part of the record: its own latencies and statistics, its binding and
+    verification, its command line, what it reported."""
+    own = [r[inst.j][1] - r[inst.j][0] for r in rounds.timed(len(m.latencies_s))]
+    kept = m.keep(own)
+    return {
+        "threads": inst.plan.threads,
+        "batch": batch,
+        "plan": inst.plan.to_dict(),
+        "pid": rdy.get("pid"),
+        "command": inst.cmd,
+        "command_line": inst.command_line,
+        "log": str(inst.member.log),
+        **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
+        "reference_s": rdy.get("reference_s"),
+        "model_import": rdy.get("model_import"),  # builder: lean | package
+        "threads_info": rdy.get("threads_info"),
+        "latencies_s": own,
+        "stats": stats.summarize(kept) if kept else None,
+        "binding": chk["binding"],
+        "verification": chk["verification"],
+        # the workload's report: a cell's inspection, the peak's per-kernel times
+        "report": chk.get("report"),
+        "peak_rss_kb": chk.get("peak_rss_kb"),
+        "warnings": chk.get("warnings", []),
+        "finished_at": chk.get("finished_at"),
     }
-    if bad:
-        # An instance whose threads or pages are not where its label says fails the whole
-        # measurement: its numbers stay in ``measurement`` for diagnosis, no statistics.
-        j, v = bad[0]
-        record["status"] = "failed"
-        record["stats"] = None
-        record["throughput"] = None
-        record["failure"] = {
-            "cause": v["cause"],
-            "message": ("" if k == 1 else f"instance {j}: ") + verify.failure_message(v),
-            "command_line": instances[j]["command_line"],
+
+
+def _measurement(m, rounds: Rounds, per: list[dict], first_call_s: float, kernel) -> dict:
+    n = len(m.latencies_s)
+    timed = rounds.timed(n)
+    # a round's latency minus its slowest instance's own duration: how far apart the instances
+    # started (0 for one instance)
+    skew = [(x - max(b - a for a, b in r)) for x, r in zip(m.latencies_s, timed, strict=True)]
+    out = {
+        **m.to_dict(),
+        **{k: max(i[k] or 0.0 for i in per) for k in ("import_s", "build_s", "prepare_s")},
+        "first_call_s": first_call_s,
+        "reference_s": max(i["reference_s"] or 0.0 for i in per),
+        "model_import": per[0]["model_import"],
+        "round_skew_median_s": statistics.median(m.keep(skew)) if m.clean_latencies() else None,
+    }
+    fault = _timed(rounds.faults, n)
+    if fault:  # one per timed iteration, the instances' sum
+        out["minor_faults"] = fault
+    canary = _timed(rounds.canaries, n)
+    if canary:  # settings key canary: one per timed iteration
+        out["canary_s"] = canary
+        out["canary_kernel"] = kernel
+    return out
+
+
+def _binding(per: list[dict]) -> dict:
+    """One instance's binding with its verification; for k > 1 the instances' verifications
+    combined (each has its own in ``instances``)."""
+    if len(per) == 1:
+        return {**per[0]["binding"], "verification": per[0]["verification"]}
+    bad = [i["verification"] for i in per if not i["verification"]["ok"]]
+    problems = [
+        {**p, "message": f"instance {j}: {p['message']}"}
+        for j, i in enumerate(per)
+        for p in i["verification"]["problems"]
+    ]
+    return {
+        "verification": {
+            "ok": not bad,
+            "problems": problems,
+            "cause": bad[0]["cause"] if bad else None,
         }
-    return record
+    }
+
+
+def _unverified(per: list[dict]) -> Failure | None:
+    """An instance whose threads or pages are not where its label says fails the whole
+    measurement: its numbers stay in ``measurement`` for diagnosis, no statistics."""
+    for j, i in enumerate(per):
+        v = i["verification"]
+        if not v["ok"]:
+            where = "" if len(per) == 1 else f"instance {j}: "
+            msg = where + verify.failure_message(v)
+            return Failure(v["cause"], msg, command_line=i["command_line"])
+    return None
+
+
+def _provenance(insts: list[Instance], per: list[dict], started: str) -> dict:
+    one = per[0] if len(per) == 1 else None
+    seen: list = []
+    for i in per:
+        for w in i["warnings"]:
+            if w not in seen:
+                seen.append(w)
+    return {
+        "started_at": one["started_at"] if one else started,
+        "finished_at": provenance.now(),
+        "versions": provenance.versions(),
+        "env": provenance.relevant_env(insts[0].env),
+        "host": provenance.host(),
+        "slurm": provenance.slurm(),
+        "peak_rss_kb": max(i["peak_rss_kb"] or 0 for i in per) or None,
+        "warnings": seen,
+        "command": one["command"] if one else None,
+        "command_line": one["command_line"] if one else None,
+        "launcher_started_at": started,
+        "workflow_revision": provenance.git_revision(SCRIPTS_DIR),
+    }

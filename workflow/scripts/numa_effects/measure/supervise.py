@@ -63,9 +63,7 @@ OOM_PATTERNS = (
     "OutOfMemoryError",
 )
 EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^:]*): ?(.*)$")
-BUILD_FRAMES = re.compile(
-    r'File ".*numa_effects/(?:measure/cell|plan/optimizations)\.py", line \d+, in (\w+)'
-)
+BUILD_FRAMES = re.compile(r'File ".*numa_effects/measure/workloads/model\.py", line \d+, in (\w+)')
 
 
 class Interrupted(SystemExit):
@@ -302,7 +300,7 @@ def last_exception(lines: list[str]) -> str | None:
 
 
 def in_build(lines: list[str], frame: str = "build") -> bool:
-    """True if the traceback passes through the cell's model build (``cell.build``), or the
+    """True if the traceback passes through the model workload's build (``build``), or the
     function ``frame`` of it (``convert``: applying the optimization)."""
     return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
 

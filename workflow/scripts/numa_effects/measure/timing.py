@@ -1,6 +1,6 @@
 """The timing loop: warm-up, then timed iterations until a stopping rule fires.
 
-No process handling here (see ``launcher``) and no model handling (see ``cell``): ``step`` is
+No process handling here (see ``runner``) and no workload handling (see ``workloads``): ``step`` is
 one complete inference, including whatever synchronisation it needs.
 
 Two protocols (config key ``protocol``):
@@ -208,17 +208,15 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
     return out
 
 
-def clean_steps(record: dict) -> list:
-    """The entries of a workload's per-step report (``record["report"]["times_s"]``, one per
-    step the instance ran, warm-up first) of the record's clean timed steps: the last ``n`` are
-    the timed ones (``measurement.latencies_s``), without those ``excluded``; none unless the
-    record is ``ok`` (a failed or contended measurement has no clean step)."""
-    rep = record.get("report") or {}
-    m = record.get("measurement") or {}
-    n = len(m.get("latencies_s") or [])
-    excluded = list(m.get("excluded") or [False] * n)
-    steps = (rep.get("times_s") or [])[-n:] if n else []
-    if record.get("status") != "ok" or len(steps) != n:
+def clean_steps(report: dict, measurement: dict, clean: bool) -> list:
+    """The entries of a workload's per-step report (``report["times_s"]``, one per step the
+    instance ran, warm-up first) of the clean timed steps: the last ``n`` are the timed ones
+    (``measurement["latencies_s"]``), without those ``excluded``; none unless ``clean`` (the
+    record has statistics: a failed or contended measurement has no clean step)."""
+    n = len(measurement.get("latencies_s") or [])
+    excluded = list(measurement.get("excluded") or [False] * n)
+    steps = (report.get("times_s") or [])[-n:] if n else []
+    if not clean or len(steps) != n:
         return []
     return [s for s, e in zip(steps, excluded, strict=True) if not e]
 

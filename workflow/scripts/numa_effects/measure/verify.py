@@ -368,9 +368,9 @@ def check_allocator(verification: dict, allocator: dict, maps_text: str | None =
     """Add the allocator check to ``verification`` (in place, and returned): the library the
     cell was labelled with must be mapped in the process, and no other allocator
     (``plan.allocators.verify`` on ``/proc/self/maps``). ``allocator``: the spec's record of it
-    (``launcher``: name, library path, ``maps_key``, ``env``, ``heap_probe``), so the process
-    needs no registry entry. With ``heap_probe`` the process mallocs that many bytes and reads
-    its maps while it holds them (``plan.allocators.probe``): glibc's settings, proven."""
+    (``job.allocator_here``: name, library path, ``maps_key``, ``env``, ``heap_probe``), so the
+    process needs no registry entry. With ``heap_probe`` the process mallocs that many bytes and
+    reads its maps while it holds them (``plan.allocators.probe``): glibc's settings, proven."""
     from numa_effects.plan import allocators
 
     library = allocator.get("library")

@@ -4,15 +4,14 @@ the .smk files only read from the plan, so what runs is a function of its inputs
 of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs, the peak jobs (one per placement, threads and dtype of the grid's
-runnable cells, a node pair's at its CPU node's diagonal: ``measure.dtype_peaks``), the memory jobs
-(one per (CPU node, memory node) pair of the grid's runnable node-pair cells:
-``measure.memory_probe``), the packing jobs, the imported cells (PackRat), the grid manifest, the
-code digests that decide re-runs, and every output path (``plan.paths``). A grid in which every
-cell is skipped is a valid plan: it measures nothing, and the tables and report list the skipped
-cells with their reasons. A comparison of result folders (config key ``compare``, ``plan.compare``)
-is a plan with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's
-tables and page only."""
+priority, the cell specs (``plan.spec``), the peak jobs (one per placement, threads and dtype of the
+grid's runnable cells, a node pair's at its CPU node's diagonal), the memory jobs (one per (CPU
+node, memory node) pair of the grid's runnable node-pair cells), the packing jobs, the imported
+cells (PackRat), the grid manifest, the code digests that decide re-runs, and every output path
+(``plan.paths``). A grid in which every cell is skipped is a valid plan: it measures nothing, and
+the tables and report list the skipped cells with their reasons. A comparison of result folders
+(config key ``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it
+asks for (``targets``) is the comparison's tables and page only."""
 
 from __future__ import annotations
 
@@ -30,6 +29,7 @@ from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
+from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import stages as stages_mod
 from numa_effects.plan.topology import Topology
 
@@ -116,36 +116,31 @@ class Plan:
             k.path(self.results, r) for k, r in self.order if r <= counts.get(k, self.replicates)
         ]
 
-    def cell_spec(self, key, replicate: int) -> dict:
-        """Everything the pinned cell process needs; a change here re-runs the cell."""
-        spec = {
-            "cell": {
-                **key.as_dict(),
-                "image_size": self.config["image_size"],
-                "use_smt": self.config["use_smt"],
-            },
-            "plan": self._cell_plan(key).to_dict(),
-            "settings": settings_mod.of(self.config),
-            # which independent process of the cell this is (its own result file)
-            "replicate": int(replicate),
-            # after the timed iterations: which oneDNN kernels ran, the agreement with float32
-            # eager (reference computed before the conversion), the CPU's capabilities
-            "inspect": True,
-            # the content of the measuring code (plan.code): an edit that changes it re-measures
-            "code": self.code.get("measure"),
-        }
+    def cell_spec(self, key, replicate: int) -> spec_mod.Spec:
+        """Everything the pinned cell process needs; a change here re-runs the cell (the spec is
+        the job's params, with the measuring code's digest: ``plan.code``)."""
+        cache = None
         if optimizations_mod.OPTIMIZATIONS[key.opt].compile_cache:
             # torch.compile's cache lives under results/ so the processes of a run share kernels;
             # as the results folder is named (relative to the run's directory, where the job
             # runs): an absolute path would make a moved or copied run re-measure every cell
-            spec["compile_cache_dir"] = self.path(paths.COMPILE_CACHE)
-        return spec
+            cache = self.path(paths.COMPILE_CACHE)
+        return spec_mod.cell(
+            key.as_dict(),
+            self._cell_plan(key),
+            settings_mod.of(self.config),
+            replicate,
+            image_size=self.config["image_size"],
+            use_smt=self.config["use_smt"],
+            compile_cache_dir=cache,
+            code=self.code.get("measure"),
+        )
 
     def _cell_plan(self, key):
         """The cell's placement plan. A cell this parse skips for what this machine offers (a
         cluster job's node re-parses the workflow: an allocator library or a package missing
-        there) keeps its plan, so the job runs and fails with its cause (the launcher checks
-        again) instead of the workflow failing."""
+        there) keeps its plan, so the job runs and fails with its cause (the front door,
+        ``measure.job``, checks again) instead of the workflow failing."""
         if key in self.grid.cells:
             return self.grid.cells[key]
         planned = placement_mod.plan(
@@ -166,22 +161,12 @@ class Plan:
     def peak_outputs(self) -> list[str]:
         return [self.path(paths.PEAK, placement=p, threads=t, dtype=d) for p, t, d in self.peak]
 
-    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> dict:
-        """What the pinned peak process of one dtype needs (the launcher's cell-spec shape):
-        the ``dtype_peaks`` workload, each of the dtype's kernels once per step."""
-        return {
-            "cell": {
-                "kind": "peak",
-                "placement": placement,
-                "threads": int(threads),
-                "dtype": dtype,
-                "use_smt": self.config["use_smt"],
-            },
-            "plan": self.peak[(placement, int(threads), dtype)].to_dict(),
-            "settings": settings_mod.peak_settings(self.config),
-            "workload": "dtype_peaks",
-            "code": self.code.get("measure"),
-        }
+    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> spec_mod.Spec:
+        """What the pinned peak process of one dtype needs: the ``dtype_peaks`` workload, each
+        of the dtype's kernels once per step."""
+        plan = self.peak[(placement, int(threads), dtype)]
+        settings = settings_mod.peak_settings(self.config)
+        return spec_mod.peak(plan, dtype, settings, code=self.code.get("measure"))
 
     def memory_outputs(self) -> list[str]:
         return [self.path(paths.MEMORY, cpu=c, mem=m) for c, m in self.memory]
@@ -191,27 +176,15 @@ class Plan:
         """Seconds before a memory job is killed (``settings.memory_timeout_s``)."""
         return settings_mod.memory_timeout_s(self.config)
 
-    def memory_spec(self, cpu: int, mem: int) -> dict:
-        """What the pinned memory probe of one node pair needs (the launcher's cell-spec shape):
-        the ``memory_probe`` workload on 1 core of node ``cpu``, memory bound to node ``mem``;
-        the compiled probe is cached under the results folder."""
+    def memory_spec(self, cpu: int, mem: int) -> spec_mod.Spec:
+        """What the pinned memory probe of one node pair needs: the ``memory_probe`` workload
+        on 1 core of node ``cpu``, memory bound to node ``mem``; the compiled probe is cached
+        under the results folder (relative like the compile cache: a copied run must not re-run
+        its memory jobs)."""
         plan = self.memory[(int(cpu), int(mem))]
-        return {
-            "cell": {
-                "kind": "memory",
-                "placement": plan.placement,
-                "threads": plan.threads,
-                "cpu_node": int(cpu),
-                "mem_node": int(mem),
-                "use_smt": plan.use_smt,
-            },
-            "plan": plan.to_dict(),
-            "settings": settings_mod.memory_settings(self.config),
-            "workload": "memory_probe",
-            # relative like the compile cache: a copied run must not re-run its memory jobs
-            "probe": {"cache_dir": self.path(paths.MEMORY_PROBE_CACHE)},
-            "code": self.code.get("measure"),
-        }
+        settings = settings_mod.memory_settings(self.config)
+        cache = self.path(paths.MEMORY_PROBE_CACHE)
+        return spec_mod.memory(cpu, mem, plan, settings, cache, code=self.code.get("measure"))
 
     def flops_combos(self) -> list[dict]:
         """The distinct (model, batch_size, image_size) of the runnable cells."""
@@ -236,9 +209,12 @@ class Plan:
             for j in self.interference_jobs
         ]
 
-    def interference_job(self, model: str, opt: str, budget: int, threads: int) -> dict:
-        """What an interference profile job needs (run_interference.py): alone and groups of
-        ``instances`` identical instances of ``threads`` threads and the profile's batch."""
+    def interference_spec(
+        self, model: str, opt: str, budget: int, threads: int
+    ) -> spec_mod.GroupSpec:
+        """What an interference profile job measures (run_interference.py): alone and groups of
+        ``instances`` identical instances of ``threads`` threads and the profile's batch,
+        placed on the planning topology (the job re-makes them where it runs and compares)."""
         (job,) = [
             j
             for j in self.interference_jobs
@@ -246,25 +222,11 @@ class Plan:
             == (model, opt, int(budget), int(threads))
         ]
         ig = self.packing["interference"]
-        placements = {}  # planned here; the job re-makes them where it runs and compares
-        for k in (1, *job["instances"]):
-            got = packing_mod.profile_plan(
-                self.topology, int(budget), int(threads), k, self.packing["use_smt"]
-            )
-            if isinstance(got, list):
-                placements[f"k{k}"] = [p.to_dict() for p in got]
-        return {
-            **self.packing_job(model, opt),
-            "budget": int(budget),
-            "threads": int(threads),
-            "batch": ig["batch"],
-            "instances": list(job["instances"]),
-            "placements": placements,
-            "settings": {
-                **settings_mod.of(self.config),
-                "max_seconds_per_cell": ig["max_seconds"],
-            },
-        }
+        base = self.packing_job(model, opt)
+        settings = {**settings_mod.of(self.config), "max_seconds_per_cell": ig["max_seconds"]}
+        group = {**base, "budget": int(budget), "threads": int(threads), "batch": ig["batch"]}
+        group |= {"instances": list(job["instances"]), "settings": settings}
+        return spec_mod.interference(group, self.topology)
 
     def packing_timeout_s(self) -> float:
         """A packing job's wall-time bound: fat and candidates, per replicate, each killed after
@@ -282,9 +244,10 @@ class Plan:
         return packing_mod.profile_cost(self.packing, self.replicates)
 
     def packing_job(self, model: str, opt: str) -> dict:
-        """What a packing measurement job needs besides its plan (run_packing.py). Its groups
-        run with the baseline allocator of the grid's cells (``plan.allocators.baseline``),
-        whose cells the plan predicts from (``plan.packing.latency_table``)."""
+        """What a packing measurement job needs besides its plan (run_packing.py builds its spec:
+        ``plan.spec.packing``). Its groups run with the baseline allocator of the grid's cells
+        (``plan.allocators.baseline``), whose cells the plan predicts from
+        (``plan.packing.latency_table``)."""
         return {
             "model": model,
             "opt": opt,

@@ -23,10 +23,10 @@ SCRIPTS = Path(__file__).resolve().parents[2]  # workflow/scripts
 # layer -> the files (relative to workflow/scripts, globs allowed) whose content decides it
 LAYERS = {
     "measure": (
-        "numa_effects/measure/*.py",
+        "numa_effects/measure/**/*.py",
         "numa_effects/plan/optimizations.py",
-        "numa_effects/plan/aot.py",  # bf16_aot's exported module and packaging child
         "numa_effects/plan/settings.py",
+        "numa_effects/plan/spec.py",
         # what the cell preloads and verifies, and the capabilities it records
         "numa_effects/plan/allocators.py",
         "numa_effects/plan/cpu.py",
@@ -35,6 +35,7 @@ LAYERS = {
         "run_peak.py",
         "run_memory.py",
         "run_packing.py",
+        "run_interference.py",
     ),
     "tables": (
         "numa_effects/tables/*.py",

@@ -99,7 +99,7 @@ class _Key:
 
     def log_path(self, results: str = "results", replicate: int = 1) -> str:
         """The log of replicate ``replicate`` of this cell (its spec beside it:
-        ``launcher.spec_path``)."""
+        ``measure.job.spec_path``)."""
         return f"{results}/" + LOG_PATTERN.format(**self.as_dict(), replicate=int(replicate))
 
     def as_dict(self) -> dict:

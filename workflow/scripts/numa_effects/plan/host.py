@@ -7,7 +7,7 @@ stays pure, and ``current()`` is the one function here that reads the machine (`
 time).
 
 Every check is repeated where the cell runs: a missing library or package there fails the cell
-with its cause (``measure.launcher``), and the cell records the capabilities it really found
+with its cause (``measure.job``), and the cell records the capabilities it really found
 (oneDNN's own bf16 answer included), so a grid planned on one machine and run on another (a
 cluster with ``topology:``) is never mislabelled.
 """

@@ -9,15 +9,14 @@ may still fail as ``out-of-memory`` (the allocator, the runtime and intermediate
 optimizations come on top; ``max_memory_mb`` limits a cell process).
 
 ``FOOTPRINT`` holds (parameters + buffers, bytes of the largest layer for one 224 x 224 image)
-per torchvision model, measured on the meta device by ``measure`` (no memory, no weights);
-``tests/test_memory.py`` re-measures some models against it. Models missing from it (RegNets:
-they cannot be built on the meta device) have no estimate and are never skipped for memory.
-Regenerate after a torchvision upgrade with ``python -m numa_effects.plan.memory``.
+per torchvision model, measured on the meta device by ``measure.workloads.model.footprint``
+(no memory, no weights); ``tests/test_validation.py`` re-measures some models against it.
+Models missing from it (RegNets: they cannot be built on the meta device) have no estimate and
+are never skipped for memory. Regenerate after a torchvision upgrade with ``python -m
+numa_effects.measure.workloads.model``.
 """
 
 from __future__ import annotations
-
-import os
 
 FLOAT32_BYTES = 4
 REFERENCE_SIZE = 224
@@ -140,54 +139,3 @@ def skip_reason(
         f"needs at least {gib(need)} (estimated: weights + activations of batch {batch_size} "
         f"at {image_size} x {image_size}), more than this machine's {gib(memory)} of memory"
     )
-
-
-# -- measuring the table (torch; not used while planning) ----------------------------------------
-def measure(model: str, image_size: int = REFERENCE_SIZE) -> tuple[int, int]:
-    """(parameters + buffers, bytes of the largest layer's input + output) for one image, from
-    a forward pass on the meta device (shapes only: no memory, no time)."""
-    import torch
-    import torchvision
-
-    def nbytes(x) -> int:
-        if isinstance(x, torch.Tensor):
-            return x.numel() * x.element_size()
-        if isinstance(x, (list, tuple)):
-            return sum(nbytes(v) for v in x)
-        if isinstance(x, dict):
-            return sum(nbytes(v) for v in x.values())
-        return 0
-
-    with torch.device("meta"):
-        net = torchvision.models.get_model(model, weights=None).eval()
-    params = sum(p.numel() for p in net.parameters()) + sum(b.numel() for b in net.buffers())
-    largest = 0
-
-    def hook(_module, inputs, output):
-        nonlocal largest
-        largest = max(largest, nbytes(inputs) + nbytes(output))
-
-    for module in net.modules():
-        if not list(module.children()):
-            module.register_forward_hook(hook)
-    with torch.inference_mode():
-        net(torch.empty(1, 3, image_size, image_size, device="meta"))
-    return params, largest
-
-
-def main() -> None:
-    """Print FOOTPRINT for every checked-in torchvision model (paste it above)."""
-    from numa_effects.plan.models import CLASSIFICATION_MODELS
-
-    for name in CLASSIFICATION_MODELS:
-        try:
-            params, largest = measure(name)
-        except Exception as exc:  # e.g. RegNets cannot be built on the meta device
-            print(f"    # {name}: {type(exc).__name__}", flush=True)
-            continue
-        print(f'    "{name}": ({params}, {largest}),', flush=True)
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    main()

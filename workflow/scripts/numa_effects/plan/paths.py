@@ -14,7 +14,8 @@ CELL = grid.CELL_PATTERN
 CELL_LOG = grid.LOG_PATTERN
 PEAK = "peak/{placement}/t{threads}/{dtype}.json"
 PEAK_LOG = "logs/peak/{placement}/t{threads}/{dtype}.log"
-# the memory probe of one node pair (measure.memory_probe): CPUs of node cpu, memory on mem
+# the memory probe of one node pair (measure.workloads.memory_probe): CPUs of node cpu, memory
+# on mem
 MEMORY = "memory/n{cpu}m{mem}.json"
 MEMORY_LOG = "logs/memory/n{cpu}m{mem}.log"
 PACKING_PLANS = "packing/{model}/{opt}/plans.json"
@@ -34,7 +35,7 @@ REPORT_PAGE = "report/index.html"
 FIGURE_DIR = "report/figures"
 LOG = "logs/{name}.log"
 COMPILE_CACHE = "cache/torchinductor"
-MEMORY_PROBE_CACHE = "cache/memory_probe"  # the probe's C code compiled (measure.memory_probe)
+MEMORY_PROBE_CACHE = "cache/memory_probe"  # the probe's compiled C code (workloads.memory_probe)
 # A comparison of result folders (config key ``compare``): one folder per comparison name.
 COMPARE_DIR = "compare/{compare}"
 COMPARE_TABLE = COMPARE_DIR + "/tables/{name}.csv"

@@ -27,7 +27,7 @@ KEYS = (*DEFAULTS, "seed")
 OPTIONAL_KEYS = ("canary",)
 TIMEOUT_MARGIN_S = 120.0
 
-# The peak of one (placement, threads, dtype) (measure.dtype_peaks: the denominator of
+# The peak of one (placement, threads, dtype) (measure.workloads.dtype_peaks: the denominator of
 # efficiency): each step calls every kernel of the dtype once (torch.mm, oneDNN's convolutions),
 # at least 2 untimed steps, then at least PEAK_SECONDS of timed ones (and 6, the smallest n with
 # a 95 % CI of the median). The contention keys are the config's, as for the cells it is the
@@ -47,10 +47,10 @@ PEAK_SETTINGS = {
 }
 
 
-# The memory probe of one node pair (measure.memory_probe): each step is one pointer chase and
-# one read pass (~0.1 - 0.5 s), at least 6 timed steps and MEMORY_SECONDS of them; its buffer
-# is linked before the first step (~1 - 3 s for 256 MiB). The contention keys are the config's,
-# as for the peak.
+# The memory probe of one node pair (measure.workloads.memory_probe): each step is one pointer
+# chase and one read pass (~0.1 - 0.5 s), at least 6 timed steps and MEMORY_SECONDS of them; its
+# buffer is linked before the first step (~1 - 3 s for 256 MiB). The contention keys are the
+# config's, as for the peak.
 MEMORY_SECONDS = 1.0
 MEMORY_TIMEOUT_S = 300
 MEMORY_SETTINGS = {

@@ -28,7 +28,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
+from numa_effects.measure.record import Record
 from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import DEFAULTS, KEYS
@@ -38,88 +39,92 @@ from numa_effects.tables import speed
 KEY_COLUMNS = list(KEYS)
 
 
-def cell_row(data: dict, path: str = "") -> dict:
-    cell = data["cell"]
+def cell_row(rec: Record, path: str = "") -> dict:
+    cell = rec.cell
     row = {k: cell.get(k, DEFAULTS.get(k)) for k in KEYS}
-    row["replicate"] = int(data.get("replicate", 1))
+    row["replicate"] = rec.replicate
     row["image_size"] = cell.get("image_size")
     row["use_smt"] = cell.get("use_smt", False)
     row["placement_base"] = placement_mod.parse_label(str(cell["placement"]))[0]
-    row["status"] = data["status"]
-    for key, value in (data.get("stats") or {}).items():
+    row["status"] = rec.status
+    for key, value in (rec.stats or {}).items():
         if key.endswith("_s"):
             row[f"latency_{key[:-2]}_ms"] = value * 1000.0
         else:
             row[key] = value
-    for key, value in (data.get("throughput") or {}).items():
+    for key, value in (rec.throughput or {}).items():
         row["throughput_ips" if key == "ips" else f"throughput_{key.removesuffix('_ips')}_ips"] = (
             value
         )
-    m = data.get("measurement") or {}
-    for key in ("protocol", "stop_reason", "target_rel_ci", "warmup_iterations", "warmup_stable"):
-        if key in m:
-            row[key] = m[key]
+    row.update(measurement_columns(rec.measurement))
+    row.update(precision_columns(rec))
+    row.update(allocator_columns(rec))
+    plan = rec.plan or {}
+    row["planned_cpus"] = plan.get("cpu_list")
+    row["mem_policy"] = plan.get("mem_policy")
+    row["planned_mems"] = plan.get("mem_list")
+    bind = rec.binding
+    row["cpus_allowed"] = bind.get("cpus_allowed_list")
+    row["mems_allowed"] = bind.get("mems_allowed_list")
+    row["mempolicy"] = rec.mempolicy
+    row["torch_num_threads"] = bind.get("torch_num_threads")
+    row["aslr"] = bind.get("aslr")
+    row.update(verification_columns(rec.verification))
+    row.update(contention_columns(rec.contention))
+    row["failure_cause"] = rec.failure.cause if rec.failure else None
+    row["failure_message"] = rec.failure.message if rec.failure else None
+    prov = rec.provenance
+    row["torch_version"] = rec.version("torch")
+    row["torchvision_version"] = rec.version("torchvision")
+    row["hostname"] = rec.hostname
+    row["slurm_job_id"] = (prov.get("slurm") or {}).get("SLURM_JOB_ID")
+    row["peak_rss_mb"] = prov["peak_rss_kb"] / 1024.0 if prov.get("peak_rss_kb") else None
+    row["started_at"] = prov.get("started_at")
+    row["finished_at"] = prov.get("finished_at")
+    row["command_line"] = rec.command_line
+    row["source"] = "measured"
+    row["cell_json"] = path
+    return row
+
+
+def measurement_columns(m: dict) -> dict:
+    """The protocol, stopping rule and times of a measurement (``_s`` seconds; the whole
+    measurement is ``measure_s``), and its page faults per timed step (the median)."""
+    row = {k: m[k] for k in MEASUREMENT_KEYS if k in m}
     for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
     if m.get("minor_faults"):  # the process's page faults per timed step (records since 12-04)
         row["minor_faults_per_step"] = float(statistics.median(m["minor_faults"]))
-    row.update(precision_columns(data))
-    row.update(allocator_columns(data))
-    plan = data.get("plan") or {}
-    row["planned_cpus"] = plan.get("cpu_list")
-    row["mem_policy"] = plan.get("mem_policy")
-    row["planned_mems"] = plan.get("mem_list")
-    bind = data.get("binding") or {}
-    row["cpus_allowed"] = bind.get("cpus_allowed_list")
-    row["mems_allowed"] = bind.get("mems_allowed_list")
-    row["mempolicy"] = mempolicy_text(bind)
-    row["torch_num_threads"] = bind.get("torch_num_threads")
-    row["aslr"] = bind.get("aslr")
-    row.update(verification_columns(bind.get("verification")))
-    row.update(contention_columns(data.get("contention")))
-    failure = data.get("failure") or {}
-    row["failure_cause"] = failure.get("cause")
-    row["failure_message"] = failure.get("message")
-    prov = data.get("provenance") or {}
-    versions = prov.get("versions") or {}
-    row["torch_version"] = versions.get("torch")
-    row["torchvision_version"] = versions.get("torchvision")
-    row["hostname"] = (prov.get("host") or {}).get("hostname")
-    row["slurm_job_id"] = (prov.get("slurm") or {}).get("SLURM_JOB_ID")
-    row["peak_rss_mb"] = prov["peak_rss_kb"] / 1024.0 if prov.get("peak_rss_kb") else None
-    row["started_at"] = prov.get("started_at")
-    row["finished_at"] = prov.get("finished_at")
-    row["command_line"] = prov.get("command_line") or failure.get("command_line")
-    row["source"] = data.get("source", "measured")
-    row["cell_json"] = path
     return row
 
 
-def mempolicy_text(binding: dict) -> str | None:
-    """The memory policy a process read back (get_mempolicy(2)) as ``bind:0`` (None: not read);
-    the ``mempolicy`` column of cells.csv, peak.csv and memory_matrix.csv."""
-    pol = binding.get("mempolicy") or {}
-    return f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
+MEASUREMENT_KEYS = (
+    "protocol",
+    "stop_reason",
+    "target_rel_ci",
+    "warmup_iterations",
+    "warmup_stable",
+)
 
 
-def precision_columns(data: dict) -> dict:
-    """What the cell computed in and how far its outputs are from float32 eager (``precision``:
-    the instance's inspection after its timed iterations, ``measure.cell.inspect``), and its
-    conversion cost apart from inference. Empty where a record has none (a failed cell, older
-    JSONs); ``dtype`` and ``graph`` then come from the optimization registry."""
-    entry = OPTIMIZATIONS.get(str(data["cell"].get("opt")))
-    prec = data.get("precision") or {}
-    m = data.get("measurement") or {}
+def precision_columns(rec: Record) -> dict:
+    """What the cell computed in and how far its outputs are from float32 eager (its
+    ``precision``: the instance's inspection after its timed iterations,
+    ``measure.workloads.model.inspect``), and its conversion cost apart from inference. Empty
+    where a record has none (a failed cell, older JSONs); ``dtype`` and ``graph`` then come
+    from the optimization registry."""
+    entry = OPTIMIZATIONS.get(str(rec.cell.get("opt")))
+    prec = rec.summary or {}
+    m = rec.measurement
     trace = prec.get("onednn") or {}
     caps = prec.get("capabilities") or {}
     num = prec.get("numerics") or {}
     agree, verdict = num.get("agreement") or {}, num.get("verdict") or {}
     prepare, first = m.get("prepare_s"), m.get("first_call_s")
-    prov = data.get("provenance") or {}
-    started, finished = prov.get("started_at"), prov.get("finished_at")
+    started, finished = rec.provenance.get("started_at"), rec.provenance.get("finished_at")
     cost = None  # the process's wall time: torch import, build, conversion, timing, inspection
-    if started and finished and data.get("status") != "failed":
+    if started and finished and rec.status != "failed":
         cost = (pd.Timestamp(finished) - pd.Timestamp(started)).total_seconds()
     return {
         "dtype": prec.get("dtype") or (entry.dtype if entry else None),
@@ -149,13 +154,12 @@ def precision_columns(data: dict) -> dict:
     }
 
 
-def allocator_columns(data: dict) -> dict:
-    """The allocator the cell ran with, as the launcher found it where the cell ran and the
+def allocator_columns(rec: Record) -> dict:
+    """The allocator the cell ran with, as the front door found it where the cell ran and the
     process proved it (``verification.allocator``: the libraries mapped)."""
-    alloc = data.get("allocator") or {}
+    alloc = rec.allocator or {}
     env = alloc.get("env") or {}
-    ver = (data.get("binding") or {}).get("verification") or {}
-    mapped = (ver.get("allocator") or {}).get("mapped")
+    mapped = (rec.verification.get("allocator") or {}).get("mapped")
     return {
         "allocator_library": alloc.get("library"),
         "allocator_version": alloc.get("version"),
@@ -222,18 +226,11 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     if not cells.empty:
         for _, cell in cells[cells["status"] == "failed"].iterrows():
-            data = cellresult.read(cell["cell_json"])
-            f = data.get("failure") or {}
+            f = record.read(cell["cell_json"]).failure
             rows.append(
                 {
                     **{k: cell[k] for k in KEY_COLUMNS},
-                    "cause": f.get("cause"),
-                    "message": f.get("message"),
-                    "returncode": f.get("returncode"),
-                    "signal": f.get("signal"),
-                    "stderr_tail": f.get("stderr_tail"),
-                    "log": f.get("log"),
-                    "command_line": f.get("command_line"),
+                    **{k: getattr(f, k) for k in FAILURE_COLUMNS if hasattr(f, k)},
                     "cell_json": cell["cell_json"],
                 }
             )
@@ -241,12 +238,12 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"returncode": "Int64"})
 
 
-def sample_rows(data: dict) -> Iterable[dict]:
-    if data["status"] not in ("ok", "contended"):
+def sample_rows(rec: Record) -> Iterable[dict]:
+    if rec.status not in ("ok", "contended"):
         return
-    keys = {k: data["cell"].get(k, DEFAULTS.get(k)) for k in KEYS}
-    keys["replicate"] = int(data.get("replicate", 1))
-    m = data["measurement"]
+    keys = {k: rec.cell.get(k, DEFAULTS.get(k)) for k in KEYS}
+    keys["replicate"] = rec.replicate
+    m = rec.measurement
     lats = m["latencies_s"]
     foreign = m.get("foreign_pct") or [None] * len(lats)
     delay = m.get("run_delay_pct") or [None] * len(lats)  # (records before it: none)
@@ -484,9 +481,9 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
     ``combine_replicates``."""
     rows, samples = [], []
     for path in paths:
-        data = cellresult.read(path)
-        rows.append(cell_row(data, str(path)))
-        samples.extend(sample_rows(data))
+        rec = record.read(path)
+        rows.append(cell_row(rec, str(path)))
+        samples.extend(sample_rows(rec))
     samples_df = pd.DataFrame(samples, columns=SAMPLE_COLUMNS)
     cells = speed.join(combine_replicates(pd.DataFrame(rows), samples_df, stages), samples_df)
     if not cells.empty:

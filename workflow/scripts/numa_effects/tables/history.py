@@ -66,7 +66,7 @@ def measured_files(results: str | os.PathLike) -> list[str]:
 
 def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:
     """The spec the job that wrote record ``rel`` ran with: beside its log
-    (``logs/<rel without .json>.spec.json``, ``measure.launcher.spec_path``)."""
+    (``logs/<rel without .json>.spec.json``, ``measure.job.spec_path``)."""
     return Path(results, "logs", rel.removesuffix(".json") + ".spec.json")
 
 

@@ -1,9 +1,9 @@
 """``tables/interference.csv``: the interference profile, the slowdown s(t, k) of k identical
 instances of t threads running side by side against one of them alone (the profile jobs,
-``numa_effects.measure.group.run_interference``), one row per (model, opt, budget, threads, k,
-node): where a group spans nodes, each node has its own row (its instances, its busy cores).
-Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same columns
-(``tables.packrat.interference_table``).
+``numa_effects.measure.job``: a ``plan.spec.interference`` group), one row per (model, opt, budget,
+threads, k, node): where a group spans nodes, each node has its own row (its instances, its busy
+cores). Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same
+columns (``tables.packrat.interference_table``).
 
 Per replicate r (one process group: the instance alone, then the group, measured back to back
 by the same job), a node's latency per round is the slowest of its instances' own durations in
@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import interference
 from numa_effects.tables import packing as packing_table
 
@@ -76,11 +77,11 @@ def _node_of(inst: dict) -> str:
     return "+".join(str(n) for n in nodes)
 
 
-def node_rounds(rec: dict, node: str) -> list[float]:
+def node_rounds(rec: Record, node: str) -> list[float]:
     """The clean rounds of one group record as seen by one node: per round the slowest of that
     node's instances' own durations (rounds the probe excluded left out)."""
-    insts = [i for i in rec["instances"] if _node_of(i) == node]
-    excluded = rec["measurement"].get("excluded") or []
+    insts = [i for i in rec.instances if _node_of(i) == node]
+    excluded = rec.measurement.get("excluded") or []
     per = list(zip(*(i["latencies_s"] for i in insts), strict=True))
     out = []
     for j, row in enumerate(per):
@@ -90,8 +91,8 @@ def node_rounds(rec: dict, node: str) -> list[float]:
     return out
 
 
-def _wall_s(result: dict) -> float:
-    p = result.get("provenance") or {}
+def _wall_s(result: GroupRecord) -> float:
+    p = result.provenance
     try:
         a = datetime.fromisoformat(str(p["started_at"]))
         b = datetime.fromisoformat(str(p["finished_at"]))
@@ -105,10 +106,9 @@ def _median_and_var(xs: list[float]) -> tuple[float, float]:
     return s["median_s"], stats.within_log_var(s["median_s"], s["ci_low_s"], s["ci_high_s"])
 
 
-def _pairs(result: dict, name: str, node: str) -> dict:
+def _pairs(result: GroupRecord, name: str, node: str) -> dict:
     """Per replicate: (q_r, within var of ln q_r), the alone and node rounds."""
-    alone = result["runs"]["k1"]
-    group = result["runs"][name]
+    alone, group = result.runs["k1"], result.runs[name]
     out = {"q": [], "w": [], "a": [], "g": [], "alone_rounds": [], "rounds": []}
     for a_rec, g_rec in zip(alone, group, strict=False):
         if not (packing_table.measured(a_rec) and packing_table.measured(g_rec)):
@@ -128,25 +128,25 @@ def _pairs(result: dict, name: str, node: str) -> dict:
     return out
 
 
-def _groups(result: dict) -> list[tuple[str, int, str, list[dict]]]:
+def _groups(result: GroupRecord) -> list[tuple[str, int, str, list[dict]]]:
     """(name, k, node, that node's instances of the first measured replicate) per group."""
     out = []
-    for name, recs in result.get("runs", {}).items():
+    for name, recs in result.runs.items():
         if name == "k1":
             continue
         k = int(name[1:])
-        rec = next((r for r in recs if r.get("instances")), None)
+        rec = next((r for r in recs if r.instances), None)
         if rec is None:
             out.append((name, k, "", []))
             continue
-        nodes = sorted({_node_of(i) for i in rec["instances"]})
+        nodes = sorted({_node_of(i) for i in rec.instances})
         for node in nodes:
-            out.append((name, k, node, [i for i in rec["instances"] if _node_of(i) == node]))
+            out.append((name, k, node, [i for i in rec.instances if _node_of(i) == node]))
     return out
 
 
-def _base(result: dict) -> dict:
-    j = result["job"]
+def _base(result: GroupRecord) -> dict:
+    j = result.job
     return {
         "model": j["model"],
         "opt": j["opt"],
@@ -158,24 +158,17 @@ def _base(result: dict) -> dict:
     }
 
 
-def rows(results: list[dict]) -> list[dict]:
-    """The table's rows from profile result JSONs (see the module docstring)."""
+def rows(results: list[GroupRecord]) -> list[dict]:
+    """The table's rows from profile records (see the module docstring)."""
     out, pending = [], []
     for res in results:
         base = _base(res)
-        if res.get("status") != "ok":
-            f = res.get("failure") or {}
-            for k in res["job"]["instances"]:
-                out.append(
-                    {
-                        **base,
-                        "k": int(k),
-                        "status": "failed",
-                        "failure": f"{f.get('cause')}: {f.get('message')}",
-                    }
-                )
+        if res.status != "ok":
+            f = packing_table.failure_text(res.failure)
+            ks = res.job["instances"]
+            out += [{**base, "k": int(k), "status": "failed", "failure": f} for k in ks]
             continue
-        placements = res.get("placements", {})
+        placements = res.placements
         for name, k, node, insts in _groups(res):
             t = base["threads"]
             row = {
@@ -189,7 +182,7 @@ def rows(results: list[dict]) -> list[dict]:
                     f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements.get(name, []))
                 ),
                 "contended": any(
-                    packing_table.contended(r) for r in [*res["runs"]["k1"], *res["runs"][name]]
+                    packing_table.contended(r) for r in [*res.runs["k1"], *res.runs[name]]
                 ),
             }
             pending.append((row, _pairs(res, name, node) if insts else None))
@@ -197,39 +190,43 @@ def rows(results: list[dict]) -> list[dict]:
     for row, p in pending:
         if not p or not p["q"]:
             row.update(status="contended", replicates=0)
-            out.append(row)
-            continue
-        row.update(
-            status="ok",
-            replicates=len(p["q"]),
-            rounds=len(p["rounds"]),
-            alone_rounds=len(p["alone_rounds"]),
-            alone_ms=math.exp(np.mean(np.log(p["a"]))) * 1e3,
-            latency_ms=math.exp(np.mean(np.log(p["g"]))) * 1e3,
-        )
-        est = stats.combine_replicates(p["q"], p["w"], pooled)
-        if est["ci_method"] == "two-level":
-            row.update(
-                slowdown=est["median_s"],
-                slowdown_ci_low=est["ci_low_s"],
-                slowdown_ci_high=est["ci_high_s"],
-                ci_df=est["ci_df"],
-                ci_method="two-level",
-            )
-        else:  # one replicate, nothing to pool: the rounds of that one process group
-            lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
-            row.update(
-                slowdown=p["q"][0],
-                slowdown_ci_low=lo,
-                slowdown_ci_high=hi,
-                ci_df=math.inf,
-                ci_method="within-process",
-            )
+        else:
+            row.update(status="ok", **_slowdown(p, pooled))
         out.append(row)
     return out
 
 
-def table(results: list[dict]) -> pd.DataFrame:
+def _slowdown(p: dict, pooled) -> dict:
+    """A measured group's columns from its replicates' pairs (``_pairs``): the geometric means,
+    the slowdown and its CI (two-level, or with one replicate the rounds' bootstrap)."""
+    out = {
+        "replicates": len(p["q"]),
+        "rounds": len(p["rounds"]),
+        "alone_rounds": len(p["alone_rounds"]),
+        "alone_ms": math.exp(np.mean(np.log(p["a"]))) * 1e3,
+        "latency_ms": math.exp(np.mean(np.log(p["g"]))) * 1e3,
+    }
+    est = stats.combine_replicates(p["q"], p["w"], pooled)
+    if est["ci_method"] == "two-level":
+        return out | {
+            "slowdown": est["median_s"],
+            "slowdown_ci_low": est["ci_low_s"],
+            "slowdown_ci_high": est["ci_high_s"],
+            "ci_df": est["ci_df"],
+            "ci_method": "two-level",
+        }
+    # one replicate, nothing to pool: the rounds of that one process group
+    lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
+    return out | {
+        "slowdown": p["q"][0],
+        "slowdown_ci_low": lo,
+        "slowdown_ci_high": hi,
+        "ci_df": math.inf,
+        "ci_method": "within-process",
+    }
+
+
+def table(results: list[GroupRecord]) -> pd.DataFrame:
     df = pd.DataFrame(rows(results), columns=COLUMNS)
     if df.empty:
         return df

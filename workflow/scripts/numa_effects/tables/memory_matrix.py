@@ -1,6 +1,6 @@
 """``tables/memory_matrix.csv``: the measured memory matrix, one row per memory probe job
-(``measure.memory_probe``: one thread on CPU node ``cpu_node``, memory bound to ``mem_node``),
-measured, skipped (no compiler) or failed, with the firmware's distance beside it.
+(``measure.workloads.memory_probe``: one thread on CPU node ``cpu_node``, memory bound to
+``mem_node``), measured, skipped (no compiler) or failed, with the firmware's distance beside it.
 
 Columns: ``cpu_node, mem_node, placement, status``; ``latency_ns`` (idle latency of a dependent
 load: the best clean step's nanoseconds per load) and ``latency_median_ns``;
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from numa_effects.measure import result as cellresult
-from numa_effects.tables import cells as tidy
+from numa_effects.measure import record
+from numa_effects.measure.record import Record
 
 MEMORY_COLUMNS = [
     "cpu_node",
@@ -48,38 +48,34 @@ MEMORY_COLUMNS = [
 ]
 
 
-def row(data: dict, path: str = "", topology=None) -> dict:
+def row(rec: Record, path: str = "", topology=None) -> dict:
     """One ``memory_matrix.csv`` row from a memory job's result (any status); ``topology``
     (``plan.topology.Topology``, or None) gives the distance. Ratios are ``table``'s."""
-    cell, mem = data["cell"], data.get("memory") or {}
-    cpu_node, mem_node = int(cell["cpu_node"]), int(cell["mem_node"])
-    bind, failure = data.get("binding") or {}, data.get("failure") or {}
-    ok = data["status"] == "ok"
+    mem = rec.summary or {}
+    cpu_node, mem_node = int(rec.cell["cpu_node"]), int(rec.cell["mem_node"])
+    ok = rec.status == "ok"
     return {
         "cpu_node": cpu_node,
         "mem_node": mem_node,
-        "placement": cell.get("placement"),
-        "status": data["status"],
-        "latency_ns": mem.get("latency_ns") if ok else None,
-        "latency_median_ns": mem.get("latency_median_ns") if ok else None,
-        "bandwidth_gb_per_s": mem.get("bandwidth_gb_per_s") if ok else None,
-        "bandwidth_median_gb_per_s": mem.get("bandwidth_median_gb_per_s") if ok else None,
+        "placement": rec.cell.get("placement"),
+        "status": rec.status,
+        **{k: mem.get(k) if ok else None for k in MEASURED},
         "distance": topology.distance(cpu_node, mem_node) if topology is not None else None,
         "latency_ratio": None,
         "bandwidth_ratio": None,
-        "reason": data.get("skip_reason") or failure.get("message"),
-        "failure_cause": failure.get("cause"),
-        "buffer_bytes": mem.get("buffer_bytes"),
-        "llc_bytes": mem.get("llc_bytes"),
-        "loads_per_step": mem.get("loads_per_step"),
-        "steps": mem.get("steps"),
-        "measure_s": mem.get("measure_s"),
-        "planned_cpus": (data.get("plan") or {}).get("cpu_list"),
-        "cpus_allowed": bind.get("cpus_allowed_list"),
-        "mempolicy": tidy.mempolicy_text(bind),
-        "hostname": ((data.get("provenance") or {}).get("host") or {}).get("hostname"),
+        "reason": rec.skip_reason or (rec.failure.message if rec.failure else None),
+        "failure_cause": rec.failure.cause if rec.failure else None,
+        **{k: mem.get(k) for k in FACTS},
+        "planned_cpus": (rec.plan or {}).get("cpu_list"),
+        "cpus_allowed": rec.binding.get("cpus_allowed_list"),
+        "mempolicy": rec.mempolicy,
+        "hostname": rec.hostname,
         "memory_json": path,
     }
+
+
+MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
+FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
@@ -96,7 +92,7 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
 def table(paths, topology=None) -> pd.DataFrame:
     """The memory matrix of the memory jobs' result files, row (CPU node) by column (memory
     node)."""
-    rows = [row(cellresult.read(p), str(p), topology) for p in paths]
+    rows = [row(record.read(p), str(p), topology) for p in paths]
     df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
     df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)
     return with_ratios(df)

@@ -2,7 +2,7 @@
 total batch) the optimizer's plan with its three latencies side by side -- predicted from the
 alone latencies, predicted with the measured interference, measured -- and the recommendation:
 the measured best of the configurations the job measured (numa_effects.plan.packing,
-numa_effects.measure.group). Pure: rows from the plans and run JSONs.
+numa_effects.measure.job). Pure: rows from the plans and run records.
 
 ``packing.csv``, one row per (model, opt, budget, batch) (docs/packing.md):
 
@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import interference
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
@@ -151,39 +152,36 @@ CANDIDATE_COLUMNS = [
 ]
 
 
-def clean_rounds(rec: dict) -> list[float]:
+def clean_rounds(rec: Record) -> list[float]:
     """The timed rounds of one measured configuration that its statistics use: those the
     contention probe did not exclude (``timing``'s decision, recorded in ``excluded``); none
     when every round was excluded."""
-    m = rec["measurement"]
-    xs, excluded = m["latencies_s"], m.get("excluded") or []
+    xs, excluded = rec.measurement["latencies_s"], rec.measurement.get("excluded") or []
     if not excluded:
         return list(xs)
     return [x for x, e in zip(xs, excluded, strict=True) if not e]
 
 
-def measured(rec: dict) -> bool:
+def measured(rec: Record) -> bool:
     """A replicate with statistics: ok, and at least one clean round (a record of the one
     measuring stack with none is ``status: contended``; older records said ``ok``)."""
-    return rec.get("status") == "ok" and bool(clean_rounds(rec))
+    return rec.status == "ok" and bool(clean_rounds(rec))
 
 
-def contended(rec: dict) -> bool:
-    """The replicate's contention verdict (older group records kept it at the top level)."""
-    if "contended" in rec:
-        return bool(rec["contended"])
-    return bool((rec.get("contention") or {}).get("contended")) or rec.get("status") == "contended"
+def contended(rec: Record) -> bool:
+    """The replicate's contention verdict."""
+    return bool(rec.contention.get("contended")) or rec.status == "contended"
 
 
-def _rounds(recs: list[dict]) -> np.ndarray:
+def _rounds(recs) -> np.ndarray:
     return np.array([x for r in recs if measured(r) for x in clean_rounds(r)])
 
 
-def replicate_stats(recs: list[dict]) -> list[dict]:
+def replicate_stats(recs) -> list[dict]:
     return [stats.summarize(clean_rounds(r)) for r in recs if measured(r)]
 
 
-def estimate(recs: list[dict], pooled) -> dict | None:
+def estimate(recs, pooled) -> dict | None:
     """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
     median round (within-process); several, ``stats.combine_replicates`` (two-level); None
     when no replicate has a clean round."""
@@ -252,14 +250,13 @@ def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
     out[f"{prefix}_ci_high_ms"] = est["ci_high_s"] * 1e3
 
 
-def evaluate(choice: dict, result: dict, pooled) -> dict:
+def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     """The measured configurations of one job: {name: {"est", "rounds", "contended", "rank",
     "choice"}} (est None: no clean round), and the names by measured latency."""
     pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
-    runs = result["runs"]
     cands = _candidates(choice)
     got = {}
-    for name, recs in runs.items():
+    for name, recs in result.runs.items():
         got[name] = {
             "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
             "rounds": _rounds(recs),
@@ -281,7 +278,7 @@ def _label(choice: dict, name: str, fat_label: str) -> str:
 
 def row(
     choice: dict,
-    result: dict | None,
+    result: GroupRecord | None,
     budget_names: list[str] | None = None,
     pooled: dict | tuple[float, int] = (float("nan"), 0),
 ) -> dict:
@@ -319,12 +316,17 @@ def row(
     if result is None:
         out["status"] = "not-measured"
         return out
-    placements = result.get("placements", {})
-    out["status"] = result["status"]
-    if result["status"] != "ok":
-        f = result.get("failure") or {}
-        out["failure"] = f"{f.get('cause')}: {f.get('message')}"
+    out["status"] = result.status
+    if result.status != "ok":
+        out["failure"] = failure_text(result.failure)
         return out
+    return _measured(out, choice, result, pooled)
+
+
+def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
+    """``row``'s measured columns: the plan's and the fat instance's latencies and CIs, the
+    prediction errors, the recommendation, the speedup; contended without both estimates."""
+    placements = result.placements
     ev = evaluate(choice, result, pooled)
     got, ranked = ev["configs"], ev["ranked"]
     plan_name = "plan" if "plan" in got else "fat"
@@ -344,21 +346,12 @@ def row(
         out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
     if ranked:
         best = ranked[0]
-        b = got[best]
         out.update(
             recommended_plan=_label(choice, best, fat_label),
             recommended_is_predicted=best == plan_name,
             recommended_core_map=_core_map(placements.get(best)),
         )
-        _prefixed(out, "recommended", b["est"])
-        if fat["est"] is not None:
-            out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
-            lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
-            out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
-        if plan["est"] is not None:
-            out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
-            lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
-            out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
+        _recommended(out, got[best], fat, plan)
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
@@ -368,17 +361,36 @@ def row(
     return out
 
 
+def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
+    """The recommended (measured best) configuration ``b``'s latency, its speedup over the fat
+    instance and its gain over the predicted plan, with their CIs."""
+    _prefixed(out, "recommended", b["est"])
+    if fat["est"] is not None:
+        out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
+        lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
+        out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
+    if plan["est"] is not None:
+        out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
+        lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
+        out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
+
+
 def _has_fat(choice: dict) -> bool:
     return "fat" in _candidates(choice)
 
 
-def candidate_rows(choice: dict, result: dict | None, pooled) -> list[dict]:
+def failure_text(f) -> str:
+    """A failed job's ``failure`` column: ``cause: message``."""
+    return f"{f.cause}: {f.message}" if f else "None: None"
+
+
+def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dict]:
     """One row of ``packing_candidates.csv`` per configuration the job measured."""
-    if not choice.get("instances") or result is None or result.get("status") != "ok":
+    if not choice.get("instances") or result is None or result.status != "ok":
         return []
     ev = evaluate(choice, result, pooled)
     got, ranked = ev["configs"], ev["ranked"]
-    placements = result.get("placements", {})
+    placements = result.placements
     rows = []
     for name, g in got.items():
         c = g["choice"]
@@ -438,15 +450,16 @@ def pooled_by_kind(results: dict) -> dict:
     its budget and its processes vary more than those of small instances do."""
     groups: dict[str, list] = {"fat": [], "plan": []}
     for res in results.values():
-        if res.get("status") != "ok":
+        if res.status != "ok":
             continue
-        for name, recs in res["runs"].items():
+        for name, recs in res.runs.items():
             groups[_kind(name)].append([r["median_s"] for r in replicate_stats(recs)])
     return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
 def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
-    """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): run JSON}."""
+    """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): its
+    ``GroupRecord``}."""
     pools = pooled_by_kind(results)
     rows = []
     for doc in plans:

@@ -1,4 +1,4 @@
-"""``tables/peak.csv``: one row per peak result (``measure.dtype_peaks``: one dtype at one
+"""``tables/peak.csv``: one row per peak result (``measure.workloads.dtype_peaks``: one dtype at one
 placement and thread count), measured or failed, with the theoretical peak beside it.
 
 Columns: ``placement, threads, dtype, status``; ``peak_gflop_per_s`` (the best kernel's best
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from numa_effects.measure import result as cellresult
-from numa_effects.tables import cells as tidy
+from numa_effects.measure import record
+from numa_effects.measure.record import Record
 
 PEAK_COLUMNS = [
     "placement",
@@ -65,23 +65,22 @@ def kernels_text(kernels: dict) -> str | None:
     return "; ".join(parts) or None
 
 
-def row(data: dict, path: str = "") -> dict:
-    """One ``peak.csv`` row from a peak result JSON (measured or failed)."""
-    cell, peak = data["cell"], data.get("peak") or {}
+def row(rec: Record, path: str = "") -> dict:
+    """One ``peak.csv`` row from a peak result (measured or failed)."""
+    peak = rec.summary or {}
     theo = peak.get("theoretical") or {}
-    bind, failure = data.get("binding") or {}, data.get("failure") or {}
-    prov = data.get("provenance") or {}
+    kernels = peak.get("kernels") or {}
     return {
-        "placement": cell["placement"],
-        "threads": int(cell["threads"]),
-        "dtype": cell.get("dtype", "float32"),
-        "status": data["status"],
+        "placement": rec.cell["placement"],
+        "threads": int(rec.cell["threads"]),
+        "dtype": rec.cell.get("dtype", "float32"),
+        "status": rec.status,
         "peak_gflop_per_s": peak.get("peak_gflop_per_s"),
         "median_gflop_per_s": peak.get("median_gflop_per_s"),
         "peak_kernel": peak.get("peak_kernel"),
-        "kernels": kernels_text(peak.get("kernels")),
+        "kernels": kernels_text(kernels),
         # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
-        "mm_gflop_per_s": ((peak.get("kernels") or {}).get("mm") or {}).get("peak_gflop_per_s"),
+        "mm_gflop_per_s": (kernels.get("mm") or {}).get("peak_gflop_per_s"),
         "theoretical_gflop_per_s": theo.get("theoretical_gflop_per_s"),
         "cores": theo.get("cores"),
         "flop_per_cycle_per_core": theo.get("flop_per_cycle_per_core"),
@@ -89,18 +88,18 @@ def row(data: dict, path: str = "") -> dict:
         "mhz_source": theo.get("mhz_source"),
         "reps": peak.get("reps"),
         "measure_s": peak.get("measure_s"),
-        "planned_cpus": (data.get("plan") or {}).get("cpu_list"),
-        "cpus_allowed": bind.get("cpus_allowed_list"),
-        "mempolicy": tidy.mempolicy_text(bind),
-        "failure_cause": failure.get("cause"),
-        "failure_message": failure.get("message"),
-        "hostname": (prov.get("host") or {}).get("hostname"),
-        "torch_version": (prov.get("versions") or {}).get("torch"),
+        "planned_cpus": (rec.plan or {}).get("cpu_list"),
+        "cpus_allowed": rec.binding.get("cpus_allowed_list"),
+        "mempolicy": rec.mempolicy,
+        "failure_cause": rec.failure.cause if rec.failure else None,
+        "failure_message": rec.failure.message if rec.failure else None,
+        "hostname": rec.hostname,
+        "torch_version": rec.version("torch"),
         "peak_json": path,
     }
 
 
 def table(paths) -> pd.DataFrame:
-    rows = [row(cellresult.read(p), str(p)) for p in paths]
+    rows = [row(record.read(p), str(p)) for p in paths]
     df = pd.DataFrame(rows, columns=PEAK_COLUMNS)
     return df.sort_values(["placement", "threads", "dtype"], kind="stable").reset_index(drop=True)

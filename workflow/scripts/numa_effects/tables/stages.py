@@ -35,7 +35,7 @@ import os
 from collections.abc import Iterable
 
 from numa_effects import stats
-from numa_effects.measure import result as cellresult
+from numa_effects.measure import record
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import stages as plan_stages
 from numa_effects.tables import compare
@@ -53,7 +53,7 @@ def first_stage_rounds(paths: Iterable[str]) -> dict:
     ({} when none)."""
     out: dict = {}
     for path in paths:
-        row = cell_row(cellresult.read(path), str(path))
+        row = cell_row(record.read(path), str(path))
         key = grid_mod.CellKey.from_record(row)
         meds = out.setdefault(key, {})
         med = row.get("latency_median_ms")

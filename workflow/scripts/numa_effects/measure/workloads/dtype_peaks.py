@@ -25,7 +25,7 @@ FLOPs: 2 x N x H x W x C_in x C_out x k^2 for a k x k convolution, 2 n^3 for the
 (the FlopCounterMode convention of the model FLOPs). The theoretical peak for reference is
 ``plan.cpu.Capabilities.theoretical_peak`` (``theoretical``).
 
-In the pipeline the peak is a workload of the one measuring stack (``workload``): the peak job
+In the pipeline the peak is a workload of the one measuring stack (``build``): the peak job
 of a (placement, threads, dtype) is a pinned instance like a cell's, started, timed, probed for
 contention, retried and verified by ``runner``. At build it probes every kernel of the dtype
 (``time_kernel``, a fraction of a second each) and drops one that cannot be the peak (below
@@ -43,6 +43,8 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from numa_effects.measure.workloads import Built
 
 MATRIX_SIZE = 2048
 CONV = {"n": 4, "c": 512, "hw": 14}  # 0.41 GFLOP per call: ~5-10 ms on one core in float32
@@ -97,10 +99,10 @@ def _conv(dtype: str, k: int = 1, frozen: bool = False):
                 with torch.autocast("cpu", dtype=torch.bfloat16):
                     return conv(z)
         else:  # int8: the optimization's own conversion
-            from numa_effects.plan.optimizations import quantize_int8, setup_inductor
+            from numa_effects.measure.workloads.model import quantize_int8, setup_inductor
 
             setup_inductor({})
-            fn = torch.compile(quantize_int8(torch.nn.Sequential(conv), x))
+            fn = torch.compile(quantize_int8(torch.nn.Sequential(conv), x)[0])
 
         def call():
             with torch.inference_mode():
@@ -237,55 +239,34 @@ def measure(dtype: str, seconds: float = SECONDS, available: dict | None = None)
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available
-    kernels: dict[str, dict] = {}
-    for k in KERNELS[dtype]:
-        missing = [r for r in k.requires if not available.get(r, False)]
-        if missing:
-            kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
-            continue
-        try:
-            call, flop = k.build()
-            kernels[k.name] = time_kernel(call, flop, seconds)
-        except Exception as exc:  # a kernel this torch cannot run must not sink the others
-            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    kernels, _ = _timed(dtype, available, seconds)
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
 # -- the pipeline's peak: a workload of the one measuring stack --------------------------------
-def workload(spec: dict, available: dict | None = None):
-    """The ``dtype_peaks`` workload of a pinned instance (``measure.cell``): (step, timings,
-    warnings, report). ``spec["cell"]["dtype"]`` names the dtype; see the module docstring."""
+TORCH = True
+
+
+def prepare(instance) -> dict:
+    """Nothing to resolve where the job runs (``workloads`` interface)."""
+    return {}
+
+
+def build(instance, settings: dict, available: dict | None = None) -> Built:
+    """The ``dtype_peaks`` workload of a pinned instance (``measure.cell``): every kernel of the
+    instance's ``dtype`` probed, the ones that can be the peak called once per step, each call
+    timed by itself; see the module docstring."""
     from numa_effects.plan import optimizations as opts
 
-    dtype = spec["cell"]["dtype"]
+    dtype = instance.cell["dtype"]
     available = opts.availability() if available is None else available
     t0 = time.perf_counter()
-    kernels: dict[str, dict] = {}
-    built = []
-    for k in KERNELS[dtype]:
-        missing = [r for r in k.requires if not available.get(r, False)]
-        if missing:
-            kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
-            continue
-        try:
-            call, flop = k.build()
-            probe = time_kernel(call, flop, PROBE_SECONDS, min_reps=1, warmup=1)
-        except Exception as exc:  # a kernel this torch cannot run must not sink the others
-            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-            continue
-        kernels[k.name] = {"flop_per_call": flop, "probe_gflop_per_s": probe["peak_gflop_per_s"]}
-        built.append((k.name, call))
-    top = max((kernels[n]["probe_gflop_per_s"] for n, _ in built), default=0.0)
-    timed = []
-    for name, call in built:
-        rate = kernels[name]["probe_gflop_per_s"]
-        if rate * DROP_FACTOR < top:
-            kernels[name]["dropped"] = (
-                f"probed at {rate:.3g} GFLOP/s, below 1/{DROP_FACTOR:g} of the best kernel's "
-                f"{top:.3g}: cannot be the peak, not timed"
-            )
-        else:
-            timed.append((name, call))
+    kernels, built = _timed(dtype, available, PROBE_SECONDS, min_reps=1, warmup=1)
+    for name, _ in built:  # the probe: enough to drop a kernel that cannot be the peak
+        rates = kernels[name]
+        kernels[name] = {"flop_per_call": rates["flop_per_call"]}
+        kernels[name]["probe_gflop_per_s"] = rates["peak_gflop_per_s"]
+    timed = _keep(kernels, built)
     if not timed:
         why = "; ".join(f"{n}: {v.get('skipped') or v.get('error')}" for n, v in kernels.items())
         raise RuntimeError(f"no {dtype} peak kernel can run here ({why})")
@@ -301,27 +282,59 @@ def workload(spec: dict, available: dict | None = None):
         times.append(row)
 
     def report() -> dict:
-        return {
-            "dtype": dtype,
-            "kernels": kernels,
-            "order": [n for n, _ in timed],
-            "times_s": times,
-        }
+        order = [n for n, _ in timed]
+        return {"dtype": dtype, "kernels": kernels, "order": order, "times_s": times}
 
-    timings = {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}
-    return step, timings, [], report
+    return Built(step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report)
 
 
-def summary(record: dict) -> dict:
+def _timed(dtype: str, available: dict, seconds: float, **kw) -> tuple[dict, list]:
+    """Each kernel of ``dtype`` built and timed for ``seconds`` (``time_kernel``): ({name: its
+    rates, or why it was not built}, [(name, call)] of the built ones)."""
+    kernels: dict[str, dict] = {}
+    built = []
+    for k in KERNELS[dtype]:
+        missing = [r for r in k.requires if not available.get(r, False)]
+        if missing:
+            kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
+            continue
+        try:
+            call, flop = k.build()
+            kernels[k.name] = time_kernel(call, flop, seconds, **kw)
+        except Exception as exc:  # a kernel this torch cannot run must not sink the others
+            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+            continue
+        built.append((k.name, call))
+    return kernels, built
+
+
+def _keep(kernels: dict, built: list) -> list:
+    """The built kernels that can be the peak: a kernel probed below 1/``DROP_FACTOR`` of the
+    best one is dropped (``kernels`` says why)."""
+    top = max((kernels[n]["probe_gflop_per_s"] for n, _ in built), default=0.0)
+    timed = []
+    for name, call in built:
+        rate = kernels[name]["probe_gflop_per_s"]
+        if rate * DROP_FACTOR < top:
+            kernels[name]["dropped"] = (
+                f"probed at {rate:.3g} GFLOP/s, below 1/{DROP_FACTOR:g} of the best kernel's "
+                f"{top:.3g}: cannot be the peak, not timed"
+            )
+        else:
+            timed.append((name, call))
+    return timed
+
+
+def summary(instance, report, measurement: dict, clean: bool) -> dict:
     """The ``peak`` entry of a peak result: per kernel its best and median rate over the clean
     timed steps (``timing``'s exclusion; the instance's per-kernel times of its last ``n``
-    steps are the timed ones), the best kernel as the dtype's peak; no rate when no step was
-    clean (a failed or contended peak)."""
+    steps are the timed ones), the best kernel as the dtype's peak, and the theoretical peak
+    of the instance's cores beside it (``theoretical``); no rate when no step was clean (a
+    failed or contended peak)."""
     from numa_effects.measure import timing
 
-    rep = record.get("report") or {}
-    m = record.get("measurement") or {}
-    rows = timing.clean_steps(record)
+    rep = report or {}
+    rows = timing.clean_steps(rep, measurement, clean)
     per: dict[str, dict] = {k: dict(v) for k, v in (rep.get("kernels") or {}).items()}
     for i, name in enumerate(rep.get("order") or ()):
         flop = per[name]["flop_per_call"]
@@ -333,14 +346,21 @@ def summary(record: dict) -> dict:
         )
     chosen = best(per)
     top = per.get(chosen["peak_kernel"] or "", {})
+    dtype = instance.cell["dtype"]
     return {
-        "dtype": rep.get("dtype") or (record.get("cell") or {}).get("dtype"),
+        "dtype": rep.get("dtype") or dtype,
         **chosen,
         "median_gflop_per_s": top.get("median_gflop_per_s"),
         "reps": top.get("reps"),
         "kernels": per,
-        "measure_s": m.get("elapsed_s"),
+        "measure_s": measurement.get("elapsed_s"),
+        "theoretical": theoretical(dtype, instance.plan.cores or instance.plan.threads),
     }
+
+
+def check(peak) -> None:
+    """A peak is never refused after its measurement (``workloads`` interface)."""
+    return None
 
 
 def theoretical(dtype: str, cores: int, caps=None) -> dict:

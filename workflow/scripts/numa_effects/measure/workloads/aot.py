@@ -1,12 +1,12 @@
-"""``bf16_aot``'s two parts that need torch at import (``plan.optimizations`` imports it lazily):
+"""``bf16_aot``'s two parts that need torch at import (``workloads.model`` imports it lazily):
 the module it exports (``AutocastBF16``: a model whose forward runs under bf16 autocast,
 importable so that a child process can unpickle it) and the packaging child.
 
-``python -m numa_effects.plan.aot MODULE INPUT PACKAGE THREADS`` exports and packages one
-module with AOTInductor (freezing on) in a process of its own, so that every process that
-measures a ``bf16_aot`` cell only loads the package (``plan.optimizations.aot_package``). The
-module and its example input come as ``torch.save`` files; ``THREADS`` is the measuring
-process's thread count, which inductor generates its CPU kernels for."""
+``python -m numa_effects.measure.workloads.aot MODULE INPUT PACKAGE THREADS`` exports and packages
+one module with AOTInductor (freezing on) in a process of its own, so that every process that
+measures a ``bf16_aot`` cell only loads the package (``workloads.model.aot_package``). The module
+and its example input come as ``torch.save`` files; ``THREADS`` is the measuring process's thread
+count, which inductor generates its CPU kernels for."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The memory probe of the node-pair matrix: idle latency and read bandwidth of one memory node
-seen from one CPU (issue 21, "machine facts").
+seen from one CPU.
 
 - **Idle latency** by a pointer chase: a buffer much larger than the last-level cache
   (``buffer_bytes``: 256 MiB, or 8 x the LLC of the CPU it runs on when that is larger), one
@@ -19,15 +19,15 @@ the compiled optimizations need: ``plan.optimizations.REQUIREMENTS["cxx"]``) as
 called through ctypes. Without a compiler the probe is *skipped* with the reason, never
 measured another way.
 
-In the pipeline the probe is a workload of the one measuring stack (``workload``): the memory
-job of a pair ``n{cpu}m{mem}`` is one pinned instance (1 thread on node cpu's first core,
-memory bound to node mem: the family's own plan), started, timed, probed for contention,
-retried and verified like a cell (its buffer is on node mem, or the page check fails it); each
-timed step is one chase and one read pass, each timed by itself, and ``summary`` takes the best
-clean step of each (noise only slows a load down) and the median beside it. ``measure`` is the
-same probe in this process, unpinned (exploration, tests); ``python -m
-numa_effects.measure.memory_probe`` prints it. Idle latency only: no loaded latency (a chase
-beside a bandwidth load), no writes, no multi-core bandwidth.
+In the pipeline the probe is a workload of the one measuring stack (``build``): the memory job of a
+pair ``n{cpu}m{mem}`` is one pinned instance (1 thread on node cpu's first core, memory bound to
+node mem: the family's own plan), started, timed, probed for contention, retried and verified like a
+cell (its buffer is on node mem, or the page check fails it); each timed step is one chase and one
+read pass, each timed by itself, and ``summary`` takes the best clean step of each (noise only slows
+a load down) and the median beside it. ``measure`` is the same probe in this process, unpinned
+(exploration, tests); ``python -m numa_effects.measure.workloads.memory_probe`` prints it. Idle
+latency only: no loaded latency (a chase beside a bandwidth load), no writes, no multi-core
+bandwidth.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-WORKLOAD = "memory_probe"
+from numa_effects.measure.workloads import Built, Skip, WorkloadError
+
 LINE_BYTES = 64  # one pointer per cache line
 WORD_BYTES = 8
 MIN_BUFFER_BYTES = 256 << 20
@@ -56,7 +57,7 @@ COMPILE_TIMEOUT_S = 120.0
 SEED = 0
 
 SOURCE = r"""
-/* numa_effects.measure.memory_probe: valid C and C++, compiled as C. */
+/* numa_effects.measure.workloads.memory_probe: valid C and C++, compiled as C. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ uint64_t probe_read(const uint64_t *buf, uint64_t words) {
 """
 
 
-class ProbeError(RuntimeError):
+class ProbeError(WorkloadError):
     """The probe's C code could not be compiled or its buffer allocated."""
 
 
@@ -321,26 +322,27 @@ def measure(
 
 
 # -- the pipeline's memory job: a workload of the one measuring stack ---------------------------
-def prepare(spec: dict, environ=None) -> tuple[dict | None, str | None]:
-    """Where the job runs, before its instance starts (``launcher``): (the spec with the compiled
-    library and compiler under ``probe``, None), or (None, why the probe is skipped: no
-    compiler). A compiler that fails raises ``ProbeError`` (a failed job)."""
+TORCH = False  # the instance never imports torch: Python's start and the probe are its cost
+
+
+def prepare(instance, environ=None) -> dict:
+    """Where the job runs, before its instance starts (``measure.job``): the compiled library
+    and the compiler, under ``probe``. Raises ``Skip`` without a compiler (nothing runs: the
+    record says skipped), ``ProbeError`` when the compiler fails (a failed job)."""
     cc, why = compiler(environ)
     if cc is None:
-        return None, why
-    probe = dict(spec.get("probe") or {})
-    probe.update(compiler=cc, library=library(cc, probe.get("cache_dir")))
-    return {**spec, "probe": probe}, None
+        raise Skip(why)
+    cache = (instance.options.get("probe") or {}).get("cache_dir")
+    return {"probe": {"compiler": cc, "library": library(cc, cache)}}
 
 
-def workload(spec: dict):
-    """The ``memory_probe`` workload of a pinned instance (``measure.cell``): (step, timings,
-    warnings, report). ``spec["probe"]``: ``library`` (``prepare``), optional ``buffer_bytes``
-    and ``loads``; the buffer is allocated, touched and linked here, under the instance's
-    binding."""
-    probe_spec = spec["probe"]
-    cpus = (spec.get("plan") or {}).get("cpus") or [0]
-    llc = llc_bytes(int(cpus[0]))
+def build(instance, settings: dict) -> Built:
+    """The ``memory_probe`` workload of a pinned instance (``measure.cell``): the buffer
+    allocated, touched and linked here, under the instance's binding; each step one chase and
+    one read pass. The instance's ``options["probe"]`` may set ``buffer_bytes`` and ``loads``;
+    ``resolved["probe"]`` names the library (``prepare``)."""
+    probe_spec = {**instance.options.get("probe", {}), **instance.resolved["probe"]}
+    llc = llc_bytes(int(instance.plan.cpus[0]))
     size = int(probe_spec.get("buffer_bytes") or buffer_bytes(llc))
     loads = int(probe_spec.get("loads") or LOADS)
     t0 = time.perf_counter()
@@ -357,46 +359,32 @@ def workload(spec: dict):
             "times_s": times,
         }
 
-    return step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report
+    return Built(step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report)
 
 
-def summary(record: dict) -> dict:
+def summary(instance, report, measurement: dict, clean: bool) -> dict:
     """The ``memory`` entry of a memory job's result: latency and bandwidth (``rates``) over
     the clean timed steps (``timing``'s exclusion: the last ``n`` steps of the report are the
     timed ones); no numbers when no step was clean or the job failed."""
     from numa_effects.measure import timing
 
-    rep = record.get("report") or {}
-    m = record.get("measurement") or {}
-    clean = timing.clean_steps(record)
+    rep = report or {}
+    rows = timing.clean_steps(rep, measurement, clean)
     facts = {k: v for k, v in rep.items() if k != "times_s"}
-    got = rates(clean, int(rep.get("loads_per_step") or 1), int(rep.get("buffer_bytes") or 0))
-    return {**got, **facts, "measure_s": m.get("elapsed_s")}
+    got = rates(rows, int(rep.get("loads_per_step") or 1), int(rep.get("buffer_bytes") or 0))
+    return {**got, **facts, "measure_s": measurement.get("elapsed_s")}
 
 
-def skipped(spec: dict, reason: str) -> dict:
-    """The result of a memory job that cannot probe here (no compiler): status ``skipped``
-    and its ``skip_reason``."""
-    from numa_effects.measure import result as cellresult
-
-    return {
-        "schema_version": cellresult.SCHEMA_VERSION,
-        "status": "skipped",
-        "cell": spec["cell"],
-        "replicate": int(spec.get("replicate", 1)),
-        "plan": spec.get("plan"),
-        "settings": spec.get("settings", {}),
-        "failure": None,
-        "skip_reason": reason,
-        "memory": None,
-    }
+def check(memory) -> None:
+    """A probe is never refused after its measurement (``workloads`` interface)."""
+    return None
 
 
 def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(
-        prog="python -m numa_effects.measure.memory_probe",
+        prog="python -m numa_effects.measure.workloads.memory_probe",
         description="Idle latency and read bandwidth of this process's memory (pin it with "
         "numactl), as JSON.",
     )

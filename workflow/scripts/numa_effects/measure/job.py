@@ -1,0 +1,328 @@
+"""The front door of every measurement job: a cell's replicate, a dtype's peak, a node pair's
+memory probe (a ``plan.spec.Spec``: one record) and a packing or interference group (a
+``GroupSpec``: its configurations, one group record). For each it
+
+1. checks where the job runs (``prepare``): numactl on PATH (nothing ever runs unpinned), the
+   plan made when scheduling still holds on this machine (``Configuration.recheck``), each
+   instance's workload resolved from the one registry (``measure.workloads.WORKLOADS``; the
+   memory probe compiles its C code here, or the record says skipped), each instance's
+   allocator library found here and its environment built with it preloaded
+   (``allocator_here``: on a cluster the preload is made where the job runs);
+2. measures (``runner.measure``, the one measuring stack), the spec kept beside each
+   instance's log (``spec_path``: ``python -m numa_effects.measure.job --spec S`` re-runs a
+   cell as the pipeline ran it);
+3. takes the workload's summary (a model's inspection, a peak's rates, a probe's latency and
+   bandwidth) and its check (a model whose outputs disagree with float32 eager fails with cause
+   ``numerics``: a broken conversion is never a speedup, its timings stay);
+4. decides the status once (``decide``: ``ok``, ``contended``: no clean iteration after the
+   retries, ``failed``: ``Failure`` with its ``Cause``, ``skipped``) and builds the record once;
+5. writes it atomically (``record.write``).
+
+Every failure of a measurement becomes its record and the job succeeds, so the grid goes on; an
+interruption raises ``supervise.Interrupted`` instead (no record, the job fails, the next run
+measures it again). The binding is checked inside each instance, at its start (CPUs and memory
+policy, before any import) and after its timed steps (threads, pages, allocator too: ``verify``),
+and the record carries that verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from numa_effects.measure import provenance, record, runner, supervise
+from numa_effects.measure.causes import Cause
+from numa_effects.measure.record import Failure, GroupRecord, Record
+from numa_effects.measure.workloads import WORKLOADS, Skip, WorkloadError
+from numa_effects.plan import allocators
+from numa_effects.plan import spec as spec_mod
+from numa_effects.plan import topology as topology_mod
+from numa_effects.plan.spec import Configuration, GroupSpec, Spec
+
+
+def spec_path(log: str | os.PathLike) -> Path:
+    """Where an instance's spec is kept: beside its log (``r1.log`` -> ``r1.spec.json``)."""
+    return Path(log).with_suffix(".spec.json")
+
+
+def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
+    """(the record's allocator, the instance's base environment, why not) for allocator
+    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
+    environment with it preloaded and its configuration set (any inherited allocator preload
+    removed), its version."""
+    alloc = allocators.get(name)
+    path = allocators.locate(alloc)
+    why = allocators.skip_reason(alloc, path)
+    if why:
+        return None, None, f"{why} (where the cell runs: {os.uname().nodename})"
+    env = allocators.child_env(alloc, path, os.environ if environ is None else environ)
+    found = {
+        "name": alloc.name,
+        "library": path,
+        "maps_key": alloc.maps_key,
+        "heap_probe": alloc.heap_probe,
+        "version": allocators.version(alloc),
+        "env": {k: env[k] for k in allocators.ENV_KEYS if env.get(k)},
+    }
+    return found, env, None
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A configuration resolved where the job runs, each instance's environment, and the
+    record's allocator (the one every instance runs with, else None)."""
+
+    configuration: Configuration
+    environs: tuple
+    allocator: dict | None
+
+
+def prepare(conf: Configuration, topo, found: dict | None = None, where: str = ""):
+    """``Ready``, or the ``Failure`` that ends the job before anything runs, or the ``Skip``
+    of a workload that cannot run here (see the module docstring, 1). ``found``: allocators
+    already looked up by this job; ``where``: the configuration's name in messages."""
+    if shutil.which("numactl") is None:
+        return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
+    why = conf.recheck(topo)
+    if why:
+        return Failure(Cause.PLAN_MISMATCH, where + why)
+    found = {} if found is None else found
+    insts, environs = [], []
+    for inst in conf.instances:
+        w = WORKLOADS[inst.workload]
+        try:
+            resolved = {"module": w.module, **w.runtime().prepare(inst)}
+        except Skip as exc:
+            return exc
+        except WorkloadError as exc:
+            return Failure(Cause.ERROR, str(exc))
+        env = None
+        if inst.allocator:
+            if inst.allocator not in found:
+                found[inst.allocator] = allocator_here(inst.allocator)
+            resolved["allocator"], env, why = found[inst.allocator]
+            if why:
+                return Failure(Cause.ALLOCATOR_NOT_LOADED, why)
+        insts.append(replace(inst, resolved=resolved))
+        environs.append(env)
+    allocs = {json.dumps(i.resolved.get("allocator"), sort_keys=True) for i in insts}
+    alloc = insts[0].resolved.get("allocator") if len(allocs) == 1 else None
+    return Ready(Configuration(tuple(insts), conf.packing), tuple(environs), alloc)
+
+
+def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
+    """The record of a measurement: the workload's summary and check, the status decided once
+    (a failure: failed; no clean iteration: contended; else ok)."""
+    inst = spec.instances[0]
+    w = WORKLOADS[inst.workload]
+    runtime = w.runtime()
+    clean = got.failure is None and got.stats is not None
+    single = len(spec.instances) == 1
+    summary = runtime.summary(inst, got.report, got.measurement, clean) if single else None
+    failure = got.failure
+    if failure is None and (bad := runtime.check(summary)):
+        failure = Failure(*bad, command_line=got.provenance.get("command_line"))
+    status = "failed" if failure else "ok" if got.stats is not None else "contended"
+    return Record(
+        status=status,
+        cell=spec.cell,
+        workload=w.name,
+        replicate=spec.replicate,
+        plan=spec.plan.to_dict() if spec.plan else None,
+        settings=dict(spec.settings),
+        measurement=got.measurement,
+        stats=None if failure else got.stats,
+        throughput=None if failure else got.throughput,
+        binding=got.binding,
+        contention=got.contention,
+        provenance=got.provenance,
+        failure=failure,
+        instances=got.instances,
+        allocator=allocator,
+        summary=summary,
+        report=got.report if w.keep_report else None,
+        code=spec.code,
+    )
+
+
+def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
+    """The record of a measurement that could not start here: failed, or skipped."""
+    skipped = isinstance(stop, Skip)
+    return Record(
+        status="skipped" if skipped else "failed",
+        cell=spec.cell,
+        workload=spec.instances[0].workload,
+        replicate=spec.replicate,
+        plan=spec.plan.to_dict() if spec.plan else None,
+        settings=dict(spec.settings),
+        failure=None if skipped else stop,
+        skip_reason=str(stop) if skipped else None,
+        code=spec.code,
+    )
+
+
+def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, **kw) -> Record:
+    """Measure a prepared ``spec`` (its instances' logs ``logs``, each spec beside its log)."""
+    spec = replace(spec, configuration=ready.configuration)
+    members = [
+        runner.Member(inst.plan, spec_path(log), log, env, j)
+        for j, (inst, log, env) in enumerate(zip(spec.instances, logs, ready.environs, strict=True))
+    ]
+    # Raises supervise.Interrupted (exit 1, no result) if the run is interrupted.
+    return decide(spec, runner.measure(spec, members, timeout_s, **kw), ready.allocator)
+
+
+def run(
+    spec: Spec | GroupSpec,
+    out: str | os.PathLike,
+    log: str | os.PathLike,
+    timeout_s: float,
+    max_memory_mb: int | None = None,
+    sleep=None,
+) -> Record | GroupRecord:
+    """Measure one job (see the module docstring) and write its record atomically to ``out``.
+    A group's instances log to the folder ``log`` without its suffix. ``max_memory_mb``: each
+    instance's address-space limit (RLIMIT_AS), None = none; ``sleep``: the back-off's (tests)."""
+    out, log = Path(out), Path(log)
+    kw = {"max_memory_mb": max_memory_mb, "sleep": sleep}
+    if isinstance(spec, GroupSpec):
+        done = run_group(spec, log.parent / log.stem, timeout_s, **kw)
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        ready = prepare(spec.configuration, topology_mod.current())
+        # leftovers of an earlier attempt killed mid-way (temp files) are removed first
+        supervise.remove_leftovers(out)
+        if isinstance(ready, Ready):
+            done = measure(spec, ready, [log], timeout_s, **kw)
+        else:
+            done = unmeasured(spec, ready)
+    record.write(out, done)
+    return done
+
+
+def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, **kw) -> GroupRecord:
+    """A group job: every configuration prepared first (one that cannot run here fails the job
+    before anything runs), then each measured in the order of its ``schedule``
+    (``measure_all``); its instances log to ``logdir/<name>-r<replicate>-i<j>.log``."""
+    started = {
+        "started_at": provenance.now(),
+        "host": provenance.host(),
+        "versions": provenance.versions(),
+        "workflow_revision": provenance.git_revision(runner.SCRIPTS_DIR),
+        "slurm": provenance.slurm(),
+    }
+    topo, found, readies, stop = topology_mod.current(), {}, {}, None
+    for name, why in spec.unplaced.items():
+        stop = stop or Failure(Cause.PLAN_MISMATCH, f"{name}: not placed when planned: {why}")
+    for name, conf in spec.configurations.items():
+        got = prepare(conf, topo, found, where=f"{name}: ")
+        if isinstance(got, Ready):
+            readies[name] = got
+        else:
+            stop = stop or (got if isinstance(got, Failure) else Failure(Cause.ERROR, str(got)))
+    runs, alloc = {}, None
+    if stop is None:
+        runs = measure_all(spec.measurements(), readies, Path(logdir), timeout_s, **kw)
+        started["finished_at"] = provenance.now()
+        allocs = {json.dumps(r.allocator, sort_keys=True) for r in readies.values()}
+        alloc = next(iter(readies.values())).allocator if len(allocs) == 1 else None
+    failed = [(n, r.failure) for n, recs in runs.items() for r in recs if r.failure]
+    stop = stop or (failed[0][1].prefixed(failed[0][0]) if failed else None)
+    return GroupRecord(
+        kind=spec.kind,
+        job=dict(spec.job),
+        status="failed" if stop else "ok",
+        settings=dict(spec.settings),
+        provenance=started,
+        configurations={n: _echo(c) for n, c in spec.configurations.items()},
+        placements={
+            n: [i.plan.to_dict() for i in c.instances] for n, c in spec.configurations.items()
+        },
+        runs=runs,
+        choice=spec.choice,
+        allocator=alloc,
+        failure=stop,
+        code=spec.code,
+    )
+
+
+def measure_all(
+    measurements: list[tuple[str, Spec]], readies: dict, logdir: Path, timeout_s: float, **kw
+) -> dict[str, tuple[Record, ...]]:
+    """``{name: records in replicate order}`` of named configurations, measured in the order
+    given (``GroupSpec.schedule``: replicate by replicate by default; ABBA or any other)."""
+    runs: dict[str, list[Record]] = {}
+    for name, s in measurements:
+        tag = f"{name}-r{s.replicate}"
+        logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
+        runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
+    return {n: tuple(sorted(recs, key=lambda r: r.replicate)) for n, recs in runs.items()}
+
+
+def _echo(conf: Configuration) -> dict:
+    """A configuration as the group record names it: its instances' (threads, images) and
+    nodes."""
+    p = conf.packing
+    return {
+        "instances": [[i.threads, int(i.cell["batch_size"])] for i in conf.instances],
+        "nodes": list(p.nodes) if p and p.nodes else None,
+    }
+
+
+def run_rule(sm, timeout_s: float, spec: Spec | GroupSpec | None = None):
+    """``run`` as a Snakemake rule's script calls it (``sm``: its ``snakemake`` object): the
+    spec of its ``params.spec`` (or ``spec``), its first output and log, the config's
+    ``max_memory_mb``."""
+    spec = spec or spec_mod.from_json(sm.params.spec)
+    return run(spec, sm.output[0], sm.log[0], timeout_s, sm.config.get("max_memory_mb"))
+
+
+def outcome_line(rec: Record, what: str, ok: str, nothing: str) -> str:
+    """The job's line in the Snakemake log: ``{what}: {ok}`` for a measurement, else why it has
+    no ``nothing`` (skipped with its reason, contended, failed with its cause)."""
+    if rec.status == "ok":
+        return f"{what}: {ok}"
+    if rec.status == "skipped":
+        return f"{what}: SKIPPED, no {nothing}: {rec.skip_reason}"
+    if rec.status == "contended":
+        return f"{what}: CONTENDED, no {nothing}: {rec.contention.get('contended_reason')}"
+    return f"{what}: FAILED ({rec.failure.cause}): {rec.failure.message}"
+
+
+def summary_line(rec: GroupRecord) -> str:
+    """A group job's outcome in one line for its log: status, each configuration's medians
+    (ms, or the status of a replicate without statistics), the failure when it failed."""
+    med = {
+        n: [round(r.stats["median_s"] * 1e3, 2) if r.stats else r.status for r in recs]
+        for n, recs in rec.runs.items()
+    }
+    line = f"{rec.status}; medians ms {med}"
+    if rec.status != "ok":
+        line += f" ({rec.failure.cause}: {rec.failure.message})"
+    return line
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m numa_effects.measure.job", description=__doc__)
+    ap.add_argument("--spec", required=True, help="a spec (results/logs/.../r1.spec.json)")
+    ap.add_argument("--out", required=True, help="where to write the record")
+    ap.add_argument("--log", required=True, help="the instance's log (a group's: its folder)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds (default %(default)s)")
+    ap.add_argument("--max-memory-mb", type=int, default=None)
+    args = ap.parse_args(argv)
+    try:
+        spec = spec_mod.from_json(json.loads(Path(args.spec).read_text()))
+    except spec_mod.SpecError as exc:
+        print(f"{args.spec}: {exc}", file=sys.stderr)
+        return 2
+    done = run(spec, args.out, args.log, args.timeout, args.max_memory_mb)
+    print(f"{done.status}: {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""What a measurement job records: one ``Record`` per measurement (a cell's replicate, a dtype's
+peak, a node pair's memory probe, one configuration of a group at one replicate) and one
+``GroupRecord`` per packing or interference job, each one JSON file written atomically
+(``write``). Built once by the front door (``measure.job``), never edited; the tables read
+them (``read``).
+
+``FORMAT`` 2. Format 1 (``schema_version: 1``; a group's file had no version) is read as well: its
+keys are the same, its workload's entry (``precision``, ``peak``, ``memory``) is known by the cell's
+``kind`` (and a group's measurements from before the one measuring stack, without a version or a
+cell, keep their contention verdict). A file of a newer format, or none of this workflow, is refused
+with one line naming it and what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from numa_effects.measure.workloads import WORKLOADS
+from numa_effects.plan import spec as spec_mod
+
+FORMAT = 2
+# format 1 named a record's workload by its cell's kind
+KINDS = {"peak": spec_mod.PEAK, "memory": spec_mod.MEMORY}
+
+
+class FormatError(ValueError):
+    """A result file this code cannot read (one line: which file, what to do)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a measurement has no result: its ``cause`` (a ``causes.Cause``), a message, and what
+    the failed process left: exit status (negative: the ``signal``), its last lines of output,
+    its log and command line, its wall time, the memory limit it ran under."""
+
+    cause: str
+    message: str
+    returncode: int | None = None
+    signal: str | None = None
+    stderr_tail: str | None = None
+    log: str | None = None
+    command_line: str | None = None
+    wall_s: float | None = None
+    max_memory_mb: int | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v is not None or k in ("cause", "message")}
+
+    @classmethod
+    def from_json(cls, d: dict | None) -> Failure | None:
+        if not d:
+            return None
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+    def prefixed(self, where: str) -> Failure:
+        """The same failure, its message prefixed with ``where`` (a configuration's name)."""
+        return Failure(**{**vars(self), "message": f"{where}: {self.message}"})
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measurement's record. ``status``: ``ok``; ``contended`` (measured, but no timed
+    iteration was clean after the retries: no ``stats`` or ``throughput``, the iterations stay
+    in ``measurement``); ``failed`` (``failure`` says why; what was measured stays); ``skipped``
+    (nothing could run here: ``skip_reason``)."""
+
+    status: str
+    cell: dict  # the table's keys and what the workload read (``plan.spec``)
+    workload: str = spec_mod.MODEL
+    replicate: int = 1  # which independent process (group) of the cell this is, 1-based
+    plan: dict | None = None  # the planned binding of a single instance (None for k > 1)
+    settings: dict = field(default_factory=dict)
+    # warm-up and timed latencies (seconds, raw; per timed iteration foreign_pct, excluded),
+    # stop reason, elapsed, import, build, conversion and first-call times, page faults, canary
+    measurement: dict = field(default_factory=dict)
+    stats: dict | None = None  # stats.summarize over the clean timed iterations
+    throughput: dict | None = None  # images per second
+    # what the process found in force (/proc/self/status, get_mempolicy(2), torch threads) and
+    # ``verification``: the in-process checks (CPUs, policy, threads, pages, allocator)
+    binding: dict = field(default_factory=dict)
+    # the machine's load before, the window's and the iterations' verdict (timing.judge)
+    contention: dict = field(default_factory=dict)
+    # command line, versions, environment, host, Slurm, timestamps, peak RSS, warnings
+    provenance: dict = field(default_factory=dict)
+    failure: Failure | None = None
+    instances: tuple = ()  # per pinned instance: plan, command, latencies, statistics, binding
+    allocator: dict | None = None  # name, library, version, environment, as found where it ran
+    summary: dict | None = None  # the workload's entry (its key: ``WORKLOADS[workload].key``)
+    report: dict | None = None  # the instance's raw report, where the workload keeps it
+    skip_reason: str | None = None
+    code: str | None = None  # the digest of the measuring code that made it (plan.code)
+
+    @property
+    def verification(self) -> dict:
+        return self.binding.get("verification") or {}
+
+    @property
+    def hostname(self) -> str | None:
+        return (self.provenance.get("host") or {}).get("hostname")
+
+    def version(self, package: str) -> str | None:
+        return (self.provenance.get("versions") or {}).get(package)
+
+    @property
+    def command_line(self) -> str | None:
+        """The instance's command line (a failed one's too)."""
+        return self.provenance.get("command_line") or (self.failure and self.failure.command_line)
+
+    @property
+    def mempolicy(self) -> str | None:
+        """The memory policy the process read back (get_mempolicy(2)) as ``bind:0`` (None: not
+        read): the ``mempolicy`` column of cells.csv, peak.csv and memory_matrix.csv."""
+        pol = self.binding.get("mempolicy") or {}
+        return f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
+
+    def to_json(self) -> dict:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {"format": FORMAT, **out, "instances": list(self.instances)}
+        out["failure"] = self.failure.to_json() if self.failure else None
+        out[WORKLOADS[self.workload].key] = out.pop("summary")
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict, where: str = "this record") -> Record:
+        version = _format(d, where)
+        if version == 1:
+            workload = KINDS.get((d.get("cell") or {}).get("kind"), spec_mod.MODEL)
+        else:
+            workload = d["workload"]
+        key = WORKLOADS[workload].key
+        kw = {k: d[k] for k in cls.__dataclass_fields__ if d.get(k) is not None}
+        kw.update(
+            workload=workload, summary=d.get(key), failure=Failure.from_json(d.get("failure"))
+        )
+        kw["instances"] = tuple(d.get("instances") or ())
+        if version == 1 and workload == spec_mod.MODEL:
+            kw["report"] = None  # format 1 kept a model's inspection as its ``precision``
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A packing or interference job's record: its ``runs`` (``Record``s by configuration, in
+    replicate order), what the job was (``job``, ``choice``, ``configurations``), the
+    placements its configurations ran on (``placements``: plan dicts by configuration), the
+    allocator found where it ran, and its status: ``failed`` when it could not start (the plan
+    or allocator did not hold there) or any measurement failed (``failure``: the first one's,
+    prefixed with its configuration), else ``ok``."""
+
+    kind: str
+    job: dict
+    status: str
+    settings: dict
+    provenance: dict
+    configurations: dict
+    placements: dict
+    runs: dict = field(default_factory=dict)
+    choice: dict | None = None
+    allocator: dict | None = None
+    failure: Failure | None = None
+    code: str | None = None  # the digest of the measuring code that made it (plan.code)
+
+    def to_json(self) -> dict:
+        out = {"format": FORMAT, **{k: getattr(self, k) for k in self.__dataclass_fields__}}
+        out["runs"] = {n: [r.to_json() for r in recs] for n, recs in self.runs.items()}
+        out["failure"] = self.failure.to_json() if self.failure else None
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict, where: str = "this record") -> GroupRecord:
+        if "format" in d:  # format 1: no version, and no kind for a packing job
+            _format(d, where)
+        runs = {n: tuple(_run(r, where) for r in rs) for n, rs in d.get("runs", {}).items()}
+        return cls(
+            kind=d.get("kind", "packing"),
+            job=d["job"],
+            status=d["status"],
+            settings=d.get("settings") or {},
+            provenance=d.get("provenance") or {},
+            configurations=d.get("configurations") or {},
+            placements=d.get("placements") or {},
+            runs=runs,
+            choice=d.get("choice"),
+            allocator=d.get("allocator"),
+            failure=Failure.from_json(d.get("failure")),
+            code=d.get("code"),
+        )
+
+
+def _run(d: dict, where: str) -> Record:
+    """A group's measurement; one from before the one measuring stack had no version, no cell,
+    and its contention verdict at its top level."""
+    if "format" in d or "schema_version" in d:
+        return Record.from_json(d, where)
+    return Record(
+        status=d["status"],
+        cell={},
+        replicate=int(d.get("replicate", 1)),
+        measurement=d.get("measurement") or {},
+        stats=d.get("stats"),
+        contention={"contended": bool(d.get("contended"))},
+        instances=tuple(d.get("instances") or ()),
+    )
+
+
+def _format(d: dict, where: str) -> int:
+    version = d.get("format", 1 if d.get("schema_version") == 1 else None)
+    if version is None:
+        raise FormatError(f"{where}: not a result of this workflow (no format); re-run its job")
+    if version > FORMAT:
+        raise FormatError(
+            f"{where}: result format {version} is newer than this workflow reads ({FORMAT}); "
+            "update the workflow (git pull) or re-run the job with this one"
+        )
+    return version
+
+
+def write(path: str | os.PathLike, record: Record | GroupRecord | dict) -> None:
+    """A record's (or any document's) JSON to a temp file in the same folder, fsync, then
+    renamed over ``path``: a reader never sees half a file."""
+    data = record if isinstance(record, dict) else record.to_json()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=False, allow_nan=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp creates 0600; give the file the mode a plain open() would (shared folders).
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: str | os.PathLike) -> Record:
+    """The record of a measurement's result file."""
+    with open(path) as fh:
+        return Record.from_json(json.load(fh), str(path))
+
+
+def read_group(path: str | os.PathLike) -> GroupRecord:
+    """The record of a packing or interference job's result file."""
+    with open(path) as fh:
+        return GroupRecord.from_json(json.load(fh), str(path))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,383 @@
+"""The typed job: what a measurement job measures, built here and nowhere else.
+
+- ``Instance``: one pinned process: its workload (a key of ``measure.workloads.WORKLOADS``),
+  the cell its record describes (the table's keys and what the workload reads: model,
+  optimization, batch, allocator; a peak's dtype; a node pair's nodes), its placement plan
+  (CPUs, memory policy and nodes) and the workload's own options;
+- ``Configuration``: k >= 1 instances measured together, round by round, and, for instances
+  packed on a core budget, how their plans were made (``Packing``: re-made where the job runs);
+- ``Spec``: one measurement, one record: a configuration under the measurement settings, at one
+  replicate (a cell's replicate, a dtype's peak, a node pair's memory probe);
+- ``GroupSpec``: a packing or interference job: named configurations, measured in the order of
+  its ``schedule`` of (configuration, replicate) pairs.
+
+A spec is complete when built (``cell``, ``peak``, ``memory``, ``interference``, ``packing``)
+and never edited; ``measure.job`` (the front door) adds only what it finds where the job runs,
+into a copy (``Instance.resolved``: the workload's module, the allocator's library, the memory
+probe's compiled code). ``to_json``/``from_json`` (``FORMAT``) are the job's Snakemake params,
+the file beside each instance's log (what the instance reads) and the re-run of a cell
+(``python -m numa_effects.measure.job --spec``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from numa_effects.plan import packing as packing_mod
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.placement import Plan
+
+FORMAT = 2
+# the workloads (measure.workloads.WORKLOADS), by name
+MODEL, PEAK, MEMORY = "model", "dtype_peaks", "memory_probe"
+
+
+class SpecError(ValueError):
+    """A spec this code cannot read (another format)."""
+
+
+def check_format(data: dict, what: str) -> None:
+    got = data.get("format")
+    if got != FORMAT:
+        raise SpecError(
+            f"{what} has format {got!r}, this code reads format {FORMAT}: it was made by another "
+            "version of the workflow; re-run the job (snakemake re-creates its spec)"
+        )
+
+
+@dataclass(frozen=True)
+class Instance:
+    workload: str
+    cell: dict
+    plan: Plan
+    options: dict = field(default_factory=dict)  # inspect, compile_cache_dir, probe
+    resolved: dict = field(default_factory=dict)  # found where the job runs (measure.job)
+
+    @property
+    def threads(self) -> int:
+        return self.plan.threads
+
+    @property
+    def allocator(self) -> str | None:
+        return self.cell.get("allocator")
+
+    def to_json(self) -> dict:
+        return {
+            "workload": self.workload,
+            "cell": dict(self.cell),
+            "plan": self.plan.to_dict(),
+            "options": dict(self.options),
+            "resolved": dict(self.resolved),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Instance:
+        plan = Plan.from_dict(d["plan"])
+        options, resolved = d.get("options") or {}, d.get("resolved") or {}
+        return cls(d["workload"], dict(d["cell"]), plan, options, resolved)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Instances packed on the first ``budget`` cores (``placement.pack``), ``nodes``: each
+    one's node as an index among the budget's nodes (None: best fit)."""
+
+    budget: int
+    nodes: tuple[int, ...] | None = None
+    use_smt: bool = False
+
+
+@dataclass(frozen=True)
+class Configuration:
+    instances: tuple[Instance, ...]
+    packing: Packing | None = None
+
+    @property
+    def cell(self) -> dict:
+        """What its record describes: the instance's cell, for k > 1 the keys all instances
+        share, ``placement`` packed and the threads and images summed."""
+        if len(self.instances) == 1:
+            return dict(self.instances[0].cell)
+        first, rest = self.instances[0].cell, self.instances[1:]
+        common = {k: v for k, v in first.items() if all(i.cell.get(k) == v for i in rest)}
+        return common | {
+            "placement": placement_mod.PACKED,
+            "threads": sum(i.threads for i in self.instances),
+            "batch_size": sum(int(i.cell["batch_size"]) for i in self.instances),
+        }
+
+    def recheck(self, topo) -> str | None:
+        """Why the plans made when scheduling do not hold on ``topo`` (this machine), or None."""
+        if self.packing is None:
+            return _recheck_each(self.instances, topo)
+        p = self.packing
+        conf = [(i.threads, int(i.cell["batch_size"])) for i in self.instances]
+        got = plans_for(topo, p.budget, conf, p.use_smt, list(p.nodes) if p.nodes else None)
+        if isinstance(got, str):
+            return f"does not fit this machine: {got}"
+        if [g for g, _ in got] != [i.plan for i in self.instances]:
+            return "the placement planned on the scheduling topology differs from this machine's"
+        return None
+
+    def to_json(self) -> dict:
+        p = self.packing
+        return {
+            "instances": [i.to_json() for i in self.instances],
+            "packing": None if p is None else {**vars(p), "nodes": p.nodes and list(p.nodes)},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Configuration:
+        p = d.get("packing")
+        packing = None if p is None else Packing(**{**p, "nodes": p["nodes"] and tuple(p["nodes"])})
+        return cls(tuple(Instance.from_json(i) for i in d["instances"]), packing)
+
+
+def _recheck_each(instances, topo) -> str | None:
+    for inst in instances:
+        c = inst.cell
+        here = placement_mod.plan(topo, inst.threads, c["placement"], bool(c.get("use_smt")))
+        if isinstance(here, placement_mod.NotApplicable):
+            return f"plan does not fit this machine ({topo.source}): {here.reason}"
+        if here != inst.plan:
+            return (
+                f"plan made for the scheduling topology ({inst.plan.numactl_args()}) differs "
+                f"from the plan on this machine ({here.numactl_args()})"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class Spec:
+    configuration: Configuration
+    settings: dict
+    replicate: int = 1
+    code: str | None = None  # the measuring code's digest (plan.code): an edit re-measures
+
+    @property
+    def instances(self) -> tuple[Instance, ...]:
+        return self.configuration.instances
+
+    @property
+    def cell(self) -> dict:
+        return self.configuration.cell
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan of a single instance (None for k > 1)."""
+        return self.instances[0].plan if len(self.instances) == 1 else None
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            **self.configuration.to_json(),
+            "settings": dict(self.settings),
+            "replicate": self.replicate,
+            "code": self.code,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Spec:
+        check_format(d, "this spec")
+        conf = Configuration.from_json(d)
+        return cls(conf, dict(d["settings"]), int(d.get("replicate", 1)), d.get("code"))
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    kind: str  # "packing" | "interference"
+    job: dict  # what the job is (model, opt, budget, ...), echoed in its record
+    configurations: dict[str, Configuration]
+    settings: dict
+    schedule: tuple[tuple[str, int], ...]  # (configuration, replicate) in the order measured
+    choice: dict | None = None  # packing: the optimizer's row (plan.packing.choices)
+    unplaced: dict[str, str] = field(default_factory=dict)  # could not be placed when planned
+    code: str | None = None
+
+    def measurements(self) -> list[tuple[str, Spec]]:
+        """(configuration, its Spec at that replicate) in the order of ``schedule``."""
+        return [
+            (n, Spec(self.configurations[n], self.settings, r, self.code)) for n, r in self.schedule
+        ]
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "kind": self.kind,
+            "job": dict(self.job),
+            "choice": self.choice,
+            "configurations": {n: c.to_json() for n, c in self.configurations.items()},
+            "settings": dict(self.settings),
+            "schedule": [list(s) for s in self.schedule],
+            "unplaced": dict(self.unplaced),
+            "code": self.code,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> GroupSpec:
+        check_format(d, "this group spec")
+        confs = {n: Configuration.from_json(c) for n, c in d["configurations"].items()}
+        schedule = tuple((str(n), int(r)) for n, r in d["schedule"])
+        rest = (d.get("choice"), d.get("unplaced") or {}, d.get("code"))
+        return cls(d["kind"], d["job"], confs, d["settings"], schedule, *rest)
+
+
+def from_json(d: dict) -> Spec | GroupSpec:
+    """The spec of a job's params or spec file, whichever kind it is."""
+    return GroupSpec.from_json(d) if "configurations" in d else Spec.from_json(d)
+
+
+# -- the builders --------------------------------------------------------------------------------
+def one(
+    workload: str,
+    cell: dict,
+    plan: Plan,
+    settings: dict,
+    replicate: int = 1,
+    options: dict | None = None,
+    code: str | None = None,
+) -> Spec:
+    """A measurement of one instance."""
+    inst = Instance(workload, dict(cell), plan, dict(options or {}))
+    return Spec(Configuration((inst,)), dict(settings), int(replicate), code)
+
+
+def cell(
+    key: dict,
+    plan: Plan,
+    settings: dict,
+    replicate: int,
+    *,
+    image_size: int,
+    use_smt: bool,
+    compile_cache_dir: str | None = None,
+    code: str | None = None,
+) -> Spec:
+    """A cell's replicate: its model, inspected after the timed iterations (which oneDNN
+    kernels ran, the agreement with float32 eager, the CPU's capabilities); a compiled
+    optimization's cache folder (``compile_cache_dir``) shared by the run's processes."""
+    options = {"inspect": True}
+    if compile_cache_dir:
+        options["compile_cache_dir"] = compile_cache_dir
+    c = {**key, "image_size": image_size, "use_smt": use_smt}
+    return one(MODEL, c, plan, settings, replicate, options, code)
+
+
+def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None) -> Spec:
+    """The peak of one dtype at a placement and thread count: each of its kernels once per
+    step (``measure.workloads.dtype_peaks``)."""
+    # its placement as the grid names it (``sequential+smt`` under use_smt), as the peak table
+    c = {"kind": "peak", "placement": plan.label, "threads": plan.threads, "dtype": dtype}
+    return one(PEAK, c | {"use_smt": plan.use_smt}, plan, settings, code=code)
+
+
+def memory(
+    cpu: int, mem: int, plan: Plan, settings: dict, cache_dir: str, code: str | None = None
+) -> Spec:
+    """The memory probe of one node pair: 1 core of node ``cpu``, memory bound to node ``mem``;
+    its compiled code cached in ``cache_dir``."""
+    c = {"kind": "memory", "placement": plan.placement, "threads": plan.threads}
+    c |= {"cpu_node": int(cpu), "mem_node": int(mem), "use_smt": plan.use_smt}
+    return one(MEMORY, c, plan, settings, options={"probe": {"cache_dir": cache_dir}}, code=code)
+
+
+def packed(common: dict, plan: Plan, images: int) -> Instance:
+    """One instance of a packed configuration: a model cell of its own threads and images
+    (``common``: model, opt, allocator, image_size, use_smt; each instance may have its own)."""
+    c = {**common, "placement": placement_mod.PACKED, "threads": plan.threads}
+    return Instance(MODEL, c | {"batch_size": int(images)}, plan)
+
+
+def plans_for(topo, budget: int, configuration, use_smt: bool, nodes=None):
+    """``[(Plan, images)]`` of a configuration ``[(threads, images), ...]`` packed on ``budget``
+    cores of ``topo``, or the reason it does not fit. ``nodes``: each instance's node as an
+    index among the budget's nodes (``packing.budget_nodes``; the optimizer's choice), None =
+    best fit."""
+    ids = None
+    if nodes is not None:
+        bn = [n for n, _ in packing_mod.budget_nodes(topo, budget, use_smt)]
+        if any(not 0 <= i < len(bn) for i in nodes):
+            return f"node indexes {nodes} outside the budget's {len(bn)} node(s)"
+        ids = [bn[i] for i in nodes]
+    got = placement_mod.pack(topo, [t for t, _ in configuration], budget, use_smt, nodes=ids)
+    if isinstance(got, placement_mod.NotApplicable):
+        return got.reason
+    return list(zip(got, [b for _, b in configuration], strict=True))
+
+
+def placements(row: dict, topo, use_smt: bool) -> dict:
+    """Each configuration of a packing ``choices`` row (``packing.configurations``) placed on
+    ``topo``: its plan dicts, or the reason it does not fit (plans.json's ``placements``)."""
+    out = {}
+    for name, conf in packing_mod.configurations(row).items():
+        got = plans_for(topo, row["budget"], conf["instances"], use_smt, conf["nodes"])
+        out[name] = got if isinstance(got, str) else [g.to_dict() for g, _ in got]
+    return out
+
+
+def group(
+    kind: str, job: dict, placed: dict, settings: dict, replicates: int, **extra
+) -> GroupSpec:
+    """A group job of named configurations ``placed`` ({name: Configuration}), measured
+    replicate by replicate in the order given (each replicate measures every configuration:
+    drift hits them alike). ``extra``: ``choice``, ``unplaced``, ``code``."""
+    schedule = tuple((n, r) for r in range(1, int(replicates) + 1) for n in placed)
+    return GroupSpec(kind, dict(job), dict(placed), dict(settings), schedule, **extra)
+
+
+def _common(job: dict) -> dict:
+    """What the instances of a packing or interference job share: model, optimization, image
+    size, SMT and the grid's baseline allocator."""
+    common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
+    return common | ({"allocator": job["allocator"]} if job.get("allocator") else {})
+
+
+def _group(kind: str, job: dict, echo: dict, placed: dict, **extra) -> GroupSpec:
+    extra |= {"code": job.get("code")}
+    return group(kind, echo | {"allocator": job.get("allocator")}, placed, job["settings"],
+                 job["replicates"], **extra)  # fmt: skip
+
+
+def _configuration(common: dict, plans, conf: dict, budget: int, use_smt: bool) -> Configuration:
+    nodes = conf.get("nodes")
+    insts = tuple(packed(common, p, b) for p, (_, b) in zip(plans, conf["instances"], strict=True))
+    return Configuration(insts, Packing(int(budget), nodes and tuple(nodes), bool(use_smt)))
+
+
+def packing(job: dict, budget: int, batch: int, choice: dict) -> GroupSpec:
+    """A packing job (one model, optimization, core budget and total batch): the fat instance
+    and the optimizer's candidates (``packing.configurations``) with the placements
+    ``choice["placements"]`` made on the scheduling topology (``plans_for``; a configuration
+    that did not fit there is ``unplaced``). ``job``: ``Plan.packing_job``; every instance runs
+    with its optimization and allocator."""
+    choice = dict(choice)
+    made = choice.pop("placements", {}) or {}
+    row = {**choice, "budget": int(budget), "batch": int(batch)}
+    common, placed, unplaced = _common(job), {}, {}
+    for name, conf in packing_mod.configurations(row).items():
+        plans = made.get(name)
+        if not isinstance(plans, list):
+            unplaced[name] = plans or "no placement was planned for it"
+            continue
+        plans = [Plan.from_dict(p) for p in plans]
+        placed[name] = _configuration(common, plans, conf, budget, common["use_smt"])
+    echo = {k: job[k] for k in ("model", "opt")} | {"budget": int(budget), "batch": int(batch)}
+    echo |= {k: job[k] for k in ("image_size", "use_smt")}
+    return _group("packing", job, echo, placed, choice=choice, unplaced=unplaced)
+
+
+def interference(job: dict, topo) -> GroupSpec:
+    """An interference profile job: one instance of ``threads`` threads and ``batch`` images
+    alone (``k1``) and ``k`` identical ones side by side (``k<k>``), packed on ``budget`` cores
+    of ``topo`` (``packing.profile_plan``). ``job``: ``Plan.packing_job`` with ``budget``,
+    ``threads``, ``batch``, ``instances`` (the group sizes)."""
+    budget, threads, batch = int(job["budget"]), int(job["threads"]), int(job["batch"])
+    common, placed, unplaced = _common(job), {}, {}
+    for k in (1, *(int(k) for k in job["instances"] if int(k) > 1)):
+        got = packing_mod.profile_plan(topo, budget, threads, k, common["use_smt"])
+        if not isinstance(got, list):
+            unplaced[f"k{k}"] = got.reason
+            continue
+        conf = {"instances": [(threads, batch)] * k, "nodes": None}
+        placed[f"k{k}"] = _configuration(common, got, conf, budget, common["use_smt"])
+    keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
+    return _group("interference", job, {k: job[k] for k in keys}, placed, unplaced=unplaced)
