@@ -19,7 +19,9 @@ from test_packrat import PACKRAT
 
 from numa_effects import config as config_mod
 from numa_effects.measure import deploy as measured
+from numa_effects.measure.record import Record
 from numa_effects.plan import build, cost, deploy, launchers, topology
+from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import deploy as judged
 from numa_effects.tables import deploy_plan, packrat
 from numa_effects.tables import interference as interference_table
@@ -160,9 +162,14 @@ def test_an_import_gets_a_predicted_answer_with_intervals():
 # -- judging a measured plan --------------------------------------------------------------------
 
 
-def record(latency_s: float, batch: int = 1, instances: int = 1) -> dict:
+def record(latency_s: float, batch: int = 1, instances: int = 1, replicate: int = 1) -> Record:
     inst = {"batch": batch, "stats": {"median_s": latency_s, "p99_s": latency_s * 1.1}}
-    return {"status": "ok", "stats": {"median_s": latency_s}, "instances": [inst] * instances}
+    stats = {"median_s": latency_s}
+    return Record("ok", {}, replicate=replicate, stats=stats, instances=(inst,) * instances)
+
+
+def rounds(values: list[float]) -> list[Record]:
+    return [record(v, replicate=r) for r, v in enumerate(values, start=1)]
 
 
 def row(objective=deploy.LATENCY) -> dict:
@@ -177,8 +184,10 @@ def row(objective=deploy.LATENCY) -> dict:
 
 
 def test_abba_order():
-    assert measured.order(["a", "b", "c"], 1) == ["a", "b", "c"]
-    assert measured.order(["a", "b", "c"], 2) == ["c", "b", "a"]
+    got = spec_mod.abba(["a", "b", "c"], 3)
+    assert [n for n, r in got if r == 1] == ["a", "b", "c"]
+    assert [n for n, r in got if r == 2] == ["c", "b", "a"]
+    assert [r for _, r in got] == [1] * 3 + [2] * 3 + [3] * 3
 
 
 def test_the_simplest_of_the_not_significantly_different_is_recommended():
@@ -190,16 +199,16 @@ def test_the_simplest_of_the_not_significantly_different_is_recommended():
     rng = np.random.default_rng(1)
     noise = lambda: float(np.exp(rng.normal(0, 0.002)))  # noqa: E731
     runs = {
-        "a": [record(0.100 * noise()) for _ in range(4)],  # the best
-        "b": [record(0.1002 * noise()) for _ in range(4)],  # as good, simpler
-        "c": [record(0.200 * noise()) for _ in range(4)],  # clearly slower
+        "a": rounds([0.100 * noise() for _ in range(4)]),  # the best
+        "b": rounds([0.1002 * noise() for _ in range(4)]),  # as good, simpler
+        "c": rounds([0.200 * noise() for _ in range(4)]),  # clearly slower
     }
     r = row()
     gains = measured.gains(runs, r, measured.pooled(runs, [r]))
     pick, why = judged.recommend(runs, r, configs, gains)
     assert measured.best(runs, ["a", "b", "c"], deploy.LATENCY) == "a"
     assert pick == "b" and "not significantly different" in why
-    runs["b"] = [record(0.130 * noise()) for _ in range(4)]  # now clearly slower
+    runs["b"] = rounds([0.130 * noise() for _ in range(4)])  # now clearly slower
     gains = measured.gains(runs, r, measured.pooled(runs, [r]))
     assert judged.recommend(runs, r, configs, gains)[0] == "a"
     runs["b"] = runs["b"][:1]  # one round: no interval, so no tie is claimed
@@ -211,7 +220,7 @@ def test_throughput_is_the_instances_images_per_second():
     rec = record(0.5, batch=16, instances=2)
     assert measured.metric(rec, deploy.THROUGHPUT) == pytest.approx(64.0)
     assert measured.metric(rec, deploy.LATENCY) == 0.5
-    assert math.isnan(measured.metric({"status": "contended"}, deploy.LATENCY))
+    assert math.isnan(measured.metric(Record("contended", {}), deploy.LATENCY))
 
 
 def simulate(rng, gain: float, rounds: int, drift: float, process: float, steps: int = 20):
@@ -222,10 +231,11 @@ def simulate(rng, gain: float, rounds: int, drift: float, process: float, steps:
     mu = {"a": math.log(0.1), "b": math.log(0.1 * gain)}
     for r in range(1, rounds + 1):
         d = rng.normal(0, drift)
-        for slot, cid in enumerate(measured.order(["a", "b"], r)):
+        order = ["a", "b"] if r % 2 else ["b", "a"]  # ABBA (plan.spec.abba)
+        for slot, cid in enumerate(order):
             level = mu[cid] + d + 0.01 * slot + rng.normal(0, process)
             times = np.exp(level + rng.normal(0, 0.01, steps))
-            runs[cid].append(record(float(np.median(times))))
+            runs[cid].append(record(float(np.median(times)), replicate=r))
             all_steps[cid] += list(times)
     return runs, all_steps
 

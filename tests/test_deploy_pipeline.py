@@ -10,6 +10,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, REPO, load_config, snakemake
 
+from numa_effects.measure import deploy, record
 from numa_effects.plan import cpulist
 
 pytestmark = pytest.mark.integration
@@ -61,25 +62,24 @@ def test_every_objective_has_one_recommendation_measured_beside_the_baselines(ru
 
 def test_configurations_are_measured_in_abba_rounds_with_their_binding(run):
     results, _, _ = run
-    result = json.loads((results / "deploy/run.json").read_text())
+    result = record.read_group(results / "deploy/run.json")
     plan = json.loads((results / "deploy/plan.json").read_text())
     ids = list(plan["configurations"])
-    assert result["rounds"] == 2
+    assert deploy.rounds(result) == 2 and result.kind == "deploy"
     for r in (1, 2):
-        started = [result["runs"][c][r - 1]["provenance"]["launcher_started_at"] for c in ids]
+        started = [result.runs[c][r - 1].provenance["launcher_started_at"] for c in ids]
         order = [c for _, c in sorted(zip(started, ids, strict=True))]
         assert order == (ids if r == 1 else ids[::-1])
-    for cid, recs in result["runs"].items():
+    for cid, recs in result.runs.items():
         config = plan["configurations"][cid]
         for rec in recs:
-            if rec["status"] != "ok":
+            if rec.status != "ok":
                 continue
-            got = [i["binding"]["cpus_allowed_list"] for i in rec["instances"]]
+            got = [i["binding"]["cpus_allowed_list"] for i in rec.instances]
             assert got == [cpulist.format(i["cpus"]) for i in config["instances"]]
-            assert [i["batch"] for i in rec["instances"]] == [
-                i["batch"] for i in config["instances"]
-            ]
-            assert rec["cell"]["opt"] == config["opt"]
+            assert [i["batch"] for i in rec.instances] == [i["batch"] for i in config["instances"]]
+            assert rec.cell["opt"] == config["opt"]
+            assert rec.cell["allocator"] == config["allocator"]
 
 
 def test_the_run_ends_with_the_answer(run):
@@ -90,6 +90,7 @@ def test_the_run_ends_with_the_answer(run):
     first = page.index("<h2")
     assert page[first:].startswith('<h2 id="what-to-deploy">What to deploy</h2>')
     assert "What to deploy (measured" in done.stderr
+    assert "progress: 1/" in done.stderr and "min left" in done.stderr
 
 
 def test_a_budget_on_a_2x32_server_is_planned_within_it(tmp_path):

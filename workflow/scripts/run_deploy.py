@@ -5,23 +5,22 @@ import json
 import sys
 from pathlib import Path
 
-from numa_effects.measure import deploy
+from numa_effects.measure import deploy, job
 from numa_effects.plan import settings
 
 sm = snakemake  # noqa: F821
 plan = json.loads(Path(sm.input.plan).read_text())
-job = {**sm.params.job, **{k: plan[k] for k in ("objectives", "configurations")}}
-log = Path(sm.log[0])
-result = deploy.run(
-    job,
+rec = deploy.run(
+    sm.params.job,
+    plan,
     sm.output[0],
-    log.parent / log.stem,
+    sm.log[0],
     settings.cell_timeout_s(sm.config),
     max_memory_mb=sm.config.get("max_memory_mb"),
 )
 msg = (
-    f"deploy: {len(job['configurations'])} configurations, {result.get('rounds', 0)} rounds "
-    f"({result.get('stop_reason') or result.get('failure')})"
+    f"deploy: {len(plan['configurations'])} configurations, {deploy.rounds(rec)} rounds"
+    f" ({rec.stopped or 'all rounds'}): {job.summary_line(rec)}"
 )
-log.write_text(msg + "\n")
+Path(sm.log[0]).write_text(msg + "\n")
 print(msg, file=sys.stderr)

@@ -83,6 +83,7 @@ profiles):
 - ``measure.onednn``: which oneDNN kernels a model really ran.
 - ``measure.numerics``: agreement of an optimized model with float32 eager.
 - ``measure.deploy``: the deploy answer's configurations in ABBA rounds; their gains judged.
+- ``measure.progress``: the run's progress line with an ETA, printed as each measuring job ends.
 
 ``tables``: result files -> tidy tables:
 

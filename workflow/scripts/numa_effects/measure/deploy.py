@@ -1,35 +1,30 @@
 """Measure the deploy answer's configurations (``tables.deploy_plan``) side by side: round by
-round, every configuration once per round in ABBA order (the plan's order in odd rounds, the
-reverse in even ones), so that what drifts between rounds moves every configuration alike and
-each gain is a paired ratio over rounds (``gains``; docs/deploy.md).
+round, every configuration once per round in ABBA order (``plan.spec.abba``), so that what
+drifts between rounds moves every configuration alike and each gain is a paired ratio over
+rounds (``gains``; docs/deploy.md).
 
-A configuration is one measurement of the one measuring stack (``runner.measure``, as a packing
-group is): one pinned instance process per instance, each with its own optimization, allocator,
-threads, batch and binding; a round's latency is the barrier round's (all instances start
-together). After ``rounds`` rounds the job goes on, round by round up to ``max_rounds``, while a
-gain of an objective's best configuration is known less precisely than ``target_pct`` and the
-next round fits the job's time allowance.
+The job is a group of the one front door (``measure.job``; its spec ``plan.spec.deploy``): one
+pinned instance process per instance, each with its own optimization, allocator, threads, batch
+and binding; a round's latency is the barrier round's (all instances start together). After
+``rounds`` rounds the job goes on, round by round up to ``max_rounds``, while a gain of an
+objective's best configuration is known less precisely than ``target_pct`` and the next round
+fits the job's time allowance (``until``).
 
-The judging (``metric``, ``gains``, ``best``) is pure, on the records: ``tables.deploy`` reads
-the same functions into ``recommendation.csv``.
+The judging (``metric``, ``gains``, ``best``) is pure, on the records (``measure.record``):
+``tables.deploy`` reads the same functions into ``recommendation.csv``.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 
 from numa_effects import stats
-from numa_effects.measure import provenance, runner
-from numa_effects.measure import result as cellresult
-from numa_effects.measure.causes import Cause
-from numa_effects.plan import placement
-from numa_effects.plan import topology as topology_mod
+from numa_effects.measure import job as job_mod
+from numa_effects.measure.record import GroupRecord, Record
+from numa_effects.plan import spec as spec_mod
 
 LATENCY, THROUGHPUT = "latency", "throughput"
 
@@ -37,16 +32,16 @@ LATENCY, THROUGHPUT = "latency", "throughput"
 # -- judging (pure) ----------------------------------------------------------------------------
 
 
-def metric(rec: dict, objective: str) -> float:
+def metric(rec: Record, objective: str) -> float:
     """A measured configuration's value for an objective: the request's median latency
     (seconds; the barrier round's) or the machine's images per second (each instance's batch
     over its own median latency, summed); NaN without statistics."""
-    if rec.get("status") != "ok" or not rec.get("stats"):
+    if rec.status != "ok" or not rec.stats:
         return math.nan
     if objective == LATENCY:
-        return float(rec["stats"]["median_s"])
+        return float(rec.stats["median_s"])
     total = 0.0
-    for inst in rec.get("instances") or []:
+    for inst in rec.instances or ():
         st = inst.get("stats")
         if not st or not st.get("median_s"):
             return math.nan
@@ -54,9 +49,9 @@ def metric(rec: dict, objective: str) -> float:
     return total
 
 
-def p99_s(rec: dict) -> float:
+def p99_s(rec: Record) -> float:
     """The largest of the instances' p99 latencies (a request's tail), NaN without them."""
-    vals = [(i.get("stats") or {}).get("p99_s") for i in rec.get("instances") or []]
+    vals = [(i.get("stats") or {}).get("p99_s") for i in rec.instances or ()]
     vals = [float(v) for v in vals if v]
     return max(vals) if vals else math.nan
 
@@ -64,10 +59,10 @@ def p99_s(rec: dict) -> float:
 def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
     """{round: value} of one configuration (rounds without statistics left out)."""
     out = {}
-    for r, rec in enumerate(runs.get(cid) or [], start=1):
+    for rec in runs.get(cid) or ():
         v = metric(rec, objective)
         if v == v and v > 0:
-            out[r] = v
+            out[rec.replicate] = v
     return out
 
 
@@ -144,166 +139,36 @@ def widest_pct(runs: dict, rows: list[dict]) -> float:
 # -- measuring ---------------------------------------------------------------------------------
 
 
-def plans_here(config: dict, topo) -> list[placement.Plan] | str:
-    """The binding of each instance of a configuration on this machine, or why it cannot run
-    here (a CPU the machine does not have)."""
-    have = {c.cpu for c in topo.cpus}
-    out = []
-    for inst in config["instances"]:
-        missing = [c for c in inst["cpus"] if c not in have]
-        if missing:
-            return f"CPUs {missing} are not on this machine ({topo.source})"
-        nodes = tuple(sorted({topo.node_of(c) for c in inst["cpus"]}))
-        mem = tuple(inst["mem_nodes"])
-        cores = len({topo.cpu(c).siblings for c in inst["cpus"]})
-        out.append(
-            placement.Plan(
-                placement=placement.PACKED,
-                threads=int(inst["threads"]),
-                cpus=tuple(sorted(inst["cpus"])),
-                cpu_nodes=nodes,
-                mem_policy="bind" if mem else "local",
-                mem_nodes=mem or nodes,
-                use_smt=cores < len(inst["cpus"]),
-                cores=cores,
-            )
-        )
-    return out
+def until(rows: list[dict], job: dict, started: float):
+    """The front door's stop rule of a deploy job (``measure.job.measure_all``): after round
+    ``rounds``, stop once every gain is within ``target_pct``, or when the next round would
+    overrun ``allowance_s``."""
+    last = {"t": started}
 
-
-def members(config, plans, job, environ, logdir: Path, tag: str) -> tuple[list, dict]:
-    """The instances of one configuration as the runner's members, and the record's cell."""
-    common = {
-        "model": config["model"],
-        "opt": config["opt"],
-        "allocator": config["allocator"],
-        "image_size": job["image_size"],
-        "use_smt": any(p.use_smt for p in plans),
-    }
-    record, env = environ.get(config["allocator"], (None, None))
-    out = []
-    for j, (plan, inst) in enumerate(zip(plans, config["instances"], strict=True)):
-        cell = {**common, "placement": placement.PACKED, "threads": plan.threads}
-        spec = {
-            "cell": {**cell, "batch_size": int(inst["batch"])},
-            "plan": plan.to_dict(),
-            "settings": job["settings"],
-        }
-        if config["opt"] in job.get("compile_cache_opts", ()):
-            spec["compile_cache_dir"] = job["compile_cache_dir"]
-        if record:
-            spec["allocator"] = record
-        out.append(
-            runner.Member(
-                plan, spec, logdir / f"{tag}-i{j}.spec.json", logdir / f"{tag}-i{j}.log", env
-            )
-        )
-    cell = {
-        **common,
-        "placement": placement.PACKED,
-        "threads": sum(p.threads for p in plans),
-        "batch_size": sum(int(i["batch"]) for i in config["instances"]),
-    }
-    return out, cell
-
-
-def preflight(job: dict, topo) -> tuple[dict, dict, tuple | None]:
-    """({cid: plans}, {allocator: (record, environment)}, the first reason not to run or
-    None): numactl, every configuration placed here, every allocator found here."""
-    if shutil.which("numactl") is None:
-        return {}, {}, (Cause.NUMACTL_MISSING, "numactl is not on PATH; never run unpinned")
-    placed, why = {}, None
-    for cid, config in job["configurations"].items():
-        got = plans_here(config, topo)
-        if isinstance(got, str):
-            why = why or (Cause.PLAN_MISMATCH, f"{cid}: {got}")
-        else:
-            placed[cid] = got
-    environ = {}
-    for name in sorted({c["allocator"] for c in job["configurations"].values()}):
-        record, env, no = runner.allocator_here(name)
-        if no:
-            why = why or (Cause.ALLOCATOR_NOT_LOADED, no)
-        environ[name] = (record, env)
-    return placed, environ, why
-
-
-def order(cids: list[str], r: int) -> list[str]:
-    """Round ``r``'s order: the plan's in odd rounds, reversed in even ones (ABBA)."""
-    return list(cids) if r % 2 else list(reversed(cids))
-
-
-def measure_round(job, placed, environ, logdir, timeout_s, r, runs, max_memory_mb, sleep):
-    for cid in order(list(job["configurations"]), r):
-        config = job["configurations"][cid]
-        mem, cell = members(config, placed[cid], job, environ, logdir, f"{cid}-r{r}")
-        rec = runner.measure(
-            mem,
-            cell,
-            job["settings"],
-            timeout_s,
-            replicate=r,
-            max_memory_mb=max_memory_mb,
-            sleep=sleep,
-        )
-        if config["allocator"] in environ and environ[config["allocator"]][0]:
-            rec["allocator"] = environ[config["allocator"]][0]
-        runs[cid].append(rec)
-
-
-def run(job: dict, out, logdir, timeout_s: float, max_memory_mb=None, sleep=None) -> dict:
-    """Measure every configuration of the deploy plan in ABBA rounds (module docstring) and
-    write the result JSON atomically to ``out``: ``runs`` {configuration: [record per round]},
-    ``rounds`` and why they stopped. ``job``: the plan's ``objectives`` and ``configurations``,
-    ``settings``, ``image_size``, ``rounds``, ``max_rounds``, ``target_pct``,
-    ``allowance_s`` (the time the job may take)."""
-    logdir = Path(logdir)
-    started = time.monotonic()
-    result = {
-        "kind": "deploy",
-        "settings": job["settings"],
-        "code": job.get("code"),  # the measuring code's digest (kept by it in the history)
-        "provenance": {
-            "started_at": provenance.now(),
-            "host": provenance.host(),
-            "versions": provenance.versions(),
-            "workflow_revision": provenance.git_revision(runner.SCRIPTS_DIR),
-            "slurm": provenance.slurm(),
-            "load_before": os.getloadavg()[0],
-        },
-    }
-    placed, environ, why = preflight(job, topology_mod.current())
-    if why:
-        result.update(status="failed", failure={"cause": str(why[0]), "message": why[1]})
-        cellresult.write_json_atomic(out, result)
-        return result
-    runs: dict[str, list] = {cid: [] for cid in job["configurations"]}
-    rows = job["objectives"]
-    r, stop = 0, "no configuration"
-    while runs and r < int(job["max_rounds"]):
-        t0 = time.monotonic()
-        r += 1
-        measure_round(job, placed, environ, logdir, timeout_s, r, runs, max_memory_mb, sleep)
-        per_round = time.monotonic() - t0
-        if r < int(job["rounds"]):
-            continue
+    def check(runs: dict, replicate: int) -> str | None:
+        now = time.monotonic()
+        per_round, last["t"] = now - last["t"], now
+        if replicate < int(job["rounds"]):
+            return None
         widest = widest_pct(runs, rows)
         if widest <= float(job["target_pct"]):
-            stop = f"every gain within +-{job['target_pct']:g} % ({widest:.1f} %)"
-            break
-        spent = time.monotonic() - started
-        if spent + per_round > float(job.get("allowance_s") or math.inf):
-            stop = f"time allowance ({job['allowance_s']:.0f} s); widest gain CI +-{widest:.1f} %"
-            break
-        stop = f"max_rounds; widest gain CI +-{widest:.1f} %"
-    result["runs"] = runs
-    result["rounds"] = r
-    result["stop_reason"] = stop
-    failed = [(c, rec) for c, recs in runs.items() for rec in recs if rec["status"] == "failed"]
-    result["status"] = "ok"
-    result["failed_configurations"] = sorted({c for c, _ in failed})
-    result["provenance"]["finished_at"] = provenance.now()
-    result["provenance"]["load_after"] = os.getloadavg()[0]
-    result["wall_s"] = time.monotonic() - started
-    cellresult.write_json_atomic(out, result)
-    return result
+            return f"every gain within +-{job['target_pct']:g} % ({widest:.1f} %)"
+        allowance = job.get("allowance_s")
+        if allowance and now - started + per_round > float(allowance):
+            return f"time allowance ({allowance:.0f} s); widest gain CI +-{widest:.1f} %"
+        return None
+
+    return check
+
+
+def run(job: dict, plan: dict, out, log, timeout_s: float, max_memory_mb=None) -> GroupRecord:
+    """Measure every configuration of the deploy ``plan`` in ABBA rounds (module docstring)
+    through the front door and write its record to ``out``; ``job``: ``Plan.deploy_job``."""
+    spec = spec_mod.deploy(job, plan["configurations"])
+    stop = until(plan["objectives"], job, time.monotonic())
+    return job_mod.run(spec, out, log, timeout_s, max_memory_mb, until=stop)
+
+
+def rounds(rec: GroupRecord) -> int:
+    """How many rounds a deploy job measured."""
+    return max((r.replicate for recs in rec.runs.values() for r in recs), default=0)

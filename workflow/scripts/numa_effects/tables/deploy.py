@@ -23,6 +23,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.measure import deploy as measured
+from numa_effects.measure.record import GroupRecord
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import optimizations as optimizations_mod
@@ -220,7 +221,7 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
         if runs:
             base.update(value_ci(runs, cid, objective))
-            p99 = [measured.p99_s(r) for r in runs.get(cid, []) if r.get("status") == "ok"]
+            p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
                 base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
@@ -288,10 +289,10 @@ def _predicted_pick(row: dict, configs: dict) -> tuple[str | None, str]:
     return row["candidates"][0]["config"], "predicted best (nothing measured here)"
 
 
-def table(plan: dict, result: dict | None, bound_ms: float | None = None) -> pd.DataFrame:
+def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None) -> pd.DataFrame:
     """recommendation.csv from the deploy plan and, where it was measured, the deploy job's
-    result (None: an imported run, predictions only)."""
-    runs = (result or {}).get("runs") or None
+    record (``measure.record.read_group``; None: an imported run, predictions only)."""
+    runs = result.runs if result is not None and result.runs else None
     rows = plan["objectives"]
     pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
     out = []

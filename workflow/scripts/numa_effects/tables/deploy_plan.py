@@ -79,6 +79,9 @@ class Config:
             "instances": [i.to_dict() for i in self.instances],
         }
         if topo is not None:
+            for d, i in zip(out["instances"], self.instances, strict=True):
+                d["nodes"] = sorted({topo.node_of(c) for c in i.cpus})
+                d["cores"] = len({topo.cpu(c).siblings for c in i.cpus})
             out["nodes"] = sorted({topo.node_of(c) for i in self.instances for c in i.cpus})
             slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
             args = launchers.run_cpu_args(slots, topo)
