@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from numa_effects import stats
-from numa_effects.tables import compare as degradation
-from numa_effects.tables.compare import DEGRADATION_COLUMNS, OPT_SPEEDUP_COLUMNS
+from numa_effects.tables import degradation
+from numa_effects.tables.degradation import DEGRADATION_COLUMNS, OPT_SPEEDUP_COLUMNS
 
 
 def cell(placement, median, opt="none", threads=2, bs=4, **extra):

@@ -15,7 +15,7 @@ from numa_effects.plan import grid, placement, topology
 from numa_effects.report import data as figure_data
 from numa_effects.report import node_pair_plots, plots
 from numa_effects.report import registry as figures
-from numa_effects.tables import compare as degradation
+from numa_effects.tables import degradation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "topology"
 MODEL, OPT = "resnet50", "none"

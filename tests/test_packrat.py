@@ -15,8 +15,7 @@ from report_browser import install_chromium, load_page, page_links
 
 from numa_effects.plan import grid
 from numa_effects.report import registry as figures
-from numa_effects.tables import compare as degradation
-from numa_effects.tables import packrat
+from numa_effects.tables import degradation, packrat
 
 # The reference data (read-only, beside the repository); NUMA_EFFECTS_PACKRAT points elsewhere.
 PACKRAT = Path(os.environ.get("NUMA_EFFECTS_PACKRAT", REPO.parent / "shared/reference/packrat"))

@@ -169,20 +169,20 @@ def _run_tables(drift_sd: float, own_sd: float, seed: int = 5, axis: str = "plac
 
 
 def test_degradation_uses_the_paired_interval_where_rounds_share_noise():
-    from numa_effects.tables import compare
+    from numa_effects.tables import degradation
 
     cells, samples = _run_tables(0.04, 0.01)
-    deg = compare.degradation_table(cells, samples)
+    deg = degradation.degradation_table(cells, samples)
     assert set(deg["ci_method"]) == {"paired"}
     w_paired = (
         deg["latency_degradation_ci_high_pct"] - deg["latency_degradation_ci_low_pct"]
     ).median()
     cells, samples = _run_tables(0.0, 0.02)
-    deg = compare.degradation_table(cells, samples)
+    deg = degradation.degradation_table(cells, samples)
     assert set(deg["ci_method"]) == {"two-level"}  # nothing shared: the independent interval
     # without samples' rounds (an older samples.csv) the two-level interval as before
     cells, samples = _run_tables(0.04, 0.01)
-    deg = compare.degradation_table(cells, samples.drop(columns="replicate"))
+    deg = degradation.degradation_table(cells, samples.drop(columns="replicate"))
     assert set(deg["ci_method"]) == {"two-level"}
     w_two = (
         deg["latency_degradation_ci_high_pct"] - deg["latency_degradation_ci_low_pct"]
@@ -255,10 +255,10 @@ def test_on_a_quiet_real_machine_adjacent_processes_share_no_noise_so_two_level_
 def test_speedups_are_paired_the_same_way():
     """Eager and an optimization run in the same group of each round (plan.grid.job_order), so
     opt_speedup.csv pairs them under the same rule as degradation.csv."""
-    from numa_effects.tables import compare
+    from numa_effects.tables import degradation
 
     cells, samples = _run_tables(0.04, 0.01, axis="opt")
-    sp = compare.opt_speedup_table(cells, samples)
+    sp = degradation.opt_speedup_table(cells, samples)
     assert len(sp) == G and set(sp["ci_method"]) == {"paired"}
     assert (sp["adjacent_correlation"] > 0.5).all()
     # the centre is the table's: eager / script, the inverse of the simulated 5 % slowdown
@@ -272,9 +272,9 @@ def test_speedups_are_paired_the_same_way():
         (sp["speedup_ci_low"] <= sp["speedup"]) & (sp["speedup"] <= sp["speedup_ci_high"])
     ).all()
     w_paired = (sp["speedup_ci_high"] - sp["speedup_ci_low"]).median()
-    two = compare.opt_speedup_table(cells, samples.drop(columns="replicate"))
+    two = degradation.opt_speedup_table(cells, samples.drop(columns="replicate"))
     assert set(two["ci_method"]) == {"two-level"} and two["adjacent_correlation"].isna().all()
     assert w_paired < 0.6 * (two["speedup_ci_high"] - two["speedup_ci_low"]).median()
     cells, samples = _run_tables(0.0, 0.02, axis="opt")
-    sp = compare.opt_speedup_table(cells, samples)
+    sp = degradation.opt_speedup_table(cells, samples)
     assert set(sp["ci_method"]) == {"two-level"}  # nothing shared: the independent interval

@@ -14,7 +14,7 @@ from numa_effects.report import data as figure_data
 from numa_effects.report import page as report_html
 from numa_effects.report import plots, style
 from numa_effects.report import registry as figures
-from numa_effects.tables import compare, precision
+from numa_effects.tables import degradation, precision
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 NOTE = "int8 no_vnni: no VNNI or AMX, int8 dot products take 2-3 instructions"
@@ -73,7 +73,7 @@ def grid_run(fixture):
     t = figure_data.Tables(
         cells,
         skipped,
-        compare.degradation_table(cells),
+        degradation.degradation_table(cells),
         precision=precision.precision_table(cells),
     )
     return t

@@ -14,7 +14,7 @@ from numa_effects.plan.optimizations import OPTIMIZATIONS, Optimization
 from numa_effects.report import data as figure_data
 from numa_effects.report import plots, style
 from numa_effects.report import registry as figures
-from numa_effects.tables import compare
+from numa_effects.tables import degradation
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 TOPO_2NODE = FIX / "topology-2node-4core.lscpu"
@@ -60,7 +60,7 @@ def test_a_new_optimization_is_one_registry_entry(bf16):
     fig = plots.draw("latency_per_opt", tables, {"model": "resnet50", "opt": "bf16"})
     assert bf16.legend in fig.axes[0].texts[0].get_text()  # the subtitle names it
     # and compared with eager in opt_speedup.csv
-    sp = compare.opt_speedup_table(cells)
+    sp = degradation.opt_speedup_table(cells)
     assert {"script", "bf16"} <= set(sp["opt"]) and (sp["baseline"] == "none").all()
     assert style.opt_color("bf16") == bf16.color and style.opt_label("bf16") == bf16.legend
 
@@ -136,7 +136,7 @@ def test_a_new_placement_family_is_one_registry_entry(family):
     # the Latency/Throughput sections stay the sequential placement's
     assert all(f.placement in ("", "sequential") for f in figs if f.spec.section != "numa")
     # degradation.csv pairs n0m1 with n0m0 (not with sequential)
-    deg = compare.degradation_table(cells)
+    deg = degradation.degradation_table(cells)
     row = deg[(deg["placement"] == "n0m1") & (deg["threads"] == 2) & (deg["batch_size"] == 8)]
     (r,) = row.to_dict("records")
     assert r["baseline"] == "n0m0" and r["latency_baseline_ms"] == pytest.approx(40.0)

@@ -127,12 +127,12 @@ def _simulated_rounds(rng, keys, shared_sd: float, own_sd: dict, rounds: int) ->
 
 
 def test_the_first_stage_says_which_comparisons_keep_whole_rounds():
-    """``pairing`` runs the tables' own test (``compare.paired_choice``) on the first stage's two
-    rounds: where adjacent processes share a drift (4 % between rounds, 0.5 % their own) it keeps
-    whole rounds for eager vs TorchScript at both thread counts in >= 90 % of 300 simulated
-    first stages; where they share nothing (3 % own noise) in at most 12 % (the F test's level
-    is 5 %). Then ``decide`` gives a quiet eager cell its noisy partner's count only where the
-    pairing pays."""
+    """``pairing`` runs the tables' own test (``degradation.paired_choice``) on the first stage's
+    two rounds: where adjacent processes share a drift (4 % between rounds, 0.5 % their own) it
+    keeps whole rounds for eager vs TorchScript at both thread counts in >= 90 % of 300 simulated
+    first stages; where they share nothing (3 % own noise) in at most 12 % (the F test's level is
+    5 %). Then ``decide`` gives a quiet eager cell its noisy partner's count only where the pairing
+    pays."""
     rng = np.random.default_rng(7)
     keys = _keys()
     kept = {"shared": 0, "independent": 0}
@@ -176,11 +176,11 @@ def _speedup_intervals(rng, shared_sd: float, own_sd: dict, runs: int) -> dict:
     """``runs`` simulated two-stage runs of ``_keys()``' 16 cells (``_simulated_rounds``),
     target +-3 %, cap 6, through the whole path of a comparison: ``pairing`` on the first stage,
     ``decide``, then the tables' rule on all rounds -- the paired interval where
-    ``compare.paired_choice`` takes it and both cells kept the same rounds, else the two cells'
+    ``degradation.paired_choice`` takes it and both cells kept the same rounds, else the two cells'
     two-stage intervals combined. Returns the coverage of the true speedup, the paired and the
     independent interval's log widths where the paired one was used, and the processes run vs
     under the rule that keeps every comparison's rounds whole (``decide``'s ``pairs=None``)."""
-    from numa_effects.tables import compare
+    from numa_effects.tables import degradation
 
     keys = _keys()
     settings = {"first_stage": 2, "target_pct": 3.0, "cap": 6}
@@ -199,7 +199,7 @@ def _speedup_intervals(rng, shared_sd: float, own_sd: dict, runs: int) -> dict:
         }
         for t in (1, 2):
             comps = [(b, c) for b, c in zip(keys[0::2], keys[1::2], strict=True) if b.threads == t]
-            use, pool, _ = compare.paired_choice([(final[b], final[c]) for b, c in comps])
+            use, pool, _ = degradation.paired_choice([(final[b], final[c]) for b, c in comps])
             for b, c in comps:
                 ci = {}
                 for k in (b, c):
@@ -321,9 +321,9 @@ def test_comparisons_take_two_stage_cis_as_t_intervals():
             "status": ["ok", "ok"],
         }
     )
-    from numa_effects.tables import compare
+    from numa_effects.tables import degradation
 
-    row = compare.opt_speedup_table(cells).iloc[0]
+    row = degradation.opt_speedup_table(cells).iloc[0]
     assert row["ci_method"] == "two-level" and row["speedup_ci_low"] < 1.25 < row["speedup_ci_high"]
 
 

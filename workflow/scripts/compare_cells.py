@@ -3,8 +3,7 @@ precision.csv."""
 
 from numa_effects import stats
 from numa_effects.tables import cells as tidy
-from numa_effects.tables import compare as degradation
-from numa_effects.tables import precision
+from numa_effects.tables import degradation, precision
 
 sm = snakemake  # noqa: F821
 cells = stats.read_table(sm.input.cells)

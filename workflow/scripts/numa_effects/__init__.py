@@ -90,7 +90,7 @@ profiles):
 - ``tables.cells``: cell records -> cells.csv, samples.csv, skipped.csv, failures.csv.
 - ``tables.stages``: the first stage's replicates -> each cell's replicates in all (Stein).
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.
-- ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
+- ``tables.degradation``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.

@@ -256,7 +256,7 @@ def replicates(config: dict) -> int:
 
 
 def comparison_group(key: CellKey) -> tuple:
-    """Cells compared with each other by ``tables.compare`` (a placement and its baseline, SMT
+    """Cells compared with each other by ``tables.degradation`` (a placement and its baseline, SMT
     kept apart; every optimization and eager): they run next to each other in every round."""
     base = placement_mod.baseline_of(key.placement) or key.placement
     return (*(getattr(key, k) for k in KEYS if k not in ("placement", "opt")), base)
@@ -272,7 +272,7 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
       and the baseline, each at every optimization, at the same values of every other axis)
       run next to each other, in ABBA order over the rounds (the baseline's first in odd
       rounds, last in even ones), so a comparison's two processes of a round share what drifts
-      between rounds (``tables.compare`` pairs them);
+      between rounds (``tables.degradation`` pairs them);
     - the groups' order is a seeded shuffle per round, re-drawn if it would put the same group
       at the end of one round and the start of the next.
     """

@@ -6,7 +6,7 @@ in registry order (the default grid's ``none`` / ``glibc_tuned``).
 
 One row per cell whose (opt, allocator) is not the baseline's and that has the baseline cell
 at the same (model, placement, threads, batch_size): the pair is
-``tables.compare``'s (the same statistic, the same CI: two-level over both cells' replicates
+``tables.degradation``'s (the same statistic, the same CI: two-level over both cells' replicates
 when both have one, else the within-process bootstrap, ``ci_method``). ``none/jemalloc`` is the
 allocator's own speedup, ``bf16/default`` the dtype's with its compiler, ``bf16/jemalloc``
 both. Columns:
@@ -34,7 +34,7 @@ import pandas as pd
 
 from numa_effects.plan import allocators, grid
 from numa_effects.plan.grid import KEYS
-from numa_effects.tables import compare
+from numa_effects.tables import degradation
 
 VARY = ("opt", "allocator")
 CELL_INFO = (
@@ -86,7 +86,7 @@ COLUMNS = [
 def baseline(cells: pd.DataFrame) -> tuple[str, str]:
     """(opt, allocator) every other cell of ``cells`` is compared with: float32 eager on the
     run's baseline allocator (``plan.allocators.baseline``)."""
-    return compare.EAGER, allocators.baseline(grid.fill_keys(cells)["allocator"])
+    return degradation.EAGER, allocators.baseline(grid.fill_keys(cells)["allocator"])
 
 
 def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -96,7 +96,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     def baseline_of(variant: tuple) -> tuple | None:
         return None if tuple(variant) == base_variant else base_variant
 
-    p = compare._pairs(cells, samples, VARY, baseline_of)
+    p = degradation._pairs(cells, samples, VARY, baseline_of)
     if p.empty:
         return pd.DataFrame(columns=COLUMNS)
     bs = p["batch_size"].astype(float)
@@ -110,7 +110,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
             "speedup": 1.0 / p["ratio"],
             "speedup_ci_low": 1.0 / p["ratio_ci_high"],
             "speedup_ci_high": 1.0 / p["ratio_ci_low"],
-            "significant": compare._significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "significant": degradation._significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
             "ci_method": p["ci_method"],
             "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],

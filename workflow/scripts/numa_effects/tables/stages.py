@@ -11,10 +11,10 @@ results (``first_stage``) and ``decide`` gives every cell its number of replicat
    half-width within the target (``stats.stein_replicates``), at most ``cap``;
 3. the two cells of a comparison that pays for pairing take the most either needs, and so on
    through every such comparison they are in, so those cells keep whole rounds in ABBA order
-   and their paired interval (``tables.compare``) keeps every round. Which comparisons pay is
+   and their paired interval (``tables.degradation``) keeps every round. Which comparisons pay is
    the first stage's own answer (``pairing``): per thread count and compared axis
-   (``compare.PAIRED``: a placement vs its baseline, an optimization vs eager), the very test
-   the tables use (``compare.paired_choice``: do adjacent processes share noise?). Where they do
+   (``degradation.PAIRED``: a placement vs its baseline, an optimization vs eager), the very test
+   the tables use (``degradation.paired_choice``: do adjacent processes share noise?). Where they do
    not, the tables would use the independent two-level interval anyway, and every cell takes
    its own N: an eager cell does not run bf16's count for a pairing nobody uses. More
    replicates than Stein's N only narrow the interval: coverage holds either way
@@ -38,7 +38,7 @@ from numa_effects import stats
 from numa_effects.measure import record
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import stages as plan_stages
-from numa_effects.tables import compare
+from numa_effects.tables import degradation
 from numa_effects.tables.cells import KEY_COLUMNS, cell_row, pooled_variances
 
 UNCAPPED = 10**6
@@ -76,7 +76,7 @@ def first_stage(paths: Iterable[str]) -> dict:
 
 def _partners(key, keys) -> Iterable[tuple[str, object]]:
     """(axis, the cell it is compared with) for every paired comparison of ``key`` in ``keys``."""
-    for axis, baseline_of in compare.PAIRED.items():
+    for axis, baseline_of in degradation.PAIRED.items():
         base = baseline_of(getattr(key, axis))
         if base is not None:
             other = dataclasses.replace(key, **{axis: base})
@@ -87,7 +87,7 @@ def _partners(key, keys) -> Iterable[tuple[str, object]]:
 def pairing(rounds: dict) -> list[dict]:
     """Whether each kind of comparison pays for whole rounds, from the first stage
     (``first_stage_rounds``): one record per thread count and compared axis with two cells to
-    pair -- ``threads``, ``axis``, ``paired`` (``compare.paired_choice``: the pooled variance of
+    pair -- ``threads``, ``axis``, ``paired`` (``degradation.paired_choice``: the pooled variance of
     the per-round log ratios clearly below two independent cells'), ``correlation`` of adjacent
     processes and the number of ``comparisons``."""
     by: dict = {}
@@ -97,7 +97,7 @@ def pairing(rounds: dict) -> list[dict]:
                 by.setdefault((key.threads, axis), []).append((rounds[other], reps))
     out = []
     for (threads, axis), pairs in sorted(by.items()):
-        use, _pool, rho = compare.paired_choice(pairs)
+        use, _pool, rho = degradation.paired_choice(pairs)
         out.append(
             {
                 "threads": threads,
