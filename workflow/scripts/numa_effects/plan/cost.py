@@ -26,6 +26,8 @@ import copy
 import math
 from dataclasses import dataclass, field
 
+from numa_effects.plan.optimizations import EAGER
+
 JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
 START_S = 1.5  # a measuring process: numactl, Python, import torch, the workload's module
 BUILD_S = 0.5  # a torchvision model built with random weights
@@ -34,12 +36,12 @@ PEAK_JOB_S = 5.0  # one dtype peak job: its kernels for PEAK_SECONDS each, the p
 REPORT_S = 15.0  # the tables, the figures' data and the page
 FIGURE_S = 0.8  # one figure drawn
 # preparation per optimization, seconds: tracing, compiling at the first call
-PREPARE_S = {"none": 0.0, "script": 0.8, "bf16": 9.0, "bf16_aot": 4.0, "bf16_eager": 0.5}
+PREPARE_S = {EAGER: 0.0, "script": 0.8, "bf16": 9.0, "bf16_aot": 4.0, "bf16_eager": 0.5}
 PREPARE_DEFAULT_S = 10.0  # an optimization not listed: a compiled one
 # the fraction of one core's theoretical peak (at the base clock: a boosting core exceeds 1) a
 # 1-thread step reaches at a large batch (resnet50, measured), what a batch of b keeps of it
 # (b / (b + BATCH_HALF)), and what each doubling of the threads keeps
-EFFICIENCY = {"none": 0.95, "script": 1.25, "bf16": 1.35, "bf16_aot": 1.3}
+EFFICIENCY = {EAGER: 0.95, "script": 1.25, "bf16": 1.35, "bf16_aot": 1.3}
 EFFICIENCY_DEFAULT = 0.9
 BATCH_HALF = 0.6
 THREAD_SCALING = 0.85
@@ -222,16 +224,16 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
         scale = configs / max(1.0, searched + plain)
         searched, plain = searched * scale, plain * scale
     cores = max(1, sum(len(plan.topology.node_cpus(nd)) for nd in plan.topology.nodes))
-    opts = s["optimizations"] or ["none"]
+    opts = s["optimizations"] or [EAGER]
     batch = s["throughput_batch"]
     # a searched configuration: the dearest optimization to prepare; a baseline: eager
     dear = max(opts, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     per = {}
-    for opt in (dear, "none"):
+    for opt in (dear, EAGER):
         step = _typical_step(plan, caps, size, opt, cores, batch)
         per[opt] = process_s(opt, step, {**plan.config}, s["max_seconds"], 2, cores, False)
     rounds = (s["rounds"] + s["max_rounds"]) / 2
-    seconds = rounds * (searched * per[dear] + plain * per["none"])
+    seconds = rounds * (searched * per[dear] + plain * per[EAGER])
     est.add("deploy", JOB_S * 3 + seconds, jobs=3)
 
 

@@ -27,7 +27,6 @@ from numa_effects.plan.topology import Topology
 
 LATENCY, THROUGHPUT = "latency", "throughput"
 OBJECTIVES = (LATENCY, THROUGHPUT)
-EAGER = "none"  # the model as a user has it: what every baseline runs
 
 
 @dataclass(frozen=True)

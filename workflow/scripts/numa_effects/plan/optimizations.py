@@ -34,6 +34,10 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+# The model as a user has it (eager float32): the baseline every optimization is compared with
+# (opt_speedup.csv, precision.csv, the Precision figures) and what the deploy answer's baselines
+# run.
+EAGER = "none"
 # Bytes per element of each dtype an optimization computes in (the memory estimate).
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 
@@ -148,7 +152,7 @@ OPTIMIZATIONS: dict[str, Optimization] = {
     o.name: o
     for o in (
         Optimization(
-            "none",
+            EAGER,
             "eager PyTorch under torch.inference_mode()",
             label="none (eager)",
             color="#0173b2",

@@ -57,12 +57,9 @@ from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.report import style
 
-# the optimization every other is compared with in the Precision and runtime section, on the
-# run's baseline allocator (``plan.allocators.baseline``)
-BASE_OPT = "none"
 # PackRat's grid: a run with only these optimizations and one allocator has no Precision and
 # runtime figures (there is nothing beyond PackRat's question to show)
-PACKRAT_OPTS = ("none", "script")
+PACKRAT_OPTS = (optimizations_mod.EAGER, "script")
 
 
 def figure_allocator(names: Iterable[str]) -> str:
@@ -76,7 +73,7 @@ def base_variant(names: Iterable[str]) -> tuple[str, str]:
     """(opt, allocator) of the cells every other is compared with in the Precision and runtime
     section (``tables/precision.csv``'s baseline): float32 eager on the run's baseline
     allocator, of ``names`` (the run's allocators)."""
-    return BASE_OPT, figure_allocator(names)
+    return optimizations_mod.EAGER, figure_allocator(names)
 
 
 def is_sequential(label: str) -> bool:

@@ -70,8 +70,7 @@ from numa_effects import stats
 from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
-
-EAGER = "none"  # the optimization every other one is compared against (opt_speedup.csv)
+from numa_effects.plan.optimizations import EAGER
 
 
 def eager_baseline(opt: str) -> str | None:

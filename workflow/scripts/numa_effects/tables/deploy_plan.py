@@ -27,6 +27,7 @@ from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import cpulist, deploy, interference, launchers, packing
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.optimizations import EAGER
 from numa_effects.plan.topology import Topology
 
 
@@ -300,17 +301,17 @@ def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, f
     else:
         used, batch = slots, s["throughput_batch"]
     inst = tuple(Instance(sl.cpus, sl.threads, batch, sl.mem_nodes) for sl in used)
-    return Config(model, deploy.EAGER, alloc, inst), notes
+    return Config(model, EAGER, alloc, inst), notes
 
 
 def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str, fallback: str):
     """PackRat's plan: its optimizer over the float32 eager profile of the run's baseline
     allocator, interference not counted."""
-    key = (deploy.EAGER, fallback)
+    key = (EAGER, fallback)
     if key not in prof:
         return None, [f"no isolated profile of float32 eager with {fallback} in the grid"]
     one = {key: prof[key]}
-    quiet = {(model, deploy.EAGER): interference.NONE}
+    quiet = {(model, EAGER): interference.NONE}
     plain = {**s, "candidates": 1, "latency_bound_ms": None}
     if row["objective"] == deploy.LATENCY:
         preds = latency_predictions(one, quiet, topo, plain, model, row["batch"])
@@ -321,7 +322,7 @@ def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str,
     got = place(topo, preds[0][5], s["use_smt"])
     if isinstance(got, str):
         return None, [got]
-    return Config(model, deploy.EAGER, fallback, got), ["isolated profiles, no interference"]
+    return Config(model, EAGER, fallback, got), ["isolated profiles, no interference"]
 
 
 # -- the plan --------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import pandas as pd
 
 from numa_effects.plan import allocators, grid
 from numa_effects.plan.grid import KEYS
+from numa_effects.plan.optimizations import EAGER
 from numa_effects.tables import degradation
 
 VARY = ("opt", "allocator")
@@ -86,7 +87,7 @@ COLUMNS = [
 def baseline(cells: pd.DataFrame) -> tuple[str, str]:
     """(opt, allocator) every other cell of ``cells`` is compared with: float32 eager on the
     run's baseline allocator (``plan.allocators.baseline``)."""
-    return degradation.EAGER, allocators.baseline(grid.fill_keys(cells)["allocator"])
+    return EAGER, allocators.baseline(grid.fill_keys(cells)["allocator"])
 
 
 def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:

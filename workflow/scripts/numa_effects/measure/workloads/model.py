@@ -33,7 +33,7 @@ import warnings
 
 from numa_effects.measure.causes import Cause
 from numa_effects.measure.workloads import Built
-from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.plan.optimizations import EAGER, OPTIMIZATIONS
 
 TORCH = True
 AOT_FOLDER = "aot"  # AOTInductor packages (``bf16_aot``), under the run's compile cache
@@ -292,7 +292,7 @@ def build_for(instance, settings: dict):
         int(settings.get("seed", 0)),
         {**settings, "compile_cache_dir": options.get("compile_cache_dir")},
         # eager float32 is its own reference: nothing to compare
-        reference=bool(options.get("inspect")) and cell["opt"] != "none",
+        reference=bool(options.get("inspect")) and cell["opt"] != EAGER,
     )
 
 
