@@ -20,7 +20,7 @@ from report_browser import install_chromium, load_page, page_links
 
 from numa_effects import stats
 from numa_effects.plan import grid
-from numa_effects.report import registry as figures
+from numa_effects.report import families
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ COMPARE_RULES = {
     "compare",
     "compare_tables",
     "compare_page",
-    *(f"plot_{f.name}" for f in figures.page_families(figures.COMPARE_PAGE)),
+    *(f"plot_{f.name}" for f in families.page_families(families.COMPARE_PAGE)),
 }
 
 

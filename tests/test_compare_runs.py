@@ -247,8 +247,7 @@ def test_summary_counts_and_geomean(two):
 
 
 def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tmp_path):
-    from numa_effects.report import data, plots
-    from numa_effects.report import registry as figures
+    from numa_effects.report import data, families, figures, plots
 
     a, b = two
     rs = runs(a, b)
@@ -256,7 +255,7 @@ def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tm
     path = tmp_path / "compare.csv"
     c.to_csv(path, index=False)
     keys = compare_runs.matched_keys([str(a), str(b)], ["a", "b"])
-    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    figs = figures.figures(keys, page=families.COMPARE_PAGE)
     assert [(f.family, f.run, f.opt, f.placement) for f in figs] == [
         ("compare_forest", "b", "none", ""),
         ("compare_heatmap", "b", "none", "sequential"),
@@ -278,8 +277,7 @@ def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tm
 
 
 def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_path):
-    from numa_effects.report import compare_page
-    from numa_effects.report import registry as figures
+    from numa_effects.report import compare_page, families, figures
 
     other = {"summary": {"cpu_model": "Other CPU", "nodes": 2}, "host": {}}
     a = run(tmp_path / "w/a", [cell([10.0, 10.1], POOL), cell([30.0, 30.5], POOL, batch_size=8)])
@@ -289,7 +287,7 @@ def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_pa
     p = compare_runs.provenance_table(rs)
     settings = compare_plan.settings({"compare": [str(a), str(b)]})
     keys = compare_runs.matched_keys([str(a), str(b)], settings["labels"])
-    figs = figures.figures(keys, families=figures.page_families(figures.COMPARE_PAGE))
+    figs = figures.figures(keys, page=families.COMPARE_PAGE)
     html = compare_page.render(
         settings,
         [f.as_dict() for f in figs],

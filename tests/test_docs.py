@@ -18,7 +18,7 @@ import benchmarks.__main__ as bench_main
 import numa_effects
 from numa_effects.config import check, files
 from numa_effects.plan import allocators, build, optimizations, placement
-from numa_effects.report import registry
+from numa_effects.report import families
 
 MANUAL = sorted([REPO / "README.md", REPO / "config" / "README.md", *(REPO / "docs").glob("*.md")])
 TOPOLOGIES = REPO / "tests" / "fixtures" / "topology"
@@ -167,7 +167,7 @@ def test_the_version_has_one_value():
 def test_workflow_rst_lists_the_report_pages_sections_in_order():
     rst = (REPO / "workflow" / "report" / "workflow.rst").read_text()
     listed = re.findall(r"^- \*\*(.+?)\*\*", rst, re.M)
-    assert listed == [s.heading for s in registry.page_sections().values()]
+    assert listed == [s.heading for s in families.page_sections().values()]
 
 
 # -- figures from code -----------------------------------------------------------------------------

@@ -13,8 +13,7 @@ import pytest
 
 from numa_effects.plan import grid, placement, topology
 from numa_effects.report import data as figure_data
-from numa_effects.report import node_pair_plots, plots
-from numa_effects.report import registry as figures
+from numa_effects.report import families, figures, metrics, node_pair_plots, plots
 from numa_effects.tables import degradation
 
 FIXTURES = Path(__file__).parent / "fixtures" / "topology"
@@ -153,7 +152,7 @@ def test_the_planner_gives_node_pair_figures_where_pairs_can_be_compared(fixture
 
 
 def test_rows_carry_the_change_against_the_local_diagonal(tables):
-    d = figure_data.node_pair_rows(tables, MODEL, OPT, figures.LATENCY)
+    d = figure_data.node_pair_rows(tables, MODEL, OPT, metrics.LATENCY)
     d = d.set_index(["cpu_node", "mem_node", "threads", "batch_size"])
     assert set(d.index.get_level_values(1)) == {0, 1, 2}  # the memory-only node is a column
     assert set(d.index.get_level_values(0)) == {0, 1}  # and never a row
@@ -183,7 +182,7 @@ def test_heatmap_prints_latency_and_change_with_marks(tables):
     assert [t.get_text() for t in pct_ax.get_xticklabels()] == ["0", "1", "2"]
     assert [t.get_text() for t in pct_ax.get_yticklabels()] == ["0", "1"]
     shown = [t.get_text() for t in pct_ax.texts]
-    d = figure_data.node_pair_rows(tables, MODEL, OPT, figures.LATENCY)
+    d = figure_data.node_pair_rows(tables, MODEL, OPT, metrics.LATENCY)
     n0m1 = d[(d.cpu_node == 0) & (d.mem_node == 1) & (d.threads == 1) & (d.batch_size == 8)]
     assert f"{n0m1['pct'].iloc[0]:.1f}" in shown
     assert shown.count("0.0") >= 2  # the two diagonals
@@ -240,7 +239,7 @@ def points(ax) -> np.ndarray:
 
 @pytest.mark.parametrize("family", ["node_pair_heatmap", "node_pair_memory", "node_pair_scatter"])
 def test_every_node_pair_family_saves_png_and_svg(tables, tmp_path, family):
-    fig = figures.BY_NAME[family]
+    fig = families.BY_NAME[family]
     w = {"model": MODEL, "opt": OPT, "batch_size": 1}
     png, svg = tmp_path / "f.png", tmp_path / "f.svg"
     plots.save(plots.draw(family, tables, {k: w[k] for k in fig.wildcards}), str(png), str(svg))

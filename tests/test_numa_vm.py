@@ -55,7 +55,7 @@ from test_pipeline import check_cells, check_tables
 
 from numa_effects.measure import record, verify
 from numa_effects.plan import cpulist, grid, placement, topology
-from numa_effects.report import registry as figures
+from numa_effects.report import families, figures
 
 pytestmark = pytest.mark.numa_vm
 
@@ -260,8 +260,8 @@ def numa_figures(out: Path) -> list[figures.Figure]:
 
 def test_every_numa_figure_family_is_drawn(guest, drawn):
     want = numa_figures(guest)
-    families = {f.name for f in figures.FAMILIES if f.section == "numa"}
-    assert {f.family for f in want} == families
+    numa = {f.name for f in families.FAMILIES if f.section == "numa"}
+    assert {f.family for f in want} == numa
     folder = results(guest) / "report" / "figures"
     for fig in want:
         for ext in ("png", "svg"):

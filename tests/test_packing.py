@@ -339,13 +339,12 @@ def test_packing_figures_draw_every_budget_and_instance():
     from matplotlib.collections import PathCollection
 
     from numa_effects.report import data as figure_data
-    from numa_effects.report import plots
-    from numa_effects.report import registry as figures
+    from numa_effects.report import families, figures, plots
 
     tables = figure_data.Tables(
         pd.DataFrame(), pd.DataFrame(), None, pd.read_csv(PACK_FIX / "packing.csv")
     )
-    assert {f.name for f in figures.FAMILIES if f.section == "packing"} == {
+    assert {f.name for f in families.FAMILIES if f.section == "packing"} == {
         "packing_latency",
         "packing_interference",
         "packing_core_map",

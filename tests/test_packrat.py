@@ -14,7 +14,7 @@ from conftest import REPO, planned, snakemake
 from report_browser import install_chromium, load_page, page_links
 
 from numa_effects.plan import grid
-from numa_effects.report import registry as figures
+from numa_effects.report import figures
 from numa_effects.tables import degradation, packrat
 
 # The reference data (read-only, beside the repository); NUMA_EFFECTS_PACKRAT points elsewhere.

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from numa_effects.plan import grid, placement, topology
-from numa_effects.report import registry as figures
+from numa_effects.report import baselines, families, figures
 
 HERE = Path(__file__).parent
 TOPO_2NODE = HERE / "fixtures" / "tables" / "topology-2node-4core.lscpu"
@@ -42,11 +42,11 @@ def test_two_node_grid_has_every_family_once_per_varying_part():
     # the comparison page's figures are planned from a comparison's matched cells only; PackRat's
     # grid (eager and TorchScript with glibc) has no Precision and runtime figure, and without
     # node-pairs in placements no Node-pair matrix figure
-    run_page = figures.page_families()
+    run_page = families.page_families()
     assert set(fams) == {
         f.name for f in run_page if f.section not in ("packing", "precision", "node_pairs")
     }
-    assert {f.name for f in figures.FAMILIES} - {f.name for f in run_page} == {
+    assert {f.name for f in families.FAMILIES} - {f.name for f in run_page} == {
         "compare_forest",
         "compare_heatmap",
     }
@@ -112,12 +112,12 @@ def test_paths_and_round_trip():
     assert g.wildcards == {"model": "resnet50", "batch_size": 8}
 
 
-@pytest.mark.parametrize("family", [f.name for f in figures.FAMILIES])
+@pytest.mark.parametrize("family", [f.name for f in families.FAMILIES])
 def test_every_family_has_a_caption(family):
     """One caption per family, in the registry: `snakemake --report` renders it through
     workflow/report/figure.rst, the page through report_html.caption_html."""
-    fam = figures.BY_NAME[family]
-    assert len(fam.caption) > 40 and fam.section in figures.SECTIONS
+    fam = families.BY_NAME[family]
+    assert len(fam.caption) > 40 and fam.section in families.SECTIONS
     assert (
         "{{ snakemake.params.caption }}" in (HERE.parent / "workflow/report/figure.rst").read_text()
     )
@@ -160,8 +160,8 @@ def test_precision_figures_need_a_grid_beyond_packrats_and_two_dtypes_for_numa()
 
 
 def test_a_grid_without_glibc_shows_its_first_allocator_in_the_single_allocator_figures():
-    assert figures.figure_allocator(["tcmalloc", "jemalloc"]) == "jemalloc"
-    assert figures.figure_allocator(["tcmalloc", "default"]) == "default"
-    assert figures.figure_allocator([]) == "default"
+    assert baselines.figure_allocator(["tcmalloc", "jemalloc"]) == "jemalloc"
+    assert baselines.figure_allocator(["tcmalloc", "default"]) == "default"
+    assert baselines.figure_allocator([]) == "default"
     figs = by_family(plan(TOPO_2NODE, allocators=["tcmalloc"]))
     assert len(figs["latency_degradation_heatmap"]) == 2

@@ -9,8 +9,8 @@ import pytest
 
 from numa_effects.plan import grid
 from numa_effects.report import data as figure_data
+from numa_effects.report import families, figures
 from numa_effects.report import page as report_html
-from numa_effects.report import registry as figures
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 MACHINE = json.loads((FIX / "machine.json").read_text())
@@ -58,12 +58,12 @@ def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
 def test_sections_and_navigation_follow_the_registry(tmp_path):
     html = page("cells.csv", MACHINE, tmp_path)
     nav = html[html.index("<nav>") : html.index("</nav>")]
-    anchors = [s.anchor for s in figures.page_sections().values()]
+    anchors = [s.anchor for s in families.page_sections().values()]
     assert "comparison" not in anchors  # the comparison page's (report.compare_page)
     assert [a for a in anchors if f'href="#{a}"' in nav] == anchors
     pos = [html.index(f'<h2 id="{a}">') for a in anchors]
     assert pos == sorted(pos)
-    for fam in figures.page_families():
+    for fam in families.page_families():
         # packing: planned from the config key packing (packing.smk); precision: PackRat's
         # grid (these cells) has nothing beyond float32 eager and TorchScript with glibc;
         # node_pairs: these cells have no node-pair placement (tests/test_node_pair_report.py)

@@ -6,20 +6,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.markers import MarkerStyle
 
 from numa_effects.plan import grid
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 from numa_effects.plan.placement import PLACEMENTS
 from numa_effects.report import data as figure_data
-from numa_effects.report import plots, style
-from numa_effects.report import registry as figures
+from numa_effects.report import families, figures, plots, style
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 FAILED = ("script", "interleave", 4, 8)  # see tests/fixtures/tables/make_fixture.py
 MISSING = ("none", "sequential", 2, 64)
 # The families planned from the cells alone (packing figures follow the config key packing and
 # draw tables/packing.csv: tests/test_packing*.py)
-FROM_CELLS = [f.name for f in figures.FAMILIES if f.plan in ("sequential", "comparison")]
+FROM_CELLS = [f.name for f in families.FAMILIES if f.plan in ("sequential", "comparison")]
 
 
 @pytest.fixture(scope="module")
@@ -397,7 +397,7 @@ def test_a_contended_cell_without_a_clean_iteration_is_a_status_not_a_number(no_
     line = next(ln for ln in ax.get_lines() if ln.get_label() == "interleave")
     assert np.isnan(np.asarray(line.get_ydata(), dtype=float)[1])  # t=2: a gap, not a value
     (mark,) = [c for c in no_value_marks(fig) if data_x(fig, c) == 2]  # (remote t8: skipped)
-    diamond = plots.matplotlib.markers.MarkerStyle(style.STATUS_MARKERS["contended"])
+    diamond = MarkerStyle(style.STATUS_MARKERS["contended"])
     want = diamond.get_path().transformed(diamond.get_transform()).vertices
     assert np.allclose(mark.get_paths()[0].vertices, want)
     assert style.STATUS_LEGEND["contended"] in legend_texts(fig)

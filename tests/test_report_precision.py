@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from numa_effects.report import baselines, empty, families, figures, plots, style
 from numa_effects.report import data as figure_data
 from numa_effects.report import page as report_html
-from numa_effects.report import plots, style
-from numa_effects.report import registry as figures
 from numa_effects.tables import degradation, precision
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
@@ -31,7 +30,7 @@ def png(fig, path: Path) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "family", [f.name for f in figures.FAMILIES if f.plan in ("sequential", "comparison")]
+    "family", [f.name for f in families.FAMILIES if f.plan in ("sequential", "comparison")]
 )
 def test_one_allocator_draws_the_same_bytes_as_a_table_without_the_axis(fixture, tmp_path, family):
     """PackRat's families are unchanged for a default-only grid: the fixture (no allocator
@@ -174,15 +173,15 @@ def test_the_page_has_the_section_its_figures_and_the_precision_table(grid_run, 
 def test_a_section_without_figures_says_why(fixture):
     """PackRat's grid: nothing beyond float32 eager and TorchScript on glibc; a grid whose bf16
     cells were all skipped (bf16: auto on a CPU without native bf16) says so, with the reason."""
-    sec = figures.SECTIONS["precision"]
-    facts = figures.PageFacts(fixture.cells, fixture.skipped, ["sequential"], False)
+    sec = families.SECTIONS["precision"]
+    facts = empty.PageFacts(fixture.cells, fixture.skipped, ["sequential"], False)
     assert "only float32 eager and TorchScript" in sec.empty(facts)
     why = "bf16 aten_fallback: oneDNN refuses bf16 here; skipped under bf16: auto"
     skipped = pd.DataFrame(
         [{"model": "resnet50", "opt": "bf16", "placement": "sequential", "threads": 1,
           "batch_size": 1, "allocator": "default", "reason": why}]
     )  # fmt: skip
-    facts = figures.PageFacts(fixture.cells, skipped, ["sequential"], False)
+    facts = empty.PageFacts(fixture.cells, skipped, ["sequential"], False)
     assert sec.empty(facts).endswith(f"was skipped: {why}.")
 
 
@@ -223,15 +222,15 @@ def test_without_glibc_as_it_comes_the_grids_first_allocator_is_the_baseline(fix
     assert "float32 eager, glibc, tuned" in fig.axes[0].get_ylabel()
 
     packrat_question = keys[keys["opt"] != "bf16"].to_dict("records")
-    assert not figures.beyond_packrat(packrat_question)
+    assert not baselines.beyond_packrat(packrat_question)
     assert "precision_speedup" not in {f.family for f in figures.figures(packrat_question)}
-    sec = figures.SECTIONS["precision"]
+    sec = families.SECTIONS["precision"]
     why = "bf16 aten_fallback: oneDNN refuses bf16 here; skipped under bf16: auto"
     skipped = pd.DataFrame(
         [{"model": "resnet50", "opt": "bf16", "placement": "sequential", "threads": 1,
           "batch_size": 1, "allocator": "glibc_tuned", "reason": why}]
     )  # fmt: skip
-    facts = figures.PageFacts(tuned, skipped, ["sequential"], False)
+    facts = empty.PageFacts(tuned, skipped, ["sequential"], False)
     assert sec.empty(facts) == (
         f"every cell beyond float32 eager and TorchScript with glibc, tuned was skipped: {why}."
     )

@@ -12,8 +12,7 @@ import pytest
 from numa_effects.plan import grid, placement, topology
 from numa_effects.plan.optimizations import OPTIMIZATIONS, Optimization
 from numa_effects.report import data as figure_data
-from numa_effects.report import plots, style
-from numa_effects.report import registry as figures
+from numa_effects.report import figures, plots, style
 from numa_effects.tables import degradation
 
 FIX = Path(__file__).parent / "fixtures" / "tables"

@@ -14,10 +14,18 @@ import yaml
 from conftest import REPO, snakemake
 
 from numa_effects.plan import grid
+from numa_effects.report import (
+    baselines,
+    drawers,
+    empty,
+    families,
+    figures,
+    metrics,
+    plots,
+    sequential_plots,
+)
 from numa_effects.report import data as figure_data
 from numa_effects.report import page as report_html
-from numa_effects.report import plots
-from numa_effects.report import registry as figures
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
 
@@ -39,26 +47,26 @@ def max_latency(tables, *, model, opt, metric):
 
 @pytest.fixture
 def throwaway(monkeypatch):
-    fam = figures.Family(
+    fam = families.Family(
         name="max_latency",
         section="latency",
         title="Worst latency",
         pattern="{model}/max_latency/{opt}",
-        metric=figures.LATENCY,
+        metric=metrics.LATENCY,
         plan="sequential",
         caption="One figure per optimization: the worst latency of any batch size, ``sequential``.",
     )
-    monkeypatch.setattr(figures, "FAMILIES", (*figures.FAMILIES, fam))
-    monkeypatch.setattr(figures, "BY_NAME", {**figures.BY_NAME, fam.name: fam})
-    monkeypatch.setattr(figures, "DRAWERS", dict(figures.DRAWERS))
-    figures.drawer(fam.name)(max_latency)
+    monkeypatch.setattr(families, "FAMILIES", (*families.FAMILIES, fam))
+    monkeypatch.setattr(families, "BY_NAME", {**families.BY_NAME, fam.name: fam})
+    monkeypatch.setattr(drawers, "DRAWERS", dict(drawers.DRAWERS))
+    drawers.drawer(fam.name)(max_latency)
     return fam
 
 
 def test_a_new_family_is_one_registry_entry_and_one_draw_function(tables, throwaway, tmp_path):
     keys = tables.cells[list(grid.KEYS)].to_dict("records")
     mine = [f for f in figures.figures(keys) if f.family == throwaway.name]
-    opts = sorted({k["opt"] for k in keys if figures.is_sequential(k["placement"])})
+    opts = sorted({k["opt"] for k in keys if baselines.is_sequential(k["placement"])})
     assert [f.opt for f in mine] == opts and throwaway.per == "model x opt"
     f = mine[0]
     assert f.path("r") == f"r/resnet50/max_latency/{f.opt}.png"
@@ -84,22 +92,22 @@ def test_a_new_family_is_one_registry_entry_and_one_draw_function(tables, throwa
 def test_every_family_has_exactly_one_draw_function_taking_its_wildcards():
     import inspect
 
-    assert set(figures.DRAWERS) == set(figures.BY_NAME)  # plots (and packing_plots) register
-    for fam in figures.FAMILIES:
-        params = inspect.signature(figures.DRAWERS[fam.name]).parameters
+    assert set(drawers.DRAWERS) == set(families.BY_NAME)  # plots (and packing_plots) register
+    for fam in families.FAMILIES:
+        params = inspect.signature(drawers.DRAWERS[fam.name]).parameters
         assert {*fam.wildcards, "metric"} <= set(params), fam.name
-        assert fam.metric in figures.METRICS and fam.plan in figures.PLANS
-        assert set(fam.wildcards) <= set(figures.WILDCARD_CONSTRAINTS)
+        assert fam.metric in metrics.METRICS and fam.plan in figures.PLANS
+        assert set(fam.wildcards) <= set(families.WILDCARD_CONSTRAINTS)
     with pytest.raises(ValueError, match="two draw functions"):
-        figures.drawer("speedup")(max_latency)  # a second one is refused
-    assert figures.DRAWERS["speedup"] is plots.speedup
+        drawers.drawer("speedup")(max_latency)  # a second one is refused
+    assert drawers.DRAWERS["speedup"] is sequential_plots.speedup
 
 
 def test_families_name_their_metric_and_sections_say_why_they_are_empty():
     """``Metric`` records replace the metric strings; every section has its empty text."""
-    assert {f.metric.name for f in figures.FAMILIES if "throughput" in f.name} == {"throughput"}
-    assert {f.metric.name for f in figures.FAMILIES if "latency" in f.name} == {"latency"}
-    lat, thr = figures.LATENCY, figures.THROUGHPUT
+    assert {f.metric.name for f in families.FAMILIES if "throughput" in f.name} == {"throughput"}
+    assert {f.metric.name for f in families.FAMILIES if "latency" in f.name} == {"latency"}
+    lat, thr = metrics.LATENCY, metrics.THROUGHPUT
     assert lat.column("median") == "latency_median_ms" and thr.column("mean") == "throughput_ips"
     assert lat.ci_columns("mean") is None and lat.ci_columns("median") == lat.ci
     assert lat.degradation("remote", "sequential", "median") == (
@@ -107,10 +115,10 @@ def test_families_name_their_metric_and_sections_say_why_they_are_empty():
     )
     assert thr.degradation("n0m1", "n0m0", "median").startswith("(n0m0 − n0m1) / n0m0")
     assert thr.degradation_columns["throughput_degradation_ci_low_pct"] == "pct_lo"
-    facts = figures.PageFacts(
+    facts = empty.PageFacts(
         pd.DataFrame(), pd.DataFrame(), ["sequential", "interleave"], imported=False
     )
-    for sec in figures.SECTIONS.values():
+    for sec in families.SECTIONS.values():
         assert sec.empty(facts)
 
 
@@ -140,7 +148,7 @@ def test_the_workflow_has_one_plot_rule_per_registry_family_with_figures(tmp_pat
     assert plot_rules == {f"plot_{name}" for name in drawn} and plot_rules
     smk = (REPO / "workflow/rules/report.smk").read_text()
     assert not re.search(r"^rule plot_", smk, re.M)  # generated in a loop, not copied
-    assert dataclasses.is_dataclass(figures.Family)
+    assert dataclasses.is_dataclass(families.Family)
 
 
 def test_package_docstring_lists_every_module():
@@ -169,7 +177,7 @@ def test_only_drawing_loads_matplotlib():
     import sys
 
     probe = (
-        "import sys; from numa_effects.report import data, page, registry, style; "
+        "import sys; from numa_effects.report import data, families, figures, page, style; "
         "print('matplotlib' in sys.modules); from numa_effects.report import plots; "
         "print('matplotlib' in sys.modules)"
     )
@@ -182,24 +190,24 @@ def test_docs_table_of_families_is_the_registry():
     """docs/report.md lists the families in page order under their section headings."""
     doc = (REPO / "docs" / "report.md").read_text()
     rows = re.findall(r"^\|([^|]*)\| `(\w+)` \|", doc, re.M)
-    assert [name for _, name in rows] == [f.name for f in figures.FAMILIES]
+    assert [name for _, name in rows] == [f.name for f in families.FAMILIES]
     for section, name in rows:
         if section.strip():
-            assert section.strip() == figures.SECTIONS[figures.BY_NAME[name].section].heading
+            assert section.strip() == families.SECTIONS[families.BY_NAME[name].section].heading
 
 
 def test_a_new_section_is_one_registry_entry(tables, throwaway, monkeypatch, tmp_path):
     """A section is its ``Section`` entry: heading, anchor, navigation and what the page says
     when it has no figure; ``page.render`` has no case of its own for any section."""
-    extra = figures.Section(
+    extra = families.Section(
         heading="Worst case",
         anchor="worst-case",
         empty=lambda facts: f"no worst case among {len(facts.placements)} placements.",
     )
-    monkeypatch.setattr(figures, "SECTIONS", {**figures.SECTIONS, "worst": extra})
+    monkeypatch.setattr(families, "SECTIONS", {**families.SECTIONS, "worst": extra})
     fam = dataclasses.replace(throwaway, section="worst")
-    monkeypatch.setattr(figures, "FAMILIES", (*figures.FAMILIES[:-1], fam))
-    monkeypatch.setattr(figures, "BY_NAME", {**figures.BY_NAME, fam.name: fam})
+    monkeypatch.setattr(families, "FAMILIES", (*families.FAMILIES[:-1], fam))
+    monkeypatch.setattr(families, "BY_NAME", {**families.BY_NAME, fam.name: fam})
     keys = tables.cells[list(grid.KEYS)].to_dict("records")
 
     def page(figs):

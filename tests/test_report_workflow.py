@@ -15,13 +15,13 @@ from conftest import snakemake
 from report_browser import install_chromium, load_page, page_links
 
 from numa_effects.plan import grid, topology
-from numa_effects.report import registry as figures
+from numa_effects.report import families, figures
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "tables"
-RULES = ["report_page", "degradation", *(f"plot_{f.name}" for f in figures.FAMILIES)]
+RULES = ["report_page", "degradation", *(f"plot_{f.name}" for f in families.FAMILIES)]
 CONFIG_2NODE = {
     "models": ["resnet50"],
     "batch_sizes": [1, 8, 64],

@@ -1,7 +1,7 @@
 # The report: one rule per figure family that has figures in this run (generated from the
 # registry; one job draws all of the family's figures) and results/report/index.html. Figures are planned from the grid (or the
 # imported cells), never by globbing results: only figures whose data exist are requested.
-# Families, paths, sections and captions: workflow/scripts/numa_effects/report/registry.py.
+# Families, paths, sections and captions: workflow/scripts/numa_effects/report/families.py.
 include: "report_functions.smk"
 
 

@@ -4,7 +4,8 @@
 # data exist are requested.
 import os
 
-from numa_effects.report import registry as figures_mod  # noqa: E402
+from numa_effects.report import families as families_mod  # noqa: E402
+from numa_effects.report import figures as figures_mod  # noqa: E402
 
 REPORT_DIR = PLAN.path(paths.REPORT_DIR)
 FIGURE_DIR = PLAN.path(paths.FIGURE_DIR)
@@ -13,13 +14,11 @@ FIGURES = figures_mod.figures(PLAN.figure_keys(), packed=PLAN.packed())
 # A comparison's figures (config key compare) are planned from the cells its runs share; they
 # go below results/compare/<name>/figures/ and read its tables.
 COMPARE_NAME = PLAN.compare["name"] if PLAN.compare else None
-COMPARE_FIGURES = figures_mod.figures(
-    PLAN.compare_keys, families=figures_mod.page_families(figures_mod.COMPARE_PAGE)
-)
+COMPARE_FIGURES = figures_mod.figures(PLAN.compare_keys, page=families_mod.COMPARE_PAGE)
 # The families with at least one figure in this run: one plot rule each, drawing all of them.
 DRAWN_FAMILIES = [
     f
-    for f in figures_mod.FAMILIES
+    for f in families_mod.FAMILIES
     if any(g.family == f.name for g in (*FIGURES, *COMPARE_FIGURES))
 ]
 
@@ -34,7 +33,7 @@ def compare_figure_targets(name):
 
 
 def on_compare_page(family):
-    return figures_mod.BY_NAME[family].page == figures_mod.COMPARE_PAGE
+    return families_mod.BY_NAME[family].page == families_mod.COMPARE_PAGE
 
 
 def figure_dir(family):
@@ -52,7 +51,7 @@ def family_figures(family):
 def figure_input(family):
     """The tables the family reads (``Family.tables``): results/tables/<name>.csv, or a
     comparison's compare/<name>/tables/<table>.csv."""
-    tables = figures_mod.BY_NAME[family].tables
+    tables = families_mod.BY_NAME[family].tables
     if on_compare_page(family):
         return {t: PLAN.compare_table(t, COMPARE_NAME) for t in tables}
     return {t: PLAN.table(t) for t in tables}
@@ -61,7 +60,7 @@ def figure_input(family):
 def figure_output(family):
     """Every figure of the family, PNG and SVG: one job draws them all (they read the same
     tables, so they would re-run together anyway, and one Python start draws dozens)."""
-    fam = figures_mod.BY_NAME[family]
+    fam = families_mod.BY_NAME[family]
     folder = figure_dir(family)
     out = []
     for f in family_figures(family):
@@ -72,7 +71,7 @@ def figure_output(family):
         png = report(
             f.path(folder),
             caption="../report/figure.rst",  # renders params.caption (the registry's)
-            category=figures_mod.SECTIONS[fam.section].heading,
+            category=families_mod.SECTIONS[fam.section].heading,
             subcategory=fam.title,
             labels=labels,
         )
@@ -83,7 +82,7 @@ def figure_output(family):
 def figure_caption(family):
     """The family's caption, as a function: Snakemake would read a params string's braces
     (``n{cpu}m{mem}``) as wildcards."""
-    return lambda wildcards: figures_mod.BY_NAME[family].caption
+    return lambda wildcards: families_mod.BY_NAME[family].caption
 
 
 def figure_wildcards(family):

@@ -15,7 +15,7 @@ figures = sm.params.figures
 pngs, svgs = sm.output[: len(figures)], sm.output[len(figures) :]
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):
     warnings.simplefilter("default")
-    # the family's tables (registry.Family.tables), by name: cells, skipped, degradation, ...
+    # the family's tables (families.Family.tables), by name: cells, skipped, degradation, ...
     tables = figure_data.Tables.load(**dict(sm.input.items()))
     for wildcards, png, svg in zip(figures, pngs, svgs, strict=True):
         plots.save(plots.draw(sm.params.family, tables, wildcards), png, svg)

@@ -107,12 +107,19 @@ profiles):
 
 ``report``: figures and pages, drawn from the tables only:
 
-- ``report.registry``: the figure families, sections and metrics; which figures a grid has.
+- ``report.families``: the figure families and the page sections they stand in (the registry).
+- ``report.metrics``: latency or throughput, what a figure shows of a cell.
+- ``report.figures``: which figures a grid's cells support (planned at parse time).
+- ``report.baselines``: which allocator's cells a figure shows; eager, the Precision baseline.
+- ``report.empty``: what a section says when it has no figure.
 - ``report.data``: the tables loaded and shaped for the figures (no matplotlib).
 - ``report.style``: colours, labels, the marks of cells that are not a clean value.
-- ``report.plots``: drawing the figures (matplotlib), dispatched through the registry.
-- ``report.packing_plots``: the Packing figures.
-- ``report.node_pair_plots``: the Node-pair matrix figures (heatmaps, memory matrix, scatter).
+- ``report.drawers``: ``@drawer``, a family's draw function registered.
+- ``report.drawing``: the drawing helpers the figure modules share (matplotlib).
+- ``report.plots``: ``draw`` (a family's figure by its draw function) and ``save``.
+- ``report.sequential_plots``, ``report.numa_plots``, ``report.precision_plots``,
+  ``report.packing_plots``, ``report.node_pair_plots``: each section's figures.
+- ``report.markup``: the HTML both pages are made of.
 - ``report.page``: the self-contained report page.
 - ``report.deploy_section``: the page's first section, "What to deploy".
 - ``report.compare_plots``, ``report.compare_page``: a comparison's figures and page.

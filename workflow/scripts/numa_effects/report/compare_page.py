@@ -3,7 +3,7 @@ docs/comparing.md): one self-contained HTML file like the run's report (``page``
 same figure blocks), in this order: what differs between the runs (a comparison across machines
 says so first), the summary (the verdict counts and the geometric mean with its CI, and what
 each interval covers), the machine's peak kernels in both runs (``peaks_section``), the
-Comparison section's figures (``registry.page_sections(COMPARE_PAGE)``), the cells of one run
+Comparison section's figures (``families.page_sections(COMPARE_PAGE)``), the cells of one run
 only, the matched cells, and every provenance fact."""
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan.grid import KEYS
-from numa_effects.report import registry as figures_mod
-from numa_effects.report.page import CSS, HIGHLIGHT, _e, _figure_html, _table, caption_html
-from numa_effects.report.registry import COMPARE_PAGE, PageFacts
+from numa_effects.report import families
+from numa_effects.report.empty import PageFacts
+from numa_effects.report.families import COMPARE_PAGE
+from numa_effects.report.figures import from_dict
+from numa_effects.report.markup import (
+    HIGHLIGHT,
+    caption_html,
+    data_table,
+    document,
+    escape,
+    figure_html,
+)
 from numa_effects.tables import compare_runs
 
 EXTRA_CSS = """
@@ -78,7 +87,7 @@ def machines_banner(machines: dict, labels: Sequence[str]) -> str:
     if machines.get("same") is False:
         return (
             '<p class="machines" id="across-machines">Across machines: these runs differ in '
-            f"{_e(', '.join(machines['differ']))} (Differences below). Every change below "
+            f"{escape(', '.join(machines['differ']))} (Differences below). Every change below "
             "includes the machine, not only the setting under test.</p>"
         )
     if machines.get("same") is None:
@@ -104,12 +113,12 @@ def _wide(provenance: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
 
 
 def _facts_table(wide: pd.DataFrame, labels: Sequence[str]) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in ["category", "fact", *labels])
+    head = "".join(f"<th>{escape(c)}</th>" for c in ["category", "fact", *labels])
     rows = []
     for r in wide.to_dict("records"):
         cls = ' class="t differs"' if r.get("differs") is True else ' class="t"'
-        tds = f'<td class="t">{_e(r["category"])}</td><td class="t">{_e(r["fact"])}</td>'
-        tds += "".join(f"<td{cls}>{_e(r.get(label))}</td>" for label in labels)
+        tds = f'<td class="t">{escape(r["category"])}</td><td class="t">{escape(r["fact"])}</td>'
+        tds += "".join(f"<td{cls}>{escape(r.get(label))}</td>" for label in labels)
         rows.append(f"<tr>{tds}</tr>")
     return (
         f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
@@ -141,10 +150,10 @@ def differences_section(provenance: pd.DataFrame, labels: Sequence[str]) -> str:
 
 
 def _sentence(row: dict, baseline: str) -> str:
-    run = _e(row["run"])
+    run = escape(row["run"])
     n = int(row["cells"])
     if n == 0:
-        return f"<p><b>{run}</b> vs <b>{_e(baseline)}</b>: no matched cell with a value.</p>"
+        return f"<p><b>{run}</b> vs <b>{escape(baseline)}</b>: no matched cell with a value.</p>"
     gm = _pct(row["geomean_change_pct"])
     ci = (
         f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
@@ -165,7 +174,7 @@ def _sentence(row: dict, baseline: str) -> str:
             f"+{row['min_effect_pct']:g} %, untested)"
         )
     return (
-        f"<p><b>{run}</b> vs <b>{_e(baseline)}</b> over {n} matched cells: geometric mean "
+        f"<p><b>{run}</b> vs <b>{escape(baseline)}</b> over {n} matched cells: geometric mean "
         f"latency change <b>{gm}</b>{ci}; {counts} (minimum effect ±{row['min_effect_pct']:g} "
         "%).</p>"
     )
@@ -203,15 +212,15 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
         parts.append(_sentence(rows[0], baseline))
         cols = [c for c in SUMMARY_COLUMNS if c in s]
         parts.append(
-            f"<details><summary>summary.csv for {_e(run)} ({len(s)} scopes)</summary>"
-            f"{_table(s, cols)}</details>"
+            f"<details><summary>summary.csv for {escape(run)} ({len(s)} scopes)</summary>"
+            f"{data_table(s, cols)}</details>"
         )
     parts.append(COVERS)
     na = compare[compare["verdict"] == stats.NOT_ASSESSED]
     if not na.empty:
         notes = na["ci_note"].dropna().astype(str)
         note = notes.mode().iloc[0] if not notes.empty else "no CI"
-        parts.append(NOT_ASSESSED.format(n=len(na), note=_e(note)))
+        parts.append(NOT_ASSESSED.format(n=len(na), note=escape(note)))
     return "".join(parts)
 
 
@@ -245,14 +254,14 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
             else ""
         )
         parts.append(
-            f"<p><b>{_e(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
+            f"<p><b>{escape(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
             f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
             f"(geometric mean <b>{_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
         )
         cols = [c for c in p.columns if c not in ("baseline_run",)]
         parts.append(
-            f"<details><summary>peaks.csv for {_e(run)} ({len(p)} rows)</summary>"
-            f"{_table(p, cols)}</details>"
+            f"<details><summary>peaks.csv for {escape(run)} ({len(p)} rows)</summary>"
+            f"{data_table(p, cols)}</details>"
         )
     parts.append(PEAKS_WHY)
     return "".join(parts)
@@ -291,7 +300,7 @@ def canary_section(compare: pd.DataFrame) -> str:
             )
 
         parts.append(
-            f"<p><b>{_e(run)}</b> vs the baseline, over the {len(c)} cells both timed with the "
+            f"<p><b>{escape(run)}</b> vs the baseline, over the {len(c)} cells both timed with the "
             f"canary: the canary {_pct((canary['geomean'] - 1) * 100)} (+ = slower); the cells' "
             f"latency {pct(plain)}, at the baseline's reference speed {pct(at)}.</p>"
         )
@@ -304,33 +313,33 @@ def unmatched_section(unmatched: pd.DataFrame) -> str:
     if unmatched.empty:
         return head + "<p>None: every cell of each run has its match.</p>"
     counts = "; ".join(
-        f"{n} only in {_e(k)}" for k, n in unmatched["only_in"].value_counts(sort=False).items()
+        f"{n} only in {escape(k)}" for k, n in unmatched["only_in"].value_counts(sort=False).items()
     )
     cols = ["run", "only_in", *KEYS, "status"]
     return (
         f"{head}<p>{len(unmatched)} cells have no match ({counts}): they are listed here, not "
         "compared (<code>tables/unmatched.csv</code>).</p>"
-        f"<details open><summary>unmatched cells</summary>{_table(unmatched, cols)}</details>"
+        f"<details open><summary>unmatched cells</summary>{data_table(unmatched, cols)}</details>"
     )
 
 
 def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> str:
     body = []
-    for key, sec in figures_mod.page_sections(COMPARE_PAGE).items():
-        body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
+    for key, sec in families.page_sections(COMPARE_PAGE).items():
+        body.append(f'<h2 id="{sec.anchor}">{escape(sec.heading)}</h2>')
         mine = [f for f in figs if f.spec.section == key]
         if not mine:
             body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
             continue
         for run in sorted({f.run for f in mine}):
-            for fam in figures_mod.page_families(COMPARE_PAGE):
+            for fam in families.page_families(COMPARE_PAGE):
                 group = [f for f in mine if f.family == fam.name and f.run == run]
                 if not group:
                     continue
                 body.append(
-                    f'<h3 id="{_e(run)}-{fam.name}">{_e(fam.title)}: {_e(run)}</h3>'
+                    f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
                     f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(_figure_html(f, figure_dir, page_dir) for f in group)
+                    + "".join(figure_html(f, figure_dir, page_dir) for f in group)
                     + "</div>"
                 )
     return "".join(body)
@@ -353,21 +362,21 @@ def render(
     peaks.csv (``compare_runs.peak_table``)."""
     labels = list(settings["labels"])
     baseline = settings["baseline"]
-    figs = [figures_mod.from_dict(d) for d in figure_list]
+    figs = [from_dict(d) for d in figure_list]
     title = f"Comparison: {settings['name']}"
     runs = "".join(
-        f"<li><b>{_e(label)}</b>: <code>{_e(folder)}</code>"
+        f"<li><b>{escape(label)}</b>: <code>{escape(folder)}</code>"
         + (" (baseline)" if i == 0 else "")
         + "</li>"
         for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
     )
     across = settings.get("across") or []
     stat = "/".join(sorted(compare["latency_statistic"].dropna().astype(str).unique())) or "median"
-    sections = figures_mod.page_sections(COMPARE_PAGE)
+    sections = families.page_sections(COMPARE_PAGE)
     nav = (
         '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
         + "".join(
-            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{_e(s.heading)}</a>'
+            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
             for s in sections.values()
         )
         + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
@@ -379,8 +388,8 @@ def render(
     cols += [f"{a}_compared" for a in across if f"{a}_compared" in compare]
     cols += [c for c in CELL_COLUMNS if c in compare and c not in cols]
     body = [
-        f"<header><h1>{_e(title)}</h1><p>Each run's cells against the baseline's, matched on "
-        f"{_e(matched)} ({', '.join(KEYS)}). Latency is the {_e(stat)} per batch; change = "
+        f"<header><h1>{escape(title)}</h1><p>Each run's cells against the baseline's, matched on "
+        f"{escape(matched)} ({', '.join(KEYS)}). Latency is the {escape(stat)} per batch; change = "
         f"(run − baseline) / baseline × 100 (+ = slower). Minimum effect of a verdict: "
         f"±{settings['min_effect_pct']:g} %.</p><ul>{runs}</ul></header>",
         nav,
@@ -394,17 +403,11 @@ def render(
         unmatched_section(unmatched),
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
         "(<code>tables/compare.csv</code> has every column).</p>"
-        f"<details><summary>table of matched cells</summary>{_table(compare, cols)}</details>",
+        f"<details><summary>table of matched cells</summary>{data_table(compare, cols)}</details>",
         '<h2 id="provenance">Provenance</h2><p class="small">Every recorded fact of each run '
         "(<code>tables/provenance.csv</code>); highlighted: differs.</p>"
         f"<details><summary>all facts</summary>{_facts_table(_wide(provenance, labels), labels)}"
         "</details>",
         "</main>",
     ]
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{CSS}{EXTRA_CSS}</style></head><body>"
-        + "\n".join(b for b in body if b)
-        + "</body></html>\n"
-    )
+    return document(title, body, EXTRA_CSS)

@@ -2,10 +2,11 @@
 ``compare/<name>/tables/compare.csv`` (``tables.compare_runs``) and registered with ``@drawer``
 for the registry's Comparison families: a forest plot of every matched cell's change with its
 CI, and a heatmap of the % change over threads x batch size. Imported by ``plots`` (which
-draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``plots``'."""
+draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``drawing``'s."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
@@ -13,17 +14,16 @@ from numa_effects import stats
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
-from numa_effects.report.plots import (
-    _footnote,
-    _sub,
-    _titles,
+from numa_effects.report.drawers import drawer
+from numa_effects.report.drawing import (
     clipped_note,
+    footnote,
     heatmap_grid,
-    opt_label,
-    plt,
+    subtitle,
+    titles,
 )
-from numa_effects.report.registry import Metric, drawer
-from numa_effects.report.style import color_limit
+from numa_effects.report.metrics import Metric
+from numa_effects.report.style import color_limit, opt_label
 
 # Verdict -> colour (style's colour-blind palette: red slower, blue faster, grey no change).
 VERDICT_COLORS = {
@@ -103,10 +103,10 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    _titles(
+    titles(
         ax,
         f"{run} vs {base}: change per cell (opt={opt})",
-        _sub(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
+        subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
     )
     handles, _ = ax.get_legend_handles_labels()
     if min_effect:
@@ -138,7 +138,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
         )
     if step > 1:
         notes.append("Every other row is labelled (too many to label all).")
-    _footnote(ax, [_wrap(t) for t in notes])
+    footnote(ax, [_wrap(t) for t in notes])
     return fig
 
 
@@ -188,10 +188,10 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     )
     ok = d[d["pct_status"] == "ok"]
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    _titles(
+    titles(
         ax,
         f"{run} vs {base}: % Latency Change, {placement} (opt={opt})",
-        _sub(model, f"({run} − {base}) / {base} × 100 of the {stat} latency"),
+        subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency"),
     )
     notes = []
     if ok["sig"].map(lambda s: s is None).all() and not ok.empty:
@@ -211,5 +211,5 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
         notes.append(
             f"Grey cells have no value ({counts}; missing = in one run only, unmatched.csv)."
         )
-    _footnote(ax, notes)
+    footnote(ax, notes)
     return fig

@@ -28,7 +28,8 @@ from numa_effects import stats
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
-from numa_effects.report.registry import METRICS, Metric, figure_allocator, is_sequential
+from numa_effects.report.baselines import figure_allocator, is_sequential
+from numa_effects.report.metrics import METRICS, Metric
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
 # Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.

@@ -3,30 +3,36 @@
 
 - ``heatmap``: CPU node (rows) x memory node (columns), one row of panels per thread count: the
   latency per batch, and its % change against the CPU node's local diagonal with significance
-  marks (the same cell marks as the degradation heatmaps: ``plots.annotate_cells``);
+  marks (the same cell marks as the degradation heatmaps: ``drawing.annotate_cells``);
 - ``memory``: the firmware's node distances beside the measured memory matrix (idle latency and
   read bandwidth per pair);
 - ``scatter``: each off-diagonal cell's % change against the pair's distance, memory latency and
   inverse bandwidth ratios, with Pearson's r and the slope: does the machine's memory matrix
   predict the inference cost?
 
-Registered for their families with ``registry.drawer`` (``plots`` imports this module).
+Registered for their families with ``@drawer`` (``plots`` imports this module).
 """
 
 from __future__ import annotations
 
 import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from numa_effects.report import plots, style
+from numa_effects.report import style
 from numa_effects.report.data import Tables, node_pair_rows
-from numa_effects.report.packing_plots import ci_error_bars
-from numa_effects.report.registry import LATENCY, Metric, drawer
+from numa_effects.report.drawers import drawer
+from numa_effects.report.drawing import (
+    annotate_cells,
+    ci_error_bars,
+    disturbed_note,
+    footnote,
+    grey_note,
+    sig_notes,
+    threads_label,
+)
+from numa_effects.report.metrics import LATENCY, Metric
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # a pair with no row in the tables: not measured by this run (not selected by ``node_pairs``,
@@ -67,7 +73,7 @@ def _panel(ax, val, status, *, cmap, vmin, vmax, label, text, hatched=None, dist
         linecolor="white",
         cbar_kws={"label": label, "shrink": 0.9},
     )
-    plots.annotate_cells(
+    annotate_cells(
         ax,
         val,
         status,
@@ -110,7 +116,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             label=f"{metric.axis_label(tables.latency_stat)}",
             text=style.fmt,
         )
-        ax_v.set_title(f"{plots._threads_label(t)}: {metric.name}", fontsize=10)
+        ax_v.set_title(f"{threads_label(t)}: {metric.name}", fontsize=10)
         pstatus = _matrix(dt, "pct_status", rows, cols).fillna(NOT_RUN)
         pstatus = pstatus.mask(pstatus.eq("baseline"), "ok")
         sig = _matrix(dt, "sig", rows, cols)
@@ -126,17 +132,17 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             hatched=sig.map(lambda s: s is False).astype(bool),
             disturbed=_matrix(dt, "disturbed", rows, cols).eq(True),
         )
-        ax_p.set_title(f"{plots._threads_label(t)}: % change vs its row's diagonal", fontsize=10)
+        ax_p.set_title(f"{threads_label(t)}: % change vs its row's diagonal", fontsize=10)
     fig.suptitle(
         f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}",
         fontsize=13,
         fontweight="bold",
     )
     status = d[f"{metric.key}_status"]
-    notes = plots._sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
-    notes += plots.disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
-    notes += plots.grey_note(status[status.ne("ok")])
-    plots._footnote(axes[-1][0], notes)
+    notes = sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
+    notes += disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
+    notes += grey_note(status[status.ne("ok")])
+    footnote(axes[-1][0], notes)
     fig.tight_layout()
     return fig
 
@@ -189,7 +195,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
     fig.suptitle("This machine's memory matrix", fontsize=13, fontweight="bold")
     failed = m[~m["status"].eq("ok")]
     notes = [f"n{r.cpu_node}m{r.mem_node}: {r.status} ({r.reason})" for r in failed.itertuples()]
-    plots._footnote(axes[0], notes[:6])
+    footnote(axes[0], notes[:6])
     fig.tight_layout()
     return fig
 
@@ -261,7 +267,7 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
             color=style.thread_color(t, threads),
             marker="o",
             ls="",
-            label=plots._threads_label(t),
+            label=threads_label(t),
         )
         for t in threads
     ] + [
@@ -277,6 +283,6 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
         fontsize=13,
         fontweight="bold",
     )
-    plots._footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
+    footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
     fig.tight_layout()
     return fig

@@ -9,21 +9,19 @@
   node, per thread count and node, with the fitted curve s(x) = 1 + beta x^2 and its band;
 - ``core_map``: which cores each instance of the measured plan got, one row per (budget, B).
 
-Registered for their families with ``registry.drawer`` (``plots`` imports this module).
+Registered for their families with ``@drawer`` (``plots`` imports this module).
 """
 
 from __future__ import annotations
-
-import matplotlib
-
-matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from numa_effects import stats
 from numa_effects.report.data import Tables
-from numa_effects.report.registry import LATENCY, Metric, drawer
+from numa_effects.report.drawers import drawer
+from numa_effects.report.drawing import ci_error_bars
+from numa_effects.report.metrics import LATENCY, Metric
 
 SERIES = (
     # (column, CI columns, label, style)
@@ -47,13 +45,6 @@ def _rows(tables: Tables, model: str, opt: str):
     if p is None:
         raise ValueError("the Packing figures need tables/packing.csv")
     return p[(p["model"] == model) & (p["opt"] == opt)].sort_values(["budget", "batch_size"])
-
-
-def ci_error_bars(b, y, ci):
-    """Error bars of ``y`` (below, above; never negative, 0 where unknown) from the frame ``b``'s
-    CI columns ``ci`` (low, high)."""
-    lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
-    return np.nan_to_num(np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)]))
 
 
 @drawer("packing_latency")

@@ -1,0 +1,202 @@
+"""Which figures exist: the figure targets (``Figure``: a family and its wildcards' values) that
+a grid's cells support, planned by each family's ``plan`` (a function of ``PLANS``). Pure and
+cheap: the workflow lists the targets at parse time (``figures(keys, packed=...)``) from the
+config's grid, the imported cells or a comparison's matched cells, so only figures whose data
+exist are requested; no module state changes to plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import placement as placement_mod
+from numa_effects.report import families
+from numa_effects.report.baselines import (
+    base_variant,
+    beyond_packrat,
+    dtype_of,
+    figure_allocator,
+    is_sequential,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Figure:
+    """One figure target: a family and the values of its wildcards."""
+
+    family: str
+    model: str
+    opt: str = ""
+    placement: str = ""
+    batch_size: int = 0
+    run: str = ""  # the compared run (a comparison's figures)
+
+    @property
+    def spec(self) -> families.Family:
+        return families.BY_NAME[self.family]
+
+    @property
+    def wildcards(self) -> dict:
+        return {w: getattr(self, w) for w in self.spec.wildcards}
+
+    def path(self, folder: str, ext: str = "png") -> str:
+        """File of this figure below ``folder`` (the report's figures/ folder)."""
+        return f"{folder}/{self.spec.pattern.format(**self.wildcards)}.{ext}"
+
+    def as_dict(self) -> dict:
+        return {
+            "family": self.family,
+            "section": self.spec.section,
+            "model": self.model,
+            "opt": self.opt,
+            "placement": self.placement,
+            "batch_size": self.batch_size,
+            "run": self.run,
+        }
+
+
+def _order(fig: Figure) -> tuple:
+    return (fig.model, list(families.BY_NAME).index(fig.family), fig)
+
+
+def _key_values(keys: Iterable) -> list[dict]:
+    out = []
+    for k in keys:
+        get = k.get if isinstance(k, dict) else lambda a, d=None, k=k: getattr(k, a, d)
+        out.append(
+            {
+                "model": get("model"),
+                "opt": get("opt"),
+                "placement": get("placement"),
+                "batch_size": int(get("batch_size")),
+                "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
+                "allocator": get("allocator", None) or allocators_mod.GLIBC,
+            }
+        )
+    return out
+
+
+def _of_figure_allocator(keys: list[dict]) -> list[dict]:
+    """The keys of the allocator the single-allocator figures show (``figure_allocator``)."""
+    alloc = figure_allocator(k["allocator"] for k in keys)
+    return [k for k in keys if k["allocator"] == alloc]
+
+
+def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the cells of the ``sequential`` placement (``sequential+smt``)."""
+    return [k for k in keys if is_sequential(k["placement"])]
+
+
+def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the cells of a placement that is not a baseline and whose baseline
+    (``placement.baseline_of``) has a cell at the same model, opt and batch size (an SMT cell
+    only with sequential+smt; ``n0m1`` with ``n0m0``)."""
+    keys = _of_figure_allocator(keys)
+    have = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
+    out = []
+    for k in keys:
+        base = placement_mod.baseline_of(k["placement"])
+        if base is not None and (k["model"], k["opt"], base, k["batch_size"]) in have:
+            out.append(k)
+    return out
+
+
+def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per packed (model, opt): ``packed`` (from the config key ``packing``:
+    ``plan.build.Plan.packed``); none without packing."""
+    return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
+
+
+def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """Wildcard values of the matched cells of a comparison of runs (``run``: the compared
+    run; ``tables.compare_runs.matched_keys``); none for a run's own cells."""
+    return [k for k in keys if k["run"]]
+
+
+def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per (model, batch size) whose ``sequential`` cells have the baseline variant
+    (float32 eager on the run's baseline allocator) and another one, in a grid beyond
+    PackRat's."""
+    if not beyond_packrat(keys):
+        return []
+    seq = [k for k in keys if is_sequential(k["placement"])]
+    variant = base_variant(k["allocator"] for k in keys)
+    base = {(k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == variant}
+    return [
+        k
+        for k in seq
+        if (k["model"], k["batch_size"]) in base and (k["opt"], k["allocator"]) != variant
+    ]
+
+
+def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """The comparison cells (``plan_comparison``) of models measured in at least two dtypes."""
+    if not beyond_packrat(keys):
+        return []
+    dtypes: dict[str, set] = {}
+    for k in _of_figure_allocator(keys):
+        dtypes.setdefault(k["model"], set()).add(dtype_of(k["opt"]))
+    return [k for k in plan_comparison(keys) if len(dtypes.get(k["model"], ())) > 1]
+
+
+def plan_node_pairs(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run
+    (``plan_comparison``): a 1-node machine's diagonal alone has nothing to compare."""
+    return [k for k in plan_comparison(keys) if placement_mod.pair_of(k["placement"])]
+
+
+def plan_node_pair_memory(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
+    """One figure per model with any node-pair cell, the diagonal's included: the memory jobs
+    are planned from the same cells (``plan.build.memory_jobs``)."""
+    models = {k["model"] for k in keys if placement_mod.pair_of(k["placement"])}
+    return [{"model": m} for m in sorted(models)]
+
+
+PLANS: dict[str, Callable[..., list[dict]]] = {
+    "node_pairs": plan_node_pairs,
+    "node_pair_memory": plan_node_pair_memory,
+    "sequential": plan_sequential,
+    "comparison": plan_comparison,
+    "packing": plan_packing,
+    "compare": plan_compare,
+    "precision": plan_precision,
+    "precision_comparison": plan_precision_comparison,
+}
+
+
+def figures(
+    keys: Iterable,
+    page: str = families.RUN_PAGE,
+    packed: Iterable[tuple[str, str]] = (),
+) -> list[Figure]:
+    """Every figure of ``page``'s families (``families.page_families``) the cells ``keys``
+    support, in page order.
+
+    ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
+    ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
+    keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure. ``packed``:
+    the (model, opt) pairs that packing measures (the Packing figures). A comparison's figures
+    (``page`` ``COMPARE_PAGE``) are planned from its matched keys (dicts with ``run``).
+    """
+    fams = families.page_families(page)
+    values = _key_values(keys)
+    packed = frozenset((str(m), str(o)) for m, o in packed)
+    planned = {p: PLANS[p](values, packed) for p in {f.plan for f in fams}}
+    out = {
+        Figure(fam.name, **{w: v[w] for w in fam.wildcards})
+        for fam in fams
+        for v in planned[fam.plan]
+    }
+    return sorted(out, key=_order)
+
+
+def from_dict(d: dict) -> Figure:
+    return Figure(
+        d["family"],
+        d["model"],
+        d.get("opt", ""),
+        d.get("placement", ""),
+        int(d.get("batch_size", 0)),
+        d.get("run", ""),
+    )

@@ -1,0 +1,140 @@
+"""The Precision and runtime section's figures: every optimization and allocator against float32
+eager on the run's baseline allocator (``report.baselines.base_variant``; precision.csv), and
+the NUMA loss per dtype. Registered for their families with ``@drawer``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from numa_effects.plan import placement as placement_mod
+from numa_effects.report import style
+from numa_effects.report.baselines import base_variant, dtype_of
+from numa_effects.report.data import Tables, comparison, deg_stat, pair_status, sequential
+from numa_effects.report.drawers import drawer
+from numa_effects.report.drawing import (
+    draw_lines,
+    finish,
+    new_figure,
+    non_native,
+    not_significant_legend,
+    not_value_note,
+    sig_notes,
+    subtitle,
+    threads_axis,
+    titles,
+    variants,
+    y_scale,
+)
+from numa_effects.report.metrics import Metric
+from numa_effects.report.style import opt_color, opt_label, opt_order, pct1
+
+
+@drawer("precision_speedup")
+def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metric):
+    """x = threads, y = speedup over float32 eager on the run's baseline allocator
+    (``base_variant``), one line per other (opt, allocator), sequential placement; from
+    precision.csv, statuses from the cells."""
+    if tables.precision is None:
+        raise ValueError("this figure needs the precision table")
+    u = sequential(tables.universe(model, every_allocator=True))
+    u = u[u["batch_size"] == batch_size]
+    st = f"{metric.key}_status"
+    base_opt, base_alloc = base_variant(u["allocator"])
+    is_base = (u["opt"] == base_opt) & (u["allocator"] == base_alloc)
+    base = u[is_base][["placement", "threads", st, "disturbed"]]
+    d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
+    d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
+    d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
+    p = tables.precision
+    p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
+    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
+    keep += ["speedup_ci_high", "significant"]
+    p = p[[c for c in keep if c in p]].rename(
+        columns={
+            "speedup_ci_low": "speedup_lo",
+            "speedup_ci_high": "speedup_hi",
+            "significant": "sig",
+        }
+    )
+    d = d.merge(
+        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
+    )
+    for c in ("speedup", "speedup_lo", "speedup_hi"):
+        if c not in d:
+            d[c] = np.nan
+    if "sig" not in d:
+        d["sig"] = None
+    d.loc[d["pair"] != "ok", ["speedup", "speedup_lo", "speedup_hi"]] = np.nan
+    d["speedup_status"] = np.where(
+        d["pair"].ne("ok"), d["pair"], np.where(d["speedup"].isna(), "missing", "ok")
+    )
+    d, order, color, label, dash, notes = variants(d, non_native(tables, model))
+    fig, ax = new_figure()
+    drawn = draw_lines(
+        ax,
+        d,
+        "variant",
+        order,
+        color,
+        label,
+        "speedup",
+        annotate=True,
+        sig="sig",
+        style_of=dash,
+    )
+    ax.axhline(1.0, color="black", linewidth=1)
+    threads_axis(ax, sorted(d["threads"].unique()))
+    scale = y_scale(ax, d["speedup"])
+    base_label = style.allocator_label(base_alloc)
+    ax.set_ylabel(
+        f"Speedup over float32 eager, {base_label} ({tables.latency_stat} latency){scale}"
+    )
+    titles(
+        ax,
+        f"Speedup over float32 Eager (BS={batch_size})",
+        subtitle(model, "placement sequential", "error bars: 95 % CI of the ratio"),
+    )
+    extra = not_significant_legend(d["sig"])
+    finish(
+        fig,
+        ax,
+        drawn,
+        sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
+        + not_value_note(d, "speedup_status")
+        + notes,
+        extra=extra,
+    )
+    return fig
+
+
+@drawer("precision_numa_loss")
+def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: int, metric):
+    """x = threads, y = % degradation of ``placement`` vs its baseline, one line per
+    optimization (its dtype in the legend)."""
+    u = tables.universe(model)
+    opts = sorted(u["opt"].unique(), key=opt_order)
+    parts = [comparison(tables, model, o, metric) for o in opts]
+    d = pd.concat(parts, ignore_index=True)
+    d = d[(d["placement"] == placement) & (d["batch_size"] == batch_size)]
+    marked = {o for o, a in non_native(tables, model) if a == tables.allocator}
+
+    def label(o):
+        return f"{opt_label(o)} [{dtype_of(o)}]" + (f" · {style.NON_NATIVE}" if o in marked else "")
+
+    fig, ax = new_figure()
+    drawn = draw_lines(
+        ax, d, "opt", opts, opt_color, label, "pct", annotate=True, fmt=pct1, sig="sig"
+    )
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.margins(y=0.15)
+    threads_axis(ax, sorted(d["threads"].unique()))
+    baseline = placement_mod.baseline_of(placement)
+    ax.set_ylabel(f"% {metric.name} degradation vs {baseline}\n(+ = {metric.worse}, − = better)")
+    titles(
+        ax,
+        f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
+        subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
+    )
+    finish(fig, ax, drawn, sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status"))
+    return fig
