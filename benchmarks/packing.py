@@ -34,10 +34,12 @@ from pathlib import Path
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.analysis import interference, packing
+from numa_effects.analysis.planner import Planner
 from numa_effects.measure import job as job_mod
 from numa_effects.measure import provenance
 from numa_effects.measure.record import Record
-from numa_effects.plan import interference, packing, paths
+from numa_effects.plan import paths
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import packing as packing_table
@@ -168,7 +170,7 @@ def split_candidates(doc: dict, cells: pd.DataFrame) -> list[tuple[dict, packing
             caps = choice.get("caps") or [choice["budget"]]
             alone = packing.alone_table(cells, choice["model"], choice["opt"])
             top = max(int(b) for b in cells["batch_size"])
-            planners[key] = packing.Planner(table, caps, curve, alone, top)
+            planners[key] = Planner(table, caps, curve, alone, top)
         split = planners[key].optimize(choice["batch"], min_instances=2)
         if split is not None:
             out.append((choice, split))

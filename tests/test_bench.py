@@ -459,7 +459,7 @@ def test_packing_benchmark_measures_a_split_only_where_no_job_did():
     split predicted with the run's curve (alone latency x s(1) for two 1-thread instances)."""
     from benchmarks import packing as bench
     from numa_effects import stats
-    from numa_effects.plan import interference
+    from numa_effects.analysis import interference
 
     plans, _, _ = captured_packing()
     cells = stats.read_table(PACK / "tables" / "cells.csv")

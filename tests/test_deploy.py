@@ -18,13 +18,14 @@ from conftest import FIXTURES, REPO
 from test_packrat import PACKRAT
 
 from numa_effects import config as config_mod
+from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import Record
 from numa_effects.plan import build, cost, deploy, launchers, topology
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import deploy as judged
-from numa_effects.tables import deploy_plan, packrat
 from numa_effects.tables import interference as interference_table
+from numa_effects.tables import packrat
 
 TOPO = FIXTURES / "topology"
 SHAPES = {

@@ -1,5 +1,5 @@
-"""The interference model (issue 22, numa_effects.plan.interference) and the optimizer that uses
-it (packing.Planner): the fit and the prediction interval validated by simulation against known
+"""The interference model (issue 22, numa_effects.analysis.interference) and the optimizer that uses
+it (planner_mod.Planner): the fit and the prediction interval validated by simulation against known
 truth (and the naive intervals shown to fail the same check), the optimizer against brute-force
 enumeration of every configuration and node assignment, the profile table built from records,
 and the model validated on PackRat's own interference data: fitted on k <= 8 concurrent
@@ -16,8 +16,11 @@ from test_packrat import PACKRAT
 from test_topology import load
 
 from numa_effects import stats
+from numa_effects.analysis import interference, packing
+from numa_effects.analysis import planner as planner_mod
 from numa_effects.measure import record
-from numa_effects.plan import interference, packing, placement
+from numa_effects.plan import packing as packing_jobs
+from numa_effects.plan import placement
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packrat
@@ -224,11 +227,11 @@ def test_planner_matches_brute_force_with_interference_on_one_two_three_nodes(se
     curve = interference.Curve(beta=rng.choice([0.0, 0.02, 0.1, 0.5]))
     compared = 0
     for caps in [(1,), (2,), (3,), (4,), (2, 2), (3, 1), (2, 1, 1)]:
-        planner = packing.Planner(table, caps, curve, max_batch=10)
+        planner = planner_mod.Planner(table, caps, curve, max_batch=10)
         for total in range(1, 11):
             for least in (1, 2):
                 got = planner.optimize(total, min_instances=least)
-                want = packing.brute_force_nodes(table, caps, total, curve, least)
+                want = planner_mod.brute_force_nodes(table, caps, total, curve, least)
                 if want is None:
                     assert got is None
                     continue
@@ -251,9 +254,9 @@ def test_interference_turns_the_split_into_the_fat_instance():
     # two 1-thread instances of 1 image (0.9 s alone) vs one 2-thread instance (1.0 s): alone,
     # the split wins; with 20 % slowdown beside a neighbour, the fat instance does
     table = {(1, 1): 0.9, (2, 1): 0.6, (1, 2): 1.8, (2, 2): 1.0}
-    alone = packing.Planner(table, [2], None, max_batch=2).optimize(2)
+    alone = planner_mod.Planner(table, [2], None, max_batch=2).optimize(2)
     assert alone.label() == "2x(t1,b1)" and alone.latency_s == 0.9
-    planner = packing.Planner(table, [2], interference.Curve(beta=0.2), max_batch=2)
+    planner = planner_mod.Planner(table, [2], interference.Curve(beta=0.2), max_batch=2)
     c = planner.optimize(2)
     assert c.is_fat and c.latency_s == 1.0
     # the candidates: the best of each instance count, best first
@@ -264,12 +267,12 @@ def test_interference_turns_the_split_into_the_fat_instance():
 
 def test_on_two_nodes_interference_spreads_the_instances_and_pack_follows():
     table = {(1, 1): 1.0, (2, 2): 1.6}
-    planner = packing.Planner(table, [2, 2], interference.Curve(beta=0.5), max_batch=2)
+    planner = planner_mod.Planner(table, [2, 2], interference.Curve(beta=0.5), max_batch=2)
     c = planner.optimize(2)
     assert c.label() == "2x(t1,b1)" and c.latency_s == 1.0  # one per node: no neighbour
     assert sorted(i.node for i in c.instances) == [0, 1] and c.busy == (1, 1)
     # on one node of 2 cores the same two instances would be 1.5 s: the fat one (1.6 s) is next
-    one = packing.Planner(table, [2], interference.Curve(beta=0.5), max_batch=2).optimize(2)
+    one = planner_mod.Planner(table, [2], interference.Curve(beta=0.5), max_batch=2).optimize(2)
     assert one.label() == "2x(t1,b1)" and one.latency_s == 1.5
     row = {
         "budget": 4,
@@ -277,7 +280,7 @@ def test_on_two_nodes_interference_spreads_the_instances_and_pack_follows():
         "candidates": [c.to_dict()],
         "instances": c.to_dict()["instances"],
     }
-    conf = packing.configurations(row)["plan"]
+    conf = packing_jobs.configurations(row)["plan"]
     topo = load("qemu-2node-test-guest")  # node 0: CPUs 0-1, node 1: CPUs 2-3
     got = spec_mod.plans_for(topo, 4, conf["instances"], False, conf["nodes"])
     assert sorted(p.cpu_nodes for p, _ in got) == [(0,), (1,)]
@@ -296,23 +299,23 @@ def test_profile_jobs_on_the_2_core_machine_and_a_2x16_server():
         "batch_sizes": [1, 4, 16],
         "placements": ["sequential"],
     }
-    s = packing.settings(cfg, one, [1, 2])
+    s = packing_jobs.settings(cfg, one, [1, 2])
     assert s["interference"]["batch"] == 4 and s["measure_plans"] == 2
-    jobs = packing.interference_jobs(s)
+    jobs = packing_jobs.interference_jobs(s)
     assert jobs == [
         {"model": "resnet50", "opt": "none", "budget": 2, "threads": 1, "instances": [2]}
     ]
-    assert packing.profile_cost(s, 2) == {
+    assert packing_jobs.profile_cost(s, 2) == {
         "jobs": 1,
         "configurations": 4,  # alone and the pair, 2 replicates
         "processes": 6,
         "max_timed_s": 40.0,
     }
     off = {**cfg, "packing": {"interference": {"enabled": False}}}
-    assert packing.interference_jobs(packing.settings(off, one, [1, 2])) == []
+    assert packing_jobs.interference_jobs(packing_jobs.settings(off, one, [1, 2])) == []
     server = load("2x16-nosmt-alternating")
-    s = packing.settings(cfg, server, list(range(1, 17)))
-    got = {(j["budget"], j["threads"]): j["instances"] for j in packing.interference_jobs(s)}
+    s = packing_jobs.settings(cfg, server, list(range(1, 17)))
+    got = {(j["budget"], j["threads"]): j["instances"] for j in packing_jobs.interference_jobs(s)}
     # one node: powers of two up to the node; all 32 cores: only the groups spanning both nodes
     assert got == {
         (16, 1): [2, 4, 8, 16],
@@ -404,7 +407,7 @@ def test_packrat_plans_with_the_fitted_interference(packrat_profile):
     table = packing.latency_table(cells, "resnet50", "script", allocator="tcmalloc")
     sel = packrat_profile[packrat_profile["opt"] == "script"]
     curve = interference.fit(profile.points(sel))
-    planner = packing.Planner(table, [16], curve, max_batch=1024)
+    planner = planner_mod.Planner(table, [16], curve, max_batch=1024)
     rises, speedups, alone_speedups = [], [], []
     for b in (8, 16, 32, 64, 128, 256, 512, 1024):
         old = packing.optimize(table, 16, b)

@@ -14,10 +14,13 @@ import pytest
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
+from numa_effects.analysis import packing
+from numa_effects.analysis import planner as planner_mod
+from numa_effects.analysis.packing import Instance
 from numa_effects.measure import record
 from numa_effects.measure.record import Failure, GroupRecord, Record
-from numa_effects.plan import packing, placement
-from numa_effects.plan.packing import Instance
+from numa_effects.plan import packing as packing_jobs
+from numa_effects.plan import placement
 from numa_effects.tables import packing as packing_table
 from numa_effects.tables import packrat
 
@@ -127,7 +130,7 @@ def test_latency_table_and_missing_points_from_cells_csv():
     table = packing.latency_table(cells, "m", "none")
     assert table == {(1, 1): 0.010, (1, 2): 0.019}
     assert packing.missing_points(table, [1, 2], [1, 2]) == [(2, 1), (2, 2)]
-    rows = packing.choices(cells, "m", "none", [2], [1, 2, 5], [1, 2])
+    rows = planner_mod.choices(cells, "m", "none", [2], [1, 2, 5], [1, 2])
     assert [r["label"] for r in rows[:2]] == ["1x(t1,b1)", "2x(t1,b1)"]
     assert rows[2]["instances"] == [] and "5 images" in rows[2]["reason"]
     assert rows[0]["missing"] == [[1, 5], [2, 1], [2, 2], [2, 5]]  # the grid has batch 5
@@ -158,11 +161,14 @@ def test_the_plan_predicts_from_the_runs_baseline_allocator():
 
 # -- budgets on topologies -------------------------------------------------------------------------
 def test_budgets_on_2x16_and_the_one_node_vm():
-    assert packing.budgets(load("2x16-nosmt-alternating")) == {16: ["node"], 32: ["all"]}
-    assert packing.budgets(load("2x18-smt-offset36"), use_smt=True) == {36: ["node"], 72: ["all"]}
+    assert packing_jobs.budgets(load("2x16-nosmt-alternating")) == {16: ["node"], 32: ["all"]}
+    assert packing_jobs.budgets(load("2x18-smt-offset36"), use_smt=True) == {
+        36: ["node"],
+        72: ["all"],
+    }
     # one node: both budgets are the same cores, so one budget
-    assert packing.budgets(load("host-1node-kvm")) == {2: ["node", "all"]}
-    assert packing.budgets(load("host-1node-kvm"), ["node", 1]) == {1: ["1"], 2: ["node"]}
+    assert packing_jobs.budgets(load("host-1node-kvm")) == {2: ["node", "all"]}
+    assert packing_jobs.budgets(load("host-1node-kvm"), ["node", 1]) == {1: ["1"], 2: ["node"]}
 
 
 # -- PackRat's CloudLab table (2 x 16 cores, t = 1..16, B = 1..1024) ----------------------------
@@ -176,7 +182,7 @@ def cloudlab():
 
 def test_packrat_cloudlab_plans(cloudlab):
     topo = load("2x16-nosmt-alternating")
-    budgets = packing.budgets(topo)
+    budgets = packing_jobs.budgets(topo)
     batches = sorted(cloudlab["batch_size"].unique())
     # PackRat has no median: the mean is used, read back from the CSV's latency(avg)
     assert packing.statistic(cloudlab) == "latency_mean_ms"
@@ -239,7 +245,7 @@ def test_pack_on_the_2_node_test_guest():
 def test_pack_is_disjoint_on_every_fixture(name):
     topo = load(name)
     rng = random.Random(name)
-    for budget in packing.budgets(topo):
+    for budget in packing_jobs.budgets(topo):
         for _ in range(20):
             threads = []
             while sum(threads) < budget and rng.random() < 0.8:
@@ -414,7 +420,9 @@ def test_the_benchmark_measures_the_best_split_where_a_single_instance_wins(clou
     batches = sorted(cloudlab["batch_size"].unique())
     for opt in ("none", "script"):
         table = packing.latency_table(cloudlab, "resnet50", opt)
-        doc = {"choices": packing.choices(cloudlab, "resnet50", opt, [1, 2, 3], batches, [1, 2])}
+        doc = {
+            "choices": planner_mod.choices(cloudlab, "resnet50", opt, [1, 2, 3], batches, [1, 2])
+        }
         got = {(c["budget"], c["batch"]): s for c, s in split_candidates(doc, cloudlab)}
         assert got  # the table has such plans: the test checks something
         for c in doc["choices"]:

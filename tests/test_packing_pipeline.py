@@ -21,9 +21,12 @@ import pytest
 import robust
 from conftest import REPO, foreign_share_pct, load_config, snakemake
 
+from numa_effects.analysis import packing
+from numa_effects.analysis import planner as planner_mod
 from numa_effects.measure import job as job_mod
 from numa_effects.measure import record
-from numa_effects.plan import allocators, grid, packing, paths, placement, topology
+from numa_effects.plan import allocators, grid, paths, placement, topology
+from numa_effects.plan import packing as packing_jobs
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
 from numa_effects.tables import packing as packing_table
@@ -33,7 +36,7 @@ pytestmark = pytest.mark.integration
 TOPO = topology.current()
 # two thread counts: 1 and all cores of one node (the planner's `threads: auto` maximum)
 THREADS = sorted({1, placement.max_threads(TOPO)})
-BUDGETS = packing.budgets(TOPO)
+BUDGETS = packing_jobs.budgets(TOPO)
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +60,10 @@ def run(tmp_path_factory):
 
 def test_packing_is_on_by_default_with_two_thread_counts(run):
     _, cfg = run
-    s = packing.settings(cfg, TOPO, grid.thread_counts(cfg, TOPO))
+    s = packing_jobs.settings(cfg, TOPO, grid.thread_counts(cfg, TOPO))
     assert s["enabled"] and s["budgets"] == BUDGETS
-    off = packing.settings({**cfg, "threads": [1]}, TOPO, [1])
-    assert not off["enabled"] and packing.jobs(off) == []
+    off = packing_jobs.settings({**cfg, "threads": [1]}, TOPO, [1])
+    assert not off["enabled"] and packing_jobs.jobs(off) == []
 
 
 def test_the_interference_profile_is_measured_first_and_tabulated(run):
@@ -68,8 +71,8 @@ def test_the_interference_profile_is_measured_first_and_tabulated(run):
     alone, then k identical instances side by side (pinned, disjoint, verified), replicate by
     replicate; tables/interference.csv holds the slowdown recomputed here from the JSON."""
     workdir, cfg = run
-    s = packing.settings(cfg, TOPO, THREADS)
-    jobs = packing.interference_jobs(s)
+    s = packing_jobs.settings(cfg, TOPO, THREADS)
+    jobs = packing_jobs.interference_jobs(s)
     assert jobs and {j["threads"] for j in jobs} == {1}
     df = pd.read_csv(workdir / "results/tables/interference.csv")
     assert len(df) == sum(len(j["instances"]) for j in jobs)  # one node per group here
@@ -108,8 +111,8 @@ def test_plans_are_the_optimizers_choice_from_cells_and_the_profile(run):
     assert len(df) == len(BUDGETS) * 2
     assert sorted(df["budget"].unique()) == sorted(BUDGETS)
     for r in df.itertuples():
-        caps = [k for _, k in packing.budget_nodes(TOPO, r.budget)]
-        planner = packing.Planner(table, caps, curve, max_batch=2)
+        caps = [k for _, k in packing_jobs.budget_nodes(TOPO, r.budget)]
+        planner = planner_mod.Planner(table, caps, curve, max_batch=2)
         want = planner.optimize(r.batch_size)
         assert r.plan == want.label()
         assert r.predicted_ms == pytest.approx(want.latency_s * 1e3)
@@ -129,14 +132,14 @@ def test_the_best_predicted_plans_are_measured_and_the_measured_best_recommended
     workdir, cfg = run
     df = pd.read_csv(workdir / "results/tables/packing.csv")
     cand = pd.read_csv(workdir / "results/tables/packing_candidates.csv")
-    n = packing.settings(cfg, TOPO, THREADS)["measure_plans"]
+    n = packing_jobs.settings(cfg, TOPO, THREADS)["measure_plans"]
     for r in df.itertuples():
         mine = cand[(cand["budget"] == r.budget) & (cand["batch_size"] == r.batch_size)]
         plans = json.loads((workdir / "results/packing/resnet18/none/plans.json").read_text())[
             "choices"
         ]
         (choice,) = [c for c in plans if (c["budget"], c["batch"]) == (r.budget, r.batch_size)]
-        want = {"fat", *packing.configurations(choice)}
+        want = {"fat", *packing_jobs.configurations(choice)}
         assert set(mine["name"]) == want and len(choice["candidates"]) <= n
         assert r.candidates == len(mine)
         # the predicted ranking: candidates in order of predicted latency
@@ -170,7 +173,7 @@ def test_plans_measured_as_pinned_disjoint_verified_instances(run):
                 workdir / f"results/packing/resnet18/none/c{r.budget}/bs{r.batch_size}.json"
             ).read_text()
         )
-        confs = packing.configurations(result["choice"])
+        confs = packing_jobs.configurations(result["choice"])
         assert result["job"]["allocator"] == result["allocator"]["name"] == alloc
         for name, recs in result["runs"].items():
             conf = confs[name]

@@ -1,12 +1,12 @@
 """Snakemake entry: the deploy plan from the cells and the interference profile (see
-numa_effects.tables.deploy_plan)."""
+numa_effects.analysis.deploy_plan)."""
 
 import json
 from pathlib import Path
 
 from numa_effects import stats
+from numa_effects.analysis import deploy_plan
 from numa_effects.plan import topology
-from numa_effects.tables import deploy_plan
 from numa_effects.tables import interference as interference_table
 
 sm = snakemake  # noqa: F821

@@ -1,6 +1,6 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-Four layers and three shared modules (docs/architecture.md); a module imports only from its own
+Five layers and three shared modules (docs/architecture.md); a module imports only from its own
 layer and the layers below it (tests/test_layers.py). One concern per module (after
 psf/pyperf); tests/test_report_registry.py fails when a module is not listed here.
 
@@ -47,13 +47,20 @@ Shared, the bottom:
 - ``plan.host``: what the planning machine offers beyond its topology (skips with reasons).
 - ``plan.memory``: each cell's memory estimate; cells that cannot fit are skipped.
 - ``plan.models``: the torchvision model names, checked in.
-- ``plan.packing``: PackRat's question: the best <instances, threads, batch> per budget.
-- ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
+- ``plan.packing``: the ``packing`` key resolved: budgets, the packing and profile jobs.
 - ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
 - ``plan.deploy``: what to deploy: the objectives, the baselines' registry, the ``deploy`` key.
 - ``plan.launchers``: the layouts other tools choose by rule (``run_cpu`` as it computes them).
 - ``plan.cost``: the run's wall time estimated before any job; the grid shrunk to a budget.
 - ``plan.remeasure``: what a run measures, why, and its estimated time (the dry run's line).
+
+``analysis``: the post-run analysis over the tables' rows, pure (no I/O, no torch):
+
+- ``analysis.packing``: PackRat's question: the best <instances, threads, batch> per budget.
+- ``analysis.planner``: the same with interference, per node; the optimizer's rows.
+- ``analysis.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
+- ``analysis.deploy_plan``: the configurations the deploy answer measures, searched from the
+  cells.
 
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
 profiles):
@@ -102,7 +109,6 @@ profiles):
 - ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).
 - ``tables.packrat``: PackRat's published results imported as tidy tables.
 - ``tables.summary``: the short text summary a run ends with.
-- ``tables.deploy_plan``: the configurations the deploy answer measures, searched from the cells.
 - ``tables.deploy``: recommendation.csv: what to deploy, with the gains over the baselines.
 
 ``report``: figures and pages, drawn from the tables only:

@@ -310,11 +310,21 @@ SEED = 0
 CHUNK = 4_000_000  # resampled values held in memory at once
 
 
-def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
-    """The standard error of a cell's ln-median from its symmetric (log scale) t interval."""
-    from scipy.special import stdtrit
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The Student t quantile of a two-sided ``confidence`` interval with ``df`` degrees of
+    freedom; the normal one for infinite or unknown (NaN, <= 0) degrees of freedom."""
+    from scipy.special import stdtrit  # Student t quantile, without scipy.stats' import time
 
-    return (np.log(high) - np.log(low)) / 2.0 / float(stdtrit(df, 0.5 + confidence / 2))
+    return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
+
+
+def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
+    """The standard error of ln(value) (a cell's ln-median, a slowdown) from its symmetric (log
+    scale) t interval ``[low, high]`` with ``df`` degrees of freedom; NaN without an interval
+    (a bound missing or not positive)."""
+    if not (low > 0 and high > 0):
+        return math.nan
+    return (math.log(high) - math.log(low)) / 2.0 / t_quantile(df, confidence)
 
 
 def log_ratio_interval(

@@ -1,4 +1,4 @@
-"""Measure the deploy answer's configurations (``tables.deploy_plan``) side by side: round by
+"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side: round by
 round, every configuration once per round in ABBA order (``plan.spec.abba``), so that what
 drifts between rounds moves every configuration alike and each gain is a paired ratio over
 rounds (``gains``; docs/deploy.md).

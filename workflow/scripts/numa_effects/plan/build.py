@@ -247,7 +247,7 @@ class Plan:
         """What a packing measurement job needs besides its plan (run_packing.py builds its spec:
         ``plan.spec.packing``). Its groups run with the baseline allocator of the grid's cells
         (``plan.allocators.baseline``), whose cells the plan predicts from
-        (``plan.packing.latency_table``)."""
+        (``analysis.packing.latency_table``)."""
         return {
             "model": model,
             "opt": opt,

@@ -39,6 +39,7 @@ LAYERS = {
     ),
     "tables": (
         "numa_effects/tables/*.py",
+        "numa_effects/analysis/*.py",
         "numa_effects/stats.py",
         "numa_effects/plan/stages.py",
         "aggregate_cells.py",

@@ -207,7 +207,7 @@ class GroupSpec:
     configurations: dict[str, Configuration]
     settings: dict
     schedule: tuple[tuple[str, int], ...]  # (configuration, replicate) in the order measured
-    choice: dict | None = None  # packing: the optimizer's row (plan.packing.choices)
+    choice: dict | None = None  # packing: the optimizer's row (analysis.planner.choices)
     unplaced: dict[str, str] = field(default_factory=dict)  # could not be placed when planned
     code: str | None = None
 
@@ -412,7 +412,7 @@ def abba(names, rounds: int) -> tuple[tuple[str, int], ...]:
 
 
 def deploy(job: dict, configurations: dict) -> GroupSpec:
-    """The deploy answer's measurement (``tables.deploy_plan``'s ``configurations``: each its
+    """The deploy answer's measurement (``analysis.deploy_plan``'s ``configurations``: each its
     model, optimization, allocator and instances pinned to named CPUs and memory), in ABBA
     rounds up to ``job["max_rounds"]`` (``measure.deploy`` may stop earlier). ``job``:
     ``Plan.deploy_job``."""

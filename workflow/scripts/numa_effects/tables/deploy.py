@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import GroupRecord
 from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import cpulist
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import optimizations as optimizations_mod
-from numa_effects.tables import deploy_plan
 
 COLUMNS = [
     "model",
@@ -144,9 +145,9 @@ def _config_columns(config: dict, topo=None) -> dict:
         "layout": config["label"],
         "instances": len(insts),
         "threads": sum(int(i["threads"]) for i in insts),
-        "cpus": " ".join(deploy_plan.cpulist.format(i["cpus"]) for i in insts),
+        "cpus": " ".join(cpulist.format(i["cpus"]) for i in insts),
         "mem_nodes": " ".join(
-            deploy_plan.cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
+            cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
         ),
         "command": " ; ".join(deploy_plan.numactl_lines(config, allocator_env(config))),
         "run_cpu": run_cpu_line(config),

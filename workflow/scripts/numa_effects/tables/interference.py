@@ -18,7 +18,7 @@ round-to-round only). Columns:
 - ``k``: instances in the group, ``node``: the node of this row's instances (``0+1`` for an
   instance that straddles both), ``k_node``: how many are on it, ``busy_cores``: their cores,
   ``x``: the other busy cores beside each of them (``busy_cores - threads``), the model's
-  variable (``plan.interference``);
+  variable (``analysis.interference``);
 - ``alone_ms``, ``latency_ms``: the geometric means of a_r and g_r; ``slowdown`` with
   ``slowdown_ci_low``/``slowdown_ci_high``, ``ci_df``, ``ci_method``; ``replicates``,
   ``rounds`` (clean rounds of the group), ``contended`` (any replicate of either);
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
-from numa_effects.plan import interference
 from numa_effects.tables import packing as packing_table
 
 COLUMNS = [

@@ -9,7 +9,7 @@ numa_effects.measure.job). Pure: rows from the plans and run records.
 - ``plan``: the best configuration by the prediction with interference, ``2x(t1,b8)`` = two
   instances of 1 thread and 8 images; ``instances`` the same as ``threads:batch`` pairs; ``k``,
   ``cores``; ``is_fat``: the plan is the fat instance itself; ``interference_model``: the
-  curve used (``plan.interference``; ``none`` = alone latencies only);
+  curve used (``analysis.interference``; ``none`` = alone latencies only);
 - ``predicted_alone_ms``: max over the plan's instances of their cells' latency (``statistic``
   names the column: the median, or PackRat's mean): the prediction without interference;
   ``predicted_ms`` with ``predicted_ci_low_ms``/``predicted_ci_high_ms``: with the slowdown
@@ -59,8 +59,8 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
-from numa_effects.plan import interference
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
 COLUMNS = [

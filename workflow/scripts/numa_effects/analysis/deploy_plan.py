@@ -6,7 +6,7 @@ allocator of the grid and predicts:
 
 - ``latency`` (a request of B images, the machine serving one at a time): per (optimization,
   allocator), PackRat's dynamic programme over the machine's nodes with the measured
-  interference (``plan.packing.Planner``: the best configuration of each instance count);
+  interference (``analysis.planner.Planner``: the best configuration of each instance count);
 - ``throughput`` (the whole machine busy): per (optimization, allocator, threads t, batch b),
   k instances of t threads on every node (k = 1 .. cores // t), each predicted at its alone
   latency times the slowdown of its node's other busy cores; images per second summed.
@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from numa_effects.analysis import interference, packing
+from numa_effects.analysis.planner import Planner
 from numa_effects.plan import allocators as allocators_mod
-from numa_effects.plan import cpulist, deploy, interference, launchers, packing
+from numa_effects.plan import cpulist, deploy, launchers
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import EAGER
+from numa_effects.plan.packing import BASELINE_PLACEMENT
 from numa_effects.plan.topology import Topology
 
 
@@ -114,7 +117,7 @@ class Configs:
 SPREAD = "interleave"  # the placement whose cells describe an instance across nodes
 
 
-def profiles(cells, model: str, s: dict, placement: str = packing.BASELINE_PLACEMENT) -> dict:
+def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
     """{(opt, allocator): (latency table, alone table)} of the grid's ``placement`` cells (the
     isolated profiles: ``sequential``) that were measured (or imported), for the optimizations
     and allocators searched."""
@@ -174,9 +177,7 @@ def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model
         return even_latency_predictions(prof, curves, caps, model, batch)
     out = []
     for (opt, alloc), (table, alone) in prof.items():
-        planner = packing.Planner(
-            table, [k for _, k in caps], curve_for(curves, model, opt), alone, batch
-        )
+        planner = Planner(table, [k for _, k in caps], curve_for(curves, model, opt), alone, batch)
         for choice in planner.candidates(batch, max(1, s["candidates"])):
             parts = [
                 (i.threads, i.batch, caps[i.node][0] if i.node >= 0 else None)
@@ -255,7 +256,7 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
 
 def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
     """{(threads, batch): p99 / median} of the cells: a request's tail relative to its median."""
-    sel = packing.ok_cells(cells, model, opt, packing.BASELINE_PLACEMENT, alloc)
+    sel = packing.ok_cells(cells, model, opt, BASELINE_PLACEMENT, alloc)
     out = {}
     for r in sel.itertuples(index=False):
         med, p99 = getattr(r, "latency_median_ms", math.nan), getattr(r, "latency_p99_ms", math.nan)

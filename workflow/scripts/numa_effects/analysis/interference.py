@@ -32,7 +32,7 @@ uncertainties: each instance's alone latency (its cell's two-level CI) and the c
 the plan's interval is [max_j low_j, max_j high_j]. The interval is for the plan's true median
 latency *if the model holds*; tests/test_interference.py checks its coverage by simulation.
 
-Pure logic (numpy and scipy.special only): no I/O.
+Pure logic, no I/O.
 """
 
 from __future__ import annotations
@@ -41,25 +41,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-CONFIDENCE = 0.95
-Z95 = 1.959964
-
-
-def _t(df: float, confidence: float = CONFIDENCE) -> float:
-    """Student t quantile; the normal one for infinite or unknown degrees of freedom."""
-    if df != df or df <= 0 or math.isinf(df):
-        return Z95
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, 0.5 + confidence / 2))
-
-
-def log_se(low: float, high: float, df: float) -> float:
-    """The standard error of ln(value) from a symmetric (log scale) 95 % interval; NaN without
-    one."""
-    if not (low == low and high == high) or low <= 0 or high <= 0:
-        return math.nan
-    return (math.log(high) - math.log(low)) / 2.0 / _t(df)
+from numa_effects.stats import CONFIDENCE, log_se, t_quantile
 
 
 @dataclass(frozen=True)
@@ -106,7 +88,7 @@ class Curve:
         s, se = self.s(x), self.se_ln(x)
         if se != se:
             return math.nan, math.nan
-        half = _t(self.df, confidence) * se
+        half = t_quantile(self.df, confidence) * se
         return s * math.exp(-half), s * math.exp(half)
 
     def label(self) -> str:
@@ -215,7 +197,7 @@ def instance_interval(
     parts = [(se_a, alone.df), (se_c, curve.df)]
     denom = sum(s**4 / d for s, d in parts if s > 0 and not math.isinf(d) and d == d and d > 0)
     df = var**2 / denom if denom > 0 else math.inf
-    half = _t(df, confidence) * math.sqrt(var)
+    half = t_quantile(df, confidence) * math.sqrt(var)
     return value, value * math.exp(-half), value * math.exp(half)
 
 

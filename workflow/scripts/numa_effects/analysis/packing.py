@@ -1,0 +1,335 @@
+"""PackRat's question from the user's own grid: for a total batch of B images and a budget of C
+physical cores, which ⟨instances, threads, batch⟩ minimises latency?
+
+A configuration is k concurrent instances, instance j running t_j intra-op threads on its own
+t_j cores and b_j images, with Σ t_j ≤ C and Σ b_j = B (unequal splits allowed). Its predicted
+latency is max_j L(t_j, b_j), where L is the measured latency of the ``sequential`` cell with
+t_j threads and batch b_j (PackRat, Bhardwaj et al., ICML 2025, section 4: a dynamic programme
+over (cores, images)). Only measured (t, b) points are used: a point the grid has but whose
+cell failed or is absent is reported in ``missing``, never interpolated.
+
+Pure logic, no I/O: ``latency_table`` reads a cells table (``tables/cells.csv`` or PackRat's
+imported one), ``optimize`` runs the dynamic programme, ``brute_force`` enumerates every
+configuration (for tests). With the interference model: ``analysis.planner``.
+
+The dynamic programme, for the latency table L over measured points P:
+
+    f(c, 0) = 0;   f(c, n) = min over (t, b) in P, t <= c, b <= n of max(L(t, b), f(c - t, n - b))
+
+f(C, B) is the minimal predicted latency L*. Among the configurations reaching L* a second
+programme picks the fewest instances, then the fewest cores (both additive, so optimal
+substructure holds; a lexicographic tie-break inside the first programme would not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cache
+
+from numa_effects import stats
+from numa_effects.analysis import interference
+from numa_effects.plan import allocators, grid
+from numa_effects.plan.packing import BASELINE_PLACEMENT
+
+# The latency statistic of a cell: the median; PackRat's imported cells have only the mean.
+STATISTICS = ("latency_median_ms", "latency_mean_ms")
+
+Table = Mapping[tuple[int, int], float]  # (threads, batch) -> latency in seconds
+
+
+@dataclass(frozen=True, order=True)
+class Instance:
+    threads: int
+    batch: int
+    latency_s: float  # the measured L(threads, batch): alone
+    slowdown: float = 1.0  # s(x) of the interference model at the instance's co-runner cores
+    node: int = 0  # index of its node among the budget's nodes (-1: it straddles nodes)
+
+    @property
+    def predicted_s(self) -> float:
+        """Its latency in the plan: alone latency x slowdown."""
+        return self.latency_s * self.slowdown
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A configuration for one (budget, total batch): the best one, or a candidate."""
+
+    budget: int
+    batch: int
+    instances: tuple[Instance, ...]  # sorted by (threads, batch) descending
+    latency_s: float  # predicted latency: max over instances of alone x slowdown
+    fat_latency_s: float  # L(budget, batch): one instance on all budget cores; nan if unmeasured
+    missing: tuple[tuple[int, int], ...] = field(default=())
+    alone_latency_s: float = math.nan  # max over instances of the alone latency (nan: = latency_s)
+    ci_low_s: float = math.nan  # 95 % interval of latency_s (analysis.interference.predict)
+    ci_high_s: float = math.nan
+
+    @property
+    def alone_s(self) -> float:
+        """The prediction from the alone latencies only (no interference)."""
+        if self.alone_latency_s == self.alone_latency_s:
+            return self.alone_latency_s
+        return max(i.latency_s for i in self.instances)
+
+    @property
+    def busy(self) -> tuple[int, ...]:
+        """Busy cores per node of the budget (index order); straddling instances not counted."""
+        nodes = [i.node for i in self.instances if i.node >= 0]
+        out = [0] * (max(nodes) + 1 if nodes else 0)
+        for i in self.instances:
+            if i.node >= 0:
+                out[i.node] += i.threads
+        return tuple(out)
+
+    @property
+    def k(self) -> int:
+        return len(self.instances)
+
+    @property
+    def cores(self) -> int:
+        return sum(i.threads for i in self.instances)
+
+    @property
+    def speedup(self) -> float:
+        """Predicted fat latency / predicted plan latency (nan when the fat point is missing)."""
+        return self.fat_latency_s / self.latency_s if self.latency_s > 0 else math.nan
+
+    @property
+    def is_fat(self) -> bool:
+        return self.k == 1 and self.instances[0].threads == self.budget
+
+    def label(self) -> str:
+        """``2x(t1,b8)`` style: the instances grouped, largest first."""
+        groups: dict[tuple[int, int], int] = {}
+        for i in self.instances:
+            groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
+        return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
+
+    def to_dict(self) -> dict:
+        return {
+            "budget": self.budget,
+            "batch": self.batch,
+            "k": self.k,
+            "cores": self.cores,
+            "label": self.label(),
+            "instances": [asdict(i) for i in self.instances],
+            "latency_s": self.latency_s,
+            "alone_latency_s": self.alone_s,
+            "ci_low_s": self.ci_low_s,
+            "ci_high_s": self.ci_high_s,
+            "fat_latency_s": self.fat_latency_s,
+            "speedup": self.speedup,
+            "is_fat": self.is_fat,
+            "busy": list(self.busy),
+            "missing": [list(p) for p in self.missing],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Choice:
+        def num(key):
+            v = d.get(key)
+            return math.nan if v is None else float(v)
+
+        return cls(
+            budget=int(d["budget"]),
+            batch=int(d["batch"]),
+            instances=tuple(Instance(**i) for i in d["instances"]),
+            latency_s=float(d["latency_s"]),
+            fat_latency_s=float(d["fat_latency_s"]),
+            missing=tuple(tuple(p) for p in d.get("missing", ())),
+            alone_latency_s=num("alone_latency_s"),
+            ci_low_s=num("ci_low_s"),
+            ci_high_s=num("ci_high_s"),
+        )
+
+
+# -- the latency table -------------------------------------------------------------------------
+def statistic(cells) -> str:
+    """The latency column used: the median, or the mean where no cell has a median (PackRat;
+    ``stats.table_statistic``)."""
+    col = stats.latency_column(stats.table_statistic(cells))
+    if col not in cells.columns or not cells[col].notna().any():
+        raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+    return col
+
+
+def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
+    """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
+    allocator column is glibc's (``default``: ``grid.keyed``). ``allocator`` None: the run's
+    baseline (``plan.allocators.baseline`` of the table's), the one packing groups run with
+    (``plan.build.Plan.packing_job``)."""
+    cells = grid.keyed(cells)
+    if allocator is None:
+        allocator = allocators.baseline(cells["allocator"])
+    sel = cells[
+        (cells["model"] == model)
+        & (cells["opt"] == opt)
+        & (cells["placement"] == placement)
+        & (cells["allocator"] == allocator)
+    ]
+    if "status" in sel.columns:
+        sel = sel[sel["status"] == "ok"]
+    return sel
+
+
+def latency_table(
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
+) -> dict:
+    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
+    ``allocator`` (None: the run's baseline allocator, which packing groups run with; a table
+    without the column is glibc's)."""
+    sel = ok_cells(cells, model, opt, placement, allocator)
+    if sel.empty:
+        return {}
+    col = statistic(sel)
+    sel = sel[sel[col].notna() & (sel[col] > 0)]
+    return {
+        (int(r.threads), int(r.batch_size)): float(getattr(r, col)) / 1e3
+        for r in sel.itertuples(index=False)
+    }
+
+
+def missing_points(
+    table: Table, threads: Iterable[int], batch_sizes: Iterable[int]
+) -> list[tuple[int, int]]:
+    """Grid points (t, b) with no measured latency (failed, skipped or never run)."""
+    return [
+        (t, b)
+        for t in sorted(set(threads))
+        for b in sorted(set(batch_sizes))
+        if (t, b) not in table
+    ]
+
+
+def alone_table(
+    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
+) -> dict:
+    """{(threads, batch): interference.Alone} of the ``ok`` cells (of ``latency_table``):
+    latency (the table's statistic) and the cell's 95 % CI with its degrees of freedom where
+    the table has them."""
+    table = latency_table(cells, model, opt, placement, allocator)
+    if not table:
+        return {}
+    sel = ok_cells(cells, model, opt, placement, allocator)
+    out = {}
+    for r in sel.itertuples(index=False):
+        key = (int(r.threads), int(r.batch_size))
+        if key not in table:
+            continue
+        lo = getattr(r, "latency_ci_low_ms", math.nan)
+        hi = getattr(r, "latency_ci_high_ms", math.nan)
+        df = getattr(r, "ci_df", math.nan)
+        ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
+        if df != df or df is None or df <= 0:
+            df = math.inf  # a within-process (order-statistic) CI: normal quantile
+        out[key] = interference.Alone(
+            table[key],
+            float(lo) / 1e3 if ci_ok else math.nan,
+            float(hi) / 1e3 if ci_ok else math.nan,
+            float(df),
+        )
+    return out
+
+
+# -- the optimizer -----------------------------------------------------------------------------
+def measured_points(table: Table, budget: int, total: int) -> list[tuple[int, int, float]]:
+    return sorted(
+        (t, b, lat)
+        for (t, b), lat in table.items()
+        if 1 <= t <= budget and 1 <= b <= total and math.isfinite(lat)
+    )
+
+
+def optimize(
+    table: Table,
+    budget: int,
+    total: int,
+    missing: Iterable[tuple[int, int]] = (),
+    min_instances: int = 1,
+) -> Choice | None:
+    """The configuration of minimal predicted latency for ``total`` images on ``budget``
+    cores, or None when no combination of measured points sums to ``total`` images.
+    ``min_instances`` = 2 asks for the best *split* (at least two instances): what the
+    ``packing`` benchmark measures when the fat instance wins, to test the prediction of
+    concurrent instances."""
+    if budget < 1 or total < 1 or min_instances < 1:
+        raise ValueError(
+            f"budget, batch and min_instances must be >= 1, got {budget}, {total}, {min_instances}"
+        )
+    points = measured_points(table, budget, total)
+
+    # ``need``: instances still required from here on (0 once min_instances are placed).
+    @cache
+    def best(c: int, n: int, need: int) -> float:
+        if n == 0:
+            return 0.0 if need == 0 else math.inf
+        out = math.inf
+        for t, b, lat in points:
+            if t > c:
+                break
+            if b <= n and lat < out:
+                out = min(out, max(lat, best(c - t, n - b, max(need - 1, 0))))
+        return out
+
+    target = best(budget, total, min_instances)
+    if not math.isfinite(target):
+        return None
+    usable = [(t, b, lat) for t, b, lat in points if lat <= target]
+
+    # Fewest instances, then fewest cores, among configurations with every instance <= target.
+    @cache
+    def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
+        if n == 0:
+            return (0, 0, ()) if need == 0 else (math.inf, math.inf, ())
+        out: tuple[float, float, tuple] = (math.inf, math.inf, ())
+        for t, b, lat in usable:
+            if t > c:
+                break
+            if b > n:
+                continue
+            k, cores, rest = fewest(c - t, n - b, max(need - 1, 0))
+            cand = (k + 1, cores + t, ((t, b, lat), *rest))
+            if cand[:2] < out[:2]:
+                out = cand
+        return out
+
+    k, _, chosen = fewest(budget, total, min_instances)
+    assert math.isfinite(k), "the second programme must reach the first one's optimum"
+    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
+    fat = table.get((budget, total), math.nan)
+    return Choice(
+        budget=budget,
+        batch=total,
+        instances=instances,
+        latency_s=max(i.latency_s for i in instances),
+        fat_latency_s=float(fat),
+        missing=tuple(sorted(set(missing))),
+    )
+
+
+def brute_force(
+    table: Table, budget: int, total: int, min_instances: int = 1
+) -> tuple[float, int, int] | None:
+    """(latency, instances, cores) of the best configuration of at least ``min_instances``
+    instances by enumerating every multiset of measured points; exponential, for tests on small
+    tables."""
+    points = measured_points(table, budget, total)
+    best: tuple[float, int, int] | None = None
+
+    def walk(start: int, cores: int, images: int, lat: float, k: int) -> None:
+        nonlocal best
+        if images == total and k >= min_instances:
+            cand = (lat, k, cores)
+            if best is None or cand < best:
+                best = cand
+            return
+        for i in range(start, len(points)):
+            t, b, pl = points[i]
+            if cores + t <= budget and images + b <= total:
+                walk(i, cores + t, images + b, max(lat, pl), k + 1)
+
+    walk(0, 0, 0, 0.0, 0)
+    return best
