@@ -1,4 +1,4 @@
-"""Comparing result folders cell by cell (issue 20; numa_effects.tables.compare_runs): matching
+"""Comparing result folders cell by cell (issue 20; numa_effects.compare): matching
 on every key column (a new axis joins the match by itself), cells of one side listed, the
 per-cell statistic and verdict, the summary, provenance differences and the problems the config
 check reports. Unit tests on small folders made here; the real runs are in test_compare.py."""
@@ -14,8 +14,10 @@ import pytest
 from conftest import MACHINE, REPO, canary_samples, key, result_folder
 
 from numa_effects import stats
-from numa_effects.plan import compare as compare_plan
-from numa_effects.tables import compare_runs
+from numa_effects.compare import provenance as compare_provenance
+from numa_effects.compare import runs as compare_runs
+from numa_effects.compare import settings as compare_plan
+from numa_effects.compare import tables as compare_tables
 
 
 def cell(medians_ms, pooled=(math.nan, 0), **keys) -> dict:
@@ -77,16 +79,16 @@ def two(tmp_path):
 def test_cells_are_matched_on_every_key_and_the_others_listed(two):
     rs = runs(*two)
     assert [r.label for r in rs] == ["a", "b"]
-    c = compare_runs.compare_table(rs)
+    c = compare_tables.compare_table(rs)
     assert c["batch_size"].tolist() == [1, 2] and set(c["run"]) == {"b"}
-    u = compare_runs.unmatched_table(rs)
+    u = compare_tables.unmatched_table(rs)
     assert sorted(zip(u["only_in"], u["batch_size"], strict=True)) == [("a", 4), ("b", 8)]
-    assert list(u.columns) == compare_runs.unmatched_columns()
+    assert list(u.columns) == compare_tables.unmatched_columns()
 
 
 def test_the_ratio_is_the_two_level_interval_of_both_cells(two):
     rs = runs(*two)
-    c = compare_runs.compare_table(rs).set_index("batch_size")
+    c = compare_tables.compare_table(rs).set_index("batch_size")
     a, b = (r.cells.set_index("batch_size").loc[2] for r in rs)
     expect = stats.run_ratio(
         (a.latency_ci_low_ms, a.latency_ci_high_ms, a.ci_df),
@@ -111,31 +113,31 @@ def test_contended_or_noisy_on_either_side_is_marked_and_a_minimum_effect_applie
         tmp_path / "x/b",
         [{**cell([10.3, 10.4], POOL), "contended": True}, cell([20.3, 20.4], POOL, threads=2)],
     )
-    c = compare_runs.compare_table(runs(a, b), min_effect_pct=5.0)
+    c = compare_tables.compare_table(runs(a, b), min_effect_pct=5.0)
     assert c["contended"].tolist() == [True, False] and c["noisy"].tolist() == [False, False]
     assert (c["latency_change_pct"] < 5).all()
     assert set(c["verdict"]) <= {stats.NO_CHANGE}  # significant or not: below 5 %
-    s = compare_runs.summary_table(c, 5.0).set_index("scope")
-    assert s.loc[compare_runs.ALL, "cells"] == 2 and s.loc[compare_runs.CLEAN, "cells"] == 1
-    assert s.loc[compare_runs.ALL, "disturbed"] == 1
+    s = compare_tables.summary_table(c, 5.0).set_index("scope")
+    assert s.loc[compare_tables.ALL, "cells"] == 2 and s.loc[compare_tables.CLEAN, "cells"] == 1
+    assert s.loc[compare_tables.ALL, "disturbed"] == 1
 
 
 def test_one_process_per_cell_is_not_assessed_and_says_why(tmp_path):
     lone = {**cell([10.0]), "ci_method": "within-process", "ci_df": 0}
     a = run(tmp_path / "p/a", [lone])
     b = run(tmp_path / "p/b", [{**lone, "latency_median_ms": 15.0}])
-    (row,) = compare_runs.compare_table(runs(a, b)).to_dict("records")
+    (row,) = compare_tables.compare_table(runs(a, b)).to_dict("records")
     assert row["verdict"] == stats.NOT_ASSESSED and row["significant"] is None
     assert row["ratio"] == pytest.approx(1.5) and math.isnan(row["ratio_ci_low"])
-    assert row["ci_note"] == compare_runs.ONE_PROCESS_NOTE
-    s = compare_runs.summary_table(compare_runs.compare_table(runs(a, b))).iloc[0]
+    assert row["ci_note"] == compare_tables.ONE_PROCESS_NOTE
+    s = compare_tables.summary_table(compare_tables.compare_table(runs(a, b))).iloc[0]
     assert s["not_assessed"] == 1 and s["beyond_min_effect_slower"] == 1
 
 
 def test_a_failed_cell_on_one_side_has_no_value(tmp_path):
     a = run(tmp_path / "f/a", [cell([10.0, 10.1], POOL)])
     b = run(tmp_path / "f/b", [{**key(), "status": "failed", "failure_cause": "timeout"}])
-    (row,) = compare_runs.compare_table(runs(a, b)).to_dict("records")
+    (row,) = compare_tables.compare_table(runs(a, b)).to_dict("records")
     assert row["status"] == "failed" and row["verdict"] == "no value"
     assert math.isnan(row["ratio"]) and "compared cell is failed" in row["ci_note"]
 
@@ -150,7 +152,8 @@ def test_a_new_axis_joins_the_match_and_across_compares_over_it(tmp_path):
     why = compare_runs.pair_problem(*(compare_runs.read_run(f, f.name) for f in (a, b)))
     assert "no cell in common on model, opt, placement, threads, batch_size, allocator" in why
     assert "every cell differs in allocator (glibc vs tcmalloc)" in why
-    row = compare_runs.compare_table(runs(a, b, across=["allocator"]), across=["allocator"]).iloc[0]
+    rs = runs(a, b, across=["allocator"])
+    row = compare_tables.compare_table(rs, across=["allocator"]).iloc[0]
     assert (row.allocator, row.allocator_compared, row.verdict) == ("glibc", "tcmalloc", "faster")
 
 
@@ -162,7 +165,7 @@ def test_across_an_axis_needs_one_value_per_run(tmp_path):
     with pytest.raises(compare_runs.CompareError, match="has 2 values of threads"):
         runs(a, b, across=["threads"])
     b1 = run(tmp_path / "t/b1", [cell([6.0, 6.1], POOL, threads=2)])
-    row = compare_runs.compare_table(runs(a, b1, across=["threads"]), across=["threads"]).iloc[0]
+    row = compare_tables.compare_table(runs(a, b1, across=["threads"]), across=["threads"]).iloc[0]
     assert (row.threads, row.threads_compared, row.verdict) == (1, 2, "faster")
 
 
@@ -170,19 +173,23 @@ def test_provenance_differences_and_a_comparison_across_machines(tmp_path):
     other = {"summary": {"cpu_model": "Other CPU", "nodes": 2, "physical_cores": 32}, "host": {}}
     a = run(tmp_path / "m/a", [cell([10.0, 10.1], POOL)])
     b = run(tmp_path / "m/b", [{**cell([10.0, 10.1], POOL), "torch_version": "2.15"}], other)
-    p = compare_runs.provenance_table(runs(a, b))
+    p = compare_provenance.provenance_table(runs(a, b))
     diff = p[p["differs"].eq(True)]
     assert {"cpu_model", "nodes", "physical_cores", "torch"} <= set(diff["fact"])
     assert not p[p["fact"] == "protocol"]["differs"].any()
-    assert compare_runs.machines(p) == {
+    assert compare_provenance.machines(p) == {
         "same": False,
         "differ": ["cpu_model", "nodes", "physical_cores"],
     }
-    assert compare_runs.machines(compare_runs.provenance_table(runs(a, a)))["same"] is True
+    assert (
+        compare_provenance.machines(compare_provenance.provenance_table(runs(a, a)))["same"] is True
+    )
     imported = {"summary": {"cpu_model": "not recorded (imported from PackRat)"}, "host": {}}
     c = run(tmp_path / "m/c", [cell([10.0, 10.1], POOL)], imported)
     d = run(tmp_path / "m/d", [cell([10.0, 10.1], POOL)], imported)
-    assert compare_runs.machines(compare_runs.provenance_table(runs(c, d)))["same"] is None
+    assert (
+        compare_provenance.machines(compare_provenance.provenance_table(runs(c, d)))["same"] is None
+    )
 
 
 def test_folders_that_cannot_be_compared_say_why(tmp_path):
@@ -233,14 +240,14 @@ def test_labels_tell_the_folders_apart(folders, labels):
 
 
 def test_summary_counts_and_geomean(two):
-    c = compare_runs.compare_table(runs(*two))
-    s = compare_runs.summary_table(c).set_index("scope").loc[compare_runs.ALL]
+    c = compare_tables.compare_table(runs(*two))
+    s = compare_tables.summary_table(c).set_index("scope").loc[compare_tables.ALL]
     g = stats.geomean_ratio(c["ratio"].tolist())
     assert s["cells"] == 2 and s["geomean_ratio"] == pytest.approx(g["geomean"])
     assert (s["slower"], s["faster"], s["no_significant_change"]) == (1, 0, 1)
     assert s["cells_significant"] == 1
     assert s["geomean_ci_low_pct"] == pytest.approx((g["ci_low"] - 1) * 100)
-    assert isinstance(compare_runs.summary_table(c), pd.DataFrame)
+    assert isinstance(compare_tables.summary_table(c), pd.DataFrame)
 
 
 # -- the figures and the page ---------------------------------------------------------------------
@@ -251,7 +258,7 @@ def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tm
 
     a, b = two
     rs = runs(a, b)
-    c = compare_runs.compare_table(rs)
+    c = compare_tables.compare_table(rs)
     path = tmp_path / "compare.csv"
     c.to_csv(path, index=False)
     keys = compare_runs.matched_keys([str(a), str(b)], ["a", "b"])
@@ -277,14 +284,15 @@ def test_the_comparison_figures_are_planned_from_matched_cells_and_drawn(two, tm
 
 
 def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_path):
-    from numa_effects.report import compare_page, families, figures
+    from numa_effects.compare import page as compare_page
+    from numa_effects.report import families, figures
 
     other = {"summary": {"cpu_model": "Other CPU", "nodes": 2}, "host": {}}
     a = run(tmp_path / "w/a", [cell([10.0, 10.1], POOL), cell([30.0, 30.5], POOL, batch_size=8)])
     b = run(tmp_path / "w/b", [cell([12.0, 12.1], POOL)], other)
     rs = runs(a, b)
-    c = compare_runs.compare_table(rs)
-    p = compare_runs.provenance_table(rs)
+    c = compare_tables.compare_table(rs)
+    p = compare_provenance.provenance_table(rs)
     settings = compare_plan.settings({"compare": [str(a), str(b)]})
     keys = compare_runs.matched_keys([str(a), str(b)], settings["labels"])
     figs = figures.figures(keys, page=families.COMPARE_PAGE)
@@ -292,10 +300,10 @@ def test_the_page_says_what_differs_first_and_lists_what_was_not_compared(tmp_pa
         settings,
         [f.as_dict() for f in figs],
         c,
-        compare_runs.summary_table(c),
+        compare_tables.summary_table(c),
         p,
-        compare_runs.unmatched_table(rs),
-        compare_runs.machines(p),
+        compare_tables.unmatched_table(rs),
+        compare_provenance.machines(p),
         page_dir=str(tmp_path),
         figure_dir=str(tmp_path / "figures"),
     )
@@ -320,11 +328,11 @@ def test_the_peaks_both_runs_measured_are_compared(two):
     """Real peak tables of two runs on a host that slowed between them (tests/fixtures/peaks):
     every peak both measured is in peaks.csv with its change, computed here from the files."""
     a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
-    p = compare_runs.peak_table(runs(a, b))
+    p = compare_tables.peak_table(runs(a, b))
     first, rerun = (pd.read_csv(PEAKS / n) for n in ("first.csv", "rerun.csv"))
     expected = first.merge(rerun, on=["placement", "threads", "dtype"])
     assert len(p) == len(expected) == len(first)
-    assert list(p.columns) == compare_runs.PEAK_COLUMNS
+    assert list(p.columns) == compare_tables.PEAK_COLUMNS
     got = p.set_index(["threads", "dtype"])["peak_change_pct"]
     want = (expected["peak_gflop_per_s_y"] / expected["peak_gflop_per_s_x"] - 1) * 100
     assert got.to_numpy() == pytest.approx(
@@ -334,46 +342,46 @@ def test_the_peaks_both_runs_measured_are_compared(two):
     )
     assert set(p["run"]) == {"b"} and set(p["baseline_run"]) == {"a"}
     # the other way round: the reciprocal (+ = the compared run's kernels ran faster)
-    back = compare_runs.peak_table(runs(b, a)).set_index(["threads", "dtype"])["peak_change_pct"]
+    back = compare_tables.peak_table(runs(b, a)).set_index(["threads", "dtype"])["peak_change_pct"]
     assert ((1 + back / 100) * (1 + got.reindex(back.index) / 100)).to_numpy() == pytest.approx(1)
 
 
 def test_peaks_only_where_both_runs_have_them(two):
     a, b = two
-    assert compare_runs.peak_table(runs(a, b)).empty  # neither has a peak table
+    assert compare_tables.peak_table(runs(a, b)).empty  # neither has a peak table
     _with_peaks(a, "first.csv")
-    assert compare_runs.peak_table(runs(a, b)).empty  # an import has none, say
+    assert compare_tables.peak_table(runs(a, b)).empty  # an import has none, say
     failed = pd.read_csv(PEAKS / "rerun.csv")
     failed.loc[failed["dtype"] == "bfloat16", "status"] = "failed"
     failed.to_csv(b / "tables" / "peak.csv", index=False)
-    p = compare_runs.peak_table(runs(a, b))
+    p = compare_tables.peak_table(runs(a, b))
     assert set(p["dtype"]) == {"float32"} and len(p) == (failed["dtype"] == "float32").sum()
     (b / "tables" / "peak.csv").write_text("placement,threads\n")  # no peak column
-    assert compare_runs.peak_table(runs(a, b)).empty
+    assert compare_tables.peak_table(runs(a, b)).empty
 
 
 def _page_args(rs, tmp_path) -> tuple[tuple, dict]:
     """compare_page.render's positional and keyword arguments for the runs ``rs``."""
-    c = compare_runs.compare_table(rs)
-    p = compare_runs.provenance_table(rs)
+    c = compare_tables.compare_table(rs)
+    p = compare_provenance.provenance_table(rs)
     args = (
         compare_plan.settings({"compare": [r.folder for r in rs]}),
         [],
         c,
-        compare_runs.summary_table(c),
+        compare_tables.summary_table(c),
         p,
-        compare_runs.unmatched_table(rs),
-        compare_runs.machines(p),
+        compare_tables.unmatched_table(rs),
+        compare_provenance.machines(p),
     )
     return args, {"page_dir": str(tmp_path), "figure_dir": str(tmp_path / "figures")}
 
 
 def test_the_page_shows_the_peaks_beside_the_cells_shift(two, tmp_path):
-    from numa_effects.report import compare_page
+    from numa_effects.compare import page as compare_page
 
     a, b = (_with_peaks(f, n) for f, n in zip(two, ("first.csv", "rerun.csv"), strict=True))
     rs = runs(a, b)
-    peaks = compare_runs.peak_table(rs)
+    peaks = compare_tables.peak_table(rs)
     args, where = _page_args(rs, tmp_path)
     html = compare_page.render(*args, **where, peaks=peaks)
     assert html.index('id="summary"') < html.index('id="peaks"') < html.index('id="unmatched"')
@@ -424,8 +432,10 @@ def test_a_run_on_a_slower_host_compared_at_the_baselines_reference_speed(tmp_pa
     rng = np.random.default_rng(7)
     a = _canary_run(tmp_path / "a/results", rng)
     b = _canary_run(tmp_path / "b/results", rng, speed_mean=0.06, slower={2: 1.10})
-    c = compare_runs.compare_table(runs(a, b)).set_index("batch_size")
-    assert list(compare_runs.compare_table(runs(a, b)).columns) == compare_runs.compare_columns()
+    c = compare_tables.compare_table(runs(a, b)).set_index("batch_size")
+    assert (
+        list(compare_tables.compare_table(runs(a, b)).columns) == compare_tables.compare_columns()
+    )
     truth = pd.Series([1.0, 1.10, 1.0, 1.0], index=range(1, 5))
     err = c["speed_ratio"] / truth - 1
     assert (err.abs() < 0.05).all(), err
@@ -455,7 +465,7 @@ def test_a_run_on_a_slower_host_compared_at_the_baselines_reference_speed(tmp_pa
     shutil.copytree(b, one)
     single = pd.read_csv(one / "tables" / "samples.csv")
     single[single["replicate"] == 1].to_csv(one / "tables" / "samples.csv", index=False)
-    c1 = compare_runs.compare_table(runs(a, one))
+    c1 = compare_tables.compare_table(runs(a, one))
     assert c1["speed_ratio"].notna().all() and (c1["speed_ci_df"] == 27).all()
 
 
@@ -465,14 +475,14 @@ def test_no_ratio_at_the_reference_speed_without_the_canary_on_both_sides(tmp_pa
     rng = np.random.default_rng(1)
     a = _canary_run(tmp_path / "c/results", rng)
     b = _canary_run(tmp_path / "d/results", rng)
-    assert compare_runs.compare_table(runs(a, b))["speed_ratio"].notna().all()
+    assert compare_tables.compare_table(runs(a, b))["speed_ratio"].notna().all()
     samples = pd.read_csv(b / "tables" / "samples.csv")
     samples.assign(canary_ms=np.nan).to_csv(b / "tables" / "samples.csv", index=False)
-    blind = compare_runs.compare_table(runs(a, b))
+    blind = compare_tables.compare_table(runs(a, b))
     assert blind["speed_ratio"].isna().all() and blind["canary_change_pct"].isna().all()
     assert blind["ratio"].notna().all()
     (b / "tables" / "samples.csv").unlink()
-    assert compare_runs.compare_table(runs(a, b))["speed_ratio"].isna().all()
+    assert compare_tables.compare_table(runs(a, b))["speed_ratio"].isna().all()
     # the plan reads the samples a folder has, and only those
     config = {"results": "out", "compare": [str(a), str(b)], "image_size": 224, "use_smt": False}
     plan = build.build(config, topology.current(), compare_keys=[])
@@ -480,7 +490,7 @@ def test_no_ratio_at_the_reference_speed_without_the_canary_on_both_sides(tmp_pa
 
 
 def test_the_page_gives_the_canary_and_the_change_at_the_reference_speed(tmp_path):
-    from numa_effects.report import compare_page
+    from numa_effects.compare import page as compare_page
 
     rng = np.random.default_rng(7)
     a = _canary_run(tmp_path / "a/results", rng)
@@ -502,7 +512,7 @@ def test_across_an_allocator_each_side_moves_along_its_own_runs_fit(tmp_path):
     a = _canary_run(tmp_path / "a/results", rng)
     b = _canary_run(tmp_path / "b/results", rng, speed_mean=0.06, allocator="jemalloc")
     across = ("allocator",)
-    c = compare_runs.compare_table(runs(a, b, across=across), across=across)
+    c = compare_tables.compare_table(runs(a, b, across=across), across=across)
     assert (c["allocator_compared"] == "jemalloc").all() and c["speed_ratio"].notna().all()
     assert (c["speed_ratio"] / 1.0 - 1).abs().max() < 0.06
     assert ((c["speed_ci_df"] >= 27) & (c["speed_ci_df"] <= 54)).all()
@@ -513,5 +523,5 @@ def test_across_an_allocator_each_side_moves_along_its_own_runs_fit(tmp_path):
     cells = pd.read_csv(t2 / "tables" / "cells.csv").assign(threads=2)
     cells.to_csv(t2 / "tables" / "cells.csv", index=False)
     across = ("threads",)
-    c = compare_runs.compare_table(runs(a, t2, across=across), across=across)
+    c = compare_tables.compare_table(runs(a, t2, across=across), across=across)
     assert c["ratio"].notna().all() and c["speed_ratio"].isna().all()

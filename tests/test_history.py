@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from test_plan import ONE_NODE, TWO_NODES, make
 
+from numa_effects.compare import runs as compare_runs
 from numa_effects.plan import grid, paths, remeasure
 from numa_effects.plan import topology as topology_mod
-from numa_effects.tables import compare_runs, history
+from numa_effects.tables import history
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures"

@@ -3,6 +3,9 @@
     report -> tables -> measure -> plan -> stats        config -> tables, plan, stats, slurmconf
                 tables -> analysis -> plan
 
+A feature folder (``FEATURES``: ``compare/``) keeps one concern in one place across the layers:
+each of its modules is in the layer the table names and follows that layer's contract.
+
 A module may import its own layer and the layers below it, never one above (lazy imports inside
 functions count too), and no third-party package its layer must do without (``WITHOUT``): the
 planner and the config checker never import torch (``plan/`` is metadata; the runtime code of an
@@ -35,6 +38,21 @@ ALLOWED = {
 }
 
 
+# feature folder -> {module: its layer}
+FEATURES = {
+    "compare": {
+        "__init__": "stats",  # a docstring: imports nothing
+        "settings": "plan",
+        "check": "config",
+        "runs": "tables",
+        "tables": "tables",
+        "provenance": "tables",
+        "plots": "report",
+        "page": "report",
+    },
+}
+
+
 # layer -> the third-party packages its modules never import, lazily or not
 TORCH = {"torch", "torchvision", "torchao"}
 PLOTTING = {"matplotlib", "seaborn"}
@@ -52,8 +70,20 @@ WITHOUT = {
 
 
 def layer_of(path: Path) -> str:
-    rel = path.relative_to(PKG)
-    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+    parts = path.relative_to(PKG).with_suffix("").parts
+    if parts[0] in FEATURES:
+        return FEATURES[parts[0]][parts[1]]
+    return parts[0]
+
+
+def target_layer(name: str) -> str | None:
+    """The layer of an imported ``numa_effects...`` module (None: the package root's names)."""
+    parts = name.split(".")
+    if parts[0] != "numa_effects" or len(parts) < 2 or parts[1].startswith("__"):
+        return None
+    if parts[1] in FEATURES:
+        return FEATURES[parts[1]].get(parts[2] if len(parts) > 2 else "__init__", parts[1])
+    return parts[1]
 
 
 def imported_layers(path: Path) -> list[tuple[int, str]]:
@@ -71,12 +101,14 @@ def imported_layers(path: Path) -> list[tuple[int, str]]:
                 mod = ".".join([*base, node.module] if node.module else base)
             else:
                 mod = node.module or ""
-            names = [f"{mod}.{a.name}" if mod == "numa_effects" else mod for a in node.names]
+            package_of_modules = (
+                mod == "numa_effects" or mod.removeprefix("numa_effects.") in FEATURES
+            )
+            names = [f"{mod}.{a.name}" if package_of_modules else mod for a in node.names]
         for name in names:
-            parts = name.split(".")
             # the package root's own names (``__version__``) belong to no layer
-            if parts[0] == "numa_effects" and len(parts) > 1 and not parts[1].startswith("__"):
-                found.append((node.lineno, parts[1]))
+            if (layer := target_layer(name)) is not None:
+                found.append((node.lineno, layer))
     return found
 
 
@@ -144,9 +176,27 @@ def test_the_contract_can_fail(tmp_path):
         fake.unlink()
 
 
-def test_every_package_folder_is_a_layer():
+def test_every_package_folder_is_a_layer_or_a_feature():
     folders = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert folders == {k for k in ALLOWED if (PKG / k).is_dir()}
+    assert folders == {k for k in ALLOWED if (PKG / k).is_dir()} | set(FEATURES)
+    for feature, layers in FEATURES.items():
+        assert {p.stem for p in (PKG / feature).glob("*.py")} == set(layers), feature
+        assert set(layers.values()) <= set(ALLOWED), feature
+
+
+def test_a_feature_module_follows_its_own_layer():
+    """A report module of a feature may not be imported by a tables module, in the feature or
+    outside it (the checker reads the feature's table, not the folder)."""
+    fake = PKG / "tables" / "_contract_probe.py"
+    fake.write_text(
+        "from numa_effects.compare import page\nfrom numa_effects.compare import runs\n"
+    )
+    try:
+        assert imported_layers(fake) == [(1, "report"), (2, "tables")]
+        assert "report" not in ALLOWED[layer_of(fake)]
+        assert layer_of(PKG / "compare" / "page.py") == "report"
+    finally:
+        fake.unlink()
 
 
 def test_entry_scripts_and_library_modules_never_share_a_stem():

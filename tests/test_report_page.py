@@ -59,7 +59,7 @@ def test_sections_and_navigation_follow_the_registry(tmp_path):
     html = page("cells.csv", MACHINE, tmp_path)
     nav = html[html.index("<nav>") : html.index("</nav>")]
     anchors = [s.anchor for s in families.page_sections().values()]
-    assert "comparison" not in anchors  # the comparison page's (report.compare_page)
+    assert "comparison" not in anchors  # the comparison page's (compare.page)
     assert [a for a in anchors if f'href="#{a}"' in nav] == anchors
     pos = [html.index(f'<h2 id="{a}">') for a in anchors]
     assert pos == sorted(pos)

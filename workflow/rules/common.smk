@@ -11,7 +11,7 @@ from numa_effects import runlock  # noqa: E402
 from numa_effects import slurmconf  # noqa: E402
 from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
-from numa_effects.plan import compare as compare_plan  # noqa: E402
+from numa_effects.compare import settings as compare_plan  # noqa: E402
 from numa_effects.plan import cost as cost_mod  # noqa: E402
 from numa_effects.plan import grid as grid_mod  # noqa: E402
 from numa_effects.plan import host as host_mod  # noqa: E402
@@ -45,7 +45,7 @@ def packrat_inputs(sources):
 
 def compared_keys(settings):
     """The matched cells of a comparison of result folders (read only; pandas only then)."""
-    from numa_effects.tables import compare_runs
+    from numa_effects.compare import runs as compare_runs
 
     return compare_runs.matched_keys(
         settings["runs"], settings["labels"], settings["across"]

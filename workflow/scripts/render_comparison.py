@@ -1,11 +1,11 @@
-"""Snakemake entry: write compare/<name>/index.html (numa_effects.report.compare_page)."""
+"""Snakemake entry: write compare/<name>/index.html (numa_effects.compare.page)."""
 
 import os
 from pathlib import Path
 
 from numa_effects import stats
-from numa_effects.report import compare_page
-from numa_effects.tables import compare_runs
+from numa_effects.compare import page as compare_page
+from numa_effects.compare import provenance as compare_provenance
 
 sm = snakemake  # noqa: F821
 provenance = stats.read_table(sm.input.provenance)
@@ -16,7 +16,7 @@ page = compare_page.render(
     stats.read_table(sm.input.summary),
     provenance,
     stats.read_table(sm.input.unmatched),
-    compare_runs.machines(provenance),
+    compare_provenance.machines(provenance),
     page_dir=os.path.dirname(sm.output[0]),
     figure_dir=sm.params.figure_dir,
     peaks=stats.read_table(sm.input.peaks),

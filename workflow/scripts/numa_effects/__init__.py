@@ -22,7 +22,6 @@ Shared, the bottom:
 - ``config.checks``: what the schema cannot check (finite numbers, names against registries).
 - ``config.registries``: the registries a config's names are checked against.
 - ``config.paths``: keys naming files and folders, checked against the file system.
-- ``config.compare``: the ``compare`` key checked against the file system and the axes.
 - ``config.files``: config files read as Snakemake reads them.
 - ``config.readme``: config/README.md's key tables, generated from the schema.
 - ``config.command``: a whole Snakemake command line checked before Snakemake reads it.
@@ -48,7 +47,6 @@ Shared, the bottom:
 - ``plan.memory``: each cell's memory estimate; cells that cannot fit are skipped.
 - ``plan.models``: the torchvision model names, checked in.
 - ``plan.packing``: the ``packing`` key resolved: budgets, the packing and profile jobs.
-- ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
 - ``plan.deploy``: what to deploy: the objectives, the baselines' registry, the ``deploy`` key.
 - ``plan.launchers``: the layouts other tools choose by rule (``run_cpu`` as it computes them).
 - ``plan.cost``: the run's wall time estimated before any job; the grid shrunk to a budget.
@@ -106,7 +104,6 @@ profiles):
   firmware distances and each CPU node's local diagonal.
 - ``tables.packing``: packing.csv and packing_candidates.csv.
 - ``tables.interference``: interference.csv, the profile.
-- ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).
 - ``tables.packrat``: PackRat's published results imported as tidy tables.
 - ``tables.summary``: the short text summary a run ends with.
 - ``tables.deploy``: recommendation.csv: what to deploy, with the gains over the baselines.
@@ -128,7 +125,17 @@ profiles):
 - ``report.markup``: the HTML both pages are made of.
 - ``report.page``: the self-contained report page.
 - ``report.deploy_section``: the page's first section, "What to deploy".
-- ``report.compare_plots``, ``report.compare_page``: a comparison's figures and page.
+
+``compare``: comparing result folders (config key ``compare``), one module per layer
+(tests/test_layers.py's ``FEATURES``):
+
+- ``compare.settings`` (plan): the ``compare`` key resolved (folders, labels, the name).
+- ``compare.check`` (config): the key checked against the file system and the axes.
+- ``compare.runs`` (tables): the folders read, checked and their cells matched.
+- ``compare.tables`` (tables): compare.csv, summary.csv, unmatched.csv and peaks.csv.
+- ``compare.provenance`` (tables): every recorded fact of each run; one machine or several.
+- ``compare.plots`` (report): a comparison's figures.
+- ``compare.page`` (report): a comparison's page.
 """
 
 __version__ = "0.1.0"

@@ -7,7 +7,7 @@
 - the CI of a ratio of two cells (``two_level_ratio_ci``, ``bootstrap_ratio``): degradation.csv,
   opt_speedup.csv, packing.csv;
 - one cell measured by two runs (``run_ratio``, ``verdict``) and the geometric mean over the
-  matched cells (``geomean_ratio``): the comparison of runs (``tables.compare_runs``);
+  matched cells (``geomean_ratio``): the comparison of runs (``compare.tables``);
 - which latency statistic a table or a comparison uses: the median, else the mean
   (``latency_statistic``, ``table_statistic``);
 - ``read_table``: a results CSV with its boolean and integer columns typed one way (``as_bool``).

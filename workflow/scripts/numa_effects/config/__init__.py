@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from numa_effects.compare import check as compare_checks
 from numa_effects.config import checks, coerce, files, messages, paths, schema
-from numa_effects.config import compare as compare_checks
 from numa_effects.config.problem import ConfigError, Kind, Problem, failed_keys
 from numa_effects.config.registries import REGISTRIES
 from numa_effects.plan.topology import Topology

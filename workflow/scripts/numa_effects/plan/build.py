@@ -10,16 +10,16 @@ node, memory node) pair of the grid's runnable node-pair cells), the packing job
 cells (PackRat), the grid manifest, the code digests that decide re-runs, and every output path
 (``plan.paths``). A grid in which every cell is skipped is a valid plan: it measures nothing, and
 the tables and report list the skipped cells with their reasons. A comparison of result folders
-(config key ``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it
-asks for (``targets``) is the comparison's tables and page only."""
+(config key ``compare``, ``compare.settings``) is a plan with no grid: it measures nothing, and
+what it asks for (``targets``) is the comparison's tables and page only."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
+from numa_effects.compare import settings as compare_mod
 from numa_effects.plan import allocators as allocators_mod
-from numa_effects.plan import compare as compare_mod
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import host as host_mod
@@ -55,7 +55,7 @@ class Plan:
     imported: tuple  # PackRat sources (config key import.packrat); () = measured here
     imported_keys: tuple  # the imported cells' keys (dicts)
     code: dict  # layer -> digest of its code's content (plan.code)
-    compare: dict | None = None  # the resolved compare key (plan.compare); None = no comparison
+    compare: dict | None = None  # the resolved compare key (compare.settings); None = no comparison
     compare_keys: tuple = ()  # the matched cells' keys and compared run (``run``), as dicts
     # the resolved two_stage key (plan.stages): None = every cell runs ``replicates`` processes;
     # else ``replicates`` is the first stage and ``order`` is planned up to the cap
@@ -388,7 +388,7 @@ def build(
     normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
     cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
     ``code``: ``plan.code.digests()``; ``compare_keys``: the matched cells of a comparison
-    (``tables.compare_runs.matched_keys``); ``host``: ``plan.host.current()`` (missing
+    (``compare.runs.matched_keys``); ``host``: ``plan.host.current()`` (missing
     requirements, non-native bf16, missing allocator libraries skip their cells; None: not
     checked)."""
     imported = tuple((config.get("import") or {}).get("packrat") or ())

@@ -40,18 +40,29 @@ LAYERS = {
     "tables": (
         "numa_effects/tables/*.py",
         "numa_effects/analysis/*.py",
+        "numa_effects/compare/runs.py",
+        "numa_effects/compare/tables.py",
+        "numa_effects/compare/provenance.py",
         "numa_effects/stats.py",
         "numa_effects/plan/stages.py",
         "aggregate_cells.py",
         "plan_replicates.py",
         "compare_cells.py",
+        "compare_results.py",
         "count_flops.py",
         "tabulate_peak.py",
         "tabulate_memory.py",
         "tabulate_packing.py",
         "write_summary.py",
     ),
-    "report": ("numa_effects/report/*.py", "plot_figure.py", "render_report.py"),
+    "report": (
+        "numa_effects/report/*.py",
+        "numa_effects/compare/plots.py",
+        "numa_effects/compare/page.py",
+        "plot_figure.py",
+        "render_report.py",
+        "render_comparison.py",
+    ),
 }
 
 

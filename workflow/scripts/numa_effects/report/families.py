@@ -42,7 +42,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from numa_effects.plan import compare as compare_plan
+from numa_effects.compare import settings as compare_plan
 from numa_effects.plan import placement as placement_mod
 from numa_effects.report.empty import (
     PageFacts,
@@ -456,7 +456,7 @@ WILDCARD_CONSTRAINTS = {
     "opt": r"[A-Za-z0-9_.-]+",
     "placement": placement_mod.names_regex(),  # the registry's names and families (+smt)
     "batch_size": r"\d+",
-    "run": compare_plan.LABEL,  # a compared run's label (plan.compare)
+    "run": compare_plan.LABEL,  # a compared run's label (compare.settings)
     "compare": compare_plan.LABEL,  # the comparison's name: its folder
 }
 

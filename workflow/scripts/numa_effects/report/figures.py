@@ -110,7 +110,7 @@ def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict
 
 def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
     """Wildcard values of the matched cells of a comparison of runs (``run``: the compared
-    run; ``tables.compare_runs.matched_keys``); none for a run's own cells."""
+    run; ``compare.runs.matched_keys``); none for a run's own cells."""
     return [k for k in keys if k["run"]]
 
 

@@ -11,8 +11,8 @@ import os
 import matplotlib.pyplot as plt
 
 # the drawing modules are imported for their ``@drawer`` registrations
+from numa_effects.compare import plots as compare_plots  # noqa: F401
 from numa_effects.report import (  # noqa: F401
-    compare_plots,
     drawers,
     families,
     node_pair_plots,

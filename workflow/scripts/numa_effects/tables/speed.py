@@ -34,7 +34,7 @@ plain replicates, covers far less than 95 % (tests/test_speed.py simulates both)
 of a series, or one cell in two runs where the second has no fit of its own; ``between`` two
 cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
 ``speed_speedup``, eager and the optimization being two series), or one cell in two runs, each
-along its own run's fit (``across_runs``: ``tables.compare_runs``' ``speed_ratio``, ``make
+along its own run's fit (``across_runs``: ``compare.tables``' ``speed_ratio``, ``make
 bench``'s re-runs, ``benchmarks.judge.against_speed``)."""
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def across_runs(
     interval, so a run whose processes spread more -- a change under test, or a host that grew
     noisier between two runs of the same code -- widens it), or, where the compared run has no
     fit of its own (one process per cell: the fixed protocol), both along the baseline's
-    (``contrast``). Used by ``tables.compare_runs`` and ``make bench``'s judgement of its
+    (``contrast``). Used by ``compare.tables`` and ``make bench``'s judgement of its
     re-runs (``benchmarks.judge.against_speed``). ``contrast``'s dict."""
     if f_compared is None:
         return contrast(compared, baseline, f_baseline, confidence)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.compare.tables import ALL
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import families
 from numa_effects.report.empty import PageFacts
@@ -27,7 +28,6 @@ from numa_effects.report.markup import (
     escape,
     figure_html,
 )
-from numa_effects.tables import compare_runs
 
 EXTRA_CSS = """
 .machines{background:#fde2e1;border-left:6px solid #b00020;padding:.6rem .9rem;font-weight:600}
@@ -247,7 +247,7 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
         time = (ratio.astype(float) - 1.0) * 100.0
         gm = (stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
-        cells = summary[(summary["run"] == run) & (summary["scope"] == compare_runs.ALL)]
+        cells = summary[(summary["run"] == run) & (summary["scope"] == ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
             if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])
@@ -358,8 +358,8 @@ def render(
     figure_dir: str,
     peaks: pd.DataFrame | None = None,
 ) -> str:
-    """The page. ``settings``: the resolved compare key (``plan.compare``); ``peaks``:
-    peaks.csv (``compare_runs.peak_table``)."""
+    """The page. ``settings``: the resolved compare key (``compare.settings``); ``peaks``:
+    peaks.csv (``compare.tables.peak_table``)."""
     labels = list(settings["labels"])
     baseline = settings["baseline"]
     figs = [from_dict(d) for d in figure_list]

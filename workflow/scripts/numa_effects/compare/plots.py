@@ -1,5 +1,5 @@
 """The comparison page's figures (config key ``compare``, docs/comparing.md), drawn from
-``compare/<name>/tables/compare.csv`` (``tables.compare_runs``) and registered with ``@drawer``
+``compare/<name>/tables/compare.csv`` (``compare.tables``) and registered with ``@drawer``
 for the registry's Comparison families: a forest plot of every matched cell's change with its
 CI, and a heatmap of the % change over threads x batch size. Imported by ``plots`` (which
 draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``drawing``'s."""

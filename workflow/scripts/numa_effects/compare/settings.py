@@ -1,7 +1,7 @@
 """The ``compare`` config key resolved (docs/comparing.md): the result folders compared, their
 labels, the comparison's name (its folder ``<results>/compare/<name>/``), the minimum effect of a
 verdict and the axes compared across. Pure: paths only; the folders are read by
-``tables.compare_runs`` (and checked by ``numa_effects.config``).
+``compare.runs`` (and checked by ``compare.check``).
 
 The key is a list of folders (``compare='[runs/a/results, runs/b/results]'``) or a mapping with
 ``runs`` and the options. The first folder is the baseline; every other one is compared with it.

@@ -1,0 +1,145 @@
+"""The ``compare`` key (docs/comparing.md) checked against the file system and the grid's axes:
+every folder is a result folder (``compare.runs.folder_problem``) given once, ``results``
+lies outside every one of them (compared folders are only read), there is one label per folder,
+``across`` names axes of the grid, and every compared run shares cells with the baseline
+(``compare.runs.pair_problem``). One problem per line; relative paths are read from the
+working directory, as Snakemake reads them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from numa_effects.compare import settings as compare_settings
+from numa_effects.config.problem import Problem, shown
+from numa_effects.plan.grid import KEYS
+
+ALLOWED = (
+    "allowed: result folders of a run or an import (holding tables/cells.csv and machine.json), "
+    "the baseline first"
+)
+
+
+def compare_problems(
+    config: dict, workdir: str | Path | None = None, results_ok: bool = True
+) -> list[Problem]:
+    """The ``compare`` key's problems; ``results_ok``: ``results`` passed its own checks (only
+    then is it checked against the compared folders)."""
+    value = config.get("compare")
+    if not value:
+        return []
+    listed = isinstance(value, list)
+    folders = list(value if listed else value.get("runs") or ())
+
+    def key(i: int) -> str:
+        return f"compare[{i}]" if listed else f"compare.runs[{i}]"
+
+    problems = []
+    if config.get("import"):
+        problems.append(
+            Problem(
+                "compare",
+                "given together with import; allowed: one of them (import PackRat results "
+                "into a results folder first, then compare result folders)",
+            )
+        )
+    base = Path(os.path.abspath(workdir or os.getcwd()))
+    where = [Path(os.path.realpath(base / r)) for r in folders]
+    problems += _folder_problems(folders, where, base, key)
+    results = config.get("results")
+    if results_ok and isinstance(results, str):
+        problems += _results_problems(results, folders, where, base, key)
+    settings = {} if listed else value
+    problems += _settings_problems(settings, len(folders))
+    if not problems:
+        problems += _pair_problems(config, folders, base, list(settings.get("across") or ()), key)
+    return problems
+
+
+def _folder_problems(folders, where, base: Path, key) -> list[Problem]:
+    """Each folder given once, and a result folder."""
+    from numa_effects.compare import runs  # pandas: only when comparing
+
+    problems = []
+    for i, run in enumerate(folders):
+        first = where.index(where[i])
+        if first < i:
+            problems.append(
+                Problem(key(i), f"{shown(run)} is the same folder as {key(first)}; {ALLOWED}")
+            )
+            continue
+        try:
+            why = runs.folder_problem(base / run, shown=run)
+        except OSError as exc:  # a name the file system cannot hold
+            why = f"{shown(run)} cannot be read ({exc.strerror})"
+        if why:
+            problems.append(Problem(key(i), f"{why}; {ALLOWED}"))
+    return problems
+
+
+def _results_problems(results: str, folders, where, base: Path, key) -> list[Problem]:
+    """``results`` outside every compared folder (they are only read)."""
+    problems = []
+    out = Path(os.path.realpath(base / results))
+    for i, (run, w) in enumerate(zip(folders, where, strict=True)):
+        if where.index(w) < i:
+            continue  # the same folder again: said above
+        if out == w or w in out.parents:
+            what = "is" if out == w else "is inside"
+            problems.append(
+                Problem(
+                    "results",
+                    f"{shown(results)} {what} the compared folder {run} ({key(i)}), and "
+                    "compared folders are only read; allowed: a folder outside every "
+                    "compared one (e.g. --config results=runs/compare)",
+                )
+            )
+    return problems
+
+
+def _settings_problems(settings: dict, n_folders: int) -> list[Problem]:
+    """One label per folder; ``across`` names axes of the grid, not all of them."""
+    problems = []
+    labels = settings.get("labels")
+    if labels and len(labels) != n_folders:
+        problems.append(
+            Problem(
+                "compare.labels",
+                f"{len(labels)} labels for {n_folders} folders; allowed: one label per folder",
+            )
+        )
+    across = list(settings.get("across") or ())
+    for i, axis in enumerate(across):
+        if axis not in KEYS:
+            problems.append(
+                Problem(
+                    f"compare.across[{i}]",
+                    f"{shown(axis)} is not an axis of the grid; allowed: {', '.join(KEYS)}",
+                )
+            )
+    if across and set(across) >= set(KEYS):
+        problems.append(
+            Problem(
+                "compare.across",
+                "names every axis, so no cell could be matched; allowed: some of "
+                f"{', '.join(KEYS)}",
+            )
+        )
+    return problems
+
+
+def _pair_problems(config: dict, folders, base: Path, across: list, key) -> list[Problem]:
+    """Every compared run shares cells with the baseline."""
+    from numa_effects.compare import runs  # pandas: only when comparing
+
+    labels = compare_settings.settings(config)["labels"]
+    read = [
+        runs.read_run(base / run, label, settings=False, shown=run)
+        for run, label in zip(folders, labels, strict=True)
+    ]
+    problems = []
+    for i, other in enumerate(read[1:], start=1):
+        why = runs.pair_problem(read[0], other, across)
+        if why:
+            problems.append(Problem(key(i), f"{why}; {ALLOWED}, sharing cells"))
+    return problems

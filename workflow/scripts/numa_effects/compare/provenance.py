@@ -1,0 +1,163 @@
+"""The provenance of compared result folders: every recorded fact of each run (machine,
+versions, kernel, config, load, when) and whether the runs agree (``provenance_table`` ->
+``provenance.csv``; the comparison page shows what differs first), and whether they come from one
+machine (``machines``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.compare.runs import Run
+
+NOT_RECORDED = "not recorded"
+PROVENANCE_COLUMNS = ["category", "fact", "run", "value", "differs"]
+CATEGORIES = ("machine", "versions", "kernel", "config", "load", "when")
+# Machine facts that, when they differ, make the comparison one across machines.
+MACHINE_FACTS = ("cpu_model", "hostname", "nodes", "physical_cores", "logical_cpus")
+
+
+def _text(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return NOT_RECORDED
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list):
+        return ", ".join(_text(x) for x in v) if v else NOT_RECORDED
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {_text(x)}" for k, x in v.items()) or NOT_RECORDED
+    return str(v)
+
+
+def _distinct(cells: pd.DataFrame, col: str):
+    if col not in cells or cells[col].dropna().empty:
+        return None
+    values = sorted({_text(v) for v in cells[col].dropna()}, key=str)
+    return values[0] if len(values) == 1 else values
+
+
+def _load(cells: pd.DataFrame) -> list[tuple[str, object]]:
+    ok = cells[cells["status"].isin(["ok", "contended"])]
+
+    def agg(col, fn):
+        v = (
+            pd.to_numeric(ok[col], errors="coerce").dropna()
+            if col in ok
+            else pd.Series(dtype=float)
+        )
+        return None if v.empty else round(float(fn(v)), 2)
+
+    n_cont = int(ok["contended"].map(stats.as_bool).eq(True).sum()) if "contended" in ok else None
+    n_noisy = int(ok["noisy"].map(stats.as_bool).eq(True).sum()) if "noisy" in ok else None
+    has_load = "load_1m" in ok and ok["load_1m"].notna().any()
+    return [
+        ("load_1m median before a cell", agg("load_1m", np.median)),
+        ("load_1m max before a cell", agg("load_1m", np.max)),
+        ("foreign CPU % max while timed", agg("foreign_cpu_pct", np.max)),
+        ("cells contended", n_cont if has_load or n_cont else None),
+        ("cells noisy", n_noisy if has_load or n_noisy else None),
+    ]
+
+
+def facts(run: Run) -> list[tuple[str, str, object]]:
+    """(category, fact, value) of one run: machine, versions, kernel, config, load, when."""
+    m, c = run.machine, run.cells
+    s = m.get("summary") or {}
+    host = m.get("host") or {}
+    versions = m.get("versions") or {}
+    smt = s.get("smt")
+    out: list[tuple[str, str, object]] = [
+        ("machine", "cpu_model", s.get("cpu_model")),
+        ("machine", "hostname", host.get("hostname") or _distinct(c, "hostname")),
+        ("machine", "nodes", s.get("nodes")),
+        ("machine", "sockets", s.get("packages")),
+        ("machine", "physical_cores", s.get("physical_cores")),
+        ("machine", "logical_cpus", s.get("logical_cpus")),
+        (
+            "machine",
+            "smt",
+            None
+            if smt is None
+            else f"{'on' if smt else 'off'} ({s.get('threads_per_core')} per core)",
+        ),
+        ("machine", "arch", host.get("machine")),
+        ("machine", "emulated", m.get("emulated")),
+        ("machine", "source", m.get("source") or _distinct(c, "source") or "measured"),
+        ("machine", "imported_from", m.get("imported_from")),
+        ("versions", "python", versions.get("python")),
+        ("versions", "torch", versions.get("torch") or _distinct(c, "torch_version")),
+        (
+            "versions",
+            "torchvision",
+            versions.get("torchvision") or _distinct(c, "torchvision_version"),
+        ),
+        ("versions", "numpy", versions.get("numpy")),
+        ("versions", "numa_effects", versions.get("numa_effects")),
+        ("versions", "kernel", host.get("kernel")),
+    ]
+    out += [("kernel", k, v) for k, v in sorted((m.get("kernel") or {}).items())]
+    for col in ("protocol", "target_rel_ci", "image_size", "use_smt", "replicates"):
+        out.append(("config", col, _distinct(c, col)))
+    for col in ("allocator", "pinning", "interop_threads"):  # PackRat's own settings
+        if col in c and c[col].notna().any():
+            out.append(("config", col, _distinct(c, col)))
+    out += [("config", k, v[0] if len(v) == 1 else v) for k, v in run.settings.items()]
+    out += [("load", k, v) for k, v in _load(c)]
+    start = (
+        c["started_at"].dropna().min()
+        if "started_at" in c and c["started_at"].notna().any()
+        else None
+    )
+    end = (
+        c["finished_at"].dropna().max()
+        if "finished_at" in c and c["finished_at"].notna().any()
+        else None
+    )
+    out += [("when", "first cell started", start), ("when", "last cell finished", end)]
+    out.append(("when", "machine recorded", m.get("recorded_at")))
+    return out
+
+
+def provenance_table(runs: list[Run]) -> pd.DataFrame:
+    """provenance.csv: every fact of every run (long: one row per fact and run); ``differs``:
+    the runs disagree (None for the ``when`` facts, which always differ)."""
+    rows, values = [], {}
+    for run in runs:
+        for cat, fact, v in facts(run):
+            values.setdefault((cat, fact), {})[run.label] = _text(v)
+    for (cat, fact), by_run in values.items():
+        differs = (
+            None if cat == "when" else len({by_run.get(r.label, NOT_RECORDED) for r in runs}) > 1
+        )
+        for run in runs:
+            rows.append(
+                {
+                    "category": cat,
+                    "fact": fact,
+                    "run": run.label,
+                    "value": by_run.get(run.label, NOT_RECORDED),
+                    "differs": differs,
+                }
+            )
+    df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    return df.sort_values("category", key=lambda s: s.map(order), kind="stable").reset_index(
+        drop=True
+    )
+
+
+def machines(provenance: pd.DataFrame) -> dict:
+    """Whether the runs come from one machine, as far as their records say: ``same``
+    (True, False, or None when a machine fact is recorded by no run) and ``differ`` (the
+    machine facts that differ)."""
+    p = provenance[provenance["category"] == "machine"]
+    p = p[p["fact"].isin(MACHINE_FACTS)]
+    differ = sorted(set(p[p["differs"].eq(True)]["fact"]), key=MACHINE_FACTS.index)
+    if differ:
+        return {"same": False, "differ": differ}
+    cpu = p[p["fact"] == "cpu_model"]["value"].astype(str)
+    known = not cpu.empty and not cpu.str.startswith(NOT_RECORDED).any()
+    return {"same": True if known else None, "differ": []}

@@ -1,0 +1,406 @@
+"""The tables of a comparison of result folders (config key ``compare``, docs/comparing.md),
+every compared run against the first (``compare.runs``):
+
+- ``compare_table`` -> ``compare.csv``, one row per matched cell: both latencies (the median,
+  else the mean: ``stats.latency_statistic``), ``ratio`` = compared / baseline with its CI
+  (``stats.run_ratio``: the cells' two-level model over both runs' replicate medians),
+  ``significant``, ``verdict`` (``stats.verdict`` with ``min_effect_pct``), ``contended`` and
+  ``noisy`` when either cell is. A cell without a two-level CI on both sides (one process per
+  cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method`` empty,
+  ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say whether
+  its change is more than process-to-process noise, and it was not measured;
+- where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
+  same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
+  each side moved there along its own run's slope of the cell's series, Welch's interval,
+  ``speed.between``; the baseline's fit for both where the compared run has none) and
+  ``canary_change_pct``, how much slower (+) the compared run's processes ran the canary: the
+  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Right for a
+  change that leaves the canary alone (the model, the harness, a setting on the same machine
+  and torch); across machines or torch versions the canary's own change is part of the change
+  under test (docs/comparing.md). Not across ``threads`` or ``placement`` (the canary's own CPUs
+  differ);
+- ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric
+  mean of the ratios with its CI (``stats.geomean_ratio``) over all matched cells with a value,
+  over the clean ones (neither side contended or noisy), and per model, opt and placement;
+- ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
+- ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
+  the same kernels of torch in one process per run) per placement, thread count and data type
+  in both runs, and their change: a second, weak view of the host's speed beside the cells'
+  shared shift (the summary's geometric mean): one process of a few seconds per peak, but
+  blind to the change under test unless it is torch or the machine (docs/comparing.md).
+
+The provenance of each run: ``compare.provenance``."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.compare.runs import PEAK_KEYS, Run, pair
+from numa_effects.plan.grid import KEYS
+from numa_effects.tables import speed
+
+# compare.csv: run, baseline_run, the key columns (and <axis>_compared), then these.
+COMPARE_COLUMNS = [
+    "latency_statistic",
+    "latency_baseline_ms",
+    "latency_compared_ms",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "latency_change_pct",
+    "latency_change_ci_low_pct",
+    "latency_change_ci_high_pct",
+    "throughput_change_pct",
+    "ci_df",
+    "ci_method",
+    "ci_note",
+    "significant",
+    "verdict",
+    "min_effect_pct",
+    "status",
+    "status_baseline",
+    "status_compared",
+    "contended",
+    "noisy",
+    "replicates_baseline",
+    "replicates_compared",
+    "replicate_medians_baseline_ms",
+    "replicate_medians_compared_ms",
+    "between_sd_baseline_pct",
+    "between_sd_compared_pct",
+    "iteration_ranges_overlap",
+    "speed_ratio",
+    "speed_ratio_ci_low",
+    "speed_ratio_ci_high",
+    "speed_ci_df",
+    "canary_change_pct",
+]
+SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
+    "speed_ratio": "ratio",
+    "speed_ratio_ci_low": "ci_low",
+    "speed_ratio_ci_high": "ci_high",
+    "speed_ci_df": "df",
+}
+SUMMARY_COLUMNS = [
+    "run",
+    "baseline_run",
+    "scope",
+    "cells",
+    "latency_statistic",
+    "geomean_ratio",
+    "geomean_change_pct",
+    "geomean_ci_low_pct",
+    "geomean_ci_high_pct",
+    "ci_df",
+    "significant",
+    "cells_significant",
+    "faster",
+    "slower",
+    "no_significant_change",
+    "not_assessed",
+    "beyond_min_effect_faster",
+    "beyond_min_effect_slower",
+    "disturbed",
+    "min_effect_pct",
+]
+PEAK_COLUMNS = [
+    "run",
+    "baseline_run",
+    *PEAK_KEYS,
+    "peak_kernel_baseline",
+    "peak_kernel_compared",
+    "peak_baseline_gflop_per_s",
+    "peak_compared_gflop_per_s",
+    "peak_change_pct",
+]
+
+
+def compare_columns(across=()) -> list[str]:
+    """compare.csv's columns: an axis added to the grid is a key column here too."""
+    return ["run", "baseline_run", *KEYS, *(f"{a}_compared" for a in across), *COMPARE_COLUMNS]
+
+
+def unmatched_columns() -> list[str]:
+    return ["run", "baseline_run", "only_in", *KEYS, "status"]
+
+
+PACKRAT_NOTE = (
+    "one process per cell with min/avg/max only (imported PackRat results): nothing measures "
+    "the process level, so no CI and no test"
+)
+ONE_PROCESS_NOTE = (
+    "one process per cell and no other replicated cell to pool with: its CI holds only the "
+    "iterations inside that process, so no test"
+)
+
+
+def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
+    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
+    compared cell's replicates against the baseline's at the baseline's reference speed, each
+    moved along its own run's fit of its series, or both along the baseline's where the compared
+    run's series has no fit of its own (``speed.across_runs``). ``fits``:
+    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, the baseline's
+    series no fit, or ``across`` is an axis of the reference group (the canary's threads and
+    CPUs)."""
+    out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
+    if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
+        return out
+    key_b = {k: row[f"{k}_b"] if k in across else row[k] for k in KEYS}
+    key_c = {**key_b, **{k: row[f"{k}_c"] for k in across}}
+    fb = fits[0].get(speed.series_of(key_b))
+    b, c = speed.cell(baseline.speed, key_b), speed.cell(compared.speed, key_c)
+    if fb is None or b.empty or c.empty:
+        return out
+    fc = fits[1].get(speed.series_of(key_c))
+    if fc is None and set(across) & set(speed.SERIES):  # another series, nothing to move it along
+        return out
+    got = speed.across_runs(c, fc, b, fb)
+    out.update({col: got[name] for col, name in SPEED.items()})
+    out["canary_change_pct"] = math.expm1(float(c["x"].mean() - b["x"].mean())) * 100.0
+    return out
+
+
+def _num(v) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def _status(row: dict, suffix: str) -> str:
+    """A cell's status as the figures know it: ok, failed, contended or skipped."""
+    s = row.get(f"status{suffix}")
+    s = "ok" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+    return s if s in ("ok", "contended", "skipped") else "failed"
+
+
+def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
+    lo, hi, df = (
+        _num(row.get(f"{c}{suffix}")) for c in ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
+    )
+    if row.get(f"ci_method{suffix}") in stats.T_INTERVALS and lo > 0 and hi > 0 and df > 0:
+        return lo, hi, df
+    return None
+
+
+def _note(row: dict) -> str:
+    """Why a matched cell with a value on both sides has no CI."""
+    for s in ("_b", "_c"):
+        if str(row.get(f"source{s}") or "").startswith("imported"):
+            return PACKRAT_NOTE
+    for s in ("_b", "_c"):
+        if row.get(f"ci_method{s}") == "within-process":
+            return ONE_PROCESS_NOTE
+    if not (_num(row.get("latency_median_ms_b")) > 0 and _num(row.get("latency_median_ms_c")) > 0):
+        return "one side has no median (only the mean): no CI and no test"
+    return "one side has no two-level CI (cells.csv without ci_method or ci_df): no test"
+
+
+def _either(a, b) -> bool:
+    return stats.as_bool(a) is True or stats.as_bool(b) is True
+
+
+def _overlap(row: dict) -> bool | None:
+    lo_b, hi_b = _num(row.get("latency_min_ms_b")), _num(row.get("latency_max_ms_b"))
+    lo_c, hi_c = _num(row.get("latency_min_ms_c")), _num(row.get("latency_max_ms_c"))
+    if any(math.isnan(v) for v in (lo_b, hi_b, lo_c, hi_c)):
+        return None
+    return bool(lo_c <= hi_b and lo_b <= hi_c)
+
+
+def _pct(r: float) -> float:
+    return (r - 1.0) * 100.0 if r == r else math.nan
+
+
+def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=()) -> list[dict]:
+    """One row per matched cell of ``compared`` against ``baseline`` (``compare_columns``)."""
+    both, _ = pair(baseline, compared, across)
+    fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (baseline, compared))
+    rows = []
+    for row in both.to_dict("records"):
+        sb, sc = _status(row, "_b"), _status(row, "_c")
+        # the median where every cell with a value has one, else the mean (PackRat's)
+        medians = [row[f"latency_median_ms{x}"] for x, st in (("_b", sb), ("_c", sc)) if st == "ok"]
+        stat = stats.latency_statistic(medians or [math.nan], every=True)
+        col = stats.latency_column(stat)
+        sb, sc = (
+            "missing" if st == "ok" and not _num(row[f"{col}{x}"]) > 0 else st
+            for x, st in (("_b", sb), ("_c", sc))
+        )
+        status = next(
+            (s for s in ("failed", "contended", "skipped", "missing") if s in (sb, sc)), "ok"
+        )
+        lb, lc = _num(row[f"{col}_b"]), _num(row[f"{col}_c"])
+        out = {
+            "run": compared.label,
+            "baseline_run": baseline.label,
+            **{k: row[k] for k in KEYS},
+            **{f"{a}_compared": row[f"{a}_c"] for a in across},
+            "latency_statistic": stat,
+            "latency_baseline_ms": lb if status == "ok" else math.nan,
+            "latency_compared_ms": lc if status == "ok" else math.nan,
+            "ratio": math.nan,
+            "ratio_ci_low": math.nan,
+            "ratio_ci_high": math.nan,
+            "ci_df": math.nan,
+            "ci_method": None,
+            "ci_note": None,
+            "significant": None,
+            "min_effect_pct": float(min_effect_pct),
+            "status": status,
+            "status_baseline": sb,
+            "status_compared": sc,
+            "contended": _either(row["contended_b"], row["contended_c"]),
+            "noisy": _either(row["noisy_b"], row["noisy_c"]),
+            "replicates_baseline": row["replicates_b"],
+            "replicates_compared": row["replicates_c"],
+            "replicate_medians_baseline_ms": row["replicate_medians_ms_b"],
+            "replicate_medians_compared_ms": row["replicate_medians_ms_c"],
+            "between_sd_baseline_pct": row["between_sd_pct_b"],
+            "between_sd_compared_pct": row["between_sd_pct_c"],
+            "iteration_ranges_overlap": _overlap(row) if status == "ok" else None,
+            **dict.fromkeys(SPEED, math.nan),
+            "canary_change_pct": math.nan,
+        }
+        if status != "ok":
+            side, what = ("baseline", sb) if sb != "ok" else ("compared", sc)
+            out["ci_note"] = f"no value: the {side} cell is {what}"
+            out["verdict"] = "no value"
+            rows.append(out)
+            continue
+        out["ratio"] = lc / lb
+        out.update(speed_columns(row, baseline, compared, fits, across))
+        cb, cc = _ci(row, "_b"), _ci(row, "_c")
+        if stat == stats.MEDIAN and cb and cc:
+            r = stats.run_ratio(cb, cc)
+            out.update(
+                ratio=r["ratio"],
+                ratio_ci_low=r["ci_low"],
+                ratio_ci_high=r["ci_high"],
+                ci_df=r["ci_df"],
+                ci_method="two-level",
+                significant=r["significant"],
+            )
+        else:
+            out["ci_note"] = _note(row)
+        out["verdict"] = stats.verdict(out["ratio"], out["significant"], min_effect_pct)
+        rows.append(out)
+    return rows
+
+
+def compare_table(
+    runs: list[Run], min_effect_pct: float = stats.MIN_EFFECT_PCT, across=()
+) -> pd.DataFrame:
+    """compare.csv: every compared run against the first (see the module docstring)."""
+    rows = [r for run in runs[1:] for r in compare_rows(runs[0], run, min_effect_pct, across)]
+    df = pd.DataFrame(rows, columns=compare_columns(across))
+    df["latency_change_pct"] = _pct_series(df["ratio"])
+    df["latency_change_ci_low_pct"] = _pct_series(df["ratio_ci_low"])
+    df["latency_change_ci_high_pct"] = _pct_series(df["ratio_ci_high"])
+    df["throughput_change_pct"] = (1.0 / df["ratio"].astype(float) - 1.0) * 100.0
+    for c in ("significant", "contended", "noisy", "iteration_ranges_overlap"):
+        df[c] = df[c].astype(object).where(df[c].notna(), None)
+    return df.sort_values(["run", *KEYS], kind="stable").reset_index(drop=True)
+
+
+def _pct_series(s: pd.Series) -> pd.Series:
+    return (s.astype(float) - 1.0) * 100.0
+
+
+def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
+    """unmatched.csv: per compared run, the cells of one side only."""
+    frames = []
+    for run in runs[1:]:
+        _, only = pair(runs[0], run, across)
+        frames.append(only.assign(run=run.label, baseline_run=runs[0].label))
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return df.reindex(columns=unmatched_columns())
+
+
+def peak_table(runs: list[Run]) -> pd.DataFrame:
+    """peaks.csv: per compared run, the peaks measured in both runs (placement, threads, data
+    type) and ``peak_change_pct`` = compared / baseline - 1 (+ = the compared run's kernels ran
+    faster); empty where either run has no peak table."""
+    frames = []
+    base = runs[0].peaks
+    for run in runs[1:]:
+        if base is None or run.peaks is None:
+            continue
+        m = base.merge(run.peaks, on=PEAK_KEYS, suffixes=("_baseline", "_compared"))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": run.label,
+                    "baseline_run": runs[0].label,
+                    **{k: m[k] for k in PEAK_KEYS},
+                    "peak_kernel_baseline": m["peak_kernel_baseline"],
+                    "peak_kernel_compared": m["peak_kernel_compared"],
+                    "peak_baseline_gflop_per_s": m["peak_gflop_per_s_baseline"],
+                    "peak_compared_gflop_per_s": m["peak_gflop_per_s_compared"],
+                    "peak_change_pct": (
+                        m["peak_gflop_per_s_compared"] / m["peak_gflop_per_s_baseline"] - 1.0
+                    )
+                    * 100.0,
+                }
+            )
+        )
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=PEAK_COLUMNS)
+    df = pd.concat(frames, ignore_index=True)[PEAK_COLUMNS]
+    return df.sort_values(["run", *PEAK_KEYS], kind="stable").reset_index(drop=True)
+
+
+# -- the summary -----------------------------------------------------------------------------------
+
+
+def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
+    ok = d[d["status"] == "ok"]
+    g = stats.geomean_ratio(ok["ratio"].astype(float).tolist())
+    verdicts = ok["verdict"].value_counts()
+    change = ok["latency_change_pct"].astype(float)
+    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique()))
+    return {
+        "scope": scope,
+        "cells": g["cells"],
+        "latency_statistic": stat or None,
+        "geomean_ratio": g["geomean"],
+        "geomean_change_pct": _pct(g["geomean"]),
+        "geomean_ci_low_pct": _pct(g["ci_low"]),
+        "geomean_ci_high_pct": _pct(g["ci_high"]),
+        "ci_df": g["ci_df"],
+        "significant": g["significant"],
+        "cells_significant": int(ok["significant"].eq(True).sum()),
+        "faster": int(verdicts.get(stats.FASTER, 0)),
+        "slower": int(verdicts.get(stats.SLOWER, 0)),
+        "no_significant_change": int(verdicts.get(stats.NO_CHANGE, 0)),
+        "not_assessed": int(verdicts.get(stats.NOT_ASSESSED, 0)),
+        "beyond_min_effect_faster": int((change <= -min_effect_pct).sum()),
+        "beyond_min_effect_slower": int((change >= min_effect_pct).sum()),
+        "disturbed": int((ok["contended"].eq(True) | ok["noisy"].eq(True)).sum()),
+        "min_effect_pct": float(min_effect_pct),
+    }
+
+
+ALL, CLEAN = "all matched cells", "clean cells (neither side contended or noisy)"
+
+
+def summary_table(
+    compare: pd.DataFrame, min_effect_pct: float = stats.MIN_EFFECT_PCT
+) -> pd.DataFrame:
+    """summary.csv: per compared run, the geometric mean over all matched cells with a value,
+    over the clean ones, and per model/opt/placement, with the verdict counts."""
+    rows = []
+    for (run, base), d in compare.groupby(["run", "baseline_run"], sort=False):
+        clean = d[~(d["contended"].eq(True) | d["noisy"].eq(True))]
+        scopes = [(ALL, d), (CLEAN, clean)]
+        scopes += [(f"{m}/{o}/{p}", g) for (m, o, p), g in d.groupby(["model", "opt", "placement"])]
+        for scope, part in scopes:
+            rows.append(
+                {"run": run, "baseline_run": base, **_summary_row(part, scope, min_effect_pct)}
+            )
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
