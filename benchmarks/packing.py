@@ -43,6 +43,7 @@ from numa_effects.plan import paths
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import packing as packing_table
+from numa_effects.tables import tidy
 
 from .common import Context, load, pipeline, show
 
@@ -101,7 +102,7 @@ PER_BATCH = [
 
 
 def per_batch(df: pd.DataFrame) -> pd.DataFrame:
-    """The benchmark's table from ``tables/packing.csv`` (read with ``stats.read_table``): one
+    """The benchmark's table from ``tables/packing.csv`` (read with ``tables.tidy.read``): one
     row per (model, opt, budget, batch)."""
     out = df.copy()
     out["error_pct"] = out["prediction_error"] * 100
@@ -272,10 +273,10 @@ def run(ctx: Context) -> pd.DataFrame:
             "counts and the sequential placement)"
         )
         return pd.DataFrame()
-    df = stats.read_table(path)
+    df = tidy.read(path)
     out = per_batch(df)
     show("packing: the plan predicted alone, with interference, and measured", out)
-    profile = stats.read_table(p.results / "tables" / "interference.csv")
+    profile = tidy.read(p.results / "tables" / "interference.csv")
     if not profile.empty:
         cols = ["budget", "threads", "batch_size", "k", "node", "x", "slowdown"]
         cols += ["slowdown_ci_low", "slowdown_ci_high", "replicates", "status"]
@@ -286,7 +287,7 @@ def run(ctx: Context) -> pd.DataFrame:
         f"{verdict_line(verdict(df, 'prediction_error_alone'))}"
     )
     print(recommendation_line(df))
-    cand = stats.read_table(p.results / "tables" / "packing_candidates.csv")
+    cand = tidy.read(p.results / "tables" / "packing_candidates.csv")
     multi = cand[(cand["k"] >= 2) & (cand["status"] == "ok")] if not cand.empty else cand
     if len(multi):
         print(

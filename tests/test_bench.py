@@ -16,7 +16,7 @@ from conftest import REPO, canary_samples, cpu_seconds, proc_stat
 sys.path.insert(0, str(REPO))
 
 from benchmarks import bias, judge, load
-from numa_effects.tables import speed
+from numa_effects.tables import speed, tidy
 
 
 def cells(medians, lo=None, hi=None, **flags):
@@ -395,7 +395,6 @@ def captured_packing():
 
 
 def test_captured_packing_tables_are_what_the_tables_code_rebuilds():
-    from numa_effects import stats
     from numa_effects.tables import interference
     from numa_effects.tables import packing as packing_table
 
@@ -405,7 +404,7 @@ def test_captured_packing_tables_are_what_the_tables_code_rebuilds():
         ("packing_candidates", packing_table.candidates_table(plans, results)),
         ("interference", interference.table([profile])),
     ):
-        want = stats.read_table(PACK / "tables" / f"{name}.csv")
+        want = tidy.read(PACK / "tables" / f"{name}.csv")
         assert list(got.columns) == list(want.columns), name
         for col in ("latency_ms", "predicted_ms", "slowdown", "recommended_plan", "plan"):
             if col in got:
@@ -423,9 +422,8 @@ def test_packing_benchmark_reports_three_latencies_and_the_recommendation():
     """The benchmark's table per batch size (predicted alone, with interference, measured, the
     errors, the recommendation) and its verdicts, from the captured run's packing.csv."""
     from benchmarks import packing as bench
-    from numa_effects import stats
 
-    df = stats.read_table(PACK / "tables" / "packing.csv")
+    df = tidy.read(PACK / "tables" / "packing.csv")
     out = bench.per_batch(df)
     assert list(out["batch_size"]) == [1, 2, 4]
     for r in out.itertuples():
@@ -458,11 +456,10 @@ def test_packing_benchmark_measures_a_split_only_where_no_job_did():
     captured jobs measured every split; a plan document without a split candidate gets the best
     split predicted with the run's curve (alone latency x s(1) for two 1-thread instances)."""
     from benchmarks import packing as bench
-    from numa_effects import stats
     from numa_effects.analysis import interference
 
     plans, _, _ = captured_packing()
-    cells = stats.read_table(PACK / "tables" / "cells.csv")
+    cells = tidy.read(PACK / "tables" / "cells.csv")
     assert bench.split_candidates(plans[0], cells) == []
     doc = {
         **plans[0],

@@ -18,9 +18,9 @@ import pytest
 from conftest import REPO, load_config, planned, snakemake
 from report_browser import install_chromium, load_page, page_links
 
-from numa_effects import stats
 from numa_effects.plan import grid
 from numa_effects.report import families
+from numa_effects.tables import tidy
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def compared(measured):
 
 def tables(folder: Path) -> dict[str, pd.DataFrame]:
     return {
-        t: stats.read_table(folder / f"tables/{t}.csv")
+        t: tidy.read(folder / f"tables/{t}.csv")
         for t in ("compare", "summary", "provenance", "unmatched")
     }
 

@@ -23,7 +23,7 @@ from numa_effects.plan import packing as packing_jobs
 from numa_effects.plan import placement
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import interference as profile
-from numa_effects.tables import packrat
+from numa_effects.tables import packrat, tidy
 
 INTERFERENCE = PACKRAT / "cloudlab_multiinstance-interference"
 
@@ -443,7 +443,7 @@ def test_packrat_interference_import_from_the_command_line(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--interference", str(INTERFERENCE), "--results", str(tmp_path)]) == 0
-    df = stats.read_table(tmp_path / "tables" / "interference.csv")
+    df = tidy.read(tmp_path / "tables" / "interference.csv")
     assert len(df) == 24
     curve = profile.curve(df[df["allocator"] == "tcmalloc"], "resnet50", "script")
     assert curve.points == 8 and 0.001 < curve.beta < 0.002
@@ -456,7 +456,7 @@ def test_the_interference_figure_draws_the_profile_and_the_curve_or_says_there_i
     from numa_effects.report import plots
 
     fixture = Path(__file__).parent / "fixtures" / "packing_interference" / "tables"
-    df = stats.read_table(fixture / "interference.csv")
+    df = tidy.read(fixture / "interference.csv")
     tables = figure_data.Tables(pd.DataFrame(), pd.DataFrame(), None, None, df)
     fig = plots.draw("packing_interference", tables, {"model": "resnet18", "opt": "none"})
     (ax,) = fig.axes

@@ -20,10 +20,9 @@ import yaml
 from conftest import FIXTURES, REPO
 from test_rerun_clone import GRID, clone
 
-from numa_effects import stats
 from numa_effects.plan import paths
 from numa_effects.plan import topology as topology_mod
-from numa_effects.tables import history
+from numa_effects.tables import history, tidy
 
 pytestmark = pytest.mark.integration
 QEMU = FIXTURES / "topology" / "qemu-2node-2x2x2-smt-adjacent"
@@ -96,7 +95,7 @@ def test_a_code_change_keeps_every_previous_record_and_compares_before_with_afte
         assert (results / history.HISTORY / old / rel).read_bytes() == content, rel
         assert json.loads(after[rel])["code"] != old, rel  # measured again by the new code
     # the tables read the new records only
-    cells = stats.read_table(results / paths.table("cells"))
+    cells = tidy.read(results / paths.table("cells"))
     assert len(cells) == 2 and all(p.startswith("results/cells/") for p in cells["cell_json"])
     new_starts = {json.loads(after[r])["provenance"]["started_at"] for r in after if "cells/" in r}
     assert set(cells["started_at"]) <= new_starts
@@ -110,7 +109,7 @@ def test_a_code_change_keeps_every_previous_record_and_compares_before_with_afte
     target = "results-compare/compare/before-vs-after/tables/compare.csv"
     args = ["--cores", "1", target, "--config", *_split(config)]
     snakemake(finished, GRID, *args)
-    compared = stats.read_table(finished / target)
+    compared = tidy.read(finished / target)
     assert len(compared) == 2 and compared["ratio"].notna().all()
 
 

@@ -8,6 +8,7 @@ from scipy.stats import quantile_test
 
 from numa_effects import stats
 from numa_effects.measure import timing as measure
+from numa_effects.tables import tidy
 
 
 @pytest.mark.parametrize("n", [6, 7, 10, 11, 30, 101, 1000])
@@ -211,7 +212,7 @@ def test_read_table_types_booleans_one_way_and_integers_as_integers(tmp_path):
         "m,1,8,10,True,false,,1,1.5\n"
         "m,2,8,,False,TRUE,True,0,\n"
     )
-    df = stats.read_table(path)
+    df = tidy.read(path)
     assert df["threads"].dtype == "int64" and df["batch_size"].tolist() == [8, 8]
     assert str(df["n"].dtype) == "Int64" and df["n"].iloc[0] == 10 and df["n"].isna().iloc[1]
     assert df["contended"].tolist() == [True, False]
@@ -219,9 +220,9 @@ def test_read_table_types_booleans_one_way_and_integers_as_integers(tmp_path):
     assert df["significant"].tolist() == [None, True]
     assert df["verified"].tolist() == [True, False]
     assert all(type(v) is bool for v in df["contended"])  # not numpy.bool_, not strings
-    assert stats.read_table(tmp_path / "absent.csv", ["model"]).columns.tolist() == ["model"]
+    assert tidy.read(tmp_path / "absent.csv", ["model"]).columns.tolist() == ["model"]
     (tmp_path / "empty.csv").write_text("")
-    assert stats.read_table(tmp_path / "empty.csv").empty
+    assert tidy.read(tmp_path / "empty.csv").empty
     assert [stats.as_bool(v) for v in ("yes", "0", 1.0, float("nan"), None, "maybe")] == [
         True,
         False,
@@ -230,7 +231,7 @@ def test_read_table_types_booleans_one_way_and_integers_as_integers(tmp_path):
         None,
         None,
     ]
-    typed = stats.typed(pd.DataFrame({"contended": ["True", None], "threads": [1.0, 2.0]}))
+    typed = tidy.typed(pd.DataFrame({"contended": ["True", None], "threads": [1.0, 2.0]}))
     assert typed["contended"].tolist() == [True, None] and typed["threads"].dtype == "int64"
 
 

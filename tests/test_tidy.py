@@ -13,6 +13,7 @@ from numa_effects.measure import record
 from numa_effects.measure.record import Failure
 from numa_effects.plan import grid
 from numa_effects.tables import cells as tidy
+from numa_effects.tables.tidy import write
 
 CELLS = sorted((Path(__file__).parent / "fixtures" / "cells").glob("*.json"))
 
@@ -64,7 +65,7 @@ def test_failed_cell_has_no_samples_and_keeps_cause():
 def test_write_is_csv_plus_parquet(tmp_path):
     cells, _ = tidy.tables([str(p) for p in CELLS])
     out = tmp_path / "cells.csv"
-    tidy.write(cells, str(out))
+    write(cells, str(out))
     back = pd.read_csv(out)
     assert back["latency_median_ms"].tolist() == pytest.approx(cells["latency_median_ms"].tolist())
     assert (tmp_path / "cells.parquet").exists()
@@ -256,6 +257,6 @@ def test_a_run_without_a_measured_cell_writes_tables_with_their_key_columns(tmp_
     cells, samples = tidy.tables([])
     assert list(cells.columns[: len(grid.KEYS)]) == list(grid.KEYS) and cells.empty
     assert set(grid.KEYS) <= set(samples.columns) and samples.empty
-    tidy.write(cells, str(tmp_path / "cells.csv"))
+    write(cells, str(tmp_path / "cells.csv"))
     back = pd.read_csv(tmp_path / "cells.csv")
     assert list(back.columns[: len(grid.KEYS)]) == list(grid.KEYS) and back.empty

@@ -5,7 +5,7 @@ numa_effects.compare.tables). The compared folders are only read."""
 import contextlib
 
 from numa_effects.compare import provenance, runs, tables
-from numa_effects.tables import cells as tidy
+from numa_effects.tables import tidy
 
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log, contextlib.redirect_stderr(log):

@@ -1,7 +1,6 @@
 """Snakemake entry: FLOPs per (model, batch, image size) -> results/tables/flops.csv."""
 
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import flops
+from numa_effects.tables import flops, tidy
 
 sm = snakemake  # noqa: F821
 tidy.write(flops.table(sm.params.combos), sm.output[0])

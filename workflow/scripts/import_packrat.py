@@ -26,8 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from numa_effects.measure import record
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import packrat
+from numa_effects.tables import packrat, tidy
 
 
 def write(sources, cells, samples, skipped, machine, description=None) -> int:

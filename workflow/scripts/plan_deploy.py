@@ -4,16 +4,16 @@ numa_effects.analysis.deploy_plan)."""
 import json
 from pathlib import Path
 
-from numa_effects import stats
 from numa_effects.analysis import deploy_plan
 from numa_effects.plan import topology
 from numa_effects.tables import interference as interference_table
+from numa_effects.tables import tidy
 
 sm = snakemake  # noqa: F821
-cells = stats.read_table(sm.input.cells)
+cells = tidy.read(sm.input.cells)
 curves = {}
 if sm.input.get("interference"):
-    df = stats.read_table(sm.input.interference)
+    df = tidy.read(sm.input.interference)
     if not df.empty:
         for model, opt in df[["model", "opt"]].drop_duplicates().itertuples(index=False):
             curves[(model, opt)] = interference_table.curve(df, model, opt)

@@ -4,19 +4,18 @@ each candidate on the scheduling topology -> packing/.../plans.json."""
 
 import json
 
-from numa_effects import stats
 from numa_effects.analysis import packing, planner
 from numa_effects.measure import record
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
-from numa_effects.tables import interference
+from numa_effects.tables import interference, tidy
 
 sm = snakemake  # noqa: F821
 p = sm.params
 w = sm.wildcards
 topo = topology_mod.Topology.from_dict(p.topology)
-cells = stats.read_table(sm.input.cells)
-profile = stats.read_table(sm.input.interference)
+cells = tidy.read(sm.input.cells)
+profile = tidy.read(sm.input.interference)
 curve = interference.curve(profile, w.model, w.opt)
 rows = planner.choices(
     cells,

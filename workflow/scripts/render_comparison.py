@@ -3,23 +3,23 @@
 import os
 from pathlib import Path
 
-from numa_effects import stats
 from numa_effects.compare import page as compare_page
 from numa_effects.compare import provenance as compare_provenance
+from numa_effects.tables import tidy
 
 sm = snakemake  # noqa: F821
-provenance = stats.read_table(sm.input.provenance)
+provenance = tidy.read(sm.input.provenance)
 page = compare_page.render(
     sm.params.compare,
     sm.params.figures,
-    stats.read_table(sm.input.compare),
-    stats.read_table(sm.input.summary),
+    tidy.read(sm.input.compare),
+    tidy.read(sm.input.summary),
     provenance,
-    stats.read_table(sm.input.unmatched),
+    tidy.read(sm.input.unmatched),
     compare_provenance.machines(provenance),
     page_dir=os.path.dirname(sm.output[0]),
     figure_dir=sm.params.figure_dir,
-    peaks=stats.read_table(sm.input.peaks),
+    peaks=tidy.read(sm.input.peaks),
 )
 tmp = f"{sm.output[0]}.tmp"
 Path(tmp).write_text(page)

@@ -3,8 +3,7 @@
 from pathlib import Path
 
 from numa_effects.measure import record
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import interference
+from numa_effects.tables import interference, tidy
 
 sm = snakemake  # noqa: F821
 results = [record.read_group(p) for p in sm.input.runs]

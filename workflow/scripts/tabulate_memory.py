@@ -2,8 +2,7 @@
 the firmware distances of the run's machine.json."""
 
 from numa_effects.plan import topology
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import memory_matrix
+from numa_effects.tables import memory_matrix, tidy
 
 sm = snakemake  # noqa: F821
 topo = topology.load(sm.input.machine)

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from numa_effects.measure import record
-from numa_effects.tables import cells as tidy
 from numa_effects.tables import packing as packing_table
+from numa_effects.tables import tidy
 
 sm = snakemake  # noqa: F821
 plans = [json.loads(Path(p).read_text()) for p in sm.input.plans]

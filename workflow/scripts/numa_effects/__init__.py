@@ -6,8 +6,7 @@ psf/pyperf); tests/test_report_registry.py fails when a module is not listed her
 
 Shared, the bottom:
 
-- ``stats``: every statistic of the project (medians, two-level CIs, ratios, verdicts) and the
-  one reader of its tables.
+- ``stats``: every statistic of the project (medians, two-level CIs, ratios, verdicts).
 - ``runlock``: stale Snakemake locks after a killed run, told apart from live ones.
 - ``slurmconf``: a Slurm config whose controller does not answer (every start of Snakemake
   would wait for it), found at once.
@@ -92,6 +91,7 @@ profiles):
 
 ``tables``: result files -> tidy tables:
 
+- ``tables.tidy``: the tables' one reader (typed booleans and integers) and one writer.
 - ``tables.cells``: cell records -> cells.csv, samples.csv, skipped.csv, failures.csv.
 - ``tables.stages``: the first stage's replicates -> each cell's replicates in all (Stein).
 - ``tables.speed``: with the canary, each cell's latency at the run's reference speed.

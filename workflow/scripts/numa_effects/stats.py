@@ -1,4 +1,4 @@
-"""Every statistic of the project, and the one reader of its tables (the bottom layer):
+"""Every statistic of the project (the bottom layer):
 
 - summary statistics of one cell's latency samples (seconds) and the confidence interval of the
   median used by the adaptive stopping rule (``measure``);
@@ -10,7 +10,7 @@
   matched cells (``geomean_ratio``): the comparison of runs (``compare.tables``);
 - which latency statistic a table or a comparison uses: the median, else the mean
   (``latency_statistic``, ``table_statistic``);
-- ``read_table``: a results CSV with its boolean and integer columns typed one way (``as_bool``).
+- ``as_bool``: one value of a table's boolean column (``tables.tidy`` reads the tables).
 
 Cheap to import in the measuring child: numpy only (scipy and pandas inside the functions that
 need them).
@@ -612,53 +612,8 @@ def table_statistic(table) -> str:
     return latency_statistic(table.get(col, ()))
 
 
-# -- reading the tidy tables ---------------------------------------------------------------------
-#
-# Every results CSV is read by ``read_table``: booleans become True / False / None (blank) in
-# every column that holds them, whatever wrote them (pandas' True/False, true/false, 0/1), and
-# integer columns are integers (pandas' nullable Int64 where some rows are blank).
+# -- the tables' booleans ----------------------------------------------------------------------
 
-BOOLEAN_COLUMNS = frozenset(
-    {
-        "contended",
-        "noisy",
-        "significant",
-        "verified",
-        "warmup_stable",
-        "use_smt",
-        "is_fat",
-        "excluded",
-        "native",
-        "dtype_verified",
-        "numerics_ok",
-    }
-)
-INTEGER_COLUMNS = frozenset(
-    {
-        "threads",
-        "batch_size",
-        "image_size",
-        "n",
-        "iteration",
-        "replicate",
-        "replicates",
-        "warmup_iterations",
-        "torch_num_threads",
-        "thread_count",
-        "runnable_others",
-        "interop_threads",
-        "instance_id",
-        "returncode",
-        "signal",
-        "budget",
-        "k",
-        "cores",
-        "rounds",
-        "fat_rounds",
-        "reps",
-        "matrix_size",
-    }
-)
 _TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no"})
 
 
@@ -672,37 +627,3 @@ def as_bool(v) -> bool | None:
     if isinstance(v, int | float | np.integer | np.floating) and _present(v):
         return bool(v)
     return None
-
-
-def read_table(path, columns=()):
-    """A tidy table (pandas DataFrame) with typed columns: booleans parsed by ``as_bool``
-    (object dtype: True, False, None), integers as integers. A missing, empty or header-less
-    file is an empty frame with ``columns``."""
-    import os
-
-    import pandas as pd
-
-    if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
-        return pd.DataFrame(columns=list(columns))
-    try:
-        df = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame(columns=list(columns))
-    return typed(df)
-
-
-def typed(df):
-    """``df`` with the boolean and integer columns typed as ``read_table`` does (a copy)."""
-    import pandas as pd
-
-    df = df.copy()
-    for c in df.columns:
-        if c in BOOLEAN_COLUMNS:
-            df[c] = pd.Series([as_bool(v) for v in df[c]], index=df.index, dtype=object)
-        elif c in INTEGER_COLUMNS and df[c].dtype.kind not in "iu":
-            num = pd.to_numeric(df[c], errors="coerce")
-            given = num.notna()
-            if given.sum() != df[c].notna().sum() or not (num[given] % 1 == 0).all():
-                continue  # not integers: left as read
-            df[c] = num.astype("int64" if given.all() else "Int64")
-    return df

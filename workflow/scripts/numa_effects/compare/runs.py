@@ -26,10 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from numa_effects import stats
 from numa_effects.plan import paths
 from numa_effects.plan.grid import KEYS, keyed
-from numa_effects.tables import speed
+from numa_effects.tables import speed, tidy
 
 CELLS = paths.table("cells")
 MACHINE = paths.MACHINE
@@ -79,7 +78,7 @@ class Run:
 def read_cells(path: Path):
     """cells.csv with every key column: an axis added since the run (e.g. ``allocator``, or
     PackRat's files) gets its default (``grid.fill_keys``), so older runs still match."""
-    return keyed(stats.read_table(path))
+    return keyed(tidy.read(path))
 
 
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:
@@ -161,7 +160,7 @@ def read_peaks(folder: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     try:
-        peaks = stats.read_table(path)
+        peaks = tidy.read(path)
     except Exception as exc:  # a broken table is no peak, not a failed comparison: say so
         print(f"{path}: not read, no peaks compared ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
@@ -183,7 +182,7 @@ def read_speed(folder: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     try:
-        reps = speed.replicates(keyed(stats.read_table(path)))
+        reps = speed.replicates(keyed(tidy.read(path)))
     except Exception as exc:  # as a broken peak table: no speed columns, and say so
         print(
             f"{path}: not read, no ratio at the reference speed ({type(exc).__name__}: {exc})",

@@ -2,7 +2,7 @@
 
 Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
 ``interference.csv`` for the Packing figures, ``precision.csv`` for the Precision and runtime
-section, ``memory_matrix.csv`` for the Node-pair matrix), read by ``stats.read_table``; a table
+section, ``memory_matrix.csv`` for the Node-pair matrix), read by ``tables.tidy.read``; a table
 from before an axis existed gets its default
 (``grid.fill_keys``: ``allocator`` ``default``). ``Tables.universe`` knows every cell a figure of
 a model should show (the product of the threads and batch sizes that appear for it, per
@@ -30,6 +30,7 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 from numa_effects.report.baselines import figure_allocator, is_sequential
 from numa_effects.report.metrics import METRICS, Metric
+from numa_effects.tables import tidy
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
 # Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.
@@ -37,9 +38,9 @@ NO_VALUE = ("missing", "skipped", "contended", "failed")
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table (``stats.read_table``); an empty file is an empty frame with the keys; a
+    """A tidy table (``tables.tidy.read``); an empty file is an empty frame with the keys; a
     table without a key column added since it was written gets its default."""
-    return grid_mod.keyed(stats.read_table(path, KEYS))
+    return grid_mod.keyed(tidy.read(path, KEYS))
 
 
 def flag(df: pd.DataFrame, columns=DISTURBED) -> pd.Series:
@@ -87,10 +88,10 @@ class Tables:
             read_csv(skipped),
             opt(degradation),
             opt(packing),
-            opt(interference, stats.read_table),
+            opt(interference, tidy.read),
             opt(compare),
             opt(precision),
-            opt(memory_matrix, stats.read_table),
+            opt(memory_matrix, tidy.read),
         )
 
     @property

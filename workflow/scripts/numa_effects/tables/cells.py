@@ -494,19 +494,3 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
 def skipped_table(rows: list[dict]) -> pd.DataFrame:
     """``rows``: the cell keys and ``reason`` of every cell the grid could not schedule."""
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "reason"])
-
-
-def write(df: pd.DataFrame, path: str) -> None:
-    """CSV always; a Parquet copy beside it when pyarrow is installed. Atomic per file."""
-    import os
-
-    tmp = f"{path}.tmp"
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return
-    pq = path.removesuffix(".csv") + ".parquet"
-    df.to_parquet(f"{pq}.tmp", index=False)
-    os.replace(f"{pq}.tmp", pq)

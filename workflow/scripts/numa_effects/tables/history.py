@@ -294,13 +294,12 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
 def write_tables(snapshot: Path, results: Path) -> None:
     """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables (the
     tables code of this checkout, over the snapshot's records) and the folder's machine.json."""
-    from numa_effects.tables import cells as tidy
-    from numa_effects.tables import peak
+    from numa_effects.tables import cells, peak, tidy
 
     (snapshot / "tables").mkdir(parents=True, exist_ok=True)
-    cells = sorted(str(p) for p in snapshot.glob(glob_of(paths.CELL)))
-    if cells:
-        table, samples = tidy.tables(cells)
+    records = sorted(str(p) for p in snapshot.glob(glob_of(paths.CELL)))
+    if records:
+        table, samples = cells.tables(records)
         tidy.write(table, str(snapshot / paths.table("cells")))
         tidy.write(samples, str(snapshot / paths.table("samples")))
     peaks = sorted(str(p) for p in snapshot.glob(glob_of(paths.PEAK)))
