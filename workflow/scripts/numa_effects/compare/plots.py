@@ -57,8 +57,42 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     pct = ok["latency_change_pct"].to_numpy(float)
     lo = ok["latency_change_ci_low_pct"].to_numpy(float)
     hi = ok["latency_change_ci_high_pct"].to_numpy(float)
-    verdicts = ok["verdict"].astype(str).to_numpy()
     disturbed = flag(ok).to_numpy(bool)
+    _verdict_points(ax, pct, lo, hi, y, ok["verdict"].astype(str).to_numpy())
+    if disturbed.any():
+        ring = {**style.DISTURBED_MARK, "markersize": 9 if n <= 80 else 6}
+        ax.plot(pct[disturbed], y[disturbed], **ring)
+    given = d["min_effect_pct"].dropna()
+    min_effect = float(given.iloc[0]) if not given.empty else 0.0
+    beyond = _clip_axis(ax, pct, lo, hi, y)
+    ax.grid(axis="y", visible=False)
+    ax.axvline(0.0, color="black", linewidth=1)
+    for x in (-min_effect, min_effect):
+        if min_effect:
+            ax.axvline(x, color="0.45", linewidth=0.8, linestyle=":")
+    labels = [_row_label(r, across) for r in ok.to_dict("records")]
+    step = 1 if n <= MAX_LABELLED_ROWS else 2
+    ax.set_yticks(y[::step], labels[::step], fontsize=7 if n <= 40 else 5)
+    ax.set_ylim(-0.8, max(n - 0.2, 0.8))
+    base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
+    ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
+    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
+    titles(
+        ax,
+        f"{run} vs {base}: change per cell (opt={opt})",
+        subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
+    )
+    _forest_legend(ax, min_effect, disturbed.any())
+    notes = _forest_notes(d, ok, beyond) + (
+        ["Every other row is labelled (too many to label all)."] if step > 1 else []
+    )
+    footnote(ax, [_wrap(t) for t in notes])
+    return fig
+
+
+def _verdict_points(ax, pct, lo, hi, y, verdicts) -> None:
+    """Each cell's change coloured by its verdict, with its CI; not assessed ones hollow."""
+    n = len(pct)
     for v, color in VERDICT_COLORS.items():
         m = verdicts == v
         if not m.any():
@@ -85,41 +119,26 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
             markeredgecolor=color,
             label=f"{v} ({int(m.sum())})",
         )
-    if disturbed.any():
-        ring = {**style.DISTURBED_MARK, "markersize": 9 if n <= 80 else 6}
-        ax.plot(pct[disturbed], y[disturbed], **ring)
-    given = d["min_effect_pct"].dropna()
-    min_effect = float(given.iloc[0]) if not given.empty else 0.0
-    beyond = _clip_axis(ax, pct, lo, hi, y)
-    ax.grid(axis="y", visible=False)
-    ax.axvline(0.0, color="black", linewidth=1)
-    for x in (-min_effect, min_effect):
-        if min_effect:
-            ax.axvline(x, color="0.45", linewidth=0.8, linestyle=":")
-    labels = [_row_label(r, across) for r in ok.to_dict("records")]
-    step = 1 if n <= MAX_LABELLED_ROWS else 2
-    ax.set_yticks(y[::step], labels[::step], fontsize=7 if n <= 40 else 5)
-    ax.set_ylim(-0.8, max(n - 0.2, 0.8))
-    base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
-    ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
-    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    titles(
-        ax,
-        f"{run} vs {base}: change per cell (opt={opt})",
-        subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
-    )
+
+
+def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
     handles, _ = ax.get_legend_handles_labels()
     if min_effect:
         handles.append(
             Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
         )
-    if disturbed.any():
+    if disturbed:
         handles += style.status_legend({style.DISTURBED})
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
     )
+
+
+def _forest_notes(d, ok, beyond: int) -> list[str]:
+    """What the forest plot does not show as a point: cells not assessed, with no value, or
+    beyond the clipped axis."""
     notes = []
-    if (verdicts == stats.NOT_ASSESSED).any():
+    if (ok["verdict"].astype(str) == stats.NOT_ASSESSED).any():
         why = ok.loc[ok["verdict"] == stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
         notes.append(
             "Hollow, no interval: not assessed"
@@ -136,10 +155,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
             f"squash every other cell): {beyond} cells beyond it are drawn at its edge (▶ ◀), "
             "labelled with their change."
         )
-    if step > 1:
-        notes.append("Every other row is labelled (too many to label all).")
-    footnote(ax, [_wrap(t) for t in notes])
-    return fig
+    return notes
 
 
 def _clip_axis(ax, pct, lo, hi, y) -> int:

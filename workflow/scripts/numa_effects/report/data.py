@@ -28,7 +28,7 @@ from numa_effects import stats
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
-from numa_effects.report.baselines import figure_allocator, is_sequential
+from numa_effects.report.baselines import base_variant, figure_allocator, is_sequential
 from numa_effects.report.metrics import METRICS, Metric
 from numa_effects.tables import tidy
 
@@ -316,3 +316,46 @@ def deg_stat(d: pd.DataFrame, tables: Tables) -> str:
     if "latency_statistic" in d and d["latency_statistic"].notna().any():
         return "/".join(sorted(d["latency_statistic"].dropna().astype(str).unique()))
     return tables.latency_stat
+
+
+def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
+    """The Precision and runtime section's speedups of the ``sequential`` cells of one batch
+    size: each (opt, allocator) but the baseline variant (``baselines.base_variant``) with its
+    speedup over it and CI (precision.csv; ``speedup``, ``speedup_lo``, ``speedup_hi``,
+    ``sig``) where both cells have a value, and ``speedup_status`` (the pair's status from the
+    cells); and the baseline's allocator."""
+    if tables.precision is None:
+        raise ValueError("this figure needs the precision table")
+    u = sequential(tables.universe(model, every_allocator=True))
+    u = u[u["batch_size"] == batch_size]
+    st = f"{metric.key}_status"
+    base_opt, base_alloc = base_variant(u["allocator"])
+    is_base = (u["opt"] == base_opt) & (u["allocator"] == base_alloc)
+    base = u[is_base][["placement", "threads", st, "disturbed"]]
+    d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
+    d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
+    d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
+    p = tables.precision
+    p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
+    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
+    keep += ["speedup_ci_high", "significant"]
+    p = p[[c for c in keep if c in p]].rename(
+        columns={
+            "speedup_ci_low": "speedup_lo",
+            "speedup_ci_high": "speedup_hi",
+            "significant": "sig",
+        }
+    )
+    d = d.merge(
+        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
+    )
+    for c in ("speedup", "speedup_lo", "speedup_hi"):
+        if c not in d:
+            d[c] = np.nan
+    if "sig" not in d:
+        d["sig"] = None
+    d.loc[d["pair"] != "ok", ["speedup", "speedup_lo", "speedup_hi"]] = np.nan
+    d["speedup_status"] = np.where(
+        d["pair"].ne("ok"), d["pair"], np.where(d["speedup"].isna(), "missing", "ok")
+    )
+    return d, base_alloc

@@ -260,7 +260,22 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
         )
         ax.set_title(f"vs {what}: {summary}", fontsize=10)
     axes[0].set_ylabel(f"% {metric.name} change vs diagonal (+ = {metric.worse})")
-    handles = [
+    handles = _scatter_handles(threads, bss)
+    if handles:
+        axes[-1].legend(handles=handles, fontsize=8, loc="best")
+    fig.suptitle(
+        f"Inference cost against the memory matrix, {model}, opt={opt}",
+        fontsize=13,
+        fontweight="bold",
+    )
+    footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
+    fig.tight_layout()
+    return fig
+
+
+def _scatter_handles(threads: list, bss: list) -> list:
+    """The scatter's legend: a colour per thread count, a marker per batch size."""
+    return [
         plt.Line2D(
             [],
             [],
@@ -276,13 +291,3 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
         )
         for i, bs in enumerate(bss)
     ]
-    if handles:
-        axes[-1].legend(handles=handles, fontsize=8, loc="best")
-    fig.suptitle(
-        f"Inference cost against the memory matrix, {model}, opt={opt}",
-        fontsize=13,
-        fontweight="bold",
-    )
-    footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
-    fig.tight_layout()
-    return fig

@@ -58,52 +58,9 @@ def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     for ax, c in zip(axes[0], budgets, strict=False):
         b = d[d["budget"] == c]
         x = b["batch_size"].to_numpy(dtype=float)
-        for col, ci, label, fmt in SERIES:
-            if col not in b:
-                continue
-            y = b[col].to_numpy(dtype=float)
-            if not np.isfinite(y).any():
-                continue
-            yerr = ci_error_bars(b, y, ci) if ci is not None else None
-            line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
-            if col in ("fat_latency_ms", "latency_ms"):  # measured: contended drawn hollow
-                hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
-                if hit.any():
-                    color = line.lines[0].get_color()
-                    ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
-                    contended = True
-        # the recommendation where the measured best is not the predicted plan
-        if "recommended_is_predicted" in b:
-            diff = b["recommended_is_predicted"].map(stats.as_bool).eq(False).to_numpy()
-            if diff.any():
-                y = b["recommended_latency_ms"].to_numpy(dtype=float)
-                ax.errorbar(
-                    x[diff],
-                    y[diff],
-                    yerr=ci_error_bars(b, y, RECOMMENDED_CI)[:, diff],
-                    fmt="*",
-                    markersize=12,
-                    capsize=3,
-                    color="black",
-                    label="recommended (measured best), where it is another plan",
-                )
-                other = True
-        for r in b.itertuples():
-            if not isinstance(r.plan, str):
-                continue
-            tops = ("latency_ms", "predicted_ms", "fat_latency_ms", "predicted_ci_high_ms")
-            top = np.nanmax([getattr(r, k, np.nan) for k in tops])
-            text = r.plan
-            rec = getattr(r, "recommended_plan", None)
-            speed = getattr(r, "recommended_speedup", np.nan)
-            if isinstance(rec, str) and rec != r.plan:
-                text += f"\nbest: {rec}"
-            if np.isfinite(speed):
-                text += f"\n{speed:.2f}x"
-            ax.annotate(
-                text, (r.batch_size, top), textcoords="offset points", xytext=(0, 6),
-                ha="center", fontsize=7,
-            )  # fmt: skip
+        contended |= _series(ax, b, x)
+        other |= _recommended(ax, b, x)
+        _plan_labels(ax, b)
         names = str(b["budget_names"].iloc[0]) if len(b) else ""
         model_text = str(b["interference_model"].iloc[0]) if "interference_model" in b else ""
         ax.set_title(f"{c} cores ({names}); interference: {model_text}", fontsize=9)
@@ -126,6 +83,70 @@ def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     )
     fig.tight_layout()
     return fig
+
+
+def _series(ax, b, x) -> bool:
+    """One budget's ``SERIES`` with their CIs; True when a measured point is contended (drawn
+    hollow)."""
+    contended = False
+    for col, ci, label, fmt in SERIES:
+        if col not in b:
+            continue
+        y = b[col].to_numpy(dtype=float)
+        if not np.isfinite(y).any():
+            continue
+        yerr = ci_error_bars(b, y, ci) if ci is not None else None
+        line = ax.errorbar(x, y, yerr=yerr, fmt=fmt, capsize=3, label=label)
+        if col in ("fat_latency_ms", "latency_ms"):  # measured: contended drawn hollow
+            hit = b["contended"].map(stats.as_bool).eq(True).to_numpy()
+            if hit.any():
+                color = line.lines[0].get_color()
+                ax.scatter(x[hit], y[hit], s=60, facecolors="white", edgecolors=color, zorder=3)
+                contended = True
+    return contended
+
+
+def _recommended(ax, b, x) -> bool:
+    """The recommendation where the measured best is not the predicted plan (a star); True
+    when there is one."""
+    if "recommended_is_predicted" not in b:
+        return False
+    diff = b["recommended_is_predicted"].map(stats.as_bool).eq(False).to_numpy()
+    if not diff.any():
+        return False
+    y = b["recommended_latency_ms"].to_numpy(dtype=float)
+    ax.errorbar(
+        x[diff],
+        y[diff],
+        yerr=ci_error_bars(b, y, RECOMMENDED_CI)[:, diff],
+        fmt="*",
+        markersize=12,
+        capsize=3,
+        color="black",
+        label="recommended (measured best), where it is another plan",
+    )
+    return True
+
+
+def _plan_labels(ax, b) -> None:
+    """Each batch labelled with its plan, the recommendation where it differs, and its
+    measured speedup."""
+    for r in b.itertuples():
+        if not isinstance(r.plan, str):
+            continue
+        tops = ("latency_ms", "predicted_ms", "fat_latency_ms", "predicted_ci_high_ms")
+        top = np.nanmax([getattr(r, k, np.nan) for k in tops])
+        text = r.plan
+        rec = getattr(r, "recommended_plan", None)
+        speed = getattr(r, "recommended_speedup", np.nan)
+        if isinstance(rec, str) and rec != r.plan:
+            text += f"\nbest: {rec}"
+        if np.isfinite(speed):
+            text += f"\n{speed:.2f}x"
+        ax.annotate(
+            text, (r.batch_size, top), textcoords="offset points", xytext=(0, 6),
+            ha="center", fontsize=7,
+        )  # fmt: skip
 
 
 @drawer("packing_interference")

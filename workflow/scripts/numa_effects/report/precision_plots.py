@@ -4,13 +4,12 @@ the NUMA loss per dtype. Registered for their families with ``@drawer``."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from numa_effects.plan import placement as placement_mod
 from numa_effects.report import style
-from numa_effects.report.baselines import base_variant, dtype_of
-from numa_effects.report.data import Tables, comparison, deg_stat, pair_status, sequential
+from numa_effects.report.baselines import dtype_of
+from numa_effects.report.data import Tables, comparison, deg_stat, precision_rows
 from numa_effects.report.drawers import drawer
 from numa_effects.report.drawing import (
     draw_lines,
@@ -35,40 +34,7 @@ def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metri
     """x = threads, y = speedup over float32 eager on the run's baseline allocator
     (``base_variant``), one line per other (opt, allocator), sequential placement; from
     precision.csv, statuses from the cells."""
-    if tables.precision is None:
-        raise ValueError("this figure needs the precision table")
-    u = sequential(tables.universe(model, every_allocator=True))
-    u = u[u["batch_size"] == batch_size]
-    st = f"{metric.key}_status"
-    base_opt, base_alloc = base_variant(u["allocator"])
-    is_base = (u["opt"] == base_opt) & (u["allocator"] == base_alloc)
-    base = u[is_base][["placement", "threads", st, "disturbed"]]
-    d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
-    d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
-    d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
-    p = tables.precision
-    p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
-    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
-    keep += ["speedup_ci_high", "significant"]
-    p = p[[c for c in keep if c in p]].rename(
-        columns={
-            "speedup_ci_low": "speedup_lo",
-            "speedup_ci_high": "speedup_hi",
-            "significant": "sig",
-        }
-    )
-    d = d.merge(
-        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
-    )
-    for c in ("speedup", "speedup_lo", "speedup_hi"):
-        if c not in d:
-            d[c] = np.nan
-    if "sig" not in d:
-        d["sig"] = None
-    d.loc[d["pair"] != "ok", ["speedup", "speedup_lo", "speedup_hi"]] = np.nan
-    d["speedup_status"] = np.where(
-        d["pair"].ne("ok"), d["pair"], np.where(d["speedup"].isna(), "missing", "ok")
-    )
+    d, base_alloc = precision_rows(tables, model, batch_size, metric)
     d, order, color, label, dash, notes = variants(d, non_native(tables, model))
     fig, ax = new_figure()
     drawn = draw_lines(
