@@ -305,6 +305,30 @@ def stein_interval(
 # per cell, a percentile bootstrap of both cells' samples (``bootstrap_ratio``), which covers
 # only the within-process noise. The tables say which (``ci_method``).
 
+PAIRED, TWO_LEVEL, BOOTSTRAP = "paired", "two-level", "within-process bootstrap"
+
+
+def ratio_ci_method(
+    statistic: str,
+    baseline: str | None,
+    compared: str | None,
+    *,
+    paired: bool = False,
+    rounds: bool = False,
+) -> str | None:
+    """Which CI the ratio compared / baseline of two cells gets, from the statistic compared and
+    each cell's own ``ci_method``: ``paired`` where both cells have a t interval of the median
+    (``T_INTERVALS``: replicates) and their rounds pair (``paired``: the same rounds, and
+    pairing pays: ``prefer_paired``); ``two-level`` where both have a t interval of the median;
+    the within-process bootstrap over both cells' samples where they have them (``rounds``),
+    which covers only the noise inside each process; None otherwise: no CI and no test. The
+    one place every table of ratios (degradation.csv, precision.csv, packing.csv, a comparison
+    of runs) decides it."""
+    if statistic == MEDIAN and baseline in T_INTERVALS and compared in T_INTERVALS:
+        return PAIRED if paired else TWO_LEVEL
+    return BOOTSTRAP if rounds else None
+
+
 N_BOOTSTRAP = 2000
 SEED = 0
 CHUNK = 4_000_000  # resampled values held in memory at once
@@ -324,7 +348,7 @@ def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -
     (a bound missing or not positive)."""
     if not (low > 0 and high > 0):
         return math.nan
-    return (math.log(high) - math.log(low)) / 2.0 / t_quantile(df, confidence)
+    return float((np.log(high) - np.log(low)) / 2.0 / t_quantile(df, confidence))
 
 
 def log_ratio_interval(

@@ -345,6 +345,54 @@ def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> 
     return "".join(body)
 
 
+def _header(settings: dict, compare: pd.DataFrame) -> str:
+    """The title, what is matched and how the change reads, and the runs (the baseline first)."""
+    labels = list(settings["labels"])
+    runs = "".join(
+        f"<li><b>{escape(label)}</b>: <code>{escape(folder)}</code>"
+        + (" (baseline)" if i == 0 else "")
+        + "</li>"
+        for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
+    )
+    across = settings.get("across") or []
+    stat = "/".join(sorted(compare["latency_statistic"].dropna().astype(str).unique())) or "median"
+    matched = "every axis" if not across else f"every axis but {', '.join(across)}"
+    return (
+        f"<header><h1>{escape(_title(settings))}</h1><p>Each run's cells against the baseline's, "
+        f"matched on {escape(matched)} ({', '.join(KEYS)}). Latency is the {escape(stat)} per "
+        "batch; change = (run − baseline) / baseline × 100 (+ = slower). Minimum effect of a "
+        f"verdict: ±{settings['min_effect_pct']:g} %.</p><ul>{runs}</ul></header>"
+    )
+
+
+def _title(settings: dict) -> str:
+    return f"Comparison: {settings['name']}"
+
+
+def _nav() -> str:
+    return (
+        '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
+        + "".join(
+            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
+            for s in families.page_sections(COMPARE_PAGE).values()
+        )
+        + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
+        '<a href="#provenance">Provenance</a></nav>'
+    )
+
+
+def cells_section(compare: pd.DataFrame, across) -> str:
+    """The matched cells, their keys (and each axis compared across) first."""
+    cols = [c for c in dict.fromkeys([*CELL_COLUMNS[:1], *KEYS]) if c in compare]
+    cols += [f"{a}_compared" for a in across if f"{a}_compared" in compare]
+    cols += [c for c in CELL_COLUMNS if c in compare and c not in cols]
+    return (
+        f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
+        "(<code>tables/compare.csv</code> has every column).</p>"
+        f"<details><summary>table of matched cells</summary>{data_table(compare, cols)}</details>"
+    )
+
+
 def render(
     settings: dict,
     figure_list: Sequence[dict],
@@ -361,53 +409,24 @@ def render(
     """The page. ``settings``: the resolved compare key (``compare.settings``); ``peaks``:
     peaks.csv (``compare.tables.peak_table``)."""
     labels = list(settings["labels"])
-    baseline = settings["baseline"]
     figs = [from_dict(d) for d in figure_list]
-    title = f"Comparison: {settings['name']}"
-    runs = "".join(
-        f"<li><b>{escape(label)}</b>: <code>{escape(folder)}</code>"
-        + (" (baseline)" if i == 0 else "")
-        + "</li>"
-        for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
-    )
-    across = settings.get("across") or []
-    stat = "/".join(sorted(compare["latency_statistic"].dropna().astype(str).unique())) or "median"
-    sections = families.page_sections(COMPARE_PAGE)
-    nav = (
-        '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
-        + "".join(
-            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
-            for s in sections.values()
-        )
-        + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
-        '<a href="#provenance">Provenance</a></nav>'
-    )
     facts = PageFacts(compare, pd.DataFrame(), [], False)
-    matched = "every axis" if not across else f"every axis but {', '.join(across)}"
-    cols = [c for c in dict.fromkeys([*CELL_COLUMNS[:1], *KEYS]) if c in compare]
-    cols += [f"{a}_compared" for a in across if f"{a}_compared" in compare]
-    cols += [c for c in CELL_COLUMNS if c in compare and c not in cols]
     body = [
-        f"<header><h1>{escape(title)}</h1><p>Each run's cells against the baseline's, matched on "
-        f"{escape(matched)} ({', '.join(KEYS)}). Latency is the {escape(stat)} per batch; change = "
-        f"(run − baseline) / baseline × 100 (+ = slower). Minimum effect of a verdict: "
-        f"±{settings['min_effect_pct']:g} %.</p><ul>{runs}</ul></header>",
-        nav,
+        _header(settings, compare),
+        _nav(),
         "<main>",
         machines_banner(machines, labels),
         differences_section(provenance, labels),
-        summary_section(summary, compare, baseline),
+        summary_section(summary, compare, settings["baseline"]),
         peaks_section(peaks, summary),
         canary_section(compare),
         figures_sections(figs, page_dir, figure_dir, facts),
         unmatched_section(unmatched),
-        f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
-        "(<code>tables/compare.csv</code> has every column).</p>"
-        f"<details><summary>table of matched cells</summary>{data_table(compare, cols)}</details>",
+        cells_section(compare, settings.get("across") or []),
         '<h2 id="provenance">Provenance</h2><p class="small">Every recorded fact of each run '
         "(<code>tables/provenance.csv</code>); highlighted: differs.</p>"
         f"<details><summary>all facts</summary>{_facts_table(_wide(provenance, labels), labels)}"
         "</details>",
         "</main>",
     ]
-    return document(title, body, EXTRA_CSS)
+    return document(_title(settings), body, EXTRA_CSS)

@@ -118,6 +118,10 @@ PEAK_COLUMNS = [
 ]
 
 
+# the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
+SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
+
+
 def compare_columns(across=()) -> list[str]:
     """compare.csv's columns: an axis added to the grid is a key column here too."""
     return ["run", "baseline_run", *KEYS, *(f"{a}_compared" for a in across), *COMPARE_COLUMNS]
@@ -179,12 +183,11 @@ def _status(row: dict, suffix: str) -> str:
 
 
 def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
+    """One side's CI bounds and degrees of freedom, when they make an interval."""
     lo, hi, df = (
         _num(row.get(f"{c}{suffix}")) for c in ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
     )
-    if row.get(f"ci_method{suffix}") in stats.T_INTERVALS and lo > 0 and hi > 0 and df > 0:
-        return lo, hi, df
-    return None
+    return (lo, hi, df) if lo > 0 and hi > 0 and df > 0 else None
 
 
 def _note(row: dict) -> str:
@@ -220,76 +223,79 @@ def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=())
     """One row per matched cell of ``compared`` against ``baseline`` (``compare_columns``)."""
     both, _ = pair(baseline, compared, across)
     fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (baseline, compared))
-    rows = []
-    for row in both.to_dict("records"):
-        sb, sc = _status(row, "_b"), _status(row, "_c")
-        # the median where every cell with a value has one, else the mean (PackRat's)
-        medians = [row[f"latency_median_ms{x}"] for x, st in (("_b", sb), ("_c", sc)) if st == "ok"]
-        stat = stats.latency_statistic(medians or [math.nan], every=True)
-        col = stats.latency_column(stat)
-        sb, sc = (
-            "missing" if st == "ok" and not _num(row[f"{col}{x}"]) > 0 else st
-            for x, st in (("_b", sb), ("_c", sc))
+    return [
+        _compare_row(row, baseline, compared, fits, min_effect_pct, across)
+        for row in both.to_dict("records")
+    ]
+
+
+def _statuses(row: dict) -> tuple[str, str, str, str]:
+    """(the latency statistic, the baseline's status, the compared cell's, the pair's): the
+    median where every cell with a value has one, else the mean (PackRat's); a cell ``ok`` but
+    with no value of that statistic is ``missing``."""
+    sb, sc = _status(row, "_b"), _status(row, "_c")
+    medians = [row[f"latency_median_ms{x}"] for x, st in (("_b", sb), ("_c", sc)) if st == "ok"]
+    stat = stats.latency_statistic(medians or [math.nan], every=True)
+    col = stats.latency_column(stat)
+    sb, sc = (
+        "missing" if st == "ok" and not _num(row[f"{col}{x}"]) > 0 else st
+        for x, st in (("_b", sb), ("_c", sc))
+    )
+    status = next((s for s in ("failed", "contended", "skipped", "missing") if s in (sb, sc)), "ok")
+    return stat, sb, sc, status
+
+
+def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, across) -> dict:
+    stat, sb, sc, status = _statuses(row)
+    col = stats.latency_column(stat)
+    lb, lc = _num(row[f"{col}_b"]), _num(row[f"{col}_c"])
+    ok = status == "ok"
+    out = {
+        "run": compared.label,
+        "baseline_run": baseline.label,
+        **{k: row[k] for k in KEYS},
+        **{f"{a}_compared": row[f"{a}_c"] for a in across},
+        "latency_statistic": stat,
+        "latency_baseline_ms": lb if ok else math.nan,
+        "latency_compared_ms": lc if ok else math.nan,
+        **dict.fromkeys(("ratio", "ratio_ci_low", "ratio_ci_high", "ci_df"), math.nan),
+        **dict.fromkeys(("ci_method", "ci_note", "significant")),
+        "min_effect_pct": float(min_effect_pct),
+        "status": status,
+        "status_baseline": sb,
+        "status_compared": sc,
+        "contended": _either(row["contended_b"], row["contended_c"]),
+        "noisy": _either(row["noisy_b"], row["noisy_c"]),
+        **{
+            f"{name}_{side}{unit}": row[f"{name}{unit}_{x}"]
+            for name, unit in SIDES
+            for side, x in (("baseline", "b"), ("compared", "c"))
+        },
+        "iteration_ranges_overlap": _overlap(row) if ok else None,
+        **dict.fromkeys(SPEED, math.nan),
+        "canary_change_pct": math.nan,
+    }
+    if not ok:
+        side, what = ("baseline", sb) if sb != "ok" else ("compared", sc)
+        return out | {"ci_note": f"no value: the {side} cell is {what}", "verdict": "no value"}
+    out["ratio"] = lc / lb
+    out.update(speed_columns(row, baseline, compared, fits, across))
+    cb, cc = _ci(row, "_b"), _ci(row, "_c")
+    method = stats.ratio_ci_method(stat, row.get("ci_method_b"), row.get("ci_method_c"))
+    if method == stats.TWO_LEVEL and cb and cc:
+        r = stats.run_ratio(cb, cc)
+        out.update(
+            ratio=r["ratio"],
+            ratio_ci_low=r["ci_low"],
+            ratio_ci_high=r["ci_high"],
+            ci_df=r["ci_df"],
+            ci_method=method,
+            significant=r["significant"],
         )
-        status = next(
-            (s for s in ("failed", "contended", "skipped", "missing") if s in (sb, sc)), "ok"
-        )
-        lb, lc = _num(row[f"{col}_b"]), _num(row[f"{col}_c"])
-        out = {
-            "run": compared.label,
-            "baseline_run": baseline.label,
-            **{k: row[k] for k in KEYS},
-            **{f"{a}_compared": row[f"{a}_c"] for a in across},
-            "latency_statistic": stat,
-            "latency_baseline_ms": lb if status == "ok" else math.nan,
-            "latency_compared_ms": lc if status == "ok" else math.nan,
-            "ratio": math.nan,
-            "ratio_ci_low": math.nan,
-            "ratio_ci_high": math.nan,
-            "ci_df": math.nan,
-            "ci_method": None,
-            "ci_note": None,
-            "significant": None,
-            "min_effect_pct": float(min_effect_pct),
-            "status": status,
-            "status_baseline": sb,
-            "status_compared": sc,
-            "contended": _either(row["contended_b"], row["contended_c"]),
-            "noisy": _either(row["noisy_b"], row["noisy_c"]),
-            "replicates_baseline": row["replicates_b"],
-            "replicates_compared": row["replicates_c"],
-            "replicate_medians_baseline_ms": row["replicate_medians_ms_b"],
-            "replicate_medians_compared_ms": row["replicate_medians_ms_c"],
-            "between_sd_baseline_pct": row["between_sd_pct_b"],
-            "between_sd_compared_pct": row["between_sd_pct_c"],
-            "iteration_ranges_overlap": _overlap(row) if status == "ok" else None,
-            **dict.fromkeys(SPEED, math.nan),
-            "canary_change_pct": math.nan,
-        }
-        if status != "ok":
-            side, what = ("baseline", sb) if sb != "ok" else ("compared", sc)
-            out["ci_note"] = f"no value: the {side} cell is {what}"
-            out["verdict"] = "no value"
-            rows.append(out)
-            continue
-        out["ratio"] = lc / lb
-        out.update(speed_columns(row, baseline, compared, fits, across))
-        cb, cc = _ci(row, "_b"), _ci(row, "_c")
-        if stat == stats.MEDIAN and cb and cc:
-            r = stats.run_ratio(cb, cc)
-            out.update(
-                ratio=r["ratio"],
-                ratio_ci_low=r["ci_low"],
-                ratio_ci_high=r["ci_high"],
-                ci_df=r["ci_df"],
-                ci_method="two-level",
-                significant=r["significant"],
-            )
-        else:
-            out["ci_note"] = _note(row)
-        out["verdict"] = stats.verdict(out["ratio"], out["significant"], min_effect_pct)
-        rows.append(out)
-    return rows
+    else:
+        out["ci_note"] = _note(row)
+    out["verdict"] = stats.verdict(out["ratio"], out["significant"], min_effect_pct)
+    return out
 
 
 def compare_table(

@@ -214,7 +214,8 @@ def _ratio_ci(num: dict, den: dict, num_rounds, den_rounds) -> tuple[float, floa
     a bootstrap over their clean rounds (round-to-round only)."""
     if num is den:
         return 1.0, 1.0
-    if num["ci_method"] == den["ci_method"] == "two-level":
+    method = stats.ratio_ci_method(stats.MEDIAN, den["ci_method"], num["ci_method"], rounds=True)
+    if method == stats.TWO_LEVEL:
         # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
         # process-to-process variation counts
         return two_level_ratio_ci(
