@@ -279,7 +279,25 @@ def optimize(
         return None
     usable = [(t, b, lat) for t, b, lat in points if lat <= target]
 
-    # Fewest instances, then fewest cores, among configurations with every instance <= target.
+    k, _, chosen = _fewest(tuple(usable), budget, total, min_instances)
+    assert math.isfinite(k), "the second programme must reach the first one's optimum"
+    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
+    fat = table.get((budget, total), math.nan)
+    return Choice(
+        budget=budget,
+        batch=total,
+        instances=instances,
+        latency_s=max(i.latency_s for i in instances),
+        fat_latency_s=float(fat),
+        missing=tuple(sorted(set(missing))),
+    )
+
+
+def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tuple]:
+    """The second programme: fewest instances, then fewest cores, among the configurations of
+    the ``usable`` points (every one at most the least latency) on ``c`` cores serving ``n``
+    images with at least ``need`` instances: (instances, cores, the points chosen)."""
+
     @cache
     def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
         if n == 0:
@@ -296,18 +314,7 @@ def optimize(
                 out = cand
         return out
 
-    k, _, chosen = fewest(budget, total, min_instances)
-    assert math.isfinite(k), "the second programme must reach the first one's optimum"
-    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
-    fat = table.get((budget, total), math.nan)
-    return Choice(
-        budget=budget,
-        batch=total,
-        instances=instances,
-        latency_s=max(i.latency_s for i in instances),
-        fat_latency_s=float(fat),
-        missing=tuple(sorted(set(missing))),
-    )
+    return fewest(c, n, need)
 
 
 def brute_force(

@@ -49,33 +49,45 @@ def format_error(err) -> list[Problem]:
             if k not in value
         ]
     if kind in ("oneOf", "anyOf"):
-        # The branch that matches the value's type (threads: 'auto' or a list of integers).
-        for i, branch in enumerate(schema[kind]):
-            want = branch.get("type")
-            if (
-                (want == "array" and isinstance(value, list))
-                or (want == "object" and isinstance(value, dict))
-                or (want == "string" and isinstance(value, str) and "const" not in branch)
-            ):
-                sub = [e for e in err.context if e.relative_schema_path[0] == i]
-                if sub:
-                    return [p for e in sub for p in format_error(e)]
-        return [Problem(key, f"{shown(value)} is not allowed; allowed: {describe(schema)}")]
+        return _branch_problems(err, kind, key)
+    return [_value_problem(err, kind, key)]
+
+
+def _branch_problems(err, kind: str, key: str) -> list[Problem]:
+    """The problems of the branch that matches the value's type (threads: 'auto' or a list of
+    integers); else the value is none of the branches."""
+    schema, value = err.schema, err.instance
+    for i, branch in enumerate(schema[kind]):
+        want = branch.get("type")
+        if (
+            (want == "array" and isinstance(value, list))
+            or (want == "object" and isinstance(value, dict))
+            or (want == "string" and isinstance(value, str) and "const" not in branch)
+        ):
+            sub = [e for e in err.context if e.relative_schema_path[0] == i]
+            if sub:
+                return [p for e in sub for p in format_error(e)]
+    return [Problem(key, f"{shown(value)} is not allowed; allowed: {describe(schema)}")]
+
+
+def _value_problem(err, kind: str, key: str) -> Problem:
+    """A value the schema refuses: which rule, and what is allowed."""
+    schema, value = err.schema, err.instance
     allowed = describe(schema)
     if kind == "enum":
         near = suggest(value, map(str, schema["enum"]))
-        return [Problem(key, f"{shown(value)} is not allowed{near}; allowed: {allowed}")]
+        return Problem(key, f"{shown(value)} is not allowed{near}; allowed: {allowed}")
     if kind == "type":
-        return [Problem(key, f"{shown(value)} is {type_of(value)}; allowed: {allowed}")]
+        return Problem(key, f"{shown(value)} is {type_of(value)}; allowed: {allowed}")
     if kind in RANGE:
-        return [Problem(key, f"{shown(value)} is out of range; allowed: {allowed}")]
+        return Problem(key, f"{shown(value)} is out of range; allowed: {allowed}")
     if kind == "minItems":
         n = len(value) if isinstance(value, list) else 0
         what = "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}"
-        return [Problem(key, f"{what}; allowed: {allowed}")]
+        return Problem(key, f"{what}; allowed: {allowed}")
     if kind == "maxItems":
         n = len(value)
-        return [Problem(key, f"the list has {n} item{'s' * (n > 1)}; allowed: {allowed}")]
+        return Problem(key, f"the list has {n} item{'s' * (n > 1)}; allowed: {allowed}")
     if kind == "uniqueItems":
         seen, dups = set(), []
         for v in value:
@@ -83,9 +95,9 @@ def format_error(err) -> list[Problem]:
                 dups.append(v)
             seen.add(repr(v))
         twice = ", ".join(shown(d) for d in dups) or "a value"
-        return [Problem(key, f"{twice} appears more than once; each value may appear once")]
+        return Problem(key, f"{twice} appears more than once; each value may appear once")
     if kind == "pattern":
-        return [Problem(key, f"{shown(value)} is not allowed; allowed: {allowed}")]
+        return Problem(key, f"{shown(value)} is not allowed; allowed: {allowed}")
     if kind == "minLength":
-        return [Problem(key, f"the string is empty; allowed: {allowed}")]
-    return [Problem(key, f"{err.message}; allowed: {allowed}")]
+        return Problem(key, f"the string is empty; allowed: {allowed}")
+    return Problem(key, f"{err.message}; allowed: {allowed}")

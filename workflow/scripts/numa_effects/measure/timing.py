@@ -265,8 +265,6 @@ def run(
     protocol = s["protocol"]
     if protocol not in ("adaptive", "fixed"):
         raise ValueError(f"unknown protocol {protocol!r}")
-    warmup = int(s["warmup"])
-    budget = float(s["max_seconds_per_cell"])
     m = Measurement(protocol=protocol, min_clean=min_clean(s))
     if first_call_s is not None:
         m.warmup_s.append(float(first_call_s))
@@ -300,67 +298,82 @@ def run(
     if probe is not None:
         m.exclude_foreign_pct = limit
     start = clock()
-    # -- warm-up ------------------------------------------------------------------------------
+    _warm_up(m, s, timed, clock, start)
     if protocol == "fixed":
-        while len(m.warmup_s) < warmup:
-            m.warmup_s.append(timed())
+        _fixed(m, s, timed_iteration, clock, start)
     else:
-        warm_budget = WARMUP_BUDGET_FRACTION * budget
-        min_warm = min(float(s["min_warmup_seconds"]), warm_budget)
-        while len(m.warmup_s) < warmup:
-            m.warmup_s.append(timed())
-        while (not stable(m.warmup_s) or clock() - start < min_warm) and (
-            clock() - start < warm_budget
-        ):
-            m.warmup_s.append(timed())
-        m.warmup_stable = stable(m.warmup_s)
-
-    # -- timed iterations ---------------------------------------------------------------------
-    if protocol == "fixed":
-        n_fixed = int(s["fixed_iterations"])
-        while len(m.latencies_s) < n_fixed:
-            timed_iteration()
-            if len(m.latencies_s) < n_fixed and clock() - start >= budget:
-                m.stop_reason = "max_seconds"
-                break
-        else:
-            m.stop_reason = "fixed"
-    else:
-        min_n = int(s["min_iterations"])
-        max_n = int(s["max_iterations"])
-        target = float(s["target_rel_ci"])
-        min_timed = float(s["min_timed_seconds"])
-        m.target_rel_ci = target
-        next_look = min_n
-        while True:
-            timed_iteration()
-            n = len(clean)  # the stopping rule counts clean iterations only
-            if n < min_n:
-                # min_iterations always run; only excluded iterations can end it early (a
-                # replicate contended throughout must not run until the cell's timeout)
-                if any(m.excluded) and len(m.latencies_s) >= max_n:
-                    m.stop_reason = "max_iterations"
-                    break
-                if any(m.excluded) and clock() - start > budget:
-                    m.stop_reason = "max_seconds"
-                    break
-                continue
-            within, median = stats.ci_within(clean, target)
-            look = n >= next_look  # see LOOK_GROWTH
-            if look:
-                next_look = max(n + 1, math.ceil(LOOK_GROWTH * n))
-            long_enough = sum(m.latencies_s) >= min_timed
-            if within and look and long_enough:
-                m.stop_reason = "target_ci"
-                break
-            cap = None
-            if len(m.latencies_s) >= max_n:
-                cap = "max_iterations"
-            elif clock() - start + median > budget:  # the next iteration would overrun
-                cap = "max_seconds"
-            if cap:
-                # a cap that fires between looks while the target holds: the target was met
-                m.stop_reason = "target_ci" if within else cap
-                break
+        _adaptive(m, s, timed_iteration, clean, clock, start)
     m.elapsed_s = clock() - start
     return m
+
+
+def _warm_up(m: Measurement, s: dict, timed, clock, start: float) -> None:
+    """``warmup`` iterations; under the adaptive protocol more, until the last ones are stable
+    (``stable``) and ``min_warmup_seconds`` have passed, within its share of the budget."""
+    warmup = int(s["warmup"])
+    if s["protocol"] == "fixed":
+        while len(m.warmup_s) < warmup:
+            m.warmup_s.append(timed())
+        return
+    warm_budget = WARMUP_BUDGET_FRACTION * float(s["max_seconds_per_cell"])
+    min_warm = min(float(s["min_warmup_seconds"]), warm_budget)
+    while len(m.warmup_s) < warmup:
+        m.warmup_s.append(timed())
+    while (not stable(m.warmup_s) or clock() - start < min_warm) and (
+        clock() - start < warm_budget
+    ):
+        m.warmup_s.append(timed())
+    m.warmup_stable = stable(m.warmup_s)
+
+
+def _fixed(m: Measurement, s: dict, timed_iteration, clock, start: float) -> None:
+    """``fixed_iterations`` timed iterations, unless the budget runs out first."""
+    n_fixed = int(s["fixed_iterations"])
+    budget = float(s["max_seconds_per_cell"])
+    while len(m.latencies_s) < n_fixed:
+        timed_iteration()
+        if len(m.latencies_s) < n_fixed and clock() - start >= budget:
+            m.stop_reason = "max_seconds"
+            return
+    m.stop_reason = "fixed"
+
+
+def _adaptive(m: Measurement, s: dict, timed_iteration, clean: list, clock, start: float) -> None:
+    """Timed iterations until the median's CI is within the target at a look (``LOOK_GROWTH``)
+    after ``min_timed_seconds``, or a cap (iterations, seconds) ends them."""
+    min_n = int(s["min_iterations"])
+    max_n = int(s["max_iterations"])
+    budget = float(s["max_seconds_per_cell"])
+    target = float(s["target_rel_ci"])
+    min_timed = float(s["min_timed_seconds"])
+    m.target_rel_ci = target
+    next_look = min_n
+    while True:
+        timed_iteration()
+        n = len(clean)  # the stopping rule counts clean iterations only
+        if n < min_n:
+            # min_iterations always run; only excluded iterations can end it early (a
+            # replicate contended throughout must not run until the cell's timeout)
+            if any(m.excluded) and len(m.latencies_s) >= max_n:
+                m.stop_reason = "max_iterations"
+                return
+            if any(m.excluded) and clock() - start > budget:
+                m.stop_reason = "max_seconds"
+                return
+            continue
+        within, median = stats.ci_within(clean, target)
+        look = n >= next_look  # see LOOK_GROWTH
+        if look:
+            next_look = max(n + 1, math.ceil(LOOK_GROWTH * n))
+        if within and look and sum(m.latencies_s) >= min_timed:
+            m.stop_reason = "target_ci"
+            return
+        cap = None
+        if len(m.latencies_s) >= max_n:
+            cap = "max_iterations"
+        elif clock() - start + median > budget:  # the next iteration would overrun
+            cap = "max_seconds"
+        if cap:
+            # a cap that fires between looks while the target holds: the target was met
+            m.stop_reason = "target_ci" if within else cap
+            return

@@ -23,6 +23,7 @@ budget after every step runs as it is, and the line says so.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -276,76 +277,79 @@ def _drop_middle(batches: list[int]) -> list[int]:
 def shrink_steps(config: dict, topo) -> list:
     """The budget's steps, in order: (description, config -> config or None when it changes
     nothing)."""
-
-    def no_second_stage(c):
-        ts = dict(c.get("two_stage") or {})
-        if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
-            return None
-        ts["cap"] = int(c.get("replicates", 1))
-        return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
-
-    def deploy_rounds(c):
-        d = dict(c.get("deploy") or {})
-        rounds = int(d.get("rounds") or 3)
-        if int(d.get("max_rounds") or 6) <= rounds:
-            return None
-        d["max_rounds"] = rounds
-        return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
-
-    def threads(c, base=2):
-        from numa_effects.plan import grid
-
-        have = grid.thread_counts(c, topo)
-        keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
-        if keep == have or not keep:
-            return None
-        return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
-
-    def sparser_threads(c):
-        return threads(c, base=4)
-
-    def profile_threads(c):
-        p = dict(c.get("packing") or {})
-        ig = dict(p.get("interference") or {})
-        if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
-            return None
-        ig["threads"] = [1]
-        p["interference"] = ig
-        return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
-
-    def batches(c):
-        have = sorted(int(b) for b in c.get("batch_sizes") or ())
-        keep = _drop_middle(have)
-        if keep == have:
-            return None
-        return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
-
-    def candidates(c):
-        d = dict(c.get("deploy") or {})
-        if int(d.get("candidates") or 2) <= 1:
-            return None
-        d["candidates"] = 1
-        return {**c, "deploy": d}, "deploy.candidates: 1"
-
-    def packing(c):
-        p = dict(c.get("packing") or {})
-        if p.get("enabled") is False:
-            return None
-        p["enabled"] = False
-        return {**c, "packing": p}, "packing.enabled: false"
-
     return [
-        no_second_stage,
-        deploy_rounds,
-        threads,
-        batches,
-        batches,
-        batches,
-        candidates,
-        packing,
-        profile_threads,
-        sparser_threads,
+        _no_second_stage,
+        _deploy_rounds,
+        functools.partial(_threads, topo=topo),
+        _batches,
+        _batches,
+        _batches,
+        _candidates,
+        _packing_off,
+        _profile_threads,
+        functools.partial(_threads, topo=topo, base=4),
     ]
+
+
+def _no_second_stage(c):
+    ts = dict(c.get("two_stage") or {})
+    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+        return None
+    ts["cap"] = int(c.get("replicates", 1))
+    return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
+
+
+def _deploy_rounds(c):
+    d = dict(c.get("deploy") or {})
+    rounds = int(d.get("rounds") or 3)
+    if int(d.get("max_rounds") or 6) <= rounds:
+        return None
+    d["max_rounds"] = rounds
+    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+
+
+def _threads(c, topo, base=2):
+    from numa_effects.plan import grid
+
+    have = grid.thread_counts(c, topo)
+    keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
+    if keep == have or not keep:
+        return None
+    return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
+
+
+def _profile_threads(c):
+    p = dict(c.get("packing") or {})
+    ig = dict(p.get("interference") or {})
+    if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
+        return None
+    ig["threads"] = [1]
+    p["interference"] = ig
+    return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
+
+
+def _batches(c):
+    have = sorted(int(b) for b in c.get("batch_sizes") or ())
+    keep = _drop_middle(have)
+    if keep == have:
+        return None
+    return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
+
+
+def _candidates(c):
+    d = dict(c.get("deploy") or {})
+    if int(d.get("candidates") or 2) <= 1:
+        return None
+    d["candidates"] = 1
+    return {**c, "deploy": d}, "deploy.candidates: 1"
+
+
+def _packing_off(c):
+    p = dict(c.get("packing") or {})
+    if p.get("enabled") is False:
+        return None
+    p["enabled"] = False
+    return {**c, "packing": p}, "packing.enabled: false"
 
 
 def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:

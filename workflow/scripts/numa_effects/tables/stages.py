@@ -129,6 +129,18 @@ def _linked(keys, pairs: list[dict] | None) -> dict:
     return {k: root(k) for k in keys}
 
 
+def _reason(need: int, cap: int, n: int, own: int, r0: int) -> str:
+    """Why a cell takes ``n`` replicates: the cap, its group's count, the first stage, or its
+    own target."""
+    if need > cap:
+        return plan_stages.CAP
+    if n > own:
+        return plan_stages.GROUP
+    if n == r0:
+        return plan_stages.FIRST_STAGE
+    return plan_stages.TARGET
+
+
 def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> list[dict]:
     """One record per cell (sorted by key): its key fields, ``replicates`` (in all),
     ``needed`` (Stein's N without the cap), ``reason`` (``plan.stages.REASONS``), and the first
@@ -161,23 +173,13 @@ def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> li
                 needed=None,
                 reason=plan_stages.UNMEASURED,
                 measured=len(medians[key]),
-                log_var=None,
-                df=None,
-                sd_pct=None,
-                expected_halfwidth_pct=None,
+                **dict.fromkeys(("log_var", "df", "sd_pct", "expected_halfwidth_pct")),
             )
             records.append(rec)
             continue
         n_ok, log_var, df, need, own, sd = first[key]
         n = group_n[linked[key]]
-        if need > cap:
-            reason = plan_stages.CAP
-        elif n > own:
-            reason = plan_stages.GROUP
-        elif n == r0:
-            reason = plan_stages.FIRST_STAGE
-        else:
-            reason = plan_stages.TARGET
+        reason = _reason(need, cap, n, own, r0)
         rec.update(
             replicates=n,
             needed=need,
