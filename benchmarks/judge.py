@@ -43,6 +43,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.plan.grid import fill_keys
 
 from .common import KEYS
@@ -267,18 +268,16 @@ def expected_inside(df, shrink, confidence: float = 0.95) -> np.ndarray:
 
 
 def with_shift(t: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame, dict]:
-    """``against_ci``'s table plus ``inside_agreement_shift_removed``, and the shift every
-    cell of the second measurement shares (``shift_pct``, its CI ``shift_ci_low_pct`` ..
-    ``shift_ci_high_pct``, ``cells``): the geometric mean of the cells' ratios with its t
-    interval over the cells (``stats.geomean_ratio``, as the comparison's summary; the spread
-    of the cells estimates the mean's variance however differently noisy they are). A cell is
-    then inside when its log ratio minus the shift's lies within its agreement half-width (the
-    CI's where the first run had no replicates)."""
-    from numa_effects import stats
-
+    """``against_ci``'s table plus ``inside_agreement_shift_removed``, and the shift every cell of
+    the second measurement shares (``shift_pct``, its CI ``shift_ci_low_pct`` ..
+    ``shift_ci_high_pct``, ``cells``): the geometric mean of the cells' ratios with its t interval
+    over the cells (``compare.statistics.geomean_ratio``, as the comparison's summary; the spread of
+    the cells estimates the mean's variance however differently noisy they are). A cell is then
+    inside when its log ratio minus the shift's lies within its agreement half-width (the CI's where
+    the first run had no replicates)."""
     out = t.copy()
     ratio = 1.0 + out["diff_pct"].to_numpy(dtype=float) / 100.0
-    g = stats.geomean_ratio(ratio.tolist(), confidence)
+    g = compare_stats.geomean_ratio(ratio.tolist(), confidence)
     shift = {
         "cells": g["cells"],
         "shift_pct": (g["geomean"] - 1.0) * 100.0,

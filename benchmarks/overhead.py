@@ -88,6 +88,7 @@ def shorter_windows(samples: pd.DataFrame, min_timed_s: float, min_iterations: i
     it says what the timing beyond the minimum buys the cell's spread, not what a shorter
     protocol would measure."""
     from numa_effects import stats
+    from numa_effects.compare import statistics as compare_stats
 
     rows = []
     clean = samples[~samples["excluded"].astype(bool)]
@@ -109,7 +110,8 @@ def shorter_windows(samples: pd.DataFrame, min_timed_s: float, min_iterations: i
                 "short_timed_s": short_timed,
                 "sd_pct": stats.combine_replicates(whole)["replicate_sd_pct"],
                 "short_sd_pct": stats.combine_replicates(short)["replicate_sd_pct"],
-                "shift_pct": 100 * (stats.geomean_ratio(np.divide(short, whole))["geomean"] - 1),
+                "shift_pct": 100
+                * (compare_stats.geomean_ratio(np.divide(short, whole))["geomean"] - 1),
             }
         )
     return pd.DataFrame(rows)

@@ -17,6 +17,7 @@ from numa_effects import stats
 from numa_effects.compare import provenance as compare_provenance
 from numa_effects.compare import runs as compare_runs
 from numa_effects.compare import settings as compare_plan
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare import tables as compare_tables
 
 
@@ -90,7 +91,7 @@ def test_the_ratio_is_the_two_level_interval_of_both_cells(two):
     rs = runs(*two)
     c = compare_tables.compare_table(rs).set_index("batch_size")
     a, b = (r.cells.set_index("batch_size").loc[2] for r in rs)
-    expect = stats.run_ratio(
+    expect = compare_stats.run_ratio(
         (a.latency_ci_low_ms, a.latency_ci_high_ms, a.ci_df),
         (b.latency_ci_low_ms, b.latency_ci_high_ms, b.ci_df),
     )
@@ -103,7 +104,7 @@ def test_the_ratio_is_the_two_level_interval_of_both_cells(two):
     assert row.latency_change_pct == pytest.approx((row.ratio - 1) * 100)
     assert row.ci_method == "two-level" and row.significant is True and row.verdict == "slower"
     same = c.loc[1]
-    assert same.significant is False and same.verdict == stats.NO_CHANGE
+    assert same.significant is False and same.verdict == compare_stats.NO_CHANGE
     assert same.latency_change_ci_low_pct < 0 < same.latency_change_ci_high_pct
 
 
@@ -116,7 +117,7 @@ def test_contended_or_noisy_on_either_side_is_marked_and_a_minimum_effect_applie
     c = compare_tables.compare_table(runs(a, b), min_effect_pct=5.0)
     assert c["contended"].tolist() == [True, False] and c["noisy"].tolist() == [False, False]
     assert (c["latency_change_pct"] < 5).all()
-    assert set(c["verdict"]) <= {stats.NO_CHANGE}  # significant or not: below 5 %
+    assert set(c["verdict"]) <= {compare_stats.NO_CHANGE}  # significant or not: below 5 %
     s = compare_tables.summary_table(c, 5.0).set_index("scope")
     assert s.loc[compare_tables.ALL, "cells"] == 2 and s.loc[compare_tables.CLEAN, "cells"] == 1
     assert s.loc[compare_tables.ALL, "disturbed"] == 1
@@ -127,7 +128,7 @@ def test_one_process_per_cell_is_not_assessed_and_says_why(tmp_path):
     a = run(tmp_path / "p/a", [lone])
     b = run(tmp_path / "p/b", [{**lone, "latency_median_ms": 15.0}])
     (row,) = compare_tables.compare_table(runs(a, b)).to_dict("records")
-    assert row["verdict"] == stats.NOT_ASSESSED and row["significant"] is None
+    assert row["verdict"] == compare_stats.NOT_ASSESSED and row["significant"] is None
     assert row["ratio"] == pytest.approx(1.5) and math.isnan(row["ratio_ci_low"])
     assert row["ci_note"] == compare_tables.ONE_PROCESS_NOTE
     s = compare_tables.summary_table(compare_tables.compare_table(runs(a, b))).iloc[0]
@@ -242,7 +243,7 @@ def test_labels_tell_the_folders_apart(folders, labels):
 def test_summary_counts_and_geomean(two):
     c = compare_tables.compare_table(runs(*two))
     s = compare_tables.summary_table(c).set_index("scope").loc[compare_tables.ALL]
-    g = stats.geomean_ratio(c["ratio"].tolist())
+    g = compare_stats.geomean_ratio(c["ratio"].tolist())
     assert s["cells"] == 2 and s["geomean_ratio"] == pytest.approx(g["geomean"])
     assert (s["slower"], s["faster"], s["no_significant_change"]) == (1, 0, 1)
     assert s["cells_significant"] == 1

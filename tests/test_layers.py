@@ -42,6 +42,7 @@ ALLOWED = {
 FEATURES = {
     "compare": {
         "__init__": "stats",  # a docstring: imports nothing
+        "statistics": "stats",
         "settings": "plan",
         "check": "config",
         "runs": "tables",

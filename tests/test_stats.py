@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import quantile_test
 
 from numa_effects import stats
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.measure import timing as measure
 from numa_effects.tables import tidy
 
@@ -267,7 +268,7 @@ def default_replicates() -> int:
 def compare_runs(a, b):
     """``run_ratio`` of every cell of run b against run a (two_level outputs)."""
     return [
-        stats.run_ratio(
+        compare_stats.run_ratio(
             (x["ci_low_s"], x["ci_high_s"], x["ci_df"]), (y["ci_low_s"], y["ci_high_s"], y["ci_df"])
         )
         for x, y in zip(a, b, strict=True)
@@ -311,9 +312,12 @@ def simulate_comparisons(replicates: int, shift: float, sims: int, seed: int) ->
         b_iters, b = run_of(rng, replicates, shift=math.log1p(shift))
         rows = compare_runs(a, b)
         sig += [r["significant"] for r in rows]
-        verdict += [stats.verdict(r["ratio"], r["significant"]) != stats.NO_CHANGE for r in rows]
+        verdict += [
+            compare_stats.verdict(r["ratio"], r["significant"]) != compare_stats.NO_CHANGE
+            for r in rows
+        ]
         pooled_t += pooled_t_significant(a_iters, b_iters)
-        geo += bool(stats.geomean_ratio([r["ratio"] for r in rows])["significant"])
+        geo += bool(compare_stats.geomean_ratio([r["ratio"] for r in rows])["significant"])
     return {
         "significant": sig / sims,
         "verdict": verdict / sims,
@@ -346,19 +350,19 @@ def test_a_real_5_percent_shift_is_detected(replicates, per_cell):
 
 def test_run_ratio_is_the_two_level_interval_and_the_verdict_needs_the_minimum_effect():
     a, b = (0.95, 1.05, 3), (1.0, 1.2, 4)
-    r = stats.run_ratio(a, b)
+    r = compare_stats.run_ratio(a, b)
     assert (r["ci_low"], r["ci_high"]) == pytest.approx(stats.two_level_ratio_ci(a, b))
     assert r["ratio"] == pytest.approx(math.sqrt(1.0 * 1.2) / math.sqrt(0.95 * 1.05))
     assert 4 < r["ci_df"] < 7  # Welch-Satterthwaite between min(3, 4) and 3 + 4
-    assert stats.verdict(1.03, True) == stats.SLOWER
-    assert stats.verdict(1.03, True, min_effect_pct=5) == stats.NO_CHANGE
-    assert stats.verdict(0.97, True) == stats.FASTER
-    assert stats.verdict(0.90, False) == stats.NO_CHANGE
-    assert stats.verdict(0.90, None) == stats.NOT_ASSESSED
-    g = stats.geomean_ratio([0.5, 2.0, 1.0, float("nan")])
+    assert compare_stats.verdict(1.03, True) == compare_stats.SLOWER
+    assert compare_stats.verdict(1.03, True, min_effect_pct=5) == compare_stats.NO_CHANGE
+    assert compare_stats.verdict(0.97, True) == compare_stats.FASTER
+    assert compare_stats.verdict(0.90, False) == compare_stats.NO_CHANGE
+    assert compare_stats.verdict(0.90, None) == compare_stats.NOT_ASSESSED
+    g = compare_stats.geomean_ratio([0.5, 2.0, 1.0, float("nan")])
     assert g["geomean"] == pytest.approx(1.0) and g["cells"] == 3 and g["ci_df"] == 2
     assert g["ci_low"] < 1 < g["ci_high"] and g["significant"] is False
-    one = stats.geomean_ratio([1.2])
+    one = compare_stats.geomean_ratio([1.2])
     assert one["geomean"] == pytest.approx(1.2) and math.isnan(one["ci_low"])
     assert one["significant"] is None
 

@@ -129,6 +129,7 @@ profiles):
 ``compare``: comparing result folders (config key ``compare``), one module per layer
 (tests/test_layers.py's ``FEATURES``):
 
+- ``compare.statistics`` (stats): one cell by two runs, the verdict, the geometric mean.
 - ``compare.settings`` (plan): the ``compare`` key resolved (folders, labels, the name).
 - ``compare.check`` (config): the key checked against the file system and the axes.
 - ``compare.runs`` (tables): the folders read, checked and their cells matched.

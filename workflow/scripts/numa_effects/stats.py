@@ -1,4 +1,5 @@
-"""Every statistic of the project (the bottom layer):
+"""Every statistic of a run (the bottom layer; a comparison of runs adds its own,
+``compare.statistics``):
 
 - summary statistics of one cell's latency samples (seconds) and the confidence interval of the
   median used by the adaptive stopping rule (``measure``);
@@ -6,8 +7,7 @@
   cell needs for a target width (``stein_replicates``, ``stein_interval``);
 - the CI of a ratio of two cells (``two_level_ratio_ci``, ``bootstrap_ratio``): degradation.csv,
   opt_speedup.csv, packing.csv;
-- one cell measured by two runs (``run_ratio``, ``verdict``) and the geometric mean over the
-  matched cells (``geomean_ratio``): the comparison of runs (``compare.tables``);
+- which CI a ratio of two cells gets (``ratio_ci_method``): paired, two-level, bootstrap, none;
 - which latency statistic a table or a comparison uses: the median, else the mean
   (``latency_statistic``, ``table_statistic``);
 - ``as_bool``: one value of a table's boolean column (``tables.tidy`` reads the tables).
@@ -40,6 +40,14 @@ import numpy as np
 NOISY_IQR_OVER_MEDIAN = 0.10  # torch.utils.benchmark warns at this IQR/median ratio
 CONFIDENCE = 0.95
 MEDIAN, MEAN = "median", "mean"  # the latency statistics (``latency_statistic``)
+
+
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The Student t quantile of a two-sided ``confidence`` interval with ``df`` degrees of
+    freedom; the normal one for infinite or unknown (NaN, <= 0) degrees of freedom."""
+    from scipy.special import stdtrit  # Student t quantile, without scipy.stats' import time
+
+    return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -177,9 +185,15 @@ def within_log_var(median_s: float, ci_low_s: float, ci_high_s: float) -> float:
 def pooled_replicate_var(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
     """(pooled variance of ln-medians within cells, its degrees of freedom) over cells with >= 2
     replicates; (nan, 0) when none has."""
+    return pooled_var(np.log(np.asarray(m, dtype=float)) for m in groups)
+
+
+def pooled_var(groups) -> tuple[float, int]:
+    """(pooled within-group variance, its degrees of freedom) over groups of >= 2 values;
+    (nan, 0) when none has."""
     ss, df = 0.0, 0
-    for medians in groups:
-        y = np.log(np.asarray(medians, dtype=float))
+    for y in groups:
+        y = np.asarray(y, dtype=float)
         if y.size >= 2:
             ss += float(((y - y.mean()) ** 2).sum())
             df += int(y.size - 1)
@@ -201,8 +215,6 @@ def combine_replicates(
     replicate's median around the cell's), ``within_sd_pct`` (its part from the iterations
     within the process) and ``between_sd_pct`` (the process level: sqrt(max(0, total -
     within)))."""
-    from scipy.special import stdtrit  # Student t quantile, without scipy.stats' import time
-
     y = np.log(np.asarray(medians_s, dtype=float))
     r = int(y.size)
     if r == 0:
@@ -221,7 +233,7 @@ def combine_replicates(
         df, method = df_c + d0, "two-level"
     centre = float(y.mean())
     if df:
-        half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(var / r)
+        half = t_quantile(df, confidence) * math.sqrt(var / r)
         lo, hi = math.exp(centre - half), math.exp(centre + half)
     else:
         lo = hi = math.nan
@@ -254,7 +266,7 @@ def combine_replicates(
 # independent of the replicates' mean for normal log medians, the interval's coverage is exact
 # (Stein 1945), capped N included. The naive rule -- add a replicate until the usual t interval
 # of all replicates so far is narrow enough -- stops when the spread happens to look small and
-# under-covers (tests/test_stats.py simulates both). Not wired into the workflow yet.
+# under-covers (tests/test_stats.py simulates both).
 
 
 def stein_replicates(
@@ -268,12 +280,10 @@ def stein_replicates(
     """Total replicates of a cell under Stein's rule: the smallest N >= r0 with
     t(df) * sqrt(log_var / N) <= ln(1 + target_rel), at most ``cap``. ``log_var``, ``df``: the
     first stage's variance of one replicate's ln-median and its degrees of freedom."""
-    from scipy.special import stdtrit
-
     if not (log_var == log_var and df >= 1):
         return cap  # nothing estimates the spread: as many as allowed
     h = math.log1p(target_rel)
-    t = float(stdtrit(df, 0.5 + confidence / 2))
+    t = t_quantile(df, confidence)
     need = math.ceil(t * t * log_var / (h * h) - 1e-12)
     return int(min(cap, max(r0, need)))
 
@@ -281,9 +291,7 @@ def stein_replicates(
 def stein_halfwidth(log_var: float, df: int, n: int, confidence: float = CONFIDENCE) -> float:
     """The half-width (log scale) of the CI of ``n`` replicates with the first stage's
     ``log_var`` and ``df``: t(df) * sqrt(log_var / n)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(log_var / n)
+    return t_quantile(df, confidence) * math.sqrt(log_var / n)
 
 
 def stein_interval(
@@ -334,14 +342,6 @@ SEED = 0
 CHUNK = 4_000_000  # resampled values held in memory at once
 
 
-def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """The Student t quantile of a two-sided ``confidence`` interval with ``df`` degrees of
-    freedom; the normal one for infinite or unknown (NaN, <= 0) degrees of freedom."""
-    from scipy.special import stdtrit  # Student t quantile, without scipy.stats' import time
-
-    return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
-
-
 def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
     """The standard error of ln(value) (a cell's ln-median, a slowdown) from its symmetric (log
     scale) t interval ``[low, high]`` with ``df`` degrees of freedom; NaN without an interval
@@ -360,8 +360,6 @@ def log_ratio_interval(
     cell's two-level CI ``(ci_low, ci_high, ci_df)`` (``combine_replicates``; the point
     estimate is the CI's log-centre): ln(compared / baseline) +- t x sqrt(se_c^2 + se_b^2),
     degrees of freedom by Welch-Satterthwaite (inf when both standard errors are 0)."""
-    from scipy.special import stdtrit
-
     (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
     sb, sc = log_se(bl, bh, bdf, confidence), log_se(cl, ch, cdf, confidence)
     centre = float((np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0)
@@ -369,7 +367,7 @@ def log_ratio_interval(
     if var == 0:
         return centre, 0.0, math.inf
     df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
-    return centre, float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(var), float(df)
+    return centre, t_quantile(df, confidence) * math.sqrt(var), float(df)
 
 
 def two_level_ratio_ci(
@@ -411,60 +409,6 @@ def bootstrap_ratio(
     return float(lo), float(hi)
 
 
-# -- two runs: one cell measured by a baseline run and by a compared run -------------------------
-#
-# Each run measured the cell with its own replicates (independent processes) and recorded its
-# two-level CI (``combine_replicates``: a t interval on the ln replicate medians, the cell's own
-# variance moderated with the run's pooled process-level variance, ``PRIOR_DF``). The two runs'
-# processes are independent, so ln(compared / baseline) has the variance se_b^2 + se_c^2, and the
-# interval is the Welch-Satterthwaite one of ``log_ratio_interval`` -- the same model as the
-# cells' and degradation.csv's CIs. Its level holds: the iterations inside each process, the
-# process-to-process variation (memory layout, frequency, neighbours, drift between rounds) of
-# each run. It does not hold what every process of one run shares (the machine's state that day,
-# a changed setting): that is what a comparison of runs is meant to show.
-#
-# ``significant``: the CI excludes 1. The verdict also asks for a minimum effect: ``slower`` or
-# ``faster`` when significant and the change is at least ``min_effect_pct`` (default 2 %),
-# else ``no significant change``. Without a two-level CI on both sides (one process per cell
-# and nothing to pool, PackRat's min/avg/max) nothing covers the process level, so no test is
-# made (``not assessed``): a within-process interval would call most cells significant, as
-# pooling iterations does (pyperf's t-test on all values; tests/test_stats.py).
-#
-# The geometric mean over cells (``geomean_ratio``) is exp(mean of the cells' ln ratios) with a
-# t interval over the cells (n - 1 degrees of freedom): it treats the matched cells as a sample
-# of cells, so it holds each cell's measurement noise and the differences between the cells'
-# effects, and it needs no per-cell CI (each cell is its own process on each side: an imported
-# PackRat pair has one too). It does not hold a shift shared by every cell of one run.
-
-FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED = (
-    "faster",
-    "slower",
-    "no significant change",
-    "not assessed",
-)
-MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
-
-
-def run_ratio(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
-) -> dict:
-    """compared / baseline of one cell measured by two runs, from each run's two-level CI
-    ``(ci_low, ci_high, ci_df)`` (see above): ``ratio`` (the ratio of the cells' medians, the
-    geometric means of their replicate medians), ``ci_low``, ``ci_high``, ``ci_df``
-    (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
-    centre, half, df = log_ratio_interval(baseline, compared, confidence)
-    lo, hi = math.exp(centre - half), math.exp(centre + half)
-    return {
-        "ratio": math.exp(centre),
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_df": df,
-        "significant": bool(lo > 1.0 or hi < 1.0),
-    }
-
-
 # -- paired ratios: a placement and its baseline measured side by side, round by round ----------
 #
 # In round r the compared cell's replicate and its baseline's run next to each other (ABBA
@@ -489,13 +433,7 @@ def paired_log_ratios(baseline: dict, compared: dict) -> np.ndarray:
 def pooled_paired_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:
     """(pooled variance of the per-round log ratios within comparisons, its degrees of freedom)
     over comparisons with >= 2 paired rounds; (nan, 0) when none has."""
-    ss, df = 0.0, 0
-    for d in groups:
-        d = np.asarray(d, dtype=float)
-        if d.size >= 2:
-            ss += float(((d - d.mean()) ** 2).sum())
-            df += int(d.size - 1)
-    return (ss / df, df) if df else (math.nan, 0)
+    return pooled_var(groups)
 
 
 def adjacent_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -523,8 +461,6 @@ def paired_ratio_ci(
     (``paired_log_ratios``), the comparison's own variance moderated with ``pooled``
     (``pooled_paired_var``) as ``combine_replicates`` does. Returns ratio, ci_low, ci_high,
     ci_df, ci_method ``paired`` (NaN bounds and df 0 when nothing estimates the variance)."""
-    from scipy.special import stdtrit
-
     d = np.asarray(d, dtype=float)
     r = int(d.size)
     if r == 0:
@@ -544,7 +480,7 @@ def paired_ratio_ci(
     own = df_c * float(d.var(ddof=1)) if df_c else 0.0
     var = (own + (d0 * pool_var if d0 else 0.0)) / (df_c + d0)
     df = df_c + d0
-    half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(var / r)
+    half = t_quantile(df, confidence) * math.sqrt(var / r)
     return {
         "ratio": math.exp(centre),
         "ci_low": math.exp(centre - half),
@@ -569,40 +505,6 @@ def prefer_paired(
     return bool(vd / (2.0 * vc) < float(fdtri(dfd, dfc, alpha)))
 
 
-def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_EFFECT_PCT) -> str:
-    """``faster`` / ``slower`` (latency; significant and changed by at least
-    ``min_effect_pct``), ``no significant change``, or ``not assessed`` (no test: None)."""
-    if significant is None or not _present(ratio):
-        return NOT_ASSESSED
-    change = (float(ratio) - 1.0) * 100.0
-    if significant and change >= min_effect_pct:
-        return SLOWER
-    if significant and change <= -min_effect_pct:
-        return FASTER
-    return NO_CHANGE
-
-
-def geomean_ratio(ratios: Sequence[float], confidence: float = CONFIDENCE) -> dict:
-    """The geometric mean of ``ratios`` (one per cell) and its t interval over the cells (see
-    above): ``geomean``, ``ci_low``, ``ci_high``, ``ci_df`` (cells - 1; the bounds are NaN below
-    2 cells), ``cells``, ``significant`` (None without a CI)."""
-    from scipy.special import stdtrit
-
-    y = np.log(np.asarray([r for r in ratios if _present(r) and r > 0], dtype=float))
-    n = int(y.size)
-    out = {"geomean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_df": max(0, n - 1)}
-    out.update(cells=n, significant=None)
-    if n == 0:
-        return out
-    centre = float(y.mean())
-    out["geomean"] = math.exp(centre)
-    if n >= 2:
-        half = float(stdtrit(n - 1, 0.5 + confidence / 2)) * float(y.std(ddof=1)) / math.sqrt(n)
-        out.update(ci_low=math.exp(centre - half), ci_high=math.exp(centre + half))
-        out["significant"] = bool(out["ci_low"] > 1.0 or out["ci_high"] < 1.0)
-    return out
-
-
 # -- which latency statistic: the median, else the mean ------------------------------------------
 #
 # A measured cell has the median of its clean iterations; PackRat's imported cells have only
@@ -615,7 +517,8 @@ def latency_column(statistic: str) -> str:
     return f"latency_{statistic}_ms"
 
 
-def _present(v) -> bool:
+def present(v) -> bool:
+    """A number, not None or NaN."""
     try:
         return v is not None and not math.isnan(float(v))
     except (TypeError, ValueError):
@@ -626,7 +529,7 @@ def latency_statistic(medians, *, every: bool = False) -> str:
     """``median`` when the cells whose ``latency_median_ms`` values are ``medians`` have a
     median -- any of them (a table: its figures), or ``every`` one (the cells of one
     comparison) -- else ``mean``."""
-    have = [_present(v) for v in medians]
+    have = [present(v) for v in medians]
     return MEDIAN if (all(have) if every else any(have)) and have else MEAN
 
 
@@ -648,6 +551,6 @@ def as_bool(v) -> bool | None:
     if isinstance(v, str):
         s = v.strip().lower()
         return True if s in _TRUE else False if s in _FALSE else None
-    if isinstance(v, int | float | np.integer | np.floating) and _present(v):
+    if isinstance(v, int | float | np.integer | np.floating) and present(v):
         return bool(v)
     return None

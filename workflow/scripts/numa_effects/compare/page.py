@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare.tables import ALL
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import families
@@ -216,7 +217,7 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
             f"{data_table(s, cols)}</details>"
         )
     parts.append(COVERS)
-    na = compare[compare["verdict"] == stats.NOT_ASSESSED]
+    na = compare[compare["verdict"] == compare_stats.NOT_ASSESSED]
     if not na.empty:
         notes = na["ci_note"].dropna().astype(str)
         note = notes.mode().iloc[0] if not notes.empty else "no CI"
@@ -246,7 +247,7 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         # the kernels' time, compared / baseline (+ = slower, like latency)
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
         time = (ratio.astype(float) - 1.0) * 100.0
-        gm = (stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
+        gm = (compare_stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
         cells = summary[(summary["run"] == run) & (summary["scope"] == ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
@@ -289,9 +290,9 @@ def canary_section(compare: pd.DataFrame) -> str:
         c = c[c["speed_ratio"].notna()]
         if c.empty:
             continue
-        canary = stats.geomean_ratio((1.0 + c["canary_change_pct"] / 100.0).tolist())
-        plain = stats.geomean_ratio(c["ratio"].tolist())
-        at = stats.geomean_ratio(c["speed_ratio"].tolist())
+        canary = compare_stats.geomean_ratio((1.0 + c["canary_change_pct"] / 100.0).tolist())
+        plain = compare_stats.geomean_ratio(c["ratio"].tolist())
+        at = compare_stats.geomean_ratio(c["speed_ratio"].tolist())
 
         def pct(g):
             return (

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from numa_effects import stats
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
@@ -27,10 +27,10 @@ from numa_effects.report.style import color_limit, opt_label
 
 # Verdict -> colour (style's colour-blind palette: red slower, blue faster, grey no change).
 VERDICT_COLORS = {
-    stats.SLOWER: "#d55e00",
-    stats.FASTER: "#0173b2",
-    stats.NO_CHANGE: "#7f7f7f",
-    stats.NOT_ASSESSED: "#7f7f7f",
+    compare_stats.SLOWER: "#d55e00",
+    compare_stats.FASTER: "#0173b2",
+    compare_stats.NO_CHANGE: "#7f7f7f",
+    compare_stats.NOT_ASSESSED: "#7f7f7f",
 }
 MAX_LABELLED_ROWS = 80  # above this a forest plot labels every other row
 ACROSS_SUFFIX = "_compared"
@@ -108,7 +108,7 @@ def _verdict_points(ax, pct, lo, hi, y, verdicts) -> None:
                 elinewidth=1.2,
                 capsize=2,
             )
-        hollow = v == stats.NOT_ASSESSED
+        hollow = v == compare_stats.NOT_ASSESSED
         ax.plot(
             pct[m],
             y[m],
@@ -138,8 +138,8 @@ def _forest_notes(d, ok, beyond: int) -> list[str]:
     """What the forest plot does not show as a point: cells not assessed, with no value, or
     beyond the clipped axis."""
     notes = []
-    if (ok["verdict"].astype(str) == stats.NOT_ASSESSED).any():
-        why = ok.loc[ok["verdict"] == stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
+    if (ok["verdict"].astype(str) == compare_stats.NOT_ASSESSED).any():
+        why = ok.loc[ok["verdict"] == compare_stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
         notes.append(
             "Hollow, no interval: not assessed"
             + (f" ({why.iloc[0]})" if not why.empty else "")

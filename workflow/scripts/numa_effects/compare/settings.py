@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from numa_effects import stats
+from numa_effects.compare import statistics as compare_stats
 
 LABEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a label or name: one path segment, no leading dot
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -70,6 +70,6 @@ def settings(config: dict) -> dict | None:
         "labels": labels,
         "baseline": labels[0],
         "name": str(name),
-        "min_effect_pct": float(stats.MIN_EFFECT_PCT if min_effect is None else min_effect),
+        "min_effect_pct": float(compare_stats.MIN_EFFECT_PCT if min_effect is None else min_effect),
         "across": [str(a) for a in (g.get("across") or ())],
     }

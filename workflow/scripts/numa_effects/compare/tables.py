@@ -1,14 +1,14 @@
 """The tables of a comparison of result folders (config key ``compare``, docs/comparing.md),
 every compared run against the first (``compare.runs``):
 
-- ``compare_table`` -> ``compare.csv``, one row per matched cell: both latencies (the median,
-  else the mean: ``stats.latency_statistic``), ``ratio`` = compared / baseline with its CI
-  (``stats.run_ratio``: the cells' two-level model over both runs' replicate medians),
-  ``significant``, ``verdict`` (``stats.verdict`` with ``min_effect_pct``), ``contended`` and
-  ``noisy`` when either cell is. A cell without a two-level CI on both sides (one process per
-  cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method`` empty,
-  ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say whether
-  its change is more than process-to-process noise, and it was not measured;
+- ``compare_table`` -> ``compare.csv``, one row per matched cell: both latencies (the median, else
+  the mean: ``stats.latency_statistic``), ``ratio`` = compared / baseline with its CI
+  (``compare.statistics.run_ratio``: the cells' two-level model over both runs' replicate medians),
+  ``significant``, ``verdict`` (``compare.statistics.verdict`` with ``min_effect_pct``),
+  ``contended`` and ``noisy`` when either cell is. A cell without a two-level CI on both sides (one
+  process per cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method``
+  empty, ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say
+  whether its change is more than process-to-process noise, and it was not measured;
 - where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
   same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
   each side moved there along its own run's slope of the cell's series, Welch's interval,
@@ -19,9 +19,9 @@ every compared run against the first (``compare.runs``):
   and torch); across machines or torch versions the canary's own change is part of the change
   under test (docs/comparing.md). Not across ``threads`` or ``placement`` (the canary's own CPUs
   differ);
-- ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric
-  mean of the ratios with its CI (``stats.geomean_ratio``) over all matched cells with a value,
-  over the clean ones (neither side contended or noisy), and per model, opt and placement;
+- ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric mean
+  of the ratios with its CI (``compare.statistics.geomean_ratio``) over all matched cells with a
+  value, over the clean ones (neither side contended or noisy), and per model, opt and placement;
 - ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
 - ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
   the same kernels of torch in one process per run) per placement, thread count and data type
@@ -38,6 +38,7 @@ import math
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare.runs import PEAK_KEYS, Run, pair
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import speed
@@ -283,7 +284,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     cb, cc = _ci(row, "_b"), _ci(row, "_c")
     method = stats.ratio_ci_method(stat, row.get("ci_method_b"), row.get("ci_method_c"))
     if method == stats.TWO_LEVEL and cb and cc:
-        r = stats.run_ratio(cb, cc)
+        r = compare_stats.run_ratio(cb, cc)
         out.update(
             ratio=r["ratio"],
             ratio_ci_low=r["ci_low"],
@@ -294,12 +295,12 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         )
     else:
         out["ci_note"] = _note(row)
-    out["verdict"] = stats.verdict(out["ratio"], out["significant"], min_effect_pct)
+    out["verdict"] = compare_stats.verdict(out["ratio"], out["significant"], min_effect_pct)
     return out
 
 
 def compare_table(
-    runs: list[Run], min_effect_pct: float = stats.MIN_EFFECT_PCT, across=()
+    runs: list[Run], min_effect_pct: float = compare_stats.MIN_EFFECT_PCT, across=()
 ) -> pd.DataFrame:
     """compare.csv: every compared run against the first (see the module docstring)."""
     rows = [r for run in runs[1:] for r in compare_rows(runs[0], run, min_effect_pct, across)]
@@ -366,7 +367,7 @@ def peak_table(runs: list[Run]) -> pd.DataFrame:
 
 def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
     ok = d[d["status"] == "ok"]
-    g = stats.geomean_ratio(ok["ratio"].astype(float).tolist())
+    g = compare_stats.geomean_ratio(ok["ratio"].astype(float).tolist())
     verdicts = ok["verdict"].value_counts()
     change = ok["latency_change_pct"].astype(float)
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique()))
@@ -381,10 +382,10 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
         "ci_df": g["ci_df"],
         "significant": g["significant"],
         "cells_significant": int(ok["significant"].eq(True).sum()),
-        "faster": int(verdicts.get(stats.FASTER, 0)),
-        "slower": int(verdicts.get(stats.SLOWER, 0)),
-        "no_significant_change": int(verdicts.get(stats.NO_CHANGE, 0)),
-        "not_assessed": int(verdicts.get(stats.NOT_ASSESSED, 0)),
+        "faster": int(verdicts.get(compare_stats.FASTER, 0)),
+        "slower": int(verdicts.get(compare_stats.SLOWER, 0)),
+        "no_significant_change": int(verdicts.get(compare_stats.NO_CHANGE, 0)),
+        "not_assessed": int(verdicts.get(compare_stats.NOT_ASSESSED, 0)),
         "beyond_min_effect_faster": int((change <= -min_effect_pct).sum()),
         "beyond_min_effect_slower": int((change >= min_effect_pct).sum()),
         "disturbed": int((ok["contended"].eq(True) | ok["noisy"].eq(True)).sum()),
@@ -396,7 +397,7 @@ ALL, CLEAN = "all matched cells", "clean cells (neither side contended or noisy)
 
 
 def summary_table(
-    compare: pd.DataFrame, min_effect_pct: float = stats.MIN_EFFECT_PCT
+    compare: pd.DataFrame, min_effect_pct: float = compare_stats.MIN_EFFECT_PCT
 ) -> pd.DataFrame:
     """summary.csv: per compared run, the geometric mean over all matched cells with a value,
     over the clean ones, and per model/opt/placement, with the verdict counts."""
