@@ -37,6 +37,12 @@ def imported_keys(sources):
     return packrat_mod.keys(sources)
 
 
+def packrat_interference_inputs(folder):
+    from numa_effects.tables import packrat as packrat_mod
+
+    return [str(p) for p in packrat_mod.interference_files(folder)]
+
+
 def packrat_inputs(sources):
     from numa_effects.tables import packrat as packrat_mod
 

@@ -318,7 +318,9 @@ def _num(v: float) -> str:
 
 
 def _interval(lo: float, hi: float) -> str:
-    return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi else ""
+    """`` [lo, hi]``; nothing without an interval, or with one of no width (predictions from
+    cells that carry no CI: PackRat's)."""
+    return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi and lo < hi else ""
 
 
 def gain_words(r, objective: str) -> str:
