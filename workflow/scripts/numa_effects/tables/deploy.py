@@ -4,9 +4,9 @@
 One row per configuration an objective row compares: ``role`` ``recommended`` (one per row),
 ``candidate`` (searched and measured, not recommended) or ``baseline`` (a layout chosen by a
 rule: ``baseline`` names it, several names where they are one measurement). Each has its
-measured value with its CI over rounds (latency: the request's median latency; throughput: images per second, and ``per_core``
-per physical core taken; the CI of the rounds' values), its
-prediction where the search made one, and, for every row but the recommended one, the
+measured value with its CI over rounds (latency: the request's median latency; throughput:
+images per second, and ``per_core`` per physical core taken), its prediction where the search
+made one, and, for every row but the recommended one, the
 recommended configuration's gain over it with the paired CI over the rounds
 (``measure.deploy.gains``). The recommended configuration is the measured best or, where
 simpler ones are not significantly different from it (paired CI containing 1), the simplest of
