@@ -271,79 +271,90 @@ def _drop_middle(batches: list[int]) -> list[int]:
     return b if len(b) <= 2 else b[: len(b) // 2] + b[len(b) // 2 + 1 :]
 
 
+# -- the budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None
+#    when the step changes nothing
+
+
+def _no_second_stage(c: dict, topo):
+    ts = dict(c.get("two_stage") or {})
+    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+        return None
+    ts["cap"] = int(c.get("replicates", 1))
+    return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
+
+
+def _deploy_rounds(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    rounds = int(d.get("rounds") or 3)
+    if int(d.get("max_rounds") or 6) <= rounds:
+        return None
+    d["max_rounds"] = rounds
+    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+
+
+def _threads(c: dict, topo, base: int = 2):
+    from numa_effects.plan import grid
+
+    have = grid.thread_counts(c, topo)
+    keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
+    if keep == have or not keep:
+        return None
+    return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
+
+
+def _sparser_threads(c: dict, topo):
+    return _threads(c, topo, base=4)
+
+
+def _profile_threads(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    ig = dict(p.get("interference") or {})
+    if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
+        return None
+    p["interference"] = {**ig, "threads": [1]}
+    return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
+
+
+def _batches(c: dict, topo):
+    have = sorted(int(b) for b in c.get("batch_sizes") or ())
+    keep = _drop_middle(have)
+    if keep == have:
+        return None
+    return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
+
+
+def _candidates(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    if int(d.get("candidates") or 2) <= 1:
+        return None
+    return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
+
+
+def _packing(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    if p.get("enabled") is False:
+        return None
+    return {**c, "packing": {**p, "enabled": False}}, "packing.enabled: false"
+
+
+# the documented order (module docstring); batch sizes may be dropped three times
+STEPS = (
+    _no_second_stage,
+    _deploy_rounds,
+    _threads,
+    _batches,
+    _batches,
+    _batches,
+    _candidates,
+    _packing,
+    _profile_threads,
+    _sparser_threads,
+)
+
+
 def shrink_steps(config: dict, topo) -> list:
-    """The budget's steps, in order: (description, config -> config or None when it changes
-    nothing)."""
-
-    def no_second_stage(c):
-        ts = dict(c.get("two_stage") or {})
-        if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
-            return None
-        ts["cap"] = int(c.get("replicates", 1))
-        return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
-
-    def deploy_rounds(c):
-        d = dict(c.get("deploy") or {})
-        rounds = int(d.get("rounds") or 3)
-        if int(d.get("max_rounds") or 6) <= rounds:
-            return None
-        d["max_rounds"] = rounds
-        return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
-
-    def threads(c, base=2):
-        from numa_effects.plan import grid
-
-        have = grid.thread_counts(c, topo)
-        keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
-        if keep == have or not keep:
-            return None
-        return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
-
-    def sparser_threads(c):
-        return threads(c, base=4)
-
-    def profile_threads(c):
-        p = dict(c.get("packing") or {})
-        ig = dict(p.get("interference") or {})
-        if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
-            return None
-        ig["threads"] = [1]
-        p["interference"] = ig
-        return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
-
-    def batches(c):
-        have = sorted(int(b) for b in c.get("batch_sizes") or ())
-        keep = _drop_middle(have)
-        if keep == have:
-            return None
-        return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
-
-    def candidates(c):
-        d = dict(c.get("deploy") or {})
-        if int(d.get("candidates") or 2) <= 1:
-            return None
-        d["candidates"] = 1
-        return {**c, "deploy": d}, "deploy.candidates: 1"
-
-    def packing(c):
-        p = dict(c.get("packing") or {})
-        if p.get("enabled") is False:
-            return None
-        p["enabled"] = False
-        return {**c, "packing": p}, "packing.enabled: false"
-
-    return [
-        no_second_stage,
-        deploy_rounds,
-        threads,
-        batches,
-        batches,
-        batches,
-        candidates,
-        packing,
-        profile_threads,
-        sparser_threads,
-    ]
+    """The budget's steps in order, each ``config -> (config, what) or None``."""
+    return [lambda c, step=step: step(c, topo) for step in STEPS]
 
 
 def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
