@@ -330,7 +330,7 @@ def _candidates(c: dict, topo):
     return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
 
 
-def _packing(c: dict, topo):
+def _no_packing(c: dict, topo):
     p = dict(c.get("packing") or {})
     if p.get("enabled") is False:
         return None
@@ -346,7 +346,7 @@ STEPS = (
     _batches,
     _batches,
     _candidates,
-    _packing,
+    _no_packing,
     _profile_threads,
     _sparser_threads,
 )
