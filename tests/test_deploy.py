@@ -285,16 +285,22 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
     assert full.total_s > 60 * 60  # the default grid there is more than the budget
     assert est.total_s <= 60 * 60 and est.shrunk
     assert fitted["threads"] != cfg.get("threads") or fitted["batch_sizes"] != cfg["batch_sizes"]
-    # each step only while over: without the last one it was over the budget
+    # each step only while over: without the last one it was over the budget, the answer at its
+    # fewest rounds; then the rounds fill what the budget leaves, up to deploy.max_rounds
+    steps = [w for w in est.shrunk if not w.startswith("deploy.max_rounds")]
     less = {**checked.config, "budget": None}
+    fewest = make(checked.config).deploy["rounds"]
+    less["deploy"] = {**(less.get("deploy") or {}), "max_rounds": fewest}
     applied = 0
     for step in cost.shrink_steps(less, checked.topology):
-        if applied == len(est.shrunk) - 1:
+        if applied == len(steps) - 1:
             break
         got = step(less)
         if got:
             less, applied = got[0], applied + 1
     assert cost.estimate(make(less)).total_s > 60 * 60
+    rounds = make(fitted).deploy
+    assert fewest == rounds["rounds"] <= rounds["max_rounds"] <= deploy.DEFAULTS["max_rounds"]
     assert "within the budget of 60 min" in est.line(60)
 
 

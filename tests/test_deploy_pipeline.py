@@ -100,7 +100,7 @@ def test_a_budget_on_a_2x32_server_is_planned_within_it(tmp_path):
     proc = snakemake(
         tmp_path, default, "-n", "--config", f"topology={topo}", "budget=60", "--cores", "1"
     )
-    assert "budget: shrunk" in proc.stderr
+    assert "budget: threads: " in proc.stderr  # 1..32 is too many there
     assert "within the budget of 60 min" in proc.stderr
 
 

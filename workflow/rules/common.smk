@@ -95,7 +95,7 @@ RESULTS = PLAN.results
 DEPLOY_ALLOWANCE_S = cost_mod.deploy_allowance_s(ESTIMATE, config.get("budget"))
 if workflow.is_main_process and PLAN.measured:
     for _what in ESTIMATE.shrunk:
-        print(f"budget: shrunk {_what}", file=sys.stderr)
+        print(f"budget: {_what}", file=sys.stderr)
     print(f"numa-effects: {ESTIMATE.line(config.get('budget'))}", file=sys.stderr)
 
 # Lock files left by a killed run (kill -9, reboot) would stop every later run until
