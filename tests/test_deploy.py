@@ -39,12 +39,13 @@ needs_packrat = pytest.mark.skipif(not PACKRAT.is_dir(), reason=f"no PackRat dat
 def cloudlab():
     """PackRat's CloudLab cells (eager and TorchScript, glibc) and its multi-instance profile."""
     cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches"])
+    return cells, cloudlab_curves()
+
+
+def cloudlab_curves() -> dict:
+    """The interference model of PackRat's CloudLab multi-instance runs."""
     profile = packrat.interference_table(PACKRAT / "cloudlab_multiinstance-interference")
-    curves = {
-        (m, o): interference_table.curve(profile, m, o)
-        for m, o in profile[["model", "opt"]].drop_duplicates().itertuples(index=False)
-    }
-    return cells, curves
+    return interference_table.curves(profile)
 
 
 def settings(cells, **over) -> dict:
@@ -133,11 +134,7 @@ def test_identical_layouts_are_one_configuration_named_by_each_baseline(cloudlab
 @needs_packrat
 def test_an_import_gets_a_predicted_answer_with_intervals():
     cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches-tcmalloc"])
-    profile = packrat.interference_table(PACKRAT / "cloudlab_multiinstance-interference")
-    curves = {
-        (m, o): interference_table.curve(profile, m, o)
-        for m, o in profile[["model", "opt"]].drop_duplicates().itertuples(index=False)
-    }
+    curves = cloudlab_curves()
     topo = topology.load(TOPO / "2x16-nosmt-alternating.lscpu-p.txt")  # CloudLab's c6420
     s = deploy.settings({"import": {"packrat": ["x"]}}, measured=False)
     plan = deploy_plan.plan(cells, curves, topo, s)
