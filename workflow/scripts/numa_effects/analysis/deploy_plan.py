@@ -69,10 +69,7 @@ class Config:
         return (self.model, self.opt, self.allocator, tuple(insts))
 
     def label(self) -> str:
-        groups: dict[tuple[int, int], int] = {}
-        for i in self.instances:
-            groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
-        return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
+        return packing.label(self.instances)
 
     def to_dict(self, topo: Topology | None = None) -> dict:
         out = {

@@ -102,11 +102,7 @@ class Choice:
         return self.k == 1 and self.instances[0].threads == self.budget
 
     def label(self) -> str:
-        """``2x(t1,b8)`` style: the instances grouped, largest first."""
-        groups: dict[tuple[int, int], int] = {}
-        for i in self.instances:
-            groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
-        return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
+        return label(self.instances)
 
     def to_dict(self) -> dict:
         return {
@@ -144,6 +140,15 @@ class Choice:
             ci_low_s=num("ci_low_s"),
             ci_high_s=num("ci_high_s"),
         )
+
+
+def label(instances) -> str:
+    """``2x(t1,b8)`` style: instances (with ``threads`` and ``batch``) grouped, in their order
+    (largest first in a ``Choice``)."""
+    groups: dict[tuple[int, int], int] = {}
+    for i in instances:
+        groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
+    return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
 
 
 # -- the latency table -------------------------------------------------------------------------

@@ -241,14 +241,22 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     g = g.rename(columns=cols).astype({"threads": int, "batch_size": int})
     d = d.merge(g, on=list(KEYS), how="left")
     d["disturbed"] = d["disturbed"] | d.pop("deg_disturbed").eq(True)
-    for c in ("pct", "pct_lo", "pct_hi"):
+    return with_status(d, "pct", "pair_status")
+
+
+def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
+    """``value``, its CI (``<value>_lo``, ``<value>_hi``) and ``sig`` only where both cells of
+    a pair have a value (``pair``: the pair's status), and ``<value>_status``: the pair's
+    status, else ``missing`` where the value is."""
+    cols = [value, f"{value}_lo", f"{value}_hi"]
+    for c in cols:
         if c not in d:
             d[c] = np.nan
     if "sig" not in d:
         d["sig"] = None
-    d.loc[d["pair_status"] != "ok", ["pct", "pct_lo", "pct_hi"]] = np.nan
-    d["pct_status"] = np.where(
-        d["pair_status"].ne("ok"), d["pair_status"], np.where(d["pct"].isna(), "missing", "ok")
+    d.loc[d[pair] != "ok", cols] = np.nan
+    d[f"{value}_status"] = np.where(
+        d[pair].ne("ok"), d[pair], np.where(d[value].isna(), "missing", "ok")
     )
     return d
 
@@ -349,13 +357,4 @@ def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
     d = d.merge(
         p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
     )
-    for c in ("speedup", "speedup_lo", "speedup_hi"):
-        if c not in d:
-            d[c] = np.nan
-    if "sig" not in d:
-        d["sig"] = None
-    d.loc[d["pair"] != "ok", ["speedup", "speedup_lo", "speedup_hi"]] = np.nan
-    d["speedup_status"] = np.where(
-        d["pair"].ne("ok"), d["pair"], np.where(d["speedup"].isna(), "missing", "ok")
-    )
-    return d, base_alloc
+    return with_status(d, "speedup", "pair"), base_alloc
