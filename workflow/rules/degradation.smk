@@ -17,4 +17,4 @@ rule degradation:
     params:
         code=PLAN.code["tables"],
     script:
-        "../scripts/compare_cells.py"
+        "../scripts/tabulate_degradation.py"

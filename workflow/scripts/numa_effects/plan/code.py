@@ -47,7 +47,7 @@ LAYERS = {
         "numa_effects/plan/stages.py",
         "aggregate_cells.py",
         "plan_replicates.py",
-        "compare_cells.py",
+        "tabulate_degradation.py",
         "compare_results.py",
         "count_flops.py",
         "tabulate_peak.py",
