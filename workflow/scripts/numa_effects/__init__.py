@@ -1,7 +1,8 @@
 """numa-effects: the importable library behind the Snakemake workflow.
 
-Five layers and three shared modules (docs/architecture.md); a module imports only from its own
-layer and the layers below it (tests/test_layers.py). One concern per module (after
+Six layers, three shared modules and a feature folder whose modules each sit in a layer
+(``compare``; docs/architecture.md); a module imports only from its own layer and the layers
+below it (tests/test_layers.py). One concern per module (after
 psf/pyperf); tests/test_report_registry.py fails when a module is not listed here.
 
 Shared, the bottom:
