@@ -30,6 +30,7 @@ CONFIG_2NODE = {
     "placements": ["sequential", "interleave", "remote"],
     "topology": str(FIX / "topology-2node-4core.lscpu"),
     "packing": {"enabled": False},  # the Packing section has its own tests (test_packing*.py)
+    "deploy": {"enabled": False},  # and What to deploy its own (test_deploy*.py)
 }
 CONFIG_1NODE = {
     "models": ["resnet50"],
@@ -39,6 +40,7 @@ CONFIG_1NODE = {
     "placements": ["sequential", "interleave"],
     "topology": str(HERE / "fixtures" / "topology" / "this-vm-2cpu-1node.lscpu"),
     "packing": {"enabled": False},
+    "deploy": {"enabled": False},
 }
 KEYS = list(grid.KEYS)
 
