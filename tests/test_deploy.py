@@ -39,12 +39,13 @@ needs_packrat = pytest.mark.skipif(not PACKRAT.is_dir(), reason=f"no PackRat dat
 def cloudlab():
     """PackRat's CloudLab cells (eager and TorchScript, glibc) and its multi-instance profile."""
     cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches"])
+    return cells, cloudlab_curves()
+
+
+def cloudlab_curves() -> dict:
+    """The interference model of PackRat's CloudLab multi-instance runs."""
     profile = packrat.interference_table(PACKRAT / "cloudlab_multiinstance-interference")
-    curves = {
-        (m, o): interference_table.curve(profile, m, o)
-        for m, o in profile[["model", "opt"]].drop_duplicates().itertuples(index=False)
-    }
-    return cells, curves
+    return interference_table.curves(profile)
 
 
 def settings(cells, **over) -> dict:
@@ -133,11 +134,7 @@ def test_identical_layouts_are_one_configuration_named_by_each_baseline(cloudlab
 @needs_packrat
 def test_an_import_gets_a_predicted_answer_with_intervals():
     cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches-tcmalloc"])
-    profile = packrat.interference_table(PACKRAT / "cloudlab_multiinstance-interference")
-    curves = {
-        (m, o): interference_table.curve(profile, m, o)
-        for m, o in profile[["model", "opt"]].drop_duplicates().itertuples(index=False)
-    }
+    curves = cloudlab_curves()
     topo = topology.load(TOPO / "2x16-nosmt-alternating.lscpu-p.txt")  # CloudLab's c6420
     s = deploy.settings({"import": {"packrat": ["x"]}}, measured=False)
     plan = deploy_plan.plan(cells, curves, topo, s)
@@ -285,16 +282,22 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
     assert full.total_s > 60 * 60  # the default grid there is more than the budget
     assert est.total_s <= 60 * 60 and est.shrunk
     assert fitted["threads"] != cfg.get("threads") or fitted["batch_sizes"] != cfg["batch_sizes"]
-    # each step only while over: without the last one it was over the budget
+    # each step only while over: without the last one it was over the budget, the answer at its
+    # fewest rounds; then the rounds fill what the budget leaves, up to deploy.max_rounds
+    steps = [w for w in est.shrunk if not w.startswith("deploy.max_rounds")]
     less = {**checked.config, "budget": None}
+    fewest = make(checked.config).deploy["rounds"]
+    less["deploy"] = {**(less.get("deploy") or {}), "max_rounds": fewest}
     applied = 0
     for step in cost.shrink_steps(less, checked.topology):
-        if applied == len(est.shrunk) - 1:
+        if applied == len(steps) - 1:
             break
         got = step(less)
         if got:
             less, applied = got[0], applied + 1
     assert cost.estimate(make(less)).total_s > 60 * 60
+    rounds = make(fitted).deploy
+    assert fewest == rounds["rounds"] <= rounds["max_rounds"] <= deploy.DEFAULTS["max_rounds"]
     assert "within the budget of 60 min" in est.line(60)
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import FIXTURES, REPO, load_config, snakemake
+from test_packrat import PACKRAT
 
 from numa_effects.measure import deploy, record
 from numa_effects.plan import cpulist
@@ -99,5 +100,38 @@ def test_a_budget_on_a_2x32_server_is_planned_within_it(tmp_path):
     proc = snakemake(
         tmp_path, default, "-n", "--config", f"topology={topo}", "budget=60", "--cores", "1"
     )
-    assert "budget: shrunk" in proc.stderr
+    assert "budget: threads: " in proc.stderr  # 1..32 is too many there
     assert "within the budget of 60 min" in proc.stderr
+
+
+@pytest.mark.skipif(not PACKRAT.is_dir(), reason=f"no PackRat data at {PACKRAT}")
+def test_packrats_cloudlab_import_gets_a_predicted_answer_with_intervals(tmp_path):
+    topo = FIXTURES / "topology" / "2x16-nosmt-alternating.lscpu-p.txt"  # CloudLab's c6420
+    cfg = {
+        "models": ["resnet50"],
+        "batch_sizes": [1],
+        "optimizations": ["none"],
+        "threads": [1],
+        "placements": ["sequential"],
+        "topology": str(topo),
+        "import": {
+            "packrat": [str(PACKRAT / "cloudlab_large-batches-tcmalloc")],
+            "interference": str(PACKRAT / "cloudlab_multiinstance-interference"),
+            "machine": "CloudLab c6420",
+        },
+    }
+    snakemake(tmp_path, cfg, "--cores", "2", "all")
+    results = tmp_path / "results"
+    df = pd.read_csv(results / "tables/recommendation.csv")
+    assert set(df["source"]) == {"predicted"}
+    rec = df[df["role"] == "recommended"]
+    assert (rec["predicted"] > 0).all() and len(rec) == rec["objective"].nunique()
+    spread = rec[rec["predicted_low"] < rec["predicted_high"]]  # interference's uncertainty
+    assert not spread.empty
+    assert (
+        (spread["predicted_low"] < spread["predicted"])
+        & (spread["predicted"] < spread["predicted_high"])
+    ).all()
+    assert (results / "tables/interference.csv").is_file()
+    assert (results / "summary.txt").read_text().startswith("What to deploy (predicted")
+    assert not (results / "deploy/run.json").exists()  # nothing is measured

@@ -37,6 +37,12 @@ def imported_keys(sources):
     return packrat_mod.keys(sources)
 
 
+def packrat_interference_inputs(folder):
+    from numa_effects.tables import packrat as packrat_mod
+
+    return [str(p) for p in packrat_mod.interference_files(folder)]
+
+
 def packrat_inputs(sources):
     from numa_effects.tables import packrat as packrat_mod
 
@@ -89,7 +95,7 @@ RESULTS = PLAN.results
 DEPLOY_ALLOWANCE_S = cost_mod.deploy_allowance_s(ESTIMATE, config.get("budget"))
 if workflow.is_main_process and PLAN.measured:
     for _what in ESTIMATE.shrunk:
-        print(f"budget: shrunk {_what}", file=sys.stderr)
+        print(f"budget: {_what}", file=sys.stderr)
     print(f"numa-effects: {ESTIMATE.line(config.get('budget'))}", file=sys.stderr)
 
 # Lock files left by a killed run (kill -9, reboot) would stop every later run until

@@ -10,7 +10,11 @@ if PLAN.deploy["enabled"]:
     rule deploy_plan:
         input:
             cells=PLAN.table("cells"),
-            interference=PLAN.table("interference") if PLAN.interference_jobs else [],
+            interference=(
+                PLAN.table("interference")
+                if PLAN.interference_jobs or (PLAN.config.get("import") or {}).get("interference")
+                else []
+            ),
         output:
             PLAN.path(paths.DEPLOY_PLAN),
         log:

@@ -11,12 +11,8 @@ from numa_effects.tables import interference as interference_table
 
 sm = snakemake  # noqa: F821
 cells = stats.read_table(sm.input.cells)
-curves = {}
-if sm.input.get("interference"):
-    df = stats.read_table(sm.input.interference)
-    if not df.empty:
-        for model, opt in df[["model", "opt"]].drop_duplicates().itertuples(index=False):
-            curves[(model, opt)] = interference_table.curve(df, model, opt)
+profile = stats.read_table(sm.input.interference) if sm.input.get("interference") else None
+curves = interference_table.curves(profile)
 topo = topology.Topology.from_dict(sm.params.topology)
 plan = deploy_plan.plan(cells, curves, topo, dict(sm.params.settings))
 out = Path(sm.output[0])

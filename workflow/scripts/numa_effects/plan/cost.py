@@ -10,14 +10,15 @@ optimization reaches (``EFFICIENCY``). The constants were measured on a 2-vCPU A
 results log: benchmarks/results/); on another machine the estimate is as good as they carry
 over, and the run's progress line corrects its ETA by what the jobs really took.
 
-**The budget.** With ``budget: M`` the config is shrunk, one step at a time in this order, until
-the estimate fits: (1) no second stage of replicates (``two_stage.cap`` = ``replicates``), (2)
-the deploy rounds at their minimum, (3) thread counts at powers of two and node sizes, (4) batch
-sizes dropped from the middle (the smallest and largest kept), (5) one measured candidate per
-objective, (6) no packing measurement jobs, (7) the interference profile at one thread count (the
-model's slowdown depends on the busy cores, not on the instance's threads), (8) thread counts at
-powers of four and node sizes. What was shrunk is said in one line each; a grid still over the
-budget after every step runs as it is, and the line says so.
+**The budget.** With ``budget: M`` the config is shrunk, with the deploy answer at its fewest
+rounds, one step at a time in this order until the estimate fits: (1) no second stage of
+replicates (``two_stage.cap`` = ``replicates``), (2) thread counts at powers of two and node
+sizes, (3) batch sizes dropped from the middle (the smallest and largest kept), (4) one measured
+candidate per objective, (5) no packing measurement jobs, (6) the interference profile at one
+thread count (the model's slowdown depends on the busy cores, not on the instance's threads),
+(7) thread counts at powers of four and node sizes. Then the answer gets as many rounds as the
+time left allows, up to ``deploy.max_rounds``. What changed is said in one line each; a grid
+still over the budget after every step runs as it is, and the line says so.
 """
 
 from __future__ import annotations
@@ -230,7 +231,7 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     for opt in (dear, "none"):
         step = _typical_step(plan, caps, size, opt, cores, batch)
         per[opt] = process_s(opt, step, {**plan.config}, s["max_seconds"], 2, cores, False)
-    rounds = (s["rounds"] + s["max_rounds"]) / 2
+    rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
     seconds = rounds * (searched * per[dear] + plain * per["none"])
     est.add("deploy", JOB_S * 3 + seconds, jobs=3)
 
@@ -271,79 +272,92 @@ def _drop_middle(batches: list[int]) -> list[int]:
     return b if len(b) <= 2 else b[: len(b) // 2] + b[len(b) // 2 + 1 :]
 
 
+# -- the budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None
+#    when the step changes nothing
+
+
+def _no_second_stage(c: dict, topo):
+    ts = dict(c.get("two_stage") or {})
+    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+        return None
+    ts["cap"] = int(c.get("replicates", 1))
+    return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
+
+
+def _deploy_rounds(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    rounds = int(d.get("rounds") or 3)
+    if int(d.get("max_rounds") or 6) <= rounds:
+        return None
+    d["max_rounds"] = rounds
+    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+
+
+def _threads(c: dict, topo, base: int = 2):
+    from numa_effects.plan import grid
+
+    have = grid.thread_counts(c, topo)
+    keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
+    if keep == have or not keep:
+        return None
+    return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
+
+
+def _sparser_threads(c: dict, topo):
+    return _threads(c, topo, base=4)
+
+
+def _profile_threads(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    ig = dict(p.get("interference") or {})
+    if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
+        return None
+    p["interference"] = {**ig, "threads": [1]}
+    return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
+
+
+def _batches(c: dict, topo):
+    have = sorted(int(b) for b in c.get("batch_sizes") or ())
+    keep = _drop_middle(have)
+    if keep == have:
+        return None
+    return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
+
+
+def _candidates(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    if int(d.get("candidates") or 2) <= 1:
+        return None
+    return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
+
+
+def _no_packing(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    if p.get("enabled") is False:
+        return None
+    return {**c, "packing": {**p, "enabled": False}}, "packing.enabled: false"
+
+
+# the documented order (module docstring); batch sizes may be dropped three times
+STEPS = (
+    _no_second_stage,
+    _threads,
+    _batches,
+    _batches,
+    _batches,
+    _candidates,
+    _no_packing,
+    _profile_threads,
+    _sparser_threads,
+)
+
+
 def shrink_steps(config: dict, topo) -> list:
-    """The budget's steps, in order: (description, config -> config or None when it changes
-    nothing)."""
+    """The budget's steps in order, each ``config -> (config, what) or None``."""
+    return [lambda c, step=step: step(c, topo) for step in STEPS]
 
-    def no_second_stage(c):
-        ts = dict(c.get("two_stage") or {})
-        if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
-            return None
-        ts["cap"] = int(c.get("replicates", 1))
-        return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
 
-    def deploy_rounds(c):
-        d = dict(c.get("deploy") or {})
-        rounds = int(d.get("rounds") or 3)
-        if int(d.get("max_rounds") or 6) <= rounds:
-            return None
-        d["max_rounds"] = rounds
-        return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
-
-    def threads(c, base=2):
-        from numa_effects.plan import grid
-
-        have = grid.thread_counts(c, topo)
-        keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
-        if keep == have or not keep:
-            return None
-        return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
-
-    def sparser_threads(c):
-        return threads(c, base=4)
-
-    def profile_threads(c):
-        p = dict(c.get("packing") or {})
-        ig = dict(p.get("interference") or {})
-        if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
-            return None
-        ig["threads"] = [1]
-        p["interference"] = ig
-        return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
-
-    def batches(c):
-        have = sorted(int(b) for b in c.get("batch_sizes") or ())
-        keep = _drop_middle(have)
-        if keep == have:
-            return None
-        return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
-
-    def candidates(c):
-        d = dict(c.get("deploy") or {})
-        if int(d.get("candidates") or 2) <= 1:
-            return None
-        d["candidates"] = 1
-        return {**c, "deploy": d}, "deploy.candidates: 1"
-
-    def packing(c):
-        p = dict(c.get("packing") or {})
-        if p.get("enabled") is False:
-            return None
-        p["enabled"] = False
-        return {**c, "packing": p}, "packing.enabled: false"
-
-    return [
-        no_second_stage,
-        deploy_rounds,
-        threads,
-        batches,
-        batches,
-        batches,
-        candidates,
-        packing,
-        profile_threads,
-        sparser_threads,
-    ]
+# the deploy answer's rounds are not a step: they fill what the budget leaves (``fit``)
 
 
 def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
@@ -352,9 +366,12 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
     final estimate with what was shrunk. Without a budget: the config and its estimate."""
     budget = config.get("budget")
     current = copy.deepcopy(config)
-    est = estimate(build(current), caps)
     if not budget:
-        return current, est
+        return current, estimate(build(current), caps)
+    most = _deploy_rounds(current, topo)
+    if most:  # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
+        current = most[0]
+    est = estimate(build(current), caps)
     shrunk = []
     for step in shrink_steps(current, topo):
         if est.total_s <= float(budget) * 60:
@@ -365,8 +382,29 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
         current, what = got
         shrunk.append(what)
         est = estimate(build(current), caps)
-    est.shrunk = shrunk
+    current, more = _fill_rounds(current, config, budget, build(current), caps, est)
+    if more:
+        est = estimate(build(current), caps)
+    est.shrunk = [*shrunk, *more]
     return current, est
+
+
+def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
+    """The deploy answer's rounds, up to the config's ``max_rounds``, in the time the budget
+    leaves after the rest of the run: (config, what was said)."""
+    given = dict(config.get("deploy") or {})
+    d = dict(current.get("deploy") or {})
+    if not plan.deploy.get("measured") or "deploy" not in est.parts:
+        return current, []
+    rounds, most = int(plan.deploy["rounds"]), int(given.get("max_rounds") or 6)
+    per_round = est.parts["deploy"] / max(1, int(plan.deploy["max_rounds"]))
+    spare = float(budget) * 60 - (est.total_s - est.parts["deploy"])
+    fit = max(rounds, min(most, int(spare // per_round) if per_round > 0 else most))
+    if fit == int(plan.deploy["max_rounds"]):
+        return current, []
+    return {**current, "deploy": {**d, "max_rounds": fit}}, [
+        f"deploy.max_rounds: {fit} (the rounds the budget leaves)"
+    ]
 
 
 def deploy_allowance_s(est: Estimate, budget_min: float | None) -> float | None:

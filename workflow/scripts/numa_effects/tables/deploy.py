@@ -4,9 +4,9 @@
 One row per configuration an objective row compares: ``role`` ``recommended`` (one per row),
 ``candidate`` (searched and measured, not recommended) or ``baseline`` (a layout chosen by a
 rule: ``baseline`` names it, several names where they are one measurement). Each has its
-measured value with its CI over rounds (latency: the request's median latency, the two-level CI
-of the rounds' medians; throughput: images per second, the CI of the rounds' values), its
-prediction where the search made one, and, for every row but the recommended one, the
+measured value with its CI over rounds (latency: the request's median latency; throughput:
+images per second, and ``per_core`` per physical core taken), its prediction where the search
+made one, and, for every row but the recommended one, the
 recommended configuration's gain over it with the paired CI over the rounds
 (``measure.deploy.gains``). The recommended configuration is the measured best or, where
 simpler ones are not significantly different from it (paired CI containing 1), the simplest of
@@ -49,6 +49,7 @@ COLUMNS = [
     "ci_low",
     "ci_high",
     "rounds",
+    "per_core",
     "p99_ms",
     "meets_bound",
     "predicted",
@@ -132,6 +133,11 @@ def _significant(g: dict) -> bool | None:
     if not (lo == lo and hi == hi):
         return None
     return bool(lo > 1.0 or hi < 1.0)
+
+
+def _cores(config: dict) -> int:
+    """Physical cores a configuration takes (its instances' own, as planned)."""
+    return sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
 
 
 def _config_columns(config: dict, topo=None) -> dict:
@@ -221,6 +227,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
         if runs:
             base.update(value_ci(runs, cid, objective))
+            if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
+                base["per_core"] = base["value"] / max(1, _cores(config))
             p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
@@ -318,7 +326,9 @@ def _num(v: float) -> str:
 
 
 def _interval(lo: float, hi: float) -> str:
-    return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi else ""
+    """`` [lo, hi]``; nothing without an interval, or with one of no width (predictions from
+    cells that carry no CI: PackRat's)."""
+    return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi and lo < hi else ""
 
 
 def gain_words(r, objective: str) -> str:

@@ -177,12 +177,23 @@ def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model
             table, [k for _, k in caps], curve_for(curves, model, opt), alone, batch
         )
         for choice in planner.candidates(batch, max(1, s["candidates"])):
-            parts = [
-                (i.threads, i.batch, caps[i.node][0] if i.node >= 0 else None)
-                for i in choice.instances
-            ]
+            where = first_nodes([i.node for i in choice.instances], caps)
+            parts = [(i.threads, i.batch, n) for i, n in zip(choice.instances, where, strict=True)]
             out.append((choice.latency_s, choice.ci_low_s, choice.ci_high_s, opt, alloc, parts))
     return sorted(out, key=lambda x: x[0])
+
+
+def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | None]:
+    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here),
+    moved to the lowest-numbered nodes of the same size: nodes of one size are interchangeable,
+    and a plan reads best from node 0 on."""
+    used = sorted({i for i in indexes if i >= 0})
+    move: dict[int, int] = {}
+    for size in sorted({caps[i][1] for i in used}):
+        same = [i for i in used if caps[i][1] == size]
+        free = [j for j, (_, c) in enumerate(caps) if c == size]
+        move.update(zip(same, free[: len(same)], strict=True))
+    return [caps[move[i]][0] if i >= 0 else None for i in indexes]
 
 
 def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: int):
