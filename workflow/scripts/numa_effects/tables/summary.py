@@ -99,9 +99,12 @@ def render(
     packing: pd.DataFrame | None = None,
     profile: pd.DataFrame | None = None,
     history: list[str] = (),
+    recommendation: pd.DataFrame | None = None,
 ) -> str:
     """The run's summary; ``history``: where the records a re-run replaced are kept
-    (``tables.history.summary_lines``)."""
+    (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines)."""
+    from numa_effects.tables import deploy
+
     s = machine.get("summary", {})
     twice = same_binding_lines(cells)
     cells = cells[~reported_twice(cells)]  # each measurement once below
@@ -118,7 +121,7 @@ def render(
     else:  # imported results: the layout was not recorded, so none is claimed
         machine_line = f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
     imported = machine.get("imported_from")
-    lines = ["numa-effects run summary", machine_line]
+    lines = [*deploy.answer_lines(recommendation), "numa-effects run summary", machine_line]
     if imported:
         lines.append(f"  imported from: {', '.join(imported)}")
     verb = "imported" if imported else "measured"
