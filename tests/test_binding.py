@@ -227,3 +227,25 @@ def test_nothing_is_measured_once_where_no_two_placements_bind_alike():
     assert not p.grid.same and p.same_binding_rows() == [] and "same" not in p.manifest
     each = make(TWO_NODES, placements=["sequential", "remote"], same_bindings="each")
     assert each.manifest == p.manifest and each.order == p.order
+
+
+def test_the_cost_model_counts_only_the_cells_that_run():
+    """plan.cost's estimate (the budget's and the dry run's) prices the measured cells: a cell
+    reported from another's measurement costs nothing."""
+    from numa_effects.plan import cost
+
+    places = ["sequential", "interleave"]
+    once = make(TWO_NODES, placements=places, deploy={"enabled": False}, packing={"enabled": False})
+    each = make(
+        TWO_NODES,
+        placements=places,
+        same_bindings="each",
+        deploy={"enabled": False},
+        packing={"enabled": False},
+    )
+    assert len(each.grid.cells) == len(once.grid.cells) + len(once.grid.same)
+    per = cost.jobs_per_part(once)["cells"] // len(once.grid.cells)
+    assert cost.jobs_per_part(each)["cells"] - cost.jobs_per_part(once)["cells"] == per * len(
+        once.grid.same
+    )
+    assert cost.estimate(once).parts["cells"] < cost.estimate(each).parts["cells"]
