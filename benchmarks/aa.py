@@ -46,13 +46,16 @@ def aa_threads(config: dict, topo) -> list[int]:
 
 def overrides(config: dict, topo) -> dict:
     """The A/A run's config over the benchmark grid's: the two placements at their common
-    bindings, each measured (no peak, no packing: only the comparisons count here)."""
+    bindings, each measured (no peak, no packing, no deploy answer: only the comparisons count
+    here; no budget: the grid runs as given)."""
     return {
         "placements": [A, B],
         "threads": aa_threads(config, topo),
         "same_bindings": binding.EACH,
         "peak": False,
         "packing": {"enabled": False},
+        "deploy": {"enabled": False},
+        "budget": None,
     }
 
 

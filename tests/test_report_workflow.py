@@ -31,6 +31,7 @@ CONFIG_2NODE = {
     "placements": ["sequential", "interleave", "remote"],
     "topology": str(FIX / "topology-2node-4core.lscpu"),
     "packing": {"enabled": False},  # the Packing section has its own tests (test_packing*.py)
+    "deploy": {"enabled": False},  # and the answer its own (test_deploy_pipeline.py)
 }
 CONFIG_1NODE = {
     "models": ["resnet50"],
@@ -40,6 +41,7 @@ CONFIG_1NODE = {
     "placements": ["sequential", "interleave"],
     "topology": str(HERE / "fixtures" / "topology" / "this-vm-2cpu-1node.lscpu"),
     "packing": {"enabled": False},
+    "deploy": {"enabled": False},
 }
 KEYS = list(grid.KEYS)
 
