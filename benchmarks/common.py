@@ -126,7 +126,8 @@ def pipeline(
 
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True, exist_ok=True)
-    cfg = {**ctx.grid(), **overrides, "results": str(results)}
+    # the grid as the benchmark gives it: config.yaml's budget would shrink it (advise sets one)
+    cfg = {**ctx.grid(), "budget": None, **overrides, "results": str(results)}
     cfg_path = ctx.work / f"{name}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     target_path = target if target == "all" else f"{results}/{target}"

@@ -94,6 +94,7 @@ profiles):
 - ``tables.compare``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
+- ``tables.formats``: a results folder of another version (records, cells.csv) refused in one line.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
 - ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the
