@@ -82,7 +82,13 @@ class PipelineRun:
     load_after: dict
 
     def cells(self) -> pd.DataFrame:
-        return pd.read_csv(self.results / "tables" / "cells.csv")
+        """cells.csv, each measurement once: a row reported from another cell's measurement
+        (``same_binding_as``, ``plan.binding``) repeats that cell's numbers under a second name
+        and would count it twice in a benchmark's shares."""
+        cells = pd.read_csv(self.results / "tables" / "cells.csv")
+        if "same_binding_as" in cells:
+            cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
+        return cells
 
     def samples(self) -> pd.DataFrame:
         return pd.read_csv(self.results / "tables" / "samples.csv")

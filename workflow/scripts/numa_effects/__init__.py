@@ -41,6 +41,7 @@ Shared, the bottom:
 - ``plan.stages``: replicates where the noise is (``two_stage``): the counts file, read back.
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
+- ``plan.binding``: when two placements are the same binding; which cell measures it once.
 - ``plan.optimizations``: the optimization registry (steps, graph mode, dtype, requirements).
 - ``plan.allocators``: the allocator registry (libraries, preload, proof).
 - ``plan.cpu``: what the CPU computes fast (ISA flags, native bf16, theoretical peak).

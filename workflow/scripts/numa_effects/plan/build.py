@@ -153,6 +153,14 @@ class Plan:
     def skipped_rows(self) -> list[dict]:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
 
+    def same_binding_rows(self) -> list[dict]:
+        """The cells reported from another cell's measurement (``plan.binding``): their keys
+        and ``same_binding_as``, the placement of the cell that measures them."""
+        return [
+            {**key.as_dict(), "same_binding_as": self.grid.same[key].placement}
+            for key in sorted(self.grid.same)
+        ]
+
     @property
     def cell_timeout_s(self) -> float:
         return settings_mod.cell_timeout_s(self.config)
@@ -295,9 +303,10 @@ class Plan:
 
     # -- report ---------------------------------------------------------------------------------
     def figure_keys(self) -> list:
-        """The cells the report's figures are planned from: those that run (or were imported);
-        skipped cells get no figure of their own."""
-        return list(self.imported_keys) if self.imported else list(self.grid.cells)
+        """The cells the report's figures are planned from: those that run (or were imported)
+        and those reported from another's measurement (``Grid.drawn``); skipped cells get no
+        figure of their own."""
+        return list(self.imported_keys) if self.imported else self.grid.drawn()
 
     def packed(self) -> list[tuple[str, str]]:
         """The (model, opt) pairs whose packing is measured (the report's Packing figures)."""
@@ -438,9 +447,9 @@ def build(
 
 def memory_jobs(grid: grid_mod.Grid, topology: Topology) -> dict:
     """(CPU node, memory node) -> the 1-thread plan of that pair (the family's own planner), for
-    each pair of the grid's runnable node-pair cells, in row, then column order; {} when the
-    grid has none."""
-    pairs = {placement_mod.pair_of(key.placement) for key in grid.cells} - {None}
+    each pair of the grid's runnable node-pair cells (measured under their own name or not), in
+    row, then column order; {} when the grid has none."""
+    pairs = {placement_mod.pair_of(key.placement) for key in grid.reported()} - {None}
     jobs = {}
     for cpu, mem in sorted(pairs):
         planned = placement_mod.plan(topology, 1, placement_mod.NODE_PAIR.format(cpu=cpu, mem=mem))

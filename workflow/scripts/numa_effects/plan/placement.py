@@ -11,7 +11,9 @@ exact CPUs and memory policy of a cell, and the ``numactl`` arguments that enfor
 | ``mem-interleave`` | t cores of node 0                                 | interleaved, all nodes |
 | ``n{cpu}m{mem}``   | t cores of node ``cpu`` (the node-pair matrix)    | bound to node ``mem``  |
 
-"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. ``n{cpu}m{mem}`` is a
+"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs; on a machine with one
+node ``interleave`` and ``mem-interleave`` are that node's, the binding ``sequential`` gives
+there (``plan.binding``), and ``remote`` is not applicable. ``n{cpu}m{mem}`` is a
 *family*: its members (``n0m1``, ...) name real node numbers, a memory-only node (no CPUs) is a
 memory node only, and each member is compared with the local diagonal ``n{cpu}m{cpu}``.
 ``placements:`` names its members one by one or all of them at once as ``node-pairs``, which
@@ -150,9 +152,7 @@ def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
 
 
 def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    why = _needs_nodes(topo, "interleave")
-    if why:
-        return why
+    # On one node: that node's first t cores, as ``sequential`` (``plan.binding``).
     nodes = topo.nodes
     per_node = {n: list(topo.node_cpus(n, use_smt)) for n in nodes}
     picked: list[int] = []
@@ -181,9 +181,7 @@ def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    why = _needs_nodes(topo, "mem-interleave")
-    if why:
-        return why
+    # On one node: an interleave over that node, the binding of ``sequential`` (``plan.binding``).
     cpus, why = _node0_cpus(topo, t, use_smt, "mem-interleave")
     if why:
         return why

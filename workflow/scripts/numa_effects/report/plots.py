@@ -100,15 +100,23 @@ def _footnote(ax, notes: list[str]) -> None:
 
 
 def _not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
-    bad = df[df[status_col] != "ok"]
+    same = df[status_col].eq(style.SAME_BINDING)
+    notes = [SAME_NOTE] if same.any() else []
+    bad = df[~df[status_col].isin(["ok", style.SAME_BINDING])]
     if bad.empty:
-        return []
+        return notes
     counts = bad[status_col].value_counts().sort_index().items()
     parts = [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts]
     reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
     why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
     what = "No value" if "contended" in set(bad[status_col]) else "Not measured"
-    return [f"{what}: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+    return [*notes, f"{what}: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+
+
+SAME_NOTE = (
+    "'=': the placement binds like its baseline there (the same CPUs and memory nodes), so "
+    "the two are one measurement: no difference, none drawn."
+)
 
 
 def _lines(
@@ -613,7 +621,9 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
     )
     notes = _sig_notes(d, "Hatched cells") + clipped_note(vmax, extend)
     notes += disturbed_note(d["disturbed"] & d["pct_status"].eq("ok"), "either cell of the pair")
-    bad = d[d["pct_status"] != "ok"]["pct_status"]
+    same = d["pct_status"].eq(style.SAME_BINDING)
+    notes += [SAME_NOTE.replace("'='", "Same binding")] if same.any() else []
+    bad = d[d["pct_status"].ne("ok") & ~same]["pct_status"]
     what = "has no value" if "contended" in set(bad) else "is not measured"
     notes += grey_note(bad, f": either cell of the pair {what}")
     _footnote(ax, notes)

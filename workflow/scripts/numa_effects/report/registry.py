@@ -211,6 +211,12 @@ def no_numa_reason(facts: PageFacts) -> str:
             else f"The config's <code>placements</code> lists only baselines "
             f"({', '.join(placements)}): add a placement compared against them."
         )
+    if same := _same_as_baseline(facts.cells, others):
+        return (
+            f"Every cell of {', '.join(same)} binds like its baseline on this machine (the same "
+            "CPUs and memory nodes), so each pair is one measurement under two names "
+            "(<code>same_binding_as</code> in cells.csv): there is no difference to show."
+        )
     reasons = []
     skipped = facts.skipped
     if not skipped.empty and "reason" in skipped:
@@ -225,6 +231,20 @@ def no_numa_reason(facts: PageFacts) -> str:
             + "."
         )
     return f"No cell of {', '.join(others)} has a {' or '.join(bases)} cell to compare with."
+
+
+def _same_as_baseline(cells, placements) -> list[str]:
+    """The ``placements`` whose every cell in ``cells`` is reported from its baseline's
+    measurement (``same_binding_as``: ``plan.binding``); [] when any other has a cell."""
+    if cells.empty or "same_binding_as" not in cells or "placement" not in cells:
+        return []
+    rows = cells[cells["placement"].isin(placements)]
+    if rows.empty:
+        return []
+    base = rows["placement"].map(placement_mod.baseline_of)
+    if not rows["same_binding_as"].eq(base).all():
+        return []
+    return sorted(rows["placement"].unique())
 
 
 def _no_precision(facts: PageFacts) -> str:
@@ -889,8 +909,9 @@ def figures(
 
     ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
     ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
-    keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure. ``packed``:
-    the (model, opt) pairs that packing measures (the Packing figures). ``families``: default
+    keys, nor a cell compared with itself (``Grid.drawn``): a 1-node machine's interleaved
+    cells bind like its sequential ones, hence it gets no NUMA figure. ``packed``: the (model,
+    opt) pairs that packing measures (the Packing figures). ``families``: default
     the run page's (``page_families()``); a comparison's are ``page_families(COMPARE_PAGE)``,
     planned from its matched keys (dicts with ``run``).
     """

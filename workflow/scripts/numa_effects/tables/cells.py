@@ -491,6 +491,39 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
     return cells, samples_df
 
 
+SAME = "same_binding_as"
+
+
+def with_same_bindings(cells: pd.DataFrame, same: Iterable[dict]) -> pd.DataFrame:
+    """``cells`` with a row for each cell the plan reports from another cell's measurement
+    (``same``: its keys and ``same_binding_as``, the placement whose cell measured it:
+    ``plan.build.Plan.same_binding_rows``): a copy of that cell's row under its own placement,
+    ``same_binding_as`` naming the measuring one (empty for a cell measured under its own name).
+    A cell whose measuring cell has no row has none either."""
+    cells = cells.copy()
+    if SAME not in cells.columns:  # after the keys and ``replicates``
+        at = [*KEY_COLUMNS, "replicates"]
+        cells.insert(sum(c in cells.columns for c in at), SAME, None)
+    same = list(same)
+    if cells.empty or not same:
+        return cells
+    index = {tuple(r[k] for k in KEY_COLUMNS): i for i, r in cells[KEY_COLUMNS].iterrows()}
+    rows = []
+    for entry in same:
+        measured = tuple(entry[SAME] if k == "placement" else entry[k] for k in KEY_COLUMNS)
+        if measured not in index:
+            continue
+        row = cells.loc[index[measured]].copy()
+        row["placement"] = entry["placement"]
+        row["placement_base"] = placement_mod.parse_label(str(entry["placement"]))[0]
+        row[SAME] = entry[SAME]
+        rows.append(row)
+    if not rows:
+        return cells
+    out = pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+    return out.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
+
+
 def skipped_table(rows: list[dict]) -> pd.DataFrame:
     """``rows``: the cell keys and ``reason`` of every cell the grid could not schedule."""
     return pd.DataFrame(rows, columns=[*KEY_COLUMNS, "reason"])

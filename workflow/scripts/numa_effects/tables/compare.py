@@ -39,6 +39,11 @@ whose placement is not a baseline and that has a cell of its baseline
   (empty without rounds to pair);
 - ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
   transform of the same interval, so it agrees), empty when there is no CI;
+- a cell reported from another cell's measurement (``same_binding_as`` in cells.csv:
+  ``plan.binding``) is compared through the cell that measured it; where that is its
+  baseline's too, the pair is one measurement under two names: degradation exactly 0,
+  no CI, ``ci_method`` ``identical binding``, ``significant`` false. A pair measured once
+  enters the pools of the paired intervals once;
 - ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
   rows as suspect.
 
@@ -67,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import binding as binding_mod
 from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
@@ -183,9 +189,18 @@ def _typed(vals: dict) -> tuple:
     )
 
 
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
+
+
 def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
+    """The key of the cell that measured one side of a pair (``suffix`` ``""``: the compared
+    cell, ``"_b"``: the baseline): its own, or the cell whose binding it has
+    (``same_binding_as``)."""
     vals = {k: row[k] for k in KEYS if k not in vary}
     vals.update({v: row[f"{v}{suffix}"] for v in vary})
+    measured_as = row.get(f"{SAME}{suffix}")
+    if isinstance(measured_as, str) and measured_as:
+        vals["placement"] = measured_as
     return _typed(vals)
 
 
@@ -204,7 +219,7 @@ def _pairs(
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
     cols += ["ci_method", "adjacent_correlation"]
-    cols += ["contended", "noisy"]
+    cols += ["contended", "noisy", SAME, f"{SAME}_b"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
     df = grid.fill_keys(cells)
@@ -223,12 +238,13 @@ def _pairs(
         ("ci_df", np.nan),
         ("contended", False),
         ("noisy", False),
+        (SAME, None),
     ):
         if col not in df.columns:
             df = df.assign(**{col: default})
     keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
     keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
-    keep += ["contended", "noisy"]
+    keep += ["contended", "noisy", SAME]
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
@@ -248,12 +264,14 @@ def _pairs(
     # plan.grid.job_order): the per-round ratios cancel what the two processes share, where the
     # run shows that they share it (``paired_choice``, per thread count).
     reps = _replicate_medians(samples) if paired else {}
-    by_threads: dict[int, list] = {}
+    # each pair of measurements once: a cell reported under two names is one measurement
+    by_threads: dict[int, dict] = {}
     for _, r in merged.iterrows():
-        b, c = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
-        if b and c and set(b) & set(c):
-            by_threads.setdefault(int(r["threads"]), []).append((b, c))
-    choice = {t: paired_choice(pairs) for t, pairs in by_threads.items()}
+        kb, kc = _key(r, "_b", vary), _key(r, "", vary)
+        b, c = reps.get(kb), reps.get(kc)
+        if kb != kc and b and c and set(b) & set(c):
+            by_threads.setdefault(int(r["threads"]), {})[(kb, kc)] = (b, c)
+    choice = {t: paired_choice(list(pairs.values())) for t, pairs in by_threads.items()}
     rows = []
     for _, r in merged.iterrows():
         stat = stats.latency_statistic(
@@ -271,7 +289,9 @@ def _pairs(
         # the same rounds in both cells: then the paired centre is the table's ratio (the
         # cells' medians are the geometric means of the same replicates' medians)
         same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)
-        if stat == stats.MEDIAN and two_level and use and same_rounds:
+        if _key(r, "_b", vary) == _key(r, "", vary):  # one measurement under two names
+            method = binding_mod.IDENTICAL
+        elif stat == stats.MEDIAN and two_level and use and same_rounds:
             ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
             lo, hi = ci["ci_low"], ci["ci_high"]
             method = "paired"
@@ -298,6 +318,8 @@ def _pairs(
                 "adjacent_correlation": rho,
                 "contended": _either(r["contended"], r["contended_b"]),
                 "noisy": _either(r["noisy"], r["noisy_b"]),
+                SAME: r[SAME],
+                f"{SAME}_b": r[f"{SAME}_b"],
             }
         )
     out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
@@ -308,11 +330,16 @@ def _either(a, b) -> bool:
     return stats.as_bool(a) is True or stats.as_bool(b) is True
 
 
-def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
+def _significant(
+    lo: pd.Series, hi: pd.Series, null: float, method: pd.Series | None = None
+) -> pd.Series:
+    """The CI excludes ``null``; None without a CI; False for one measurement under two names
+    (``method`` ``identical binding``)."""
     has = lo.notna() & hi.notna()
     sig = (lo > null) | (hi < null)
+    same = method.eq(binding_mod.IDENTICAL) if method is not None else has & False
     return pd.Series(
-        [bool(s) if h else None for s, h in zip(sig, has, strict=True)],
+        [False if i else bool(s) if h else None for s, h, i in zip(sig, has, same, strict=True)],
         index=lo.index,
         dtype=object,
     )
@@ -337,7 +364,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
             "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
             "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
-            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"]),
             "ci_method": p["ci_method"],
             "adjacent_correlation": p["adjacent_correlation"],
             "contended": p["contended"].astype(bool),
@@ -358,7 +385,12 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
     cols = {c: [] for c in ("speed_speedup", "speed_speedup_ci_low", "speed_speedup_ci_high")}
     for _, r in p.iterrows():
         compared = {k: r[k] for k in KEYS}
-        got = speed.ratio(reps, fits, compared, {**compared, "opt": EAGER}) if fits else None
+        eager = {**compared, "opt": EAGER}
+        # the cells that measured them (``same_binding_as``)
+        for side, suffix in ((compared, ""), (eager, "_b")):
+            if isinstance(r[f"{SAME}{suffix}"], str) and r[f"{SAME}{suffix}"]:
+                side["placement"] = r[f"{SAME}{suffix}"]
+        got = speed.ratio(reps, fits, compared, eager) if fits else None
         for c, v in zip(cols, ("ratio", "ci_high", "ci_low"), strict=True):
             cols[c].append(1.0 / got[v] if got else np.nan)
     return {c: pd.Series(v, index=p.index, dtype=float) for c, v in cols.items()}

@@ -65,6 +65,32 @@ def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) ->
     return lines
 
 
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
+
+
+def reported_twice(cells: pd.DataFrame) -> pd.Series:
+    """The rows of ``cells`` reported from another cell's measurement (``same_binding_as``)."""
+    if cells.empty or SAME not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells[SAME].map(lambda v: isinstance(v, str) and v != "")
+
+
+def same_binding_lines(cells: pd.DataFrame) -> list[str]:
+    """One line on the cells measured once for two names (``plan.binding``): how many, and
+    which placement has which one's binding at which thread counts."""
+    same = cells[reported_twice(cells)]
+    if same.empty:
+        return []
+    parts = [
+        f"{p} = {m} at t{','.join(str(t) for t in sorted(g['threads'].unique()))}"
+        for (p, m), g in same.groupby(["placement", SAME], sort=False)
+    ]
+    return [
+        f"  same binding, measured once: {len(same)} cell(s) reported from the cell with their "
+        f"binding ({'; '.join(parts)}; cells.csv {SAME})"
+    ]
+
+
 def render(
     cells: pd.DataFrame,
     skipped: pd.DataFrame,
@@ -80,6 +106,8 @@ def render(
     from numa_effects.tables import deploy
 
     s = machine.get("summary", {})
+    twice = same_binding_lines(cells)
+    cells = cells[~reported_twice(cells)]  # each measurement once below
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
     # measured, but no iteration was clean: not a number, not a failure either
@@ -101,6 +129,7 @@ def render(
     if len(unclean):
         line += f", {len(unclean)} contended throughout (no statistics)"
     lines.append(line)
+    lines += twice
     if not ok.empty and "measure_s" in ok:
         lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
     if replicates := stages.replicates_text(cells):  # config key two_stage
