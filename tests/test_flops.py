@@ -105,13 +105,14 @@ def peak_instance(dtype: str):
 
 
 def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_rate(monkeypatch):
-    """The peak's workload (built in the pinned instance) times every kernel of the dtype once
-    per step; the summary takes each kernel's best rate over the clean timed steps (the
-    instance's last n steps are the runner's timed ones) and the best kernel as the peak."""
+    """The peak's workload (built in the pinned instance) calls every kernel of the dtype back
+    to back in each step, as often as its probe says (``calls``); the summary takes each
+    kernel's best rate over the clean timed steps (the instance's last n steps are the runner's
+    timed ones) and the best kernel as the peak."""
     calls = []
 
     def kernel(name, flop):
-        def build():
+        def build(threads):
             return (lambda: calls.append(name)), flop
 
         return build
@@ -131,8 +132,10 @@ def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_ra
     calls.clear()
     for _ in range(5):
         built.step()
-    assert calls == ["a", "b"] * 5
     rep = built.report()
+    n = {k: rep["kernels"][k]["calls"] for k in ("a", "b")}
+    assert n["a"] >= dtype_peaks.MIN_CALLS and n["b"] >= dtype_peaks.MIN_CALLS
+    assert calls == (["a"] * n["a"] + ["b"] * n["b"]) * 5
     assert rep["order"] == ["a", "b"] and len(rep["times_s"]) == 5
     assert rep["kernels"]["c"] == {"skipped": "needs torchao"}
     # the runner timed the last 3 steps and excluded the middle one
@@ -150,13 +153,13 @@ def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_ra
 def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
     import time
 
-    def slow():
+    def slow(threads):
         def call():
             time.sleep(0.02)
 
         return call, 1e6  # 0.05 GFLOP/s
 
-    def fast():
+    def fast(threads):
         return (lambda: None), 1e9
 
     monkeypatch.setitem(
@@ -202,7 +205,7 @@ def test_bf16_peak_kernels_compute_in_bf16_and_count_their_flops():
     from torch.utils.flop_counter import FlopCounterMode
 
     for k in dtype_peaks.KERNELS["bfloat16"]:
-        call, flop = k.build()
+        call, flop = k.build(1)
         with FlopCounterMode(display=False) as counter:
             out = call()
         assert counter.get_total_flops() == pytest.approx(flop), k.name
