@@ -79,8 +79,10 @@ def test_add_efficiency_joins_flops_and_the_peak_of_each_cells_dtype():
         "peak_kernel",
         "theoretical_gflop_per_s",
         "efficiency",
+        "efficiency_note",
     ]
     assert out["gflop_per_s"].tolist() == [32.0, 40.0, 64.0, 128.0]
+    assert out["efficiency_note"].isna().all()  # every efficiency a fact (<= 1.05)
     assert out["efficiency"].iloc[0] == pytest.approx(0.5)
     assert out["efficiency"].iloc[1] == pytest.approx(40 / 64)
     # int8 against int8's own peak, not float32's (FLOPs are the same work in any dtype)
@@ -176,7 +178,7 @@ def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
 
 
 def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
-    from numa_effects.plan import build, settings, topology
+    from numa_effects.plan import build, peaks, settings, topology
 
     topo = topology.load(Path(__file__).parent / "fixtures/topology/this-vm-2cpu-1node.lscpu")
     cfg = {
@@ -186,14 +188,15 @@ def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
     }  # fmt: skip
     plan = build.build(cfg, topo)
     assert sorted(plan.peak) == [("sequential", 1, "float32"), ("sequential", 1, "int8")]
+    windows = range(1, peaks.WINDOWS + 1)
     assert plan.peak_outputs() == [
-        "r/peak/sequential/t1/float32.json",
-        "r/peak/sequential/t1/int8.json",
+        f"r/peak/sequential/t1/{d}/w{w}.json" for w in windows for d in ("float32", "int8")
     ]
-    spec = plan.peak_spec("sequential", 1, "int8")
+    spec = plan.peak_spec("sequential", 1, "int8", window=2)
     (inst,) = spec.instances
     assert inst.workload == "dtype_peaks" and spec.settings == settings.PEAK_SETTINGS
     assert inst.cell["dtype"] == "int8" and inst.plan == plan.peak[("sequential", 1, "int8")]
+    assert inst.cell["window"] == 2  # the record says which window it is
     assert spec.settings["min_timed_seconds"] == settings.PEAK_SECONDS
 
 
