@@ -230,3 +230,16 @@ def test_the_reports_table_of_cells_says_why_a_cell_has_no_efficiency():
     assert len(values) == len(cells) and sum(v == "" for v in values) == 2
     assert max(float(v) for v in values if v) <= flops.EFFICIENCY_MAX
     assert html.count("the peak is under-measured") == 2
+
+
+def test_the_summary_gives_the_efficiency_range_and_the_cells_without_one():
+    from numa_effects.tables import summary
+
+    raw = pd.read_csv(EPYC / "cells.csv")
+    cells = flops.add_efficiency(epyc_cells(), epyc_flops(raw), pd.read_csv(EPYC / "peak.csv"))
+    machine = {"summary": {"cpu_model": "AMD EPYC", "nodes": 1, "physical_cores": 2}}
+    text = summary.render(cells, pd.DataFrame(columns=["reason"]), machine, "res")
+    known = cells["efficiency"].dropna()
+    assert f"efficiency: {known.min():.2f} - {known.max():.2f} of the peak" in text
+    assert "efficiency unknown: 2 cell(s) ran above 1.05 x their peak" in text
+    assert "1.16" not in text and "1.20" not in text  # never printed as a fact
