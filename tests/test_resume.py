@@ -24,6 +24,8 @@ import pytest
 import robust
 from conftest import REPO, load_config
 
+from numa_effects.plan import peaks
+
 pytestmark = pytest.mark.integration
 
 (ALLOC,) = load_config("one-cell")["allocators"]  # the allocator of every cell's path
@@ -272,7 +274,7 @@ def test_adding_a_thread_count_runs_only_its_cells_and_peak(complete):
     _, _, cfg = complete
     jobs = planned(complete, cfg={**cfg, "threads": [1, 2]})
     assert jobs["cell"] == 2  # t2 x 2 batch sizes
-    assert jobs["peak"] == 1
+    assert jobs["peak"] == peaks.WINDOWS  # t2's peak, each of its windows
 
 
 def test_adding_a_placement_runs_only_its_cells(tmp_path):
