@@ -20,6 +20,7 @@ include: "workflow/rules/aggregate.smk"  # manifest, cells/samples/skipped/failu
 include: "workflow/rules/degradation.smk"  # placements vs baseline, optimizations vs eager
 include: "workflow/rules/packrat.smk"  # importing PackRat's results instead of measuring
 include: "workflow/rules/packing.smk"  # PackRat's packing question, measured
+include: "workflow/rules/deploy.smk"  # what to deploy: the answer, against the launchers
 include: "workflow/rules/report.smk"  # one rule per figure family and the report page
 include: "workflow/rules/compare.smk"  # result folders compared (config key compare)
 include: "workflow/rules/history.smk"  # records kept before a re-run replaces them

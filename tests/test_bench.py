@@ -876,3 +876,27 @@ def test_the_minimum_window_replay_cuts_each_process_where_the_rule_could_first_
     assert f"{w['timed_s'].sum():.0f} -> {w['short_timed_s'].sum():.0f} s" in line
     grew = int((w["short_sd_pct"] > 1.5 * w["sd_pct"]).sum())
     assert f"grew by more than 1.5 x in {grew}/2 cells" in line
+
+
+# -- advise: the answer of a real run (tests/fixtures/deploy) -----------------------------------
+def test_advise_reads_each_objective_of_a_real_runs_answer():
+    from benchmarks import advise
+
+    df = pd.read_csv(REPO / "tests" / "fixtures" / "deploy" / "recommendation.csv")
+    rows = advise.objective_rows("r1", df)
+    assert [r["objective"] for r in rows] == list(dict.fromkeys(df["objective"]))
+    for r in rows:
+        g = df[df["objective"] == r["objective"]]
+        rec = g[g["role"] == "recommended"].iloc[0]
+        assert r["value"] == rec["value"]
+        # the recommendation was the measured best of that run, so it is the best or within
+        assert r["is_best_or_within"]
+        assert r["gain_all-cores"] > 1 and r["gain_all-cores_low"] <= r["gain_all-cores"]
+    # a recommendation slower than another, significantly so, is not
+    worse = df.copy()
+    lat = worse["objective"] == rows[0]["objective"]
+    other = worse.index[lat & (worse["role"] != "recommended")][0]
+    worse.loc[other, ["value", "significant"]] = [0.0001, True]
+    assert not advise.objective_rows("r1", worse)[0]["is_best_or_within"]
+    text = advise.summary(pd.DataFrame([{**r, "wall_s": 600.0, "estimate_s": 660.0} for r in rows]))
+    assert "0.91 x" in text and "best or within its CI in every run: True" in text

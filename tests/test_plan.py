@@ -191,7 +191,12 @@ def test_interference_jobs_are_planned_with_their_placements_and_cost():
     assert p.table("interference") in p.targets()
     off = make(ONE_NODE, placements=["sequential"], packing={"interference": {"enabled": False}})
     assert off.interference_jobs == () and off.packing_jobs
-    assert make(ONE_NODE, placements=["sequential"], threads=[1]).interference_jobs == ()
+    # packing off (one thread count): the profile is measured for the deploy answer's
+    # predictions only, and not at all when that is off too
+    alone = make(ONE_NODE, placements=["sequential"], threads=[1])
+    assert not alone.packing_jobs and alone.deploy["measured"] and alone.interference_jobs
+    quiet = make(ONE_NODE, placements=["sequential"], threads=[1], deploy={"enabled": False})
+    assert quiet.interference_jobs == ()
 
 
 # -- registries: a new axis value is one entry ---------------------------------------------------

@@ -816,6 +816,7 @@ def test_the_readme_key_tables_are_the_schema():
         "grid",
         "measurement",
         "packing",
+        "deploy",
         "compare",
         "failure handling",
     ]

@@ -41,12 +41,16 @@ rule tables:
 
 rule summary:
     input:
+        **({"packing": PLAN.table("packing")} if PLAN.packing_jobs else {}),
         **(
-            {
-                "packing": PLAN.table("packing"),
-                "interference": PLAN.table("interference"),
-            }
-            if PLAN.packing_jobs
+            {"interference": PLAN.table("interference")}
+            if PLAN.packing_jobs or PLAN.interference_jobs
+            else {}
+        ),
+        # what to deploy: the summary's first lines
+        **(
+            {"recommendation": PLAN.table("recommendation")}
+            if PLAN.deploy["enabled"]
             else {}
         ),
         # plain paths, not rules.tables.output: imported results (packrat.smk) make them too

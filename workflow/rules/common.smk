@@ -12,6 +12,7 @@ from numa_effects import slurmconf  # noqa: E402
 from numa_effects.plan import build as plan_mod  # noqa: E402
 from numa_effects.plan import code as code_mod  # noqa: E402
 from numa_effects.plan import compare as compare_plan  # noqa: E402
+from numa_effects.plan import cost as cost_mod  # noqa: E402
 from numa_effects.plan import grid as grid_mod  # noqa: E402
 from numa_effects.plan import host as host_mod  # noqa: E402
 from numa_effects.plan import memory as memory_mod  # noqa: E402
@@ -36,6 +37,12 @@ def imported_keys(sources):
     return packrat_mod.keys(sources)
 
 
+def packrat_interference_inputs(folder):
+    from numa_effects.tables import packrat as packrat_mod
+
+    return [str(p) for p in packrat_mod.interference_files(folder)]
+
+
 def packrat_inputs(sources):
     from numa_effects.tables import packrat as packrat_mod
 
@@ -53,26 +60,43 @@ def compared_keys(settings):
 
 _SOURCES = (config.get("import") or {}).get("packrat") or []
 _COMPARE = compare_plan.settings(config)
-PLAN = plan_mod.build(
-    config,
-    TOPOLOGY,
-    # cells estimated not to fit in this machine's memory are skipped (plan.memory)
-    memory_bytes=memory_mod.machine_bytes(TOPOLOGY),
-    imported_keys=imported_keys(_SOURCES) if _SOURCES else None,
-    # what "the code changed" means for a re-run: its content (plan.code), never file times
-    code=code_mod.digests(cache_file=".snakemake/numa-effects/code-digests.json"),
-    # a comparison of result folders (config key compare) measures nothing: its figures are
-    # planned from the cells its folders have in common
-    compare_keys=compared_keys(_COMPARE) if _COMPARE else None,
-    # torchao, a C++ compiler, native bf16 (config key bf16), the allocator libraries: cells
-    # this machine cannot (or under bf16: auto should not) run are skipped with the reason
-    host=(
-        None
-        if (_SOURCES or _COMPARE)
-        else host_mod.current(config.get("allocators") or ())
-    ),
+# torchao, a C++ compiler, native bf16 (config key bf16), the allocator libraries: cells this
+# machine cannot (or under bf16: auto should not) run are skipped with the reason
+_HOST = (
+    None if (_SOURCES or _COMPARE) else host_mod.current(config.get("allocators") or ())
 )
+
+
+def build_plan(cfg):
+    return plan_mod.build(
+        cfg,
+        TOPOLOGY,
+        # cells estimated not to fit in this machine's memory are skipped (plan.memory)
+        memory_bytes=memory_mod.machine_bytes(TOPOLOGY),
+        imported_keys=imported_keys(_SOURCES) if _SOURCES else None,
+        # what "the code changed" means for a re-run: its content (plan.code), never file times
+        code=code_mod.digests(cache_file=".snakemake/numa-effects/code-digests.json"),
+        # a comparison of result folders (config key compare) measures nothing: its figures
+        # are planned from the cells its folders have in common
+        compare_keys=compared_keys(_COMPARE) if _COMPARE else None,
+        host=_HOST,
+    )
+
+
+# Time as an input (plan.cost): the run's wall time estimated before any job, and with a
+# budget the grid shrunk in the documented order until the estimate fits; said in one line
+# each, also under -n.
+_FITTED, ESTIMATE = cost_mod.fit(
+    config, TOPOLOGY, build_plan, caps=_HOST.capabilities if _HOST else None
+)
+config.update(_FITTED)
+PLAN = build_plan(config)
 RESULTS = PLAN.results
+DEPLOY_ALLOWANCE_S = cost_mod.deploy_allowance_s(ESTIMATE, config.get("budget"))
+if workflow.is_main_process and PLAN.measured:
+    for _what in ESTIMATE.shrunk:
+        print(f"budget: {_what}", file=sys.stderr)
+    print(f"numa-effects: {ESTIMATE.line(config.get('budget'))}", file=sys.stderr)
 
 # Lock files left by a killed run (kill -9, reboot) would stop every later run until
 # `snakemake --unlock`; they are removed when no run of this workflow is alive here, never

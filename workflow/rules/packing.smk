@@ -8,7 +8,7 @@
 # of the config (numa_effects.config).
 
 
-if PLAN.packing_jobs:
+if PLAN.packing_jobs or PLAN.interference_jobs:
 
     rule interference_run:
         output:
@@ -43,6 +43,9 @@ if PLAN.packing_jobs:
             code=PLAN.code["tables"],
         script:
             "../scripts/tabulate_interference.py"
+
+
+if PLAN.packing_jobs:
 
     rule packing_plan:
         input:

@@ -26,3 +26,20 @@ if PLAN.imported:
             code=PLAN.code["tables"],
         script:
             "../scripts/import_packrat.py"
+
+    if PLAN.config["import"].get("interference"):
+
+        rule import_interference:
+            input:
+                packrat_interference_inputs(PLAN.config["import"]["interference"]),
+            output:
+                PLAN.table("interference"),
+            log:
+                PLAN.log("import_interference"),
+            conda:
+                "../../envs/analysis.yaml"
+            params:
+                source=PLAN.config["import"]["interference"],
+                code=PLAN.code["tables"],
+            script:
+                "../scripts/import_interference.py"

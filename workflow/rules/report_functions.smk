@@ -111,4 +111,6 @@ def report_page_tables():
         tables["failures"] = PLAN.table("failures")
     if PLAN.memory:
         tables["memory_matrix"] = PLAN.table("memory_matrix")
+    if PLAN.deploy["enabled"]:
+        tables["recommendation"] = PLAN.table("recommendation")
     return tables

@@ -30,6 +30,9 @@ page = report_html.render(
     failures=failures,
     precision=tables.precision,
     memory_matrix=tables.memory_matrix,
+    recommendation=(
+        figure_data.read_csv(sm.input.recommendation) if sm.input.get("recommendation") else None
+    ),
 )
 tmp = f"{sm.output[0]}.tmp"
 Path(tmp).write_text(page)

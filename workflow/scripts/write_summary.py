@@ -16,5 +16,8 @@ text = summary.render(
     stats.read_table(sm.input.interference) if hasattr(sm.input, "interference") else None,
     # where the records a re-run replaced are kept (results/history/)
     history.summary_lines(results),
+    recommendation=(
+        stats.read_table(sm.input.recommendation) if hasattr(sm.input, "recommendation") else None
+    ),
 )
 Path(sm.output[0]).write_text(text)

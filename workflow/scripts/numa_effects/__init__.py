@@ -51,6 +51,9 @@ Shared, the bottom:
 - ``plan.packing``: PackRat's question: the best <instances, threads, batch> per budget.
 - ``plan.interference``: the interference model s(x) = 1 + beta x^2 and a plan's interval.
 - ``plan.compare``: the ``compare`` key resolved (folders, labels, the comparison's name).
+- ``plan.deploy``: what to deploy: the objectives, the baselines' registry, the ``deploy`` key.
+- ``plan.launchers``: the layouts other tools choose by rule (``run_cpu`` as it computes them).
+- ``plan.cost``: the run's wall time estimated before any job; the grid shrunk to a budget.
 - ``plan.remeasure``: what a run measures, why, and its estimated time (the dry run's line).
 
 ``measure``: the one measuring stack (cells, peaks, memory probes, packing groups, interference
@@ -80,6 +83,8 @@ profiles):
 - ``measure.causes``: the failure causes, one line of meaning each.
 - ``measure.onednn``: which oneDNN kernels a model really ran.
 - ``measure.numerics``: agreement of an optimized model with float32 eager.
+- ``measure.deploy``: the deploy answer's configurations in ABBA rounds; their gains judged.
+- ``measure.progress``: the run's progress line with an ETA, printed as each measuring job ends.
 
 ``tables``: result files -> tidy tables:
 
@@ -98,6 +103,8 @@ profiles):
 - ``tables.compare_runs``: result folders compared cell by cell (config key ``compare``).
 - ``tables.packrat``: PackRat's published results imported as tidy tables.
 - ``tables.summary``: the short text summary a run ends with.
+- ``tables.deploy_plan``: the configurations the deploy answer measures, searched from the cells.
+- ``tables.deploy``: recommendation.csv: what to deploy, with the gains over the baselines.
 
 ``report``: figures and pages, drawn from the tables only:
 
@@ -108,6 +115,7 @@ profiles):
 - ``report.packing_plots``: the Packing figures.
 - ``report.node_pair_plots``: the Node-pair matrix figures (heatmaps, memory matrix, scatter).
 - ``report.page``: the self-contained report page.
+- ``report.deploy_section``: the page's first section, "What to deploy".
 - ``report.compare_plots``, ``report.compare_page``: a comparison's figures and page.
 """
 

@@ -508,7 +508,7 @@ def paired_ratio_ci(
             "ci_method": "paired",
         }
     own = df_c * float(d.var(ddof=1)) if df_c else 0.0
-    var = (own + d0 * pool_var) / (df_c + d0)
+    var = (own + (d0 * pool_var if d0 else 0.0)) / (df_c + d0)
     df = df_c + d0
     half = float(stdtrit(df, 0.5 + confidence / 2)) * math.sqrt(var / r)
     return {

@@ -96,6 +96,8 @@ def check(
         problems += checks.exclude_problems(config, topo)
     if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
         problems += checks.packing_problems(config, topo)
+    if not failed & {"deploy", "optimizations", "allocators"}:
+        problems += checks.deploy_problems(config)
     if problems:
         raise ConfigError(problems)
     return Checked(config, topo)

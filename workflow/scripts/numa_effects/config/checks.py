@@ -197,3 +197,25 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
                 )
             )
     return problems
+
+
+def deploy_problems(config: dict) -> list[Problem]:
+    """The ``deploy`` key against the grid: what it searches must be measured."""
+    given = config.get("deploy") or {}
+    problems = []
+    for key, grid_key in (("optimizations", "optimizations"), ("allocators", "allocators")):
+        allowed = list(config.get(grid_key) or (["default"] if key == "allocators" else ()))
+        for i, v in enumerate(given.get(key) or ()):
+            if v not in allowed:
+                problems.append(
+                    Problem(
+                        f"deploy.{key}[{i}]",
+                        f"{shown(v)} is not in {grid_key}; allowed: {', '.join(allowed)}",
+                    )
+                )
+    rounds, most = given.get("rounds"), given.get("max_rounds")
+    if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
+        problems.append(
+            Problem("deploy.max_rounds", f"{most} is fewer than deploy.rounds ({rounds})")
+        )
+    return problems

@@ -183,4 +183,11 @@ def import_problems(config: dict) -> list[Problem]:
             packrat.keys(sources)
         except Exception as exc:
             problems.append(Problem("import.packrat", f"{type(exc).__name__}: {exc}; {allowed}"))
+    folder = imported.get("interference")
+    if folder:
+        try:
+            packrat.interference_files(folder)
+        except Exception as exc:
+            why = f"{exc}; allowed: a folder of PackRat's multi-instance runs, or null"
+            problems.append(Problem("import.interference", why))
     return problems

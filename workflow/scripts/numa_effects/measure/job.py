@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from numa_effects.measure import provenance, record, runner, supervise
+from numa_effects.measure import progress, provenance, record, runner, supervise
 from numa_effects.measure.causes import Cause
 from numa_effects.measure.record import Failure, GroupRecord, Record
 from numa_effects.measure.workloads import WORKLOADS, Skip, WorkloadError
@@ -183,6 +183,7 @@ def run(
     timeout_s: float,
     max_memory_mb: int | None = None,
     sleep=None,
+    until=None,
 ) -> Record | GroupRecord:
     """Measure one job (see the module docstring) and write its record atomically to ``out``.
     A group's instances log to the folder ``log`` without its suffix. ``max_memory_mb``: each
@@ -190,7 +191,7 @@ def run(
     out, log = Path(out), Path(log)
     kw = {"max_memory_mb": max_memory_mb, "sleep": sleep}
     if isinstance(spec, GroupSpec):
-        done = run_group(spec, log.parent / log.stem, timeout_s, **kw)
+        done = run_group(spec, log.parent / log.stem, timeout_s, until, **kw)
     else:
         log.parent.mkdir(parents=True, exist_ok=True)
         ready = prepare(spec.configuration, topology_mod.current())
@@ -201,13 +202,15 @@ def run(
         else:
             done = unmeasured(spec, ready)
     record.write(out, done)
+    progress.done(out)
     return done
 
 
-def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, **kw) -> GroupRecord:
+def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw) -> GroupRecord:
     """A group job: every configuration prepared first (one that cannot run here fails the job
     before anything runs), then each measured in the order of its ``schedule``
-    (``measure_all``); its instances log to ``logdir/<name>-r<replicate>-i<j>.log``."""
+    (``measure_all``, which ``until`` may stop after a replicate); its instances log to
+    ``logdir/<name>-r<replicate>-i<j>.log``."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),
@@ -224,9 +227,11 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, **kw) -> GroupRec
             readies[name] = got
         else:
             stop = stop or (got if isinstance(got, Failure) else Failure(Cause.ERROR, str(got)))
-    runs, alloc = {}, None
+    runs, alloc, stopped = {}, None, None
     if stop is None:
-        runs = measure_all(spec.measurements(), readies, Path(logdir), timeout_s, **kw)
+        runs, stopped = measure_all(
+            spec.measurements(), readies, Path(logdir), timeout_s, until, **kw
+        )
         started["finished_at"] = provenance.now()
         allocs = {json.dumps(r.allocator, sort_keys=True) for r in readies.values()}
         alloc = next(iter(readies.values())).allocator if len(allocs) == 1 else None
@@ -247,20 +252,35 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, **kw) -> GroupRec
         allocator=alloc,
         failure=stop,
         code=spec.code,
+        stopped=stopped,
     )
 
 
 def measure_all(
-    measurements: list[tuple[str, Spec]], readies: dict, logdir: Path, timeout_s: float, **kw
-) -> dict[str, tuple[Record, ...]]:
-    """``{name: records in replicate order}`` of named configurations, measured in the order
-    given (``GroupSpec.schedule``: replicate by replicate by default; ABBA or any other)."""
+    measurements: list[tuple[str, Spec]],
+    readies: dict,
+    logdir: Path,
+    timeout_s: float,
+    until=None,
+    **kw,
+) -> tuple[dict[str, tuple[Record, ...]], str | None]:
+    """(``{name: records in replicate order}``, why it stopped early or None) of named
+    configurations, measured in the order given (``GroupSpec.schedule``: replicate by replicate
+    by default; ABBA or any other). ``until(runs, replicate)``, called when a replicate's
+    measurements are done and another follows, may stop the job with its reason."""
     runs: dict[str, list[Record]] = {}
-    for name, s in measurements:
+    stopped = None
+    for k, (name, s) in enumerate(measurements):
         tag = f"{name}-r{s.replicate}"
         logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
         runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
-    return {n: tuple(sorted(recs, key=lambda r: r.replicate)) for n, recs in runs.items()}
+        last = k + 1 == len(measurements) or measurements[k + 1][1].replicate != s.replicate
+        if until is not None and last and k + 1 < len(measurements):
+            stopped = until(runs, s.replicate)
+            if stopped:
+                break
+    done = {n: tuple(sorted(recs, key=lambda r: r.replicate)) for n, recs in runs.items()}
+    return done, stopped
 
 
 def _echo(conf: Configuration) -> dict:

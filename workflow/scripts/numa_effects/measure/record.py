@@ -162,6 +162,7 @@ class GroupRecord:
     allocator: dict | None = None
     failure: Failure | None = None
     code: str | None = None  # the digest of the measuring code that made it (plan.code)
+    stopped: str | None = None  # why it stopped before its schedule's end (None: it did not)
 
     def to_json(self) -> dict:
         out = {"format": FORMAT, **{k: getattr(self, k) for k in self.__dataclass_fields__}}
@@ -187,6 +188,7 @@ class GroupRecord:
             allocator=d.get("allocator"),
             failure=Failure.from_json(d.get("failure")),
             code=d.get("code"),
+            stopped=d.get("stopped"),
         )
 
 

@@ -178,11 +178,15 @@ def check_cpus(plan: dict, cpus_allowed_list: str) -> str | None:
 
 
 def check_mempolicy(plan: dict, mempolicy: dict, mems_allowed_list: str) -> str | None:
-    want_mode = "bind" if plan["mem_policy"] == "bind" else "interleave"
+    want_mode = plan["mem_policy"] if plan["mem_policy"] in ("bind", "local") else "interleave"
     want_nodes = tuple(plan["mem_nodes"])
     mode = mempolicy.get("mode")
     if mode == "unknown" or mode is None:
         return f"memory policy could not be read ({mempolicy.get('error', 'no read-back')})"
+    if want_mode == "local":  # numactl --localalloc, or no policy at all: first touch
+        if mode in ("local", "default"):
+            return None
+        return f"memory policy is {mode}, the plan is local allocation"
     if mode != want_mode or tuple(mempolicy.get("nodes", ())) != want_nodes:
         got = f"{mode}:{cpulist.format(mempolicy.get('nodes', ()))}"
         return f"memory policy is {got}, the plan is {want_mode}:{plan['mem_list']}"

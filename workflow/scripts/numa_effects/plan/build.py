@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import compare as compare_mod
+from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import host as host_mod
 from numa_effects.plan import manifest as manifest_mod
@@ -61,6 +62,8 @@ class Plan:
     # the resolved two_stage key (plan.stages): None = every cell runs ``replicates`` processes;
     # else ``replicates`` is the first stage and ``order`` is planned up to the cap
     two_stage: dict | None = None
+    # the resolved deploy key (plan.deploy.settings); {"enabled": False} = no answer
+    deploy: dict = field(default_factory=lambda: {"enabled": False, "measured": False})
     manifest: dict = field(init=False)
     _priority: dict = field(init=False, repr=False)
 
@@ -276,6 +279,37 @@ class Plan:
             "code": self.code.get("measure"),
         }
 
+    # -- what to deploy ---------------------------------------------------------------------------
+    def deploy_job(self, allowance_s: float | None = None) -> dict:
+        """What the deploy job needs besides its plan (run_deploy.py): the timing settings of
+        one configuration in one round, the rounds, the compile cache."""
+        d = self.deploy
+        compiled = [
+            o for o in d["optimizations"] if optimizations_mod.OPTIMIZATIONS[o].compile_cache
+        ]
+        return {
+            "image_size": self.config["image_size"],
+            "settings": {
+                **settings_mod.of(self.config),
+                "max_seconds_per_cell": d["max_seconds"],
+            },
+            "rounds": d["rounds"],
+            "max_rounds": d["max_rounds"],
+            "target_pct": d["target_pct"],
+            "allowance_s": allowance_s,
+            "compile_cache_opts": compiled,
+            "compile_cache_dir": self.path(paths.COMPILE_CACHE),
+            "code": self.code.get("measure"),
+        }
+
+    def deploy_timeout_s(self) -> float:
+        """The deploy job's wall-time bound: every configuration of a generous plan in every
+        round, each killed after the cell timeout."""
+        from numa_effects.plan import cost
+
+        searched, plain = cost.deploy_configurations(self.deploy)
+        return (2 * (searched + plain) + 4) * self.deploy["max_rounds"] * self.cell_timeout_s
+
     # -- report ---------------------------------------------------------------------------------
     def figure_keys(self) -> list:
         """The cells the report's figures are planned from: those that run (or were imported);
@@ -342,7 +376,11 @@ class Plan:
         out += [self.table(t) for t in tables]
         out += [self.path(paths.SUMMARY), self.path(paths.REPORT_PAGE)]
         if self.packing_jobs:
-            out += [self.table(t) for t in ("packing", "packing_candidates", "interference")]
+            out += [self.table(t) for t in ("packing", "packing_candidates")]
+        if self.interference_jobs:
+            out.append(self.table("interference"))
+        if self.deploy["enabled"]:
+            out.append(self.table("recommendation"))
         if self.measured:
             # Every replicate's result is a target too: Snakemake does not re-make a deleted
             # intermediate file whose consumers are up to date, so a deleted or missing
@@ -390,9 +428,10 @@ def build(
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if measures else []
     memory = memory_jobs(grid, topology)
-    packing = packing_mod.settings(config, topology, threads)
+    deploy = deploy_mod.settings(config, measured=measures)
+    packing = packing_mod.settings(config, topology, threads, profile=deploy["measured"])
     jobs = tuple(packing_mod.jobs(packing)) if measures else ()
-    profile = tuple(packing_mod.interference_jobs(packing)) if jobs else ()
+    profile = tuple(packing_mod.interference_jobs(packing)) if measures else ()
     return Plan(
         config=config,
         topology=topology,
@@ -410,6 +449,7 @@ def build(
         compare=compare,
         compare_keys=tuple(compare_keys or ()),
         two_stage=stages_mod.settings(config) if measures else None,
+        deploy=deploy,
     )
 
 

@@ -154,7 +154,7 @@ def statistic(cells) -> str:
     return col
 
 
-def _ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
+def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
     """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
     allocator column is glibc's (``default``: ``grid.keyed``). ``allocator`` None: the run's
     baseline (``plan.allocators.baseline`` of the table's), the one packing groups run with
@@ -181,7 +181,7 @@ def latency_table(
     """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
     ``allocator`` (None: the run's baseline allocator, which packing groups run with; a table
     without the column is glibc's)."""
-    sel = _ok_cells(cells, model, opt, placement, allocator)
+    sel = ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:
         return {}
     col = statistic(sel)
@@ -648,7 +648,7 @@ def alone_table(
     table = latency_table(cells, model, opt, placement, allocator)
     if not table:
         return {}
-    sel = _ok_cells(cells, model, opt, placement, allocator)
+    sel = ok_cells(cells, model, opt, placement, allocator)
     out = {}
     for r in sel.itertuples(index=False):
         key = (int(r.threads), int(r.batch_size))
@@ -833,7 +833,7 @@ DEFAULTS = {
 }
 
 
-def settings(config: dict, topo, threads: list[int]) -> dict:
+def settings(config: dict, topo, threads: list[int], profile: bool = False) -> dict:
     """The resolved ``packing`` config key (config/README.md, "Packing"): ``enabled`` (``auto``
     = on when the grid has at least two thread counts and measures ``sequential``, the
     optimizer's table), ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of
@@ -869,7 +869,8 @@ def settings(config: dict, topo, threads: list[int]) -> dict:
     batch = ig["batch"]
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1
-    on = bool(ig["enabled"]) and out["enabled"]
+    # the profile also serves the deploy answer's predictions (``profile``: it is measured)
+    on = bool(ig["enabled"]) and (out["enabled"] or profile) and sequential_measured(config)
     out["interference"] = {
         "enabled": on,
         "batch": int(batch),
@@ -877,6 +878,11 @@ def settings(config: dict, topo, threads: list[int]) -> dict:
         "profiles": profiles(out, topo, ig) if on else [],
     }
     return out
+
+
+def sequential_measured(config: dict) -> bool:
+    """Does the grid measure the cells packing predicts from (``sequential``, here)?"""
+    return BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
 
 
 def jobs(s: dict) -> list[dict]:
@@ -895,7 +901,7 @@ def jobs(s: dict) -> list[dict]:
 def interference_jobs(s: dict) -> list[dict]:
     """One profile job per (model, opt, budget, threads): its wildcards and group sizes."""
     ig = s.get("interference") or {}
-    if not (s["enabled"] and ig.get("enabled")):
+    if not ig.get("enabled"):
         return []
     return [
         {"model": m, "opt": o, "budget": p["budget"], "threads": p["threads"]}

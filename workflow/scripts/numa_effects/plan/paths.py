@@ -26,6 +26,11 @@ PACKING_RUN_LOG = "logs/packing/{model}/{opt}/c{budget}/bs{batch_size}.log"
 # the interference profile: k identical instances side by side, per (budget, threads)
 INTERFERENCE_RUN = "packing/{model}/{opt}/c{budget}/interference/t{threads}.json"
 INTERFERENCE_RUN_LOG = "logs/packing/{model}/{opt}/c{budget}/interference/t{threads}.log"
+# what to deploy (plan.deploy): the configurations searched after the cells, their measurement
+DEPLOY_PLAN = "deploy/plan.json"
+DEPLOY_PLAN_LOG = "logs/deploy/plan.log"
+DEPLOY_RUN = "deploy/run.json"
+DEPLOY_RUN_LOG = "logs/deploy/run.log"
 REPORT_DIR = "report"
 REPORT_PAGE = "report/index.html"
 FIGURE_DIR = "report/figures"

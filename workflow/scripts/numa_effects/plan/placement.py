@@ -60,7 +60,7 @@ class Plan:
     threads: int
     cpus: tuple[int, ...]
     cpu_nodes: tuple[int, ...]
-    mem_policy: str  # "bind" or "interleave"
+    mem_policy: str  # "bind", "interleave" or "local" (first touch; mem_nodes: the CPUs' nodes)
     mem_nodes: tuple[int, ...]
     use_smt: bool = False
     cores: int = 0  # distinct physical cores used (< threads only when SMT siblings are used)
@@ -70,11 +70,11 @@ class Plan:
         return label(self.placement, self.use_smt)
 
     def numactl_args(self) -> list[str]:
+        cpus = f"--physcpubind={cpulist.format(self.cpus)}"
+        if self.mem_policy == "local":
+            return [cpus, "--localalloc"]
         mem_flag = "--membind" if self.mem_policy == "bind" else "--interleave"
-        return [
-            f"--physcpubind={cpulist.format(self.cpus)}",
-            f"{mem_flag}={cpulist.format(self.mem_nodes)}",
-        ]
+        return [cpus, f"{mem_flag}={cpulist.format(self.mem_nodes)}"]
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -29,6 +29,7 @@ RULES = {
     "memory": paths.MEMORY,
     "packing_run": paths.PACKING_RUN,
     "interference_run": paths.INTERFERENCE_RUN,
+    "deploy_run": paths.DEPLOY_RUN,
 }
 # the checkpoint that asks for more replicates once it has run (config key two_stage)
 CHECKPOINT = "replicates"
@@ -102,7 +103,36 @@ def default_seconds(rule: str, plan) -> float:
         most = max((len(j["instances"]) for j in plan.interference_jobs), default=1)
         each = float((packing.get("interference") or {}).get("max_seconds") or 0) + START_S
         return (1 + most) * plan.replicates * each
+    if rule == "deploy_run":
+        from numa_effects.plan import cost
+
+        return cost.deploy_seconds(plan)
     raise KeyError(rule)
+
+
+def defaults(plan) -> dict[str, float]:
+    """{rule: seconds of one of its jobs} by the run's cost model (``plan.cost``): the same
+    estimate the run prints for the whole plan, per job; {} for a rule it has no part for."""
+    from numa_effects.plan import cost, cpu
+
+    try:  # the clock of the machine that measures (where a run's line is printed)
+        caps = cpu.of_machine()
+    except OSError:
+        caps = None
+    est = cost.estimate(plan, caps)
+    per = cost.jobs_per_part(plan)
+    parts = {
+        "cell": "cells",
+        "peak": "peaks",
+        "packing_run": "packing",
+        "interference_run": "interference",
+        "deploy_run": "deploy",
+    }
+    return {
+        rule: est.parts[part] / per[part]
+        for rule, part in parts.items()
+        if est.parts.get(part) and per.get(part)
+    }
 
 
 def estimate_seconds(jobs: Iterable[Job]) -> float:

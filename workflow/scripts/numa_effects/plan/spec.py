@@ -29,6 +29,8 @@ from numa_effects.plan.placement import Plan
 FORMAT = 2
 # the workloads (measure.workloads.WORKLOADS), by name
 MODEL, PEAK, MEMORY = "model", "dtype_peaks", "memory_probe"
+# the placement label of an instance pinned to CPUs its job names (the deploy answer's layouts)
+PINNED = "pinned"
 
 
 class SpecError(ValueError):
@@ -107,6 +109,8 @@ class Configuration:
 
     def recheck(self, topo) -> str | None:
         """Why the plans made when scheduling do not hold on ``topo`` (this machine), or None."""
+        if self.packing is None and all(i.cell.get("placement") == PINNED for i in self.instances):
+            return _recheck_pinned(self.instances, topo)
         if self.packing is None:
             return _recheck_each(self.instances, topo)
         p = self.packing
@@ -130,6 +134,20 @@ class Configuration:
         p = d.get("packing")
         packing = None if p is None else Packing(**{**p, "nodes": p["nodes"] and tuple(p["nodes"])})
         return cls(tuple(Instance.from_json(i) for i in d["instances"]), packing)
+
+
+def _recheck_pinned(instances, topo) -> str | None:
+    """Instances pinned to CPUs named when planning (the deploy answer's layouts): those CPUs
+    exist here and lie on the nodes the plan says."""
+    have = {c.cpu for c in topo.cpus}
+    for inst in instances:
+        missing = sorted(set(inst.plan.cpus) - have)
+        if missing:
+            return f"CPUs {missing} are not on this machine ({topo.source})"
+        nodes = tuple(sorted({topo.node_of(c) for c in inst.plan.cpus}))
+        if nodes != tuple(inst.plan.cpu_nodes):
+            return f"CPUs {list(inst.plan.cpus)} lie on nodes {list(nodes)} here, not as planned"
+    return None
 
 
 def _recheck_each(instances, topo) -> str | None:
@@ -382,3 +400,54 @@ def interference(job: dict, topo) -> GroupSpec:
         placed[f"k{k}"] = _configuration(common, got, conf, budget, common["use_smt"])
     keys = ("model", "opt", "budget", "threads", "batch", "instances", "image_size", "use_smt")
     return _group("interference", job, {k: job[k] for k in keys}, placed, unplaced=unplaced)
+
+
+def abba(names, rounds: int) -> tuple[tuple[str, int], ...]:
+    """The schedule of ``rounds`` rounds of every configuration, in ABBA order: the given order
+    in odd rounds, reversed in even ones, so that a drift between rounds moves every pair
+    alike."""
+    names = list(names)
+    return tuple(
+        (n, r) for r in range(1, int(rounds) + 1) for n in (names if r % 2 else names[::-1])
+    )
+
+
+def deploy(job: dict, configurations: dict) -> GroupSpec:
+    """The deploy answer's measurement (``tables.deploy_plan``'s ``configurations``: each its
+    model, optimization, allocator and instances pinned to named CPUs and memory), in ABBA
+    rounds up to ``job["max_rounds"]`` (``measure.deploy`` may stop earlier). ``job``:
+    ``Plan.deploy_job``."""
+    placed = {}
+    for name, conf in configurations.items():
+        common = {k: conf[k] for k in ("model", "opt", "allocator")}
+        common |= {"image_size": job["image_size"], "placement": PINNED}
+        options = {}
+        if conf["opt"] in job.get("compile_cache_opts", ()):
+            options["compile_cache_dir"] = job["compile_cache_dir"]
+        insts = []
+        for i in conf["instances"]:
+            plan = pinned_plan(i["cpus"], i["threads"], i["mem_nodes"], i["nodes"], i["cores"])
+            c = {**common, "threads": plan.threads, "batch_size": int(i["batch"])}
+            insts.append(Instance(MODEL, c | {"use_smt": plan.use_smt}, plan, dict(options)))
+        placed[name] = Configuration(tuple(insts))
+    echo = {k: job[k] for k in ("rounds", "max_rounds", "target_pct", "image_size")}
+    return GroupSpec(
+        "deploy", echo, placed, dict(job["settings"]), abba(placed, job["max_rounds"]),
+        code=job.get("code"),
+    )  # fmt: skip
+
+
+def pinned_plan(cpus, threads: int, mem_nodes, cpu_nodes, cores: int) -> Plan:
+    """The binding of an instance the job names by its CPUs: memory bound to ``mem_nodes``, or
+    first-touch (``local``) where there are none."""
+    mem = tuple(mem_nodes)
+    return Plan(
+        placement=PINNED,
+        threads=int(threads),
+        cpus=tuple(sorted(cpus)),
+        cpu_nodes=tuple(cpu_nodes),
+        mem_policy="bind" if mem else "local",
+        mem_nodes=mem or tuple(cpu_nodes),
+        use_smt=int(cores) < len(cpus),
+        cores=int(cores),
+    )

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects.plan.grid import DEFAULTS, KEYS
+from numa_effects.report import deploy_section
 from numa_effects.report import registry as figures_mod
 from numa_effects.report.data import flag
 from numa_effects.report.registry import PageFacts
@@ -58,6 +59,7 @@ table.data td{white-space:nowrap}
 table.data th,table.data td{border:1px solid #ddd;padding:.15rem .45rem;text-align:right}
 table.data th{background:#f0f0f0}
 table.data td.t{text-align:left}
+table.data tr.rec td{background:#e8f4e8}
 tr.failed td{background:#fde2e1}
 tr.skipped td,tr.missing td{background:#eee;color:#666}
 tr.contended td{background:#fff3e0}
@@ -358,7 +360,10 @@ def render(
     failures: pd.DataFrame | None = None,
     precision: pd.DataFrame | None = None,
     memory_matrix: pd.DataFrame | None = None,
+    recommendation: pd.DataFrame | None = None,
 ) -> str:
+    """The page; ``recommendation``: ``tables/recommendation.csv`` (None: the run has no
+    "What to deploy" section)."""
     figs = [figures_mod.from_dict(d) for d in figure_list]
     models = sorted(
         {f.model for f in figs} | set(cells.get("model", pd.Series(dtype=str)).dropna())
@@ -373,8 +378,11 @@ def render(
     facts = PageFacts(cells, skipped, placements, bool(imported))
     # tables a section may show (Section.tables)
     shown = {"degradation": degradation, "precision": precision, "memory_matrix": memory_matrix}
+    answer = recommendation is not None
+    first = f'<a href="#{deploy_section.ANCHOR}">{deploy_section.HEADING}</a>' if answer else ""
     nav = (
         "<nav>"
+        + first
         + "".join(
             f'<a{HIGHLIGHT if sec.highlight else ""} href="#{sec.anchor}">{_e(sec.heading)}</a>'
             for sec in figures_mod.page_sections().values()
@@ -390,6 +398,8 @@ def render(
         "<main>",
         emulated_banner(machine),
     ]
+    if answer:
+        body.append(deploy_section.html_section(recommendation))
     for key, sec in figures_mod.page_sections().items():
         body.append(f'<h2 id="{sec.anchor}">{_e(sec.heading)}</h2>')
         in_section = [f for f in figs if f.spec.section == key]

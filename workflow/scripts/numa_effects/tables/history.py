@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from numa_effects.measure import progress
 from numa_effects.plan import paths, remeasure
 from numa_effects.plan import topology as topology_mod
 
@@ -120,6 +121,7 @@ def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
     took (``plan``: the run's ``build.Plan``)."""
     out = []
     root = Path(plan.results)
+    defaults = remeasure.defaults(plan)
     for j in raw:
         path = Path(j["output"])
         data = _read_json(path) if path.is_file() else None
@@ -133,7 +135,7 @@ def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
             code=plan.code.get("measure"),
         )
         previous = record_seconds(data) if data else None
-        default = remeasure.default_seconds(j["rule"], plan)
+        default = defaults.get(j["rule"]) or remeasure.default_seconds(j["rule"], plan)
         out.append(remeasure.Job(j["rule"], str(path), why, previous, default))
     return out
 
@@ -393,5 +395,6 @@ def start(plan, raw: list[dict], more_later: bool = False) -> list[str]:
             f"numa-effects: cannot keep the records of {plan.results}/ before measuring "
             f"({exc}); nothing was measured and no record replaced"
         ) from exc
+    progress.start(plan.results, [remeasure.estimate_seconds([j]) for j in found])
     lines = [remeasure.line(found, False, more_later)]
     return lines + [t for t in [kept_line(plan.results, kept)] if t]

@@ -273,6 +273,14 @@ def curve(df: pd.DataFrame, model: str, opt: str) -> interference.Curve:
     return interference.fit(points(df, model, opt))
 
 
+def curves(df: pd.DataFrame | None) -> dict:
+    """{(model, opt): the fitted model} of every profiled (model, opt) of a profile table."""
+    if df is None or df.empty:
+        return {}
+    pairs = df[["model", "opt"]].drop_duplicates().itertuples(index=False)
+    return {(m, o): curve(df, m, o) for m, o in pairs}
+
+
 def cost(df: pd.DataFrame) -> dict:
     """Jobs, groups and wall seconds of the profile (measured here)."""
     if df is None or df.empty:

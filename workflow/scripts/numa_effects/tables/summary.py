@@ -94,9 +94,12 @@ def render(
     packing: pd.DataFrame | None = None,
     profile: pd.DataFrame | None = None,
     history: list[str] = (),
+    recommendation: pd.DataFrame | None = None,
 ) -> str:
     """The run's summary; ``history``: where the records a re-run replaced are kept
-    (``tables.history.summary_lines``)."""
+    (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines)."""
+    from numa_effects.tables import deploy
+
     s = machine.get("summary", {})
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
@@ -111,7 +114,7 @@ def render(
     else:  # imported results: the layout was not recorded, so none is claimed
         machine_line = f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
     imported = machine.get("imported_from")
-    lines = ["numa-effects run summary", machine_line]
+    lines = [*deploy.answer_lines(recommendation), "numa-effects run summary", machine_line]
     if imported:
         lines.append(f"  imported from: {', '.join(imported)}")
     verb = "imported" if imported else "measured"

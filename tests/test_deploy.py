@@ -1,0 +1,311 @@
+"""What to deploy (docs/deploy.md): the search over the isolated profiles on synthesized server
+topologies, the baselines beside it, the judging of a measured plan (the recommendation, the
+paired gains and their coverage), an import's predicted answer, and the cost model's budget.
+
+The profiles are PackRat's real CloudLab cells (../shared/reference/packrat); the topologies are
+the synthesized 2 x 32 with SMT, 2 x 128 in SNC3 (43/43/42 cores per node) and 4 nodes with a
+memory-only node (tests/fixtures/topology). Expectations come from those topologies."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import yaml
+from conftest import FIXTURES, REPO
+from test_packrat import PACKRAT
+
+from numa_effects import config as config_mod
+from numa_effects.measure import deploy as measured
+from numa_effects.measure.record import Record
+from numa_effects.plan import build, cost, deploy, launchers, topology
+from numa_effects.plan import spec as spec_mod
+from numa_effects.tables import deploy as judged
+from numa_effects.tables import deploy_plan, packrat
+from numa_effects.tables import interference as interference_table
+
+TOPO = FIXTURES / "topology"
+SHAPES = {
+    "2x32-smt": TOPO / "synthetic-2x32-smt-offset64.lscpu-p.txt",
+    "snc3": TOPO / "synthetic-2x128-snc3-smt-offset256.lscpu-p.txt",
+    "4node+memory": TOPO / "synthetic-4node-plus-memory-only",
+}
+needs_packrat = pytest.mark.skipif(not PACKRAT.is_dir(), reason=f"no PackRat data at {PACKRAT}")
+
+
+@pytest.fixture(scope="module")
+def cloudlab():
+    """PackRat's CloudLab cells (eager and TorchScript, glibc) and its multi-instance profile."""
+    cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches"])
+    return cells, cloudlab_curves()
+
+
+def cloudlab_curves() -> dict:
+    """The interference model of PackRat's CloudLab multi-instance runs."""
+    profile = packrat.interference_table(PACKRAT / "cloudlab_multiinstance-interference")
+    return interference_table.curves(profile)
+
+
+def settings(cells, **over) -> dict:
+    cfg = {
+        "models": sorted(set(cells["model"])),
+        "batch_sizes": [1, 16, 256],
+        "optimizations": sorted(set(cells["opt"])),
+        "allocators": ["default"],
+        "placements": ["sequential"],
+    }
+    return deploy.settings({**cfg, **over}, measured=True)
+
+
+def node_cores(topo) -> list[int]:
+    return [len(topo.node_cpus(n)) for n in topo.nodes]
+
+
+def instance_nodes(topo, inst: dict) -> set[int]:
+    return {topo.node_of(c) for c in inst["cpus"]}
+
+
+@needs_packrat
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_candidates_stay_inside_their_node_and_baselines_say_when_they_do_not(cloudlab, shape):
+    cells, curves = cloudlab
+    topo = topology.load(SHAPES[shape])
+    plan = deploy_plan.plan(cells, curves, topo, settings(cells))
+    configs = plan["configurations"]
+    assert plan["objectives"]
+    for row in plan["objectives"]:
+        assert row["candidates"], row["name"]
+        for cand in row["candidates"]:
+            config = configs[cand["config"]]
+            for inst in config["instances"]:
+                nodes = sorted(instance_nodes(topo, inst))
+                assert inst["mem_nodes"] == nodes  # memory on the instance's own nodes
+                assert not set(nodes) & set(topo.memory_only_nodes)
+                # across nodes only as one instance wider than any node, and then it says so
+                if len(nodes) > 1:
+                    assert len(config["instances"]) == 1
+                    assert inst["threads"] > max(node_cores(topo))
+                    assert any("straddle" in n for n in config["notes"])
+            if row["objective"] == deploy.LATENCY:
+                total = sum(i["batch"] for i in configs[cand["config"]]["instances"])
+                assert total == row["batch"]
+        for base in row["baselines"]:
+            if not base["config"]:
+                continue
+            config = configs[base["config"]]
+            slots = [
+                launchers.Slot(tuple(i["cpus"]), i["threads"], tuple(i["mem_nodes"]))
+                for i in config["instances"]
+            ]
+            crossing = bool(launchers.straddling(slots, topo))
+            assert crossing == any("straddle" in n for n in config["notes"]), base
+
+
+@needs_packrat
+def test_run_cpu_latency_on_snc3_is_measured_as_run_cpu_runs_it_and_marked(cloudlab):
+    cells, curves = cloudlab
+    topo = topology.load(SHAPES["snc3"])
+    plan = deploy_plan.plan(cells, curves, topo, settings(cells))
+    (tput,) = [r for r in plan["objectives"] if r["objective"] == deploy.THROUGHPUT]
+    (base,) = [b for b in tput["baselines"] if b["baseline"] == "run_cpu-latency"]
+    config = plan["configurations"][base["config"]]
+    want = launchers.run_cpu_layout(topo, latency_mode=True)
+    assert [tuple(i["cpus"]) for i in config["instances"]] == [s.cpus for s in want]
+    assert any("straddle" in n for n in base["notes"])
+    (thr,) = [b for b in tput["baselines"] if b["baseline"] == "run_cpu-throughput"]
+    assert len(plan["configurations"][thr["config"]]["instances"]) == len(topo.nodes)
+
+
+@needs_packrat
+def test_identical_layouts_are_one_configuration_named_by_each_baseline(cloudlab):
+    cells, curves = cloudlab
+    topo = topology.load(TOPO / "host-1node-kvm")  # one node of 2 cores: the rules agree
+    plan = deploy_plan.plan(cells, curves, topo, settings(cells, batch_sizes=[4]))
+    row = plan["objectives"][0]
+    ids = {b["baseline"]: b["config"] for b in row["baselines"]}
+    assert ids["all-cores"] == ids["run_cpu-latency"] == ids["run_cpu-throughput"]
+    df = judged.table(plan, None)
+    base = df[df["config"] == ids["all-cores"]]
+    assert base["baseline"].iloc[0] == "all-cores = run_cpu-latency = run_cpu-throughput"
+
+
+@needs_packrat
+def test_an_import_gets_a_predicted_answer_with_intervals():
+    cells = packrat.cells_table([PACKRAT / "cloudlab_large-batches-tcmalloc"])
+    curves = cloudlab_curves()
+    topo = topology.load(TOPO / "2x16-nosmt-alternating.lscpu-p.txt")  # CloudLab's c6420
+    s = deploy.settings({"import": {"packrat": ["x"]}}, measured=False)
+    plan = deploy_plan.plan(cells, curves, topo, s)
+    df = judged.table(plan, None)
+    assert set(df["source"]) == {"predicted"}
+    rec = df[df["role"] == "recommended"]
+    assert len(rec) == len(plan["objectives"]) and rec["predicted"].gt(0).all()
+
+    def shared(cid) -> bool:  # two instances on one node: the interference's uncertainty
+        nodes = [topo.node_of(i["cpus"][0]) for i in plan["configurations"][cid]["instances"]]
+        return len(nodes) > len(set(nodes))
+
+    multi = rec[rec["config"].map(shared)]
+    assert not multi.empty
+    assert (multi["predicted_low"] < multi["predicted"]).all()
+    assert (multi["predicted"] < multi["predicted_high"]).all()
+    lines = judged.answer_lines(df)
+    assert lines[0].startswith("What to deploy (predicted")
+    assert all("(predicted)" in ln for ln in lines if ": " in ln and ln.startswith("  resnet"))
+
+
+# -- judging a measured plan --------------------------------------------------------------------
+
+
+def record(latency_s: float, batch: int = 1, instances: int = 1, replicate: int = 1) -> Record:
+    inst = {"batch": batch, "stats": {"median_s": latency_s, "p99_s": latency_s * 1.1}}
+    stats = {"median_s": latency_s}
+    return Record("ok", {}, replicate=replicate, stats=stats, instances=(inst,) * instances)
+
+
+def rounds(values: list[float]) -> list[Record]:
+    return [record(v, replicate=r) for r, v in enumerate(values, start=1)]
+
+
+def row(objective=deploy.LATENCY) -> dict:
+    return {
+        "objective": objective,
+        "batch": 1,
+        "name": "latency b1",
+        "model": "m",
+        "candidates": [{"config": "a"}, {"config": "b"}],
+        "baselines": [{"baseline": "all-cores", "config": "c", "notes": []}],
+    }
+
+
+def test_abba_order():
+    got = spec_mod.abba(["a", "b", "c"], 3)
+    assert [n for n, r in got if r == 1] == ["a", "b", "c"]
+    assert [n for n, r in got if r == 2] == ["c", "b", "a"]
+    assert [r for _, r in got] == [1] * 3 + [2] * 3 + [3] * 3
+
+
+def test_the_simplest_of_the_not_significantly_different_is_recommended():
+    configs = {
+        "a": {"opt": "bf16", "allocator": "jemalloc", "instances": [{}, {}], "label": "2x"},
+        "b": {"opt": "none", "allocator": "default", "instances": [{}], "label": "1x"},
+        "c": {"opt": "none", "allocator": "default", "instances": [{}], "label": "1x"},
+    }
+    rng = np.random.default_rng(1)
+    noise = lambda: float(np.exp(rng.normal(0, 0.002)))  # noqa: E731
+    runs = {
+        "a": rounds([0.100 * noise() for _ in range(4)]),  # the best
+        "b": rounds([0.1002 * noise() for _ in range(4)]),  # as good, simpler
+        "c": rounds([0.200 * noise() for _ in range(4)]),  # clearly slower
+    }
+    r = row()
+    gains = measured.gains(runs, r, measured.pooled(runs, [r]))
+    pick, why = judged.recommend(runs, r, configs, gains)
+    assert measured.best(runs, ["a", "b", "c"], deploy.LATENCY) == "a"
+    assert pick == "b" and "not significantly different" in why
+    runs["b"] = rounds([0.130 * noise() for _ in range(4)])  # now clearly slower
+    gains = measured.gains(runs, r, measured.pooled(runs, [r]))
+    assert judged.recommend(runs, r, configs, gains)[0] == "a"
+    runs["b"] = runs["b"][:1]  # one round: no interval, so no tie is claimed
+    gains = measured.gains(runs, r)
+    assert judged.recommend(runs, r, configs, gains)[0] == "a"
+
+
+def test_throughput_is_the_instances_images_per_second():
+    rec = record(0.5, batch=16, instances=2)
+    assert measured.metric(rec, deploy.THROUGHPUT) == pytest.approx(64.0)
+    assert measured.metric(rec, deploy.LATENCY) == 0.5
+    assert math.isnan(measured.metric(Record("contended", {}), deploy.LATENCY))
+
+
+def simulate(rng, gain: float, rounds: int, drift: float, process: float, steps: int = 20):
+    """One deploy job of two configurations in ABBA rounds: per round a drift shared by the
+    round (moving linearly within it), per process an offset, per step a little noise. Returns
+    the runs (median of each process's steps) and every step, per configuration."""
+    runs, all_steps = {"a": [], "b": []}, {"a": [], "b": []}
+    mu = {"a": math.log(0.1), "b": math.log(0.1 * gain)}
+    for r in range(1, rounds + 1):
+        d = rng.normal(0, drift)
+        order = ["a", "b"] if r % 2 else ["b", "a"]  # ABBA (plan.spec.abba)
+        for slot, cid in enumerate(order):
+            level = mu[cid] + d + 0.01 * slot + rng.normal(0, process)
+            times = np.exp(level + rng.normal(0, 0.01, steps))
+            runs[cid].append(record(float(np.median(times)), replicate=r))
+            all_steps[cid] += list(times)
+    return runs, all_steps
+
+
+def test_the_paired_gain_ci_covers_the_true_gain_and_a_ci_of_the_steps_does_not():
+    from scipy.special import stdtrit
+
+    rng = np.random.default_rng(7)
+    true, n, covered, naive = 1.3, 400, 0, 0
+    r = {**row(), "candidates": [{"config": "a"}], "baselines": [{"baseline": "x", "config": "b"}]}
+    for _ in range(n):
+        runs, steps = simulate(rng, true, rounds=4, drift=0.05, process=0.02)
+        (g,) = measured.gains(runs, r).values()
+        covered += g["ci_low"] <= true <= g["ci_high"]
+        # naive: every step as an independent sample of its configuration
+        la, lb = np.log(steps["a"]), np.log(steps["b"])
+        se = math.sqrt(la.var(ddof=1) / la.size + lb.var(ddof=1) / lb.size)
+        centre = lb.mean() - la.mean()
+        half = float(stdtrit(la.size + lb.size - 2, 0.975)) * se
+        naive += math.exp(centre - half) <= true <= math.exp(centre + half)
+    assert covered / n >= 0.92
+    assert naive / n < 0.8  # it promises 95 %
+
+
+# -- time as an input -------------------------------------------------------------------------
+
+
+def default_config(**over) -> dict:
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return copy.deepcopy({**cfg, **over})
+
+
+def plan_of(cfg: dict):
+    checked = config_mod.check(cfg)
+
+    def make(c):
+        return build.build(c, checked.topology, code={"measure": "m", "tables": "t", "report": "r"})
+
+    return checked, make
+
+
+def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
+    cfg = default_config(topology=str(SHAPES["2x32-smt"]), budget=60)
+    checked, make = plan_of(cfg)
+    full = cost.estimate(make(copy.deepcopy(checked.config)))
+    fitted, est = cost.fit(checked.config, checked.topology, make)
+    assert full.total_s > 60 * 60  # the default grid there is more than the budget
+    assert est.total_s <= 60 * 60 and est.shrunk
+    assert fitted["threads"] != cfg.get("threads") or fitted["batch_sizes"] != cfg["batch_sizes"]
+    # each step only while over: without the last one it was over the budget, the answer at its
+    # fewest rounds; then the rounds fill what the budget leaves, up to deploy.max_rounds
+    steps = [w for w in est.shrunk if not w.startswith("deploy.max_rounds")]
+    less = {**checked.config, "budget": None}
+    fewest = make(checked.config).deploy["rounds"]
+    less["deploy"] = {**(less.get("deploy") or {}), "max_rounds": fewest}
+    applied = 0
+    for step in cost.shrink_steps(less, checked.topology):
+        if applied == len(steps) - 1:
+            break
+        got = step(less)
+        if got:
+            less, applied = got[0], applied + 1
+    assert cost.estimate(make(less)).total_s > 60 * 60
+    rounds = make(fitted).deploy
+    assert fewest == rounds["rounds"] <= rounds["max_rounds"] <= deploy.DEFAULTS["max_rounds"]
+    assert "within the budget of 60 min" in est.line(60)
+
+
+def test_without_a_budget_nothing_shrinks_and_the_estimate_grows_with_the_grid():
+    checked, make = plan_of(default_config(topology=str(SHAPES["2x32-smt"]), budget=None))
+    _, est = cost.fit(checked.config, checked.topology, make)
+    assert est.shrunk == []
+    small, make2 = plan_of(
+        default_config(topology=str(SHAPES["2x32-smt"]), batch_sizes=[1], budget=None)
+    )
+    assert cost.estimate(make2(small.config)).total_s < est.total_s

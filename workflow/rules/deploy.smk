@@ -1,0 +1,65 @@
+# What to deploy (docs/deploy.md): after the cells (the isolated profiles) and the interference
+# profile, the plan searches every optimization and allocator of the grid for each objective
+# and names the configurations to measure (the best predictions and the launchers' layouts);
+# one job measures them side by side in ABBA rounds; the table judges them, with the gains'
+# paired CIs. An imported run gets the plan only: its answer is predicted.
+
+
+if PLAN.deploy["enabled"]:
+
+    rule deploy_plan:
+        input:
+            cells=PLAN.table("cells"),
+            interference=(
+                PLAN.table("interference")
+                if PLAN.interference_jobs or (PLAN.config.get("import") or {}).get("interference")
+                else []
+            ),
+        output:
+            PLAN.path(paths.DEPLOY_PLAN),
+        log:
+            PLAN.path(paths.DEPLOY_PLAN_LOG),
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            settings=PLAN.deploy,
+            topology=PLAN.topology.to_dict(),
+            code=PLAN.code["tables"],
+        script:
+            "../scripts/plan_deploy.py"
+
+    rule deploy_table:
+        input:
+            plan=PLAN.path(paths.DEPLOY_PLAN),
+            run=PLAN.path(paths.DEPLOY_RUN) if PLAN.deploy["measured"] else [],
+        output:
+            PLAN.table("recommendation"),
+        log:
+            PLAN.log("recommendation"),
+        conda:
+            "../../envs/analysis.yaml"
+        params:
+            bound_ms=PLAN.deploy["latency_bound_ms"],
+            code=PLAN.code["tables"],
+        script:
+            "../scripts/tabulate_deploy.py"
+
+
+if PLAN.deploy["measured"]:
+
+    rule deploy_run:
+        input:
+            plan=PLAN.path(paths.DEPLOY_PLAN),
+        output:
+            PLAN.path(paths.DEPLOY_RUN),
+        log:
+            PLAN.path(paths.DEPLOY_RUN_LOG),
+        conda:
+            "../../envs/benchmark.yaml"
+        threads: bench_threads
+        resources:
+            **bench_resources(PLAN.deploy_timeout_s()),
+        params:
+            job=PLAN.deploy_job(DEPLOY_ALLOWANCE_S),
+        script:
+            "../scripts/run_deploy.py"

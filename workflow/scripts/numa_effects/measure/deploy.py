@@ -1,0 +1,174 @@
+"""Measure the deploy answer's configurations (``tables.deploy_plan``) side by side: round by
+round, every configuration once per round in ABBA order (``plan.spec.abba``), so that what
+drifts between rounds moves every configuration alike and each gain is a paired ratio over
+rounds (``gains``; docs/deploy.md).
+
+The job is a group of the one front door (``measure.job``; its spec ``plan.spec.deploy``): one
+pinned instance process per instance, each with its own optimization, allocator, threads, batch
+and binding; a round's latency is the barrier round's (all instances start together). After
+``rounds`` rounds the job goes on, round by round up to ``max_rounds``, while a gain of an
+objective's best configuration is known less precisely than ``target_pct`` and the next round
+fits the job's time allowance (``until``).
+
+The judging (``metric``, ``gains``, ``best``) is pure, on the records (``measure.record``):
+``tables.deploy`` reads the same functions into ``recommendation.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from numa_effects import stats
+from numa_effects.measure import job as job_mod
+from numa_effects.measure.record import GroupRecord, Record
+from numa_effects.plan import spec as spec_mod
+
+LATENCY, THROUGHPUT = "latency", "throughput"
+
+
+# -- judging (pure) ----------------------------------------------------------------------------
+
+
+def metric(rec: Record, objective: str) -> float:
+    """A measured configuration's value for an objective: the request's median latency
+    (seconds; the barrier round's) or the machine's images per second (each instance's batch
+    over its own median latency, summed); NaN without statistics."""
+    if rec.status != "ok" or not rec.stats:
+        return math.nan
+    if objective == LATENCY:
+        return float(rec.stats["median_s"])
+    total = 0.0
+    for inst in rec.instances or ():
+        st = inst.get("stats")
+        if not st or not st.get("median_s"):
+            return math.nan
+        total += float(inst["batch"]) / float(st["median_s"])
+    return total
+
+
+def p99_s(rec: Record) -> float:
+    """The largest of the instances' p99 latencies (a request's tail), NaN without them."""
+    vals = [(i.get("stats") or {}).get("p99_s") for i in rec.instances or ()]
+    vals = [float(v) for v in vals if v]
+    return max(vals) if vals else math.nan
+
+
+def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
+    """{round: value} of one configuration (rounds without statistics left out)."""
+    out = {}
+    for rec in runs.get(cid) or ():
+        v = metric(rec, objective)
+        if v == v and v > 0:
+            out[rec.replicate] = v
+    return out
+
+
+def gain_rounds(runs: dict, best: str, other: str, objective: str) -> np.ndarray:
+    """ln(gain) per paired round: how many times faster (latency: other / best) or more
+    images per second (throughput: best / other) the best configuration is."""
+    b, o = round_values(runs, best, objective), round_values(runs, other, objective)
+    if objective == LATENCY:
+        return stats.paired_log_ratios(b, o)
+    return stats.paired_log_ratios(o, b)
+
+
+def best(runs: dict, cids: list[str], objective: str) -> str | None:
+    """The configuration with the best geometric mean over its measured rounds (None: none
+    measured)."""
+    means = {}
+    for cid in cids:
+        vals = list(round_values(runs, cid, objective).values())
+        if vals:
+            means[cid] = float(np.mean(np.log(vals)))
+    if not means:
+        return None
+    pick = min if objective == LATENCY else max
+    return pick(means, key=means.get)
+
+
+def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
+    """The pooled variance of the per-round log gains over every comparison of the job (each
+    objective's best against each of its other configurations): the prior that moderates a
+    comparison's own variance (``stats.paired_ratio_ci``)."""
+    groups = []
+    for row in rows:
+        cids = row_configs(row)
+        top = best(runs, cids, row["objective"])
+        if top:
+            groups += [gain_rounds(runs, top, c, row["objective"]) for c in cids if c != top]
+    return stats.pooled_paired_var(groups)
+
+
+def row_configs(row: dict) -> list[str]:
+    """The configurations an objective row compares: its candidates and measured baselines."""
+    out = [c["config"] for c in row["candidates"]]
+    out += [b["config"] for b in row["baselines"] if b.get("config")]
+    return list(dict.fromkeys(out))
+
+
+def gains(runs: dict, row: dict, pool=(math.nan, 0)) -> dict[str, dict]:
+    """{configuration: the best one's gain over it with its paired CI} for one objective row."""
+    cids = row_configs(row)
+    top = best(runs, cids, row["objective"])
+    out = {}
+    for cid in cids:
+        if top is None or cid == top:
+            continue
+        d = gain_rounds(runs, top, cid, row["objective"])
+        if d.size:
+            out[cid] = {**stats.paired_ratio_ci(d, pool), "rounds": int(d.size), "best": top}
+    return out
+
+
+def widest_pct(runs: dict, rows: list[dict]) -> float:
+    """The widest gain CI half-width of the job, in % (inf while a gain has no interval)."""
+    pool = pooled(runs, rows)
+    widest = 0.0
+    for row in rows:
+        for g in gains(runs, row, pool).values():
+            lo, hi = g["ci_low"], g["ci_high"]
+            if not (lo == lo and hi == hi):
+                return math.inf
+            widest = max(widest, (math.sqrt(hi / lo) - 1) * 100)
+    return widest
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+def until(rows: list[dict], job: dict, started: float):
+    """The front door's stop rule of a deploy job (``measure.job.measure_all``): after round
+    ``rounds``, stop once every gain is within ``target_pct``, or when the next round would
+    overrun ``allowance_s``."""
+    last = {"t": started}
+
+    def check(runs: dict, replicate: int) -> str | None:
+        now = time.monotonic()
+        per_round, last["t"] = now - last["t"], now
+        if replicate < int(job["rounds"]):
+            return None
+        widest = widest_pct(runs, rows)
+        if widest <= float(job["target_pct"]):
+            return f"every gain within +-{job['target_pct']:g} % ({widest:.1f} %)"
+        allowance = job.get("allowance_s")
+        if allowance and now - started + per_round > float(allowance):
+            return f"time allowance ({allowance:.0f} s); widest gain CI +-{widest:.1f} %"
+        return None
+
+    return check
+
+
+def run(job: dict, plan: dict, out, log, timeout_s: float, max_memory_mb=None) -> GroupRecord:
+    """Measure every configuration of the deploy ``plan`` in ABBA rounds (module docstring)
+    through the front door and write its record to ``out``; ``job``: ``Plan.deploy_job``."""
+    spec = spec_mod.deploy(job, plan["configurations"])
+    stop = until(plan["objectives"], job, time.monotonic())
+    return job_mod.run(spec, out, log, timeout_s, max_memory_mb, until=stop)
+
+
+def rounds(rec: GroupRecord) -> int:
+    """How many rounds a deploy job measured."""
+    return max((r.replicate for recs in rec.runs.values() for r in recs), default=0)

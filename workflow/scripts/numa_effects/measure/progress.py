@@ -1,0 +1,72 @@
+"""The run's progress in one line, with an ETA: written before the first job (``start``: how
+many measuring jobs the run has and what the cost model expects them to take), and printed by
+every measuring job as it ends (``done``, called by the front door, ``measure.job``):
+
+    progress: 12/30 measuring jobs done in 4.1 min; about 6.2 min left (estimated 10.3 min)
+
+The ETA scales what the estimate gives the remaining jobs by how long the done ones took
+against their estimate, so a machine slower or faster than the cost model's corrects it.
+``results/logs/progress.json`` holds the start; each finished job appends one line to
+``results/logs/progress.jsonl`` (appends of one short line are atomic, so jobs running at once
+on a cluster each count once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+START = "logs/progress.json"
+DONE = "logs/progress.jsonl"
+
+
+def start(results: str | os.PathLike, estimates: list[float]) -> None:
+    """Before the first job: the measuring jobs' estimated seconds, in the order they run."""
+    path = Path(results) / START
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"started": time.time(), "estimates": [float(s) for s in estimates]}
+    path.write_text(json.dumps(data))
+    (Path(results) / DONE).unlink(missing_ok=True)
+
+
+def results_of(out: str | os.PathLike) -> Path | None:
+    """The results folder a record is written under (the one whose logs/progress.json a run
+    started), or None."""
+    for parent in Path(out).resolve().parents:
+        if (parent / START).is_file():
+            return parent
+    return None
+
+
+def line(started: float, estimates: list[float], done: int, now: float) -> str:
+    """The progress line: ``done`` of the run's jobs finished ``now``."""
+    n = max(len(estimates), done)  # a two-stage checkpoint adds jobs the start did not know
+    elapsed = now - started
+    expected_done = sum(estimates[:done])
+    rest = sum(estimates[done:])
+    speed = elapsed / expected_done if expected_done > 0 else 1.0
+    left = max(0.0, rest * speed)
+    return (
+        f"progress: {done}/{n} measuring jobs done in {elapsed / 60:.1f} min; about "
+        f"{left / 60:.1f} min left (estimated {sum(estimates) / 60:.1f} min)"
+    )
+
+
+def done(out: str | os.PathLike, stream=None) -> str | None:
+    """A measuring job has written ``out``: count it and print the line (None outside a run
+    that started one)."""
+    results = results_of(out)
+    if results is None:
+        return None
+    try:
+        data = json.loads((results / START).read_text())
+        with open(results / DONE, "a") as fh:
+            fh.write(json.dumps({"t": time.time(), "out": str(out)}) + "\n")
+        count = len((results / DONE).read_text().splitlines())
+    except (OSError, ValueError):
+        return None
+    text = line(data["started"], data["estimates"], count, time.time())
+    print(text, file=stream or sys.stderr, flush=True)
+    return text

@@ -1,0 +1,417 @@
+"""What a run costs in wall time, estimated before any job from the plan (docs/deploy.md,
+"Time as an input"), and the grid shrunk to a ``budget`` (minutes).
+
+**The model.** A measuring process costs its start (numactl, Python, ``import torch``), the
+model's build, the optimization's preparation (tracing, compiling), the warm-up and the timed
+iterations as the settings bound them, and the inspection after them; a job adds Snakemake's
+start of its script. A step's latency is predicted from the model's FLOPs and the CPU's
+theoretical peak (``plan.cpu``: cores x FLOP per cycle x clock) at the efficiency each
+optimization reaches (``EFFICIENCY``). The constants were measured on a 2-vCPU AMD EPYC (the
+results log: benchmarks/results/); on another machine the estimate is as good as they carry
+over, and the run's progress line corrects its ETA by what the jobs really took.
+
+**The budget.** With ``budget: M`` the config is shrunk, with the deploy answer at its fewest
+rounds, one step at a time in this order until the estimate fits: (1) no second stage of
+replicates (``two_stage.cap`` = ``replicates``), (2) thread counts at powers of two and node
+sizes, (3) batch sizes dropped from the middle (the smallest and largest kept), (4) one measured
+candidate per objective, (5) no packing measurement jobs, (6) the interference profile at one
+thread count (the model's slowdown depends on the busy cores, not on the instance's threads),
+(7) thread counts at powers of four and node sizes. Then the answer gets as many rounds as the
+time left allows, up to ``deploy.max_rounds``. What changed is said in one line each; a grid
+still over the budget after every step runs as it is, and the line says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
+START_S = 1.5  # a measuring process: numactl, Python, import torch, the workload's module
+BUILD_S = 0.5  # a torchvision model built with random weights
+INSPECT_FIXED_S = 0.3  # the inspection's fixed part (oneDNN verbose, the verification)
+PEAK_JOB_S = 5.0  # one dtype peak job: its kernels for PEAK_SECONDS each, the process
+REPORT_S = 15.0  # the tables, the figures' data and the page
+FIGURE_S = 0.8  # one figure drawn
+# preparation per optimization, seconds: tracing, compiling at the first call
+PREPARE_S = {"none": 0.0, "script": 0.8, "bf16": 9.0, "bf16_aot": 4.0, "bf16_eager": 0.5}
+PREPARE_DEFAULT_S = 10.0  # an optimization not listed: a compiled one
+# the fraction of one core's theoretical peak (at the base clock: a boosting core exceeds 1) a
+# 1-thread step reaches at a large batch (resnet50, measured), what a batch of b keeps of it
+# (b / (b + BATCH_HALF)), and what each doubling of the threads keeps
+EFFICIENCY = {"none": 0.95, "script": 1.25, "bf16": 1.35, "bf16_aot": 1.3}
+EFFICIENCY_DEFAULT = 0.9
+BATCH_HALF = 0.6
+THREAD_SCALING = 0.85
+# GFLOP per image at 224 x 224 (2 x the multiply-adds torchvision lists)
+GFLOP_PER_IMAGE = {
+    "resnet18": 3.64,
+    "resnet34": 7.34,
+    "resnet50": 8.18,
+    "resnet101": 15.7,
+    "resnet152": 23.1,
+}
+GFLOP_DEFAULT = 8.18
+PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
+ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
+
+
+@dataclass
+class Estimate:
+    """Seconds by part of the run, and what a budget shrank."""
+
+    parts: dict = field(default_factory=dict)
+    jobs: int = 0
+    shrunk: list = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return float(sum(self.parts.values()))
+
+    def add(self, part: str, seconds: float, jobs: int = 0) -> None:
+        self.parts[part] = self.parts.get(part, 0.0) + float(seconds)
+        self.jobs += int(jobs)
+
+    def line(self, budget_min: float | None = None) -> str:
+        parts = ", ".join(f"{k} {v / 60:.1f}" for k, v in self.parts.items() if v > 0)
+        text = (
+            f"the whole run is estimated at {self.total_s / 60:.1f} min "
+            f"({self.jobs} jobs; {parts} min)"
+        )
+        if budget_min:
+            verdict = "within" if self.total_s <= budget_min * 60 else "OVER"
+            text += f"; {verdict} the budget of {budget_min:g} min"
+        return text
+
+
+# -- one step, one process ------------------------------------------------------------------------
+
+
+def step_s(
+    model: str, opt: str, dtype: str, threads: int, batch: int, image_size: int, caps
+) -> float:
+    """A step's predicted latency: FLOPs / (theoretical peak of ``threads`` cores x efficiency)."""
+    gflop = GFLOP_PER_IMAGE.get(model, GFLOP_DEFAULT) * batch * (image_size / 224) ** 2
+    peak = None
+    if caps is not None:
+        peak = caps.theoretical_peak(dtype, threads).get("theoretical_gflop_per_s")
+    if not peak:
+        peak = PEAK_PER_CORE_DEFAULT * threads * (2 if dtype == "bfloat16" else 1)
+    scaling = THREAD_SCALING ** math.log2(max(1, threads)) * batch / (batch + BATCH_HALF)
+    return gflop / (peak * EFFICIENCY.get(opt, EFFICIENCY_DEFAULT) * scaling)
+
+
+def windows_s(settings: dict, step: float, cap_s: float | None = None) -> float:
+    """Warm-up and timed seconds of one process under the timing settings (adaptive: the
+    minimum windows, stretched by ``ADAPTIVE_FACTOR``, within the cap; fixed: the counts)."""
+    if settings.get("protocol") == "fixed":
+        return (int(settings.get("warmup", 2)) + int(settings.get("fixed_iterations", 100))) * step
+    warm = max(float(settings.get("min_warmup_seconds", 2)), 3 * step)
+    timed = max(
+        float(settings.get("min_timed_seconds", 2)), int(settings.get("min_iterations", 6)) * step
+    )
+    cap = float(cap_s or settings.get("max_seconds_per_cell", 12))
+    floor = warm + int(settings.get("min_iterations", 6)) * step  # always run
+    return max(min(warm + timed * ADAPTIVE_FACTOR, cap), floor)
+
+
+def process_s(
+    opt: str,
+    step: float,
+    settings: dict,
+    cap_s: float | None = None,
+    instances: int = 1,
+    cores: int = 1,
+    inspect: bool = True,
+) -> float:
+    """One measurement's wall seconds: its processes' start (``instances`` of them sharing
+    ``cores`` CPUs while they import and build), preparation, windows and inspection."""
+    starting = math.ceil(instances / max(1, cores))
+    fixed = (START_S + BUILD_S + PREPARE_S.get(opt, PREPARE_DEFAULT_S)) * starting
+    inspect_s = (INSPECT_FIXED_S + 2 * step) if inspect else 0.3
+    return fixed + windows_s(settings, step, cap_s) + inspect_s
+
+
+# -- the plan --------------------------------------------------------------------------------
+
+
+def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
+    """The run's estimate from a ``plan.build.Plan`` (``caps``: ``plan.cpu.Capabilities`` of the
+    machine, None = unknown clock)."""
+    from numa_effects.plan import optimizations as opts
+
+    est = Estimate()
+    cfg = plan.config
+    settings = {**cfg}
+    size = int(cfg.get("image_size", 224))
+    per_cell = _processes_per_cell(plan)
+    for key in plan.grid.cells:
+        dtype = opts.OPTIMIZATIONS[key.opt].dtype
+        step = step_s(key.model, key.opt, dtype, key.threads, key.batch_size, size, caps)
+        n = per_cell
+        est.add("cells", n * (JOB_S + process_s(key.opt, step, settings)), jobs=n)
+    est.add("peaks", len(plan.peak) * (JOB_S + PEAK_JOB_S), jobs=len(plan.peak))
+    _packing(est, plan, caps, size)
+    _deploy(est, plan, caps, size, deploy_configs)
+    figures = len(plan.figure_keys()) // 4 + 10
+    est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
+    return est
+
+
+def _processes_per_cell(plan) -> int:
+    """Processes per cell: the first stage, or the cap when a second stage may add them."""
+    if plan.two_stage:
+        return int(plan.two_stage.get("cap", plan.replicates))
+    return int(plan.replicates)
+
+
+def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
+    from numa_effects.plan import optimizations as opts
+
+    models = plan.config.get("models") or ["resnet50"]
+    dtype = opts.OPTIMIZATIONS[opt].dtype if opt in opts.OPTIMIZATIONS else "float32"
+    return step_s(models[0], opt, dtype, threads, batch, size, caps)
+
+
+def _packing(est: Estimate, plan, caps, size: int) -> None:
+    ig = plan.packing.get("interference") or {}
+    cores = max(1, sum(len(plan.topology.node_cpus(n)) for n in plan.topology.nodes))
+    for job in plan.interference_jobs:
+        step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig.get("batch", 1))
+        for k in (1, *job["instances"]):
+            one = process_s(
+                job["opt"], step, {**plan.config}, ig.get("max_seconds"), k, cores, inspect=False
+            )
+            est.add("interference", plan.replicates * one)
+        est.add("interference", JOB_S, jobs=1)
+    for job in plan.packing_jobs:
+        step = _typical_step(plan, caps, size, job["opt"], job["budget"], job["batch_size"])
+        configs = 1 + int(plan.packing.get("measure_plans", 1))
+        one = process_s(
+            job["opt"],
+            step,
+            {**plan.config},
+            plan.packing.get("max_seconds"),
+            2,
+            cores,
+            inspect=False,
+        )
+        est.add("packing", JOB_S + plan.replicates * configs * one, jobs=1)
+
+
+def deploy_configurations(s: dict) -> tuple[float, float]:
+    """A priori count of the configurations the deploy job measures (its plan is made after the
+    cells): (searched, plain). Per objective row the best prediction, a runner-up about every
+    other time (it is measured when predicted within 10 % of the best); about two distinct
+    baselines in float32 eager per row, the throughput row sharing one with the largest
+    batch's latency row."""
+    from numa_effects.plan import deploy
+
+    rows = len(deploy.objective_rows(s))
+    searched = rows * (1 + (0.5 if s["candidates"] > 1 else 0.0))
+    plain = max(0, rows * min(2, len(s["baselines"])) - (1 if rows > 1 else 0))
+    return searched, float(plain)
+
+
+def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
+    s = plan.deploy
+    if not s.get("measured"):
+        return
+    searched, plain = deploy_configurations(s)
+    if configs is not None:  # the plan is known: its count, the same mix
+        scale = configs / max(1.0, searched + plain)
+        searched, plain = searched * scale, plain * scale
+    cores = max(1, sum(len(plan.topology.node_cpus(nd)) for nd in plan.topology.nodes))
+    opts = s["optimizations"] or ["none"]
+    batch = s["throughput_batch"]
+    # a searched configuration: the dearest optimization to prepare; a baseline: eager
+    dear = max(opts, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    per = {}
+    for opt in (dear, "none"):
+        step = _typical_step(plan, caps, size, opt, cores, batch)
+        per[opt] = process_s(opt, step, {**plan.config}, s["max_seconds"], 2, cores, False)
+    rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
+    seconds = rounds * (searched * per[dear] + plain * per["none"])
+    est.add("deploy", JOB_S * 3 + seconds, jobs=3)
+
+
+def jobs_per_part(plan) -> dict[str, int]:
+    """How many measuring jobs each part of ``estimate`` counts (its per-job average divides
+    by this)."""
+    return {
+        "cells": len(plan.grid.cells) * _processes_per_cell(plan),
+        "peaks": len(plan.peak),
+        "interference": len(plan.interference_jobs),
+        "packing": len(plan.packing_jobs),
+        "deploy": 1,
+    }
+
+
+def deploy_seconds(plan, caps=None) -> float:
+    """The deploy job's estimate alone (``remeasure``'s default for it)."""
+    est = Estimate()
+    _deploy(est, plan, caps, int(plan.config.get("image_size", 224)), None)
+    return est.total_s
+
+
+# -- the budget ------------------------------------------------------------------------------------
+
+
+def _powers_and_nodes(threads: list[int], node_sizes: set[int], base: int = 2) -> list[int]:
+    def power(t: int) -> bool:
+        while t % base == 0:
+            t //= base
+        return t == 1
+
+    return [t for t in threads if power(t) or t in node_sizes]
+
+
+def _drop_middle(batches: list[int]) -> list[int]:
+    b = sorted(batches)
+    return b if len(b) <= 2 else b[: len(b) // 2] + b[len(b) // 2 + 1 :]
+
+
+# -- the budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None
+#    when the step changes nothing
+
+
+def _no_second_stage(c: dict, topo):
+    ts = dict(c.get("two_stage") or {})
+    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+        return None
+    ts["cap"] = int(c.get("replicates", 1))
+    return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
+
+
+def _deploy_rounds(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    rounds = int(d.get("rounds") or 3)
+    if int(d.get("max_rounds") or 6) <= rounds:
+        return None
+    d["max_rounds"] = rounds
+    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+
+
+def _threads(c: dict, topo, base: int = 2):
+    from numa_effects.plan import grid
+
+    have = grid.thread_counts(c, topo)
+    keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
+    if keep == have or not keep:
+        return None
+    return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
+
+
+def _sparser_threads(c: dict, topo):
+    return _threads(c, topo, base=4)
+
+
+def _profile_threads(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    ig = dict(p.get("interference") or {})
+    if isinstance(ig.get("threads"), list) and len(ig["threads"]) == 1:
+        return None
+    p["interference"] = {**ig, "threads": [1]}
+    return {**c, "packing": p}, "packing.interference.threads: [1] (the model's curve)"
+
+
+def _batches(c: dict, topo):
+    have = sorted(int(b) for b in c.get("batch_sizes") or ())
+    keep = _drop_middle(have)
+    if keep == have:
+        return None
+    return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
+
+
+def _candidates(c: dict, topo):
+    d = dict(c.get("deploy") or {})
+    if int(d.get("candidates") or 2) <= 1:
+        return None
+    return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
+
+
+def _no_packing(c: dict, topo):
+    p = dict(c.get("packing") or {})
+    if p.get("enabled") is False:
+        return None
+    return {**c, "packing": {**p, "enabled": False}}, "packing.enabled: false"
+
+
+# the documented order (module docstring); batch sizes may be dropped three times
+STEPS = (
+    _no_second_stage,
+    _threads,
+    _batches,
+    _batches,
+    _batches,
+    _candidates,
+    _no_packing,
+    _profile_threads,
+    _sparser_threads,
+)
+
+
+def shrink_steps(config: dict, topo) -> list:
+    """The budget's steps in order, each ``config -> (config, what) or None``."""
+    return [lambda c, step=step: step(c, topo) for step in STEPS]
+
+
+# the deploy answer's rounds are not a step: they fill what the budget leaves (``fit``)
+
+
+def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
+    """``config`` shrunk until ``build(config)``'s estimate fits ``config["budget"]`` minutes
+    (the steps of ``shrink_steps``, in order; each only if the estimate is still over), and the
+    final estimate with what was shrunk. Without a budget: the config and its estimate."""
+    budget = config.get("budget")
+    current = copy.deepcopy(config)
+    if not budget:
+        return current, estimate(build(current), caps)
+    most = _deploy_rounds(current, topo)
+    if most:  # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
+        current = most[0]
+    est = estimate(build(current), caps)
+    shrunk = []
+    for step in shrink_steps(current, topo):
+        if est.total_s <= float(budget) * 60:
+            break
+        got = step(current)
+        if got is None:
+            continue
+        current, what = got
+        shrunk.append(what)
+        est = estimate(build(current), caps)
+    current, more = _fill_rounds(current, config, budget, build(current), caps, est)
+    if more:
+        est = estimate(build(current), caps)
+    est.shrunk = [*shrunk, *more]
+    return current, est
+
+
+def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
+    """The deploy answer's rounds, up to the config's ``max_rounds``, in the time the budget
+    leaves after the rest of the run: (config, what was said)."""
+    given = dict(config.get("deploy") or {})
+    d = dict(current.get("deploy") or {})
+    if not plan.deploy.get("measured") or "deploy" not in est.parts:
+        return current, []
+    rounds, most = int(plan.deploy["rounds"]), int(given.get("max_rounds") or 6)
+    per_round = est.parts["deploy"] / max(1, int(plan.deploy["max_rounds"]))
+    spare = float(budget) * 60 - (est.total_s - est.parts["deploy"])
+    fit = max(rounds, min(most, int(spare // per_round) if per_round > 0 else most))
+    if fit == int(plan.deploy["max_rounds"]):
+        return current, []
+    return {**current, "deploy": {**d, "max_rounds": fit}}, [
+        f"deploy.max_rounds: {fit} (the rounds the budget leaves)"
+    ]
+
+
+def deploy_allowance_s(est: Estimate, budget_min: float | None) -> float | None:
+    """The time the deploy job may take: what the budget leaves after the rest of the run's
+    estimate (at least its minimum rounds' estimate), rounded to 10 s so that the job's
+    params do not change with noise; None without a budget (``max_rounds`` bounds it)."""
+    if not budget_min or "deploy" not in est.parts:
+        return None
+    rest = est.total_s - est.parts["deploy"]
+    return float(round(max(budget_min * 60 - rest, est.parts["deploy"] * 0.5) / 10) * 10)

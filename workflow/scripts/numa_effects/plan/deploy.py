@@ -1,0 +1,177 @@
+"""What to deploy: the objectives a run answers, the baselines it measures against, and the
+resolved ``deploy`` config key (docs/deploy.md). Pure: the candidates are searched after the
+cells are measured (``tables.deploy``), measured by ``measure.deploy``, judged by
+``tables.deploy``.
+
+**Objectives.** ``latency``: the lowest latency of one request of B images, for each batch size B
+of the grid, the machine serving one request at a time; a configuration may split the request
+over several instances (PackRat's question), a launcher's layout serves it on the instance it
+lands on (its first). ``throughput``: the most images per second of the whole machine, every
+instance busy with its own batch; with ``latency_bound_ms``, only configurations whose requests
+finish within the bound (each instance's p99).
+
+**Baselines** (``BASELINES``): the layouts users get today by a fixed rule, measured in the same
+run, through the same measuring stack, beside the recommendation, in ABBA order: one process on
+all cores, ``run_cpu``'s latency and throughput modes (``plan.launchers``, as it computes them),
+one core per instance at a large batch (MLPerf Offline), and PackRat's optimizer over the
+isolated profiles (no interference). They run the model as a user has it: float32 eager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from numa_effects.plan import launchers
+from numa_effects.plan.topology import Topology
+
+LATENCY, THROUGHPUT = "latency", "throughput"
+OBJECTIVES = (LATENCY, THROUGHPUT)
+EAGER = "none"  # the model as a user has it: what every baseline runs
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A layout chosen by a rule, measured beside the recommendation."""
+
+    name: str
+    description: str
+    objectives: tuple[str, ...]
+    # (topology) -> the instances; None: planned from the measured profiles (``tables.deploy``)
+    layout: Callable[[Topology], list[launchers.Slot]] | None
+    allocator: Callable[[], tuple[str, str]]  # -> (allocator registry name, why)
+    command: str  # how a user starts it (the program is theirs: serve.py)
+
+
+def _glibc() -> tuple[str, str]:
+    return "default", "glibc as it comes: nothing preloaded"
+
+
+def _jemalloc() -> tuple[str, str]:
+    return "jemalloc", "MLPerf's submissions preload jemalloc"
+
+
+def _baseline_allocator() -> tuple[str, str]:
+    return "", "the allocator of the run's isolated profiles"
+
+
+BASELINES: dict[str, Baseline] = {
+    b.name: b
+    for b in (
+        Baseline(
+            "all-cores",
+            "one process started without thinking: no binding, torch's default threads "
+            "(one per physical core)",
+            OBJECTIVES,
+            launchers.all_cores,
+            _glibc,
+            "python serve.py",
+        ),
+        Baseline(
+            "run_cpu-latency",
+            "PyTorch's launcher, --latency-mode: 4 cores per instance over all physical "
+            "cores, regardless of NUMA nodes",
+            OBJECTIVES,
+            lambda topo: launchers.run_cpu_layout(topo, latency_mode=True),
+            launchers.run_cpu_allocator,
+            f"{launchers.RUN_CPU} --latency-mode serve.py",
+        ),
+        Baseline(
+            "run_cpu-throughput",
+            "PyTorch's launcher, --throughput-mode: one instance per NUMA node with all its "
+            "physical cores",
+            OBJECTIVES,
+            lambda topo: launchers.run_cpu_layout(topo, throughput_mode=True),
+            launchers.run_cpu_allocator,
+            f"{launchers.RUN_CPU} --throughput-mode serve.py",
+        ),
+        Baseline(
+            "mlperf",
+            "MLPerf Offline's layout: one instance per physical core, the grid's largest "
+            "batch, jemalloc",
+            (THROUGHPUT,),
+            launchers.one_core_each,
+            _jemalloc,
+            "one `numactl --physcpubind=<core> --membind=<its node> python serve.py` per core",
+        ),
+        Baseline(
+            "packrat",
+            "PackRat's optimizer: the best plan by the isolated profiles (the cells), "
+            "interference not measured",
+            OBJECTIVES,
+            None,
+            _baseline_allocator,
+            "the plan's numactl lines (PackRat's launcher)",
+        ),
+    )
+}
+
+DEFAULTS = {
+    "enabled": "auto",
+    "objectives": list(OBJECTIVES),
+    "latency_bound_ms": None,
+    "optimizations": None,
+    "allocators": None,
+    "candidates": 2,
+    "baselines": list(BASELINES),
+    "rounds": 3,
+    "max_rounds": 6,
+    "target_pct": 3.0,
+    "max_seconds": 6.0,
+}
+
+
+def settings(config: dict, measured: bool) -> dict:
+    """The resolved ``deploy`` key (config/README.md, "Deploy"): ``enabled`` (``auto`` = on when
+    the grid measures ``sequential`` cells here; for an import, the answer predicted from the
+    imported cells), the objectives with their batch sizes, the optimizations and allocators
+    searched (null = the grid's), how many candidates per objective are measured, the
+    baselines, the rounds (at least ``rounds``, more up to ``max_rounds`` while a gain's CI is
+    wider than ``target_pct``) and each configuration's time cap per round."""
+    given = {k: v for k, v in (config.get("deploy") or {}).items() if v is not None}
+    s = {**DEFAULTS, **given}
+    enabled = s["enabled"]
+    if enabled == "auto":
+        enabled = "sequential" in (config.get("placements") or ()) or bool(config.get("import"))
+    enabled = bool(enabled) and not config.get("compare")
+    batch_sizes = sorted({int(b) for b in config.get("batch_sizes") or ()})
+    return {
+        "enabled": enabled,
+        "measured": enabled and measured,
+        "imported": bool(config.get("import")),
+        "objectives": [o for o in OBJECTIVES if o in s["objectives"]],
+        "batch_sizes": batch_sizes,
+        "throughput_batch": max(batch_sizes) if batch_sizes else 1,
+        "latency_bound_ms": s["latency_bound_ms"],
+        "models": list(config.get("models") or ()),
+        "optimizations": list(s["optimizations"] or config.get("optimizations") or ()),
+        "allocators": list(s["allocators"] or config.get("allocators") or ["default"]),
+        "candidates": int(s["candidates"]),
+        "baselines": [b for b in BASELINES if b in s["baselines"]],
+        "rounds": int(s["rounds"]),
+        "max_rounds": max(int(s["rounds"]), int(s["max_rounds"])),
+        "target_pct": float(s["target_pct"]),
+        "max_seconds": float(s["max_seconds"]),
+        "use_smt": bool(config.get("use_smt", False)),
+    }
+
+
+def applies(baseline: str, objective: str) -> bool:
+    return objective in BASELINES[baseline].objectives
+
+
+def objective_rows(s: dict) -> list[dict]:
+    """One row per question the run answers: ``latency`` for each batch size, ``throughput``
+    once (at any batch of the grid)."""
+    out = []
+    for o in s["objectives"]:
+        if o == LATENCY:
+            out += [{"objective": LATENCY, "batch": b} for b in s["batch_sizes"]]
+        else:
+            out.append({"objective": THROUGHPUT, "batch": None})
+    return out
+
+
+def objective_name(row: dict) -> str:
+    """``latency b16`` / ``throughput``: how tables and the report name an objective row."""
+    return f"{row['objective']} b{row['batch']}" if row.get("batch") else row["objective"]

@@ -1,0 +1,96 @@
+"""The report's first section, "What to deploy": one table per objective row of
+``tables/recommendation.csv`` (the recommendation, the other candidates, each baseline, the gain
+with its paired CI, the command), before the evidence the other sections show."""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from numa_effects.tables import deploy
+
+HEADING, ANCHOR = "What to deploy", "what-to-deploy"
+
+
+def _e(v) -> str:
+    return html.escape("" if v is None or (isinstance(v, float) and v != v) else str(v))
+
+
+def _n(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) and v == v else ("" if v != v else _e(v))
+
+
+def _value(r) -> str:
+    if r["source"] == "measured":
+        lo, hi = r["ci_low"], r["ci_high"]
+        ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
+        return f"{_n(r['value'])}{ci}"
+    lo, hi = r["predicted_low"], r["predicted_high"]
+    ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
+    return f"{_n(r['predicted'])}{ci} (predicted)"
+
+
+def _who(r) -> str:
+    if r["role"] == "baseline":
+        return _e(r["baseline"])
+    who = "<b>recommended</b>" if r["role"] == "recommended" else "candidate"
+    same = r["baseline"] if isinstance(r["baseline"], str) and r["baseline"] else ""
+    return who + (f" (= {_e(same)})" if same else "")
+
+
+def _row(r, objective: str) -> str:
+    gain = "" if r["role"] == "recommended" else _e(deploy.gain_words(r, objective))
+    cells = [
+        _who(r),
+        _e(r["opt"]),
+        _e(r["allocator"]),
+        _e(r["layout"]),
+        _e(r["cpus"]),
+        _value(r),
+        gain,
+        f"<code>{_e(r['command'])}</code>",
+        _e(r["notes"]),
+    ]
+    cls = ' class="rec"' if r["role"] == "recommended" else ""
+    return f"<tr{cls}>" + "".join(f'<td class="t">{c}</td>' for c in cells) + "</tr>"
+
+
+def html_section(df: pd.DataFrame | None) -> str:
+    """The section's HTML (heading included); a line saying why when there is no answer."""
+    out = [f'<h2 id="{ANCHOR}">{HEADING}</h2>']
+    if df is None or df.empty:
+        out.append(
+            '<p class="why">No answer: the run measured no isolated profiles '
+            "(the <code>sequential</code> placement) or <code>deploy.enabled</code> "
+            "is false (docs/deploy.md).</p>"
+        )
+        return "\n".join(out)
+    out.append(
+        "<p>Per objective, the configuration to deploy, measured beside the layouts other "
+        "tools choose by rule, in alternating rounds; gains are the recommended "
+        "configuration's, with paired 95 % CIs over the rounds (tables/recommendation.csv, "
+        "docs/deploy.md).</p>"
+    )
+    head = [
+        "",
+        "optimization",
+        "allocator",
+        "instances",
+        "CPUs",
+        "value",
+        "gain",
+        "command",
+        "notes",
+    ]
+    for (model, objective), g in df.groupby(["model", "objective"], sort=False):
+        unit = g["unit"].iloc[0]
+        out.append(f"<h3>{_e(model)}: {_e(objective)} ({_e(unit)})</h3>")
+        out.append(
+            '<div class="scroll"><table class="data"><tr>'
+            + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "</tr>"
+        )
+        out += [_row(r, objective) for _, r in g.iterrows()]
+        out.append("</table></div>")
+    return "\n".join(out)

@@ -1,0 +1,375 @@
+"""``tables/recommendation.csv``: what to deploy, per objective row, with the evidence
+(docs/deploy.md).
+
+One row per configuration an objective row compares: ``role`` ``recommended`` (one per row),
+``candidate`` (searched and measured, not recommended) or ``baseline`` (a layout chosen by a
+rule: ``baseline`` names it, several names where they are one measurement). Each has its
+measured value with its CI over rounds (latency: the request's median latency; throughput:
+images per second, and ``per_core`` per physical core taken), its prediction where the search
+made one, and, for every row but the recommended one, the
+recommended configuration's gain over it with the paired CI over the rounds
+(``measure.deploy.gains``). The recommended configuration is the measured best or, where
+simpler ones are not significantly different from it (paired CI containing 1), the simplest of
+them (fewest instances, then the optimization and allocator first in their registries). An
+imported run has no measurement: its rows carry the prediction and ``source`` ``predicted``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from numa_effects import stats
+from numa_effects.measure import deploy as measured
+from numa_effects.measure.record import GroupRecord
+from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import deploy as deploy_mod
+from numa_effects.plan import optimizations as optimizations_mod
+from numa_effects.tables import deploy_plan
+
+COLUMNS = [
+    "model",
+    "objective",
+    "batch",
+    "role",
+    "baseline",
+    "config",
+    "opt",
+    "dtype",
+    "allocator",
+    "layout",
+    "instances",
+    "threads",
+    "cpus",
+    "mem_nodes",
+    "unit",
+    "value",
+    "ci_low",
+    "ci_high",
+    "rounds",
+    "per_core",
+    "p99_ms",
+    "meets_bound",
+    "predicted",
+    "predicted_low",
+    "predicted_high",
+    "gain",
+    "gain_ci_low",
+    "gain_ci_high",
+    "significant",
+    "source",
+    "command",
+    "run_cpu",
+    "notes",
+]
+
+
+def unit(objective: str) -> str:
+    return "ms" if objective == deploy_mod.LATENCY else "images/s"
+
+
+def _shown(objective: str, seconds_or_ips: float) -> float:
+    """A value in the table's unit: latency in ms, throughput as is."""
+    if objective == deploy_mod.LATENCY:
+        return seconds_or_ips * 1e3
+    return seconds_or_ips
+
+
+def value_ci(runs: dict, cid: str, objective: str) -> dict:
+    """The measured value of one configuration over its rounds: the mean on the log scale
+    (the geometric mean) with the t interval of the rounds (each round a new set of processes:
+    the interval covers process-to-process and round-to-round spread); NaN without rounds."""
+    vals = np.asarray(list(measured.round_values(runs, cid, objective).values()), dtype=float)
+    if vals.size == 0:
+        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "rounds": 0}
+    logs = np.log(vals)
+    centre = float(logs.mean())
+    if vals.size < 2:
+        lo = hi = math.nan
+    else:
+        from scipy.special import stdtrit
+
+        half = float(stdtrit(vals.size - 1, 0.975)) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
+        lo, hi = math.exp(centre - half), math.exp(centre + half)
+    return {
+        "value": _shown(objective, math.exp(centre)),
+        "ci_low": _shown(objective, lo),
+        "ci_high": _shown(objective, hi),
+        "rounds": int(vals.size),
+    }
+
+
+def simplicity(config: dict) -> tuple:
+    """Sort key of "simpler": fewer instances, then the optimization and the allocator earlier
+    in their registries (eager before compiled; glibc before a preloaded library)."""
+    opts = list(optimizations_mod.OPTIMIZATIONS)
+    rank = opts.index(config["opt"]) if config["opt"] in opts else len(opts)
+    return (len(config["instances"]), rank, allocators_mod.order(config["allocator"]))
+
+
+def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | None, str]:
+    """(the recommended configuration, why): the measured best, or the simplest of those not
+    significantly different from it (among the row's candidates and baselines)."""
+    cids = measured.row_configs(row)
+    top = measured.best(runs, cids, row["objective"])
+    if top is None:
+        return None, "no configuration was measured"
+    ties = [c for c, g in gains.items() if _significant(g) is False]
+    if not ties:
+        return top, "the measured best"
+    pick = min([top, *ties], key=lambda c: simplicity(configs[c]))
+    if pick == top:
+        return top, f"the measured best; {len(ties)} other(s) not significantly different"
+    return pick, (
+        f"not significantly different from the measured best ({configs[top]['label']}, "
+        f"{configs[top]['opt']}): the simplest of {len(ties) + 1}"
+    )
+
+
+def _significant(g: dict) -> bool | None:
+    lo, hi = g.get("ci_low", math.nan), g.get("ci_high", math.nan)
+    if not (lo == lo and hi == hi):
+        return None
+    return bool(lo > 1.0 or hi < 1.0)
+
+
+def _cores(config: dict) -> int:
+    """Physical cores a configuration takes (its instances' own, as planned)."""
+    return sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
+
+
+def _config_columns(config: dict, topo=None) -> dict:
+    opt = optimizations_mod.OPTIMIZATIONS.get(config["opt"])
+    insts = config["instances"]
+    return {
+        "opt": config["opt"],
+        "dtype": opt.dtype if opt else None,
+        "allocator": config["allocator"],
+        "layout": config["label"],
+        "instances": len(insts),
+        "threads": sum(int(i["threads"]) for i in insts),
+        "cpus": " ".join(deploy_plan.cpulist.format(i["cpus"]) for i in insts),
+        "mem_nodes": " ".join(
+            deploy_plan.cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
+        ),
+        "command": " ; ".join(deploy_plan.numactl_lines(config, allocator_env(config))),
+        "run_cpu": run_cpu_line(config),
+    }
+
+
+RUN_CPU_ALLOCATOR = {"jemalloc": "--enable-jemalloc", "tcmalloc": "--enable-tcmalloc"}
+
+
+def run_cpu_line(config: dict) -> str:
+    """The ``run_cpu`` invocation that starts the same instances (``plan.launchers.run_cpu_args``,
+    found at planning time) with the same allocator: its own flag for a preloaded one (its
+    ``MALLOC_CONF`` for jemalloc is its own), glibc's settings in front; "" where none does."""
+    line = config.get("run_cpu") or ""
+    if not line:
+        return ""
+    flag = RUN_CPU_ALLOCATOR.get(config["allocator"], "--use-default-allocator")
+    env = {k: v for k, v in allocator_env(config).items() if k not in ("LD_PRELOAD", "MALLOC_CONF")}
+    prefix = "".join(f"{k}={v} " for k, v in sorted(env.items()))
+    return prefix + line.replace(" serve.py", f" {flag} serve.py")
+
+
+def allocator_env(config: dict) -> dict[str, str]:
+    """The environment a configuration's allocator needs (the library to preload is named as
+    the registry finds it where the user deploys; settings as they are)."""
+    entry = allocators_mod.get(config["allocator"])
+    env = dict(entry.env or {})
+    if entry.preloaded:
+        env["LD_PRELOAD"] = f"<path of {entry.sonames[0]}>"
+    return env
+
+
+def _roles(row: dict) -> dict[str, dict]:
+    """{configuration: {"role", "baseline" names, "prediction", "notes"}} of one row."""
+    out: dict[str, dict] = {}
+    for c in row["candidates"]:
+        out.setdefault(c["config"], {"role": "candidate", "baselines": [], "notes": []})
+        out[c["config"]]["prediction"] = c
+    for b in row["baselines"]:
+        if not b.get("config"):
+            continue
+        got = out.setdefault(b["config"], {"role": "baseline", "baselines": [], "notes": []})
+        got["baselines"].append(b["baseline"])
+        if "predicted" in b and "prediction" not in got:
+            got["prediction"] = b
+        got["notes"] += [n for n in b.get("notes") or () if n not in got["notes"]]
+    return out
+
+
+def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> list[dict]:
+    """The table's rows of one objective row (see the module docstring)."""
+    configs, objective = plan["configurations"], row["objective"]
+    roles = _roles(row)
+    g = measured.gains(runs, row, pool) if runs else {}
+    rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row, configs)
+    out = []
+    for cid, info in roles.items():
+        config = configs[cid]
+        base = {
+            "model": row["model"],
+            "objective": row["name"],
+            "batch": row.get("batch"),
+            "role": "recommended" if cid == rec else info["role"],
+            "baseline": " = ".join(info["baselines"]),
+            "config": cid,
+            "unit": unit(objective),
+            **_config_columns(config),
+            "source": "measured" if runs else "predicted",
+        }
+        pred = info.get("prediction") or {}
+        for k in ("predicted", "predicted_low", "predicted_high"):
+            base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
+        if runs:
+            base.update(value_ci(runs, cid, objective))
+            if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
+                base["per_core"] = base["value"] / max(1, _cores(config))
+            p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
+            base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
+            if bound_ms:
+                base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
+        _gain_columns(base, cid, rec, runs, row, pool)
+        notes = [*info["notes"], *(n for n in config.get("notes") or () if n not in info["notes"])]
+        if cid == rec:
+            notes.insert(0, why)
+        base["notes"] = "; ".join(notes)
+        out.append(base)
+    if not runs:  # predictions only: the gains of the predictions
+        top = next((o for o in out if o["role"] == "recommended"), None)
+        for o in out:
+            if o is not top:
+                _predicted_gain(o, top and _unshown(top, objective), objective)
+    return out
+
+
+def _unshown(r: dict, objective: str) -> dict:
+    """A row's predictions back in the unit the gains are computed in (the same ratio)."""
+    return {k: r.get(k, math.nan) for k in ("predicted", "predicted_low", "predicted_high")}
+
+
+def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
+    """Without a measurement: the gain of the predictions, its interval from both predicted
+    intervals (log scale, independent)."""
+    if rec_row is None or base.get("predicted") != base.get("predicted"):
+        return
+    a, b = rec_row["predicted"], base["predicted"]
+    if not (a == a and a > 0 and b > 0):
+        return
+    gain = b / a if objective == deploy_mod.LATENCY else a / b
+    half = 0.0
+    for r in (rec_row, base):
+        lo, hi = r.get("predicted_low", math.nan), r.get("predicted_high", math.nan)
+        if not (lo == lo and hi == hi and lo > 0):
+            return base.update(gain=gain)
+        half = math.hypot(half, math.log(hi / lo) / 2)
+    base.update(
+        gain=gain,
+        gain_ci_low=gain * math.exp(-half),
+        gain_ci_high=gain * math.exp(half),
+        significant=bool(gain * math.exp(-half) > 1 or gain * math.exp(half) < 1),
+    )
+
+
+def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
+    """The recommended configuration's gain over this one, with its paired CI over rounds."""
+    if not runs or rec is None or cid == rec:
+        return
+    d = measured.gain_rounds(runs, rec, cid, row["objective"])
+    if d.size == 0:
+        return
+    g = stats.paired_ratio_ci(d, pool)
+    base.update(
+        gain=g["ratio"],
+        gain_ci_low=g["ci_low"],
+        gain_ci_high=g["ci_high"],
+        significant=_significant(g),
+    )
+
+
+def _predicted_pick(row: dict, configs: dict) -> tuple[str | None, str]:
+    if not row["candidates"]:
+        return None, "no configuration of the profiles serves it"
+    return row["candidates"][0]["config"], "predicted best (nothing measured here)"
+
+
+def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None) -> pd.DataFrame:
+    """recommendation.csv from the deploy plan and, where it was measured, the deploy job's
+    record (``measure.record.read_group``; None: an imported run, predictions only)."""
+    runs = result.runs if result is not None and result.runs else None
+    rows = plan["objectives"]
+    pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
+    out = []
+    for row in rows:
+        out += objective_rows(row, plan, runs, pool, bound_ms)
+    df = pd.DataFrame(out, columns=COLUMNS)
+    order = {"recommended": 0, "candidate": 1, "baseline": 2}
+    df["_o"] = df["role"].map(order)
+    df["_k"] = df["objective"].str.split().str[0].map(deploy_mod.OBJECTIVES.index)
+    keys = ["model", "_k", "batch", "_o", "config"]
+    return df.sort_values(keys, kind="stable").drop(columns=["_o", "_k"]).reset_index(drop=True)
+
+
+# -- the answer in words ---------------------------------------------------------------------------
+
+
+def _given(v) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}" if v == v else "?"
+
+
+def _interval(lo: float, hi: float) -> str:
+    """`` [lo, hi]``; nothing without an interval, or with one of no width (predictions from
+    cells that carry no CI: PackRat's)."""
+    return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi and lo < hi else ""
+
+
+def gain_words(r, objective: str) -> str:
+    """``1.8x faster [1.6, 2.0]`` / ``1.3x the images/s [...]`` / ``not significantly ...``."""
+    g = r.gain
+    if g != g:
+        return "no gain: not measured" if r.source == "measured" else "no gain: not predicted"
+    what = "faster" if objective.startswith(deploy_mod.LATENCY) else "the images/s"
+    sig = "" if stats.as_bool(r.significant) else " (not significant)"
+    return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
+
+
+def answer_lines(df: pd.DataFrame) -> list[str]:
+    """The summary's first lines: per objective row the recommendation, its measured value
+    with its CI, its gain over each baseline and the command (``recommendation.csv``)."""
+    if df is None or df.empty:
+        return []
+    source = (
+        "predicted from imported results" if (df["source"] == "predicted").all() else ("measured")
+    )
+    lines = [f"What to deploy ({source}; tables/recommendation.csv, docs/deploy.md):"]
+    for (model, objective), g in df.groupby(["model", "objective"], sort=False):
+        rec = g[g["role"] == "recommended"]
+        if rec.empty:
+            lines.append(f"  {model} {objective}: no configuration measured")
+            continue
+        r = rec.iloc[0]
+        value = r["value"] if r["source"] == "measured" else r["predicted"]
+        ci = (
+            _interval(r["ci_low"], r["ci_high"])
+            if r["source"] == "measured"
+            else _interval(r["predicted_low"], r["predicted_high"])
+        )
+        same = f" (the layout of {r['baseline']})" if _given(r["baseline"]) else ""
+        lines.append(
+            f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
+            f"{_num(value)} {r['unit']}{ci}" + ("" if r["source"] == "measured" else " (predicted)")
+        )
+        for b in g[g["role"] == "baseline"].itertuples():
+            lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")
+        lines.append(f"    run: {r['command']}")
+        if isinstance(r["run_cpu"], str) and r["run_cpu"]:
+            lines.append(f"    or: {r['run_cpu']}")
+    return lines

@@ -1,0 +1,493 @@
+"""The deploy answer's plan: from the measured cells (isolated profiles) and the interference
+profile, the configurations each objective measures (docs/deploy.md).
+
+For every objective row (``plan.deploy.objective_rows``) it searches every optimization and
+allocator of the grid and predicts:
+
+- ``latency`` (a request of B images, the machine serving one at a time): per (optimization,
+  allocator), PackRat's dynamic programme over the machine's nodes with the measured
+  interference (``plan.packing.Planner``: the best configuration of each instance count);
+- ``throughput`` (the whole machine busy): per (optimization, allocator, threads t, batch b),
+  k instances of t threads on every node (k = 1 .. cores // t), each predicted at its alone
+  latency times the slowdown of its node's other busy cores; images per second summed.
+
+The ``candidates`` best predictions of each row are measured, and every applicable baseline
+(``plan.deploy.BASELINES``) beside them. A configuration is the model, optimization, allocator
+and instances (CPUs, threads, batch, memory) it runs; one that two rows (or two baselines) ask
+for is measured once and named by each (``also``). Every instance stays inside one node unless a
+baseline's rule puts it across (marked in its notes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import cpulist, deploy, interference, launchers, packing
+from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.topology import Topology
+
+
+@dataclass(frozen=True)
+class Instance:
+    cpus: tuple[int, ...]
+    threads: int
+    batch: int
+    mem_nodes: tuple[int, ...]  # () = local allocation (no policy)
+
+    def to_dict(self) -> dict:
+        return {
+            "cpus": list(self.cpus),
+            "threads": self.threads,
+            "batch": self.batch,
+            "mem_nodes": list(self.mem_nodes),
+        }
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str
+    opt: str
+    allocator: str
+    instances: tuple[Instance, ...]
+
+    def key(self, topo: Topology) -> tuple:
+        """What makes two configurations one measurement: the same process per instance and
+        the same binding in effect (local allocation on one node = bound to it)."""
+
+        def mem(i: Instance) -> tuple:
+            nodes = tuple(sorted({topo.node_of(c) for c in i.cpus}))
+            return i.mem_nodes or (nodes if len(nodes) == 1 else ("local", *nodes))
+
+        insts = sorted((tuple(sorted(i.cpus)), i.threads, i.batch, mem(i)) for i in self.instances)
+        return (self.model, self.opt, self.allocator, tuple(insts))
+
+    def label(self) -> str:
+        groups: dict[tuple[int, int], int] = {}
+        for i in self.instances:
+            groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
+        return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
+
+    def to_dict(self, topo: Topology | None = None) -> dict:
+        out = {
+            "model": self.model,
+            "opt": self.opt,
+            "allocator": self.allocator,
+            "label": self.label(),
+            "instances": [i.to_dict() for i in self.instances],
+        }
+        if topo is not None:
+            for d, i in zip(out["instances"], self.instances, strict=True):
+                d["nodes"] = sorted({topo.node_of(c) for c in i.cpus})
+                d["cores"] = len({topo.cpu(c).siblings for c in i.cpus})
+            out["nodes"] = sorted({topo.node_of(c) for i in self.instances for c in i.cpus})
+            slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
+            args = launchers.run_cpu_args(slots, topo)
+            out["run_cpu"] = f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else ""
+            out["notes"] = launchers.notes(slots, topo)
+        return out
+
+
+class Configs:
+    """The configurations to measure, each once: ``add`` returns its id (``c1``, ...)."""
+
+    def __init__(self, topo: Topology):
+        self.topo = topo
+        self.by_key: dict[tuple, str] = {}
+        self.items: dict[str, Config] = {}
+
+    def add(self, config: Config) -> str:
+        key = config.key(self.topo)
+        if key not in self.by_key:
+            cid = f"c{len(self.items) + 1}"
+            self.by_key[key] = cid
+            self.items[cid] = config
+        return self.by_key[key]
+
+
+# -- the profiles --------------------------------------------------------------------------------
+
+
+SPREAD = "interleave"  # the placement whose cells describe an instance across nodes
+
+
+def profiles(cells, model: str, s: dict, placement: str = packing.BASELINE_PLACEMENT) -> dict:
+    """{(opt, allocator): (latency table, alone table)} of the grid's ``placement`` cells (the
+    isolated profiles: ``sequential``) that were measured (or imported), for the optimizations
+    and allocators searched."""
+    out = {}
+    for opt in s["optimizations"]:
+        for alloc in s["allocators"]:
+            table = packing.latency_table(cells, model, opt, placement, alloc)
+            if table:
+                alone = packing.alone_table(cells, model, opt, placement, alloc)
+                out[(opt, alloc)] = (table, alone)
+    return out
+
+
+def curve_for(curves: dict, model: str, opt: str) -> interference.Curve:
+    """The interference model of (model, opt) where profiled, else of the model's profiled
+    optimization (one profile stands for all: docs/deploy.md), else none (alone latencies)."""
+    own = curves.get((model, opt))
+    if own is not None:
+        return own
+    same = [c for (m, _), c in sorted(curves.items()) if m == model]
+    return same[0] if same else interference.NONE
+
+
+def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
+    """[(node, usable cores)] of every node with CPUs (memory-only nodes hold no instance)."""
+    return [(n, len(topo.node_cpus(n, use_smt))) for n in topo.nodes]
+
+
+def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
+    """Instances of ``[(threads, batch, node), ...]`` on their nodes (``placement.pack``: no CPU
+    shared, memory bound to the node), or the reason they do not fit."""
+    budget = sum(k for _, k in node_caps(topo, use_smt))
+    got = placement_mod.pack(
+        topo, [t for t, _, _ in parts], budget, use_smt, [n for *_, n in parts]
+    )
+    if isinstance(got, placement_mod.NotApplicable):
+        return got.reason
+    return tuple(
+        Instance(p.cpus, p.threads, b, p.mem_nodes) for p, (_, b, _) in zip(got, parts, strict=True)
+    )
+
+
+# -- predictions ---------------------------------------------------------------------------------
+
+
+# PackRat's dynamic programme over (cores, images) up to this many cores x images; beyond it (a
+# large batch on a large server) the search takes k identical instances (below), which is what
+# a deployment runs and what the programme finds there as well
+DP_LIMIT = 4096
+
+
+def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, batch: int):
+    """[(predicted latency s, low, high, opt, allocator, [(threads, batch, node)])] of the best
+    configuration of each instance count, for every (optimization, allocator), best first."""
+    caps = node_caps(topo, s["use_smt"])
+    if sum(k for _, k in caps) * batch > DP_LIMIT:
+        return even_latency_predictions(prof, curves, caps, model, batch)
+    out = []
+    for (opt, alloc), (table, alone) in prof.items():
+        planner = packing.Planner(
+            table, [k for _, k in caps], curve_for(curves, model, opt), alone, batch
+        )
+        for choice in planner.candidates(batch, max(1, s["candidates"])):
+            where = first_nodes([i.node for i in choice.instances], caps)
+            parts = [(i.threads, i.batch, n) for i, n in zip(choice.instances, where, strict=True)]
+            out.append((choice.latency_s, choice.ci_low_s, choice.ci_high_s, opt, alloc, parts))
+    return sorted(out, key=lambda x: x[0])
+
+
+def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | None]:
+    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here),
+    moved to the lowest-numbered nodes of the same size: nodes of one size are interchangeable,
+    and a plan reads best from node 0 on."""
+    used = sorted({i for i in indexes if i >= 0})
+    move: dict[int, int] = {}
+    for size in sorted({caps[i][1] for i in used}):
+        same = [i for i in used if caps[i][1] == size]
+        free = [j for j, (_, c) in enumerate(caps) if c == size]
+        move.update(zip(same, free[: len(same)], strict=True))
+    return [caps[move[i]][0] if i >= 0 else None for i in indexes]
+
+
+def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: int):
+    """The request split into k identical instances of (t threads, b images), k x b = B, spread
+    over the nodes as evenly as they hold them: each predicted at its alone latency times the
+    slowdown of its node's other busy cores; the best of each k, best first."""
+    best: dict = {}
+    for (opt, alloc), (table, alone) in prof.items():
+        curve = curve_for(curves, model, opt)
+        for (t, b), lat in table.items():
+            if batch % b:
+                continue
+            k = batch // b
+            per = _spread(k, [(n, c // t) for n, c in caps])
+            if per is None:
+                continue
+            x = (max(m for _, m in per) - 1) * t
+            a = alone.get((t, b)) or interference.Alone(lat)
+            value, lo, hi = interference.instance_interval(a, x, curve)
+            parts = [(t, b, n) for n, m in per for _ in range(m)]
+            if k not in best or value < best[k][0]:
+                best[k] = (value, lo, hi, opt, alloc, parts)
+    return sorted(best.values(), key=lambda x: x[0])
+
+
+def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """[(node, instances)] of k instances over nodes with ``slots`` free places each, as evenly
+    as they hold them (None: they do not fit)."""
+    if k > sum(m for _, m in slots):
+        return None
+    out = {n: 0 for n, _ in slots}
+    room = dict(slots)
+    for _ in range(k):
+        n = min((n for n in out if out[n] < room[n]), key=lambda n: (out[n], n))
+        out[n] += 1
+    return [(n, m) for n, m in out.items() if m]
+
+
+def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
+    """[(predicted images/s, low, high, opt, allocator, [(threads, batch, node)])] of k
+    identical instances per node for every measured (threads, batch), the best k of each,
+    best first; with ``latency_bound_ms``, those whose predicted p99 is within it."""
+    caps = node_caps(topo, s["use_smt"])
+    bound = s.get("latency_bound_ms")
+    out = []
+    for (opt, alloc), (table, alone) in prof.items():
+        curve = curve_for(curves, model, opt)
+        tails = _tail_ratios(cells, model, opt, alloc) if bound else {}
+        for (t, b), lat in sorted(table.items()):
+            best = None
+            for k in range(1, max(c for _, c in caps) // t + 1):
+                per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
+                x = (k - 1) * t
+                a = alone.get((t, b)) or interference.Alone(lat)
+                value, lo, hi = interference.instance_interval(a, x, curve)
+                if bound and value * tails.get((t, b), 1.0) * 1e3 > bound:
+                    continue
+                n_inst = sum(m for _, m in per)
+                ips = n_inst * b / value
+                if best is None or ips > best[0]:
+                    hi_ips = n_inst * b / lo if lo == lo and lo > 0 else math.nan
+                    lo_ips = n_inst * b / hi if hi == hi and hi > 0 else math.nan
+                    parts = [(t, b, n) for n, m in per for _ in range(m)]
+                    best = (ips, lo_ips, hi_ips, opt, alloc, parts)
+            if best:
+                out.append(best)
+    return sorted(out, key=lambda x: -x[0])
+
+
+def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
+    """{(threads, batch): p99 / median} of the cells: a request's tail relative to its median."""
+    sel = packing.ok_cells(cells, model, opt, packing.BASELINE_PLACEMENT, alloc)
+    out = {}
+    for r in sel.itertuples(index=False):
+        med, p99 = getattr(r, "latency_median_ms", math.nan), getattr(r, "latency_p99_ms", math.nan)
+        if med == med and p99 == p99 and med > 0:
+            out[(int(r.threads), int(r.batch_size))] = float(p99) / float(med)
+    return out
+
+
+# -- the baselines ---------------------------------------------------------------------------------
+
+
+def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
+    """(allocator to run, notes) of a baseline: its rule's, or the run's baseline allocator
+    with a note when the rule's library is not installed here."""
+    alloc, why = deploy.BASELINES[name].allocator()
+    alloc = alloc or fallback
+    notes = [why]
+    entry = allocators_mod.get(alloc)
+    missing = allocators_mod.skip_reason(entry, allocators_mod.locate(entry))
+    if missing:
+        notes.append(f"{alloc} cannot run here ({missing}): measured with {fallback}")
+        alloc = fallback
+    return alloc, notes
+
+
+def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, fallback: str):
+    """(Config or None, notes or the reason it is not measured) of a layout baseline for one
+    objective row: a request on the layout's first instance (latency), or every instance at the
+    grid's largest batch (throughput)."""
+    entry = deploy.BASELINES[name]
+    try:
+        slots = entry.layout(topo)
+    except launchers.NotRunnable as exc:
+        return None, [str(exc)]
+    alloc, notes = baseline_allocator(name, fallback)
+    layout = launchers.notes(slots, topo)
+    notes = [*(f"layout: {n}" for n in layout), *notes]
+    if row["objective"] == deploy.LATENCY:
+        used = slots[:1]
+        if len(slots) > 1:
+            notes.insert(0, f"the request runs on instance 0 of {len(slots)}")
+        batch = row["batch"]
+    else:
+        used, batch = slots, s["throughput_batch"]
+    inst = tuple(Instance(sl.cpus, sl.threads, batch, sl.mem_nodes) for sl in used)
+    return Config(model, deploy.EAGER, alloc, inst), notes
+
+
+def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str, fallback: str):
+    """PackRat's plan: its optimizer over the float32 eager profile of the run's baseline
+    allocator, interference not counted."""
+    key = (deploy.EAGER, fallback)
+    if key not in prof:
+        return None, [f"no isolated profile of float32 eager with {fallback} in the grid"]
+    one = {key: prof[key]}
+    quiet = {(model, deploy.EAGER): interference.NONE}
+    plain = {**s, "candidates": 1, "latency_bound_ms": None}
+    if row["objective"] == deploy.LATENCY:
+        preds = latency_predictions(one, quiet, topo, plain, model, row["batch"])
+    else:
+        preds = throughput_predictions(one, quiet, topo, plain, model, None)
+    if not preds:
+        return None, ["no configuration of measured cells serves it"]
+    got = place(topo, preds[0][5], s["use_smt"])
+    if isinstance(got, str):
+        return None, [got]
+    return Config(model, deploy.EAGER, fallback, got), ["isolated profiles, no interference"]
+
+
+# -- the plan --------------------------------------------------------------------------------------
+
+
+def _candidate(configs: Configs, model: str, pred, topo: Topology, s: dict) -> dict | None:
+    value, lo, hi, opt, alloc, parts = pred
+    got = place(topo, parts, s["use_smt"])
+    if isinstance(got, str):
+        return None
+    cid = configs.add(Config(model, opt, alloc, got))
+    return {"config": cid, "predicted": value, "predicted_low": lo, "predicted_high": hi}
+
+
+CLOSE = 0.10  # a runner-up is measured when predicted within 10 % of the best
+
+
+def close(top, pred, row) -> bool:
+    """Is a runner-up worth measuring beside the predicted best: within ``CLOSE`` of it, or
+    their predicted intervals overlapping?"""
+    (v0, lo0, hi0, *_), (v, lo, hi, *_) = top, pred
+    if row["objective"] == deploy.LATENCY:
+        return v <= v0 * (1 + CLOSE) or (lo == lo and hi0 == hi0 and lo <= hi0)
+    return v >= v0 / (1 + CLOSE) or (hi == hi and lo0 == lo0 and hi >= lo0)
+
+
+def predict(
+    config: Config,
+    objective: str,
+    prof: dict,
+    curves: dict,
+    topo: Topology,
+    spread: dict | None = None,
+) -> dict:
+    """The prediction of any configuration from the isolated profiles where they have its
+    points: each instance at its (threads, batch) of the configuration's optimization and
+    allocator (else the first profiled one, said in ``basis``) -- an instance within one node
+    from the ``sequential`` cells, one across nodes from the ``interleave`` cells (``spread``)
+    --, times the slowdown of its nodes' other busy cores. {} where a point is missing."""
+    key = (config.opt, config.allocator)
+    if key not in prof:
+        key = next(iter(sorted(prof)), None)
+    if key is None:
+        return {}
+    points = []
+    for i in config.instances:
+        on = sorted({topo.node_of(c) for c in i.cpus})
+        table, alone = prof[key] if len(on) == 1 else (spread or {}).get(key, ({}, {}))
+        if (i.threads, i.batch) not in table:
+            return {}
+        a = alone.get((i.threads, i.batch)) or interference.Alone(table[(i.threads, i.batch)])
+        points.append((a, on))
+    busy: dict[int, int] = {}
+    for i, (_, on) in zip(config.instances, points, strict=True):
+        for n in on:
+            busy[n] = busy.get(n, 0) + i.threads // len(on)
+    curve = curve_for(curves, config.model, key[0])
+    parts = []
+    for i, (a, on) in zip(config.instances, points, strict=True):
+        x = max(busy[n] - i.threads // len(on) for n in on)
+        parts.append(interference.instance_interval(a, x, curve))
+    basis = "" if key == (config.opt, config.allocator) else f"predicted from {key[0]}/{key[1]}"
+    if objective == deploy.LATENCY:
+        value = max(v for v, _, _ in parts)
+        lo, hi = max(p[1] for p in parts), max(p[2] for p in parts)
+    else:
+        value = sum(i.batch / v for i, (v, _, _) in zip(config.instances, parts, strict=True))
+        lo = sum(i.batch / p[2] for i, p in zip(config.instances, parts, strict=True))
+        hi = sum(i.batch / p[1] for i, p in zip(config.instances, parts, strict=True))
+    return {"predicted": value, "predicted_low": lo, "predicted_high": hi, "basis": basis}
+
+
+def objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread=None) -> dict:
+    """One objective row of the plan: its candidates (predicted, best first) and baselines."""
+    if row["objective"] == deploy.LATENCY:
+        preds = latency_predictions(prof, curves, topo, s, model, row["batch"])
+    else:
+        preds = throughput_predictions(prof, curves, topo, s, model, cells)
+    cands, seen = [], set()
+    for pred in preds:
+        if len(cands) >= s["candidates"] or (cands and not close(preds[0], pred, row)):
+            break
+        got = _candidate(configs, model, pred, topo, s)
+        if got and got["config"] not in seen:
+            seen.add(got["config"])
+            cands.append(got)
+    bases = []
+    for name in s["baselines"]:
+        if not deploy.applies(name, row["objective"]):
+            bases.append({"baseline": name, "config": None, "notes": ["not this objective's"]})
+            continue
+        if name == "packrat":
+            config, notes = packrat_baseline(row, prof, topo, s, model, fallback)
+        else:
+            config, notes = layout_baseline(name, row, topo, s, model, fallback)
+        cid = configs.add(config) if config else None
+        got = predict(config, row["objective"], prof, curves, topo, spread) if config else {}
+        if got.get("basis"):
+            notes = [*notes, got["basis"]]
+        bases.append({"baseline": name, "config": cid, "notes": notes, **got})
+    return {
+        **row,
+        "name": deploy.objective_name(row),
+        "model": model,
+        "candidates": cands,
+        "baselines": bases,
+    }
+
+
+def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
+    """The deploy plan (see the module docstring): ``objectives`` (one per row and model) and
+    ``configurations`` (id -> the configuration, each measured once)."""
+    configs = Configs(topo)
+    s = from_cells(s, cells) if s.get("imported") else s
+    fallback = allocators_mod.baseline(s["allocators"])
+    rows = []
+    for model in s["models"]:
+        prof = profiles(cells, model, s)
+        spread = profiles(cells, model, s, SPREAD)
+        for row in deploy.objective_rows(s):
+            rows.append(
+                objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread)
+            )
+    return {
+        "objectives": rows,
+        "configurations": {cid: c.to_dict(topo) for cid, c in configs.items.items()},
+        "baseline_allocator": fallback,
+        "topology": topo.summary(),
+    }
+
+
+def from_cells(s: dict, cells) -> dict:
+    """An import's settings: the models, optimizations, allocators and batch sizes its cells
+    have (the grid keys of an import are ignored)."""
+    cells = grid_mod.keyed(cells)
+    batches = sorted({int(b) for b in cells["batch_size"]})
+    return {
+        **s,
+        "models": sorted(set(cells["model"])),
+        "optimizations": sorted(set(cells["opt"])),
+        "allocators": sorted(set(cells["allocator"])),
+        "batch_sizes": batches,
+        "throughput_batch": max(batches),
+    }
+
+
+def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:
+    """The command of each instance of a configuration: its binding, threads and allocator
+    environment, then the user's program."""
+    env = " ".join(f"{k}={v}" for k, v in sorted((environ or {}).items()))
+    out = []
+    for i in config["instances"]:
+        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
+        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
+        out.append(
+            f"{prefix}numactl --physcpubind={cpulist.format(i['cpus'])} {mem} python serve.py"
+        )
+    return out
