@@ -6,13 +6,13 @@ of ``include:`` statements cannot change it.
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
 priority, the cell specs (``plan.spec``), the peak jobs (``plan.peaks``' windows of each placement,
 threads and dtype of the grid's runnable cells, a node pair's at its CPU node's diagonal, spread
-over the job order), the memory jobs (one per (CPU
-node, memory node) pair of the grid's runnable node-pair cells), the packing jobs, the imported
-cells (PackRat), the grid manifest, the code digests that decide re-runs, and every output path
-(``plan.paths``). A grid in which every cell is skipped is a valid plan: it measures nothing, and
-the tables and report list the skipped cells with their reasons. A comparison of result folders
-(config key ``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it
-asks for (``targets``) is the comparison's tables and page only."""
+over the job order), the memory jobs (one per (CPU node, memory node) pair of the grid's runnable
+node-pair cells), the packing jobs, the imported cells (PackRat), the grid manifest, the code
+digests that decide re-runs, and every output path (``plan.paths``). A grid in which every cell is
+skipped is a valid plan: it measures nothing, and the tables and report list the skipped cells with
+their reasons. A comparison of result folders (config key ``compare``, ``plan.compare``) is a plan
+with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's tables
+and page only."""
 
 from __future__ import annotations
 
