@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects.plan import grid, placement, topology
+from numa_effects.plan import grid, peaks, placement, topology
 from numa_effects.report import data as figure_data
 from numa_effects.report import node_pair_plots, plots
 from numa_effects.report import registry as figures
@@ -268,4 +268,5 @@ def test_the_workflow_plans_the_node_pair_figures_against_a_two_node_machine(tmp
     topo = topology.load(cfg["topology"])
     assert jobs["memory"] == len(placement.node_pairs("all", topo))  # one per pair
     assert jobs["memory_matrix_table"] == 1
-    assert jobs["peak"] == len(topo.nodes)  # one per CPU node (1 thread), at its diagonal
+    # one per CPU node (1 thread), at its diagonal, in each of its windows
+    assert jobs["peak"] == len(topo.nodes) * peaks.WINDOWS

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, planned, snakemake
 
 from numa_effects.measure import cell, provenance
-from numa_effects.plan import grid, topology
+from numa_effects.plan import grid, peaks, topology
 from numa_effects.plan.spec import Spec
 
 pytestmark = pytest.mark.integration
@@ -287,8 +287,9 @@ def test_peak_false_plans_no_peak_job(tmp_path):
     assert jobs["peak_table"] == 1
     assert jobs["cell"] == len(expected(cfg).cells)
     with_peak = planned(tmp_path, {**cfg, "peak": True})
-    # one per placement, threads and dtype (eager and TorchScript: float32 only)
-    assert with_peak["peak"] == len({(k.placement, k.threads) for k in expected(cfg).cells})
+    # one per placement, threads and dtype (eager and TorchScript: float32 only), per window
+    where = {(k.placement, k.threads) for k in expected(cfg).cells}
+    assert with_peak["peak"] == len(where) * peaks.WINDOWS
 
 
 def test_replicates_run_round_by_round(run):

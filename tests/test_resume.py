@@ -25,7 +25,7 @@ import robust
 from conftest import REPO, load_config
 
 from numa_effects.plan import grid as grid_mod
-from numa_effects.plan import topology
+from numa_effects.plan import peaks, topology
 
 pytestmark = pytest.mark.integration
 
@@ -275,7 +275,7 @@ def test_adding_a_thread_count_runs_only_its_cells_and_peak(complete):
     _, _, cfg = complete
     jobs = planned(complete, cfg={**cfg, "threads": [1, 2]})
     assert jobs["cell"] == 2  # t2 x 2 batch sizes
-    assert jobs["peak"] == 1
+    assert jobs["peak"] == peaks.WINDOWS  # t2's peak, each of its windows
 
 
 def test_adding_a_placement_runs_only_its_cells(tmp_path):

@@ -39,6 +39,7 @@ Shared, the bottom:
 - ``plan.code``: digests of the code's content that decide re-runs.
 - ``plan.manifest``: the grid manifest (cells and replicates asked for).
 - ``plan.stages``: replicates where the noise is (``two_stage``): the counts file, read back.
+- ``plan.peaks``: the peak's windows: how many, and where in the job order they run.
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
 - ``plan.binding``: when two placements are the same binding; which cell measures it once.

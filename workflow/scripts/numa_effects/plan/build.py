@@ -4,14 +4,15 @@ the .smk files only read from the plan, so what runs is a function of its inputs
 of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs (``plan.spec``), the peak jobs (one per placement, threads and dtype of the
-grid's runnable cells, a node pair's at its CPU node's diagonal), the memory jobs (one per (CPU
-node, memory node) pair of the grid's runnable node-pair cells), the packing jobs, the imported
-cells (PackRat), the grid manifest, the code digests that decide re-runs, and every output path
-(``plan.paths``). A grid in which every cell is skipped is a valid plan: it measures nothing, and
-the tables and report list the skipped cells with their reasons. A comparison of result folders
-(config key ``compare``, ``plan.compare``) is a plan with no grid: it measures nothing, and what it
-asks for (``targets``) is the comparison's tables and page only."""
+priority, the cell specs (``plan.spec``), the peak jobs (``plan.peaks``' windows of each placement,
+threads and dtype of the grid's runnable cells, a node pair's at its CPU node's diagonal, spread
+over the job order), the memory jobs (one per (CPU node, memory node) pair of the grid's runnable
+node-pair cells), the packing jobs, the imported cells (PackRat), the grid manifest, the code
+digests that decide re-runs, and every output path (``plan.paths``). A grid in which every cell is
+skipped is a valid plan: it measures nothing, and the tables and report list the skipped cells with
+their reasons. A comparison of result folders (config key ``compare``, ``plan.compare``) is a plan
+with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's tables
+and page only."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
+from numa_effects.plan import peaks as peaks_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan import spec as spec_mod
@@ -70,7 +72,8 @@ class Plan:
             self, "manifest", manifest_mod.content(self.grid, self.replicates, self.two_stage)
         )
         n = len(self.order)
-        object.__setattr__(self, "_priority", {job: n - i for i, job in enumerate(self.order)})
+        prio = {job: peaks_mod.cell_priority(i, n) for i, job in enumerate(self.order)}
+        object.__setattr__(self, "_priority", prio)
 
     # -- paths ----------------------------------------------------------------------------------
     @property
@@ -167,14 +170,28 @@ class Plan:
 
     # -- peak and FLOPs -------------------------------------------------------------------------
     def peak_outputs(self) -> list[str]:
-        return [self.path(paths.PEAK, placement=p, threads=t, dtype=d) for p, t, d in self.peak]
+        """Every window of every peak (``plan.peaks``), window by window."""
+        windows = range(1, peaks_mod.WINDOWS + 1)
+        return [
+            self.path(paths.PEAK, placement=p, threads=t, dtype=d, window=w)
+            for w in windows
+            for p, t, d in self.peak
+        ]
 
-    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> spec_mod.Spec:
-        """What the pinned peak process of one dtype needs: the ``dtype_peaks`` workload, each
-        of the dtype's kernels once per step."""
+    def peak_spec(
+        self, placement: str, threads: int, dtype: str = "float32", window: int = 1
+    ) -> spec_mod.Spec:
+        """What the pinned peak process of one dtype's window needs: the ``dtype_peaks``
+        workload, each of the dtype's kernels back to back in every step."""
         plan = self.peak[(placement, int(threads), dtype)]
         settings = settings_mod.peak_settings(self.config)
-        return spec_mod.peak(plan, dtype, settings, code=self.code.get("measure"))
+        code = self.code.get("measure")
+        return spec_mod.peak(plan, dtype, settings, code=code, window=int(window))
+
+    def peak_priority(self, window: int) -> int:
+        """Snakemake priority of a peak window's jobs: between the cells around its slot in
+        ``order`` (``plan.peaks``)."""
+        return peaks_mod.priorities(self.order, self.replicates)[int(window) - 1]
 
     def memory_outputs(self) -> list[str]:
         return [self.path(paths.MEMORY, cpu=c, mem=m) for c, m in self.memory]

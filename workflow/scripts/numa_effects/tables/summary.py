@@ -8,7 +8,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
-from numa_effects.tables import stages
+from numa_effects.tables import flops, stages
 
 
 def cell_label(row) -> str:
@@ -91,6 +91,27 @@ def same_binding_lines(cells: pd.DataFrame) -> list[str]:
     ]
 
 
+def efficiency_lines(ok: pd.DataFrame) -> list[str]:
+    """The measured cells' efficiency range, and how many have none because they ran faster
+    than their peak allows (``tables.flops``: the peak under-measured)."""
+    if ok.empty or "efficiency" not in ok:
+        return []
+    known = pd.to_numeric(ok["efficiency"], errors="coerce").dropna()
+    lines = []
+    if len(known):
+        lines.append(
+            f"  efficiency: {known.min():.2f} - {known.max():.2f} of the peak (the best of "
+            "its windows; cells.csv column efficiency)"
+        )
+    unknown = int(ok.get("efficiency_note", pd.Series(dtype=object)).notna().sum())
+    if unknown:
+        lines.append(
+            f"  efficiency unknown: {unknown} cell(s) ran above {flops.EFFICIENCY_MAX:g} x "
+            "their peak: the peak is under-measured (cells.csv column efficiency_note)"
+        )
+    return lines
+
+
 def render(
     cells: pd.DataFrame,
     skipped: pd.DataFrame,
@@ -159,6 +180,7 @@ def render(
                 f"  contended: {n} cell(s) shared their CPUs with other tasks while timed "
                 "(cells.csv columns contended, foreign_cpu_pct)"
             )
+    lines += efficiency_lines(ok)
     lines += packing_lines(packing, profile)
     lines += history
     lines += [
