@@ -1,7 +1,7 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
 Runs the selected benchmarks (all by default, in the order cost, replication, fidelity, noise,
-overhead, bias, dag, packing, variance, canary, advise), prints one table each and writes
+overhead, bias, dag, packing, variance, canary, advise, aa), prints one table each and writes
 ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load average before and after, and
 each benchmark's wall time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4 instead of the
 default grid (for a shared or slow machine). ``--reuse`` reuses the pipeline runs of an earlier
@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import (
+    aa,
     advise,
     bias,
     canary,
@@ -47,6 +48,7 @@ BENCHMARKS = {
         variance,
         canary,
         advise,
+        aa,
     )
 }
 

@@ -82,7 +82,13 @@ class PipelineRun:
     load_after: dict
 
     def cells(self) -> pd.DataFrame:
-        return pd.read_csv(self.results / "tables" / "cells.csv")
+        """cells.csv, each measurement once: a row reported from another cell's measurement
+        (``same_binding_as``, ``plan.binding``) repeats that cell's numbers under a second name
+        and would count it twice in a benchmark's shares."""
+        cells = pd.read_csv(self.results / "tables" / "cells.csv")
+        if "same_binding_as" in cells:
+            cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
+        return cells
 
     def samples(self) -> pd.DataFrame:
         return pd.read_csv(self.results / "tables" / "samples.csv")
@@ -120,7 +126,8 @@ def pipeline(
 
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True, exist_ok=True)
-    cfg = {**ctx.grid(), **overrides, "results": str(results)}
+    # the grid as the benchmark gives it: config.yaml's budget would shrink it (advise sets one)
+    cfg = {**ctx.grid(), "budget": None, **overrides, "results": str(results)}
     cfg_path = ctx.work / f"{name}.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     target_path = target if target == "all" else f"{results}/{target}"

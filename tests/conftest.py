@@ -198,29 +198,34 @@ def foreign_share_pct(cpus, seconds: float = 0.5) -> float:
     return watch.stop()["foreign_cpu_pct"]
 
 
+def start_busy_loop(
+    cpu: int, procs: list, min_cpu_s: float = 0.3, timeout: float = 120.0
+) -> subprocess.Popen:
+    """A busy loop (``while True: pass``) pinned to ``cpu`` with taskset, appended to ``procs``
+    (the caller kills them), returned once it has really run there: it has used ``min_cpu_s``
+    of CPU time and last ran on ``cpu``. On a loaded machine a new process may wait seconds for
+    its first slice; a test that measures before then measures an idle CPU."""
+    proc = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+    procs.append(proc)
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            if cpu_seconds(proc.pid) >= min_cpu_s and last_cpu(proc.pid) == cpu:
+                return proc
+        except (OSError, IndexError, ValueError):
+            pass
+        if proc.poll() is not None or time.monotonic() > end:
+            raise AssertionError(f"the busy loop never ran on CPU {cpu} ({timeout} s)")
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def busy_loop():
-    """``start(cpu)``: a busy loop (``while True: pass``) pinned to ``cpu`` with taskset,
-    returned once it has really run there: it has used ``min_cpu_s`` of CPU time and last ran
-    on ``cpu``. On a loaded machine a new process may wait seconds for its first slice; a test
-    that measures before then measures an idle CPU (issue 18). Killed at teardown."""
+    """``start(cpu)``: ``start_busy_loop`` on ``cpu``; every loop killed at teardown."""
     procs = []
 
     def start(cpu: int, min_cpu_s: float = 0.3, timeout: float = 120.0) -> subprocess.Popen:
-        proc = subprocess.Popen(
-            ["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"]
-        )
-        procs.append(proc)
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                if cpu_seconds(proc.pid) >= min_cpu_s and last_cpu(proc.pid) == cpu:
-                    return proc
-            except (OSError, IndexError, ValueError):
-                pass
-            if proc.poll() is not None or time.monotonic() > end:
-                raise AssertionError(f"the busy loop never ran on CPU {cpu} ({timeout} s)")
-            time.sleep(0.05)
+        return start_busy_loop(cpu, procs, min_cpu_s, timeout)
 
     yield start
     for proc in procs:

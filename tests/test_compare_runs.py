@@ -526,3 +526,28 @@ def test_across_an_allocator_each_side_moves_along_its_own_runs_fit(tmp_path):
     across = ("threads",)
     c = compare_tables.compare_table(runs(a, t2, across=across), across=across)
     assert c["ratio"].notna().all() and c["speed_ratio"].isna().all()
+
+
+def test_a_cell_reported_under_a_second_name_is_compared_once(tmp_path):
+    """A row reported from another cell's measurement (``same_binding_as``: interleave binding
+    as sequential, plan.binding) repeats that measurement: a comparison of runs reads each
+    measurement once, so the geometric mean does not count it twice."""
+
+    def both(medians, **keys):
+        seq = {**cell(medians, POOL, **keys), "same_binding_as": None}
+        return [seq, {**seq, "placement": "interleave", "same_binding_as": "sequential"}]
+
+    a = run(
+        tmp_path / "a/results", both([10.0, 10.2], batch_size=1) + both([20.0, 20.1], batch_size=2)
+    )
+    b = run(
+        tmp_path / "b/results", both([11.0, 11.1], batch_size=1) + both([20.2, 20.0], batch_size=2)
+    )
+    ra, rb = runs(a, b)
+    assert set(ra.cells["placement"]) == {"sequential"} and len(ra.cells) == 2
+    table = compare_runs.compare_table([ra, rb])
+    assert len(table) == 2
+    (whole,) = (
+        compare_runs.summary_table(table).query("scope == @compare_runs.ALL").to_dict("records")
+    )
+    assert whole["cells"] == 2

@@ -79,8 +79,10 @@ def test_add_efficiency_joins_flops_and_the_peak_of_each_cells_dtype():
         "peak_kernel",
         "theoretical_gflop_per_s",
         "efficiency",
+        "efficiency_note",
     ]
     assert out["gflop_per_s"].tolist() == [32.0, 40.0, 64.0, 128.0]
+    assert out["efficiency_note"].isna().all()  # every efficiency a fact (<= 1.05)
     assert out["efficiency"].iloc[0] == pytest.approx(0.5)
     assert out["efficiency"].iloc[1] == pytest.approx(40 / 64)
     # int8 against int8's own peak, not float32's (FLOPs are the same work in any dtype)
@@ -105,13 +107,14 @@ def peak_instance(dtype: str):
 
 
 def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_rate(monkeypatch):
-    """The peak's workload (built in the pinned instance) times every kernel of the dtype once
-    per step; the summary takes each kernel's best rate over the clean timed steps (the
-    instance's last n steps are the runner's timed ones) and the best kernel as the peak."""
+    """The peak's workload (built in the pinned instance) calls every kernel of the dtype back
+    to back in each step, as often as its probe says (``calls``); the summary takes each
+    kernel's best rate over the clean timed steps (the instance's last n steps are the runner's
+    timed ones) and the best kernel as the peak."""
     calls = []
 
     def kernel(name, flop):
-        def build():
+        def build(threads):
             return (lambda: calls.append(name)), flop
 
         return build
@@ -131,8 +134,10 @@ def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_ra
     calls.clear()
     for _ in range(5):
         built.step()
-    assert calls == ["a", "b"] * 5
     rep = built.report()
+    n = {k: rep["kernels"][k]["calls"] for k in ("a", "b")}
+    assert n["a"] >= dtype_peaks.MIN_CALLS and n["b"] >= dtype_peaks.MIN_CALLS
+    assert calls == (["a"] * n["a"] + ["b"] * n["b"]) * 5
     assert rep["order"] == ["a", "b"] and len(rep["times_s"]) == 5
     assert rep["kernels"]["c"] == {"skipped": "needs torchao"}
     # the runner timed the last 3 steps and excluded the middle one
@@ -150,13 +155,13 @@ def test_peak_workload_times_each_kernel_and_the_summary_keeps_the_best_clean_ra
 def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
     import time
 
-    def slow():
+    def slow(threads):
         def call():
             time.sleep(0.02)
 
         return call, 1e6  # 0.05 GFLOP/s
 
-    def fast():
+    def fast(threads):
         return (lambda: None), 1e9
 
     monkeypatch.setitem(
@@ -173,7 +178,7 @@ def test_a_kernel_far_below_the_best_at_the_probe_is_dropped(monkeypatch):
 
 
 def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
-    from numa_effects.plan import build, settings, topology
+    from numa_effects.plan import build, peaks, settings, topology
 
     topo = topology.load(Path(__file__).parent / "fixtures/topology/this-vm-2cpu-1node.lscpu")
     cfg = {
@@ -183,14 +188,15 @@ def test_the_plan_asks_one_peak_per_dtype_of_the_grid():
     }  # fmt: skip
     plan = build.build(cfg, topo)
     assert sorted(plan.peak) == [("sequential", 1, "float32"), ("sequential", 1, "int8")]
+    windows = range(1, peaks.WINDOWS + 1)
     assert plan.peak_outputs() == [
-        "r/peak/sequential/t1/float32.json",
-        "r/peak/sequential/t1/int8.json",
+        f"r/peak/sequential/t1/{d}/w{w}.json" for w in windows for d in ("float32", "int8")
     ]
-    spec = plan.peak_spec("sequential", 1, "int8")
+    spec = plan.peak_spec("sequential", 1, "int8", window=2)
     (inst,) = spec.instances
     assert inst.workload == "dtype_peaks" and spec.settings == settings.PEAK_SETTINGS
     assert inst.cell["dtype"] == "int8" and inst.plan == plan.peak[("sequential", 1, "int8")]
+    assert inst.cell["window"] == 2  # the record says which window it is
     assert spec.settings["min_timed_seconds"] == settings.PEAK_SECONDS
 
 
@@ -202,7 +208,7 @@ def test_bf16_peak_kernels_compute_in_bf16_and_count_their_flops():
     from torch.utils.flop_counter import FlopCounterMode
 
     for k in dtype_peaks.KERNELS["bfloat16"]:
-        call, flop = k.build()
+        call, flop = k.build(1)
         with FlopCounterMode(display=False) as counter:
             out = call()
         assert counter.get_total_flops() == pytest.approx(flop), k.name

@@ -1,11 +1,12 @@
 """Grid expansion: which cells are scheduled, which are skipped and why."""
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from numa_effects.plan import grid, topology
+from numa_effects.plan import binding, grid, placement, topology
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
 
@@ -32,12 +33,21 @@ def test_auto_threads_are_the_cores_of_one_node(this_vm):
     assert grid.thread_counts(config(), this_vm) == [1, 2]
 
 
-def test_one_node_machine_schedules_sequential_and_skips_interleave(this_vm):
+def test_one_node_machine_measures_sequential_once_for_interleave_too(this_vm):
     g = grid.expand(config(), this_vm)
     assert len(g.cells) == 2 * 2 * 2  # opt x threads x batch, sequential only
     assert {k.placement for k in g.cells} == {"sequential"}
-    assert len(g.skipped) == 8
-    assert all(k.placement == "interleave" for k in g.skipped)
+    # interleave has sequential's binding on one node (the planner says so): reported from it
+    assert not g.skipped and len(g.same) == 8
+    for key, measured in g.same.items():
+        assert key.placement == "interleave" and measured == replace(key, placement="sequential")
+        assert binding.same(placement.plan(this_vm, key.threads, "interleave"), g.cells[measured])
+    # each placement measured on its own (same_bindings: each): interleave runs as well
+    each = grid.expand(config(same_bindings="each"), this_vm)
+    assert len(each.cells) == 16 and not each.same and not each.skipped
+    # remote cannot run on one node: skipped, saying why
+    g = grid.expand(config(placements=["sequential", "remote"]), this_vm)
+    assert {k.placement for k in g.skipped} == {"remote"} and not g.same
     assert all("at least 2 NUMA nodes" in why for why in g.skipped.values())
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from numa_effects.plan import grid, placement, topology
+from numa_effects.plan import grid, peaks, topology
+from numa_effects.plan import node_pairs as node_pairs_mod
 from numa_effects.report import data as figure_data
 from numa_effects.report import families, figures, metrics, node_pair_plots, plots
 from numa_effects.tables import degradation
@@ -142,7 +143,8 @@ def test_the_planner_gives_node_pair_figures_where_pairs_can_be_compared(fixture
         "use_smt": False,
     }
     topo = topology.load(FIXTURES / fixture)
-    fams = _families(grid.expand(cfg, topo).cells)
+    # the cells the plan draws: a diagonal with sequential's binding is reported too
+    fams = _families(grid.expand(cfg, topo).drawn())
     assert [f.model for f in fams.pop("node_pair_memory")] == [MODEL]
     if heatmaps:
         assert [f.batch_size for f in fams["node_pair_heatmap"]] == [1, 8]
@@ -264,6 +266,7 @@ def test_the_workflow_plans_the_node_pair_figures_against_a_two_node_machine(tmp
     for family in ("node_pair_heatmap", "node_pair_memory", "node_pair_scatter"):
         assert jobs[f"plot_{family}"] == 1, jobs
     topo = topology.load(cfg["topology"])
-    assert jobs["memory"] == len(placement.node_pairs("all", topo))  # one per pair
+    assert jobs["memory"] == len(node_pairs_mod.node_pairs("all", topo))  # one per pair
     assert jobs["memory_matrix_table"] == 1
-    assert jobs["peak"] == len(topo.nodes)  # one per CPU node (1 thread), at its diagonal
+    # one per CPU node (1 thread), at its diagonal, in each of its windows
+    assert jobs["peak"] == len(topo.nodes) * peaks.WINDOWS

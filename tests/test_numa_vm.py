@@ -55,6 +55,7 @@ from test_pipeline import check_cells, check_tables
 
 from numa_effects.measure import record, verify
 from numa_effects.plan import cpulist, grid, placement, topology
+from numa_effects.plan import node_pairs as node_pairs_mod
 from numa_effects.report import families, figures
 
 pytestmark = pytest.mark.numa_vm
@@ -73,7 +74,7 @@ PLANNED = {(k.placement, k.threads) for k in grid.expand(GUEST_CONFIG, _TOPO).ce
 CELLS = sorted((p, t) for p, t in PLANNED if p in PLACEMENTS)
 PLACEMENT_THREADS = sorted({t for _, t in CELLS})
 # the node pairs the planner selects on the guest's captured topology (2 x 2), at one thread
-PAIRS = sorted(placement.node_pairs(GUEST_CONFIG["node_pairs"], _TOPO))
+PAIRS = sorted(node_pairs_mod.node_pairs(GUEST_CONFIG["node_pairs"], _TOPO))
 PAIR_CELLS = [(f"n{c}m{m}", 1) for c, m in PAIRS]
 OFF_DIAGONAL = {f"n{c}m{m}" for c, m in PAIRS if c != m}
 

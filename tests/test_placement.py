@@ -90,11 +90,26 @@ def test_smt_plans_use_one_thread_per_core_while_cores_last(name):
 
 # -- not-applicable reasons --------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["host-1node-kvm", "this-vm-2cpu-1node"])
-@pytest.mark.parametrize("place", ["interleave", "remote", "mem-interleave"])
-def test_one_node_machines_cannot_run_multi_node_placements(name, place):
-    p = placement.plan(load(name), 1, place)
+def test_one_node_machines_cannot_run_remote(name):
+    p = placement.plan(load(name), 1, "remote")
     assert isinstance(p, NotApplicable)
-    assert p.reason == f"{place} needs at least 2 NUMA nodes; this machine has 1"
+    assert p.reason == "remote needs at least 2 NUMA nodes; this machine has 1"
+
+
+@pytest.mark.parametrize("name", ["host-1node-kvm", "this-vm-2cpu-1node"])
+@pytest.mark.parametrize("place", ["interleave", "mem-interleave"])
+def test_on_one_node_interleaving_is_the_sequential_binding(name, place):
+    """On one node the interleaved placements alternate over (or interleave pages on) that node
+    alone: the binding sequential gives (``plan.binding``), measured once in a grid."""
+    from numa_effects.plan import binding
+
+    topo = load(name)
+    for t in range(1, len(topo.node_cpus(topo.nodes[0])) + 1):
+        p, seq = placement.plan(topo, t, place), placement.plan(topo, t, "sequential")
+        assert isinstance(p, Plan) and p.cpus == seq.cpus and p.mem_nodes == seq.mem_nodes
+        assert binding.same(p, seq)
+    too_many = len(topo.node_cpus(topo.nodes[0])) + 1
+    assert isinstance(placement.plan(topo, too_many, place), NotApplicable)
 
 
 def test_one_node_machine_runs_sequential():

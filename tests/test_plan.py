@@ -15,6 +15,7 @@ import pytest
 from numa_effects import config as config_mod
 from numa_effects.plan import (
     allocators,
+    binding,
     build,
     code,
     grid,
@@ -52,7 +53,10 @@ def make(topo_file: Path = TWO_NODES, **over) -> build.Plan:
 
 def test_the_plan_holds_every_cell_replicate_in_run_order_with_its_priority():
     p = make()
-    assert len(p.grid.cells) == 1 * 2 * 2 * 2 * 2 and not p.grid.skipped
+    assert len(p.grid.cells) + len(p.grid.same) == 1 * 2 * 2 * 2 * 2 and not p.grid.skipped
+    # a cell with another's binding (interleave at 1 thread is sequential) has no job
+    assert {(k.placement, k.threads) for k in p.grid.same} == {("interleave", 1)}
+    assert binding.same(*(placement.plan(p.topology, 1, n) for n in ("interleave", "sequential")))
     assert len(p.order) == 2 * len(p.grid.cells)
     # round by round: every first replicate before any second one
     rounds = [r for _, r in p.order]
@@ -109,13 +113,13 @@ def test_no_spec_depends_on_where_the_run_lies(tmp_path, monkeypatch):
 
 
 def test_a_grid_in_which_every_cell_is_skipped_is_a_valid_plan():
-    p = make(ONE_NODE, placements=["interleave"])
+    p = make(ONE_NODE, placements=["remote"])
     assert not p.grid.cells and len(p.grid.skipped) == 8
     assert p.order == () and p.cell_outputs() == [] and p.peak == {}
     targets = p.targets()
     assert p.table("cells") in targets and p.table("skipped") in targets
     assert {r["reason"] for r in p.skipped_rows()} == {
-        "interleave needs at least 2 NUMA nodes; this machine has 1"
+        "remote needs at least 2 NUMA nodes; this machine has 1"
     }
 
 
@@ -131,12 +135,14 @@ def test_a_batch_too_large_for_memory_is_skipped_not_a_traceback():
 def test_peak_jobs_one_per_placement_thread_count_and_dtype_or_none():
     p = make()
     places = ("sequential", "interleave")
-    assert set(p.peak) == {(pl, t, "float32") for pl in places for t in (1, 2)}
+    # a peak per measured placement: interleave at 1 thread is sequential's binding, measured once
+    measured = {(pl, t) for pl in places for t in (1, 2)} - {("interleave", 1)}
+    assert set(p.peak) == {(pl, t, "float32") for pl, t in measured}
     assert make(peak=False).peak == {}
     spec = p.peak_spec("interleave", 2, "float32")
     assert spec.plan == p.peak[("interleave", 2, "float32")]
     p = make(optimizations=["none", "int8", "int8_bf16"])  # int8_bf16 computes in int8 too
-    assert set(p.peak) == {(pl, t, d) for pl in places for t in (1, 2) for d in ("float32", "int8")}
+    assert set(p.peak) == {(pl, t, d) for pl, t in measured for d in ("float32", "int8")}
 
 
 def test_an_import_measures_nothing_and_plans_figures_from_the_imported_cells():

@@ -1,4 +1,4 @@
-"""Which figures a grid supports (numa_effects.report.registry): planned from the grid, not from
+"""Which figures a grid supports (numa_effects.report.figures): planned from the grid, not from
 files."""
 
 from pathlib import Path

@@ -16,6 +16,7 @@ from report_browser import install_chromium, load_page, page_links
 
 from numa_effects.plan import grid, topology
 from numa_effects.report import families, figures
+from numa_effects.tables import cells as tidy
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ def table(name: str) -> pd.DataFrame:
 
 
 def expected_figures(config) -> list[figures.Figure]:
-    return figures.figures(grid.expand(config, topology.load(config["topology"])).cells)
+    return figures.figures(grid.expand(config, topology.load(config["topology"])).drawn())
 
 
 def build(workdir: Path, config: dict, cells: pd.DataFrame, samples, skipped) -> Path:
@@ -97,15 +98,18 @@ def two_node(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def one_node(tmp_path_factory):
-    """The fixture's script/sequential cells on threads 1-2 as a 1-node machine would run them."""
+    """The fixture's script/sequential cells on threads 1-2 as a 1-node machine would run them:
+    its interleave cells bind like them and are reported from them (``plan.binding``)."""
     wd = tmp_path_factory.mktemp("report-1node")
     cfg = CONFIG_1NODE
     g = grid.expand(cfg, topology.load(cfg["topology"]))
     run = pd.DataFrame([k.as_dict() for k in g.cells])
     cells = table("cells.csv").merge(run, on=KEYS)
     samples = table("samples.csv").merge(run, on=KEYS)
-    skipped = pd.DataFrame([{**k.as_dict(), "reason": why} for k, why in g.skipped.items()])
-    assert len(cells) == len(run) == 4 and len(skipped) == 4
+    same = [{**k.as_dict(), "same_binding_as": m.placement} for k, m in g.same.items()]
+    cells = tidy.with_same_bindings(cells, same)
+    skipped = tidy.skipped_table([{**k.as_dict(), "reason": w} for k, w in g.skipped.items()])
+    assert len(run) == 4 and len(cells) == 8 and skipped.empty
     return wd, build(wd, cfg, cells, samples, skipped)
 
 
@@ -206,6 +210,6 @@ def test_one_node_run_has_no_numa_figures_and_says_why(one_node, chromium, tmp_p
     text = page.read_text()
     numa = text[text.index('id="numa-effects"') :]
     assert "No figures" in numa[:600]
-    assert "interleave needs at least 2 NUMA nodes" in numa[:600]
+    assert "Every cell of interleave binds like its baseline" in numa[:600]
     n, broken = load_page(chromium, page, tmp_path / "profile")
     assert (n, broken) == (len(want), [])

@@ -139,3 +139,35 @@ def test_another_machines_results_folder_is_refused_and_left_as_it_was(finished,
     assert len(refusals) == 1 and "Traceback" not in proc.stderr
     assert str(Path("results") / paths.MACHINE) in refusals[0]
     assert tree(moved / "results") == state
+
+
+def test_a_results_folder_of_another_version_is_one_line_and_left_as_it_was(finished, tmp_path):
+    """An older cells.csv (no allocator column, as before that axis): a dry run says what a run
+    would meet, the run is refused in one line naming the table and what to do, and nothing in
+    the folder changes; doing what the line says rebuilds the tables and measures nothing. A
+    record of a newer format is named the same way (tests/test_formats.py: every case)."""
+    older = tmp_path / "older"
+    subprocess.run(["cp", "-a", str(finished), str(older)], check=True)
+    results = older / "results"
+    table = results / paths.table("cells")
+    cells = tidy.read(table)
+    cells.drop(columns=["allocator"]).to_csv(table, index=False)
+    kept = records(results)
+    state = tree(results)
+
+    dry = snakemake(older, GRID, "-n", "all").stderr
+    assert "(no allocator column); a run would be refused" in dry, dry
+    proc = snakemake(older, GRID, "--cores", "1", "all", check=False)
+    lines = [line for line in proc.stderr.splitlines() if "written by another version" in line]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(lines) == 1 and str(Path("results") / paths.table("cells")) in lines[0]
+    assert "--forcerun tables" in lines[0] and tree(results) == state
+
+    snakemake(older, GRID, "--cores", "1", "all", "--forcerun", "tables")
+    assert "allocator" in tidy.read(table).columns and records(results) == kept
+
+    newer = results / sorted(kept)[0]
+    data = json.loads(newer.read_bytes())
+    newer.write_text(json.dumps({**data, "format": 99}))
+    dry = snakemake(older, GRID, "-n", "all").stderr
+    assert f"{newer.relative_to(older)}: result format 99 is newer" in dry, dry

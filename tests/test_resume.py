@@ -24,6 +24,9 @@ import pytest
 import robust
 from conftest import REPO, load_config
 
+from numa_effects.plan import grid as grid_mod
+from numa_effects.plan import peaks, topology
+
 pytestmark = pytest.mark.integration
 
 (ALLOC,) = load_config("one-cell")["allocators"]  # the allocator of every cell's path
@@ -272,12 +275,14 @@ def test_adding_a_thread_count_runs_only_its_cells_and_peak(complete):
     _, _, cfg = complete
     jobs = planned(complete, cfg={**cfg, "threads": [1, 2]})
     assert jobs["cell"] == 2  # t2 x 2 batch sizes
-    assert jobs["peak"] == 1
+    assert jobs["peak"] == peaks.WINDOWS  # t2's peak, each of its windows
 
 
 def test_adding_a_placement_runs_only_its_cells(tmp_path):
-    """Planned against a 2-node topology file: adding interleave adds exactly its cells (the
-    dry run is enough; on this 1-node machine they would fail the placement re-check)."""
+    """Planned against a 2-node topology file: adding remote adds exactly its cells; adding
+    interleave, which binds like sequential at one thread there (``plan.binding``), adds none,
+    only the tables (the dry run is enough; on this 1-node machine remote's cells would fail
+    the placement re-check)."""
     results = tmp_path / "results"
     cfg = {**load_config("one-cell"), "batch_sizes": [1, 2], "results": str(results)}
     cfg["topology"] = str(TWO_NODES)
@@ -285,16 +290,21 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
     rc, out = robust.run(tmp_path, cfg, "--cores", "2", target)
     assert rc == 0, out[-5000:]
     assert (pd.read_csv(target)["status"] == "ok").all()  # sequential t1 = CPU 0 here too
-    more = {**cfg, "placements": ["sequential", "interleave"]}
+    more = {**cfg, "placements": ["sequential", "remote"]}
     jobs = robust.planned(tmp_path, more, target)
-    assert jobs["cell"] == 2  # interleave x 2 batch sizes, nothing else re-measured
+    assert jobs["cell"] == 2  # remote x 2 batch sizes, nothing else re-measured
     rc, out = robust.run(tmp_path, more, "-n", target, log="dry.log")
     assert rc == 0, out[-3000:]
     outputs = re.findall(r"output: (\S+/cells/\S+\.json)", out)
     assert sorted(Path(p).relative_to(results / "cells").as_posix() for p in outputs) == [
-        f"resnet18/none/interleave/t1/bs1/{ALLOC}/r1.json",
-        f"resnet18/none/interleave/t1/bs2/{ALLOC}/r1.json",
+        f"resnet18/none/remote/t1/bs1/{ALLOC}/r1.json",
+        f"resnet18/none/remote/t1/bs2/{ALLOC}/r1.json",
     ]
+    same = {**cfg, "placements": ["sequential", "interleave"]}
+    g = grid_mod.expand(same, topology.load(TWO_NODES))
+    assert set(g.cells) == set(grid_mod.expand(cfg, topology.load(TWO_NODES)).cells) and g.same
+    jobs = robust.planned(tmp_path, same, target)
+    assert "cell" not in jobs and jobs["tables"] == 1, jobs
 
 
 # -- the same without Snakemake's metadata, and values spelled differently (issue 13) -------------

@@ -35,8 +35,8 @@ PROFILES = (
     "--profile",
     str(SLURM_DIR / "profile-ci"),
 )
-# Two cells, one peak (same placement and threads) and the light jobs: a few minutes on 2 CPUs,
-# since every benchmark job holds the only node exclusively.
+# Two cells, one peak (same placement and threads) in its windows and the light jobs: a few
+# minutes on 2 CPUs, since every benchmark job holds the only node exclusively.
 CONFIG = {
     **load_config("tiny"),
     "batch_sizes": [1, 2],

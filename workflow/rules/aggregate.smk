@@ -34,6 +34,7 @@ rule tables:
         "../../envs/analysis.yaml"
     params:
         skipped=PLAN.skipped_rows(),
+        same=PLAN.same_binding_rows(),
         code=PLAN.code["tables"],
     script:
         "../scripts/aggregate_cells.py"

@@ -12,7 +12,8 @@ if PLAN.deploy["enabled"]:
             cells=PLAN.table("cells"),
             interference=(
                 PLAN.table("interference")
-                if PLAN.interference_jobs or (PLAN.config.get("import") or {}).get("interference")
+                if PLAN.interference_jobs
+                or (PLAN.config.get("import") or {}).get("interference")
                 else []
             ),
         output:

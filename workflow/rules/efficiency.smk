@@ -1,8 +1,10 @@
 # Work per cell and the machine's limit: FLOPs per (model, batch, image size) and the peak per
 # (placement, threads, dtype of the grid's cells) on the models' own path (torch.mm and oneDNN's
-# blocked 1x1 convolution, the best kept; numa_effects.measure.workloads.dtype_peaks), pinned exactly like
-# the cells that use it, joined into cells.csv as gflop_per_s and efficiency. With `peak: false`
-# (an emulated test guest) there is no peak job: peak.csv is empty and so is efficiency.
+# convolutions, the best kept; numa_effects.measure.workloads.dtype_peaks), pinned exactly like
+# the cells that use it, in several windows spread over the cells by priority (plan.peaks), the
+# best clean window kept (tables.peak), joined into cells.csv as gflop_per_s and efficiency.
+# With `peak: false` (an emulated test guest) there is no peak job: peak.csv is empty and so is
+# efficiency.
 
 
 rule flops:
@@ -29,6 +31,9 @@ rule peak:
     wildcard_constraints:
         threads=r"\d+",
         dtype=r"[a-z0-9]+",
+        window=r"\d+",
+    # each window between the cells of its slot in the job order (plan.peaks)
+    priority: lambda wc: PLAN.peak_priority(int(wc.window))
     conda:
         "../../envs/benchmark.yaml"
     threads: bench_threads
@@ -36,7 +41,7 @@ rule peak:
         **bench_resources(plan_mod.PEAK_TIMEOUT_S),
     params:
         spec=lambda wc: PLAN.peak_spec(
-            wc.placement, int(wc.threads), wc.dtype
+            wc.placement, int(wc.threads), wc.dtype, int(wc.window)
         ).to_json(),
         timeout_s=plan_mod.PEAK_TIMEOUT_S,
     script:

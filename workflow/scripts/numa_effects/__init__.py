@@ -38,8 +38,11 @@ Shared, the bottom:
 - ``plan.code``: digests of the code's content that decide re-runs.
 - ``plan.manifest``: the grid manifest (cells and replicates asked for).
 - ``plan.stages``: replicates where the noise is (``two_stage``): the counts file, read back.
+- ``plan.peaks``: the peak's windows: how many, and where in the job order they run.
 - ``plan.topology``, ``plan.cpulist``: the machine's nodes, cores and SMT siblings.
 - ``plan.placement``: the placement registry and the pure planner -> numactl arguments.
+- ``plan.node_pairs``: the node-pair family's pairs on a topology (config key node_pairs).
+- ``plan.binding``: when two placements are the same binding; which cell measures it once.
 - ``plan.optimizations``: the optimization registry (steps, graph mode, dtype, requirements).
 - ``plan.allocators``: the allocator registry (libraries, preload, proof).
 - ``plan.cpu``: what the CPU computes fast (ISA flags, native bf16, theoretical peak).
@@ -99,6 +102,7 @@ profiles):
 - ``tables.degradation``: placement vs its baseline, optimization vs eager (degradation.csv, ...).
 - ``tables.precision``: each optimization and allocator vs float32 eager with glibc.
 - ``tables.history``: the records a re-run replaces kept first; another machine's folder refused.
+- ``tables.formats``: a results folder of another version (records, cells.csv) refused in one line.
 - ``tables.flops``: FLOPs per forward pass and the efficiency columns.
 - ``tables.peak``: peak.csv.
 - ``tables.memory_matrix``: memory_matrix.csv, the node pairs' latency and bandwidth beside the

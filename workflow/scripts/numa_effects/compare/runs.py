@@ -130,12 +130,16 @@ def read_run(
     folder: str | os.PathLike, label: str, settings: bool = True, shown: str | None = None
 ) -> Run:
     """A result folder (``folder_problem`` says why one cannot be read); ``shown``: the folder
-    as the user gave it (``Run.folder``, in messages)."""
+    as the user gave it (``Run.folder``, in messages). Its cells are its measurements, each
+    once: a row reported from another cell's (``same_binding_as``) is left out, so no change
+    counts twice in the geometric means."""
     why = folder_problem(folder, shown)
     if why:
         raise CompareError(why)
     p = Path(folder)
     cells = read_cells(p / CELLS)
+    if "same_binding_as" in cells:  # each measurement once: its second name repeats it
+        cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
     for col in SIDE_COLUMNS:
         if col not in cells.columns:
             cells[col] = None if col in ("status", "ci_method", "source") else np.nan

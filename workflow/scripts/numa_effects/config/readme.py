@@ -2,8 +2,9 @@
 
 Each top-level key names its table with ``x-section``; a table is the rows of its keys (nested
 keys after their parent): the key, what is allowed (the words of the error messages), the
-default (the schema's, and ``config/config.yaml``'s where it differs) and the description (with
-each registry entry's own for registry keys). Each table sits between ``begin(section)`` and
+default (the schema's, and ``config/config.yaml``'s where it differs) and the description. A
+registry key lists its names (what each one does is its page's table: docs/precision.md,
+docs/placements.md). Each table sits between ``begin(section)`` and
 ``END`` in the README; tests/test_validation.py fails when one is stale. Regenerate with
 ``PYTHONPATH=workflow/scripts python -m numa_effects.config --readme``.
 """
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from numa_effects.config.registries import REGISTRIES
-from numa_effects.config.schema import REGISTRY, SCHEMA_PATH, describe, load, properties
+from numa_effects.config.schema import SCHEMA_PATH, describe, load, properties
 
 README_PATH = SCHEMA_PATH.parents[2] / "config" / "README.md"
 DEFAULT_CONFIG = SCHEMA_PATH.parents[2] / "config" / "config.yaml"
@@ -51,15 +51,6 @@ def _default(path: str, prop: dict, required: bool, defaults: dict) -> str:
     return given
 
 
-def _meaning(prop: dict) -> str:
-    text = prop.get("description", "")
-    registry = prop.get("items", {}).get(REGISTRY)
-    meanings = REGISTRIES[registry].meanings() if registry else {}
-    if meanings:
-        text += ". " + "; ".join(f"`{n}`: {m}" for n, m in meanings.items())
-    return text
-
-
 def sections(schema: dict) -> list[str]:
     """The sections, in the order their first key appears in the schema."""
     return list(dict.fromkeys(p.get("x-section", "other") for p in schema["properties"].values()))
@@ -78,7 +69,7 @@ def markdown(section: str, schema: dict | None = None, defaults: dict | None = N
         if top.get("x-section", "other") != section:
             continue
         default = _default(path, prop, required, defaults)
-        cells = (f"`{path}`", describe(prop), default, _meaning(prop))
+        cells = (f"`{path}`", describe(prop), default, prop.get("description", ""))
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(rows)
 

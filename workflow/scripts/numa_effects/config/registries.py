@@ -30,7 +30,6 @@ class Registry:
 
     # A regular expression of every name when some entry is a family (its members are not listed).
     pattern: Callable[[], str | None] = lambda: None
-    meanings: Callable[[], dict[str, str]] = dict  # name -> what it does (config/README.md)
 
     @property
     def command(self) -> str:
@@ -83,7 +82,6 @@ REGISTRIES: dict[str, Registry] = {
             "a known optimization",
             lambda: list(optimizations.OPTIMIZATIONS),
             lambda name: name in optimizations.OPTIMIZATIONS,
-            meanings=lambda: {n: o.description for n, o in optimizations.OPTIMIZATIONS.items()},
         ),
         Registry(
             "placements",
@@ -92,14 +90,12 @@ REGISTRIES: dict[str, Registry] = {
             _placement_known,
             _placement_hint,
             _placement_pattern,
-            lambda: {n: p.description for n, p in placement.PLACEMENTS.items()},
         ),
         Registry(
             "allocators",
             "a known allocator",
             lambda: list(allocators.ALLOCATORS),
             lambda name: name in allocators.ALLOCATORS,
-            meanings=lambda: {n: a.description for n, a in allocators.ALLOCATORS.items()},
         ),
     )
 }

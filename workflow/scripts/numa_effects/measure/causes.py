@@ -44,17 +44,14 @@ MEANING: dict[Cause, str] = {
     Cause.PLAN_MISMATCH: "the plan made when scheduling does not hold where the cell runs "
     "(another machine shape)",
     Cause.THREAD_MISMATCH: "the cell's torch did not run the planned number of intra-op threads",
-    Cause.BINDING_MISMATCH: "the CPUs, memory policy or threads read back from /proc and "
-    "get_mempolicy inside the cell are not the planned ones "
-    "(docs/placements.md); CPUs and policy are checked when the cell starts, so such a cell "
-    "fails within a second (`binding.verification.stage: start`), threads after its timed steps",
+    Cause.BINDING_MISMATCH: "the CPUs, memory policy or threads read back inside the cell are not "
+    "the planned ones (docs/placements.md); CPUs and policy are checked at the start, threads "
+    "after the timed steps",
     Cause.PAGE_PLACEMENT: "the cell's anonymous memory (`/proc/self/numa_maps`) is not on the "
     "planned nodes in the planned shares (docs/placements.md)",
-    Cause.ALLOCATOR_NOT_LOADED: "the cell's allocator (jemalloc, tcmalloc) is not mapped in the "
-    "process (`/proc/self/maps`): the preload did not take effect (ld.so ignores a bad "
-    "`LD_PRELOAD` with a warning), or the library was not found where the cell ran; for "
-    "`glibc_tuned`, a 48 MiB malloc in the process came from outside its heap (its settings "
-    "did not take effect)",
+    Cause.ALLOCATOR_NOT_LOADED: "the cell's allocator is not mapped in the process "
+    "(`/proc/self/maps`: ld.so ignores a bad `LD_PRELOAD` with a warning), or `glibc_tuned`'s "
+    "settings did not take effect (a 48 MiB malloc came from outside the heap)",
     Cause.FOREIGN_ALLOCATOR: "another allocator library is mapped in the process than its label "
     "says (e.g. a `default` cell with an inherited tcmalloc preload)",
     Cause.BUILD_ERROR: "an exception while building the model or its input",
@@ -62,9 +59,8 @@ MEANING: dict[Cause, str] = {
     "and freezing, export, calibration, quantization, a missing package where the cell ran)",
     Cause.COMPILE_ERROR: "a compiled optimization (`torch.compile`, inductor) failed at its first "
     "call, where it compiles",
-    Cause.NUMERICS: "the converted model's outputs disagree with the float32 eager model's on the "
-    "same input beyond the dtype's bounds (docs/precision.md): a broken conversion, never a "
-    "speedup; the timings stay in the cell's JSON",
+    Cause.NUMERICS: "the converted model's outputs disagree with float32 eager's beyond the "
+    "dtype's bounds (docs/precision.md): a broken conversion, never a speedup",
     Cause.ERROR: "any other exception or exit status (the message and `stderr_tail` say which)",
 }
 

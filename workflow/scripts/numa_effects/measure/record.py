@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +219,30 @@ def _format(d: dict, where: str) -> int:
             "update the workflow (git pull) or re-run the job with this one"
         )
     return version
+
+
+# where ``write`` puts a record's version: the first key of the file
+HEAD = re.compile(r'\A\{\s*"(format|schema_version)":\s*(\d+)')
+
+
+def format_problem(path: str | os.PathLike, group: bool = False) -> str | None:
+    """Why this code cannot read the record at ``path`` (the ``FormatError`` line), or None.
+    Reads the version from the file's head, the whole file only where the head does not name
+    it; ``group``: a packing, interference or deploy job's record (format 1 had no version)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256).decode("utf-8", "replace")
+        m = HEAD.match(head)
+        d = {m.group(1): int(m.group(2))} if m else json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        return f"{path}: cannot be read as a record ({type(exc).__name__}); re-run its job"
+    if not isinstance(d, dict) or (group and "format" not in d):
+        return None if isinstance(d, dict) else f"{path}: not a result of this workflow"
+    try:
+        _format(d, str(path))
+    except FormatError as exc:
+        return str(exc)
+    return None
 
 
 def write(path: str | os.PathLike, record: Record | GroupRecord | dict) -> None:

@@ -4,14 +4,15 @@ the .smk files only read from the plan, so what runs is a function of its inputs
 of ``include:`` statements cannot change it.
 
 A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs (``plan.spec``), the peak jobs (one per placement, threads and dtype of the
-grid's runnable cells, a node pair's at its CPU node's diagonal), the memory jobs (one per (CPU
-node, memory node) pair of the grid's runnable node-pair cells), the packing jobs, the imported
-cells (PackRat), the grid manifest, the code digests that decide re-runs, and every output path
-(``plan.paths``). A grid in which every cell is skipped is a valid plan: it measures nothing, and
-the tables and report list the skipped cells with their reasons. A comparison of result folders
-(config key ``compare``, ``compare.settings``) is a plan with no grid: it measures nothing, and
-what it asks for (``targets``) is the comparison's tables and page only."""
+priority, the cell specs (``plan.spec``), the peak jobs (``plan.peaks``' windows of each placement,
+threads and dtype of the grid's runnable cells, a node pair's at its CPU node's diagonal, spread
+over the job order), the memory jobs (one per (CPU node, memory node) pair of the grid's runnable
+node-pair cells), the packing jobs, the imported cells (PackRat), the grid manifest, the code
+digests that decide re-runs, and every output path (``plan.paths``). A grid in which every cell is
+skipped is a valid plan: it measures nothing, and the tables and report list the skipped cells with
+their reasons. A comparison of result folders (config key ``compare``, ``compare.settings``) is a
+plan with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's
+tables and page only."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import paths
+from numa_effects.plan import peaks as peaks_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan import spec as spec_mod
@@ -70,7 +72,8 @@ class Plan:
             self, "manifest", manifest_mod.content(self.grid, self.replicates, self.two_stage)
         )
         n = len(self.order)
-        object.__setattr__(self, "_priority", {job: n - i for i, job in enumerate(self.order)})
+        prio = {job: peaks_mod.cell_priority(i, n) for i, job in enumerate(self.order)}
+        object.__setattr__(self, "_priority", prio)
 
     # -- paths ----------------------------------------------------------------------------------
     @property
@@ -153,20 +156,42 @@ class Plan:
     def skipped_rows(self) -> list[dict]:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
 
+    def same_binding_rows(self) -> list[dict]:
+        """The cells reported from another cell's measurement (``plan.binding``): their keys
+        and ``same_binding_as``, the placement of the cell that measures them."""
+        return [
+            {**key.as_dict(), "same_binding_as": self.grid.same[key].placement}
+            for key in sorted(self.grid.same)
+        ]
+
     @property
     def cell_timeout_s(self) -> float:
         return settings_mod.cell_timeout_s(self.config)
 
     # -- peak and FLOPs -------------------------------------------------------------------------
     def peak_outputs(self) -> list[str]:
-        return [self.path(paths.PEAK, placement=p, threads=t, dtype=d) for p, t, d in self.peak]
+        """Every window of every peak (``plan.peaks``), window by window."""
+        windows = range(1, peaks_mod.WINDOWS + 1)
+        return [
+            self.path(paths.PEAK, placement=p, threads=t, dtype=d, window=w)
+            for w in windows
+            for p, t, d in self.peak
+        ]
 
-    def peak_spec(self, placement: str, threads: int, dtype: str = "float32") -> spec_mod.Spec:
-        """What the pinned peak process of one dtype needs: the ``dtype_peaks`` workload, each
-        of the dtype's kernels once per step."""
+    def peak_spec(
+        self, placement: str, threads: int, dtype: str = "float32", window: int = 1
+    ) -> spec_mod.Spec:
+        """What the pinned peak process of one dtype's window needs: the ``dtype_peaks``
+        workload, each of the dtype's kernels back to back in every step."""
         plan = self.peak[(placement, int(threads), dtype)]
         settings = settings_mod.peak_settings(self.config)
-        return spec_mod.peak(plan, dtype, settings, code=self.code.get("measure"))
+        code = self.code.get("measure")
+        return spec_mod.peak(plan, dtype, settings, code=code, window=int(window))
+
+    def peak_priority(self, window: int) -> int:
+        """Snakemake priority of a peak window's jobs: between the cells around its slot in
+        ``order`` (``plan.peaks``)."""
+        return peaks_mod.priorities(self.order, self.replicates)[int(window) - 1]
 
     def memory_outputs(self) -> list[str]:
         return [self.path(paths.MEMORY, cpu=c, mem=m) for c, m in self.memory]
@@ -295,9 +320,10 @@ class Plan:
 
     # -- report ---------------------------------------------------------------------------------
     def figure_keys(self) -> list:
-        """The cells the report's figures are planned from: those that run (or were imported);
-        skipped cells get no figure of their own."""
-        return list(self.imported_keys) if self.imported else list(self.grid.cells)
+        """The cells the report's figures are planned from: those that run (or were imported)
+        and those reported from another's measurement (``Grid.drawn``); skipped cells get no
+        figure of their own."""
+        return list(self.imported_keys) if self.imported else self.grid.drawn()
 
     def packed(self) -> list[tuple[str, str]]:
         """The (model, opt) pairs whose packing is measured (the report's Packing figures)."""
@@ -438,9 +464,9 @@ def build(
 
 def memory_jobs(grid: grid_mod.Grid, topology: Topology) -> dict:
     """(CPU node, memory node) -> the 1-thread plan of that pair (the family's own planner), for
-    each pair of the grid's runnable node-pair cells, in row, then column order; {} when the
-    grid has none."""
-    pairs = {placement_mod.pair_of(key.placement) for key in grid.cells} - {None}
+    each pair of the grid's runnable node-pair cells (measured under their own name or not), in
+    row, then column order; {} when the grid has none."""
+    pairs = {placement_mod.pair_of(key.placement) for key in grid.reported()} - {None}
     jobs = {}
     for cpu, mem in sorted(pairs):
         planned = placement_mod.plan(topology, 1, placement_mod.NODE_PAIR.format(cpu=cpu, mem=mem))

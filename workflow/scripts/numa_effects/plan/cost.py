@@ -33,7 +33,7 @@ JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
 START_S = 1.5  # a measuring process: numactl, Python, import torch, the workload's module
 BUILD_S = 0.5  # a torchvision model built with random weights
 INSPECT_FIXED_S = 0.3  # the inspection's fixed part (oneDNN verbose, the verification)
-PEAK_JOB_S = 5.0  # one dtype peak job: its kernels for PEAK_SECONDS each, the process
+PEAK_JOB_S = 5.0  # one window of a dtype's peak (plan.peaks): its kernels' probe, its steps
 REPORT_S = 15.0  # the tables, the figures' data and the page
 FIGURE_S = 0.8  # one figure drawn
 # preparation per optimization, seconds: tracing, compiling at the first call
@@ -153,7 +153,8 @@ def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
         step = step_s(key.model, key.opt, dtype, key.threads, key.batch_size, size, caps)
         n = per_cell
         est.add("cells", n * (JOB_S + process_s(key.opt, step, settings)), jobs=n)
-    est.add("peaks", len(plan.peak) * (JOB_S + PEAK_JOB_S), jobs=len(plan.peak))
+    windows = len(plan.peak_outputs())  # every window of every peak
+    est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
     _packing(est, plan, caps, size)
     _deploy(est, plan, caps, size, deploy_configs)
     figures = len(plan.figure_keys()) // 4 + 10
@@ -243,7 +244,7 @@ def jobs_per_part(plan) -> dict[str, int]:
     by this)."""
     return {
         "cells": len(plan.grid.cells) * _processes_per_cell(plan),
-        "peaks": len(plan.peak),
+        "peaks": len(plan.peak_outputs()),
         "interference": len(plan.interference_jobs),
         "packing": len(plan.packing_jobs),
         "deploy": 1,

@@ -14,7 +14,9 @@ A cell is skipped, with the reason, when its placement cannot run on the topolog
 whose node the machine lacks, or more threads than its CPU node has), when its
 optimization misses a requirement or computes in bf16 on a CPU without native bf16 under
 ``bf16: auto`` (``plan.host``), when its allocator's library is not installed, or when it cannot
-fit in memory; the first reason found is the one recorded.
+fit in memory; the first reason found is the one recorded. A runnable cell whose binding
+another cell with the same values of every other axis has is measured once, under the first
+placement's name (``plan.binding``; ``Grid.same``).
 
 Config key ``exclude`` leaves cells out of the grid altogether (not measured, not skipped): each
 entry names values of some axes by their config keys, and a cell matching every one of them is
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import binding as binding_mod
 from numa_effects.plan import host as host_mod
 from numa_effects.plan import memory as memory_mod
 from numa_effects.plan import optimizations as optimizations_mod
@@ -134,8 +137,26 @@ CellKey.__module__ = __name__
 
 @dataclass(frozen=True)
 class Grid:
+    """``cells``: the cells measured, with their plans; ``skipped``: the cells that cannot run,
+    with the reason; ``same``: the cells that have the binding of a measured cell (the value:
+    its key) and are reported under their own names from its measurement (``plan.binding``)."""
+
     cells: dict[CellKey, placement_mod.Plan]
     skipped: dict[CellKey, str]
+    same: dict[CellKey, CellKey] = dataclasses.field(default_factory=dict)
+
+    def measured_as(self, key: CellKey) -> CellKey:
+        """The cell whose measurement ``key`` reports: itself, or the cell with its binding."""
+        return self.same.get(key, key)
+
+    def reported(self) -> list[CellKey]:
+        """Every cell the tables report: the measured ones and those with their bindings."""
+        return sorted([*self.cells, *self.same])
+
+    def drawn(self) -> list[CellKey]:
+        """The cells the report's figures are planned from: every reported cell but one that
+        would be compared with itself (``binding.compared_with_itself``: nothing to draw)."""
+        return [k for k in self.reported() if not binding_mod.compared_with_itself(k, self.same)]
 
 
 def thread_counts(config: dict, topo: Topology) -> list[int]:
@@ -246,7 +267,11 @@ def expand(
             skipped[key] = reason
         else:
             cells[key] = planned
-    return Grid(dict(sorted(cells.items())), dict(sorted(skipped.items())))
+    same = (
+        binding_mod.measured_once(cells) if binding_mod.setting(config) == binding_mod.ONCE else {}
+    )
+    measured = {k: p for k, p in sorted(cells.items()) if k not in same}
+    return Grid(measured, dict(sorted(skipped.items())), dict(sorted(same.items())))
 
 
 def replicates(config: dict) -> int:

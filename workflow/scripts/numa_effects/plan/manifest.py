@@ -27,8 +27,14 @@ PREFIX = "manifest-"
 
 def content(grid: Grid, replicates: int, two_stage: dict | None = None) -> dict:
     """The grid as plain data: cell keys, replicates (and the ``two_stage`` settings when on:
-    ``plan.stages``), skipped cells with their reasons."""
+    ``plan.stages``), skipped cells with their reasons, and the cells reported from another
+    cell's measurement (``same``: each with the placement that measures it, ``plan.binding``)."""
     extra = {"two_stage": two_stage} if two_stage else {}
+    if grid.same:
+        extra["same"] = [
+            {**key.as_dict(), "same_binding_as": grid.same[key].placement}
+            for key in sorted(grid.same)
+        ]
     return {
         **extra,
         "replicates": int(replicates),

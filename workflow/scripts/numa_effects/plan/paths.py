@@ -12,8 +12,9 @@ TABLE = "tables/{name}.csv"
 MANIFEST = "grid/manifest-{digest}.json"
 CELL = grid.CELL_PATTERN
 CELL_LOG = grid.LOG_PATTERN
-PEAK = "peak/{placement}/t{threads}/{dtype}.json"
-PEAK_LOG = "logs/peak/{placement}/t{threads}/{dtype}.log"
+# one window of a dtype's peak at a placement and thread count (plan.peaks)
+PEAK = "peak/{placement}/t{threads}/{dtype}/w{window}.json"
+PEAK_LOG = "logs/peak/{placement}/t{threads}/{dtype}/w{window}.log"
 # the memory probe of one node pair (measure.workloads.memory_probe): CPUs of node cpu, memory
 # on mem
 MEMORY = "memory/n{cpu}m{mem}.json"

@@ -11,21 +11,20 @@ exact CPUs and memory policy of a cell, and the ``numactl`` arguments that enfor
 | ``mem-interleave`` | t cores of node 0                                 | interleaved, all nodes |
 | ``n{cpu}m{mem}``   | t cores of node ``cpu`` (the node-pair matrix)    | bound to node ``mem``  |
 
-"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. ``n{cpu}m{mem}`` is a
-*family*: its members (``n0m1``, ...) name real node numbers, a memory-only node (no CPUs) is a
-memory node only, and each member is compared with the local diagonal ``n{cpu}m{cpu}``.
-``placements:`` names its members one by one or all of them at once as ``node-pairs``, which
-stands for the pairs config key ``node_pairs`` selects on the planning topology (``all``,
-``diagonal+row0`` or a list of ``[cpu node, memory node]`` pairs; ``node_pair_members``).
+"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs; on a machine with one
+node ``interleave`` and ``mem-interleave`` give the binding ``sequential`` gives there
+(``plan.binding``), and ``remote`` is not applicable. ``n{cpu}m{mem}`` is a *family*: its members
+(``n0m1``, ...) name real node numbers, a memory-only node is a memory node only, and each member
+is compared with the local diagonal ``n{cpu}m{cpu}``. ``placements:`` names its members one by one
+or all at once as ``node-pairs``: the pairs config key ``node_pairs`` selects (``all``,
+``diagonal+row0`` or a list of ``[cpu node, memory node]``; ``node_pair_members``).
 
 Cores are physical cores: one logical CPU per core, the lowest-numbered of its
 ``thread_siblings_list``. With ``use_smt`` the siblings are usable too (after every core of the
-node has one thread) and the cell's label gets the suffix ``+smt`` (``label``), so SMT and
-non-SMT results never share a path or a table row. ``sequential`` is the baseline every other
-fixed placement is compared against (``sequential+smt`` for ``+smt`` cells).
-
-A plan that the topology cannot satisfy is returned as ``NotApplicable`` with the reason; it is
-never run differently.
+node has one thread) and the label gets the suffix ``+smt`` (``label``), so SMT and non-SMT
+results never share a path or a table row. ``sequential`` is the baseline of every other fixed
+placement (``sequential+smt`` of ``+smt`` cells). A plan the topology cannot satisfy is returned
+as ``NotApplicable`` with the reason; it is never run differently.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from numa_effects.plan import cpulist
+from numa_effects.plan.node_pairs import node_list, node_pair_members, node_pair_problems
 from numa_effects.plan.topology import Topology
 
 BASELINE = "sequential"
@@ -77,27 +77,25 @@ class Plan:
         return [cpus, f"{mem_flag}={cpulist.format(self.mem_nodes)}"]
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["cpus"] = list(self.cpus)
-        d["cpu_nodes"] = list(self.cpu_nodes)
-        d["mem_nodes"] = list(self.mem_nodes)
-        d["cpu_list"] = cpulist.format(self.cpus)
-        d["mem_list"] = cpulist.format(self.mem_nodes)
-        d["numactl_args"] = self.numactl_args()
-        d["label"] = self.label
-        return d
+        return {
+            **asdict(self),
+            **{k: list(getattr(self, k)) for k in ("cpus", "cpu_nodes", "mem_nodes")},
+            "cpu_list": cpulist.format(self.cpus),
+            "mem_list": cpulist.format(self.mem_nodes),
+            "numactl_args": self.numactl_args(),
+            "label": self.label,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Plan:
+        tuples = {k: tuple(d[k]) for k in ("cpus", "cpu_nodes", "mem_nodes")}
         return cls(
             placement=d["placement"],
             threads=int(d["threads"]),
-            cpus=tuple(d["cpus"]),
-            cpu_nodes=tuple(d["cpu_nodes"]),
             mem_policy=d["mem_policy"],
-            mem_nodes=tuple(d["mem_nodes"]),
             use_smt=bool(d.get("use_smt", False)),
             cores=int(d.get("cores", 0)),
+            **tuples,
         )
 
 
@@ -150,9 +148,7 @@ def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
 
 
 def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    why = _needs_nodes(topo, "interleave")
-    if why:
-        return why
+    # On one node: that node's first t cores, as ``sequential`` (``plan.binding``).
     nodes = topo.nodes
     per_node = {n: list(topo.node_cpus(n, use_smt)) for n in nodes}
     picked: list[int] = []
@@ -181,17 +177,11 @@ def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    why = _needs_nodes(topo, "mem-interleave")
-    if why:
-        return why
+    # On one node: an interleave over that node, the binding of ``sequential`` (``plan.binding``).
     cpus, why = _node0_cpus(topo, t, use_smt, "mem-interleave")
     if why:
         return why
     return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
-
-
-def _nodes(nodes) -> str:
-    return cpulist.format(nodes) if nodes else "none"
 
 
 def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Plan | str:
@@ -206,10 +196,10 @@ def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Pla
         )
     if cpu not in topo.nodes:
         has = "has no CPUs (a memory-only node)" if cpu in topo.memory_nodes else "does not exist"
-        return f"{name}: node {cpu} {has}; CPU nodes: {_nodes(topo.nodes)}"
+        return f"{name}: node {cpu} {has}; CPU nodes: {node_list(topo.nodes)}"
     if mem not in topo.memory_nodes:
         has = "has no memory" if mem in topo.all_nodes else "does not exist"
-        return f"{name}: node {mem} {has}; memory nodes: {_nodes(topo.memory_nodes)}"
+        return f"{name}: node {mem} {has}; memory nodes: {node_list(topo.memory_nodes)}"
     cpus = topo.node_cpus(cpu, use_smt)
     if t > len(cpus):
         return f"{name} needs {t} {_unit(use_smt)} on node {cpu}, which has {len(cpus)}"
@@ -236,78 +226,6 @@ def peak_placement(label_text: str) -> str:
         return str(label_text)
     _, smt = parse_label(str(label_text))
     return label(NODE_PAIR.format(cpu=pair[0], mem=pair[0]), smt)
-
-
-NODE_PAIRS_ALL = "all"
-NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
-
-
-def node_pairs(value, topo: Topology) -> list[tuple[int, int]]:
-    """The (CPU node, memory node) pairs of config key ``node_pairs`` on ``topo``, in order:
-
-    - ``all`` (also None, the default): every node with CPUs x every node (memory-only nodes
-      as memory nodes only), row by row;
-    - ``diagonal+row0``: each CPU node with its own memory, then the first CPU node (node 0 of
-      the other placements) with every other node's memory;
-    - a list of ``[cpu node, memory node]`` pairs: those, in the order given, each CPU node's
-      diagonal (its baseline) added before its first pair.
-
-    On a machine with a single NUMA node ``all`` and ``diagonal+row0`` are its diagonal and the
-    pair (0, 1) a second node would add: the planner skips that one, saying why."""
-    if isinstance(value, list):
-        pairs: list[tuple[int, int]] = []
-        for c, m in ((int(c), int(m)) for c, m in value):
-            pairs += [p for p in ((c, c), (c, m)) if p not in pairs]
-        return pairs
-    if value in (None, NODE_PAIRS_ALL):
-        pairs = [(c, m) for c in topo.nodes for m in topo.all_nodes]
-    elif value == NODE_PAIRS_DIAGONAL_ROW0:
-        row0 = topo.nodes[0]
-        pairs = [(c, c) for c in topo.nodes]
-        pairs += [(row0, m) for m in topo.all_nodes if m != row0]
-    else:
-        raise ValueError(f"node_pairs: {value!r} is not all, diagonal+row0 or a list of pairs")
-    if len(topo.all_nodes) == 1:
-        (only,) = topo.all_nodes
-        pairs.append((only, only + 1))
-    return pairs
-
-
-def node_pair_members(value, topo: Topology) -> list[str]:
-    """The placements ``node-pairs`` stands for: ``n{cpu}m{mem}`` of each pair of ``node_pairs``."""
-    return [f"n{c}m{m}" for c, m in node_pairs(value, topo)]
-
-
-def node_pair_problems(value, topo: Topology, machine: str = "this machine"):
-    """Each pair of an explicit ``node_pairs`` list whose CPU node has no CPUs or whose memory
-    node has no memory on ``topo``, as (``[i]``, one line naming the allowed nodes)."""
-    if not isinstance(value, list):
-        return []
-    allowed = (
-        f"allowed: [cpu node, memory node] with a CPU node of {_nodes(topo.nodes)} and a "
-        f"memory node of {_nodes(topo.memory_nodes)}"
-    )
-    out = []
-    for i, pair in enumerate(value):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)):
-            continue  # the schema says what is wrong with it
-        cpu, mem = pair
-        if cpu not in topo.nodes:
-            why = (
-                f"node {cpu} has no CPUs (a memory-only node: a memory node only)"
-                if cpu in topo.memory_nodes
-                else f"{machine} has no node {cpu}"
-            )
-        elif mem not in topo.memory_nodes:
-            why = (
-                f"node {mem} has no memory"
-                if mem in topo.all_nodes
-                else f"{machine} has no node {mem}"
-            )
-        else:
-            continue
-        out.append((f"[{i}]", f"[{cpu}, {mem}]: {why}; {allowed}"))
-    return out
 
 
 @dataclass(frozen=True)
@@ -546,6 +464,15 @@ def max_threads(topo: Topology, use_smt: bool = False) -> int:
     return len(topo.node_cpus(topo.nodes[0], use_smt))
 
 
+def numactl_cell(p: Plan | NotApplicable, skipped: str) -> str:
+    """A table cell: the plan's ``numactl`` arguments, or ``skipped``: why not."""
+    return (
+        f"`numactl {' '.join(p.numactl_args())}`"
+        if isinstance(p, Plan)
+        else f"{skipped}: {p.reason}"
+    )
+
+
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
     """A Markdown table of the numactl arguments of every fixed placement at the given thread
     counts (the examples in docs/placements.md are this function's output on the 2 x 16-core
@@ -553,12 +480,7 @@ def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False)
     lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
     for name in (n for n, entry in PLACEMENTS.items() if not entry.fields):
         for t in threads:
-            p = plan(topo, t, name, use_smt)
-            what = (
-                f"`numactl {' '.join(p.numactl_args())}`"
-                if isinstance(p, Plan)
-                else f"not applicable: {p.reason}"
-            )
+            what = numactl_cell(plan(topo, t, name, use_smt), "not applicable")
             lines.append(f"| `{label(name, use_smt)}` | {t} | {what} |")
     return "\n".join(lines)
 
@@ -574,12 +496,7 @@ def node_pairs_markdown(
         base = baseline_of(name)
         base = f"`{base}`" if base else "— (the baseline)"
         for t in threads:
-            p = plan(topo, t, name, use_smt)
-            what = (
-                f"`numactl {' '.join(p.numactl_args())}`"
-                if isinstance(p, Plan)
-                else f"skipped: {p.reason}"
-            )
+            what = numactl_cell(plan(topo, t, name, use_smt), "skipped")
             lines.append(f"| `{name}` | {base} | {t} | {what} |")
     return "\n".join(lines)
 

@@ -27,13 +27,14 @@ KEYS = (*DEFAULTS, "seed")
 OPTIONAL_KEYS = ("canary",)
 TIMEOUT_MARGIN_S = 120.0
 
-# The peak of one (placement, threads, dtype) (measure.workloads.dtype_peaks: the denominator of
-# efficiency): each step calls every kernel of the dtype once (torch.mm, oneDNN's convolutions),
-# at least 2 untimed steps, then at least PEAK_SECONDS of timed ones (and 6, the smallest n with
-# a 95 % CI of the median). The contention keys are the config's, as for the cells it is the
-# denominator of (``peak_settings``): a run that keeps disturbed iterations keeps disturbed
-# peak steps too (the peak is the best clean rate, so noise can only lower it).
-PEAK_SECONDS = 2.0
+# One window of the peak of one (placement, threads, dtype) (measure.workloads.dtype_peaks: the
+# denominator of efficiency; plan.peaks spreads the windows over the run): each step calls every
+# kernel of the dtype back to back (torch.mm, oneDNN's convolutions), at least 2 untimed steps,
+# then at least PEAK_SECONDS of timed ones (and 6, the smallest n with a 95 % CI of the median).
+# The contention keys are the config's, as for the cells it is the denominator of
+# (``peak_settings``): a run that keeps disturbed iterations keeps disturbed peak steps too (the
+# peak is the best clean rate, so noise can only lower it; the other windows make up for it).
+PEAK_SECONDS = 1.0
 PEAK_TIMEOUT_S = 300
 PEAK_SETTINGS = {
     "protocol": "adaptive",

@@ -280,12 +280,13 @@ def cell(
     return one(MODEL, c, plan, settings, replicate, options, code)
 
 
-def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None) -> Spec:
-    """The peak of one dtype at a placement and thread count: each of its kernels once per
-    step (``measure.workloads.dtype_peaks``)."""
+def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None, window: int = 1) -> Spec:
+    """One window of the peak of one dtype at a placement and thread count (``plan.peaks``):
+    each of its kernels back to back in every step (``measure.workloads.dtype_peaks``)."""
     # its placement as the grid names it (``sequential+smt`` under use_smt), as the peak table
     c = {"kind": "peak", "placement": plan.label, "threads": plan.threads, "dtype": dtype}
-    return one(PEAK, c | {"use_smt": plan.use_smt}, plan, settings, code=code)
+    c |= {"window": int(window), "use_smt": plan.use_smt}
+    return one(PEAK, c, plan, settings, code=code)
 
 
 def memory(

@@ -13,8 +13,9 @@ shows a cell that is not a measured value as 0, and whether its timing was distu
 (``contended`` or ``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of
 the registry (latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each
 placement's cell with its baseline's cell (``placement.baseline_of``) and the row of
-degradation.csv. The report page (workflow/scripts/render_report.py) loads the tables here
-without importing matplotlib.
+degradation.csv; a pair that is one measurement under two names (``plan.binding``) has the
+status ``same binding`` and no value. The report page (workflow/scripts/render_report.py)
+loads the tables here without importing matplotlib.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import binding as binding_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
+from numa_effects.report import style
 from numa_effects.report.baselines import base_variant, figure_allocator, is_sequential
 from numa_effects.report.metrics import METRICS, Metric
 from numa_effects.tables import tidy
@@ -227,7 +230,7 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     g = g[(g["model"] == model) & (g["opt"] == opt) & (g["allocator"] == tables.allocator)]
     if "baseline" in g:
         g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
-    cols = {**metric.degradation_columns, "significant": "sig"}
+    cols = {**metric.degradation_columns, "significant": "sig", "ci_method": "deg_method"}
     keep = [c for c in cols if c in g]
     g = g.assign(deg_disturbed=flag(g))
     g = g[
@@ -241,6 +244,9 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     g = g.rename(columns=cols).astype({"threads": int, "batch_size": int})
     d = d.merge(g, on=list(KEYS), how="left")
     d["disturbed"] = d["disturbed"] | d.pop("deg_disturbed").eq(True)
+    # one measurement under two names (degradation.csv ``identical binding``): no difference
+    same = d.pop("deg_method").eq(binding_mod.IDENTICAL) if "deg_method" in d else False
+    d["pair_status"] = d["pair_status"].mask(same & d["pair_status"].eq("ok"), style.SAME_BINDING)
     return with_status(d, "pct", "pair_status")
 
 

@@ -75,15 +75,23 @@ def footnote(ax, notes: list[str]) -> None:
 
 
 def not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
-    bad = df[df[status_col] != "ok"]
+    same = df[status_col].eq(style.SAME_BINDING)
+    notes = [SAME_NOTE] if same.any() else []
+    bad = df[~df[status_col].isin(["ok", style.SAME_BINDING])]
     if bad.empty:
-        return []
+        return notes
     counts = bad[status_col].value_counts().sort_index().items()
     parts = [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts]
     reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
     why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
     what = "No value" if "contended" in set(bad[status_col]) else "Not measured"
-    return [f"{what}: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+    return [*notes, f"{what}: {', '.join(parts)}{why}; marked along the x axis, never drawn as 0."]
+
+
+SAME_NOTE = (
+    "'=': the placement binds like its baseline there (the same CPUs and memory nodes), so "
+    "the two are one measurement: no difference, none drawn."
+)
 
 
 def draw_lines(

@@ -60,6 +60,12 @@ def no_numa_reason(facts: PageFacts) -> str:
             else f"The config's <code>placements</code> lists only baselines "
             f"({', '.join(placements)}): add a placement compared against them."
         )
+    if same := same_as_baseline(facts.cells, others):
+        return (
+            f"Every cell of {', '.join(same)} binds like its baseline on this machine (the same "
+            "CPUs and memory nodes), so each pair is one measurement under two names "
+            "(<code>same_binding_as</code> in cells.csv): there is no difference to show."
+        )
     reasons = []
     skipped = facts.skipped
     if not skipped.empty and "reason" in skipped:
@@ -74,6 +80,20 @@ def no_numa_reason(facts: PageFacts) -> str:
             + "."
         )
     return f"No cell of {', '.join(others)} has a {' or '.join(bases)} cell to compare with."
+
+
+def same_as_baseline(cells, placements) -> list[str]:
+    """The ``placements`` whose every cell in ``cells`` is reported from its baseline's
+    measurement (``same_binding_as``: ``plan.binding``); [] when any other has a cell."""
+    if cells.empty or "same_binding_as" not in cells or "placement" not in cells:
+        return []
+    rows = cells[cells["placement"].isin(placements)]
+    if rows.empty:
+        return []
+    base = rows["placement"].map(placement_mod.baseline_of)
+    if not rows["same_binding_as"].eq(base).all():
+        return []
+    return sorted(rows["placement"].unique())
 
 
 def no_precision(facts: PageFacts) -> str:

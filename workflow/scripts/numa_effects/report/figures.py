@@ -175,7 +175,8 @@ def figures(
 
     ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
     ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
-    keys: a 1-node machine lists no interleaved cell, hence gets no NUMA figure. ``packed``:
+    keys, nor a cell compared with itself (``Grid.drawn``): a 1-node machine's interleaved
+    cells bind like its sequential ones, hence it gets no NUMA figure. ``packed``:
     the (model, opt) pairs that packing measures (the Packing figures). A comparison's figures
     (``page`` ``COMPARE_PAGE``) are planned from its matched keys (dicts with ``run``).
     """

@@ -5,9 +5,11 @@ as the % loss per placement. Registered for their families with ``@drawer``."""
 from __future__ import annotations
 
 from numa_effects.plan import placement as placement_mod
+from numa_effects.report import style
 from numa_effects.report.data import Tables, comparison, deg_stat
 from numa_effects.report.drawers import drawer
 from numa_effects.report.drawing import (
+    SAME_NOTE,
     clipped_note,
     disturbed_note,
     draw_lines,
@@ -48,7 +50,9 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
     )
     notes = sig_notes(d, "Hatched cells") + clipped_note(vmax, extend)
     notes += disturbed_note(d["disturbed"] & d["pct_status"].eq("ok"), "either cell of the pair")
-    bad = d[d["pct_status"] != "ok"]["pct_status"]
+    same = d["pct_status"].eq(style.SAME_BINDING)
+    notes += [SAME_NOTE.replace("'='", "Same binding")] if same.any() else []
+    bad = d[d["pct_status"].ne("ok") & ~same]["pct_status"]
     what = "has no value" if "contended" in set(bad) else "is not measured"
     notes += grey_note(bad, f": either cell of the pair {what}")
     footnote(ax, notes)

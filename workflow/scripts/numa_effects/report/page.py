@@ -217,7 +217,9 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
 def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str) -> str:
     rows = cells.copy()
     if not rows.empty:
-        rows["note"] = rows.get("failure_cause")
+        # a failure's cause, else why a cell has no efficiency (its peak under-measured)
+        note = rows.get("failure_cause", pd.Series(None, index=rows.index, dtype=object))
+        rows["note"] = note.where(note.notna(), rows.get("efficiency_note"))
     if not skipped.empty:
         sk = skipped.assign(status="skipped", note=skipped.get("reason"))
         rows = pd.concat([rows, sk], ignore_index=True) if not rows.empty else sk

@@ -55,18 +55,28 @@ _DARK = [
 _SPARE = [_CB[6], _CB[8], _CB[7], *_DARK]
 
 # How a cell that is not a measured value is drawn (line plots: along the x axis, below it).
-STATUS_MARKERS = {"failed": "X", "skipped": "s", "contended": "D", "missing": "$?$"}
+# ``same binding``: a comparison of one measurement with itself (``plan.binding``), no difference
+SAME_BINDING = "same binding"
+STATUS_MARKERS = {
+    "failed": "X",
+    "skipped": "s",
+    "contended": "D",
+    "missing": "$?$",
+    SAME_BINDING: "$=$",
+}
 STATUS_TEXT = {
     "failed": "failed",
     "skipped": "skipped",
     "contended": "contended (no clean iteration)",
     "missing": "missing",
+    SAME_BINDING: "same binding (measured once)",
 }
 STATUS_LEGEND = {
     "failed": "failed (no value)",
     "skipped": "skipped (no value)",
     "contended": "contended (no clean iteration): no value",
     "missing": "missing (no value)",
+    SAME_BINDING: "the baseline's binding: measured once, no difference",
 }
 HOLLOW_STATUSES = ("skipped", "contended")  # drawn unfilled
 STATUS_STEP_PT = 9.0  # line plots: markers at one x stacked this far apart below the x axis

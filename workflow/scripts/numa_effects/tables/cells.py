@@ -346,6 +346,18 @@ def fault_columns(good: pd.DataFrame) -> dict:
     }
 
 
+# columns an older record or a cell with no successful replicate may lack: NaN, or None
+OPTIONAL_NAN = ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy")
+OPTIONAL_NONE = (
+    "contended",
+    "contended_reason",
+    "stop_reason",
+    "load_1m",
+    "foreign_cpu_pct",
+    "other_cpus_busy_pct",
+)
+
+
 def combine_replicates(
     reps: pd.DataFrame, samples: pd.DataFrame, stages: dict | None = None
 ) -> pd.DataFrame:
@@ -359,19 +371,8 @@ def combine_replicates(
     if reps.empty:  # no cell measured (every cell skipped): the keys and counts, no rows
         return pd.DataFrame(columns=[*KEY_COLUMNS, "replicates", "status"])
     reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
-    for col in ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy"):
-        if col not in reps.columns:  # older cell JSONs, or no replicate succeeded
-            reps = reps.assign(**{col: math.nan})
-    for col in (
-        "contended",
-        "contended_reason",
-        "stop_reason",
-        "load_1m",
-        "foreign_cpu_pct",
-        "other_cpus_busy_pct",
-    ):
-        if col not in reps.columns:
-            reps = reps.assign(**{col: None})
+    reps = reps.assign(**{c: math.nan for c in OPTIONAL_NAN if c not in reps.columns})
+    reps = reps.assign(**{c: None for c in OPTIONAL_NONE if c not in reps.columns})
     ok = reps[reps["status"] == "ok"]
     groups = {k: g for k, g in ok.groupby(KEY_COLUMNS, sort=False)}
     pooled = pooled_variances(
@@ -379,101 +380,127 @@ def combine_replicates(
     )
     clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
     by_cell = {k: g["latency_ms"].to_numpy() for k, g in clean.groupby(KEY_COLUMNS, sort=False)}
-    rows = []
-    for key, g in reps.groupby(KEY_COLUMNS, sort=False):
-        good = groups.get(key)
-        failed = g[g["status"] == "failed"]
-        contended = bool(g["contended"].fillna(False).astype(bool).any())
-        reasons = "; ".join(
-            f"replicate {int(r)}: {why}"
-            for r, why in zip(g["replicate"], g["contended_reason"], strict=True)
-            if isinstance(why, str) and why
-        )
-        first = (good if good is not None else failed if len(failed) else g).iloc[0].to_dict()
-        row = dict(first)
-        row["replicate"] = None
-        row["replicates_failed"] = len(failed)
-        if good is None:
-            # no replicate measured: failed, or (none failed) contended throughout: no number
-            row["replicates"] = 0
-            if failed.empty:
-                row.update(status="contended", contended=True, contended_reason=reasons or None)
-            rows.append(row)
-            continue
-        meds = good["latency_median_ms"].to_numpy() / 1000.0
-        wv = [
-            stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
-            for m, lo, hi in zip(
-                meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
-            )
-        ]
-        c = stats.combine_replicates(meds, wv, pooled[key])
-        stage = (stages or {}).get(key)
-        if stage is not None:
-            row.update(
-                replicates_planned=stage["replicates"],
-                replicates_needed=stage["needed"],
-                replicates_reason=stage["reason"],
-            )
-            if stage.get("log_var") is not None:  # Stein's second stage (tables.stages)
-                m, lo_s, hi_s = stats.stein_interval(meds, stage["log_var"], int(stage["df"]))
-                c.update(median_s=m, ci_low_s=lo_s, ci_high_s=hi_s, ci_df=stage["df"])
-                c["ci_method"] = "two-stage"
-        lat = by_cell.get(key)
-        if lat is not None and lat.size:
-            s = stats.summarize(lat / 1000.0)
-            for k2, v in s.items():
-                if k2.endswith("_s"):
-                    row[f"latency_{k2[:-2]}_ms"] = v * 1000.0
-                else:
-                    row[k2] = v
-        med = c["median_s"] * 1000.0
-        lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
-        if c["ci_method"] == "within-process":  # one replicate, nothing to pool: its own CI
-            lo, hi = (
-                float(good["latency_ci_low_ms"].iloc[0]),
-                float(good["latency_ci_high_ms"].iloc[0]),
-            )
-        row.update(
-            {
-                "latency_median_ms": med,
-                "latency_ci_low_ms": lo,
-                "latency_ci_high_ms": hi,
-                "ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0 if med > 0 else math.nan,
-                "ci_method": c["ci_method"],
-                "ci_df": c["ci_df"],
-                "replicates": c["replicates"],
-                "replicate_sd_pct": c["replicate_sd_pct"],
-                "within_sd_pct": c["within_sd_pct"],
-                "between_sd_pct": c["between_sd_pct"],
-                "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
-                **fault_columns(good),
-                # any replicate contended, also one left without statistics
-                "contended": contended,
-                "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
-                "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
-                "other_cpus_busy_pct": good["other_cpus_busy_pct"].max(),
-                "contended_reason": reasons or None,
-                "load_1m": good["load_1m"].max(),
-                "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
-                "started_at": good["started_at"].min(),
-                "finished_at": good["finished_at"].max(),
-            }
-        )
-        for col in SUMMED:
-            if col in good.columns:
-                row[col] = float(good[col].sum())
-        for col in ("excluded_iterations", "contended_retries"):
-            if col in good.columns:
-                row[col] = good[col].fillna(0).sum()
-        bs = float(row["batch_size"])
-        row["throughput_ips"] = bs * 1000.0 / med
-        row["throughput_ci_low_ips"] = bs * 1000.0 / hi if hi > 0 else math.nan
-        row["throughput_ci_high_ips"] = bs * 1000.0 / lo if lo > 0 else math.nan
-        rows.append(row)
+    rows = [
+        cell_of(g, groups.get(key), pooled.get(key), by_cell.get(key), (stages or {}).get(key))
+        for key, g in reps.groupby(KEY_COLUMNS, sort=False)
+    ]
     out = pd.DataFrame(rows)
     front = [*KEY_COLUMNS, "replicates"]
     return out[front + [c for c in out.columns if c not in front and c != "replicate"]]
+
+
+def cell_of(g, good, pooled_var, latencies, stage) -> dict:
+    """One cell's row from its replicates ``g``: ``good``, the successful ones (None: none);
+    ``pooled_var``, its pool's replicate variance; ``latencies``, its clean samples (ms);
+    ``stage``, its two-stage record (None: one stage)."""
+    failed = g[g["status"] == "failed"]
+    reasons = "; ".join(
+        f"replicate {int(r)}: {why}"
+        for r, why in zip(g["replicate"], g["contended_reason"], strict=True)
+        if isinstance(why, str) and why
+    )
+    first = (good if good is not None else failed if len(failed) else g).iloc[0].to_dict()
+    row = dict(first)
+    row["replicate"] = None
+    row["replicates_failed"] = len(failed)
+    if good is None:
+        # no replicate measured: failed, or (none failed) contended throughout: no number
+        row["replicates"] = 0
+        if failed.empty:
+            row.update(status="contended", contended=True, contended_reason=reasons or None)
+        return row
+    meds = good["latency_median_ms"].to_numpy() / 1000.0
+    c = replicate_interval(good, meds, pooled_var, stage, row)
+    if latencies is not None and latencies.size:
+        for k, v in stats.summarize(latencies / 1000.0).items():
+            if k.endswith("_s"):
+                row[f"latency_{k[:-2]}_ms"] = v * 1000.0
+            else:
+                row[k] = v
+    contended = bool(g["contended"].fillna(False).astype(bool).any())
+    row.update(interval_columns(c, good, meds))
+    row.update(noise_columns(good, row, contended, reasons))
+    row.update(summed_columns(good))
+    bs, med = float(row["batch_size"]), row["latency_median_ms"]
+    lo, hi = row["latency_ci_low_ms"], row["latency_ci_high_ms"]
+    row["throughput_ips"] = bs * 1000.0 / med
+    row["throughput_ci_low_ips"] = bs * 1000.0 / hi if hi > 0 else math.nan
+    row["throughput_ci_high_ips"] = bs * 1000.0 / lo if lo > 0 else math.nan
+    return row
+
+
+def replicate_interval(good, meds, pooled_var, stage, row: dict) -> dict:
+    """The cell's median and CI over its replicates (``stats.combine_replicates``; with a
+    two-stage record, Stein's second stage over the first stage's variance); the record's
+    ``replicates_*`` columns go into ``row``."""
+    wv = [
+        stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
+        for m, lo, hi in zip(
+            meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
+        )
+    ]
+    c = stats.combine_replicates(meds, wv, pooled_var)
+    if stage is not None:
+        row.update(
+            replicates_planned=stage["replicates"],
+            replicates_needed=stage["needed"],
+            replicates_reason=stage["reason"],
+        )
+        if stage.get("log_var") is not None:  # Stein's second stage (tables.stages)
+            m, lo_s, hi_s = stats.stein_interval(meds, stage["log_var"], int(stage["df"]))
+            c.update(median_s=m, ci_low_s=lo_s, ci_high_s=hi_s, ci_df=stage["df"])
+            c["ci_method"] = "two-stage"
+    return c
+
+
+def interval_columns(c: dict, good: pd.DataFrame, meds) -> dict:
+    """The latency median and CI columns (ms) of the combined replicates ``c``."""
+    med = c["median_s"] * 1000.0
+    lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
+    if c["ci_method"] == "within-process":  # one replicate, nothing to pool: its own CI
+        lo, hi = (
+            float(good["latency_ci_low_ms"].iloc[0]),
+            float(good["latency_ci_high_ms"].iloc[0]),
+        )
+    return {
+        "latency_median_ms": med,
+        "latency_ci_low_ms": lo,
+        "latency_ci_high_ms": hi,
+        "ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0 if med > 0 else math.nan,
+        "ci_method": c["ci_method"],
+        "ci_df": c["ci_df"],
+        "replicates": c["replicates"],
+        "replicate_sd_pct": c["replicate_sd_pct"],
+        "within_sd_pct": c["within_sd_pct"],
+        "between_sd_pct": c["between_sd_pct"],
+        "replicate_medians_ms": ";".join(f"{m * 1000.0:.4g}" for m in meds),
+        **fault_columns(good),
+    }
+
+
+def noise_columns(good: pd.DataFrame, row: dict, contended: bool, reasons: str) -> dict:
+    """The noise and timing columns over the successful replicates: any replicate contended
+    (also one left without statistics), the worst load, the span of the runs."""
+    return {
+        "contended": contended,
+        "noisy": bool(row.get("noisy")) or bool(good["noisy"].fillna(False).any()),
+        "foreign_cpu_pct": good["foreign_cpu_pct"].max(),
+        "other_cpus_busy_pct": good["other_cpus_busy_pct"].max(),
+        "contended_reason": reasons or None,
+        "load_1m": good["load_1m"].max(),
+        "stop_reason": "+".join(sorted(set(good["stop_reason"].dropna().astype(str)))),
+        "started_at": good["started_at"].min(),
+        "finished_at": good["finished_at"].max(),
+    }
+
+
+def summed_columns(good: pd.DataFrame) -> dict:
+    """The times (``SUMMED``) and counts summed over the successful replicates."""
+    out = {col: float(good[col].sum()) for col in SUMMED if col in good.columns}
+    for col in ("excluded_iterations", "contended_retries"):
+        if col in good.columns:
+            out[col] = good[col].fillna(0).sum()
+    return out
 
 
 def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -489,6 +516,39 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
     if not cells.empty:
         cells = cells.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
     return cells, samples_df
+
+
+SAME = "same_binding_as"
+
+
+def with_same_bindings(cells: pd.DataFrame, same: Iterable[dict]) -> pd.DataFrame:
+    """``cells`` with a row for each cell the plan reports from another cell's measurement
+    (``same``: its keys and ``same_binding_as``, the placement whose cell measured it:
+    ``plan.build.Plan.same_binding_rows``): a copy of that cell's row under its own placement,
+    ``same_binding_as`` naming the measuring one (empty for a cell measured under its own name).
+    A cell whose measuring cell has no row has none either."""
+    cells = cells.copy()
+    if SAME not in cells.columns:  # after the keys and ``replicates``
+        at = [*KEY_COLUMNS, "replicates"]
+        cells.insert(sum(c in cells.columns for c in at), SAME, None)
+    same = list(same)
+    if cells.empty or not same:
+        return cells
+    index = {tuple(r[k] for k in KEY_COLUMNS): i for i, r in cells[KEY_COLUMNS].iterrows()}
+    rows = []
+    for entry in same:
+        measured = tuple(entry[SAME] if k == "placement" else entry[k] for k in KEY_COLUMNS)
+        if measured not in index:
+            continue
+        row = cells.loc[index[measured]].copy()
+        row["placement"] = entry["placement"]
+        row["placement_base"] = placement_mod.parse_label(str(entry["placement"]))[0]
+        row[SAME] = entry[SAME]
+        rows.append(row)
+    if not rows:
+        return cells
+    out = pd.concat([cells, pd.DataFrame(rows)], ignore_index=True)
+    return out.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
 
 
 def skipped_table(rows: list[dict]) -> pd.DataFrame:

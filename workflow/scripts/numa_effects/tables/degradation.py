@@ -39,6 +39,11 @@ whose placement is not a baseline and that has a cell of its baseline
   (empty without rounds to pair);
 - ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
   transform of the same interval, so it agrees), empty when there is no CI;
+- a cell reported from another cell's measurement (``same_binding_as`` in cells.csv:
+  ``plan.binding``) is compared through the cell that measured it; where that is its
+  baseline's too, the pair is one measurement under two names: degradation exactly 0,
+  no CI, ``ci_method`` ``identical binding``, ``significant`` false. A pair measured once
+  enters the pools of the paired intervals once;
 - ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
   rows as suspect.
 
@@ -67,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan import binding as binding_mod
 from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
@@ -182,13 +188,33 @@ def _typed(vals: dict) -> tuple:
     )
 
 
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
+
+
 def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
+    """The key of the cell that measured one side of a pair (``suffix`` ``""``: the compared
+    cell, ``"_b"``: the baseline): its own, or the cell whose binding it has
+    (``same_binding_as``)."""
     vals = {k: row[k] for k in KEYS if k not in vary}
     vals.update({v: row[f"{v}{suffix}"] for v in vary})
+    measured_as = row.get(f"{SAME}{suffix}")
+    if isinstance(measured_as, str) and measured_as:
+        vals["placement"] = measured_as
     return _typed(vals)
 
 
-def _pairs(
+PAIR_DEFAULTS = (
+    ("ci_method", None),
+    ("latency_ci_low_ms", np.nan),
+    ("latency_ci_high_ms", np.nan),
+    ("ci_df", np.nan),
+    ("contended", False),
+    ("noisy", False),
+    (SAME, None),
+)
+
+
+def pair_table(
     cells: pd.DataFrame,
     samples: pd.DataFrame | None,
     vary: str | tuple[str, ...],
@@ -203,36 +229,47 @@ def _pairs(
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
     cols += ["ci_method", "adjacent_correlation"]
-    cols += ["contended", "noisy"]
+    cols += ["contended", "noisy", SAME, f"{SAME}_b"]
+    columns = [*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols]
     if cells is None or cells.empty:
-        return pd.DataFrame(columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
+        return pd.DataFrame(columns=columns)
+    merged = merged_pairs(pair_frame(cells), vary, baseline_of)
+    index = _sample_index(samples)
+    # Adjacent pairs (``paired``: a placement and its baseline run side by side in every round,
+    # plan.grid.job_order): the per-round ratios cancel what the two processes share, where the
+    # run shows that they share it (``paired_choice``, per thread count).
+    reps = _replicate_medians(samples) if paired else {}
+    choice = pair_choices(merged, reps, vary)
+    rows = [pair_row(r, vary, index, reps, choice) for _, r in merged.iterrows()]
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+
+
+def pair_frame(cells: pd.DataFrame) -> pd.DataFrame:
+    """The measured cells with the columns a pair needs (``PAIR_DEFAULTS`` where absent)."""
     df = grid.fill_keys(cells)
     if "status" in df.columns:
         df = df[df["status"].fillna("ok") == "ok"]
     for stat in (stats.MEDIAN, stats.MEAN):
         if stats.latency_column(stat) not in df.columns:
             df = df.assign(**{stats.latency_column(stat): np.nan})
-    group = [k for k in KEYS if k not in vary]
-    if "source" in df.columns:
-        group.append("source")
-    for col, default in (
-        ("ci_method", None),
-        ("latency_ci_low_ms", np.nan),
-        ("latency_ci_high_ms", np.nan),
-        ("ci_df", np.nan),
-        ("contended", False),
-        ("noisy", False),
-    ):
-        if col not in df.columns:
-            df = df.assign(**{col: default})
+    df = df.assign(**{col: v for col, v in PAIR_DEFAULTS if col not in df.columns})
     keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
     keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
-    keep += ["contended", "noisy"]
+    keep += ["contended", "noisy", SAME]
     df = df[keep].copy()
     df["threads"] = df["threads"].astype(int)
     df["batch_size"] = df["batch_size"].astype(int)
-    # Each cell is paired with the cell of its own baseline: a "+smt" cell with sequential+smt
-    # (never across), a family member with its family's baseline (n0m1 with n0m0).
+    return df
+
+
+def merged_pairs(df: pd.DataFrame, vary: tuple[str, ...], baseline_of: Callable) -> pd.DataFrame:
+    """Each cell beside the cell of its own baseline (``_b`` columns): a "+smt" cell with
+    sequential+smt (never across), a family member with its family's baseline (n0m1 with
+    n0m0)."""
+    group = [k for k in KEYS if k not in vary]
+    if "source" in df.columns:
+        group.append("source")
     values = (
         df[vary[0]]
         if len(vary) == 1
@@ -241,77 +278,89 @@ def _pairs(
     wanted = values.map(baseline_of)
     comp = df[wanted.notna()].assign(_base=wanted[wanted.notna()])
     base = df.assign(_base=values)
-    merged = comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
-    index = _sample_index(samples)
-    # Adjacent pairs (``paired``: a placement and its baseline run side by side in every round,
-    # plan.grid.job_order): the per-round ratios cancel what the two processes share, where the
-    # run shows that they share it (``paired_choice``, per thread count).
-    reps = _replicate_medians(samples) if paired else {}
-    by_threads: dict[int, list] = {}
+    return comp.merge(base, on=[*group, "_base"], suffixes=("", "_b"), how="inner")
+
+
+def pair_choices(merged: pd.DataFrame, reps: dict, vary: tuple[str, ...]) -> dict:
+    """threads -> ``paired_choice`` over the pairs with common rounds at that thread count; each
+    pair of measurements once (a cell reported under two names is one measurement)."""
+    by_threads: dict[int, dict] = {}
     for _, r in merged.iterrows():
-        b, c = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
-        if b and c and set(b) & set(c):
-            by_threads.setdefault(int(r["threads"]), []).append((b, c))
-    choice = {t: paired_choice(pairs) for t, pairs in by_threads.items()}
-    rows = []
-    for _, r in merged.iterrows():
-        stat = stats.latency_statistic(
-            (r["latency_median_ms"], r["latency_median_ms_b"]), every=True
+        kb, kc = _key(r, "_b", vary), _key(r, "", vary)
+        b, c = reps.get(kb), reps.get(kc)
+        if kb != kc and b and c and set(b) & set(c):
+            by_threads.setdefault(int(r["threads"]), {})[(kb, kc)] = (b, c)
+    return {t: paired_choice(list(pairs.values())) for t, pairs in by_threads.items()}
+
+
+def pair_interval(r: pd.Series, stat: str, vary, index: dict, reps: dict, choice: dict):
+    """(low, high, method, adjacent correlation) of the ratio of one pair: paired where the
+    run shows the two processes share their noise and both ran the same rounds, two-level with
+    t intervals on both sides, a within-process bootstrap with samples, else none."""
+    kb, kc = _key(r, "_b", vary), _key(r, "", vary)
+    sb, sc = index.get(kb), index.get(kc)
+    use, pool, rho = choice.get(int(r["threads"]), (False, None, np.nan))
+    b_reps, c_reps = reps.get(kb), reps.get(kc)
+    # t intervals on both sides: two-level, or two-stage (config key two_stage)
+    two_level = r["ci_method"] in stats.T_INTERVALS and r["ci_method_b"] in stats.T_INTERVALS
+    # the same rounds in both cells: then the paired centre is the table's ratio (the
+    # cells' medians are the geometric means of the same replicates' medians)
+    same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)
+    if kb == kc:  # one measurement under two names
+        return np.nan, np.nan, binding_mod.IDENTICAL, rho
+    if stat == stats.MEDIAN and two_level and use and same_rounds:
+        ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
+        return ci["ci_low"], ci["ci_high"], "paired", rho
+    if stat == stats.MEDIAN and two_level:
+        lo, hi = stats.two_level_ratio_ci(
+            (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
+            (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
         )
-        col = stats.latency_column(stat)
-        lc, lb = float(r[col]), float(r[f"{col}_b"])
-        sb, sc = index.get(_key(r, "_b", vary)), index.get(_key(r, "", vary))
-        lo = hi = np.nan
-        method = None
-        use, pool, rho = choice.get(int(r["threads"]), (False, None, np.nan))
-        b_reps, c_reps = reps.get(_key(r, "_b", vary)), reps.get(_key(r, "", vary))
-        # t intervals on both sides: two-level, or two-stage (config key two_stage)
-        two_level = r["ci_method"] in stats.T_INTERVALS and r["ci_method_b"] in stats.T_INTERVALS
-        # the same rounds in both cells: then the paired centre is the table's ratio (the
-        # cells' medians are the geometric means of the same replicates' medians)
-        same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)
-        if stat == stats.MEDIAN and two_level and use and same_rounds:
-            ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
-            lo, hi = ci["ci_low"], ci["ci_high"]
-            method = "paired"
-        elif stat == stats.MEDIAN and two_level:
-            lo, hi = stats.two_level_ratio_ci(
-                (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
-                (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
-            )
-            method = "two-level"
-        elif sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
-            lo, hi = stats.bootstrap_ratio(sb, sc, stat)
-            method = "within-process bootstrap"
-        rows.append(
-            {
-                **{k: r[k] for k in KEYS},
-                "baseline": r["_base"] if len(vary) == 1 else "/".join(map(str, r["_base"])),
-                "latency_baseline_ms": lb,
-                "latency_compared_ms": lc,
-                "ratio": lc / lb if lb > 0 else np.nan,
-                "ratio_ci_low": lo,
-                "ratio_ci_high": hi,
-                "latency_statistic": stat,
-                "ci_method": method,
-                "adjacent_correlation": rho,
-                "contended": _either(r["contended"], r["contended_b"]),
-                "noisy": _either(r["noisy"], r["noisy_b"]),
-            }
-        )
-    out = pd.DataFrame(rows, columns=[*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols])
-    return out.sort_values(list(KEYS), kind="stable").reset_index(drop=True)
+        return lo, hi, "two-level", rho
+    if sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
+        lo, hi = stats.bootstrap_ratio(sb, sc, stat)
+        return lo, hi, "within-process bootstrap", rho
+    return np.nan, np.nan, None, rho
+
+
+def pair_row(r: pd.Series, vary, index: dict, reps: dict, choice: dict) -> dict:
+    """One pair's row of ``pair_table``."""
+    stat = stats.latency_statistic((r["latency_median_ms"], r["latency_median_ms_b"]), every=True)
+    col = stats.latency_column(stat)
+    lc, lb = float(r[col]), float(r[f"{col}_b"])
+    lo, hi, method, rho = pair_interval(r, stat, vary, index, reps, choice)
+    return {
+        **{k: r[k] for k in KEYS},
+        "baseline": r["_base"] if len(vary) == 1 else "/".join(map(str, r["_base"])),
+        "latency_baseline_ms": lb,
+        "latency_compared_ms": lc,
+        "ratio": lc / lb if lb > 0 else np.nan,
+        "ratio_ci_low": lo,
+        "ratio_ci_high": hi,
+        "latency_statistic": stat,
+        "ci_method": method,
+        "adjacent_correlation": rho,
+        "contended": _either(r["contended"], r["contended_b"]),
+        "noisy": _either(r["noisy"], r["noisy_b"]),
+        SAME: r[SAME],
+        f"{SAME}_b": r[f"{SAME}_b"],
+    }
 
 
 def _either(a, b) -> bool:
     return stats.as_bool(a) is True or stats.as_bool(b) is True
 
 
-def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
+def significant(
+    lo: pd.Series, hi: pd.Series, null: float, method: pd.Series | None = None
+) -> pd.Series:
+    """The CI excludes ``null``; None without a CI; False for one measurement under two names
+    (``method`` ``identical binding``)."""
     has = lo.notna() & hi.notna()
     sig = (lo > null) | (hi < null)
+    same = method.eq(binding_mod.IDENTICAL) if method is not None else has & False
     return pd.Series(
-        [bool(s) if h else None for s, h in zip(sig, has, strict=True)],
+        [False if i else bool(s) if h else None for s, h, i in zip(sig, has, same, strict=True)],
         index=lo.index,
         dtype=object,
     )
@@ -319,7 +368,7 @@ def _significant(lo: pd.Series, hi: pd.Series, null: float) -> pd.Series:
 
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
-    p = _pairs(cells, samples, "placement", PAIRED["placement"], paired=True)
+    p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
@@ -336,7 +385,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
             "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
             "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
-            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"]),
             "ci_method": p["ci_method"],
             "adjacent_correlation": p["adjacent_correlation"],
             "contended": p["contended"].astype(bool),
@@ -357,7 +406,12 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
     cols = {c: [] for c in ("speed_speedup", "speed_speedup_ci_low", "speed_speedup_ci_high")}
     for _, r in p.iterrows():
         compared = {k: r[k] for k in KEYS}
-        got = speed.ratio(reps, fits, compared, {**compared, "opt": EAGER}) if fits else None
+        eager = {**compared, "opt": EAGER}
+        # the cells that measured them (``same_binding_as``)
+        for side, suffix in ((compared, ""), (eager, "_b")):
+            if isinstance(r[f"{SAME}{suffix}"], str) and r[f"{SAME}{suffix}"]:
+                side["placement"] = r[f"{SAME}{suffix}"]
+        got = speed.ratio(reps, fits, compared, eager) if fits else None
         for c, v in zip(cols, ("ratio", "ci_high", "ci_low"), strict=True):
             cols[c].append(1.0 / got[v] if got else np.nan)
     return {c: pd.Series(v, index=p.index, dtype=float) for c, v in cols.items()}
@@ -365,7 +419,7 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
 
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
-    p = _pairs(cells, samples, "opt", PAIRED["opt"], paired=True)
+    p = pair_table(cells, samples, "opt", PAIRED["opt"], paired=True)
     bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
@@ -381,7 +435,7 @@ def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
             **_speed_speedups(p, samples),
             "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
-            "significant": _significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
             "ci_method": p["ci_method"],
             "adjacent_correlation": p["adjacent_correlation"],
             "contended": p["contended"].astype(bool),

@@ -20,7 +20,13 @@ batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (the peak
 dtype at its threads and placement, a node pair's at its CPU node's diagonal, ``tables.peak``: the
 best of the dtype's kernels on the models' path), ``peak_kernel`` (which kernel),
 ``theoretical_gflop_per_s`` (for reference: ``plan.cpu``) and ``efficiency`` = gflop_per_s /
-peak_gflop_per_s."""
+peak_gflop_per_s.
+
+A cell that ran faster than ``EFFICIENCY_MAX`` x its peak is evidence that the peak is
+under-measured (host noise in its windows, ``tables.peak``), not that the cell beat the machine:
+its ``efficiency`` is left empty and ``efficiency_note`` says why, with the peak's windows and
+spread, so that no efficiency above ``EFFICIENCY_MAX`` is ever shown as a fact. Up to it, a
+cell's rate above the peak is within the peak's own noise (its windows' spread is a few %)."""
 
 from __future__ import annotations
 
@@ -88,8 +94,26 @@ EFFICIENCY_COLUMNS = [
     "peak_kernel",
     "theoretical_gflop_per_s",
     "efficiency",
+    "efficiency_note",
 ]
 PEAK_KEYS = ["placement", "threads", "dtype"]
+EFFICIENCY_MAX = 1.05
+# the peak table's columns a cell's note quotes (a table from before the windows has none)
+WINDOW_COLUMNS = ["windows_clean", "spread_pct"]
+
+
+def under_measured(ratio: float, peak: float, clean: float | None, spread: float | None) -> str:
+    """Why a cell that ran at ``ratio`` x its ``peak`` has no efficiency, with the peak's clean
+    windows and their spread (None: not known, e.g. a peak table from before the windows)."""
+    if clean is None:
+        windows = "one window"
+    else:
+        windows = f"{int(clean)} clean window{'' if int(clean) == 1 else 's'}"
+    spread_txt = "" if spread is None else f", spread {spread:.0f} %"
+    return (
+        f"efficiency unknown: the cell ran at {ratio:.2f} x its peak ({peak:.1f} GFLOP/s, the "
+        f"best of {windows}{spread_txt}): the peak is under-measured"
+    )
 
 
 def cell_dtypes(cells: pd.DataFrame) -> pd.Series:
@@ -122,10 +146,8 @@ def add_efficiency(
     if median_ms is None:
         median_ms = out.get("latency_mean_ms", pd.Series([float("nan")] * n, index=out.index))
     gflop_per_s = gflop / (median_ms.astype(float) / 1000.0)
-    looked = pd.DataFrame(
-        {c: [None] * n for c in ("peak_gflop_per_s", "peak_kernel", "theoretical_gflop_per_s")},
-        index=out.index,
-    )
+    quoted = ("peak_gflop_per_s", "peak_kernel", "theoretical_gflop_per_s", *WINDOW_COLUMNS)
+    looked = pd.DataFrame({c: [None] * n for c in quoted}, index=out.index)
     if peak is not None and not peak.empty:
         ok = peak[peak["status"] == "ok"] if "status" in peak.columns else peak
         if "dtype" not in ok.columns:
@@ -135,6 +157,7 @@ def add_efficiency(
         idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)
     peak_v = pd.to_numeric(looked["peak_gflop_per_s"], errors="coerce").astype(float)
+    efficiency, note = capped(gflop_per_s / peak_v, peak_v, looked)
     new = pd.DataFrame(
         {
             "gflop": gflop,
@@ -144,7 +167,8 @@ def add_efficiency(
             "theoretical_gflop_per_s": pd.to_numeric(
                 looked["theoretical_gflop_per_s"], errors="coerce"
             ).astype(float),
-            "efficiency": gflop_per_s / peak_v,
+            "efficiency": efficiency,
+            "efficiency_note": note,
         },
         index=out.index,
     )
@@ -152,3 +176,15 @@ def add_efficiency(
     at = out.columns.get_loc(anchor) + 1 if anchor else len(out.columns)
     left, right = out.iloc[:, :at], out.iloc[:, at:]
     return pd.concat([left, new, right], axis=1)
+
+
+def capped(ratio: pd.Series, peak: pd.Series, looked: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(efficiency, efficiency_note): ``ratio`` where it is at most ``EFFICIENCY_MAX``, else
+    empty with the reason (``under_measured``, from the peak's ``looked`` windows columns)."""
+    over = ratio > EFFICIENCY_MAX
+    note = pd.Series([None] * len(ratio), index=ratio.index, dtype=object)
+    numbers = looked[WINDOW_COLUMNS].apply(pd.to_numeric, errors="coerce").astype(float)
+    for i in ratio.index[over]:
+        clean, spread = (None if pd.isna(v) else float(v) for v in numbers.loc[i])
+        note[i] = under_measured(float(ratio[i]), float(peak[i]), clean, spread)
+    return ratio.where(~over), note

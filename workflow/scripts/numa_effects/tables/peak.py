@@ -1,9 +1,15 @@
-"""``tables/peak.csv``: one row per peak result (``measure.workloads.dtype_peaks``: one dtype at one
-placement and thread count), measured or failed, with the theoretical peak beside it.
+"""``tables/peak.csv``: one row per peak (``measure.workloads.dtype_peaks``: one dtype at one
+placement and thread count), from its windows (``plan.peaks``: several short jobs spread over the
+run), measured or failed, with the theoretical peak beside it.
 
-Columns: ``placement, threads, dtype, status``; ``peak_gflop_per_s`` (the best kernel's best
-rate over the clean timed steps: the efficiency denominator of the dtype's cells; int8: integer
-operations per second), ``median_gflop_per_s`` (that kernel's median), ``peak_kernel``,
+Columns: ``placement, threads, dtype, status`` (``ok`` when a window is clean, else the first
+window's); ``peak_gflop_per_s`` (the best clean window's rate: its best kernel's best rate over
+its clean timed steps; the efficiency denominator of the dtype's cells; int8: integer operations
+per second); the windows: ``windows`` (how many were measured), ``windows_clean`` (how many gave
+a rate), ``window_gflop_per_s`` (each window's rate in window order, or its status),
+``spread_pct`` (100 x (best - worst) / best over the clean windows; empty with fewer than two),
+``best_window``; from the best window: ``median_gflop_per_s`` (its kernel's median),
+``peak_kernel``,
 ``kernels`` (every kernel of the dtype: its best rate, or why it was not timed: skipped for a
 missing requirement, dropped at the probe, an error), ``mm_gflop_per_s`` (float32's
 ``torch.mm`` alone: the denominator before per-dtype peaks), ``reps``, ``measure_s``; for reference
@@ -24,6 +30,11 @@ PEAK_COLUMNS = [
     "dtype",
     "status",
     "peak_gflop_per_s",
+    "windows",
+    "windows_clean",
+    "window_gflop_per_s",
+    "spread_pct",
+    "best_window",
     "median_gflop_per_s",
     "peak_kernel",
     "kernels",
@@ -66,7 +77,8 @@ def kernels_text(kernels: dict) -> str | None:
 
 
 def row(rec: Record, path: str = "") -> dict:
-    """One ``peak.csv`` row from a peak result (measured or failed)."""
+    """One window's row from a peak result (measured or failed; a record without a window
+    number is window 1)."""
     peak = rec.summary or {}
     theo = peak.get("theoretical") or {}
     kernels = peak.get("kernels") or {}
@@ -76,6 +88,7 @@ def row(rec: Record, path: str = "") -> dict:
         "dtype": rec.cell.get("dtype", "float32"),
         "status": rec.status,
         "peak_gflop_per_s": peak.get("peak_gflop_per_s"),
+        "best_window": int(rec.cell.get("window") or 1),
         "median_gflop_per_s": peak.get("median_gflop_per_s"),
         "peak_kernel": peak.get("peak_kernel"),
         "kernels": kernels_text(kernels),
@@ -99,7 +112,41 @@ def row(rec: Record, path: str = "") -> dict:
     }
 
 
+KEYS = ["placement", "threads", "dtype"]
+
+
+def clean(window: dict) -> bool:
+    """Whether a window's row gave a rate (status ok with a peak)."""
+    return window["status"] == "ok" and window.get("peak_gflop_per_s") is not None
+
+
+def combine(windows: list[dict]) -> dict:
+    """A peak's row from its windows' rows (``row``): the best clean window's row with the
+    windows' columns; the first window's (its status and failure) when none is clean."""
+    windows = sorted(windows, key=lambda w: w["best_window"])
+    good = [w for w in windows if clean(w)]
+    rates = [w["peak_gflop_per_s"] for w in good]
+    out = dict(max(good, key=lambda w: w["peak_gflop_per_s"]) if good else windows[0])
+    if not good:
+        out.update(peak_gflop_per_s=None, best_window=None)
+    spread = 100.0 * (max(rates) - min(rates)) / max(rates) if len(rates) > 1 else None
+    out.update(
+        windows=len(windows),
+        windows_clean=len(good),
+        window_gflop_per_s="; ".join(
+            f"{w['peak_gflop_per_s']:.1f}" if clean(w) else str(w["status"]) for w in windows
+        ),
+        spread_pct=spread,
+    )
+    return out
+
+
 def table(paths) -> pd.DataFrame:
-    rows = [row(record.read(p), str(p)) for p in paths]
-    df = pd.DataFrame(rows, columns=PEAK_COLUMNS)
-    return df.sort_values(["placement", "threads", "dtype"], kind="stable").reset_index(drop=True)
+    """``peak.csv`` from the windows' records: one row per (placement, threads, dtype)."""
+    groups: dict[tuple, list[dict]] = {}
+    for p in paths:
+        r = row(record.read(p), str(p))
+        groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    df = pd.DataFrame([combine(g) for g in groups.values()], columns=PEAK_COLUMNS)
+    df = df.astype({"windows": "Int64", "windows_clean": "Int64", "best_window": "Int64"})
+    return df.sort_values(KEYS, kind="stable").reset_index(drop=True)

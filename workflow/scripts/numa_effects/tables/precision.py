@@ -97,7 +97,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     def baseline_of(variant: tuple) -> tuple | None:
         return None if tuple(variant) == base_variant else base_variant
 
-    p = degradation._pairs(cells, samples, VARY, baseline_of)
+    p = degradation.pair_table(cells, samples, VARY, baseline_of)
     if p.empty:
         return pd.DataFrame(columns=COLUMNS)
     bs = p["batch_size"].astype(float)
@@ -111,7 +111,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
             "speedup": 1.0 / p["ratio"],
             "speedup_ci_low": 1.0 / p["ratio_ci_high"],
             "speedup_ci_high": 1.0 / p["ratio_ci_low"],
-            "significant": degradation._significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
+            "significant": degradation.significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
             "ci_method": p["ci_method"],
             "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
             "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],

@@ -8,7 +8,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
-from numa_effects.tables import stages
+from numa_effects.tables import flops, stages
 
 
 def cell_label(row) -> str:
@@ -65,6 +65,89 @@ def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) ->
     return lines
 
 
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
+
+
+def reported_twice(cells: pd.DataFrame) -> pd.Series:
+    """The rows of ``cells`` reported from another cell's measurement (``same_binding_as``)."""
+    if cells.empty or SAME not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells[SAME].map(lambda v: isinstance(v, str) and v != "")
+
+
+def same_binding_lines(cells: pd.DataFrame) -> list[str]:
+    """One line on the cells measured once for two names (``plan.binding``): how many, and
+    which placement has which one's binding at which thread counts."""
+    same = cells[reported_twice(cells)]
+    if same.empty:
+        return []
+    parts = [
+        f"{p} = {m} at t{','.join(str(t) for t in sorted(g['threads'].unique()))}"
+        for (p, m), g in same.groupby(["placement", SAME], sort=False)
+    ]
+    return [
+        f"  same binding, measured once: {len(same)} cell(s) reported from the cell with their "
+        f"binding ({'; '.join(parts)}; cells.csv {SAME})"
+    ]
+
+
+def efficiency_lines(ok: pd.DataFrame) -> list[str]:
+    """The measured cells' efficiency range, and how many have none because they ran faster
+    than their peak allows (``tables.flops``: the peak under-measured)."""
+    if ok.empty or "efficiency" not in ok:
+        return []
+    known = pd.to_numeric(ok["efficiency"], errors="coerce").dropna()
+    lines = []
+    if len(known):
+        lines.append(
+            f"  efficiency: {known.min():.2f} - {known.max():.2f} of the peak (the best of "
+            "its windows; cells.csv column efficiency)"
+        )
+    unknown = int(ok.get("efficiency_note", pd.Series(dtype=object)).notna().sum())
+    if unknown:
+        lines.append(
+            f"  efficiency unknown: {unknown} cell(s) ran above {flops.EFFICIENCY_MAX:g} x "
+            "their peak: the peak is under-measured (cells.csv column efficiency_note)"
+        )
+    return lines
+
+
+def machine_line(machine: dict) -> str:
+    """The machine's line: its CPU and layout (imported results: the layout is not recorded,
+    so none is claimed)."""
+    s = machine.get("summary", {})
+    if "nodes" not in s:
+        return f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
+    smt = "on" if s.get("smt") else "off"
+    return (
+        f"  machine: {s.get('cpu_model', '?')}, {s['nodes']} NUMA node(s), "
+        f"{s.get('physical_cores', '?')} cores, SMT {smt}"
+    )
+
+
+def failure_lines(failed: pd.DataFrame, unclean: pd.DataFrame, results: str) -> list[str]:
+    """A line per failed cell and per cell contended throughout, with what to do."""
+    lines = [
+        f"  FAILED {cell_label(row)}: {row['failure_cause']}: {row['failure_message']}"
+        for _, row in failed.iterrows()
+    ]
+    if not failed.empty:
+        lines.append(
+            f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
+        )
+        lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
+    lines += [
+        f"  CONTENDED {cell_label(row)}: {row.get('contended_reason')}"
+        for _, row in unclean.iterrows()
+    ]
+    if len(unclean):
+        lines.append(
+            "  re-measure them on a quieter machine: snakemake ... --forcerun "
+            "$(python workflow/scripts/failed_cells.py --contended)"
+        )
+    return lines
+
+
 def render(
     cells: pd.DataFrame,
     skipped: pd.DataFrame,
@@ -79,21 +162,18 @@ def render(
     (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines)."""
     from numa_effects.tables import deploy
 
-    s = machine.get("summary", {})
+    twice = same_binding_lines(cells)
+    cells = cells[~reported_twice(cells)]  # each measurement once below
     ok = cells[cells["status"] == "ok"] if not cells.empty else cells
     failed = cells[cells["status"] == "failed"] if not cells.empty else cells
     # measured, but no iteration was clean: not a number, not a failure either
     unclean = cells[cells["status"] == "contended"] if not cells.empty else cells
-    if "nodes" in s:
-        smt = "on" if s.get("smt") else "off"
-        machine_line = (
-            f"  machine: {s.get('cpu_model', '?')}, {s['nodes']} NUMA node(s), "
-            f"{s.get('physical_cores', '?')} cores, SMT {smt}"
-        )
-    else:  # imported results: the layout was not recorded, so none is claimed
-        machine_line = f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"
     imported = machine.get("imported_from")
-    lines = [*deploy.answer_lines(recommendation), "numa-effects run summary", machine_line]
+    lines = [
+        *deploy.answer_lines(recommendation),
+        "numa-effects run summary",
+        machine_line(machine),
+    ]
     if imported:
         lines.append(f"  imported from: {', '.join(imported)}")
     verb = "imported" if imported else "measured"
@@ -101,28 +181,14 @@ def render(
     if len(unclean):
         line += f", {len(unclean)} contended throughout (no statistics)"
     lines.append(line)
+    lines += twice
     if not ok.empty and "measure_s" in ok:
         lines.append(f"  timed inference: {ok['measure_s'].sum():.0f} s over all cells")
     if replicates := stages.replicates_text(cells):  # config key two_stage
         lines.append(f"  replicates per cell (two-stage): {replicates}")
     for reason, group in skipped.groupby("reason") if not skipped.empty else []:
         lines.append(f"  skipped {len(group)}: {reason}")
-    for _, row in failed.iterrows():
-        lines.append(
-            f"  FAILED {cell_label(row)}: {row['failure_cause']}: {row['failure_message']}"
-        )
-    if not failed.empty:
-        lines.append(
-            f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
-        )
-        lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
-    for _, row in unclean.iterrows():
-        lines.append(f"  CONTENDED {cell_label(row)}: {row.get('contended_reason')}")
-    if len(unclean):
-        lines.append(
-            "  re-measure them on a quieter machine: snakemake ... --forcerun "
-            "$(python workflow/scripts/failed_cells.py --contended)"
-        )
+    lines += failure_lines(failed, unclean, results)
     if "contended" in ok and not ok.empty:
         n = int(ok["contended"].map(stats.as_bool).eq(True).sum())
         if n:
@@ -130,6 +196,7 @@ def render(
                 f"  contended: {n} cell(s) shared their CPUs with other tasks while timed "
                 "(cells.csv columns contended, foreign_cpu_pct)"
             )
+    lines += efficiency_lines(ok)
     lines += packing_lines(packing, profile)
     lines += history
     lines += [

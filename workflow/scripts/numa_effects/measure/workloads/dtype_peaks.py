@@ -25,15 +25,24 @@ FLOPs: 2 x N x H x W x C_in x C_out x k^2 for a k x k convolution, 2 n^3 for the
 (the FlopCounterMode convention of the model FLOPs). The theoretical peak for reference is
 ``plan.cpu.Capabilities.theoretical_peak`` (``theoretical``).
 
-In the pipeline the peak is a workload of the one measuring stack (``build``): the peak job
-of a (placement, threads, dtype) is a pinned instance like a cell's, started, timed, probed for
-contention, retried and verified by ``runner``. At build it probes every kernel of the dtype
-(``time_kernel``, a fraction of a second each) and drops one that cannot be the peak (below
-``DROP_FACTOR`` of the best probe: bf16's ``torch.mm`` without native bf16 takes seconds per
-call); each timed step then calls every remaining kernel once, timing each call itself. The
-runner's exclusion of contended steps applies to all of them, and ``summary`` takes each
-kernel's best rate over the clean timed steps and the best kernel as the peak. ``measure`` is
-the same comparison in one unpinned process (exploration and tests).
+Sizes scale with the thread count (``scaled``, ``matrix_size``): a convolution's batch grows
+with the threads (each thread keeps the work it has at one thread, up to ``MAX_BATCH``), a
+product's side with their cube root. A fixed size under-fills the cores: a 1x1 convolution at
+batch 4 ran at a median of 273 GFLOP/s on 2 threads and 444 at batch 8 (2-vCPU AMD EPYC, AVX-512).
+
+In the pipeline the peak is a workload of the one measuring stack (``build``): each peak job
+(one window of a (placement, threads, dtype): ``plan.peaks``) is a pinned instance like a
+cell's, started, timed, probed for contention, retried and verified by ``runner``. At build it
+probes every kernel of the dtype (``time_kernel``, a fraction of a second each) and drops one
+that cannot be the peak (below ``DROP_FACTOR`` of the best probe: bf16's ``torch.mm`` without
+native bf16 takes seconds per call); each timed step then calls every remaining kernel back to
+back, ``calls`` times (about ``KERNEL_STEP_S`` of each kernel per step, at least
+``MIN_CALLS``), and keeps each kernel's fastest call of the step: its first call after another
+kernel runs on cold caches, which a model's next convolution does not (one call per step put a
+1x1 convolution at 144 GFLOP/s where its probe ran 173). The runner's exclusion of contended
+steps applies to all of them, and ``summary`` takes each kernel's best rate over the clean timed
+steps and the best kernel as the peak. ``measure`` is the same comparison in one unpinned
+process (exploration and tests).
 """
 
 from __future__ import annotations
@@ -46,25 +55,54 @@ from dataclasses import dataclass
 
 from numa_effects.measure.workloads import Built
 
-MATRIX_SIZE = 2048
-CONV = {"n": 4, "c": 512, "hw": 14}  # 0.41 GFLOP per call: ~5-10 ms on one core in float32
+# Sizes at one thread (``scaled`` and ``matrix_size`` grow them with the threads)
+MATRIX_SIZE = 1024  # 2.1 GFLOP per call: ~20 ms on one core in float32
+# 1x1 at batch 16: at batch 4 or 8 oneDNN ran it at 107 GFLOP/s on one core, at 16 at 252
+CONV = {"n": 16, "c": 512, "hw": 14}  # 1.6 GFLOP per call: ~6-15 ms on one core in float32
 CONV3 = {"n": 4, "c": 256, "hw": 14}  # 3x3: 0.92 GFLOP per call
 # bf16 and int8 on their own paths: batch 16, ~1 ms per call with AMX on one core (batch 4
 # left a second thread idle: int8's 3x3 ran at 1810 GOP/s on 1 thread and 2033 on 2)
 CONV_LOWP = {"n": 16, "c": 512, "hw": 14}  # 1.6 GFLOP per call
 CONV3_LOWP = {"n": 16, "c": 256, "hw": 14}  # 3.7 GFLOP per call
+MAX_BATCH = 256  # a convolution's batch at most (float32 1x1: 100 MiB of input)
 WARMUP = 2
 MIN_REPS = 5
 SECONDS = 2.0
 PROBE_SECONDS = 0.3  # per kernel, at build: which kernels can be the peak
 DROP_FACTOR = 4.0  # a kernel probed this many times slower than the best is not timed
+KERNEL_STEP_S = 0.04  # seconds of each kernel per timed step (its calls back to back)
+MIN_CALLS = 2  # calls of each kernel per step: the first runs on another kernel's caches
+MAX_CALLS = 64
+
+
+def scaled(shape: dict, threads: int) -> dict:
+    """A convolution's shape at ``threads``: its batch times the threads, at most
+    ``MAX_BATCH`` (never below the one-thread batch)."""
+    n = min(shape["n"] * max(1, int(threads)), max(MAX_BATCH, shape["n"]))
+    return {**shape, "n": n}
+
+
+def matrix_size(threads: int, base: int = MATRIX_SIZE) -> int:
+    """A product's side at ``threads``: ``base`` times the cube root of the threads (the same
+    work per thread), rounded up to a multiple of 128."""
+    side = base * max(1, int(threads)) ** (1 / 3)
+    return int(-(-round(side, 6) // 128) * 128)
+
+
+def calls_per_step(call_s: float) -> int:
+    """Calls of a kernel per timed step when one call takes ``call_s`` seconds: about
+    ``KERNEL_STEP_S`` of it, within ``MIN_CALLS`` .. ``MAX_CALLS``."""
+    if call_s <= 0:
+        return MAX_CALLS
+    return max(MIN_CALLS, min(MAX_CALLS, round(KERNEL_STEP_S / call_s)))
 
 
 @dataclass(frozen=True)
 class Kernel:
     name: str
     dtype: str
-    build: Callable[[], tuple[Callable[[], object], float]]  # () -> (call, flop per call)
+    # (threads) -> (call, flop per call): its sizes at that thread count
+    build: Callable[[int], tuple[Callable[[], object], float]]
     requires: tuple[str, ...] = ()  # keys of plan.optimizations.REQUIREMENTS
 
 
@@ -79,11 +117,11 @@ def _conv(dtype: str, k: int = 1, frozen: bool = False):
     optimization's own conversion. Low precision runs at batch 16 (``CONV_LOWP``)."""
     lowp = dtype == "int8" or frozen
     conv1, conv3 = (CONV_LOWP, CONV3_LOWP) if lowp else (CONV, CONV3)
-    shape = conv1 if k == 1 else conv3
 
-    def build():
+    def build(threads: int = 1):
         import torch
 
+        shape = scaled(conv1 if k == 1 else conv3, threads)
         n, c, hw = shape["n"], shape["c"], shape["hw"]
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(n, c, hw, hw, generator=gen).to(memory_format=torch.channels_last)
@@ -117,10 +155,11 @@ def _conv3_prepacked():
     """A 3x3 convolution frozen by TorchScript: ``optimize_for_inference`` prepacks its weights
     for oneDNN in the blocked layout (the path of the ``script`` models)."""
 
-    def build():
+    def build(threads: int = 1):
         import torch
 
-        n, c, hw = CONV3["n"], CONV3["c"], CONV3["hw"]
+        shape = scaled(CONV3, threads)
+        n, c, hw = shape["n"], shape["c"], shape["hw"]
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(n, c, hw, hw, generator=gen)
         conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False).eval()
@@ -137,10 +176,11 @@ def _conv3_prepacked():
     return build
 
 
-def _mm(dtype: str, n: int = MATRIX_SIZE):
-    def build():
+def _mm(dtype: str, base: int = MATRIX_SIZE):
+    def build(threads: int = 1):
         import torch
 
+        n = matrix_size(threads, base)
         gen = torch.Generator().manual_seed(0)
         a = torch.randn(n, n, generator=gen)
         b = torch.randn(n, n, generator=gen)
@@ -167,8 +207,8 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
         Kernel("conv1x1_cl_autocast", "bfloat16", _conv("bfloat16")),
         Kernel("conv1x1_cl_bf16", "bfloat16", _conv("bfloat16", frozen=True)),
         Kernel("conv3x3_cl_bf16", "bfloat16", _conv("bfloat16", 3, frozen=True)),
-        # smaller: without native bf16 a 2048^3 product takes seconds
-        Kernel("mm_bf16", "bfloat16", _mm("bfloat16", 1024)),
+        # without native bf16 a 2048^3 product takes seconds
+        Kernel("mm_bf16", "bfloat16", _mm("bfloat16")),
     ),
     "int8": (
         Kernel("conv1x1_pt2e_int8", "int8", _conv("int8"), requires=INT8),
@@ -232,14 +272,17 @@ def best(per_kernel: dict[str, dict]) -> dict:
     return {"peak_gflop_per_s": ok[name]["peak_gflop_per_s"], "peak_kernel": name}
 
 
-def measure(dtype: str, seconds: float = SECONDS, available: dict | None = None) -> dict:
-    """Every kernel of ``dtype`` timed in this process (pinned like the cells by the caller),
-    and the best: ``{"dtype", "kernels": {name: rates | {"skipped"|"error": why}},
-    "peak_gflop_per_s", "peak_kernel"}``. ``available``: ``plan.optimizations.availability()``."""
+def measure(
+    dtype: str, seconds: float = SECONDS, available: dict | None = None, threads: int = 1
+) -> dict:
+    """Every kernel of ``dtype`` at its sizes for ``threads`` timed in this process (pinned
+    like the cells by the caller), and the best: ``{"dtype", "kernels": {name: rates |
+    {"skipped"|"error": why}}, "peak_gflop_per_s", "peak_kernel"}``. ``available``:
+    ``plan.optimizations.availability()``."""
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available
-    kernels, _ = _timed(dtype, available, seconds)
+    kernels, _ = _timed(dtype, available, seconds, threads)
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
@@ -254,43 +297,61 @@ def prepare(instance) -> dict:
 
 def build(instance, settings: dict, available: dict | None = None) -> Built:
     """The ``dtype_peaks`` workload of a pinned instance (``measure.cell``): every kernel of the
-    instance's ``dtype`` probed, the ones that can be the peak called once per step, each call
-    timed by itself; see the module docstring."""
+    instance's ``dtype`` at its sizes for the instance's threads, probed; the ones that can be
+    the peak called back to back ``calls`` times per step, each call timed by itself, the
+    step's fastest kept per kernel (``times_s``); see the module docstring."""
     from numa_effects.plan import optimizations as opts
 
     dtype = instance.cell["dtype"]
+    threads = int(instance.plan.threads)
     available = opts.availability() if available is None else available
     t0 = time.perf_counter()
-    kernels, built = _timed(dtype, available, PROBE_SECONDS, min_reps=1, warmup=1)
+    kernels, built = _timed(dtype, available, PROBE_SECONDS, threads, min_reps=1, warmup=1)
     for name, _ in built:  # the probe: enough to drop a kernel that cannot be the peak
         rates = kernels[name]
         kernels[name] = {"flop_per_call": rates["flop_per_call"]}
         kernels[name]["probe_gflop_per_s"] = rates["peak_gflop_per_s"]
+        median = rates["median_gflop_per_s"] or 0.0
+        call_s = rates["flop_per_call"] / (median * 1e9) if median > 0 else 0.0
+        kernels[name]["calls"] = calls_per_step(call_s)
     timed = _keep(kernels, built)
     if not timed:
         why = "; ".join(f"{n}: {v.get('skipped') or v.get('error')}" for n, v in kernels.items())
         raise RuntimeError(f"no {dtype} peak kernel can run here ({why})")
     times: list[list[float]] = []
     clock = time.perf_counter
+    calls = [(call, kernels[name]["calls"]) for name, call in timed]
 
     def step():
         row = []
-        for _, call in timed:
-            a = clock()
-            call()
-            row.append(clock() - a)
+        for call, n in calls:
+            fastest = float("inf")
+            for _ in range(n):
+                a = clock()
+                call()
+                fastest = min(fastest, clock() - a)
+            row.append(fastest)
         times.append(row)
 
     def report() -> dict:
         order = [n for n, _ in timed]
-        return {"dtype": dtype, "kernels": kernels, "order": order, "times_s": times}
+        return {
+            "dtype": dtype,
+            "threads": threads,
+            "kernels": kernels,
+            "order": order,
+            "times_s": times,
+        }
 
     return Built(step, {"build_s": time.perf_counter() - t0, "prepare_s": 0.0}, [], report)
 
 
-def _timed(dtype: str, available: dict, seconds: float, **kw) -> tuple[dict, list]:
-    """Each kernel of ``dtype`` built and timed for ``seconds`` (``time_kernel``): ({name: its
-    rates, or why it was not built}, [(name, call)] of the built ones)."""
+def _timed(
+    dtype: str, available: dict, seconds: float, threads: int = 1, **kw
+) -> tuple[dict, list]:
+    """Each kernel of ``dtype`` built at its sizes for ``threads`` and timed for ``seconds``
+    (``time_kernel``): ({name: its rates, or why it was not built}, [(name, call)] of the
+    built ones)."""
     kernels: dict[str, dict] = {}
     built = []
     for k in KERNELS[dtype]:
@@ -299,7 +360,7 @@ def _timed(dtype: str, available: dict, seconds: float, **kw) -> tuple[dict, lis
             kernels[k.name] = {"skipped": f"needs {', '.join(missing)}"}
             continue
         try:
-            call, flop = k.build()
+            call, flop = k.build(threads)
             kernels[k.name] = time_kernel(call, flop, seconds, **kw)
         except Exception as exc:  # a kernel this torch cannot run must not sink the others
             kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}

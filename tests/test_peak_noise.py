@@ -1,0 +1,141 @@
+"""A peak that holds under noise: a real Snakemake run of ResNet-50 in TorchScript (the cells
+whose efficiency came out 1.16 and 1.20 on a 2-vCPU EPYC, tests/fixtures/peak_windows) at every
+thread count the planner gives this machine, with a busy loop on every CPU of the peaks while
+their first windows run.
+
+The busy loops run before Snakemake starts (each has run on its CPU: ``busy_loop``) and are
+killed once every first window's record is written; the first windows run before any cell
+(``plan.peaks``). ``exclude_foreign_pct: 100`` keeps the disturbed steps, so the disturbance
+passes for clean as host noise does (a hypervisor's steal is invisible to the contention
+probe): each first window is a peak under-measured by noise, and against it alone some cell
+would print an efficiency above 1.05. The run must keep the best window instead: every cell's
+efficiency known and at most 1.05, the windows and their spread in ``peak.csv``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import load_config, snakemake
+
+from numa_effects import config as config_mod
+from numa_effects.plan import build, paths, peaks, topology
+from numa_effects.tables import flops
+
+pytestmark = pytest.mark.integration
+
+
+def noisy_config() -> dict:
+    return {
+        **load_config("tiny"),
+        "models": ["resnet50"],
+        "batch_sizes": [4],
+        "optimizations": ["script"],
+        "threads": "auto",
+        "image_size": 224,
+        "replicates": 2,
+        "max_seconds_per_cell": 3,
+        "exclude_foreign_pct": 100,
+    }
+
+
+def planned(cfg: dict, results: Path) -> build.Plan:
+    """The plan this machine's workflow makes (``plan.build`` on the checked config)."""
+    checked = config_mod.check({**cfg, "results": str(results)})
+    return build.build(checked.config, checked.topology or topology.current())
+
+
+def kill_after(procs, records: list[Path], timeout: float = 600.0) -> threading.Thread:
+    """A thread that kills ``procs`` once every file of ``records`` exists."""
+
+    def watch():
+        end = time.monotonic() + timeout
+        while not all(r.is_file() for r in records) and time.monotonic() < end:
+            time.sleep(0.05)
+        for proc in procs:
+            proc.kill()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The run, with busy loops beside the first windows of every peak."""
+    from conftest import start_busy_loop
+
+    workdir = tmp_path_factory.mktemp("peak_noise")
+    cfg = noisy_config()
+    p = planned(cfg, workdir / "results")
+    assert p.peak and len(p.grid.cells) >= 1
+    cpus = sorted({c for plan in p.peak.values() for c in plan.cpus})
+    firsts = [
+        workdir / "results" / paths.PEAK.format(placement=w, threads=t, dtype=d, window=1)
+        for w, t, d in p.peak
+    ]
+    hogs = []
+    try:
+        for cpu in cpus:  # each returned once it has really run on its CPU
+            start_busy_loop(cpu, hogs)
+        watcher = kill_after(hogs, firsts)
+        snakemake(workdir, cfg, "--cores", str(len(p.topology.cpus)), "results/tables/cells.csv")
+        watcher.join(timeout=5)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    return workdir / "results", p
+
+
+def test_every_cell_has_an_efficiency_of_at_most_1_05_against_the_best_window(run):
+    results, p = run
+    cells = pd.read_csv(results / "tables/cells.csv")
+    assert len(cells) == len(p.grid.cells) and (cells["status"] == "ok").all()
+    assert cells["efficiency"].notna().all(), cells[["threads", "efficiency_note"]]
+    assert (cells["efficiency"] <= flops.EFFICIENCY_MAX).all(), cells[["threads", "efficiency"]]
+
+
+def test_peak_csv_has_each_peaks_windows_and_the_noise_in_their_spread(run):
+    """Every window measured and quoted; the peak is the best of them and the spread is theirs.
+    The noise really hit: some first window is more than 5 % below its peak, so a cell running
+    near the peak would have printed an efficiency above 1.05 against that window alone."""
+    results, p = run
+    peak = pd.read_csv(results / "tables/peak.csv")
+    assert len(peak) == len(p.peak) and (peak["status"] == "ok").all()
+    assert (peak["windows"] == peaks.WINDOWS).all()
+    assert (peak["windows_clean"] == peaks.WINDOWS).all()  # nothing excluded: all clean
+    rates = peak["window_gflop_per_s"].str.split("; ").apply(lambda r: [float(x) for x in r])
+    assert rates.str.len().eq(peaks.WINDOWS).all()
+    assert peak["peak_gflop_per_s"].round(1).tolist() == [max(r) for r in rates]
+    spread = [100 * (max(r) - min(r)) / max(r) for r in rates]
+    assert peak["spread_pct"].to_numpy() == pytest.approx(spread, abs=0.2)
+    first = rates.str[0]
+    assert (first < peak["peak_gflop_per_s"] / flops.EFFICIENCY_MAX).any(), rates.tolist()
+
+
+def test_the_busy_loops_ran_beside_the_first_windows_and_each_window_ran_in_its_slot(run):
+    """The contention probe of each first window saw the busy loops; each window ran where the
+    plan put it (``plan.peaks.slots``): after the cells before its slot, before the others."""
+    results, p = run
+
+    def span(path: Path) -> tuple[str, str]:
+        prov = json.loads(path.read_text())["provenance"]
+        return prov["launcher_started_at"], prov["finished_at"]
+
+    cells = [span(Path(k.path(str(results), r))) for k, r in p.order]
+    slots = peaks.slots(p.order, p.replicates)
+    for where, t, d in p.peak:
+        for w, slot in enumerate(slots, start=1):
+            rec = results / paths.PEAK.format(placement=where, threads=t, dtype=d, window=w)
+            start, end = span(rec)
+            assert all(c_end <= start for _, c_end in cells[:slot]), (w, slot)
+            assert all(c_start >= end for c_start, _ in cells[slot:]), (w, slot)
+        first = json.loads(
+            (results / paths.PEAK.format(placement=where, threads=t, dtype=d, window=1)).read_text()
+        )
+        assert first["contention"]["foreign_cpu_pct"] > 20, first["contention"]
