@@ -206,22 +206,22 @@ def test_the_summary_counts_a_measurement_once_and_says_which_names_share_it():
 
 
 def test_the_report_marks_a_comparison_with_itself_and_says_why_there_is_no_figure():
-    from numa_effects.report import data, registry, style
+    from numa_effects.report import data, empty, metrics, style
 
     cells, samples, same = two_node_tables()
     cells = tidy.with_same_bindings(cells, same)
     deg = degradation.degradation_table(cells, samples)
     tables = data.Tables(cells=cells, skipped=tidy.skipped_table([]), degradation=deg)
-    d = data.comparison(tables, MODEL, "none", registry.LATENCY)
+    d = data.comparison(tables, MODEL, "none", metrics.LATENCY)
     inter = d[d["placement"] == "interleave"]
     assert (inter["pct_status"] == style.SAME_BINDING).all() and inter["pct"].isna().all()
     assert (d[d["placement"] == "remote"]["pct_status"] == "ok").all()
     # a run whose every compared cell binds like its baseline (one node) has nothing to draw
     one = cells[cells["placement"].isin(["sequential", "interleave"])]
-    facts = registry.PageFacts(one, tidy.skipped_table([]), ["sequential", "interleave"], False)
-    assert "Every cell of interleave binds like its baseline" in registry.no_numa_reason(facts)
-    facts = registry.PageFacts(cells, tidy.skipped_table([]), ["sequential", "remote"], False)
-    assert "binds like" not in registry.no_numa_reason(facts)
+    facts = empty.PageFacts(one, tidy.skipped_table([]), ["sequential", "interleave"], False)
+    assert "Every cell of interleave binds like its baseline" in empty.no_numa_reason(facts)
+    facts = empty.PageFacts(cells, tidy.skipped_table([]), ["sequential", "remote"], False)
+    assert "binds like" not in empty.no_numa_reason(facts)
 
 
 def test_nothing_is_measured_once_where_no_two_placements_bind_alike():

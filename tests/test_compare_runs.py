@@ -545,9 +545,9 @@ def test_a_cell_reported_under_a_second_name_is_compared_once(tmp_path):
     )
     ra, rb = runs(a, b)
     assert set(ra.cells["placement"]) == {"sequential"} and len(ra.cells) == 2
-    table = compare_runs.compare_table([ra, rb])
+    table = compare_tables.compare_table([ra, rb])
     assert len(table) == 2
     (whole,) = (
-        compare_runs.summary_table(table).query("scope == @compare_runs.ALL").to_dict("records")
+        compare_tables.summary_table(table).query("scope == @compare_tables.ALL").to_dict("records")
     )
     assert whole["cells"] == 2

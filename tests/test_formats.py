@@ -16,8 +16,8 @@ from test_history import cell_path
 
 from numa_effects.measure import record
 from numa_effects.plan import grid, paths
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import formats
+from numa_effects.tables import cells as cell_tables
+from numa_effects.tables import formats, tidy
 
 FIX = Path(__file__).parent / "fixtures"
 REPLICATES = sorted((FIX / "cells_replicates").glob("none_sequential_t1_bs4_*.json"))[:3]
@@ -37,7 +37,7 @@ def results(tmp_path) -> Path:
     run = root / paths.PACKING_RUN.format(model="resnet18", opt="none", budget=2, batch_size=1)
     run.parent.mkdir(parents=True)
     shutil.copy2(GROUP, run)
-    table, _ = tidy.tables(sorted(str(p) for p in root.glob("cells/**/r*.json")))
+    table, _ = cell_tables.tables(sorted(str(p) for p in root.glob("cells/**/r*.json")))
     (root / "tables").mkdir()
     tidy.write(table, str(root / paths.table("cells")))
     return root

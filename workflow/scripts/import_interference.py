@@ -3,8 +3,7 @@
 
 from pathlib import Path
 
-from numa_effects.tables import cells as tidy
-from numa_effects.tables import packrat
+from numa_effects.tables import packrat, tidy
 
 sm = snakemake  # noqa: F821
 table = packrat.interference_table(sm.params.source)
