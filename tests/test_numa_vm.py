@@ -79,7 +79,6 @@ PAIR_CELLS = [(f"n{c}m{m}", 1) for c, m in PAIRS]
 OFF_DIAGONAL = {f"n{c}m{m}" for c, m in PAIRS if c != m}
 
 
-@pytest.fixture(scope="module")
 def read(path) -> dict:
     """A record's JSON, checked readable as a record (``measure.record``)."""
     data = json.loads(Path(path).read_text())
@@ -87,6 +86,7 @@ def read(path) -> dict:
     return data
 
 
+@pytest.fixture(scope="module")
 def guest(tmp_path_factory):
     """The guest's output folder: pipeline/ (a results folder), driver/, timings.txt. The boot
     started in the background after collection (tests/guest_boot.py) is waited for here."""

@@ -31,6 +31,7 @@ GRID = load_config(
     peak=False,
     placements=["sequential", "node-pairs"],
     node_pairs=[[0, 0]],
+    same_bindings="each",  # n0m0 binds like sequential on one node: two cells all the same
 )
 
 

@@ -58,7 +58,7 @@ def result_of(spec: str) -> Path:
 
 
 def one_done_one_running(results: Path):
-    done, running = cell_jsons(results), robust.cell_processes(results)
+    done, running = cell_jsons(results), robust.cell_processes(results / "logs" / "cells")
     return (done, running) if done and running else None
 
 
@@ -129,7 +129,9 @@ def test_a_result_written_but_not_recorded_is_rerun(tmp_path):
     results = tmp_path / "results"
     cfg, target = grid(results), str(results / "tables" / "cells.csv")
     proc = robust.start(tmp_path, cfg, "--cores", "1", target)
-    running = robust.wait_for(lambda: robust.cell_processes(results), 900, what="a cell")
+    running = robust.wait_for(
+        lambda: robust.cell_processes(results / "logs" / "cells"), 900, what="a cell"
+    )
     os.kill(proc.pid, signal.SIGSTOP)
     victim = result_of(next(iter(running)))
     robust.wait_for(victim.exists, 120, what="the frozen run's cell to write its result")
@@ -159,7 +161,9 @@ def test_two_runs_at_once_are_refused_and_ctrl_c_leaves_no_cell_running(tmp_path
     cfg = grid(results, max_seconds_per_cell=30)
     target = str(results / "tables" / "cells.csv")
     first = robust.start(tmp_path, cfg, "--cores", "1", target, new_session=True)
-    running = robust.wait_for(lambda: robust.cell_processes(results), 900, what="a cell")
+    running = robust.wait_for(
+        lambda: robust.cell_processes(results / "logs" / "cells"), 900, what="a cell"
+    )
     rc, out = robust.run(tmp_path, cfg, "--cores", "1", target, log="second.log")
     assert rc != 0
     assert "LockException" in out and "--unlock" in out
