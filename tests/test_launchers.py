@@ -256,7 +256,7 @@ def _torch_run_cpu(lscpu: str, **kw) -> list[tuple[str, str]] | str:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", list(SHAPES))
-def test_the_replica_starts_what_torch_run_cpu_starts(name):
+def test_the_replica_starts_what_torch_run_cpu_starts(name, tmp_path):
     topo = load(name)
     text = launchers.lscpu_text(topo)
     cases = [
@@ -272,6 +272,7 @@ def test_the_replica_starts_what_torch_run_cpu_starts(name):
             text,
             **{**kw, "ncores_per_instance": kw.get("ncores_per_instance", -1)},
             multi_instance=bool(kw.get("throughput_mode")),
+            log_path=str(tmp_path),  # else torch's elastic logs make a /tmp/torchelastic_* each
         )
         try:
             slots = launchers.run_cpu_layout(topo, **kw)
