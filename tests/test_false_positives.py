@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from test_paired import simulated_cell
 
 from numa_effects import stats
 from numa_effects.tables import degradation
@@ -46,22 +47,7 @@ def aa_run(rng, rounds: int, drift_sd: float, own_sd: float, iter_sd: float):
     pool = stats.pooled_replicate_var([np.asarray(v) / 1000 for v in medians.values()])
     cells = []
     for (place, bs), meds in medians.items():
-        c = stats.combine_replicates(np.asarray(meds) / 1000, pooled=pool)
-        cells.append(
-            {
-                "model": "m",
-                "opt": "none",
-                "placement": place,
-                "threads": 1,
-                "batch_size": bs,
-                "status": "ok",
-                "latency_median_ms": c["median_s"] * 1000,
-                "latency_ci_low_ms": c["ci_low_s"] * 1000,
-                "latency_ci_high_ms": c["ci_high_s"] * 1000,
-                "ci_df": c["ci_df"],
-                "ci_method": c["ci_method"],
-            }
-        )
+        cells.append(simulated_cell("none", place, bs, meds, pool))
     return pd.DataFrame(cells), pd.DataFrame(samples)
 
 

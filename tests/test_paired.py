@@ -149,23 +149,27 @@ def _run_tables(drift_sd: float, own_sd: float, seed: int = 5, axis: str = "plac
     pool = stats.pooled_replicate_var([np.asarray(v) / 1000 for v in reps.values()])
     cells = []
     for (opt, place, bs), meds in reps.items():
-        c = stats.combine_replicates(np.asarray(meds) / 1000, pooled=pool)
-        cells.append(
-            {
-                "model": "m",
-                "opt": opt,
-                "placement": place,
-                "threads": 1,
-                "batch_size": bs,
-                "status": "ok",
-                "latency_median_ms": c["median_s"] * 1000,
-                "latency_ci_low_ms": c["ci_low_s"] * 1000,
-                "latency_ci_high_ms": c["ci_high_s"] * 1000,
-                "ci_df": c["ci_df"],
-                "ci_method": c["ci_method"],
-            }
-        )
+        cells.append(simulated_cell(opt, place, bs, meds, pool))
     return pd.DataFrame(cells), pd.DataFrame(samples)
+
+
+def simulated_cell(opt: str, place: str, bs: int, medians_ms, pool) -> dict:
+    """A cells.csv row of model ``m`` at 1 thread: its replicates' medians (ms) combined as
+    ``tables.cells`` combines them, with the run's pooled variance ``pool``."""
+    c = stats.combine_replicates(np.asarray(medians_ms) / 1000, pooled=pool)
+    return {
+        "model": "m",
+        "opt": opt,
+        "placement": place,
+        "threads": 1,
+        "batch_size": bs,
+        "status": "ok",
+        "latency_median_ms": c["median_s"] * 1000,
+        "latency_ci_low_ms": c["ci_low_s"] * 1000,
+        "latency_ci_high_ms": c["ci_high_s"] * 1000,
+        "ci_df": c["ci_df"],
+        "ci_method": c["ci_method"],
+    }
 
 
 def test_degradation_uses_the_paired_interval_where_rounds_share_noise():

@@ -15,23 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_plan import BASE, ONE_NODE, TWO_NODES
 
 from numa_effects import config as config_mod
 from numa_effects.plan import build, grid, peaks
 from numa_effects.tables import flops
 
 FIX = Path(__file__).parent / "fixtures"
-TWO_NODES = FIX / "topology" / "2x16-nosmt-alternating.lscpu-p.txt"
-ONE_NODE = FIX / "topology" / "this-vm-2cpu-1node.lscpu"
-BASE = {
-    "models": ["resnet18"],
-    "batch_sizes": [1, 8],
-    "optimizations": ["none", "script"],
-    "threads": [1, 2],
-    "placements": ["sequential", "interleave"],
-    "image_size": 32,
-    "replicates": 2,
-}
 
 
 def make(topo_file: Path = TWO_NODES, **over) -> build.Plan:
