@@ -1,27 +1,9 @@
 """The config checked before any job starts: one function, one verdict, one line per problem.
 
-``check(config, configfiles=..., ...)`` is the one checker. ``workflow/rules/common.smk`` calls
-it (through ``check_or_exit``) while Snakemake parses the workflow, so ``snakemake -n`` fails as
-a real run does, before any job; ``python -m numa_effects.config FILE... [--config K=V...]``
-(``cli``) reads the files as Snakemake does and calls it too, so both print the same lines.
-
-The modules, one concern each:
-
-- ``problem``: ``Problem(key, text)``, one line each; ``ConfigError`` holding them.
-- ``registries``: the registries names are checked against (models, optimizations, placements).
-- ``schema``: the schema, registries filled in; what a schema allows, in words.
-- ``messages``: jsonschema's errors as problems.
-- ``coerce``: every value normalised to its schema type (``'8'``, ``8.0`` -> ``8``; ...).
-- ``checks``: what the schema cannot check (names, bounds between keys, threads, a placement
-  family's key such as ``node_pairs``, packing).
-- ``paths``: the keys that name files and folders (``results``, ``topology``, ``import``).
-- ``compare``: the ``compare`` key: result folders that can be compared, ``results`` outside
-  them, labels and ``across``.
-- ``files``: config files read as Snakemake reads them; a key given twice refused.
-- ``readme``: config/README.md's key tables, generated from the schema.
-- ``command``: a whole Snakemake command line (options, ``--config`` items, ``--configfile``,
-  targets) checked before Snakemake reads it, for the entry points.
-- ``cli``: the command line. Nothing here imports torch.
+``check`` is the one checker: ``workflow/rules/common.smk`` calls it (``check_or_exit``) while
+Snakemake parses the workflow, so ``snakemake -n`` fails as a real run does, before any job;
+``python -m numa_effects.config`` (``cli``) reads the files as Snakemake does and calls it too,
+so both print the same lines. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -42,8 +24,8 @@ __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
 
 @dataclass(frozen=True)
 class Checked:
-    """A config that can run: the config itself (normalised in place) and the topology its
-    cells are planned against (the ``topology`` file, or this machine)."""
+    """A config that can run (normalised in place) and the topology its cells are planned
+    against (the ``topology`` file, or this machine)."""
 
     config: dict
     topology: Topology
@@ -56,11 +38,9 @@ def check(
     workflow_dir: str | Path | None = None,
     schema_path: str | Path = schema.SCHEMA_PATH,
 ) -> Checked:
-    """Check ``config`` (merged from ``configfiles`` and ``--config``; normalised in place:
-    defaults filled, values coerced to their schema types). ``configfiles``: the files it was
-    read from (``workflow.configfiles``), re-read for keys given twice. ``workdir``: where
-    relative paths are (default: the current directory, as in Snakemake). Raises
-    ``ConfigError`` with every problem found."""
+    """Check ``config`` (normalised in place) or raise ``ConfigError`` with every problem.
+    ``configfiles`` (``workflow.configfiles``) are re-read for keys given twice; relative paths
+    are read from ``workdir`` (default: the current directory, as in Snakemake)."""
     sch = schema.load(schema_path)
     problems = files.duplicate_problems(configfiles, workdir)
     if not isinstance(config, dict):
@@ -104,9 +84,9 @@ def check(
 
 
 def check_or_exit(config: dict, **kwargs) -> Checked:
-    """``check``, but a problem ends the process with exit status 1 and its lines on stderr,
-    never a traceback. Snakemake prints a traceback line for any exception raised while it
-    reads the workflow, so common.smk calls this: SystemExit is not an Exception to it."""
+    """``check``, but a problem ends the process with status 1 and its lines on stderr. Snakemake
+    prints a traceback for any exception raised while it reads the workflow; SystemExit is not
+    an Exception to it."""
     try:
         return check(config, **kwargs)
     except ConfigError as exc:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
-from numa_effects.config.schema import REGISTRY, describe, type_of
-
-RANGE = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+from numa_effects.config.schema import BOUNDS, REGISTRY, describe, type_of
 
 
 def schema_problems(config: dict, schema: dict) -> list[Problem]:
@@ -73,21 +71,6 @@ def _branch_problems(err, kind: str, key: str) -> list[Problem]:
 def _value_problem(err, kind: str, key: str) -> Problem:
     """A value the schema refuses: which rule, and what is allowed."""
     schema, value = err.schema, err.instance
-    allowed = describe(schema)
-    if kind == "enum":
-        near = suggest(value, map(str, schema["enum"]))
-        return Problem(key, f"{shown(value)} is not allowed{near}; allowed: {allowed}")
-    if kind == "type":
-        return Problem(key, f"{shown(value)} is {type_of(value)}; allowed: {allowed}")
-    if kind in RANGE:
-        return Problem(key, f"{shown(value)} is out of range; allowed: {allowed}")
-    if kind == "minItems":
-        n = len(value) if isinstance(value, list) else 0
-        what = "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}"
-        return Problem(key, f"{what}; allowed: {allowed}")
-    if kind == "maxItems":
-        n = len(value)
-        return Problem(key, f"the list has {n} item{'s' * (n > 1)}; allowed: {allowed}")
     if kind == "uniqueItems":
         seen, dups = set(), []
         for v in value:
@@ -96,8 +79,16 @@ def _value_problem(err, kind: str, key: str) -> Problem:
             seen.add(repr(v))
         twice = ", ".join(shown(d) for d in dups) or "a value"
         return Problem(key, f"{twice} appears more than once; each value may appear once")
-    if kind == "pattern":
-        return Problem(key, f"{shown(value)} is not allowed; allowed: {allowed}")
-    if kind == "minLength":
-        return Problem(key, f"the string is empty; allowed: {allowed}")
-    return Problem(key, f"{err.message}; allowed: {allowed}")
+    if kind in ("minItems", "maxItems"):
+        n = len(value) if isinstance(value, list) else 0
+        what = "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}"
+    elif kind == "enum":
+        what = f"{shown(value)} is not allowed{suggest(value, map(str, schema['enum']))}"
+    else:
+        what = {
+            "type": f"{shown(value)} is {type_of(value)}",
+            "pattern": f"{shown(value)} is not allowed",
+            "minLength": "the string is empty",
+            **dict.fromkeys(BOUNDS, f"{shown(value)} is out of range"),
+        }.get(kind, err.message)
+    return Problem(key, f"{what}; allowed: {describe(schema)}")

@@ -1,10 +1,8 @@
 """One problem of a config: ``Problem(key, text)``, and ``ConfigError`` holding all of them.
 
-``str(problem)`` is the one line a user reads, e.g.
-``config key 'batch_sizes[1]': 0 is out of range; allowed: an integer >= 1 and <= 65536``.
-``key`` is the full key path (``import.packrat[0]``; list indices 0-based, as in Python), or
-``""`` when the problem is not about one key (a config file that cannot be read). Which keys
-failed is read from ``Problem.key``, never from the text.
+``str(problem)`` is the one line a user reads. ``key`` is the full key path
+(``import.packrat[0]``), or ``""`` when the problem is not about one key (a config file that
+cannot be read); which keys failed is read from ``Problem.key``, never from the text.
 """
 
 from __future__ import annotations
@@ -19,8 +17,8 @@ README = "every key is described in config/README.md"
 
 
 class Kind(StrEnum):
-    VALUE = "config key '{key}': {text}"  # the value of ``key`` is wrong
-    MISSING = "config key '{key}' is missing; allowed: {text}"  # text: what is allowed
+    VALUE = "config key '{key}': {text}"
+    MISSING = "config key '{key}' is missing; allowed: {text}"
     UNKNOWN = "unknown config key '{key}'{text}"  # text: a "did you mean" and the allowed keys
     GENERAL = "{text}"  # about no one key: a file, or the config as a whole
 
@@ -36,12 +34,11 @@ class Problem:
 
     @property
     def top(self) -> str:
-        """The top-level key (``import`` of ``import.packrat[0]``; "" for a general problem)."""
         return re.split(r"[.\[]", self.key, maxsplit=1)[0]
 
 
 class ConfigError(ValueError):
-    """The config cannot be run; ``problems`` holds each problem once, ``lines`` their text."""
+    """The config cannot be run: each problem once, and their lines."""
 
     def __init__(self, problems: Iterable[Problem]):
         seen: dict[str, Problem] = {}
@@ -49,13 +46,11 @@ class ConfigError(ValueError):
             seen.setdefault(str(p), p)
         self.problems: tuple[Problem, ...] = tuple(seen.values())
         self.lines: list[str] = list(seen)
-        n = len(self.lines)
-        if n == 1:
+        if len(self.lines) == 1:
             text = f"invalid configuration: {self.lines[0]} ({README})"
         else:
-            text = "\n".join(
-                [f"invalid configuration ({n} problems; {README}):", *(f"  - {p}" for p in seen)]
-            )
+            head = f"invalid configuration ({len(self.lines)} problems; {README}):"
+            text = "\n".join([head, *(f"  - {p}" for p in seen)])
         super().__init__(text)
 
 

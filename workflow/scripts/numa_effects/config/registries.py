@@ -1,10 +1,7 @@
 """The registries a config's names are checked against, in one table.
 
-The schema names a registry (``x-registry: placements``) instead of listing its members; the
-members come from here when the schema is loaded (``schema.load``), when names are checked
-(``checks.name_problems``), in the README's key table and for ``--list``. A new optimization
-or placement is one entry in its registry (``plan.optimizations``, ``plan.placement``), and no
-edit here or in the schema.
+The schema names a registry (``x-registry: placements``) instead of listing its members, so a
+new optimization or placement is one entry in its registry (``plan``), and no edit here.
 """
 
 from __future__ import annotations
@@ -50,7 +47,6 @@ def _placement_known(name: str) -> bool:
 
 
 def _placement_names() -> list[str]:
-    """The entries (a family by its pattern), and the names standing for a family's members."""
     return [*placement.PLACEMENTS, *placement.families()]
 
 
@@ -68,21 +64,16 @@ def _placement_pattern() -> str | None:
     return "^(?:" + "|".join(names) + ")$"
 
 
+def _table(name: str, what: str, table) -> Registry:
+    """A registry whose entries are a table's keys (no families, no hints)."""
+    return Registry(name, what, lambda: list(table), table.__contains__)
+
+
 REGISTRIES: dict[str, Registry] = {
     r.name: r
     for r in (
-        Registry(
-            "models",
-            "a torchvision classification model",
-            lambda: list(models.CLASSIFICATION_MODELS),
-            lambda name: name in models.CLASSIFICATION_MODELS,
-        ),
-        Registry(
-            "optimizations",
-            "a known optimization",
-            lambda: list(optimizations.OPTIMIZATIONS),
-            lambda name: name in optimizations.OPTIMIZATIONS,
-        ),
+        _table("models", "a torchvision classification model", models.CLASSIFICATION_MODELS),
+        _table("optimizations", "a known optimization", optimizations.OPTIMIZATIONS),
         Registry(
             "placements",
             "a known placement",
@@ -91,11 +82,6 @@ REGISTRIES: dict[str, Registry] = {
             _placement_hint,
             _placement_pattern,
         ),
-        Registry(
-            "allocators",
-            "a known allocator",
-            lambda: list(allocators.ALLOCATORS),
-            lambda name: name in allocators.ALLOCATORS,
-        ),
+        _table("allocators", "a known allocator", allocators.ALLOCATORS),
     )
 }

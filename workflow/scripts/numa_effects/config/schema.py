@@ -1,9 +1,8 @@
 """The config schema (``workflow/schemas/config.schema.yaml``) and what it allows, in words.
 
-The file names registries instead of listing their members: ``x-registry: optimizations`` on
-a list's items becomes the registry's ``enum`` (or ``pattern``, for a placement family) when
-the schema is loaded, so the registries in ``numa_effects.plan`` are the one source of names.
-``x-section`` sorts the top-level keys into the tables of config/README.md (``readme``).
+``x-registry: optimizations`` becomes the registry's ``enum`` (or ``pattern``, for a placement
+family) when the schema is loaded: the registries in ``numa_effects.plan`` are the one source of
+names. ``x-section`` sorts the top-level keys into config/README.md's tables (``readme``).
 """
 
 from __future__ import annotations
@@ -15,6 +14,10 @@ from numa_effects.config.registries import LONG_LIST, REGISTRIES
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
 REGISTRY = "x-registry"
+# bool before int: a boolean is an int to isinstance.
+TYPE_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
+TYPE_WORDS += ((list, "a list"), (dict, "a mapping"))
+BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
 
 # Human words for the schema's patterns (the schema keeps the regex, users get the words).
 PATTERN_WORDS = {
@@ -65,27 +68,10 @@ def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool
 def type_of(value) -> str:
     if value is None:
         return "null"
-    for kind, words in (
-        (bool, "a boolean"),
-        (int, "an integer"),
-        (float, "a number"),
-        (str, "a string"),
-        (list, "a list"),
-        (dict, "a mapping"),
-    ):
+    for kind, words in TYPE_WORDS:
         if isinstance(value, kind):
             return words
     return type(value).__name__
-
-
-def _bounds(schema: dict) -> str:
-    ops = (
-        ("minimum", ">="),
-        ("exclusiveMinimum", ">"),
-        ("maximum", "<="),
-        ("exclusiveMaximum", "<"),
-    )
-    return " and ".join(f"{op} {schema[key]}" for key, op in ops if key in schema)
 
 
 def describe(schema: dict, plural: bool = False) -> str:
@@ -106,7 +92,7 @@ def describe(schema: dict, plural: bool = False) -> str:
     types = schema.get("type")
     if isinstance(types, list):
         return " or ".join(describe({**schema, "type": t}, plural) for t in types)
-    bounds = _bounds(schema)
+    bounds = " and ".join(f"{op} {schema[key]}" for key, op in BOUNDS.items() if key in schema)
     if types in ("integer", "number"):
         text = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}[types]
         return f"{text[plural]} {bounds}".strip()
