@@ -1,32 +1,16 @@
-"""Every statistic of a run (the bottom layer; a comparison of runs adds its own,
-``compare.statistics``):
+"""Every statistic of a run (a comparison of runs adds its own, ``compare.statistics``): a
+cell's summary and the median's CI (the adaptive stopping rule), its two-level CI from
+replicates and Stein's replicate counts, the CIs of ratios of two cells and which one a ratio
+gets, the latency statistic a table uses, and the tables' booleans. numpy only at import (the
+measuring child imports it); scipy and pandas inside the functions that need them. Keys ending
+in ``_s`` are latencies in seconds (the tables' ``latency_<name>_ms`` columns).
 
-- summary statistics of one cell's latency samples (seconds) and the confidence interval of the
-  median used by the adaptive stopping rule (``measure``);
-- a cell's two-level CI from its replicates (``combine_replicates``), and how many replicates a
-  cell needs for a target width (``stein_replicates``, ``stein_interval``);
-- the CI of a ratio of two cells (``two_level_ratio_ci``, ``bootstrap_ratio``): degradation.csv,
-  opt_speedup.csv, packing.csv;
-- which CI a ratio of two cells gets (``ratio_ci_method``): paired, two-level, bootstrap, none;
-- which latency statistic a table or a comparison uses: the median, else the mean
-  (``latency_statistic``, ``table_statistic``);
-- ``as_bool``: one value of a table's boolean column (``tables.tidy`` reads the tables).
-
-Cheap to import in the measuring child: numpy only (scipy and pandas inside the functions that
-need them).
-
-Keys ending in ``_s`` are latencies in seconds; the tidy tables turn every such key into a
-``latency_<name>_ms`` column, so new statistics flow into the tables without further code.
-
-The CI of the median is the distribution-free order-statistic interval: for sorted samples
-``x_(1) <= ... <= x_(n)`` the interval ``[x_(j), x_(n-j+1)]`` covers the true median with
-probability ``1 - 2 P(B <= j-1)``, ``B ~ Binomial(n, 1/2)`` (scipy's binomial CDF), whatever the
-shape of the distribution, so it is valid for skewed, heavy-tailed and multi-modal latencies.
-``j`` is the largest rank whose coverage is still >= the requested level, so the interval is
-conservative (its exact coverage is recorded as ``ci_coverage``). It assumes independent samples:
-a drifting stream makes it too narrow for the mean of the drift, which is why the stopping rule
-still has caps and the tables keep every raw sample. Below n = 6 no 95 % interval exists (the
-min..max interval of 5 samples covers only 93.75 %): the bounds are NaN there.
+The median's CI is the distribution-free order-statistic interval ``[x_(j), x_(n-j+1)]``, which
+covers the true median with probability ``1 - 2 P(B <= j-1)``, ``B ~ Binomial(n, 1/2)``, for
+latencies of any shape; ``j`` is the largest rank whose coverage still reaches the level, so it
+is conservative (its exact coverage is ``ci_coverage``). It assumes independent samples: a
+drifting stream makes it too narrow, which is why the stopping rule has caps and the tables keep
+every raw sample. Below n = 6 no 95 % interval exists: the bounds are NaN there.
 """
 
 from __future__ import annotations
@@ -43,8 +27,7 @@ MEDIAN, MEAN = "median", "mean"  # the latency statistics (``latency_statistic``
 
 
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """The Student t quantile of a two-sided ``confidence`` interval with ``df`` degrees of
-    freedom; the normal one for infinite or unknown (NaN, <= 0) degrees of freedom."""
+    """The t quantile of a two-sided ``confidence`` interval; normal for df inf, NaN or <= 0."""
     from scipy.special import stdtrit  # Student t quantile, without scipy.stats' import time
 
     return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
@@ -52,11 +35,9 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 @functools.lru_cache(maxsize=8192)
 def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float] | None:
-    """0-based ranks ``(lo, hi)`` of the order statistics bounding the median's CI and the
-    interval's exact coverage, or None when ``n`` samples cannot reach ``confidence``.
-    The binomial CDF is summed here from the lower tail (log-gamma terms, only up to the rank
-    it needs), not taken from scipy: importing scipy cost every cell's launcher 0.28 s and
-    more under load, once per replicate (tests/test_stats.py checks it against scipy's)."""
+    """0-based ranks ``(lo, hi)`` bounding the median's CI and its exact coverage, or None when
+    ``n`` samples cannot reach ``confidence``. The binomial CDF is summed here, not taken from
+    scipy: importing scipy cost every cell's launcher 0.28 s, once per replicate."""
     if n < 1:
         return None
     half_alpha = (1.0 - confidence) / 2.0
@@ -119,8 +100,7 @@ def summarize(latencies_s: Sequence[float], confidence: float = CONFIDENCE) -> d
 
 
 def throughput(batch_size: int, latencies_s: Sequence[float], median_s: float) -> dict:
-    """Images per second: batch / median latency with its CI (batch / the median's CI bounds,
-    swapped), and PackRat's batch x n / total timed seconds."""
+    """Images per second: batch / median with its CI, and PackRat's batch x n / total seconds."""
     total = float(np.sum(latencies_s))
     lo, hi = median_ci(latencies_s)
     return {
@@ -134,8 +114,8 @@ def throughput(batch_size: int, latencies_s: Sequence[float], median_s: float) -
 def ci_within(
     latencies: Sequence[float], rel: float, confidence: float = CONFIDENCE
 ) -> tuple[bool, float]:
-    """(both bounds of the median's CI lie within ``rel`` (a fraction) of the median, median).
-    One partial sort per call: the adaptive loop calls this after every timed iteration."""
+    """(both bounds of the median's CI lie within ``rel`` of the median, median). One partial
+    sort: the adaptive loop calls this after every timed iteration."""
     a = np.asarray(latencies, dtype=float)
     n = int(a.size)
     ranks = median_ci_ranks(n, confidence)
@@ -150,47 +130,36 @@ def ci_within(
 
 # -- two levels: replicates (independent processes) of one cell ----------------------------------
 #
-# Each replicate (one pinned process) gives a median m_r of its clean iterations. On the log
-# scale y_r = ln m_r = mu + b_r + e_r: b_r the process-level effect (memory layout, page
-# placement, frequency, neighbours, slow drift between rounds; between-process variance
-# sigma_b^2) and e_r the sampling error of the median within the process (sigma_w^2, from the
-# replicate's order-statistic CI). The cell's latency is exp(mean y_r) and its 95 % CI a t
-# interval for mu with the variance of y_r (both levels, as in Kalibera & Jones, "Rigorous
-# benchmarking in reasonable time", ISMM 2013: the variance of the replicate means holds both).
-# With 2 or 3 replicates a cell's own variance has 1 or 2 degrees of freedom (t = 12.7 or
-# 4.3), so it is moderated with a pooled replicate variance (tables.cells.pooled_variances: the
-# ln-medians of the cells of its batch-size series, relative, so cells of any latency pool)
-# given PRIOR_DF degrees of freedom: the estimate is
-# (df_c s_c^2 + PRIOR_DF s_pool^2) / (df_c + PRIOR_DF) with df_c + PRIOR_DF degrees of freedom.
-# PRIOR_DF = 2 keeps every cell's coverage >= 94 % in simulation when cells' between-process
-# SDs differ as on the quiet Xeon (1.0 - 3.5 %); more weight on the pool narrows CIs but
-# under-covers the noisiest cells (tests/test_stats.py). One replicate and no pool: only the
+# On the log scale a replicate's median is y_r = mu + b_r + e_r: b_r the process-level effect
+# (memory layout, frequency, neighbours, drift between rounds) and e_r the median's sampling error
+# within the process. The cell's latency is exp(mean y_r), its CI a t interval for mu with the
+# variance of y_r, which holds both levels (Kalibera & Jones, ISMM 2013). With 2 or 3 replicates
+# that variance has 1 or 2 degrees of freedom, so it is moderated with the run's pooled replicate
+# variance (tables.cells.pooled_variances) given PRIOR_DF degrees of freedom:
+# (df_c s_c^2 + PRIOR_DF s_pool^2) / (df_c + PRIOR_DF). PRIOR_DF = 2 keeps every cell's coverage
+# >= 94 % in simulation when cells' between-process SDs differ (1.0 - 3.5 %); more weight on the
+# pool under-covers the noisiest cells (tests/test_stats.py). One replicate and no pool: only the
 # within-process CI exists, and ``ci_method`` says so.
 
 PRIOR_DF = 2
-# A cell's CI that is a t interval of its ln-median, symmetric on the log scale, with ``ci_df``
-# degrees of freedom: ``combine_replicates``' and, under two_stage, ``stein_interval``'s. The
-# ratio and run comparisons (``two_level_ratio_ci``, ``run_ratio``) take either.
+# The ``ci_method``s of a t interval of a cell's ln-median with ``ci_df`` degrees of freedom.
 T_INTERVALS = ("two-level", "two-stage")
 
 
 def within_log_var(median_s: float, ci_low_s: float, ci_high_s: float) -> float:
-    """Variance of ln(median) of one replicate from its order-statistic 95 % CI (the CI's width
-    on the log scale / (2 x 1.96), squared); NaN without a CI."""
+    """Variance of a replicate's ln(median) from its 95 % CI (log width / (2 x 1.96), squared)."""
     if not (ci_low_s > 0 and ci_high_s > 0 and median_s > 0):
         return math.nan
     return ((math.log(ci_high_s) - math.log(ci_low_s)) / (2 * 1.959964)) ** 2
 
 
 def pooled_replicate_var(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
-    """(pooled variance of ln-medians within cells, its degrees of freedom) over cells with >= 2
-    replicates; (nan, 0) when none has."""
+    """``pooled_var`` of the cells' ln-medians."""
     return pooled_var(np.log(np.asarray(m, dtype=float)) for m in groups)
 
 
 def pooled_var(groups) -> tuple[float, int]:
-    """(pooled within-group variance, its degrees of freedom) over groups of >= 2 values;
-    (nan, 0) when none has."""
+    """(pooled within-group variance, its df) over groups of >= 2 values; (nan, 0) if none."""
     ss, df = 0.0, 0
     for y in groups:
         y = np.asarray(y, dtype=float)
@@ -207,14 +176,9 @@ def combine_replicates(
     confidence: float = CONFIDENCE,
     prior_df: int = PRIOR_DF,
 ) -> dict:
-    """The cell's median and two-level CI from its replicates' medians (see above).
-    ``within_vars``: each replicate's ``within_log_var`` (only for the variance components);
-    ``pooled``: ``pooled_replicate_var`` of the run. Returns median_s, ci_low_s, ci_high_s,
-    ci_df, ci_method ("two-level" or "within-process" when nothing measures the process
-    level), replicates, and the components as relative SDs in %: ``replicate_sd_pct`` (a
-    replicate's median around the cell's), ``within_sd_pct`` (its part from the iterations
-    within the process) and ``between_sd_pct`` (the process level: sqrt(max(0, total -
-    within)))."""
+    """The cell's median and two-level CI from its replicates' medians (see above), with
+    ``pooled`` the run's ``pooled_replicate_var``; ``within_vars`` (each replicate's
+    ``within_log_var``) only split the replicate SD into within- and between-process parts."""
     y = np.log(np.asarray(medians_s, dtype=float))
     r = int(y.size)
     if r == 0:
@@ -256,17 +220,13 @@ def combine_replicates(
 
 # -- how many replicates a cell needs: Stein's two-stage rule -------------------------------------
 #
-# Replicates "where the noise is" (issue 23 item 2): a first stage of ``r0`` replicates of every
-# cell estimates the cell's log variance (``combine_replicates``: its own replicates and the
-# run's pool, ``log_var`` with ``ci_df`` degrees of freedom); from it alone the cell's total
-# ``N`` is fixed so that the CI's half-width will be at most the target (``stein_replicates``);
-# after the other N - r0 replicates the CI is centred on all N and its half-width is
-# t(df) * sqrt(var / N) with the FIRST stage's variance and degrees of freedom
-# (``stein_interval``). Because N depends on the data only through that variance, which is
-# independent of the replicates' mean for normal log medians, the interval's coverage is exact
-# (Stein 1945), capped N included. The naive rule -- add a replicate until the usual t interval
-# of all replicates so far is narrow enough -- stops when the spread happens to look small and
-# under-covers (tests/test_stats.py simulates both).
+# A first stage of ``r0`` replicates estimates each cell's log variance (``combine_replicates``'
+# ``log_var`` and ``ci_df``); from it alone the cell's total N is fixed for the target half-width
+# (``stein_replicates``); the final CI is centred on all N with the FIRST stage's variance and df
+# (``stein_interval``). N depends on the data only through that variance, independent of the mean
+# for normal log medians, so coverage is exact (Stein 1945), capped N included. The naive rule
+# (add replicates until the usual t interval is narrow) stops when the spread happens to look
+# small and under-covers (tests/test_stats.py simulates both).
 
 
 def stein_replicates(
@@ -277,9 +237,8 @@ def stein_replicates(
     cap: int,
     confidence: float = CONFIDENCE,
 ) -> int:
-    """Total replicates of a cell under Stein's rule: the smallest N >= r0 with
-    t(df) * sqrt(log_var / N) <= ln(1 + target_rel), at most ``cap``. ``log_var``, ``df``: the
-    first stage's variance of one replicate's ln-median and its degrees of freedom."""
+    """The smallest N >= r0 with t(df) * sqrt(log_var / N) <= ln(1 + target_rel), at most
+    ``cap``, from the first stage's ``log_var`` and ``df``."""
     if not (log_var == log_var and df >= 1):
         return cap  # nothing estimates the spread: as many as allowed
     h = math.log1p(target_rel)
@@ -289,16 +248,15 @@ def stein_replicates(
 
 
 def stein_halfwidth(log_var: float, df: int, n: int, confidence: float = CONFIDENCE) -> float:
-    """The half-width (log scale) of the CI of ``n`` replicates with the first stage's
-    ``log_var`` and ``df``: t(df) * sqrt(log_var / n)."""
+    """The log half-width of ``n`` replicates' CI: t(df) * sqrt(log_var / n)."""
     return t_quantile(df, confidence) * math.sqrt(log_var / n)
 
 
 def stein_interval(
     medians_s: Sequence[float], log_var: float, df: int, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
-    """(median, low, high) of a cell after Stein's second stage: the geometric mean of all its
-    replicates' medians, with the first stage's ``log_var`` and ``df`` (``stein_replicates``)."""
+    """(median, low, high) after Stein's second stage: the geometric mean of all replicates'
+    medians, with the first stage's ``log_var`` and ``df``."""
     y = np.log(np.asarray(medians_s, dtype=float))
     centre = float(y.mean())
     half = stein_halfwidth(log_var, df, y.size, confidence)
@@ -307,11 +265,9 @@ def stein_interval(
 
 # -- ratios of two cells: CIs of compared / baseline ---------------------------------------------
 #
-# Two cells' latencies compared (a placement against its baseline, an optimization against eager,
-# a packed plan against the fat instance). With two-level CIs on both sides (replicates), the
-# ratio's CI is the same two-level interval over both (``two_level_ratio_ci``); with one process
-# per cell, a percentile bootstrap of both cells' samples (``bootstrap_ratio``), which covers
-# only the within-process noise. The tables say which (``ci_method``).
+# With two-level CIs on both sides (replicates) the ratio's CI is two-level too; with one process
+# per cell, a percentile bootstrap of both cells' samples, which covers only the within-process
+# noise. The tables say which (``ci_method``).
 
 PAIRED, TWO_LEVEL, BOOTSTRAP = "paired", "two-level", "within-process bootstrap"
 
@@ -324,14 +280,10 @@ def ratio_ci_method(
     paired: bool = False,
     rounds: bool = False,
 ) -> str | None:
-    """Which CI the ratio compared / baseline of two cells gets, from the statistic compared and
-    each cell's own ``ci_method``: ``paired`` where both cells have a t interval of the median
-    (``T_INTERVALS``: replicates) and their rounds pair (``paired``: the same rounds, and
-    pairing pays: ``prefer_paired``); ``two-level`` where both have a t interval of the median;
-    the within-process bootstrap over both cells' samples where they have them (``rounds``),
-    which covers only the noise inside each process; None otherwise: no CI and no test. The
-    one place every table of ratios (degradation.csv, precision.csv, packing.csv, a comparison
-    of runs) decides it."""
+    """Which CI the ratio compared / baseline gets, for every table of ratios: ``paired`` or
+    ``two-level`` when both cells' ``ci_method`` is a t interval of the median (``paired``:
+    their rounds pair and pairing pays), else the bootstrap where the cells have samples
+    (``rounds``), else None (no CI, no test)."""
     if statistic == MEDIAN and baseline in T_INTERVALS and compared in T_INTERVALS:
         return PAIRED if paired else TWO_LEVEL
     return BOOTSTRAP if rounds else None
@@ -343,9 +295,7 @@ CHUNK = 4_000_000  # resampled values held in memory at once
 
 
 def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
-    """The standard error of ln(value) (a cell's ln-median, a slowdown) from its symmetric (log
-    scale) t interval ``[low, high]`` with ``df`` degrees of freedom; NaN without an interval
-    (a bound missing or not positive)."""
+    """The standard error of ln(value) from its log-symmetric t interval; NaN without one."""
     if not (low > 0 and high > 0):
         return math.nan
     return float((np.log(high) - np.log(low)) / 2.0 / t_quantile(df, confidence))
@@ -356,10 +306,8 @@ def log_ratio_interval(
     compared: tuple[float, float, float],
     confidence: float = CONFIDENCE,
 ) -> tuple[float, float, float]:
-    """(ln(compared / baseline), the half-width of its CI, its degrees of freedom) from each
-    cell's two-level CI ``(ci_low, ci_high, ci_df)`` (``combine_replicates``; the point
-    estimate is the CI's log-centre): ln(compared / baseline) +- t x sqrt(se_c^2 + se_b^2),
-    degrees of freedom by Welch-Satterthwaite (inf when both standard errors are 0)."""
+    """(ln(compared / baseline), its CI's half-width t x sqrt(se_c^2 + se_b^2), Welch's df)
+    from each cell's two-level CI ``(ci_low, ci_high, ci_df)``, centred on the CIs' log-centres."""
     (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
     sb, sc = log_se(bl, bh, bdf, confidence), log_se(cl, ch, cdf, confidence)
     centre = float((np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0)
@@ -375,8 +323,7 @@ def two_level_ratio_ci(
     compared: tuple[float, float, float],
     confidence: float = CONFIDENCE,
 ) -> tuple[float, float]:
-    """CI of compared / baseline from each cell's two-level CI ``(ci_low, ci_high, ci_df)``
-    (``log_ratio_interval``)."""
+    """CI of compared / baseline (``log_ratio_interval``)."""
     centre, half, _ = log_ratio_interval(baseline, compared, confidence)
     return float(np.exp(centre - half)), float(np.exp(centre + half))
 
@@ -389,8 +336,7 @@ def bootstrap_ratio(
     confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float]:
-    """Percentile-bootstrap CI of stat(compared) / stat(baseline), resampling each sample
-    independently with replacement (``statistic``: ``median`` or ``mean``)."""
+    """Percentile-bootstrap CI of stat(compared) / stat(baseline), each resampled alone."""
     fn = np.median if statistic == MEDIAN else np.mean
     rng = np.random.default_rng(seed)
 
@@ -411,35 +357,25 @@ def bootstrap_ratio(
 
 # -- paired ratios: a placement and its baseline measured side by side, round by round ----------
 #
-# In round r the compared cell's replicate and its baseline's run next to each other (ABBA
-# order, plan.grid.job_order), so what drifts between rounds (the host's clock, a neighbour VM)
-# moves both: y_c,r = mu_c + s_r + e_c,r and y_b,r = mu_b + s_r + e_b,r on the log scale, and the
-# per-round difference d_r = y_c,r - y_b,r = (mu_c - mu_b) + e_c,r - e_b,r has lost s_r. Its
-# variance is estimated like a cell's (``combine_replicates``): the comparison's own s_d^2 over
-# its R - 1 degrees of freedom, moderated with the pool of all comparisons' s_d^2
-# (``pooled_paired_var``) at PRIOR_DF; the interval is d_bar +- t x sqrt(var / R). Valid when
-# the rounds pair adjacent processes; it helps when they share noise (``adjacent_correlation``
-# > 0: the pooled paired variance below the sum of the cells' pooled variances) and the tables
-# fall back to the independent two-level interval where they do not (``prefer_paired``).
+# In round r the two cells' replicates run next to each other (ABBA, plan.grid.job_order), so a
+# drift between rounds moves both: y_c,r = mu_c + s_r + e_c,r, y_b,r = mu_b + s_r + e_b,r, and
+# d_r = y_c,r - y_b,r has lost s_r. Its variance is moderated with the pool of all comparisons'
+# at PRIOR_DF as a cell's is; the interval is d_bar +- t x sqrt(var / R). The tables use it only
+# where the adjacent processes share noise (``prefer_paired``).
 
 
 def paired_log_ratios(baseline: dict, compared: dict) -> np.ndarray:
-    """ln(compared_r / baseline_r) for every round r (replicate number) that both cells have a
-    median for, in round order."""
+    """ln(compared_r / baseline_r) for every round both cells have a median for, in order."""
     rounds = sorted(set(baseline) & set(compared))
     return np.asarray([math.log(compared[r]) - math.log(baseline[r]) for r in rounds], dtype=float)
 
 
-def pooled_paired_var(groups: Sequence[np.ndarray]) -> tuple[float, int]:
-    """(pooled variance of the per-round log ratios within comparisons, its degrees of freedom)
-    over comparisons with >= 2 paired rounds; (nan, 0) when none has."""
-    return pooled_var(groups)
+pooled_paired_var = pooled_var  # over the comparisons' per-round log ratios
 
 
 def adjacent_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The pooled within-comparison correlation of the baseline's and the compared cell's
-    ln-medians over the rounds (each comparison centred on its own means): how much noise the
-    two adjacent processes of a round share. NaN without a comparison of >= 2 rounds."""
+    """The pooled within-comparison correlation of the two cells' ln-medians over the rounds:
+    how much noise adjacent processes share. NaN without a comparison of >= 2 rounds."""
     sbc = sbb = scc = 0.0
     for b, c in pairs:
         b, c = np.log(np.asarray(b, dtype=float)), np.log(np.asarray(c, dtype=float))
@@ -457,10 +393,8 @@ def paired_ratio_ci(
     confidence: float = CONFIDENCE,
     prior_df: int = PRIOR_DF,
 ) -> dict:
-    """The ratio compared / baseline and its CI from the per-round log ratios ``d``
-    (``paired_log_ratios``), the comparison's own variance moderated with ``pooled``
-    (``pooled_paired_var``) as ``combine_replicates`` does. Returns ratio, ci_low, ci_high,
-    ci_df, ci_method ``paired`` (NaN bounds and df 0 when nothing estimates the variance)."""
+    """The ratio and its CI from the per-round log ratios ``d``, moderated with ``pooled`` as
+    ``combine_replicates`` does (NaN bounds and df 0 when nothing estimates the variance)."""
     d = np.asarray(d, dtype=float)
     r = int(d.size)
     if r == 0:
@@ -469,18 +403,11 @@ def paired_ratio_ci(
     d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
     df_c = r - 1
     centre = float(d.mean())
-    if df_c + d0 == 0:
-        return {
-            "ratio": math.exp(centre),
-            "ci_low": math.nan,
-            "ci_high": math.nan,
-            "ci_df": 0,
-            "ci_method": "paired",
-        }
-    own = df_c * float(d.var(ddof=1)) if df_c else 0.0
-    var = (own + (d0 * pool_var if d0 else 0.0)) / (df_c + d0)
-    df = df_c + d0
-    half = t_quantile(df, confidence) * math.sqrt(var / r)
+    df, half = df_c + d0, math.nan
+    if df:
+        own = df_c * float(d.var(ddof=1)) if df_c else 0.0
+        var = (own + (d0 * pool_var if d0 else 0.0)) / df
+        half = t_quantile(df, confidence) * math.sqrt(var / r)
     return {
         "ratio": math.exp(centre),
         "ci_low": math.exp(centre - half),
@@ -493,10 +420,8 @@ def paired_ratio_ci(
 def prefer_paired(
     paired_pool: tuple[float, int], cells_pool: tuple[float, int], alpha: float = 0.05
 ) -> bool:
-    """Use the paired interval when the pooled variance of the per-round log ratios is clearly
-    below what two independent cells would give (twice the cells' pooled replicate variance):
-    one-sided F test at ``alpha`` with the pools' degrees of freedom, i.e. the adjacent
-    processes share noise. False when either pool is empty."""
+    """Whether the paired pool's variance is clearly below two independent cells' (twice the
+    cells' pool): a one-sided F test at ``alpha``. False when either pool is empty."""
     from scipy.special import fdtri
 
     (vd, dfd), (vc, dfc) = paired_pool, cells_pool
@@ -505,11 +430,7 @@ def prefer_paired(
     return bool(vd / (2.0 * vc) < float(fdtri(dfd, dfc, alpha)))
 
 
-# -- which latency statistic: the median, else the mean ------------------------------------------
-#
-# A measured cell has the median of its clean iterations; PackRat's imported cells have only
-# min/mean/max. Every table and figure uses the median where it exists, else the mean, and
-# says which (``latency_statistic``): decided here only.
+# -- which latency statistic: the median, else the mean (PackRat's cells have no median) ----------
 
 
 def latency_column(statistic: str) -> str:
@@ -526,15 +447,14 @@ def present(v) -> bool:
 
 
 def latency_statistic(medians, *, every: bool = False) -> str:
-    """``median`` when the cells whose ``latency_median_ms`` values are ``medians`` have a
-    median -- any of them (a table: its figures), or ``every`` one (the cells of one
-    comparison) -- else ``mean``."""
+    """``median`` when any (or ``every``) one of the cells' ``latency_median_ms`` values is
+    present, else ``mean``."""
     have = [present(v) for v in medians]
     return MEDIAN if (all(have) if every else any(have)) and have else MEAN
 
 
 def table_statistic(table) -> str:
-    """``latency_statistic`` of a table of cells (a DataFrame; no median column: ``mean``)."""
+    """``latency_statistic`` of a DataFrame of cells."""
     col = latency_column(MEDIAN)
     return latency_statistic(table.get(col, ()))
 
