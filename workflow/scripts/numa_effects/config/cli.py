@@ -1,17 +1,11 @@
 """``python -m numa_effects.config [FILE...] [--config KEY=VALUE...] [--directory DIR]``: check a
-config as ``snakemake -n`` will, with the same lines.
+config as ``snakemake -n`` will, with the same lines (and where a YAML syntax error is).
 
-The files are read as Snakemake reads them (``files``: the workflow's ``config/config.yaml`` in
-the working directory first when it exists, then each FILE, then ``--config``), the working
-directory is entered as Snakemake enters it, and the one checker (``numa_effects.config.check``)
-runs. Unlike Snakemake it says where a YAML syntax error is. ``--list NAME`` prints a
-registry's names; ``--readme`` regenerates config/README.md's key tables from the schema.
-
-The entry points (``workflow/scripts/check_config.py``) give it a whole Snakemake command line
-instead (``command``): ``--snakemake ARGS...`` checks it (``make check-config``); ``--run
-ARGS...`` checks it and then runs ``snakemake ARGS...`` in its place (``make run``). Both keep
-that Snakemake from waiting for a Slurm controller that does not answer, and say so
-(``numa_effects.slurmconf``).
+``--list NAME`` prints a registry's names; ``--readme`` regenerates config/README.md's key
+tables. The entry points (``make check-config``, ``make run``) give it a whole Snakemake command
+line: ``--snakemake ARGS...`` checks it (``command``), ``--run ARGS...`` then runs ``snakemake
+ARGS...`` in its place; both keep that Snakemake from waiting for a Slurm controller that does
+not answer (``numa_effects.slurmconf``).
 """
 
 from __future__ import annotations
@@ -19,24 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from contextlib import contextmanager, redirect_stdout
+from contextlib import chdir, redirect_stdout
 from pathlib import Path
 
 from numa_effects import slurmconf
 from numa_effects.config import check, check_or_exit, command, files, readme
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.registries import REGISTRIES
-
-
-@contextmanager
-def _directory(path: str | None):
-    before = os.getcwd()
-    if path:
-        os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def _arguments() -> argparse.ArgumentParser:
@@ -89,7 +72,7 @@ def _check(given: list, config_items: list[str], directory: str | None, tracebac
         return 1
     configfiles = files.workflow_files(given, directory)
     try:
-        with _directory(directory):
+        with chdir(directory or "."):
             config = files.load(configfiles)
             files.merge(config, files.parse_config_args(config_items))
             run = check if traceback else check_or_exit
@@ -105,8 +88,7 @@ def _check(given: list, config_items: list[str], directory: str | None, tracebac
 
 
 def _command(argv: list[str], run: bool) -> int:
-    """Check a snakemake command line (``command``); with ``run``, then replace this process
-    by ``snakemake argv...``. A stale Slurm config is avoided for both (and said once)."""
+    """Check a snakemake command line; with ``run``, then become ``snakemake argv...``."""
     env, note = slurmconf.avoid()
     if note:
         print(note, file=sys.stderr)
@@ -138,7 +120,3 @@ def _check_quietly(given: list[str], config_items: list[str], directory: str | N
     """``_check`` without its ``ok:`` line (Snakemake speaks next)."""
     with open(os.devnull, "w") as null, redirect_stdout(null):
         return _check(given, config_items, directory, False)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

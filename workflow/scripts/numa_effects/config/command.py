@@ -1,19 +1,10 @@
 """A Snakemake command line checked before Snakemake reads it, one line per problem.
 
 Snakemake answers some mistakes itself, before any workflow code runs, with a traceback, a page
-of usage text, or a line that names neither the file nor the item ("Config file is not valid
-JSON or YAML"; docs/troubleshooting.md lists them). The entry points (``make run``, ``make
-check-config``: ``python -m numa_effects.config --run|--snakemake ARGS...``) run this first:
-
-- the arguments are parsed by Snakemake's own parser (profiles included); an unknown option, a
-  missing value or an option spelled with one dash (``-config``) is one line;
-- each ``--config`` item is ``KEY=VALUE`` with a top-level key (``packing.enabled=false`` is
-  not: the mapping is given whole, ``packing='{enabled: false}'``); a value the shell split at
-  its spaces (``batch_sizes=[1, 2]`` unquoted) and a target after ``--config`` are named;
-- each ``--configfile`` is read (``files.read``: missing, a folder, UTF-16, binary, YAML errors
-  with their line, no mapping); a target after ``--configfile`` is named as such;
-- a target that is a ``KEY=VALUE`` item is named;
-- then the config they make is checked by the one checker (``numa_effects.config.check``).
+of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md). The
+entry points (``python -m numa_effects.config --run|--snakemake ARGS...``) run this first: the
+arguments parsed by Snakemake's own parser, each ``--config`` item, ``--configfile`` and target;
+then the config they make is checked by the one checker.
 """
 
 from __future__ import annotations
@@ -32,6 +23,7 @@ CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 PAIRS = {"[": "]", "{": "}", "(": ")"}
 HELP = "`snakemake --help` lists every option"
+ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
 
 
 def _problem(text: str) -> Problem:
@@ -47,9 +39,8 @@ def _raise(self, message):  # argparse.ArgumentParser.error, raising instead of 
 
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
-    """``argv`` parsed as Snakemake parses it (its profiles applied), or ConfigError with one
-    line instead of the usage text (or a line Snakemake prints before it exits); None for
-    ``--help`` and ``--version`` (nothing to check)."""
+    """``argv`` parsed as Snakemake parses it (profiles applied), or ConfigError with one line
+    instead of its usage text; None for ``--help`` and ``--version`` (nothing to check)."""
     from snakemake import cli
 
     parser = cli.get_argument_parser()
@@ -107,7 +98,7 @@ def _usage_line(message: str, parser: argparse.ArgumentParser) -> str:
 
 def config_item_problems(items: list[str]) -> list[Problem]:
     """What Snakemake would refuse (or misread) in the ``--config`` items, one line each."""
-    problems, i = [], 0
+    texts, i = [], 0
     while i < len(items):
         item = items[i]
         key, eq, value = item.partition("=")
@@ -115,42 +106,30 @@ def config_item_problems(items: list[str]) -> list[Problem]:
         if split > i + 1:
             whole = " ".join(items[i:split])
             parts = " and ".join(repr(p) for p in items[i:split])
-            compact = re.sub(r"\s+", "", whole)
-            problems.append(
-                _problem(
-                    f"--config {whole}: the shell split this value at its spaces into {parts}; "
-                    f"allowed: the item quoted (--config '{whole}') or written without spaces "
-                    f"({compact})"
-                )
+            texts.append(
+                f"--config {whole}: the shell split this value at its spaces into {parts}; "
+                f"allowed: the item quoted (--config '{whole}') or written without spaces "
+                f"({''.join(whole.split())})"
             )
-            i = split
-            continue
-        if not eq:
-            problems.append(
-                _problem(
-                    f"--config item {item!r} has no '=' (a target after --config is read as "
-                    "an item: put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
-                )
+        elif not eq:
+            texts.append(
+                f"--config item {item!r} has no '=' (a target after --config is read as "
+                "an item: put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
             )
         elif "." in key and all(CONFIG_KEY.match(k) for k in key.split(".")):
             top, rest = key.split(".", 1)
-            nested = _nested(rest, value)
-            problems.append(
-                _problem(
-                    f"--config {item}: a nested key cannot be set with a dot; allowed: the "
-                    f'mapping written whole, e.g. --config "{top}={nested}" (its other keys '
-                    "keep their values), or a config file"
-                )
+            texts.append(
+                f"--config {item}: a nested key cannot be set with a dot; allowed: the "
+                f'mapping written whole, e.g. --config "{top}={_nested(rest, value)}" (its '
+                "other keys keep their values), or a config file"
             )
         elif not CONFIG_KEY.match(key):
-            problems.append(
-                _problem(
-                    f"--config item {item!r}: {key!r} is not a config key; allowed: KEY=VALUE "
-                    "with a key of config/README.md"
-                )
+            texts.append(
+                f"--config item {item!r}: {key!r} is not a config key; allowed: KEY=VALUE "
+                "with a key of config/README.md"
             )
-        i += 1
-    return problems
+        i = split
+    return [_problem(t) for t in texts]
 
 
 def _nested(path: str, value: str) -> str:
@@ -184,20 +163,20 @@ def _shell_split(items: list[str], i: int) -> int:
 
 
 def configfile_problems(configfiles: list[Path]) -> list[Problem]:
-    """Each ``--configfile`` read (``files.read``), one line for each that cannot be."""
+    """One line for each ``--configfile`` that cannot be read (``files.read``)."""
     from numa_effects.config import files
 
     problems = []
     for path in configfiles:
-        if not os.path.exists(path) and re.fullmatch(r"[a-zA-Z_][\w-]*=.*", path.name):
+        missing = not os.path.exists(path)
+        if missing and ITEM.fullmatch(path.name):
             problems.append(
                 _problem(
                     f"config file {path.name!r} is a KEY=VALUE item (after --configfile, it "
                     f"is read as a file name); allowed: --config {path.name}"
                 )
             )
-            continue
-        if not os.path.exists(path) and path.suffix not in CONFIG_SUFFIXES:
+        elif missing and path.suffix not in CONFIG_SUFFIXES:
             problems.append(
                 _problem(
                     f"config file {path} does not exist (a target after --configfile is read "
@@ -205,11 +184,11 @@ def configfile_problems(configfiles: list[Path]) -> list[Problem]:
                     "--configfile my.yaml)"
                 )
             )
-            continue
-        try:
-            files.read(path)
-        except ConfigError as exc:
-            problems += exc.problems
+        else:
+            try:
+                files.read(path)
+            except ConfigError as exc:
+                problems += exc.problems
     return problems
 
 
@@ -217,7 +196,7 @@ def target_problems(targets: list[str]) -> list[Problem]:
     return [
         _problem(f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)")
         for t in targets
-        if re.fullmatch(r"[a-zA-Z_][\w-]*=.*", t)
+        if ITEM.fullmatch(t)
     ]
 
 
