@@ -1,7 +1,6 @@
-"""What the schema cannot check: finite numbers, names against their registries, iteration
-bounds, thread counts against the planning topology, a placement family's key (``node_pairs``)
-against the topology's nodes, and the ``packing`` key against the grid and the topology. Each
-function returns problems (``[]`` when there are none); the file system is ``paths``'s."""
+"""What the schema cannot check: finite numbers, names against their registries, bounds between
+keys, and keys against the planning topology. Each returns problems; the file system is
+``paths``'s."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ def nonfinite_problems(value, path=()) -> list[Problem]:
 
 
 def name_problems(config: dict) -> list[Problem]:
-    """Each name of models, optimizations, placements and allocators names an entry of its
-    registry: the grid's lists and those of each ``exclude`` entry."""
+    """Each name of a registry's key names an entry: the grid's lists and each ``exclude``'s."""
     lists = [(key, config.get(key)) for key in REGISTRIES]
     exclude = config.get("exclude")
     for j, entry in enumerate(exclude if isinstance(exclude, list) else ()):
@@ -64,28 +62,18 @@ def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
         return []
     cells = itertools.product(*(a.values(config, topo) for a in grid.AXES))
     left_out = grid.excluded(config, topo)
-    if all(left_out(grid.CellKey(*values)) for values in cells):
-        return [
-            Problem(
-                "exclude",
-                f"leaves no cell of the grid on {_machine(config)}; allowed: entries that "
-                "match only some cells (each names values of the grid's keys)",
-            )
-        ]
-    return []
+    if not all(left_out(grid.CellKey(*values)) for values in cells):
+        return []
+    what = f"leaves no cell of the grid on {_machine(config)}; allowed: entries that match only "
+    return [Problem("exclude", what + "some cells (each names values of the grid's keys)")]
 
 
 def iteration_problems(config: dict) -> list[Problem]:
     lo, hi = config.get("min_iterations"), config.get("max_iterations")
-    if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
-        return [
-            Problem(
-                "min_iterations",
-                f"{lo} is more than max_iterations ({hi}); "
-                "allowed: min_iterations <= max_iterations",
-            )
-        ]
-    return []
+    if not (isinstance(lo, int) and isinstance(hi, int) and lo > hi):
+        return []
+    what = f"{lo} is more than max_iterations ({hi}); allowed: min_iterations <= max_iterations"
+    return [Problem("min_iterations", what)]
 
 
 def _machine(config: dict) -> str:
@@ -97,8 +85,8 @@ def usable_cpus(topo: Topology, use_smt: bool) -> int:
 
 
 def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
-    """The most threads any registered placement (a fixed name; a family's members are placed
-    on cores a fixed placement can use too) can run on ``topo`` (0 if none)."""
+    """The most threads a fixed placement can run on ``topo`` (0 if none); a family's members
+    use cores a fixed placement can use too."""
     fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
     for t in range(usable_cpus(topo, use_smt), 0, -1):
         for name in fixed:
@@ -131,88 +119,64 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
 
 
 def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()) -> list[Problem]:
-    """The config key of each placement family that selects its members (``node_pairs``: every
-    pair names a CPU node and a memory node of the planning topology), one problem per bad
-    value; a key the schema already refused is left alone."""
-    problems = []
-    for entry in placement_mod.families().values():
-        key = entry.members.config_key
-        if key in failed:
-            continue
-        for suffix, text in entry.members.problems(config.get(key), topo, _machine(config)):
-            problems.append(Problem(key + suffix, text))
-    return problems
+    """The key of each placement family that selects its members (``node_pairs``) against the
+    topology, unless the schema already refused it."""
+    return [
+        Problem(key + suffix, text)
+        for entry in placement_mod.families().values()
+        if (key := entry.members.config_key) not in failed
+        for suffix, text in entry.members.problems(config.get(key), topo, _machine(config))
+    ]
 
 
 def packing_problems(config: dict, topo: Topology) -> list[Problem]:
     """The ``packing`` key against the grid and the planning topology (docs/packing.md)."""
     given = config.get("packing") or {}
     problems = []
-    placements = config.get("placements", ())
-    if given.get("enabled") is True and packing_mod.BASELINE_PLACEMENT not in placements:
-        problems.append(
-            Problem(
-                "packing.enabled",
-                f"true, but packing predicts from the '{packing_mod.BASELINE_PLACEMENT}' cells "
-                f"and placements ({', '.join(placements)}) has none; allowed: auto or false, "
-                f"or add {packing_mod.BASELINE_PLACEMENT} to placements",
-            )
-        )
-    total = usable_cpus(topo, bool(config.get("use_smt")))
+    placements, base = config.get("placements", ()), packing_mod.BASELINE_PLACEMENT
+    if given.get("enabled") is True and base not in placements:
+        what = f"true, but packing predicts from the '{base}' cells and placements "
+        what += f"({', '.join(placements)}) has none; allowed: auto or false, or add {base} to "
+        problems.append(Problem("packing.enabled", what + "placements"))
+    total, machine = usable_cpus(topo, bool(config.get("use_smt"))), _machine(config)
     for i, b in enumerate(given.get("budgets") or ()):
         if isinstance(b, int) and not isinstance(b, bool) and b > total:
+            what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "
             problems.append(
-                Problem(
-                    f"packing.budgets[{i}]",
-                    f"{b} is more than the {total} cores of {_machine(config)}; allowed: node, "
-                    f"all or a core count between 1 and {total}",
-                )
+                Problem(f"packing.budgets[{i}]", f"{what}core count between 1 and {total}")
             )
     ig = given.get("interference") or {}
     for i, t in enumerate(ig.get("threads") if isinstance(ig.get("threads"), list) else ()):
         if isinstance(t, int) and 2 * t > total:
-            problems.append(
-                Problem(
-                    f"packing.interference.threads[{i}]",
-                    f"{t}: two instances of {t} threads need {2 * t} cores, and "
-                    f"{_machine(config)} has {total}; allowed: auto or counts up to {total // 2}",
-                )
-            )
+            what = f"{t}: two instances of {t} threads need {2 * t} cores, and {machine} has "
+            what += f"{total}; allowed: auto or counts up to {total // 2}"
+            problems.append(Problem(f"packing.interference.threads[{i}]", what))
     for i, k in enumerate(ig.get("instances") if isinstance(ig.get("instances"), list) else ()):
         if isinstance(k, int) and k > total:
-            problems.append(
-                Problem(
-                    f"packing.interference.instances[{i}]",
-                    f"{k} instances need at least {k} cores, and {_machine(config)} has "
-                    f"{total}; allowed: auto or sizes between 2 and {total}",
-                )
-            )
-    grid_opts = list(config.get("optimizations") or ())
-    for i, o in enumerate(given.get("optimizations") or ()):
-        if o not in grid_opts:
-            problems.append(
-                Problem(
-                    f"packing.optimizations[{i}]",
-                    f"{shown(o)} is not in optimizations; allowed: {', '.join(grid_opts)}",
-                )
-            )
-    return problems
+            what = f"{k} instances need at least {k} cores, and {machine} has {total}; allowed: "
+            what += f"auto or sizes between 2 and {total}"
+            problems.append(Problem(f"packing.interference.instances[{i}]", what))
+    return problems + _not_in_grid(config, "packing", given, "optimizations")
+
+
+def _not_in_grid(config: dict, key: str, given: dict, grid_key: str, default=()) -> list[Problem]:
+    """Each name of ``key``'s list ``grid_key`` that the grid's list of that name lacks."""
+    allowed = list(config.get(grid_key) or default)
+    return [
+        Problem(
+            f"{key}.{grid_key}[{i}]",
+            f"{shown(v)} is not in {grid_key}; allowed: {', '.join(allowed)}",
+        )
+        for i, v in enumerate(given.get(grid_key) or ())
+        if v not in allowed
+    ]
 
 
 def deploy_problems(config: dict) -> list[Problem]:
     """The ``deploy`` key against the grid: what it searches must be measured."""
     given = config.get("deploy") or {}
-    problems = []
-    for key, grid_key in (("optimizations", "optimizations"), ("allocators", "allocators")):
-        allowed = list(config.get(grid_key) or (["default"] if key == "allocators" else ()))
-        for i, v in enumerate(given.get(key) or ()):
-            if v not in allowed:
-                problems.append(
-                    Problem(
-                        f"deploy.{key}[{i}]",
-                        f"{shown(v)} is not in {grid_key}; allowed: {', '.join(allowed)}",
-                    )
-                )
+    problems = _not_in_grid(config, "deploy", given, "optimizations")
+    problems += _not_in_grid(config, "deploy", given, "allocators", ["default"])
     rounds, most = given.get("rounds"), given.get("max_rounds")
     if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
         problems.append(
