@@ -1,13 +1,10 @@
 """Config files read as Snakemake reads them, and what Snakemake lets pass silently refused.
 
-Snakemake merges the workflow's ``configfile:`` (``config/config.yaml`` in the working
-directory, when it exists), then every ``--configfile`` in order, then ``--config`` values;
-each file is JSON, else YAML. ``load`` does the same for the command line, and says where a
-YAML syntax error is. ``duplicate_problems`` refuses a key given twice in one mapping of one
-file (YAML keeps the last, silently), naming the file and the lines; it re-reads the files
-Snakemake read (``workflow.configfiles``), so both paths refuse the same way. An empty or
-comment-only file is refused: Snakemake refuses it too ("Config file must be given as JSON or
-YAML with keys at top level"), before the workflow runs.
+Snakemake merges the workflow's ``configfile:`` (when it exists), every ``--configfile`` in
+order, then ``--config`` values; each file is JSON, else YAML. ``load`` does the same and says
+where a YAML syntax error is. ``duplicate_problems`` refuses a key given twice in one mapping
+(YAML keeps the last, silently), re-reading the files Snakemake read, so both paths refuse the
+same way. An empty file is refused, as Snakemake refuses it.
 """
 
 from __future__ import annotations
@@ -26,13 +23,9 @@ WORKFLOW_CONFIGFILE = "config/config.yaml"
 ALLOWED = "allowed: a mapping of keys"
 
 
-def _general(text: str) -> Problem:
-    return Problem("", text, Kind.GENERAL)
-
-
 def _text(path: str | Path) -> str:
-    """The file's text, or ConfigError saying why it has none: it cannot be read (missing, a
-    folder, no permission), is UTF-16 (as some Windows editors save), binary, or not UTF-8."""
+    """The file's text, or ConfigError saying why it has none (unreadable, UTF-16 as some
+    Windows editors save, binary, not UTF-8)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -52,7 +45,7 @@ def _text(path: str | Path) -> str:
 
 
 def _error(text: str) -> ConfigError:
-    return ConfigError([_general(text)])
+    return ConfigError([Problem("", text, Kind.GENERAL)])
 
 
 def read(path: str | Path) -> dict:
@@ -88,9 +81,8 @@ def merge(config: dict, update: dict) -> None:
 
 def workflow_files(files: Iterable[str | Path], directory: str | Path | None = None) -> list:
     """The files Snakemake reads, as ``workflow.configfiles`` lists them: every ``--configfile``
-    made absolute (as Snakemake does), then the workflow's own when it exists in ``directory``
-    (spelled as the Snakefile spells it), or when no file is given (then Snakemake, and
-    ``load``, say it is missing). Snakemake merges the workflow's own first."""
+    made absolute, then the workflow's own when it exists in ``directory`` or no file is given
+    (then Snakemake, and ``load``, say it is missing)."""
     out: list = [Path(f).absolute() for f in files]
     own = Path(directory or ".", WORKFLOW_CONFIGFILE)
     given = {os.path.realpath(f) for f in out}
@@ -100,8 +92,7 @@ def workflow_files(files: Iterable[str | Path], directory: str | Path | None = N
 
 
 def load(configfiles: Iterable[str | Path], directory: str | Path | None = None) -> dict:
-    """Merge ``configfiles`` (``workflow_files``' list) in Snakemake's order: the workflow's
-    own (relative to ``directory``), then the others in order."""
+    """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first."""
     files = list(configfiles)
     own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
     config: dict = {}
@@ -125,9 +116,8 @@ def parse_config_args(entries: list[str]) -> dict:
 def duplicate_problems(
     configfiles: Iterable[str | Path], directory: str | Path | None = None
 ) -> list[Problem]:
-    """A key given more than once in one mapping of one file, named with the file and lines.
-    A relative path is read from ``directory`` (default: the current one) and named as given;
-    a file is read once however it is spelled."""
+    """A key given more than once in one mapping of one file, named with the file and lines; a
+    relative path is read from ``directory`` and named as given."""
     problems, seen = [], set()
     for f in configfiles:
         path = Path(directory or ".", f)
@@ -142,14 +132,9 @@ def duplicate_problems(
             else:  # a flow mapping on one line
                 where = "line:column " + _and(f"{line}:{col}" for line, col in marks)
             times = "twice" if len(marks) == 2 else f"{len(marks)} times"
-            problems.append(
-                Problem(
-                    key,
-                    f"given {times} in config file {f} ({where}); only the last would "
-                    "count; allowed: each key once per file (a later file or --config overrides "
-                    "an earlier file)",
-                )
-            )
+            what = f"given {times} in config file {f} ({where}); only the last would count; "
+            what += "allowed: each key once per file (a later file or --config overrides an "
+            problems.append(Problem(key, what + "earlier file)"))
     return problems
 
 

@@ -1,7 +1,6 @@
-"""The keys that name files and folders, checked against the file system: ``results`` (a folder
-of its own), ``topology`` (read and parsed), ``import.packrat`` (PackRat CSVs that exist, have
-rows, and hold finite latencies and throughputs > 0). Relative paths are read from the current
-directory: Snakemake's working directory, or ``--directory`` of the command line."""
+"""The keys that name files and folders, checked against the file system: ``results``,
+``topology`` and ``import``. Relative paths are read from the current directory: Snakemake's
+working directory, or ``--directory`` of the command line."""
 
 from __future__ import annotations
 
@@ -36,8 +35,8 @@ def results_problems(
     workflow_dir: str | Path | None = None,
     nested: bool = True,
 ) -> list[Problem]:
-    """Why ``results`` may not hold this workflow's outputs ([] if it may). ``nested``: also
-    refuse it inside another results folder (a comparison says so itself, for its folders)."""
+    """Why ``results`` may not hold this workflow's outputs ([] if it may); ``nested``: nor
+    inside another results folder (a comparison says so itself)."""
     workdir = Path(os.path.abspath(workdir or os.getcwd()))
     workflow_dir = Path(os.path.abspath(workflow_dir or REPO_DIR))
     given = Path(os.path.normpath(workdir / results))
@@ -47,9 +46,8 @@ def results_problems(
         f"({', '.join(d + '/' for d in WORKFLOW_DIRS)}) or another results folder, not a "
         "folder that holds the workflow or the working directory, not a file"
     )
-    why = _too_long(given) or _protected(given, workdir, workflow_dir)
-    if why is None:
-        why = _below_a_file(given) or (_inside_results(given) if nested else None)
+    why = _too_long(given) or _protected(given, workdir, workflow_dir) or _below_a_file(given)
+    why = why or (_inside_results(given) if nested else None)
     shown = repr(results)
     if len(results) > 80:  # the line stays readable
         shown = f"{results[:32]!r}... ({len(results)} characters)"
@@ -57,8 +55,7 @@ def results_problems(
 
 
 def _too_long(given: Path) -> str | None:
-    """A folder name or a path longer than the file system allows (with room for the files a
-    run writes inside it)."""
+    """A folder name or path longer than the file system allows, with room for a run's files."""
     existing = next((p for p in given.parents if os.path.isdir(p)), Path("/"))
     name_max = os.pathconf(existing, "PC_NAME_MAX")
     path_max = os.pathconf(existing, "PC_PATH_MAX") - ROOM_INSIDE
@@ -124,23 +121,17 @@ def load_topology(config: dict) -> tuple[topology_mod.Topology | None, list[Prob
         return topology_mod.current(), []
     try:
         return topology_mod.load(path), []
+    except topology_mod.TopologyError as exc:
+        reason = str(exc)
     except Exception as exc:
-        reason = (
-            str(exc)
-            if isinstance(exc, topology_mod.TopologyError)
-            else f"cannot read topology file {path}: {type(exc).__name__}: {exc}"
-        )
-        allowed = (
-            "allowed: null (this machine), the JSON written to results/machine.json, "
-            "or `lscpu -p` output"
-        )
-        return None, [Problem("topology", f"{reason}; {allowed}")]
+        reason = f"cannot read topology file {path}: {type(exc).__name__}: {exc}"
+    allowed = "null (this machine), the JSON written to results/machine.json, or `lscpu -p` output"
+    return None, [Problem("topology", f"{reason}; allowed: {allowed}")]
 
 
 def import_problems(config: dict) -> list[Problem]:
-    """The PackRat sources of ``import.packrat`` exist, have rows, hold possible values (each
-    impossible one named by file and line, at most ``MAX_ROWS_NAMED`` per file), and map to
-    cells."""
+    """The PackRat sources of ``import.packrat`` exist, have rows, hold possible values (at most
+    ``MAX_ROWS_NAMED`` named per file) and map to cells; ``import.interference`` is a folder."""
     imported = config.get("import")
     sources = imported.get("packrat") if isinstance(imported, dict) else None
     if not isinstance(sources, list) or not sources:
@@ -172,12 +163,8 @@ def import_problems(config: dict) -> list[Problem]:
             for line, what in found[:MAX_ROWS_NAMED]:
                 problems.append(Problem(key, f"{path} line {line}: {what}; {values}"))
             if len(found) > MAX_ROWS_NAMED:
-                more = len(found) - MAX_ROWS_NAMED
-                problems.append(
-                    Problem(
-                        key, f"{path}: {more} more impossible values after line {line}; {values}"
-                    )
-                )
+                more = f"{len(found) - MAX_ROWS_NAMED} more impossible values after line {line}"
+                problems.append(Problem(key, f"{path}: {more}; {values}"))
     if not problems:
         try:
             packrat.keys(sources)
