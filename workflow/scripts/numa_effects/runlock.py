@@ -1,17 +1,10 @@
 """Stale Snakemake locks after a killed run, told apart from live ones.
 
-Snakemake refuses to start while ``.snakemake/locks`` holds lock files whose files overlap its
-own ("Directory cannot be locked ... --unlock"). That is right while another run is alive, and
-in the way after ``kill -9`` of Snakemake, an out-of-memory kill or a reboot: the locks of the
-dead run stay behind and every later run stops until someone runs ``snakemake --unlock``.
-
-So every Snakemake process of this workflow (the main process; not cluster-side job processes)
-holds a shared ``flock`` on ``.snakemake/numa-effects.alive`` from parsing until it exits. The
-kernel drops it when the process dies, however it dies. A new run that can take the lock
-exclusively knows that no run of this workflow is alive in this working directory, so lock
-files present are stale and are removed (what ``--unlock`` does); it then keeps a shared lock
-like everyone else. While another run is alive, nothing is removed and Snakemake's own lock
-refuses overlapping runs with its usual message.
+Snakemake refuses to start while ``.snakemake/locks`` holds overlapping lock files, even those a
+killed run left behind. So every Snakemake process of this workflow (not its job processes)
+holds a shared ``flock`` on ``.snakemake/numa-effects.alive`` until it exits; the kernel drops it
+however the process dies. A run that can take it exclusively knows no run is alive here, removes
+the lock files (what ``--unlock`` does), then keeps a shared lock like everyone else.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """A Slurm config whose controller does not answer, found before Snakemake waits for it.
 
-Snakemake imports every installed executor plugin when it starts, and the Slurm plugin runs
-``scontrol show config`` at import when ``sinfo`` is on the PATH. With a ``slurm.conf`` whose
-controller does not answer (slurmctld stopped, a login node whose controller is down, a test
-cluster's config left behind), scontrol retries for the config's ``MessageTimeout`` (10 s by
-default) at every start of Snakemake, ``--version`` and dry runs included.
-
-``stale()`` finds that state in well under a second: the config Slurm's commands read
-(``SLURM_CONF``, else the usual paths), its controllers (``SlurmctldHost``, or the older
-``ControlMachine``/``BackupController``) and ``SlurmctldPort``, and a TCP connection to each.
-``note()`` says so in one line. ``avoid()`` is what the entry points do (``make run``,
-``numa_effects.config``): the environment of the Snakemake they start points ``SLURM_CONF`` at
-``NO_CONTROLLER``, a config that refuses at once. A plain ``snakemake`` cannot be spared the
-wait (the plugin runs before the workflow is read); the workflow prints the note instead.
+Snakemake's Slurm plugin runs ``scontrol show config`` at import when ``sinfo`` is on the PATH;
+with a ``slurm.conf`` whose controller does not answer, scontrol retries for its
+``MessageTimeout`` at every start of Snakemake. ``stale()`` finds that in well under a second (a
+TCP connection to each controller); ``avoid()`` points the ``SLURM_CONF`` of a Snakemake the
+entry points start at ``NO_CONTROLLER``, a config that refuses at once. A plain ``snakemake``
+cannot be spared the wait (the plugin runs before the workflow is read): the workflow prints
+``note()`` instead.
 """
 
 from __future__ import annotations
@@ -29,8 +23,7 @@ from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parents[3]
 NO_CONTROLLER = REPO_DIR / "tools" / "slurm-no-controller.conf"
-# Where Slurm's commands look without SLURM_CONF (Debian/Ubuntu's packages, older Debian,
-# a build from source with the default prefix).
+# Where Slurm's commands look without SLURM_CONF (Debian, older Debian, a build from source).
 DEFAULT_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/usr/local/etc/slurm.conf")
 DEFAULT_PORT = 6817
 DEFAULT_TIMEOUT_S = 10
@@ -55,8 +48,7 @@ class Stale:
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path | None:
-    """The slurm.conf Slurm's commands read: ``SLURM_CONF``, else the first usual path that
-    exists; None when there is none (no Slurm, or a configless client)."""
+    """The slurm.conf Slurm's commands read (``SLURM_CONF``, else a usual path), or None."""
     env = os.environ if env is None else env
     if env.get("SLURM_CONF"):
         path = Path(env["SLURM_CONF"])
@@ -79,9 +71,8 @@ def read(path: Path) -> tuple[tuple[tuple[str, int], ...], int]:
         if values.get(name):
             hosts.append((values.get(addr) or values[name])[0])
     port = _first_number(values.get("slurmctldport"), DEFAULT_PORT)  # 6817 or 6817-6820
-    return tuple((h, port) for h in hosts), _first_number(
-        values.get("messagetimeout"), DEFAULT_TIMEOUT_S
-    )
+    timeout = _first_number(values.get("messagetimeout"), DEFAULT_TIMEOUT_S)
+    return tuple((h, port) for h in hosts), timeout
 
 
 def _first_number(given: list[str] | None, default: int) -> int:
@@ -90,8 +81,8 @@ def _first_number(given: list[str] | None, default: int) -> int:
 
 
 def answers(controllers: tuple[tuple[str, int], ...], timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
-    """Whether any controller accepts a TCP connection within ``timeout_s`` (name lookups
-    included: they run in a thread that is not waited for beyond it)."""
+    """Whether any controller accepts a TCP connection within ``timeout_s``, name lookups
+    included (threads not waited for beyond it)."""
     answered = threading.Event()
 
     def connect(host: str, port: int) -> None:
@@ -113,9 +104,8 @@ def answers(controllers: tuple[tuple[str, int], ...], timeout_s: float = CONNECT
 
 
 def stale(env: Mapping[str, str] | None = None) -> Stale | None:
-    """The Slurm config Snakemake's start would wait for, or None: none when ``sinfo`` or
-    ``scontrol`` is not on the PATH (the plugin then asks nothing), there is no config, its
-    MessageTimeout is short, or a controller answers."""
+    """The Slurm config Snakemake's start would wait for, or None (no ``sinfo`` or ``scontrol``
+    on the PATH, no config, a short MessageTimeout, or a controller answers)."""
     env = os.environ if env is None else env
     path_var = env.get("PATH", os.defpath)
     if not (shutil.which("sinfo", path=path_var) and shutil.which("scontrol", path=path_var)):

@@ -1,11 +1,8 @@
 """Every value normalised to its schema type before anything is checked, planned or recorded.
 
-Driven by the schema's types, never per key: ``--config`` list items arrive as strings
-(Snakemake parses list values with YAML's BaseLoader: ``batch_sizes='[1,8]'`` is
-``['1', '8']``) and ``--config use_smt=true`` as the string ``'true'``; YAML gives ``1000.0``
-and ``0.0`` for integral values (checked, planned and recorded as ``1000``, ``0``); ``null``/
-``none``/``~`` mean none for nullable keys; ``results`` is spelled one way
-(``./results/`` -> ``results``).
+Driven by the schema's types, never per key: ``--config`` values arrive as strings (lists with
+YAML's BaseLoader: ``batch_sizes='[1,8]'`` is ``['1', '8']``), YAML gives ``1000.0`` for integral
+values, ``null``/``none``/``~`` mean none for nullable keys, and ``results`` is spelled one way.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ BOOLEAN_STRINGS = {"true": True, "false": False}
 
 
 def _types(schema: dict) -> set[str]:
-    """The JSON types a schema allows, its oneOf/anyOf branches included."""
+    """The JSON types a schema allows, its branches included."""
     t = schema.get("type")
     out = {t} if isinstance(t, str) else set(t or ())
     for branch in schema.get("oneOf", []) + schema.get("anyOf", []):
@@ -41,9 +38,8 @@ def _branch(schema: dict, kind: str) -> dict | None:
 
 
 def coerce(value, schema: dict):
-    """``value`` normalised to the types ``schema`` allows: 'null'/'none'/'~' -> None,
-    'true'/'False' -> bool, '8' and 8.0 -> 8 (integral only), '0.5' -> 0.5; lists and mappings
-    item by item. Anything else is returned unchanged (and refused by the schema check)."""
+    """``value`` normalised to the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False,
+    lists and mappings item by item); anything else unchanged, for the schema check to refuse."""
     types = _types(schema)
     if isinstance(value, str):
         text = value.strip()
@@ -70,12 +66,6 @@ def coerce(value, schema: dict):
     return value
 
 
-def normalize_results(path: str) -> str:
-    """``./results/`` -> ``results``, ``/scratch//x/`` -> ``/scratch/x``: one spelling per
-    folder, so output paths (and Snakemake's record of them) never differ by spelling."""
-    return os.path.normpath(path)
-
-
 def normalize(config: dict, schema: dict) -> None:
     """In place: defaults for missing keys, then every value coerced to its schema type."""
     props = schema.get("properties", {})
@@ -86,4 +76,5 @@ def normalize(config: dict, schema: dict) -> None:
         if key in props:
             config[key] = coerce(value, props[key])
     if isinstance(config.get("results"), str) and config["results"].strip():
-        config["results"] = normalize_results(config["results"])
+        # one spelling per folder (./results/ -> results), so output paths never differ by it
+        config["results"] = os.path.normpath(config["results"])

@@ -1,12 +1,8 @@
-"""config/README.md's key tables, generated from the schema (and the default config's values).
+"""config/README.md's key tables, generated from the schema and the default config's values.
 
-Each top-level key names its table with ``x-section``; a table is the rows of its keys (nested
-keys after their parent): the key, what is allowed (the words of the error messages), the
-default (the schema's, and ``config/config.yaml``'s where it differs) and the description. A
-registry key lists its names (what each one does is its page's table: docs/precision.md,
-docs/placements.md). Each table sits between ``begin(section)`` and
-``END`` in the README; tests/test_validation.py fails when one is stale. Regenerate with
-``PYTHONPATH=workflow/scripts python -m numa_effects.config --readme``.
+Each top-level key names its table with ``x-section``; a row is a key (nested keys after their
+parent), what is allowed (the error messages' words), its default and its description. Each table
+sits between ``begin(section)`` and ``END``; tests/test_validation.py fails when one is stale.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ def begin(section: str) -> str:
 
 
 def _yaml(value) -> str:
-    """A value as flow-style YAML (``[node, all]``, ``null``, ``{}``)."""
+    """A value as flow-style YAML."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -75,8 +71,7 @@ def markdown(section: str, schema: dict | None = None, defaults: dict | None = N
 
 
 def update(text: str, schema: dict | None = None) -> str:
-    """``text`` (the README) with every section's table regenerated between its markers.
-    Raises ValueError naming a section whose markers are missing."""
+    """The README ``text`` with every section's table regenerated between its markers."""
     schema = schema or load()
     for section in sections(schema):
         start = begin(section)
