@@ -196,16 +196,12 @@ def combine_replicates(
         var = (own + d0 * pool_var) / (df_c + d0)
         df, method = df_c + d0, "two-level"
     centre = float(y.mean())
-    if df:
-        half = t_quantile(df, confidence) * math.sqrt(var / r)
-        lo, hi = math.exp(centre - half), math.exp(centre + half)
-    else:
-        lo = hi = math.nan
+    half = t_quantile(df, confidence) * math.sqrt(var / r) if df else math.nan
     total = s2 if r >= 2 else var
     return {
         "median_s": math.exp(centre),
-        "ci_low_s": lo,
-        "ci_high_s": hi,
+        "ci_low_s": math.exp(centre - half),
+        "ci_high_s": math.exp(centre + half),
         "ci_df": df,
         "ci_method": method,
         "replicates": r,

@@ -68,9 +68,8 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
 
 def _last(said: io.StringIO) -> str:
     """The last line Snakemake printed, but for its banner ("Using ... profile ...")."""
-    lines = [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.startswith("Using ")]
-    return lines[-1] if lines else ""
+    lines = [ln.strip() for ln in said.getvalue().splitlines()]
+    return next((ln for ln in reversed(lines) if ln and not ln.startswith("Using ")), "")
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
@@ -141,13 +140,7 @@ def _nested(path: str, value: str) -> str:
 
 
 def _open_brackets(text: str) -> int:
-    depth = 0
-    for ch in text:
-        if ch in PAIRS:
-            depth += 1
-        elif ch in PAIRS.values():
-            depth -= 1
-    return depth
+    return sum(ch in PAIRS for ch in text) - sum(ch in PAIRS.values() for ch in text)
 
 
 def _shell_split(items: list[str], i: int) -> int:
@@ -159,7 +152,7 @@ def _shell_split(items: list[str], i: int) -> int:
     while depth > 0 and j < len(items) and "=" not in items[j]:
         depth += _open_brackets(items[j])
         j += 1
-    return j if j > i + 1 else i + 1
+    return j
 
 
 def configfile_problems(configfiles: list[Path]) -> list[Problem]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
 from numa_effects.config.schema import BOUNDS, REGISTRY, describe, type_of
 
+BRANCH_TYPES = {"array": list, "object": dict, "string": str}  # a branch whose errors are said
+
 
 def schema_problems(config: dict, schema: dict) -> list[Problem]:
     """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
@@ -30,15 +32,9 @@ def format_error(err) -> list[Problem]:
     prefix = "" if not err.absolute_path else f"{key}."
     if kind == "additionalProperties":
         allowed = list(schema.get("properties", {}))
-        return [
-            Problem(
-                prefix + k,
-                f"{suggest(k, allowed)}; allowed keys: {', '.join(allowed)}",
-                Kind.UNKNOWN,
-            )
-            for k in value
-            if k not in allowed
-        ]
+        keys = f"; allowed keys: {', '.join(allowed)}"
+        unknown = [k for k in value if k not in allowed]
+        return [Problem(prefix + k, suggest(k, allowed) + keys, Kind.UNKNOWN) for k in unknown]
     if kind == "required":
         props = schema.get("properties", {})
         return [
@@ -56,12 +52,8 @@ def _branch_problems(err, kind: str, key: str) -> list[Problem]:
     integers); else the value is none of the branches."""
     schema, value = err.schema, err.instance
     for i, branch in enumerate(schema[kind]):
-        want = branch.get("type")
-        if (
-            (want == "array" and isinstance(value, list))
-            or (want == "object" and isinstance(value, dict))
-            or (want == "string" and isinstance(value, str) and "const" not in branch)
-        ):
+        want = BRANCH_TYPES.get(branch.get("type"))
+        if want and isinstance(value, want) and not (want is str and "const" in branch):
             sub = [e for e in err.context if e.relative_schema_path[0] == i]
             if sub:
                 return [p for e in sub for p in format_error(e)]
