@@ -266,6 +266,7 @@ def stein_interval(
 # noise. The tables say which (``ci_method``).
 
 PAIRED, TWO_LEVEL, BOOTSTRAP = "paired", "two-level", "within-process bootstrap"
+CellCI = tuple[float, float, float]  # a cell's (ci_low, ci_high, ci_df)
 
 
 def ratio_ci_method(
@@ -298,9 +299,7 @@ def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -
 
 
 def log_ratio_interval(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
+    baseline: CellCI, compared: CellCI, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
     """(ln(compared / baseline), its CI's half-width t x sqrt(se_c^2 + se_b^2), Welch's df)
     from each cell's two-level CI ``(ci_low, ci_high, ci_df)``, centred on the CIs' log-centres."""
@@ -315,9 +314,7 @@ def log_ratio_interval(
 
 
 def two_level_ratio_ci(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
+    baseline: CellCI, compared: CellCI, confidence: float = CONFIDENCE
 ) -> tuple[float, float]:
     """CI of compared / baseline (``log_ratio_interval``)."""
     centre, half, _ = log_ratio_interval(baseline, compared, confidence)

@@ -96,10 +96,8 @@ def describe(schema: dict, plural: bool = False) -> str:
     if types in ("integer", "number"):
         text = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}[types]
         return f"{text[plural]} {bounds}".strip()
-    if types == "boolean":
-        return "true or false"
-    if types == "null":
-        return "null"
+    if types in ("boolean", "null"):
+        return "true or false" if types == "boolean" else "null"
     if types == "string":
         if "pattern" in schema:
             words = PATTERN_WORDS.get(schema["pattern"])
