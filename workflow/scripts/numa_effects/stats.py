@@ -50,10 +50,8 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, f
             break
         cdf += p
         k += 1
-    j = k  # the largest j with P(B <= j-1) <= alpha/2
-    if j < 1:
-        return None
-    return j - 1, n - j, 1.0 - 2.0 * cdf
+    # k: the largest j with P(B <= j-1) <= alpha/2
+    return (k - 1, n - k, 1.0 - 2.0 * cdf) if k >= 1 else None
 
 
 def median_ci(latencies: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -130,16 +128,13 @@ def ci_within(
 
 # -- two levels: replicates (independent processes) of one cell ----------------------------------
 #
-# On the log scale a replicate's median is y_r = mu + b_r + e_r: b_r the process-level effect
-# (memory layout, frequency, neighbours, drift between rounds) and e_r the median's sampling error
-# within the process. The cell's latency is exp(mean y_r), its CI a t interval for mu with the
-# variance of y_r, which holds both levels (Kalibera & Jones, ISMM 2013). With 2 or 3 replicates
-# that variance has 1 or 2 degrees of freedom, so it is moderated with the run's pooled replicate
-# variance (tables.cells.pooled_variances) given PRIOR_DF degrees of freedom:
-# (df_c s_c^2 + PRIOR_DF s_pool^2) / (df_c + PRIOR_DF). PRIOR_DF = 2 keeps every cell's coverage
+# On the log scale a replicate's median is y_r = mu + b_r + e_r: the process-level effect (memory
+# layout, frequency, neighbours, drift) and the median's sampling error within the process. The
+# cell's CI is a t interval for mu with the variance of y_r, which holds both levels (Kalibera &
+# Jones, ISMM 2013). With 2 or 3 replicates that variance has 1 or 2 df, so it is moderated with
+# the run's pooled replicate variance given PRIOR_DF df. PRIOR_DF = 2 keeps every cell's coverage
 # >= 94 % in simulation when cells' between-process SDs differ (1.0 - 3.5 %); more weight on the
-# pool under-covers the noisiest cells (tests/test_stats.py). One replicate and no pool: only the
-# within-process CI exists, and ``ci_method`` says so.
+# pool under-covers the noisiest cells (tests/test_stats.py).
 
 PRIOR_DF = 2
 # The ``ci_method``s of a t interval of a cell's ln-median with ``ci_df`` degrees of freedom.
