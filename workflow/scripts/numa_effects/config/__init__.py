@@ -63,10 +63,8 @@ def check(
         problems += paths.import_problems(config)
     if "compare" not in failed:
         problems += compare_checks.compare_problems(config, workdir, "results" not in failed)
-    topo = None
-    if "topology" not in failed:
-        topo, found = paths.load_topology(config)
-        problems += found
+    topo, found = (None, []) if "topology" in failed else paths.load_topology(config)
+    problems += found
     if topo is not None and not failed & {"threads", "use_smt"}:
         problems += checks.thread_problems(config, topo)
     if topo is not None:
