@@ -106,16 +106,14 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
         return []
     unit = "logical CPUs" if use_smt else "physical cores"
     nodes = len(topo.nodes)
-    return [
-        Problem(
-            "threads",
-            f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
-            f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
-            f"node{'s' if nodes > 1 else ''}, use_smt: {str(use_smt).lower()}); allowed: "
-            f"1..{limit}, or auto. (Counts above one node's cores but within the total are fine: "
-            f"placements that cannot run them are skipped and listed in skipped.csv.)",
-        )
-    ]
+    what = (
+        f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
+        f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
+        f"node{'s' if nodes > 1 else ''}, use_smt: {str(use_smt).lower()}); allowed: "
+        f"1..{limit}, or auto. (Counts above one node's cores but within the total are fine: "
+        f"placements that cannot run them are skipped and listed in skipped.csv.)"
+    )
+    return [Problem("threads", what)]
 
 
 def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()) -> list[Problem]:
