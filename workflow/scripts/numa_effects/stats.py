@@ -1,9 +1,6 @@
-"""Every statistic of a run (a comparison of runs adds its own, ``compare.statistics``): a
-cell's summary and the median's CI (the adaptive stopping rule), its two-level CI from
-replicates and Stein's replicate counts, the CIs of ratios of two cells and which one a ratio
-gets, the latency statistic a table uses, and the tables' booleans. numpy only at import (the
-measuring child imports it); scipy and pandas inside the functions that need them. Keys ending
-in ``_s`` are latencies in seconds (the tables' ``latency_<name>_ms`` columns).
+"""Every statistic of a run (a comparison of runs adds ``compare.statistics``), by section below.
+numpy only at import (the measuring child imports it); scipy and pandas inside the functions
+that need them. Keys ending in ``_s`` are latencies in seconds (``latency_<name>_ms`` columns).
 
 The median's CI is the distribution-free order-statistic interval ``[x_(j), x_(n-j+1)]``, which
 covers the true median with probability ``1 - 2 P(B <= j-1)``, ``B ~ Binomial(n, 1/2)``, for
