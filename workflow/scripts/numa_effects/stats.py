@@ -35,8 +35,6 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, f
     """0-based ranks ``(lo, hi)`` bounding the median's CI and its exact coverage, or None when
     ``n`` samples cannot reach ``confidence``. The binomial CDF is summed here, not taken from
     scipy: importing scipy cost every cell's launcher 0.28 s, once per replicate."""
-    if n < 1:
-        return None
     half_alpha = (1.0 - confidence) / 2.0
     log_norm = math.lgamma(n + 1) - n * math.log(2.0)
     cdf = 0.0  # P(B <= k - 1)
