@@ -1,5 +1,4 @@
-"""``python -m numa_effects.config FILE... [--config KEY=VALUE...]``: check a config as the
-workflow will (``numa_effects.config.cli``)."""
+"""``python -m numa_effects.config``: check a config as the workflow will (``cli``)."""
 
 import sys
 
