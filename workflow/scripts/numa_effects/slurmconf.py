@@ -42,10 +42,6 @@ class Stale:
     controllers: tuple[tuple[str, int], ...]  # (host or address, port)
     timeout_s: int  # MessageTimeout: how long scontrol retries
 
-    @property
-    def where(self) -> str:
-        return ", ".join(f"{host}:{port}" for host, port in self.controllers)
-
 
 def config_path(env: Mapping[str, str] | None = None) -> Path | None:
     """The slurm.conf Slurm's commands read (``SLURM_CONF``, else a usual path), or None."""
@@ -124,8 +120,9 @@ def stale(env: Mapping[str, str] | None = None) -> Stale | None:
 
 def note(found: Stale, avoided: bool = False) -> str:
     """The one line that says so (``avoided``: this run reads ``NO_CONTROLLER`` instead)."""
+    where = ", ".join(f"{host}:{port}" for host, port in found.controllers)
     head = (
-        f"note: the Slurm config {found.path} names the controller {found.where}, which does "
+        f"note: the Slurm config {found.path} names the controller {where}, which does "
         f"not answer, so every start of Snakemake waits ~{found.timeout_s} s for it"
     )
     if avoided:
