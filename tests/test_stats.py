@@ -191,6 +191,8 @@ def test_variance_components_are_recovered():
     # the median of 40 normal iterations: 1.25 x 2 % / sqrt(40) ~ 0.4 %
     assert c["within_sd_pct"] == pytest.approx(0.4, rel=0.35)
     assert c["ci_method"] == "two-level" and c["replicates"] == 300
+    # with no run pool the CI is the replicates' own, finite
+    assert c["ci_low_s"] < c["median_s"] < c["ci_high_s"] and c["ci_df"] == 299
 
 
 def test_one_replicate_uses_the_runs_pool_or_says_it_has_only_the_within_ci():

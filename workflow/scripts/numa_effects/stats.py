@@ -183,7 +183,7 @@ def combine_replicates(
         var, df, method = math.nan, 0, "within-process"
     else:
         own = df_c * s2 if df_c else 0.0
-        var = (own + d0 * pool_var) / (df_c + d0)
+        var = (own + (d0 * pool_var if d0 else 0.0)) / (df_c + d0)
         df, method = df_c + d0, "two-level"
     centre = float(y.mean())
     half = t_quantile(df, confidence) * math.sqrt(var / r) if df else math.nan
