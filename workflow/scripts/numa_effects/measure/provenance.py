@@ -65,12 +65,10 @@ ASLR_LEVELS = {"0": "off", "1": "partial", "2": "on"}
 
 
 def address_randomization(
-    personality: str = "/proc/self/personality",
-    sysctl: str = "/proc/sys/kernel/randomize_va_space",
+    personality: str = "/proc/self/personality", sysctl: str = "/proc/sys/kernel/randomize_va_space"
 ) -> str:
-    """This process's address-space layout randomization: ``on`` (the kernel's default, level
-    2: stack, mmap and heap at random), ``partial`` (level 1: not the heap), ``off`` (level 0,
-    or this process's personality has ADDR_NO_RANDOMIZE), ``unknown`` where neither reads."""
+    """This process's address-space layout randomization: ``on``, ``partial`` (not the heap),
+    ``off`` (level 0, or ADDR_NO_RANDOMIZE in its personality) or ``unknown``."""
     try:
         if int(Path(personality).read_text().strip(), 16) & ADDR_NO_RANDOMIZE:
             return "off"
@@ -142,11 +140,8 @@ _SYS_GET_MEMPOLICY = {"x86_64": 239, "aarch64": 236, "ppc64le": 260, "s390x": 26
 
 
 def mempolicy() -> dict:
-    """The calling thread's memory policy and node mask, read with get_mempolicy(2).
-
-    Mems_allowed_list only shows the cpuset; a ``numactl --membind`` policy is visible only here.
-    Returns {"mode": "bind", "nodes": [0]} or {"mode": "unknown", "error": ...}.
-    """
+    """The calling thread's memory policy and node mask (get_mempolicy(2)): Mems_allowed_list
+    only shows the cpuset; a ``numactl --membind`` policy is visible only here."""
     import ctypes
 
     nr = _SYS_GET_MEMPOLICY.get(platform.machine())
@@ -155,8 +150,7 @@ def mempolicy() -> dict:
             "mode": "unknown",
             "error": f"no get_mempolicy syscall number for {platform.machine()}",
         }
-    # The process's own symbols (libc's among them): ctypes.util.find_library would run
-    # `ldconfig -p` in a child at every call (3 per cell process, for nothing).
+    # The process's own symbols: ctypes.util.find_library would run `ldconfig -p` every call.
     libc = ctypes.CDLL(None, use_errno=True)
     mode = ctypes.c_int(0)
     maxnode = 1024

@@ -223,11 +223,7 @@ class Guard:
 
 
 def run_child(
-    cmd: list[str],
-    env: dict,
-    logfh,
-    timeout_s: float,
-    max_memory_mb: int | None = None,
+    cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
 ) -> Outcome:
     """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``; kill it after
     ``timeout_s``."""
@@ -285,11 +281,7 @@ def in_build(lines: list[str], frame: str = "build") -> bool:
 
 
 def classify(
-    outcome: Outcome,
-    log_text: str,
-    timeout_s: float,
-    exit_mismatch: int = 3,
-    exit_compile: int = 4,
+    outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3, exit_compile: int = 4
 ):
     """(cause, message) of a child that produced no result; raises ``Interrupted`` when it was
     stopped from outside. ``exit_*``: ``cell.EXIT_MISMATCH``, ``cell.EXIT_COMPILE``."""
