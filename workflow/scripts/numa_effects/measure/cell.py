@@ -32,7 +32,7 @@ import time
 import traceback
 import warnings
 
-from numa_effects.measure import provenance, verify
+from numa_effects.measure import contention, provenance, verify
 from numa_effects.measure.workloads import CompileError
 from numa_effects.plan.spec import Spec
 
@@ -44,11 +44,9 @@ class CellError(RuntimeError):
     """The cell cannot be measured as labelled."""
 
 
-# The canary (settings key ``canary``, docs/performance.md): how fast this process's CPUs run a
-# fixed cache-resident kernel (so its time is the CPUs' speed, not the memory placement's) next
-# to each timed step. ``bmm`` splits its products between the threads with one synchronisation,
-# so at 2 threads it moves with the host's speed as the model does (slope about 1); ``mm`` is
-# mostly synchronisation there (slope 0.4 - 0.5). ``benchmarks/canary.py`` measures both.
+# The canary (docs/performance.md): a fixed cache-resident kernel, so its time is the CPUs' speed.
+# ``bmm`` splits its products between the threads, so it moves with the host's speed as the model
+# does; ``mm`` is mostly synchronisation at 2 threads. ``benchmarks/canary.py`` measures both.
 CANARY_SIZE = 96
 CANARY_REPEATS = 32
 CANARY_KERNELS = {
@@ -95,11 +93,6 @@ def set_threads(threads: int) -> dict:
     return {"torch_num_threads": got, "torch_num_interop_threads": torch.get_num_interop_threads()}
 
 
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 def minor_faults() -> int:
     """This process's minor page faults so far: around a step, the pages it touched anew."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -144,7 +137,7 @@ def start(spec: Spec, j: int, reply):
             **built.timings,
             "threads_info": info,
             "canary_kernel": CANARY_KERNELS[CANARY_KERNEL],
-            "cpu_s": cpu_s(),
+            "cpu_s": contention.process_cpu_s(),
         }
     )
     return inst, built, info
@@ -162,7 +155,7 @@ def timed_step(step, canary=None) -> dict:
         c0 = clock()
         canary()
         timed["canary_s"] = clock() - c0
-    return {**timed, "cpu_s": cpu_s()}
+    return {**timed, "cpu_s": contention.process_cpu_s()}
 
 
 def verified(inst, built, info: dict, caught: list) -> dict:

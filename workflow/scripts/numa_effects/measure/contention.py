@@ -1,18 +1,12 @@
 """Noise and concurrency guards: was anything else running where a cell was measured?
+(docs/performance.md, "Contaminated iterations are kept out".)
 
-- ``preflight()``, just before the instances start: the 1-minute load average, the other
-  runnable tasks and the busiest other processes.
-- ``Watch``, around the timed measurement: the instances' CPUs' busy time (/proc/stat) beyond
-  the instances' own CPU time went to someone else; the window is ``contended`` above
-  ``FOREIGN_SHARE_LIMIT`` of their capacity. Busy SMT siblings count the same way (they share
-  the core); the other CPUs' busy share is recorded beside it (``other_cpus_busy_pct``).
-- ``IterationProbe``, around every timed round: the same share per round, less one tick per
-  CPU, and the time the instances' threads waited runnable (schedstat, nanosecond resolution:
-  it sees disturbances shorter than a tick); ``timing`` excludes rounds above
-  ``exclude_foreign_pct``.
-
-Flagged cells are kept (a shared server is never perfectly quiet); the tables' columns let the
-analysis drop or re-run them.
+``preflight`` records the machine's load just before the instances start. ``Watch`` (the whole
+timed window) and ``IterationProbe`` (each timed round) compare the busy time of the instances'
+CPUs and SMT siblings (/proc/stat) with the instances' own CPU time: the rest went to someone
+else. The probe also reads the time the instances' threads waited runnable (schedstat), which
+sees disturbances shorter than /proc/stat's tick. Flagged cells are kept (a shared server is
+never perfectly quiet); the tables' columns let the analysis drop or re-run them.
 """
 
 from __future__ import annotations

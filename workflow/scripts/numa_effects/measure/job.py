@@ -254,8 +254,8 @@ def measure_all(
         tag = f"{name}-r{s.replicate}"
         logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
         runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
-        last = k + 1 == len(measurements) or measurements[k + 1][1].replicate != s.replicate
-        if until is not None and last and k + 1 < len(measurements):
+        more = k + 1 < len(measurements)
+        if until is not None and more and measurements[k + 1][1].replicate != s.replicate:
             stopped = until(runs, s.replicate)
             if stopped:
                 break

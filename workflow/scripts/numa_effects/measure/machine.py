@@ -52,11 +52,9 @@ def kernel_knobs() -> dict:
     }
 
 
-# The CPU model name of QEMU's software emulation (TCG): "QEMU TCG CPU version 2.5+" for its
-# "max" CPU (read in the guest of tests/numa_vm).
+# The CPU model name of QEMU's software emulation (TCG), e.g. "QEMU TCG CPU version 2.5+".
 EMULATED_CPU_MODELS = ("QEMU TCG CPU",)
-# Kernel command-line words of a virtme-ng guest (tests/numa_vm/run-in-guest): its NUMA nodes are
-# QEMU's, all backed by one host node, even when it runs under KVM.
+# Kernel command-line words of a virtme-ng guest: its NUMA nodes are QEMU's, even under KVM.
 TEST_GUEST_CMDLINE = ("virtme_hostname=", "virtme-ng-init")
 
 

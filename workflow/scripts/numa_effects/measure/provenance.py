@@ -126,7 +126,6 @@ def git_revision(path: str | os.PathLike) -> str:
         return ""
 
 
-# -- memory policy read-back (get_mempolicy(2)) ------------------------------------------------
 MPOL_MODES = {
     0: "default",
     1: "preferred",

@@ -67,13 +67,11 @@ class Record:
     replicate: int = 1  # which independent process (group) of the cell this is, 1-based
     plan: dict | None = None  # the planned binding of a single instance (None for k > 1)
     settings: dict = field(default_factory=dict)
-    # warm-up and timed latencies (seconds, raw; per timed iteration foreign_pct, excluded),
-    # stop reason, elapsed, import, build, conversion and first-call times, page faults, canary
+    # warm-up and timed latencies (s), per iteration foreign_pct and excluded, stop reason, times
     measurement: dict = field(default_factory=dict)
     stats: dict | None = None  # stats.summarize over the clean timed iterations
     throughput: dict | None = None  # images per second
-    # what the process found in force (/proc/self/status, get_mempolicy(2), torch threads) and
-    # ``verification``: the in-process checks (CPUs, policy, threads, pages, allocator)
+    # what the process found in force, and ``verification``: the in-process checks
     binding: dict = field(default_factory=dict)
     # the machine's load before, the window's and the iterations' verdict (timing.judge)
     contention: dict = field(default_factory=dict)

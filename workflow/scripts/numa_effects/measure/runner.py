@@ -1,18 +1,13 @@
-"""The one measuring stack: ``measure(spec, members, timeout_s)`` drives k >= 1 pinned instance
-processes (``cell``) round by round as one replicate.
+"""The one measuring stack (docs/performance.md, "The measuring stack"): ``measure(spec, members,
+timeout_s)`` drives k >= 1 pinned instance processes (``cell``) round by round as one replicate.
 
-Each instance is started by ``supervise.start`` as ``numactl <binding> python -m
-numa_effects.measure.cell --spec S [--instance J]`` and says ``ready``. A round sends ``go`` to
-every instance at once (the barrier), then reads every reply; each instance times its own step
-with ``time.perf_counter`` (one clock for the machine), so a round's latency is max(t1) -
-min(t0) and the pipe stays outside the timed interval. The first round is the first call (the
-first warm-up iteration). ``timing.run_with_retries`` decides which rounds count, under a
-``contention.IterationProbe``; a contended attempt is measured again with the same processes
-(one replicate = one set of processes). Then every instance verifies its binding (``verify``).
-
-An instance that dies, times out or fails verification fails the measurement
-(``supervise.classify`` names the cause); an interruption kills every instance and raises
-``supervise.Interrupted``. The result is a ``Measured``; ``measure.job`` decides the status.
+A round sends ``go`` to every instance at once (the barrier) and reads every reply; each
+instance times its own step, so a round's latency is max(t1) - min(t0) and the pipe stays
+outside the timed interval. The first round is the first call (the first warm-up iteration).
+``timing.run_with_retries`` decides which rounds count; a contended attempt is measured again
+with the same processes (one replicate = one set of processes). Then every instance verifies
+its binding. A failure of any instance fails the measurement (``supervise.classify``); an
+interruption kills every instance and raises ``supervise.Interrupted``.
 """
 
 from __future__ import annotations
@@ -196,7 +191,8 @@ class Instance:
     def details(self, **extra) -> dict:
         return {"command_line": self.command_line, "log": str(self.member.log), **extra}
 
-    def _failure(self, outcome: supervise.Outcome, timeout_s: float) -> Failed:
+    def _failure(self, timeout_s: float, code: int, **outcome) -> Failed:
+        outcome = supervise.Outcome(code, wall_s=time.monotonic() - self.started, **outcome)
         self.logfh.flush()
         text = self.member.log.read_text(errors="replace")
         # raises supervise.Interrupted when the instance was killed from outside
@@ -219,15 +215,11 @@ class Instance:
             self._to_log(self._buf)
             self._buf = b""
         ooms = max(0, supervise.oom_kill_count() - self.oom_before)
-        outcome = supervise.Outcome(code, wall_s=time.monotonic() - self.started, oom_kills=ooms)
-        raise self._failure(outcome, timeout_s)
+        raise self._failure(timeout_s, code, oom_kills=ooms)
 
     def timeout(self, timeout_s: float):
         supervise.kill_group(self.proc)
-        outcome = supervise.Outcome(
-            self.proc.returncode, timed_out=True, wall_s=time.monotonic() - self.started
-        )
-        raise self._failure(outcome, timeout_s)
+        raise self._failure(timeout_s, self.proc.returncode, timed_out=True)
 
     def close(self, deadline: float, timeout_s: float) -> None:
         """End its input and wait, until ``deadline`` and at least ``EXIT_TIMEOUT_S``, for it

@@ -83,7 +83,6 @@ class Outcome:
         return None
 
 
-# -- evidence of the kernel's OOM killer --------------------------------------------------------
 def _own_cgroup_dirs() -> list[Path]:
     dirs = []
     try:
@@ -117,7 +116,6 @@ def oom_kill_count() -> int:
     return total
 
 
-# -- running the child --------------------------------------------------------------------------
 def child_setup(launcher_pid: int, max_memory_mb: int | None = None):
     """A ``preexec_fn`` for a child that must not outlive ``launcher_pid``: its own session,
     ``PR_SET_PDEATHSIG`` SIGKILL, ``RLIMIT_AS`` at ``max_memory_mb`` if given."""
@@ -259,7 +257,6 @@ def run_child(
     )
 
 
-# -- classification -----------------------------------------------------------------------------
 def child_output(log_text: str) -> list[str]:
     """The child's lines of a cell log: everything after the '# command' header lines."""
     return [ln for ln in log_text.splitlines() if not ln.startswith("# ")]

@@ -1,18 +1,10 @@
 """The timing loop: warm-up, then timed iterations until a stopping rule fires
-(docs/performance.md, "One replicate"). ``step`` is one complete timed step (one inference, or
-one barrier round of k instances: ``runner``) and may return its own duration in seconds;
-otherwise ``clock`` times the call.
+(docs/performance.md, "One replicate"). ``step`` is one complete timed step (one barrier round:
+``runner``) and may return its own duration in seconds; otherwise ``clock`` times the call.
 
-``adaptive``: warm-up until the last ``STABLE_WINDOW`` iterations agree within
-``STABLE_TOLERANCE`` (at least ``warmup`` and ``min_warmup_seconds``, at most
-``WARMUP_BUDGET_FRACTION`` of ``max_seconds_per_cell``), then stop when the median's 95 % CI of
-the clean iterations is within ``target_rel_ci`` at a look, or at a cap. ``fixed``: ``warmup`` +
-``fixed_iterations`` (PackRat's protocol), ``max_seconds_per_cell`` still a safety cap.
-
-With a ``probe`` (``contention.IterationProbe``) an iteration whose foreign share is above
-``exclude_foreign_pct`` is ``excluded``: kept, but left out of the statistics and the stopping
-rule. Which iterations count is decided here and nowhere else (``Measurement.clean_latencies``,
-``Measurement.contended``, ``judge``).
+Which iterations count is decided here and nowhere else: with a ``probe`` an iteration whose
+foreign share is above ``exclude_foreign_pct`` is ``excluded`` (kept, but left out of the
+statistics and the stopping rule); ``Measurement.contended`` and ``judge`` give the verdict.
 
 Why a minimum warm-up and timed window: the first seconds of a process ran faster than the rest
 (ResNet-50 eager, 1 thread: -9 % in the first second, settled after ~3 s), so a short window
@@ -36,13 +28,11 @@ from numa_effects.plan import settings as settings_mod
 STABLE_WINDOW = 3
 STABLE_TOLERANCE = 0.05
 WARMUP_BUDGET_FRACTION = 0.2
-# The target is checked at n = min_iterations, then whenever n has grown by 10 % (every iteration
-# up to n = 10). Checking after every iteration ("peeking") lets noise end a run on a lucky
-# streak: in simulation the final 95 % CI then covers the true median only ~92 % of the time;
-# with these looks ~94 %, for ~13 % more iterations.
+# The target is checked whenever n has grown by 10 %: checking after every iteration lets noise
+# end a run on a lucky streak (in simulation the 95 % CI then covers the true median ~92 % of
+# the time; with these looks ~94 %, for ~13 % more iterations).
 LOOK_GROWTH = 1.1
 
-DEFAULTS = settings_mod.DEFAULTS  # the measurement settings' defaults: one place
 CONTENDED_EXCLUDED_SHARE = 0.5
 
 
@@ -179,18 +169,15 @@ def clean_steps(report: dict, measurement: dict, clean: bool) -> list:
 
 def backoffs(settings: dict) -> list[float]:
     """The waits before each retry: ``contended_backoff_s``, doubling, ``contended_retries``."""
-    s = settings_with_defaults(settings)
+    s = settings_mod.with_defaults(settings)
     return [float(s["contended_backoff_s"]) * 2**i for i in range(int(s["contended_retries"]))]
 
 
 def min_clean(settings: dict) -> int:
     """Clean iterations needed not to be contended: ``min_iterations`` under ``adaptive`` (its
     stopping rule needs them), 1 under ``fixed`` (which may run fewer)."""
-    s = settings_with_defaults(settings)
+    s = settings_mod.with_defaults(settings)
     return int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
-
-
-settings_with_defaults = settings_mod.with_defaults  # one place: plan.settings
 
 
 def stable(window: list[float], tolerance: float = STABLE_TOLERANCE) -> bool:
@@ -211,7 +198,7 @@ def run(
     """Time ``step`` under ``settings``. ``first_call_s``: a call already made, the first
     warm-up iteration. ``probe``: ``begin()`` and ``end() -> foreign share in %`` just outside
     each timed iteration; None = no exclusion."""
-    s = settings_with_defaults(settings)
+    s = settings_mod.with_defaults(settings)
     protocol = s["protocol"]
     if protocol not in ("adaptive", "fixed"):
         raise ValueError(f"unknown protocol {protocol!r}")

@@ -21,11 +21,9 @@ from numa_effects.measure.causes import Cause
 from numa_effects.plan import cpulist
 
 MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
-# Each interleaved node must hold at least half of an even share (>= 25 % of 2 nodes). Not
-# "within 10 points of even": the kernel's task-policy interleave round-robins per allocation,
-# and with transparent huge pages a 2 MiB page is one step like a 4 KiB page, so byte shares
-# drift. Measured on the 2-node test guest (THP always): one cell 65.4 / 34.6 %, another
-# 54.8 / 45.2 %, a touched buffer 51.5 / 48.5 %. Memory that ignored the policy is ~100 / 0.
+# Each interleaved node must hold at least half of an even share, not "near even": interleave
+# round-robins per allocation and a 2 MiB huge page is one step like a 4 KiB page, so byte
+# shares drift (65.4 / 34.6 % seen on 2 nodes); memory that ignored the policy is ~100 / 0.
 INTERLEAVE_MIN_OF_EVEN = 0.5
 
 CAUSE_BINDING = Cause.BINDING_MISMATCH
@@ -35,7 +33,6 @@ _NODE_COUNT = re.compile(r"^N(\d+)=(\d+)$")
 _KEY_VALUE = re.compile(r"^([a-zA-Z_]+)=(\d+)$")
 
 
-# -- /proc/<pid>/numa_maps ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Mapping:
     """One line of numa_maps."""
@@ -97,7 +94,6 @@ def anon_kb_by_node(mappings: list[Mapping]) -> dict[int, int]:
     return dict(sorted(total.items()))
 
 
-# -- /proc/<pid>/task/<tid>/stat ---------------------------------------------------------------
 STAT_PROCESSOR_FIELD = 39  # "CPU number last executed on", proc(5), 1-based
 
 
@@ -147,7 +143,6 @@ def read_tasks(proc: str | os.PathLike = "/proc/self") -> list[dict]:
     return tasks
 
 
-# -- the checks (pure) -------------------------------------------------------------------------
 def check_cpus(plan: dict, cpus_allowed_list: str) -> str | None:
     if cpulist.parse(cpus_allowed_list) != tuple(plan["cpus"]):
         return f"Cpus_allowed_list is {cpus_allowed_list}, the plan is {plan['cpu_list']}"

@@ -1,23 +1,17 @@
-"""The peak per dtype, on the path the models use: the denominator of ``efficiency``.
+"""The peak per dtype, on the path the models use: the denominator of ``efficiency``
+(docs/precision.md, "Peaks and efficiency").
 
 ``torch.mm`` alone is the wrong denominator: on AMD it is MKL's path while the convolutions run
-through oneDNN, and a frozen, prepacked model beat it (efficiency 2.7). So each dtype has
-several kernels (``KERNELS``: the product, convolutions in channels-last, prepacked, frozen in
-bf16, under autocast, quantized by PT2E) and its peak is the best rate of any of them (noise only
-slows a call down). The bf16 autocast call alone was no peak either: on an AMX Xeon a batch-16
-bf16 ResNet-50 beat it (efficiency 1.33). FLOPs: 2 x N x H x W x C_in x C_out x k^2 for a
-convolution, 2 n^3 for the product; ``theoretical`` gives the nominal peak beside it.
+through oneDNN, and a frozen, prepacked model beat it (efficiency 2.7); bf16 under autocast alone
+was beaten by a bf16 ResNet-50 too. So each dtype has several kernels (``KERNELS``) and its peak
+is the best rate of any of them (noise only slows a call down). Sizes grow with the threads
+(``scaled``, ``matrix_size``): a fixed size under-fills the cores.
 
-Sizes scale with the thread count (``scaled``, ``matrix_size``): a fixed size under-fills the
-cores (a 1x1 convolution at batch 4 ran at 273 GFLOP/s on 2 threads, at batch 8 at 444).
-
-In the pipeline the peak is a workload of the one measuring stack (``build``). At build it
-probes every kernel (``time_kernel``) and drops one below 1/``DROP_FACTOR`` of the best probe
-(bf16's ``torch.mm`` without native bf16 takes seconds per call); each timed step calls every
-remaining kernel ``calls`` times back to back and keeps its fastest call: the first call after
-another kernel runs on cold caches, which a model's next convolution does not. ``summary``
-takes each kernel's best rate over the clean timed steps. ``measure`` is the same comparison in
-one unpinned process (exploration and tests).
+In the pipeline the peak is a workload of the one measuring stack (``build``): it probes every
+kernel and drops one below 1/``DROP_FACTOR`` of the best (bf16's ``torch.mm`` without native bf16
+takes seconds per call); each timed step calls every remaining kernel ``calls`` times in a row
+and keeps its fastest call, as the first after another kernel runs on cold caches, which a
+model's next convolution does not. ``measure`` is the same comparison in one unpinned process.
 """
 
 from __future__ import annotations
@@ -235,7 +229,6 @@ def measure(
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
-# -- the pipeline's peak: a workload of the one measuring stack --------------------------------
 TORCH = True
 
 

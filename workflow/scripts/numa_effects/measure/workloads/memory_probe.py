@@ -1,24 +1,12 @@
-"""The memory probe of the node-pair matrix: idle latency and read bandwidth of one memory node
-seen from one CPU.
-
-- **Idle latency** by a pointer chase through a buffer much larger than the last-level cache
-  (``buffer_bytes``), one pointer per cache line linked into one random cycle (Sattolo), so
-  every load depends on the one before and no prefetcher can guess the next line. The buffer
-  asks for transparent huge pages, so the chase mostly measures DRAM, not page walks.
-- **Read bandwidth**: one sequential pass summing the buffer (eight independent accumulators),
-  in GB/s (1e9), on one thread: what one core pulls from that node.
+"""The memory probe of the node-pair matrix (docs/placements.md, "The measured memory matrix"):
+idle latency by a pointer chase through one random cycle of cache lines, and one core's read
+bandwidth by a sequential pass, in a buffer much larger than the last-level cache.
 
 A chase in Python would time the interpreter, so both loops are C (``SOURCE``) compiled at run
-time with ``CC`` or the C++ compiler the compiled optimizations need, cached by the hash of
-source, compiler and flags (``library``), called through ctypes. Without a compiler the probe
-is *skipped* with the reason, never measured another way.
-
-In the pipeline the probe is a workload of the one measuring stack (``build``): one pinned
-instance, 1 thread, its memory bound to the pair's node (the page check fails it otherwise);
-each timed step is one chase and one read pass, and ``summary`` takes the best clean step of
-each (noise only slows a load down) and the median. ``measure`` is the same probe in this
-process (``python -m numa_effects.measure.workloads.memory_probe`` prints it). Idle latency
-only: no loaded latency, no writes, no multi-core bandwidth.
+time (``compiler``, ``library``) and called through ctypes; without a compiler the probe is
+*skipped*, never measured another way. In the pipeline the probe is a workload of the one
+measuring stack (``build``, ``summary``: the best clean step, noise only slows a load down);
+``measure`` runs it in this process (``python -m numa_effects.measure.workloads.memory_probe``).
 """
 
 from __future__ import annotations
@@ -124,7 +112,6 @@ class ProbeError(WorkloadError):
     """The probe's C code could not be compiled or its buffer allocated."""
 
 
-# -- the compiler and the compiled library ------------------------------------------------------
 def compiler(environ=None) -> tuple[str | None, str | None]:
     """(the compiler's path, None) or (None, why there is none): ``CC`` when set, else
     ``REQUIREMENTS["cxx"]`` on ``PATH``."""
@@ -201,7 +188,6 @@ def buffer_bytes(llc: int | None) -> int:
     return min(MAX_BUFFER_BYTES, -(-want // huge) * huge)
 
 
-# -- the probe ---------------------------------------------------------------------------------
 class Probe:
     """The linked buffer (first touched here: under the process's memory policy) and the two
     timed loops; ``close`` frees it."""
@@ -305,7 +291,6 @@ def measure(
     }
 
 
-# -- the pipeline's memory job: a workload of the one measuring stack ---------------------------
 TORCH = False  # the instance never imports torch: Python's start and the probe are its cost
 
 

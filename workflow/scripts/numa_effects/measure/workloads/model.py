@@ -32,7 +32,6 @@ AOT_FOLDER = "aot"  # AOTInductor packages (``bf16_aot``), under the run's compi
 DTYPE_PAIRS = {"bfloat16": ("bf16/bf16",), "int8": ("u8/s8", "s8/s8")}
 
 
-# -- the optimizations' steps ----------------------------------------------------------------------
 def setup_inductor(settings: dict):
     """Inductor set up for inference: freezing on, the run's shared cache folder if named."""
     import torch._inductor.config as inductor_config
@@ -213,7 +212,6 @@ def _build_package(tmp: str, threads: int) -> None:
         raise RuntimeError(f"AOTInductor build failed: {done.stderr[-2000:]}")
 
 
-# -- the workload ---------------------------------------------------------------------------------
 def convert(opt: str, model, x, settings: dict):
     """(fn, x, warnings) of ``optimize``; ``supervise.classify`` finds this frame."""
     import torch
@@ -357,7 +355,6 @@ def check(precision) -> tuple[str, str] | None:
     return Cause.NUMERICS, numerics.failure_message(num)
 
 
-# -- the model's memory footprint (plan.memory.FOOTPRINT) ---------------------------------------
 def footprint(model: str, image_size: int = 224) -> tuple[int, int]:
     """(parameters + buffers, bytes of the largest layer's input + output) for one image, from
     a forward pass on the meta device."""
