@@ -441,11 +441,8 @@ def _unverified(per: list[dict]) -> Failure | None:
 
 def _provenance(insts: list[Instance], per: list[dict], started: str) -> dict:
     one = per[0] if len(per) == 1 else None
-    seen: list = []
-    for i in per:
-        for w in i["warnings"]:
-            if w not in seen:
-                seen.append(w)
+    warns = [w for i in per for w in i["warnings"]]
+    seen = [w for k, w in enumerate(warns) if w not in warns[:k]]
     return {
         "started_at": one["started_at"] if one else started,
         "finished_at": provenance.now(),

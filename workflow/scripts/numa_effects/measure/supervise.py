@@ -24,7 +24,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.measure.causes import Cause
@@ -73,7 +73,6 @@ class Outcome:
     oom_kills: int = 0
     cpu_s: float = 0.0
     max_rss_kb: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def signal(self) -> signal.Signals | None:
@@ -183,10 +182,8 @@ class Guard:
             signal.signal(s, h)
         if exc_type is not None:
             self.kill_all()
-            return
-        if self.received:
-            self.kill_all()
-            raise Interrupted(f"the launcher received {signal.Signals(self.received[0]).name}")
+        elif self.received:
+            self.check()  # raises Interrupted
 
     def _on_signal(self, signum, frame) -> None:
         self.received.append(signum)
