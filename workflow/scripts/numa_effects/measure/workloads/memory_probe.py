@@ -36,16 +36,12 @@ COMPILE_TIMEOUT_S = 120.0
 SEED = 0
 
 SOURCE = r"""
-/* numa_effects.measure.workloads.memory_probe: valid C and C++, compiled as C. */
+/* numa_effects.measure.workloads.memory_probe: compiled as C (-x c), also by a C++ compiler. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 void *probe_alloc(uint64_t bytes) {
     void *p = NULL;
@@ -101,10 +97,6 @@ uint64_t probe_read(const uint64_t *buf, uint64_t words) {
     }
     return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
 }
-
-#ifdef __cplusplus
-}
-#endif
 """
 
 
