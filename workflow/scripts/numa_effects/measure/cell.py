@@ -99,8 +99,7 @@ def minor_faults() -> int:
 
 
 def first_call(step) -> None:
-    """The first step of a compiled model: it compiles there, so an exception is a
-    ``compile-error``."""
+    """A compiled model's first step: it compiles there, so an exception is a compile-error."""
     try:
         step()
     except Exception as exc:

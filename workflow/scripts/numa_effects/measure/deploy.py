@@ -124,8 +124,7 @@ def widest_pct(runs: dict, rows: list[dict]) -> float:
 
 
 def until(rows: list[dict], job: dict, started: float):
-    """The stop rule: after ``rounds``, once every gain is within ``target_pct``, or when the
-    next round would overrun ``allowance_s``."""
+    """The stop rule: after ``rounds``, once every gain is within ``target_pct`` or time is up."""
     last = {"t": started}
 
     def check(runs: dict, replicate: int) -> str | None:

@@ -41,8 +41,7 @@ def spec_path(log: str | os.PathLike) -> Path:
 
 
 def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
-    """(the record's allocator, the instance's base environment with it preloaded, why not)
-    for allocator ``name`` on this machine."""
+    """(the record's allocator, the environment with it preloaded, why not) on this machine."""
     alloc = allocators.get(name)
     path = allocators.locate(alloc)
     why = allocators.skip_reason(alloc, path)
@@ -191,8 +190,7 @@ def run(
 
 
 def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw) -> GroupRecord:
-    """A group job: every configuration prepared first (one that cannot run here fails the job
-    before anything runs), then measured (``measure_all``)."""
+    """A group job: every configuration prepared first (before anything runs), then measured."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),

@@ -109,8 +109,7 @@ def check(fn, x, ref, dtype: str) -> dict:
 
 
 def judge(y, ref, dtype: str) -> dict:
-    """``{"agreement": ..., "verdict": ...}`` of output ``y`` (its first rows when ``ref`` has
-    fewer) against ``ref``."""
+    """``{"agreement", "verdict"}`` of output ``y`` (its first rows, as many as ``ref``'s)."""
     if hasattr(y, "shape") and hasattr(ref, "shape") and len(y.shape) and len(ref.shape):
         y = y[: ref.shape[0]]
     agree = agreement(y, ref)

@@ -118,8 +118,7 @@ def parse(text: str) -> dict:
 
 
 def summary(primitives: list[dict]) -> str:
-    """One line for a table, the compute primitives first
-    (``convolution brg_conv_fwd:avx2 f32/f32 x20; reorder simple:any f32/- x2``)."""
+    """One line for a table, the compute primitives first (``convolution ... f32/f32 x20``)."""
     if not primitives:
         return NO_PRIMITIVE
     order = sorted(primitives, key=lambda p: (p["kind"] not in COMPUTE_KINDS, -p["count"]))

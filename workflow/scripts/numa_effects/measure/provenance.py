@@ -46,8 +46,7 @@ def proc_status(path: str = "/proc/self/status") -> dict[str, str]:
 
 
 def binding() -> dict:
-    """The CPU and memory binding actually in force for this process, and whether its address
-    space is laid out at random (``aslr``)."""
+    """The CPU and memory binding in force for this process, and its ``aslr``."""
     st = proc_status()
     return {
         "cpus_allowed_list": st.get("Cpus_allowed_list", ""),

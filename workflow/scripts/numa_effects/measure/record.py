@@ -29,8 +29,7 @@ class FormatError(ValueError):
 
 @dataclass(frozen=True)
 class Failure:
-    """Why a measurement has no result: its ``cause`` (a ``causes.Cause``), a message, and what
-    the failed process left."""
+    """Why a measurement has no result (``cause``: a ``causes.Cause``) and what its process left."""
 
     cause: str
     message: str

@@ -220,8 +220,7 @@ class Guard:
 def run_child(
     cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
 ) -> Outcome:
-    """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``; kill it after
-    ``timeout_s``."""
+    """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``, killed at ``timeout_s``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ooms = oom_kill_count()
     started = time.monotonic()

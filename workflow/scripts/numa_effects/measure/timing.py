@@ -157,8 +157,7 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
 
 
 def clean_steps(report: dict, measurement: dict, clean: bool) -> list:
-    """The clean timed steps' entries of a workload's per-step ``report["times_s"]`` (warm-up
-    first, the last ``n`` timed); none unless ``clean`` (the record has statistics)."""
+    """The clean timed steps' entries of a workload's ``report["times_s"]`` (none unless clean)."""
     n = len(measurement.get("latencies_s") or [])
     excluded = list(measurement.get("excluded") or [False] * n)
     steps = (report.get("times_s") or [])[-n:] if n else []

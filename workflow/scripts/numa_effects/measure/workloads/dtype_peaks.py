@@ -45,15 +45,13 @@ MAX_CALLS = 64
 
 
 def scaled(shape: dict, threads: int) -> dict:
-    """A convolution's shape at ``threads``: its batch times the threads, at most
-    ``MAX_BATCH``."""
+    """A convolution's shape at ``threads``: its batch times the threads, at most ``MAX_BATCH``."""
     n = min(shape["n"] * max(1, int(threads)), max(MAX_BATCH, shape["n"]))
     return {**shape, "n": n}
 
 
 def matrix_size(threads: int, base: int = MATRIX_SIZE) -> int:
-    """A product's side at ``threads``: ``base`` times the threads' cube root, rounded up to a
-    multiple of 128."""
+    """A product's side: ``base`` x the threads' cube root, rounded up to a multiple of 128."""
     side = base * max(1, int(threads)) ** (1 / 3)
     return int(-(-round(side, 6) // 128) * 128)
 
@@ -220,8 +218,7 @@ def best(per_kernel: dict[str, dict]) -> dict:
 def measure(
     dtype: str, seconds: float = SECONDS, available: dict | None = None, threads: int = 1
 ) -> dict:
-    """Every kernel of ``dtype`` for ``threads`` timed in this process, and the best.
-    ``available``: ``plan.optimizations.availability()``."""
+    """Every kernel of ``dtype`` for ``threads`` timed in this process, and the best."""
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available

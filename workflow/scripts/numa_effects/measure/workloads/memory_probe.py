@@ -105,8 +105,7 @@ class ProbeError(WorkloadError):
 
 
 def compiler(environ=None) -> tuple[str | None, str | None]:
-    """(the compiler's path, None) or (None, why there is none): ``CC`` when set, else
-    ``REQUIREMENTS["cxx"]`` on ``PATH``."""
+    """(path, None) or (None, why none) of ``CC``, else of ``REQUIREMENTS["cxx"]`` on ``PATH``."""
     from numa_effects.plan.optimizations import REQUIREMENTS
 
     env = os.environ if environ is None else environ
@@ -181,8 +180,7 @@ def buffer_bytes(llc: int | None) -> int:
 
 
 class Probe:
-    """The linked buffer (first touched here: under the process's memory policy) and the two
-    timed loops; ``close`` frees it."""
+    """The linked buffer (first touched here, under the memory policy) and the timed loops."""
 
     def __init__(self, lib_path: str, size: int, seed: int = SEED):
         if size < 2 * LINE_BYTES:
@@ -257,8 +255,7 @@ def measure(
     environ=None,
     cpu: int = 0,
 ) -> dict:
-    """The probe in this process: one untimed step, then ``steps`` timed ones; status
-    ``skipped`` without a compiler."""
+    """The probe in this process: one untimed step, then ``steps`` timed ones (or skipped)."""
     cc, why = compiler(environ)
     if cc is None:
         return {"status": "skipped", "reason": why}
@@ -287,8 +284,7 @@ TORCH = False  # the instance never imports torch: Python's start and the probe 
 
 
 def prepare(instance, environ=None) -> dict:
-    """Where the job runs: the compiled library and the compiler. Raises ``Skip`` without a
-    compiler, ``ProbeError`` when the compiler fails."""
+    """Where the job runs: the compiled library (``Skip`` without a compiler)."""
     cc, why = compiler(environ)
     if cc is None:
         raise Skip(why)

@@ -356,8 +356,7 @@ def check(precision) -> tuple[str, str] | None:
 
 
 def footprint(model: str, image_size: int = 224) -> tuple[int, int]:
-    """(parameters + buffers, bytes of the largest layer's input + output) for one image, from
-    a forward pass on the meta device."""
+    """(parameters + buffers, largest layer's input + output bytes) of one image, on "meta"."""
     import torch
     import torchvision
 
