@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from numa_effects.measure import provenance
 from numa_effects.measure.causes import Cause
 from numa_effects.plan import cpulist
 
@@ -116,20 +117,13 @@ def parse_task_stat(text: str) -> dict:
     }
 
 
-def _status_field(text: str, key: str) -> str:
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    return ""
-
-
 def read_tasks(proc: str | os.PathLike = "/proc/self") -> list[dict]:
     """Every task (thread) of the process: tid, comm, last CPU, allowed CPUs."""
     tasks = []
     for task_dir in sorted(Path(proc, "task").iterdir(), key=lambda p: int(p.name)):
         try:
             stat = parse_task_stat((task_dir / "stat").read_text())
-            status = (task_dir / "status").read_text()
+            status = provenance.proc_status(str(task_dir / "status"))
         except (FileNotFoundError, ProcessLookupError):
             continue  # the thread exited while we looked
         tasks.append(
@@ -137,7 +131,7 @@ def read_tasks(proc: str | os.PathLike = "/proc/self") -> list[dict]:
                 "tid": stat["tid"],
                 "comm": stat["comm"],
                 "last_cpu": stat["processor"],
-                "cpus_allowed": _status_field(status, "Cpus_allowed_list"),
+                "cpus_allowed": status.get("Cpus_allowed_list", ""),
             }
         )
     return tasks
@@ -274,8 +268,6 @@ def at_start(plan: dict, binding: dict | None = None) -> dict:
     """The CPU and memory policy checks, made when the process starts (before torch's import):
     a binding wrong there stays wrong, so the cell fails at once instead of after its whole
     measurement. ``binding``: read now when None."""
-    from numa_effects.measure import provenance
-
     if binding is None:
         binding = provenance.binding()
     return {
@@ -295,8 +287,6 @@ def anon_huge_kb(smaps_rollup: str) -> int | None:
 
 def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/proc/self") -> dict:
     """Read the live process and evaluate it against ``plan`` (``binding``: read now if None)."""
-    from numa_effects.measure import provenance
-
     if binding is None:
         binding = provenance.binding()
     tasks = read_tasks(proc)
