@@ -225,11 +225,9 @@ def run_delay_s(pids, proc: str | os.PathLike = "/proc") -> float | None:
     total, found = 0, False
     for pid in pids:
         for f in Path(proc, str(pid), "task").glob("*/schedstat"):
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):  # a thread that just ended
                 total += int(f.read_text().split()[1])
                 found = True
-            except (OSError, IndexError, ValueError):  # a thread that just ended
-                pass
     return total / 1e9 if found else None
 
 

@@ -71,10 +71,8 @@ def best(runs: dict, cids: list[str], objective: str) -> str | None:
         vals = list(round_values(runs, cid, objective).values())
         if vals:
             means[cid] = float(np.mean(np.log(vals)))
-    if not means:
-        return None
     pick = min if objective == LATENCY else max
-    return pick(means, key=means.get)
+    return pick(means, key=means.get) if means else None
 
 
 def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:

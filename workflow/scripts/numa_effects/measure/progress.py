@@ -30,10 +30,7 @@ def start(results: str | os.PathLike, estimates: list[float]) -> None:
 
 def results_of(out: str | os.PathLike) -> Path | None:
     """The results folder of a run started above ``out``, or None."""
-    for parent in Path(out).resolve().parents:
-        if (parent / START).is_file():
-            return parent
-    return None
+    return next((p for p in Path(out).resolve().parents if (p / START).is_file()), None)
 
 
 def line(started: float, estimates: list[float], done: int, now: float) -> str:

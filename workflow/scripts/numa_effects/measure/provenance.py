@@ -3,6 +3,7 @@ machine facts. Every function reads; none changes anything."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import platform
@@ -68,11 +69,9 @@ def address_randomization(
 ) -> str:
     """This process's address-space layout randomization: ``on``, ``partial`` (not the heap),
     ``off`` (level 0, or ADDR_NO_RANDOMIZE in its personality) or ``unknown``."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         if int(Path(personality).read_text().strip(), 16) & ADDR_NO_RANDOMIZE:
             return "off"
-    except (OSError, ValueError):
-        pass
     try:
         return ASLR_LEVELS.get(Path(sysctl).read_text().strip(), "unknown")
     except OSError:
