@@ -1,22 +1,15 @@
 """The torchvision model of a cell, built with the least import that gives the same model.
 
-``import torchvision`` runs the package's ``__init__``, which imports every model family,
-detection, video and ``torchvision.ops``; and ``torchvision.ops.roi_align`` imports
-``torch._dynamo`` (sympy and the whole compiler front end). Measured on this project's 2-core
-machine (torch 2.14.1, torchvision 0.29.1, under load): ``import torchvision`` 3.4 s after
-``import torch`` (3.0 s), of which ``torch._dynamo`` 3.45 s, against 0.05 s for the ResNet module
-alone: a third of every replicate's process start, and minutes per process in the TCG guest.
-
-A ResNet (``torchvision/models/resnet.py``: ``resnet*``, ``resnext*``, ``wide_resnet*``) needs none
-of it. For an optimization that does not compile (graph ``eager`` or ``torchscript``), the cell
-imports that module alone: the packages ``torchvision`` and ``torchvision.models`` are registered
-as bare packages of the installed torchvision (their ``__init__`` not run) and
-``torchvision.models.resnet`` is imported from them -- the same source file, the same classes,
-the same initialisation, built by the same ``get_model``. What is skipped: torchvision's custom
-operators (nms, roi_align; a classification ResNet calls none) and the compiler's import. A
-compiled optimization (graph ``inductor``) imports ``torch._dynamo`` anyway, so it imports
-torchvision normally, as does every other model family. The cell records which (``model_import``:
-``lean`` or ``package``); ``tests/test_builder.py`` checks that both give the same model.
+``import torchvision`` imports every model family and ``torchvision.ops``, which imports
+``torch._dynamo`` (sympy and the compiler front end): about 3.4 s after ``import torch``, against
+0.05 s for the ResNet module alone, a third of a replicate's process start. So for a ResNet
+under an optimization that does not compile (graph ``eager`` or ``torchscript``) the cell
+registers ``torchvision`` and ``torchvision.models`` as bare packages (their ``__init__`` not
+run) and imports ``torchvision.models.resnet`` alone: the same source, classes and
+initialisation, built by the same ``get_model``, without the custom operators a classification
+ResNet never calls. Everything else imports torchvision normally. The cell records which
+(``model_import``: ``lean`` or ``package``); ``tests/test_builder.py`` checks both give the same
+model.
 """
 
 from __future__ import annotations

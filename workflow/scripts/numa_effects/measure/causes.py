@@ -1,11 +1,8 @@
 """The causes a failed cell (or peak run) ends with: one registry, one line of meaning each.
 
-The code that classifies a failure (``supervise.classify``, ``job``, ``verify``, ``cell``, a
-workload's ``check``) names its cause from ``Cause``; ``failure_cause`` in cells.csv and ``cause``
-in failures.csv hold the value. The table in docs/troubleshooting.md ("A cell that fails is a
-result") is ``markdown()`` between its markers, and tests/test_causes.py fails when they differ. A
-new cause is one ``Cause`` member and one ``MEANING`` line; regenerate the table with
-``PYTHONPATH=workflow/scripts python -m numa_effects.measure.causes``.
+``failure_cause`` in cells.csv and ``cause`` in failures.csv hold the value. The table in
+docs/troubleshooting.md is ``markdown()`` between its markers (tests/test_causes.py compares);
+regenerate it with ``PYTHONPATH=workflow/scripts python -m numa_effects.measure.causes``.
 """
 
 from __future__ import annotations

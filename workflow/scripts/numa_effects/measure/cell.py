@@ -1,36 +1,22 @@
-"""The pinned instance process of every measurement (a cell, a dtype's peak, a node pair's
-memory probe, each instance of a packing group), driven by ``runner``.
+"""The pinned instance process of every measurement, driven by ``runner``.
 
-Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S [--instance J]`` with
-``OMP_NUM_THREADS`` set (and its allocator preloaded: ``measure.job``), ``S`` the measurement's
-spec (``plan.spec.Spec``, resolved where the job runs) and ``J`` which of its instances this is
-(default 0). Before anything else its CPUs and memory policy are checked against its plan
-(``verify.at_start``): when they are wrong it replies ``{"ready": false, "verification": ...}``
-and ends, without importing torch. Then it sets its threads (``set_threads``, for a workload
-that uses torch), builds its workload (the module ``measure.job`` resolved from
-``measure.workloads.WORKLOADS``: ``build``), prints one JSON line ``{"ready": true, ...}``
-(torch's import, build, reference and conversion times, threads, pid, CPU time, the canary
-kernel's name) on its protocol pipe (the original stdout; anything the libraries print goes to
-stderr, its log), then answers one-line commands on stdin, one JSON line each:
+Run as ``numactl <binding> python -m numa_effects.measure.cell --spec S [--instance J]``. It
+first checks its CPUs and memory policy (``verify.at_start``: when wrong it replies ``{"ready":
+false, ...}`` without importing torch), sets its threads, builds its workload and replies
+``{"ready": true, ...}`` on its protocol pipe (the original stdout; all else printed goes to
+stderr, its log). Then it answers one-line commands on stdin with one JSON line each:
 
-- ``go``: one step of its workload, timed by itself: ``{"t0", "t1", "minor_faults", "cpu_s"}``
-  (``time.perf_counter`` just around the step: CLOCK_MONOTONIC, one clock for every process of
-  the machine; the minor page faults during the step, ``minor_faults``, read just outside the
-  interval; then its process CPU time from getrusage, all threads, outside the interval).
-- ``go canary``: the same, and after ``t1`` the canary (``make_canary``: a fixed, cache-resident
-  float32 matrix product, timed the same way): ``{"t0", "t1", "minor_faults", "canary_s",
-  "cpu_s"}`` (the CPU time read after the canary, so the probe counts it as the process's own).
-- ``verify``: first the workload's ``report`` (a model cell with ``inspect`` in its options:
-  one untimed call with oneDNN verbose on; the peak: each kernel's time per step), then the
-  in-process verification (``verify.run``, and the allocator from ``/proc/self/maps``:
-  ``verify.check_allocator``) against its plan and its binding read back
-  (``provenance.binding``), peak RSS and the warnings seen.
+- ``go``: one step timed by itself with ``time.perf_counter`` (one clock for every process):
+  ``t0``, ``t1``, the minor page faults during the step, then its CPU time (getrusage), all read
+  outside the interval.
+- ``go canary``: the same, and after ``t1`` the canary (``make_canary``) timed as ``canary_s``,
+  before the CPU time is read (so the probe counts it as the process's own).
+- ``verify``: the workload's ``report``, the in-process verification (``verify.run``, and the
+  allocator's), the binding read back, peak RSS and the warnings seen.
 
-End of input (the runner finished, or died) ends it. Exits ``EXIT_MISMATCH`` with a one-line
-reason on stderr when it cannot be measured as labelled (wrong thread count), ``EXIT_COMPILE``
-when a compiled model's first call (where it compiles) raises; another exception (in the
-build, in the conversion, or later) exits 1 with its traceback: ``supervise.classify`` names
-the cause.
+End of input ends it. Exits ``EXIT_MISMATCH`` when its thread count is not the planned one,
+``EXIT_COMPILE`` when a compiled model's first call raises, 1 on any other exception
+(``supervise.classify`` names the cause).
 """
 
 from __future__ import annotations
@@ -46,7 +32,7 @@ import time
 import traceback
 import warnings
 
-from numa_effects.measure import provenance, verify
+from numa_effects.measure import contention, provenance, verify
 from numa_effects.measure.workloads import CompileError
 from numa_effects.plan.spec import Spec
 
@@ -58,15 +44,9 @@ class CellError(RuntimeError):
     """The cell cannot be measured as labelled."""
 
 
-# The canary (settings key ``canary``, docs/performance.md): how fast this process's CPUs run a
-# fixed kernel at this moment, next to each timed step. ``bmm`` (the default): one torch.bmm of
-# 32 products of 96 x 96 float32 matrices (1.2 MiB in, 1.2 MiB out: it stays in the cores'
-# caches, so its time is the CPUs' speed, not the memory placement's), about 0.5 - 1 ms at one
-# thread. The batch is split between the process's threads: each thread computes its own
-# products, with one synchronisation, so at 2 threads it moves with the host's speed as the
-# model does (slope about 1). ``mm``, the first canary: 32 torch.mm calls
-# on one matrix; at 2 threads each call is mostly synchronisation and moved about twice as much
-# as the model (slope 0.4 - 0.5). ``benchmarks/canary.py`` measures both.
+# The canary (docs/performance.md): a fixed cache-resident kernel, so its time is the CPUs' speed.
+# ``bmm`` splits its products between the threads, so it moves with the host's speed as the model
+# does; ``mm`` is mostly synchronisation at 2 threads. ``benchmarks/canary.py`` measures both.
 CANARY_SIZE = 96
 CANARY_REPEATS = 32
 CANARY_KERNELS = {
@@ -77,8 +57,7 @@ CANARY_KERNEL = "bmm"
 
 
 def make_canary(kernel: str = CANARY_KERNEL):
-    """The canary kernel (``CANARY_KERNELS``): a callable running ``CANARY_REPEATS`` products of
-    fixed ``CANARY_SIZE`` square matrices, allocated here (in this process, under its binding)."""
+    """The canary kernel (``CANARY_KERNELS``), its matrices allocated here, under the binding."""
     import torch
 
     if kernel not in CANARY_KERNELS:
@@ -114,21 +93,13 @@ def set_threads(threads: int) -> dict:
     return {"torch_num_threads": got, "torch_num_interop_threads": torch.get_num_interop_threads()}
 
 
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 def minor_faults() -> int:
-    """This process's minor page faults so far (getrusage, all threads): read just outside a
-    step's interval, their difference is the pages the step touched for the first time -- memory
-    the allocator gave back to the kernel and took again (docs/performance.md, "One replicate")."""
+    """This process's minor page faults so far: around a step, the pages it touched anew."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def first_call(step) -> None:
-    """The first step of a compiled model: it compiles there, so an exception is the cell's
-    ``compile-error`` (exit ``EXIT_COMPILE``, the traceback in the log)."""
+    """A compiled model's first step: it compiles there, so an exception is a compile-error."""
     try:
         step()
     except Exception as exc:
@@ -138,13 +109,10 @@ def first_call(step) -> None:
 
 
 def start(spec: Spec, j: int, reply):
-    """Check the binding, import torch where the workload uses it, build the workload and say
-    ready: (the instance, its build, the threads' facts), or None when the binding was wrong at
-    the start (replied, nothing built)."""
+    """Check the binding, import torch if used, build the workload and say ready: (instance,
+    build, threads' facts), or None when the binding was wrong (replied, nothing built)."""
     started = provenance.now()
     inst = spec.instances[j]
-    # CPUs and memory policy first, before torch's import and the build: a binding wrong now
-    # fails the measurement at once (verify.at_start)
     early = verify.at_start(inst.plan.to_dict())
     if not early["ok"]:
         reply({"ready": False, "pid": os.getpid(), "verification": early})
@@ -152,8 +120,7 @@ def start(spec: Spec, j: int, reply):
     runtime = importlib.import_module(inst.resolved["module"])
     info, import_s = {}, 0.0
     if runtime.TORCH:
-        # torch's import, timed apart (import_s): with the CUDA build the largest fixed cost of a
-        # process (benchmarks/overhead.py); the model's own import (builder) is in build_s
+        # timed apart: with the CUDA build the largest fixed cost of a process
         t0 = time.perf_counter()
         import torch  # noqa: F401
 
@@ -169,7 +136,7 @@ def start(spec: Spec, j: int, reply):
             **built.timings,
             "threads_info": info,
             "canary_kernel": CANARY_KERNELS[CANARY_KERNEL],
-            "cpu_s": cpu_s(),
+            "cpu_s": contention.process_cpu_s(),
         }
     )
     return inst, built, info
@@ -187,12 +154,11 @@ def timed_step(step, canary=None) -> dict:
         c0 = clock()
         canary()
         timed["canary_s"] = clock() - c0
-    return {**timed, "cpu_s": cpu_s()}
+    return {**timed, "cpu_s": contention.process_cpu_s()}
 
 
 def verified(inst, built, info: dict, caught: list) -> dict:
-    """The ``verify`` reply: after the timed steps an untimed call may inspect the kernels,
-    reading /proc cannot disturb a timing, the threads exist and the memory is resident."""
+    """The ``verify`` reply, after the timed steps (then reading /proc cannot disturb them)."""
     inspected = built.report() if built.report else None
     verification = verify.run(inst.plan.to_dict())
     if inst.resolved.get("allocator"):
@@ -208,8 +174,7 @@ def verified(inst, built, info: dict, caught: list) -> dict:
 
 
 def serve(spec: Spec, j: int, commands, reply) -> None:
-    """Build instance ``j``'s workload, say ready, then answer ``commands`` (see the module
-    docstring)."""
+    """Build instance ``j``'s workload, say ready, then answer ``commands``."""
     got = start(spec, j, reply)
     if got is None:
         return
@@ -269,13 +234,10 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     rc = main()
-    # Its protocol has ended: nothing of the measurement is left to do, so the process ends here,
-    # without Python's shutdown. With torch loaded that shutdown (every module torn down) took
-    # 0.6 - 1.0 s per replicate on the 2-core test machine under load (far less when quiet) and
-    # more than 30 s in the emulated guest, time in which the next replicate cannot start on
-    # these CPUs (docs/performance.md). Given up with it: a crash inside that shutdown, which
-    # would have failed the cell (runner.Instance.close). An exception out of main() still takes
-    # the normal way out (traceback, exit 1).
+    # The protocol has ended: skip Python's shutdown, which with torch loaded took up to a
+    # second per replicate under load and more than 30 s in an emulated guest, time in which
+    # the next replicate cannot start on these CPUs. An exception out of main() still takes the
+    # normal way out (traceback, exit 1).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(rc)

@@ -1,32 +1,12 @@
 """Noise and concurrency guards: was anything else running where a cell was measured?
+(docs/performance.md, "Contaminated iterations are kept out".)
 
-- ``preflight()``, in the runner just before the instance processes start: the machine's
-  1-minute load average, the number of other runnable tasks (``procs_running`` of /proc/stat
-  minus the reader) and the busiest other processes at that moment.
-- ``Watch(cpus, own=...)``, in the runner around the timed measurement: per-CPU busy time of
-  the instances' CPUs from /proc/stat against their own CPU time (all threads, from getrusage in
-  each instance, reported with every step: ``runner``). What the CPUs spent beyond that went to
-  someone else (another process, kernel threads, interrupts). The window is flagged
-  ``contended`` when that exceeds ``FOREIGN_SHARE_LIMIT`` of the CPUs' capacity over the window
-  (and the tick resolution of /proc/stat). Busy SMT siblings of the cores (when the instances do
-  not use them) count the same way: they share the core's execution units. The machine's
-  other CPUs' busy share over the window is recorded beside it (``other_cpus_busy_pct``, this
-  runner and Snakemake included): load there shares the cache, memory bandwidth and clock.
-
-- ``IterationProbe(cpus, own=..., pids=...)``, in the runner around every timed round
-  (``timing.run(probe=...)``): the same /proc/stat deltas per round, as the share of the CPUs'
-  (and their SMT siblings') capacity that other tasks used (``foreign_share_pct``), minus one
-  10 ms tick per CPU of resolution; and, with nanosecond resolution, the time the instances'
-  threads waited runnable on a run queue while another task had their CPU (``run_delay_s``:
-  ``/proc/<pid>/task/*/schedstat``), as a share of the cell's CPU capacity over the round
-  (``run_delay_pct``). The tick-based share cannot see a disturbance shorter than a tick per
-  CPU (a 25 ms round hides up to 40 % of foreign time); the run-queue delay sees any that made
-  the measured threads wait. ``timing`` excludes rounds where either share is above
-  ``exclude_foreign_pct`` from the statistics.
-
-Flagged cells are kept (a shared server is never perfectly quiet); the columns ``contended``,
-``foreign_cpu_pct``, ``load_1m`` and ``runnable_others`` in cells.csv let the analysis drop or
-re-run them.
+``preflight`` records the machine's load just before the instances start. ``Watch`` (the whole
+timed window) and ``IterationProbe`` (each timed round) compare the busy time of the instances'
+CPUs and SMT siblings (/proc/stat) with the instances' own CPU time: the rest went to someone
+else. The probe also reads the time the instances' threads waited runnable (schedstat), which
+sees disturbances shorter than /proc/stat's tick. Flagged cells are kept (a shared server is
+never perfectly quiet); the tables' columns let the analysis drop or re-run them.
 """
 
 from __future__ import annotations
@@ -162,14 +142,14 @@ def assess(
 
 
 def process_cpu_s() -> float:
-    """This process's CPU time so far, all threads (getrusage)."""
+    """This process's CPU time so far, all threads."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 
 
 class Watch:
     """Snapshot the CPUs now; ``stop()`` returns the verdict for the window since. ``own``: the
-    CPU seconds of the measured processes so far (default: this process's)."""
+    measured processes' CPU seconds so far."""
 
     def __init__(self, cpus, proc_stat: str | os.PathLike = "/proc/stat", own=None):
         self.cpus = tuple(int(c) for c in cpus)
@@ -191,9 +171,8 @@ class Watch:
         def delta(cpus):
             return sum(busy.get(c, 0.0) - self._busy.get(c, 0.0) for c in cpus)
 
-        # The second signal: the machine's other CPUs (not the cell's, not their siblings).
-        # Their load is not on the cell's CPUs but still costs it shared L3, memory bandwidth,
-        # the uncore clock (and on a VM the host's hyperthread): recorded, not excluded.
+        # The machine's other CPUs: their load still costs the cell shared L3, memory
+        # bandwidth and the uncore clock: recorded, not excluded.
         others = sorted(set(busy) - set(self.cpus) - set(self.siblings))
         other_pct = (
             round(100.0 * delta(others) / max(len(others) * window, 1e-9), 2) if others else None
@@ -219,16 +198,14 @@ ITERATION_TICK_SLACK = 1  # per CPU: /proc/stat's resolution within one iteratio
 def foreign_share_pct(
     cpus_busy_s: float, own_cpu_s: float, window_s: float, ncpus: int, hz: int = 100
 ) -> float:
-    """The share (%) of ``ncpus`` CPUs' capacity over ``window_s`` that went to other tasks:
-    busy time beyond the process's own CPU time, less ``ITERATION_TICK_SLACK`` ticks per CPU
-    (busy time is counted in whole ticks). Pure: unit-tested on recorded /proc/stat."""
+    """The share (%) of ``ncpus`` CPUs' capacity over ``window_s`` that went to other tasks,
+    less ``ITERATION_TICK_SLACK`` ticks per CPU (busy time is counted in whole ticks)."""
     foreign = cpus_busy_s - own_cpu_s - ITERATION_TICK_SLACK * ncpus / hz
     return max(0.0, 100.0 * foreign / max(ncpus * window_s, 1e-9))
 
 
 def descendants(pids, proc: str | os.PathLike = "/proc") -> tuple[int, ...]:
-    """``pids`` and every process below them (``/proc/<pid>/task/*/children``: a wrapper that
-    forks instead of exec-ing keeps its measured child in view)."""
+    """``pids`` and every process below them (a wrapper that forks keeps its child in view)."""
     seen: list[int] = []
     todo = [int(p) for p in pids]
     while todo:
@@ -243,32 +220,26 @@ def descendants(pids, proc: str | os.PathLike = "/proc") -> tuple[int, ...]:
 
 
 def run_delay_s(pids, proc: str | os.PathLike = "/proc") -> float | None:
-    """Seconds that every thread of ``pids`` has spent runnable but waiting for a CPU, summed
-    (the second field of ``/proc/<pid>/task/<tid>/schedstat``, in ns; the kernel's
-    ``sched_info``). None when no such file can be read (a kernel without schedstats)."""
+    """Seconds the threads of ``pids`` have spent runnable but waiting for a CPU (schedstat's
+    second field), summed; None without schedstats."""
     total, found = 0, False
     for pid in pids:
         for f in Path(proc, str(pid), "task").glob("*/schedstat"):
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):  # a thread that just ended
                 total += int(f.read_text().split()[1])
                 found = True
-            except (OSError, IndexError, ValueError):  # a thread that just ended
-                pass
     return total / 1e9 if found else None
 
 
 def run_delay_pct(delay_s: float, window_s: float, ncpus: int) -> float:
-    """The run-queue delay of a window as a share (%) of the cell's CPU capacity over it: how
-    much of the time its ``ncpus`` threads should have run they waited instead. Pure."""
+    """The run-queue delay of a window as a share (%) of the cell's CPU capacity over it."""
     return max(0.0, 100.0 * delay_s / max(ncpus * window_s, 1e-9))
 
 
 class IterationProbe:
-    """Foreign CPU share of the cell's CPUs and their SMT siblings over each timed iteration:
-    ``begin()`` just before it, ``end()`` just after (outside the timed region), returning the
-    larger of the /proc/stat share and the run-queue delay share of the processes ``pids``
-    (``last_run_delay_pct``, None without pids or schedstats). ``read``, ``own`` and
-    ``delay`` are injectable for tests (a recorded /proc/stat sequence)."""
+    """Foreign CPU share of the cell's CPUs and SMT siblings over each timed iteration:
+    ``end()`` returns the larger of the /proc/stat share and the run-queue delay share of
+    ``pids`` (``last_run_delay_pct``). ``read``, ``own`` and ``delay``: injectable (tests)."""
 
     def __init__(
         self,

@@ -1,17 +1,11 @@
-"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side: round by
-round, every configuration once per round in ABBA order (``plan.spec.abba``), so that what
-drifts between rounds moves every configuration alike and each gain is a paired ratio over
-rounds (``gains``; docs/deploy.md).
+"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side, every
+configuration once per round in ABBA order, so that drift moves every configuration alike and
+each gain is a paired ratio over rounds (docs/deploy.md). The job is a group of the front door
+(``measure.job``); after ``rounds`` rounds it goes on up to ``max_rounds`` while a gain is known
+less precisely than ``target_pct`` and the next round fits the time allowance (``until``).
 
-The job is a group of the one front door (``measure.job``; its spec ``plan.spec.deploy``): one
-pinned instance process per instance, each with its own optimization, allocator, threads, batch
-and binding; a round's latency is the barrier round's (all instances start together). After
-``rounds`` rounds the job goes on, round by round up to ``max_rounds``, while a gain of an
-objective's best configuration is known less precisely than ``target_pct`` and the next round
-fits the job's time allowance (``until``).
-
-The judging (``metric``, ``gains``, ``best``) is pure, on the records (``measure.record``):
-``tables.deploy`` reads the same functions into ``recommendation.csv``.
+The judging (``metric``, ``gains``, ``best``) is pure, on the records: ``tables.deploy`` reads
+the same functions.
 """
 
 from __future__ import annotations
@@ -29,13 +23,9 @@ from numa_effects.plan import spec as spec_mod
 LATENCY, THROUGHPUT = "latency", "throughput"
 
 
-# -- judging (pure) ----------------------------------------------------------------------------
-
-
 def metric(rec: Record, objective: str) -> float:
-    """A measured configuration's value for an objective: the request's median latency
-    (seconds; the barrier round's) or the machine's images per second (each instance's batch
-    over its own median latency, summed); NaN without statistics."""
+    """A configuration's value for an objective: the median latency (s) or the images per
+    second (each instance's batch over its own median, summed); NaN without statistics."""
     if rec.status != "ok" or not rec.stats:
         return math.nan
     if objective == LATENCY:
@@ -67,8 +57,7 @@ def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
 
 
 def gain_rounds(runs: dict, best: str, other: str, objective: str) -> np.ndarray:
-    """ln(gain) per paired round: how many times faster (latency: other / best) or more
-    images per second (throughput: best / other) the best configuration is."""
+    """ln(gain) of the best configuration over ``other`` per paired round."""
     b, o = round_values(runs, best, objective), round_values(runs, other, objective)
     if objective == LATENCY:
         return stats.paired_log_ratios(b, o)
@@ -76,23 +65,19 @@ def gain_rounds(runs: dict, best: str, other: str, objective: str) -> np.ndarray
 
 
 def best(runs: dict, cids: list[str], objective: str) -> str | None:
-    """The configuration with the best geometric mean over its measured rounds (None: none
-    measured)."""
+    """The configuration with the best geometric mean over its rounds (None: none measured)."""
     means = {}
     for cid in cids:
         vals = list(round_values(runs, cid, objective).values())
         if vals:
             means[cid] = float(np.mean(np.log(vals)))
-    if not means:
-        return None
     pick = min if objective == LATENCY else max
-    return pick(means, key=means.get)
+    return pick(means, key=means.get) if means else None
 
 
 def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
-    """The pooled variance of the per-round log gains over every comparison of the job (each
-    objective's best against each of its other configurations): the prior that moderates a
-    comparison's own variance (``stats.paired_ratio_ci``)."""
+    """The pooled variance of the per-round log gains over every comparison of the job: the
+    prior that moderates a comparison's own (``stats.paired_ratio_ci``)."""
     groups = []
     for row in rows:
         cids = row_configs(row)
@@ -136,13 +121,8 @@ def widest_pct(runs: dict, rows: list[dict]) -> float:
     return widest
 
 
-# -- measuring ---------------------------------------------------------------------------------
-
-
 def until(rows: list[dict], job: dict, started: float):
-    """The front door's stop rule of a deploy job (``measure.job.measure_all``): after round
-    ``rounds``, stop once every gain is within ``target_pct``, or when the next round would
-    overrun ``allowance_s``."""
+    """The stop rule: after ``rounds``, once every gain is within ``target_pct`` or time is up."""
     last = {"t": started}
 
     def check(runs: dict, replicate: int) -> str | None:
@@ -162,8 +142,7 @@ def until(rows: list[dict], job: dict, started: float):
 
 
 def run(job: dict, plan: dict, out, log, timeout_s: float, max_memory_mb=None) -> GroupRecord:
-    """Measure every configuration of the deploy ``plan`` in ABBA rounds (module docstring)
-    through the front door and write its record to ``out``; ``job``: ``Plan.deploy_job``."""
+    """Measure the deploy ``plan`` through the front door, its record to ``out``."""
     spec = spec_mod.deploy(job, plan["configurations"])
     stop = until(plan["objectives"], job, time.monotonic())
     return job_mod.run(spec, out, log, timeout_s, max_memory_mb, until=stop)

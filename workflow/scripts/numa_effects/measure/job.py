@@ -1,28 +1,19 @@
-"""The front door of every measurement job: a cell's replicate, a dtype's peak, a node pair's
-memory probe (a ``plan.spec.Spec``: one record) and a packing or interference group (a
-``GroupSpec``: its configurations, one group record). For each it
+"""The front door of every measurement job: a ``plan.spec.Spec`` (a cell's replicate, a dtype's
+peak, a node pair's memory probe: one record) or a ``GroupSpec`` (a packing or interference
+group: one group record). For each it
 
-1. checks where the job runs (``prepare``): numactl on PATH (nothing ever runs unpinned), the
-   plan made when scheduling still holds on this machine (``Configuration.recheck``), each
-   instance's workload resolved from the one registry (``measure.workloads.WORKLOADS``; the
-   memory probe compiles its C code here, or the record says skipped), each instance's
-   allocator library found here and its environment built with it preloaded
-   (``allocator_here``: on a cluster the preload is made where the job runs);
-2. measures (``runner.measure``, the one measuring stack), the spec kept beside each
-   instance's log (``spec_path``: ``python -m numa_effects.measure.job --spec S`` re-runs a
-   cell as the pipeline ran it);
-3. takes the workload's summary (a model's inspection, a peak's rates, a probe's latency and
-   bandwidth) and its check (a model whose outputs disagree with float32 eager fails with cause
-   ``numerics``: a broken conversion is never a speedup, its timings stay);
-4. decides the status once (``decide``: ``ok``, ``contended``: no clean iteration after the
-   retries, ``failed``: ``Failure`` with its ``Cause``, ``skipped``) and builds the record once;
+1. checks where the job runs (``prepare``): numactl on PATH, the plan still holds
+   (``Configuration.recheck``), each workload resolved (``measure.workloads.WORKLOADS``) and
+   each allocator found here (``allocator_here``);
+2. measures (``runner.measure``), the spec kept beside each instance's log (``python -m
+   numa_effects.measure.job --spec S`` re-runs it as the pipeline ran it);
+3. takes the workload's summary and check (outputs that disagree with float32 eager fail with
+   cause ``numerics``, the timings stay);
+4. decides the status once (``decide``: ok, contended, failed, skipped) and builds the record;
 5. writes it atomically (``record.write``).
 
-Every failure of a measurement becomes its record and the job succeeds, so the grid goes on; an
-interruption raises ``supervise.Interrupted`` instead (no record, the job fails, the next run
-measures it again). The binding is checked inside each instance, at its start (CPUs and memory
-policy, before any import) and after its timed steps (threads, pages, allocator too: ``verify``),
-and the record carries that verdict."""
+Every failure becomes the record and the job succeeds, so the grid goes on; an interruption
+raises ``supervise.Interrupted`` instead (no record, measured again by the next run)."""
 
 from __future__ import annotations
 
@@ -50,10 +41,7 @@ def spec_path(log: str | os.PathLike) -> Path:
 
 
 def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, str | None]:
-    """(the record's allocator, the instance's base environment, why not) for allocator
-    ``name`` on this machine: its library found here (``plan.allocators.locate``), the
-    environment with it preloaded and its configuration set (any inherited allocator preload
-    removed), its version."""
+    """(the record's allocator, the environment with it preloaded, why not) on this machine."""
     alloc = allocators.get(name)
     path = allocators.locate(alloc)
     why = allocators.skip_reason(alloc, path)
@@ -73,8 +61,7 @@ def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, s
 
 @dataclass(frozen=True)
 class Ready:
-    """A configuration resolved where the job runs, each instance's environment, and the
-    record's allocator (the one every instance runs with, else None)."""
+    """A configuration resolved here, each instance's environment, the shared allocator."""
 
     configuration: Configuration
     environs: tuple
@@ -82,9 +69,8 @@ class Ready:
 
 
 def prepare(conf: Configuration, topo, found: dict | None = None, where: str = ""):
-    """``Ready``, or the ``Failure`` that ends the job before anything runs, or the ``Skip``
-    of a workload that cannot run here (see the module docstring, 1). ``found``: allocators
-    already looked up by this job; ``where``: the configuration's name in messages."""
+    """``Ready``, or the ``Failure`` or ``Skip`` that ends the job before anything runs.
+    ``found``: allocators already looked up; ``where``: a prefix for messages."""
     if shutil.which("numactl") is None:
         return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
     why = conf.recheck(topo)
@@ -115,8 +101,7 @@ def prepare(conf: Configuration, topo, found: dict | None = None, where: str = "
 
 
 def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
-    """The record of a measurement: the workload's summary and check, the status decided once
-    (a failure: failed; no clean iteration: contended; else ok)."""
+    """The record of a measurement, its status decided once (failed, contended or ok)."""
     inst = spec.instances[0]
     w = WORKLOADS[inst.workload]
     runtime = w.runtime()
@@ -166,13 +151,12 @@ def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
 
 
 def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, **kw) -> Record:
-    """Measure a prepared ``spec`` (its instances' logs ``logs``, each spec beside its log)."""
+    """Measure a prepared ``spec``, its instances logging to ``logs``."""
     spec = replace(spec, configuration=ready.configuration)
     members = [
         runner.Member(inst.plan, spec_path(log), log, env, j)
         for j, (inst, log, env) in enumerate(zip(spec.instances, logs, ready.environs, strict=True))
     ]
-    # Raises supervise.Interrupted (exit 1, no result) if the run is interrupted.
     return decide(spec, runner.measure(spec, members, timeout_s, **kw), ready.allocator)
 
 
@@ -185,9 +169,8 @@ def run(
     sleep=None,
     until=None,
 ) -> Record | GroupRecord:
-    """Measure one job (see the module docstring) and write its record atomically to ``out``.
-    A group's instances log to the folder ``log`` without its suffix. ``max_memory_mb``: each
-    instance's address-space limit (RLIMIT_AS), None = none; ``sleep``: the back-off's (tests)."""
+    """Measure one job and write its record atomically to ``out``. A group's instances log to
+    the folder ``log`` without its suffix; ``max_memory_mb``: each instance's RLIMIT_AS."""
     out, log = Path(out), Path(log)
     kw = {"max_memory_mb": max_memory_mb, "sleep": sleep}
     if isinstance(spec, GroupSpec):
@@ -207,10 +190,7 @@ def run(
 
 
 def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw) -> GroupRecord:
-    """A group job: every configuration prepared first (one that cannot run here fails the job
-    before anything runs), then each measured in the order of its ``schedule``
-    (``measure_all``, which ``until`` may stop after a replicate); its instances log to
-    ``logdir/<name>-r<replicate>-i<j>.log``."""
+    """A group job: every configuration prepared first (before anything runs), then measured."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),
@@ -264,18 +244,16 @@ def measure_all(
     until=None,
     **kw,
 ) -> tuple[dict[str, tuple[Record, ...]], str | None]:
-    """(``{name: records in replicate order}``, why it stopped early or None) of named
-    configurations, measured in the order given (``GroupSpec.schedule``: replicate by replicate
-    by default; ABBA or any other). ``until(runs, replicate)``, called when a replicate's
-    measurements are done and another follows, may stop the job with its reason."""
+    """(``{name: records in replicate order}``, why it stopped early or None), measured in the
+    order given; ``until(runs, replicate)``, called between replicates, may stop it."""
     runs: dict[str, list[Record]] = {}
     stopped = None
     for k, (name, s) in enumerate(measurements):
         tag = f"{name}-r{s.replicate}"
         logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
         runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
-        last = k + 1 == len(measurements) or measurements[k + 1][1].replicate != s.replicate
-        if until is not None and last and k + 1 < len(measurements):
+        more = k + 1 < len(measurements)
+        if until is not None and more and measurements[k + 1][1].replicate != s.replicate:
             stopped = until(runs, s.replicate)
             if stopped:
                 break
@@ -284,8 +262,7 @@ def measure_all(
 
 
 def _echo(conf: Configuration) -> dict:
-    """A configuration as the group record names it: its instances' (threads, images) and
-    nodes."""
+    """A configuration as the group record names it."""
     p = conf.packing
     return {
         "instances": [[i.threads, int(i.cell["batch_size"])] for i in conf.instances],
@@ -294,16 +271,13 @@ def _echo(conf: Configuration) -> dict:
 
 
 def run_rule(sm, timeout_s: float, spec: Spec | GroupSpec | None = None):
-    """``run`` as a Snakemake rule's script calls it (``sm``: its ``snakemake`` object): the
-    spec of its ``params.spec`` (or ``spec``), its first output and log, the config's
-    ``max_memory_mb``."""
+    """``run`` as a Snakemake rule's script calls it (``sm``: its ``snakemake`` object)."""
     spec = spec or spec_mod.from_json(sm.params.spec)
     return run(spec, sm.output[0], sm.log[0], timeout_s, sm.config.get("max_memory_mb"))
 
 
 def outcome_line(rec: Record, what: str, ok: str, nothing: str) -> str:
-    """The job's line in the Snakemake log: ``{what}: {ok}`` for a measurement, else why it has
-    no ``nothing`` (skipped with its reason, contended, failed with its cause)."""
+    """The job's line in the Snakemake log: ``{what}: {ok}``, else why it has no ``nothing``."""
     if rec.status == "ok":
         return f"{what}: {ok}"
     if rec.status == "skipped":
@@ -314,8 +288,7 @@ def outcome_line(rec: Record, what: str, ok: str, nothing: str) -> str:
 
 
 def summary_line(rec: GroupRecord) -> str:
-    """A group job's outcome in one line for its log: status, each configuration's medians
-    (ms, or the status of a replicate without statistics), the failure when it failed."""
+    """A group job's outcome in one line: status, medians (ms) or statuses, the failure."""
     med = {
         n: [round(r.stats["median_s"] * 1e3, 2) if r.stats else r.status for r in recs]
         for n, recs in rec.runs.items()

@@ -1,6 +1,6 @@
 """Machine facts recorded once per run in ``results/machine.json``: topology, NUMA hardware,
-kernel knobs that change NUMA results (automatic balancing, THP), frequency governor, and
-whether the machine is an emulated test guest whose timings mean nothing (``emulated``)."""
+kernel knobs, frequency governor, and whether the machine is an emulated test guest whose
+timings mean nothing (``emulated``)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ def _run(cmd: list[str]) -> str | None:
 
 
 def _governors(root: str = "/sys/devices/system/cpu") -> str | None:
-    """The distinct frequency governors of all CPUs ("performance", or "powersave,performance"
-    when they differ), or None where cpufreq is not exposed (most VMs)."""
+    """The distinct frequency governors of all CPUs, or None without cpufreq (most VMs)."""
     found = sorted(
         {g for p in Path(root).glob("cpu[0-9]*/cpufreq/scaling_governor") if (g := _read(str(p)))}
     )
@@ -53,11 +52,9 @@ def kernel_knobs() -> dict:
     }
 
 
-# The CPU model name of QEMU's software emulation (TCG): "QEMU TCG CPU version 2.5+" for its
-# "max" CPU (read in the guest of tests/numa_vm).
+# The CPU model name of QEMU's software emulation (TCG), e.g. "QEMU TCG CPU version 2.5+".
 EMULATED_CPU_MODELS = ("QEMU TCG CPU",)
-# Kernel command-line words of a virtme-ng guest (tests/numa_vm/run-in-guest): its NUMA nodes are
-# QEMU's, all backed by one host node, even when it runs under KVM.
+# Kernel command-line words of a virtme-ng guest: its NUMA nodes are QEMU's, even under KVM.
 TEST_GUEST_CMDLINE = ("virtme_hostname=", "virtme-ng-init")
 
 
@@ -70,11 +67,9 @@ def _cpu_model(cpuinfo: str | None) -> str | None:
 
 
 def emulation(cpuinfo: str | None = None, cmdline: str | None = None) -> dict:
-    """``emulated``: True when timings on this machine say nothing about real hardware: its CPU
-    is emulated in software (QEMU TCG), or it is a virtme-ng test guest (its NUMA nodes and node
-    distances are a QEMU table, not memory controllers). A virtual machine of a cloud provider is
-    not "emulated": its CPUs are the host's, and so are the timings. ``emulated_reason`` says
-    which evidence decided (also when False). Defaults: /proc/cpuinfo and /proc/cmdline."""
+    """``emulated``: True when timings here say nothing about real hardware: a CPU emulated in
+    software (QEMU TCG), or a virtme-ng test guest (its NUMA nodes are a QEMU table). A cloud VM
+    is not emulated: its CPUs are the host's. ``emulated_reason`` says which evidence decided."""
     cpuinfo = _read("/proc/cpuinfo") if cpuinfo is None else cpuinfo
     cmdline = _read("/proc/cmdline") if cmdline is None else cmdline
     model = _cpu_model(cpuinfo)
@@ -100,8 +95,7 @@ def emulation(cpuinfo: str | None = None, cmdline: str | None = None) -> dict:
 
 
 def capabilities() -> dict | None:
-    """What the CPU computes fast (``plan.cpu``, from /proc/cpuinfo's flags: vector ISA, bf16
-    native / emulated / ATen fallback, int8 path, the theoretical peak's inputs); None off x86."""
+    """What the CPU computes fast (``plan.cpu``); None off x86."""
     from numa_effects.plan import cpu
 
     try:

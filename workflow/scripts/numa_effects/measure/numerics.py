@@ -1,26 +1,16 @@
 """How far an optimized model's outputs are from the float32 eager model's on the same input: a
-sanity check of the conversion, not an accuracy result.
+sanity check of the conversion, not an accuracy result (the weights are random).
 
-The weights are random (nothing is downloaded), so there is no accuracy to measure; what can
-go wrong is the conversion itself: wrong quantization scales, a layout mix-up, a fused op that
-drops a bias, NaNs. Those show as outputs unrelated to the reference, which these numbers
-catch long before anyone reads a speedup:
+What can go wrong is the conversion itself (wrong quantization scales, a layout mix-up, a
+dropped bias, NaNs), which shows as outputs unrelated to the reference: ``cosine`` of the
+flattened logits (unrelated outputs are near 0), ``max_rel_err`` (``max |y - ref| / max |ref|``:
+by the largest logit, so logits near zero do not inflate it) and ``top1_agree`` (reported,
+never used to flag: random weights give near-ties that a correct conversion may flip).
 
-- ``cosine``: cosine similarity of the flattened logits with the reference's (1 = same
-  direction). Unrelated outputs of this size are near 0.
-- ``max_rel_err``: ``max |y - ref| / max |ref|``, the largest error relative to the largest
-  reference logit. Dividing by the largest logit, not element by element, keeps logits near
-  zero from inflating it.
-- ``top1_agree``: the fraction of the batch's rows whose arg-max class is the same. With random
-  weights the logits are close to each other, so a correct conversion may flip a near-tie:
-  reported, never used to flag.
-
-``verdict`` flags a conversion as garbage below ``THRESHOLDS``. Measured on this project's
-machine (ResNet-18/50, random weights, against float32 eager): bf16 cos 0.99998, max_rel_err
-0.004-0.005; int8 PT2E cos 0.9997, max_rel_err ~0.02; compiled float32 1 - cos < 1e-6. The
-bounds sit 10-30x beyond those (cos 0.99, max_rel_err 0.1 for bf16 and int8), so rounding never
-trips them, while anything worse than a one-in-a-hundred angular error is not a faster version of
-the same model and must not be reported as a speedup.
+``verdict`` flags a conversion below ``THRESHOLDS``. Measured (ResNet-18/50): bf16 cos 0.99998,
+max_rel_err 0.004-0.005; int8 PT2E cos 0.9997, ~0.02; compiled float32 1 - cos < 1e-6. The bounds
+sit 10-30x beyond those, so rounding never trips them, while anything worse is not a faster
+version of the same model.
 """
 
 from __future__ import annotations
@@ -46,8 +36,7 @@ def _array(t):
 
 
 def agreement(y, ref) -> dict:
-    """Cosine, max relative error, max absolute error and top-1 agreement of output ``y`` with
-    the reference output ``ref`` (same shape; rows = batch, columns = classes)."""
+    """Cosine, max relative and absolute error and top-1 agreement of ``y`` with ``ref``."""
     import numpy as np
 
     a, b = _array(y), _array(ref)
@@ -96,16 +85,14 @@ def verdict(agree: dict, dtype: str) -> dict:
     }
 
 
-# The reference is computed on the batch's first rows only: in eval mode a classification
-# model's output row depends on its own image only, so the rows compared are the same, and a
-# large batch does not pay (in time and memory) for a second full eager forward.
+# The reference is computed on the batch's first rows only: in eval mode an output row depends
+# on its own image only, and a large batch does not pay for a second full eager forward.
 REFERENCE_ROWS = 8
 
 
 def reference_output(model, x, rows: int | None = REFERENCE_ROWS):
-    """The float32 eager output of ``model`` on ``x`` (its first ``rows`` images; None: all):
-    call it BEFORE the optimization's ``prepare`` (several convert the model in place, e.g. to
-    channels-last). Compare it with the same rows of the optimized output (``judge`` does)."""
+    """The float32 eager output of ``model`` on ``x``'s first ``rows`` images (None: all). Call
+    it BEFORE the optimization's ``prepare``: several convert the model in place."""
     import torch
 
     with torch.inference_mode():
@@ -113,8 +100,7 @@ def reference_output(model, x, rows: int | None = REFERENCE_ROWS):
 
 
 def check(fn, x, ref, dtype: str) -> dict:
-    """One untimed call of the optimized ``fn`` on ``x``: its agreement with ``ref`` and the
-    verdict, ready to store in a cell result (``{"agreement": ..., "verdict": ...}``)."""
+    """``judge`` of one untimed call of the optimized ``fn`` on ``x``."""
     import torch
 
     with torch.inference_mode():
@@ -123,9 +109,7 @@ def check(fn, x, ref, dtype: str) -> dict:
 
 
 def judge(y, ref, dtype: str) -> dict:
-    """The agreement of an output ``y`` (of one untimed call) with ``ref`` and the verdict:
-    ``{"agreement": ..., "verdict": ...}``; ``y``'s first rows when ``ref`` has fewer (a
-    reference of the batch's first images)."""
+    """``{"agreement", "verdict"}`` of output ``y`` (its first rows, as many as ``ref``'s)."""
     if hasattr(y, "shape") and hasattr(ref, "shape") and len(y.shape) and len(ref.shape):
         y = y[: ref.shape[0]]
     agree = agreement(y, ref)

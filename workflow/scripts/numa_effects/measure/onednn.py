@@ -1,27 +1,16 @@
 """Which oneDNN kernels a model really ran: its ISA and the implementation and data types of each
-primitive, read from oneDNN's verbose output around one untimed call.
+primitive, read from oneDNN's verbose output around one untimed call (``traced_call``).
 
-oneDNN prints one ``onednn_verbose,...`` line per primitive it creates or executes, on the C
-``stdout`` (file descriptor 1), not through Python's ``sys.stdout``. ``capture_fd1`` therefore
-points fd 1 at a temporary file for the duration of the call; ``traced_call`` switches verbose
-mode on (``torch.backends.mkldnn.verbose``) around exactly one call and ``parse`` turns the text
-into a small dict::
-
-    {"ran": True, "isa": "Intel AVX2 with ...", "n_lines": 40, "n_exec": 20,
-     "primitives": [{"kind": "convolution", "impl": "brg_conv_fwd:avx2",
-                     "src": "f32", "wei": "f32", "count": 20}, ...],
-     "summary": "convolution brg_conv_fwd:avx2 f32/f32 x20"}
-
-A call that ran no oneDNN primitive at all (bf16 on a CPU without AVX-512 falls back to ATen's
-own kernels) is said explicitly: ``ran`` is False and ``summary`` is ``NO_PRIMITIVE``.
-
-Verbose lines look like (oneDNN 3.x; older versions have no ``v1``, may carry a timestamp after
-the prefix, and oneDNN 1.x wrote ``dnnl_verbose,exec,...`` with ``src_f32`` descriptors: all are
+oneDNN prints one line per primitive on the C ``stdout`` (fd 1), not through ``sys.stdout``, so
+``capture_fd1`` points fd 1 at a temporary file. A line looks like (older versions have no
+``v1``, may carry a timestamp, or write ``dnnl_verbose,exec,...`` with ``src_f32``: all are
 accepted)::
 
-    onednn_verbose,v1,info,cpu,isa:Intel AVX2 with Intel DL Boost
     onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx2,forward_inference,
         src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb8a::f0 dst:f32::blocked:acdb::f0,...
+
+A call that ran no oneDNN primitive (bf16 without AVX-512 falls back to ATen's own kernels) is
+said explicitly: ``ran`` is False and ``summary`` is ``NO_PRIMITIVE``.
 """
 
 from __future__ import annotations
@@ -42,10 +31,8 @@ COMPUTE_KINDS = ("convolution", "matmul", "inner_product", "deconvolution")
 
 @contextlib.contextmanager
 def capture_fd1():
-    """Capture everything written to file descriptor 1 (C-level stdout, where oneDNN prints)
-    while the block runs; the text is in ``box["text"]`` afterwards. Python's ``sys.stdout``
-    is flushed first, so earlier prints are not captured, and the C library's buffers are
-    flushed before fd 1 is restored, so no verbose line is lost or leaks out."""
+    """Capture what is written to fd 1 while the block runs, into ``box["text"]``; Python's and
+    the C library's buffers are flushed on both sides, so no line is lost or leaks out."""
     import ctypes
 
     libc = ctypes.CDLL(None)
@@ -80,8 +67,7 @@ def _fields(line: str) -> list[str] | None:
 
 
 def _dtype(descriptors: str, name: str) -> str | None:
-    """Data type of memory argument ``name`` (``src``, ``wei``, ...) in a descriptor field
-    like ``src:f32::blocked:acdb::f0 wei:s8:a:blocked:Acdb16a::f0``."""
+    """Data type of memory argument ``name`` (``src``, ``wei``, ...) in a descriptor field."""
     for desc in descriptors.split():
         key, _, rest = desc.partition(":")
         if key == name:
@@ -132,8 +118,7 @@ def parse(text: str) -> dict:
 
 
 def summary(primitives: list[dict]) -> str:
-    """One line for a table: the compute primitives first, e.g.
-    ``convolution brg_conv_fwd:avx2 f32/f32 x20; reorder simple:any f32/- x2``."""
+    """One line for a table, the compute primitives first (``convolution ... f32/f32 x20``)."""
     if not primitives:
         return NO_PRIMITIVE
     order = sorted(primitives, key=lambda p: (p["kind"] not in COMPUTE_KINDS, -p["count"]))
@@ -143,21 +128,18 @@ def summary(primitives: list[dict]) -> str:
 
 
 def compute_dtypes(parsed: dict) -> list[str]:
-    """The distinct ``src/wei`` data types of the compute primitives that ran, e.g.
-    ``["u8/s8"]`` for an int8 model, ``["bf16/bf16"]`` for a native bf16 one."""
-    seen = []
-    for p in parsed.get("primitives", []):
-        if p["kind"] in COMPUTE_KINDS:
-            pair = f"{p['src'] or '-'}/{p['wei'] or '-'}"
-            if pair not in seen:
-                seen.append(pair)
-    return seen
+    """The distinct ``src/wei`` data types of the compute primitives that ran (``u8/s8``)."""
+    pairs = (
+        f"{p['src'] or '-'}/{p['wei'] or '-'}"
+        for p in parsed.get("primitives", [])
+        if p["kind"] in COMPUTE_KINDS
+    )
+    return list(dict.fromkeys(pairs))
 
 
 def traced_call(fn, *args, **kwargs) -> tuple[object, dict]:
-    """Run ``fn(*args, **kwargs)`` once with oneDNN verbose on and fd 1 captured: the result
-    and ``parse`` of what oneDNN printed. Meant for one untimed call after warm-up (the first
-    call of a compiled or prepacked model also creates primitives, which is noise here)."""
+    """(result, ``parse`` of what oneDNN printed) of one call with verbose on; meant for an
+    untimed call after warm-up (a first call also creates primitives)."""
     import torch
 
     with capture_fd1() as box, torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
@@ -166,8 +148,7 @@ def traced_call(fn, *args, **kwargs) -> tuple[object, dict]:
 
 
 def onednn_takes_bf16() -> bool | None:
-    """oneDNN's own answer whether it runs bf16 convolutions on this CPU (natively or emulated
-    with AVX-512; ``plan.cpu.bf16_state`` tells which). None if this torch cannot say."""
+    """oneDNN's own answer whether it runs bf16 convolutions here (None: cannot say)."""
     import torch
 
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
@@ -180,8 +161,7 @@ def onednn_takes_bf16() -> bool | None:
 
 
 def aten_ops(fn, *args, top: int = 5) -> list[dict]:
-    """The ``top`` ATen operators by self CPU time of one call (torch.profiler): what ran when
-    oneDNN did not, e.g. ``aten::_slow_conv2d_forward`` for bf16 without AVX-512."""
+    """The ``top`` ATen operators by self CPU time of one call: what ran when oneDNN did not."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -194,8 +174,7 @@ def aten_ops(fn, *args, top: int = 5) -> list[dict]:
 
 
 def aten_cpu_capability() -> str | None:
-    """ATen's own vector dispatch level (``AVX2``, ``AVX512``, ...): the ISA of the kernels that
-    run when oneDNN does not (no ``isa`` line is printed then)."""
+    """ATen's own vector dispatch level (``AVX2``, ``AVX512``, ...)."""
     import torch
 
     try:

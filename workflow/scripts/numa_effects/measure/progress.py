@@ -1,14 +1,11 @@
-"""The run's progress in one line, with an ETA: written before the first job (``start``: how
-many measuring jobs the run has and what the cost model expects them to take), and printed by
-every measuring job as it ends (``done``, called by the front door, ``measure.job``):
+"""The run's progress in one line, with an ETA: ``start`` before the first job (the measuring
+jobs' estimates), ``done`` by every measuring job as it ends (``measure.job``):
 
     progress: 12/30 measuring jobs done in 4.1 min; about 6.2 min left (estimated 10.3 min)
 
-The ETA scales what the estimate gives the remaining jobs by how long the done ones took
-against their estimate, so a machine slower or faster than the cost model's corrects it.
-``results/logs/progress.json`` holds the start; each finished job appends one line to
-``results/logs/progress.jsonl`` (appends of one short line are atomic, so jobs running at once
-on a cluster each count once)."""
+The ETA scales the remaining jobs' estimate by how long the done ones took against theirs. Each
+finished job appends one line to ``results/logs/progress.jsonl`` (appends of one short line are
+atomic, so jobs running at once on a cluster each count once)."""
 
 from __future__ import annotations
 
@@ -32,12 +29,8 @@ def start(results: str | os.PathLike, estimates: list[float]) -> None:
 
 
 def results_of(out: str | os.PathLike) -> Path | None:
-    """The results folder a record is written under (the one whose logs/progress.json a run
-    started), or None."""
-    for parent in Path(out).resolve().parents:
-        if (parent / START).is_file():
-            return parent
-    return None
+    """The results folder of a run started above ``out``, or None."""
+    return next((p for p in Path(out).resolve().parents if (p / START).is_file()), None)
 
 
 def line(started: float, estimates: list[float], done: int, now: float) -> str:
@@ -55,8 +48,7 @@ def line(started: float, estimates: list[float], done: int, now: float) -> str:
 
 
 def done(out: str | os.PathLike, stream=None) -> str | None:
-    """A measuring job has written ``out``: count it and print the line (None outside a run
-    that started one)."""
+    """A measuring job has written ``out``: count it and print the line (None outside a run)."""
     results = results_of(out)
     if results is None:
         return None

@@ -3,6 +3,7 @@ machine facts. Every function reads; none changes anything."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import platform
@@ -46,8 +47,7 @@ def proc_status(path: str = "/proc/self/status") -> dict[str, str]:
 
 
 def binding() -> dict:
-    """The CPU and memory binding actually in force for this process, and whether its address
-    space is laid out at random (``aslr``)."""
+    """The CPU and memory binding in force for this process, and its ``aslr``."""
     st = proc_status()
     return {
         "cpus_allowed_list": st.get("Cpus_allowed_list", ""),
@@ -65,17 +65,13 @@ ASLR_LEVELS = {"0": "off", "1": "partial", "2": "on"}
 
 
 def address_randomization(
-    personality: str = "/proc/self/personality",
-    sysctl: str = "/proc/sys/kernel/randomize_va_space",
+    personality: str = "/proc/self/personality", sysctl: str = "/proc/sys/kernel/randomize_va_space"
 ) -> str:
-    """This process's address-space layout randomization: ``on`` (the kernel's default, level
-    2: stack, mmap and heap at random), ``partial`` (level 1: not the heap), ``off`` (level 0,
-    or this process's personality has ADDR_NO_RANDOMIZE), ``unknown`` where neither reads."""
-    try:
+    """This process's address-space layout randomization: ``on``, ``partial`` (not the heap),
+    ``off`` (level 0, or ADDR_NO_RANDOMIZE in its personality) or ``unknown``."""
+    with contextlib.suppress(OSError, ValueError):
         if int(Path(personality).read_text().strip(), 16) & ADDR_NO_RANDOMIZE:
             return "off"
-    except (OSError, ValueError):
-        pass
     try:
         return ASLR_LEVELS.get(Path(sysctl).read_text().strip(), "unknown")
     except OSError:
@@ -128,7 +124,6 @@ def git_revision(path: str | os.PathLike) -> str:
         return ""
 
 
-# -- memory policy read-back (get_mempolicy(2)) ------------------------------------------------
 MPOL_MODES = {
     0: "default",
     1: "preferred",
@@ -142,11 +137,8 @@ _SYS_GET_MEMPOLICY = {"x86_64": 239, "aarch64": 236, "ppc64le": 260, "s390x": 26
 
 
 def mempolicy() -> dict:
-    """The calling thread's memory policy and node mask, read with get_mempolicy(2).
-
-    Mems_allowed_list only shows the cpuset; a ``numactl --membind`` policy is visible only here.
-    Returns {"mode": "bind", "nodes": [0]} or {"mode": "unknown", "error": ...}.
-    """
+    """The calling thread's memory policy and node mask (get_mempolicy(2)): Mems_allowed_list
+    only shows the cpuset; a ``numactl --membind`` policy is visible only here."""
     import ctypes
 
     nr = _SYS_GET_MEMPOLICY.get(platform.machine())
@@ -155,8 +147,7 @@ def mempolicy() -> dict:
             "mode": "unknown",
             "error": f"no get_mempolicy syscall number for {platform.machine()}",
         }
-    # The process's own symbols (libc's among them): ctypes.util.find_library would run
-    # `ldconfig -p` in a child at every call (3 per cell process, for nothing).
+    # The process's own symbols: ctypes.util.find_library would run `ldconfig -p` every call.
     libc = ctypes.CDLL(None, use_errno=True)
     mode = ctypes.c_int(0)
     maxnode = 1024

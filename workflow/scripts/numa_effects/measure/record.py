@@ -1,13 +1,9 @@
-"""What a measurement job records: one ``Record`` per measurement (a cell's replicate, a dtype's
-peak, a node pair's memory probe, one configuration of a group at one replicate) and one
-``GroupRecord`` per packing or interference job, each one JSON file written atomically
-(``write``). Built once by the front door (``measure.job``), never edited; the tables read
-them (``read``).
+"""What a measurement job records: one ``Record`` per measurement and one ``GroupRecord`` per
+packing or interference job, each one JSON file written atomically (``write``) by
+``measure.job``, never edited, read by the tables (``read``).
 
-``FORMAT`` 2. Format 1 (``schema_version: 1``; a group's file had no version) is read as well: its
-keys are the same, its workload's entry (``precision``, ``peak``, ``memory``) is known by the cell's
-``kind`` (and a group's measurements from before the one measuring stack, without a version or a
-cell, keep their contention verdict). A file of a newer format, or none of this workflow, is refused
+Format 1 (``schema_version: 1``; a group's file had no version) is read as well: the same keys,
+its workload known by the cell's ``kind``. A newer format, or a file of no workflow, is refused
 with one line naming it and what to do."""
 
 from __future__ import annotations
@@ -33,9 +29,7 @@ class FormatError(ValueError):
 
 @dataclass(frozen=True)
 class Failure:
-    """Why a measurement has no result: its ``cause`` (a ``causes.Cause``), a message, and what
-    the failed process left: exit status (negative: the ``signal``), its last lines of output,
-    its log and command line, its wall time, the memory limit it ran under."""
+    """Why a measurement has no result (``cause``: a ``causes.Cause``) and what its process left."""
 
     cause: str
     message: str
@@ -63,10 +57,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class Record:
-    """One measurement's record. ``status``: ``ok``; ``contended`` (measured, but no timed
-    iteration was clean after the retries: no ``stats`` or ``throughput``, the iterations stay
-    in ``measurement``); ``failed`` (``failure`` says why; what was measured stays); ``skipped``
-    (nothing could run here: ``skip_reason``)."""
+    """One measurement's record. ``status``: ``ok``; ``contended`` (no clean timed iteration:
+    no ``stats``); ``failed`` (``failure`` says why); ``skipped`` (``skip_reason``)."""
 
     status: str
     cell: dict  # the table's keys and what the workload read (``plan.spec``)
@@ -74,13 +66,11 @@ class Record:
     replicate: int = 1  # which independent process (group) of the cell this is, 1-based
     plan: dict | None = None  # the planned binding of a single instance (None for k > 1)
     settings: dict = field(default_factory=dict)
-    # warm-up and timed latencies (seconds, raw; per timed iteration foreign_pct, excluded),
-    # stop reason, elapsed, import, build, conversion and first-call times, page faults, canary
+    # warm-up and timed latencies (s), per iteration foreign_pct and excluded, stop reason, times
     measurement: dict = field(default_factory=dict)
     stats: dict | None = None  # stats.summarize over the clean timed iterations
     throughput: dict | None = None  # images per second
-    # what the process found in force (/proc/self/status, get_mempolicy(2), torch threads) and
-    # ``verification``: the in-process checks (CPUs, policy, threads, pages, allocator)
+    # what the process found in force, and ``verification``: the in-process checks
     binding: dict = field(default_factory=dict)
     # the machine's load before, the window's and the iterations' verdict (timing.judge)
     contention: dict = field(default_factory=dict)
@@ -112,8 +102,7 @@ class Record:
 
     @property
     def mempolicy(self) -> str | None:
-        """The memory policy the process read back (get_mempolicy(2)) as ``bind:0`` (None: not
-        read): the ``mempolicy`` column of cells.csv, peak.csv and memory_matrix.csv."""
+        """The memory policy read back as ``bind:0`` (None: not read): the tables' column."""
         pol = self.binding.get("mempolicy") or {}
         return f"{pol.get('mode')}:{','.join(map(str, pol.get('nodes', [])))}" if pol else None
 
@@ -145,11 +134,8 @@ class Record:
 @dataclass(frozen=True)
 class GroupRecord:
     """A packing or interference job's record: its ``runs`` (``Record``s by configuration, in
-    replicate order), what the job was (``job``, ``choice``, ``configurations``), the
-    placements its configurations ran on (``placements``: plan dicts by configuration), the
-    allocator found where it ran, and its status: ``failed`` when it could not start (the plan
-    or allocator did not hold there) or any measurement failed (``failure``: the first one's,
-    prefixed with its configuration), else ``ok``."""
+    replicate order); ``failed`` when it could not start or any measurement failed (the first
+    one's ``failure``, prefixed with its configuration)."""
 
     kind: str
     job: dict
@@ -175,27 +161,17 @@ class GroupRecord:
     def from_json(cls, d: dict, where: str = "this record") -> GroupRecord:
         if "format" in d:  # format 1: no version, and no kind for a packing job
             _format(d, where)
-        runs = {n: tuple(_run(r, where) for r in rs) for n, rs in d.get("runs", {}).items()}
-        return cls(
-            kind=d.get("kind", "packing"),
-            job=d["job"],
-            status=d["status"],
-            settings=d.get("settings") or {},
-            provenance=d.get("provenance") or {},
-            configurations=d.get("configurations") or {},
-            placements=d.get("placements") or {},
-            runs=runs,
-            choice=d.get("choice"),
-            allocator=d.get("allocator"),
-            failure=Failure.from_json(d.get("failure")),
-            code=d.get("code"),
-            stopped=d.get("stopped"),
-        )
+        kw = {k: d.get(k) for k in cls.__dataclass_fields__}
+        for k in ("settings", "provenance", "configurations", "placements"):
+            kw[k] = kw[k] or {}
+        kw.update(kind=d.get("kind", "packing"), job=d["job"], status=d["status"])
+        kw["runs"] = {n: tuple(_run(r, where) for r in rs) for n, rs in d.get("runs", {}).items()}
+        kw["failure"] = Failure.from_json(d.get("failure"))
+        return cls(**kw)
 
 
 def _run(d: dict, where: str) -> Record:
-    """A group's measurement; one from before the one measuring stack had no version, no cell,
-    and its contention verdict at its top level."""
+    """A group's measurement; an old one had no version, no cell, its verdict at the top."""
     if "format" in d or "schema_version" in d:
         return Record.from_json(d, where)
     return Record(
@@ -226,9 +202,9 @@ HEAD = re.compile(r'\A\{\s*"(format|schema_version)":\s*(\d+)')
 
 
 def format_problem(path: str | os.PathLike, group: bool = False) -> str | None:
-    """Why this code cannot read the record at ``path`` (the ``FormatError`` line), or None.
-    Reads the version from the file's head, the whole file only where the head does not name
-    it; ``group``: a packing, interference or deploy job's record (format 1 had no version)."""
+    """Why this code cannot read the record at ``path`` (the ``FormatError`` line), or None;
+    the whole file is read only where its head does not name the version. ``group``: a group
+    job's record (format 1 had no version)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(256).decode("utf-8", "replace")
@@ -246,8 +222,7 @@ def format_problem(path: str | os.PathLike, group: bool = False) -> str | None:
 
 
 def write(path: str | os.PathLike, record: Record | GroupRecord | dict) -> None:
-    """A record's (or any document's) JSON to a temp file in the same folder, fsync, then
-    renamed over ``path``: a reader never sees half a file."""
+    """A record's (or any document's) JSON, atomically: a reader never sees half a file."""
     data = record if isinstance(record, dict) else record.to_json()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

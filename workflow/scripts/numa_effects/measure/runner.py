@@ -1,44 +1,13 @@
-"""The one measuring stack: a measurement is k >= 1 pinned instance processes driven round by
-round from here (a cell: 1 instance of its model; the peak: 1 instance of a GEMM; a packing
-configuration: k instances, each with its own cores, threads and images).
+"""The one measuring stack (docs/performance.md, "The measuring stack"): ``measure(spec, members,
+timeout_s)`` drives k >= 1 pinned instance processes (``cell``) round by round as one replicate.
 
-``measure(spec, members, timeout_s)`` is the replicate loop every measurement goes through
-(``spec``: a ``plan.spec.Spec``, ``members``: where each of its instances runs and logs):
-
-1. **start** every instance through ``supervise.start`` (own session, ``PR_SET_PDEATHSIG``,
-   ``RLIMIT_AS`` from ``max_memory_mb``) as ``numactl <binding> python -m
-   numa_effects.measure.cell --spec S [--instance J]`` (``command``), its stderr to its log; wait
-   for each one's
-   ``ready`` line (workload built, threads set: ``cell.serve``);
-2. **round** = one step of the timing loop: ``go`` to every instance at once (the barrier), then
-   every reply. Each instance times its own work with ``time.perf_counter`` (CLOCK_MONOTONIC,
-   one clock for the machine) and reports its CPU time (getrusage) after it; a round's latency
-   is max(t1) - min(t0) over the instances, so for k = 1 exactly the instance's own t1 - t0:
-   the pipe is outside the timed interval. The first round is the first call (untimed, counted
-   as the first warm-up iteration, as it always was). With the settings key ``canary`` a
-   one-instance measurement sends ``go canary``: after each step the instance times a fixed
-   cache-resident kernel too (``cell.make_canary``), outside the step's interval; the timed
-   rounds' canary seconds are the record's ``measurement.canary_s``. Every instance also
-   counts its minor page faults during each step; their sum per timed round is
-   ``measurement.minor_faults``;
-3. **time** with ``timing.run_with_retries`` (warm-up, adaptive or fixed stopping, caps), a
-   ``contention.IterationProbe`` around every round over the instances' CPUs and SMT siblings,
-   minus the instances' reported CPU time and this process's own; ``timing`` decides which
-   rounds count and whether the attempt is contended; a contended attempt is measured again
-   after the back-off **with the same processes** (one replicate = one set of processes: the
-   two-level CI's process level stays what it models, and a loaded machine is not asked for k
-   more torch imports and model builds while it is busy; the instances wait blocked, using no
-   CPU);
-4. **verify** in every instance (``verify.run``: CPUs, memory policy, threads, pages) and read
-   its binding back; end of input ends it.
-
-Any instance that dies, stops answering within ``timeout_s`` (the whole measurement's budget)
-or fails its verification fails the measurement (``supervise.classify`` names the cause);
-SIGINT/SIGTERM/SIGHUP to this process or the death of Snakemake kill every instance and raise
-``supervise.Interrupted`` (no result). What it observed is a ``Measured``: the parts of a record
-(``measure.record.Record``) for any k, and per instance its threads, batch, plan, own latencies,
-statistics, binding, verification and command line; ``measure.job`` decides the status. A
-measurement left with no clean round after its retries has no statistics: never a number.
+A round sends ``go`` to every instance at once (the barrier) and reads every reply; each
+instance times its own step, so a round's latency is max(t1) - min(t0) and the pipe stays
+outside the timed interval. The first round is the first call (the first warm-up iteration).
+``timing.run_with_retries`` decides which rounds count; a contended attempt is measured again
+with the same processes (one replicate = one set of processes). Then every instance verifies
+its binding. A failure of any instance fails the measurement (``supervise.classify``); an
+interruption kills every instance and raises ``supervise.Interrupted``.
 """
 
 from __future__ import annotations
@@ -81,16 +50,13 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
 def command(
     plan: placement_mod.Plan, spec: str, numactl: str = "numactl", instance: int = 0
 ) -> list[str]:
-    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it):
-    ``--instance J`` for any but a measurement's first instance."""
+    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it)."""
     cmd = [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
     return cmd + (["--instance", str(instance)] if instance else [])
 
 
 def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
-    """The command as one shell line, with the thread variables (and from ``env`` the variables
-    that change what is measured: the allocator's preload and settings,
-    ``plan.allocators.ENV_KEYS``), ready to paste."""
+    """The command as one shell line to paste, with the thread and allocator variables."""
     extra = "".join(
         f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env is not None and env.get(k)
     )
@@ -102,10 +68,8 @@ def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
 
 @dataclass
 class Member:
-    """Where one instance of a measurement runs: its plan, where the measurement's spec is
-    written for it (its process reads it) and its log; ``environ``: the environment it starts
-    from (None: this process's), e.g. with its allocator preloaded (``plan.allocators.child_env``,
-    built where it runs); ``index``: which instance of the spec it is."""
+    """Where one instance runs: its plan, spec file, log, base environment (None: this
+    process's; e.g. with its allocator preloaded) and index in the spec."""
 
     plan: placement_mod.Plan
     spec_path: Path
@@ -115,8 +79,7 @@ class Member:
 
 
 class Failed(Exception):
-    """An instance failed: the measurement's failure (cause, message, details; ``binding``: what
-    an instance whose binding was wrong at its start read back)."""
+    """An instance failed (``binding``: what one refused at its start read back)."""
 
     def __init__(self, cause: str, message: str, binding: dict | None = None, **details):
         super().__init__(message)
@@ -128,9 +91,7 @@ class Failed(Exception):
 
 @dataclass(frozen=True)
 class Measured:
-    """What ``measure`` observed: the parts of a record (``measure.job`` decides its status).
-    ``failure``: an instance died, timed out, was refused its binding or failed its
-    verification (the measured parts it left stay)."""
+    """What ``measure`` observed: the parts of a record; ``failure`` keeps the measured parts."""
 
     measurement: dict = field(default_factory=dict)
     stats: dict | None = None  # over the clean rounds; None when none was clean
@@ -144,8 +105,7 @@ class Measured:
 
 
 class Instance:
-    """One running instance: its process (started by ``supervise.start``), a line reader on its
-    protocol pipe, and what it reported."""
+    """One running instance: its process and a line reader on its protocol pipe."""
 
     def __init__(self, k: int, member: Member, spec: str, guard, max_memory_mb, oom_before: int):
         self.j, self.k, self.member, self.guard = member.index, k, member, guard
@@ -170,7 +130,7 @@ class Instance:
         self._buf = b""
 
     def where(self) -> str:
-        """How failure messages name this instance (nothing for a lone instance)."""
+        """How failure messages name this instance (nothing for a lone one)."""
         return "" if self.k == 1 else f"instance {self.j} ({' '.join(self.plan.numactl_args())}): "
 
     def send(self, line: str) -> None:
@@ -202,8 +162,7 @@ class Instance:
         self.logfh.flush()
 
     def read(self, deadline: float, timeout_s: float) -> dict:
-        """The instance's next reply; what is not one (numactl's usage text, printed before the
-        instance's Python runs) goes to its log, where ``supervise.classify`` reads it."""
+        """The next reply; other lines (numactl's usage text) go to the log for ``classify``."""
         while True:
             line = self._line(deadline, timeout_s)
             try:
@@ -232,7 +191,8 @@ class Instance:
     def details(self, **extra) -> dict:
         return {"command_line": self.command_line, "log": str(self.member.log), **extra}
 
-    def _failure(self, outcome: supervise.Outcome, timeout_s: float) -> Failed:
+    def _failure(self, timeout_s: float, code: int, **outcome) -> Failed:
+        outcome = supervise.Outcome(code, wall_s=time.monotonic() - self.started, **outcome)
         self.logfh.flush()
         text = self.member.log.read_text(errors="replace")
         # raises supervise.Interrupted when the instance was killed from outside
@@ -255,23 +215,16 @@ class Instance:
             self._to_log(self._buf)
             self._buf = b""
         ooms = max(0, supervise.oom_kill_count() - self.oom_before)
-        outcome = supervise.Outcome(code, wall_s=time.monotonic() - self.started, oom_kills=ooms)
-        raise self._failure(outcome, timeout_s)
+        raise self._failure(timeout_s, code, oom_kills=ooms)
 
     def timeout(self, timeout_s: float):
         supervise.kill_group(self.proc)
-        outcome = supervise.Outcome(
-            self.proc.returncode, timed_out=True, wall_s=time.monotonic() - self.started
-        )
-        raise self._failure(outcome, timeout_s)
+        raise self._failure(timeout_s, self.proc.returncode, timed_out=True)
 
     def close(self, deadline: float, timeout_s: float) -> None:
-        """End its input and wait for it to exit 0 (a crash on the way out fails it too), until
-        the measurement's ``deadline`` and at least ``EXIT_TIMEOUT_S``. The instance skips
-        Python's shutdown (``cell``'s ``os._exit``: torch's took more than 30 s in an emulated
-        guest on a busy host, 2026-12-01), so it normally exits at once. One that does not exit
-        by then is killed and fails with cause timeout: it was this runner that killed it, not
-        an interruption from outside."""
+        """End its input and wait, until ``deadline`` and at least ``EXIT_TIMEOUT_S``, for it
+        to exit 0 (it skips Python's shutdown, so it normally exits at once). One that does not
+        is killed and fails with cause timeout: this runner killed it, not an interruption."""
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
         end = max(deadline, time.monotonic() + EXIT_TIMEOUT_S)
@@ -285,10 +238,8 @@ class Instance:
 
 
 class Rounds:
-    """The barrier rounds of one measurement: ``go`` to every instance at once, then every
-    reply; per round each instance's (t0, t1), the canary's seconds (one instance only: in a
-    group an instance's canary would run beside the others' steps) and the instances' minor
-    page faults in their steps."""
+    """The barrier rounds: per round each instance's (t0, t1), the canary's seconds (one
+    instance only: in a group it would run beside the others' steps) and the minor faults."""
 
     def __init__(self, insts: list[Instance], settings: dict, deadline: float, timeout_s: float):
         self.insts, self.deadline, self.timeout_s = insts, deadline, timeout_s
@@ -308,8 +259,7 @@ class Rounds:
         return max(r["t1"] for r in replies) - min(r["t0"] for r in replies)
 
     def timed(self, n: int) -> list:
-        """The last ``n`` rounds' (t0, t1) per instance: the timed iterations' (warm-up rounds
-        come first in every attempt)."""
+        """The last ``n`` rounds' (t0, t1) per instance: the timed iterations'."""
         return self.times[len(self.times) - n :]
 
 
@@ -320,8 +270,7 @@ def measure(
     max_memory_mb: int | None = None,
     sleep=None,
 ) -> Measured:
-    """Measure ``spec``'s instances, one per member, together as one replicate (see the module
-    docstring). ``sleep``: the back-off's sleep (tests)."""
+    """Measure ``spec``'s instances, one per member, as one replicate (``sleep``: tests)."""
     started = provenance.now()
     before = contention.preflight()
     deadline = time.monotonic() + timeout_s
@@ -372,9 +321,11 @@ def measure(
 
 
 def _time(insts, rounds: Rounds, settings: dict, sleep, guard):
-    """The first call, then the timing loop with its retries under the contention probe over
-    the instances' CPUs: (measurement, attempts, the window's verdict, first call seconds)."""
-    own = _group_cpu(insts)
+    """(measurement, attempts, the window's verdict, first call seconds)."""
+
+    def own() -> float:
+        return sum(inst.cpu_s for inst in insts) + contention.process_cpu_s()
+
     cpus = sorted(c for inst in insts for c in inst.plan.cpus)
     first_call_s = rounds()
     watch = contention.Watch(cpus, own=own)
@@ -386,25 +337,13 @@ def _time(insts, rounds: Rounds, settings: dict, sleep, guard):
 
 
 def _timed(per_round: list, n: int) -> list | None:
-    """The last ``n`` rounds' values (the timed iterations'), or None when there are none or
-    a round has none (an instance that did not report it)."""
+    """The last ``n`` rounds' values, or None when there are none or one is missing."""
     tail = per_round[len(per_round) - n :]
     return tail if n and all(v is not None for v in tail) else None
 
 
-def _group_cpu(insts):
-    """CPU seconds of the instances (as last reported) and of this process: what the probe
-    subtracts from the CPUs' busy time."""
-
-    def own() -> float:
-        return sum(inst.cpu_s for inst in insts) + contention.process_cpu_s()
-
-    return own
-
-
 def _aborted(exc: Failed, before: dict, started: str, max_memory_mb) -> Measured:
-    """An instance failed before the measurement was complete: its failure, what it read back
-    of its binding (wrong at its start), the machine's load before."""
+    """An instance failed before the measurement was complete."""
     return Measured(
         binding=exc.binding or {},
         contention=before,
@@ -419,8 +358,7 @@ def _aborted(exc: Failed, before: dict, started: str, max_memory_mb) -> Measured
 
 
 def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) -> dict:
-    """One instance's part of the record: its own latencies and statistics, its binding and
-    verification, its command line, what it reported."""
+    """One instance's part of the record."""
     own = [r[inst.j][1] - r[inst.j][0] for r in rounds.timed(len(m.latencies_s))]
     kept = m.keep(own)
     return {
@@ -472,8 +410,7 @@ def _measurement(m, rounds: Rounds, per: list[dict], first_call_s: float, kernel
 
 
 def _binding(per: list[dict]) -> dict:
-    """One instance's binding with its verification; for k > 1 the instances' verifications
-    combined (each has its own in ``instances``)."""
+    """One instance's binding with its verification; for k > 1 the verifications combined."""
     if len(per) == 1:
         return {**per[0]["binding"], "verification": per[0]["verification"]}
     bad = [i["verification"] for i in per if not i["verification"]["ok"]]
@@ -492,8 +429,7 @@ def _binding(per: list[dict]) -> dict:
 
 
 def _unverified(per: list[dict]) -> Failure | None:
-    """An instance whose threads or pages are not where its label says fails the whole
-    measurement: its numbers stay in ``measurement`` for diagnosis, no statistics."""
+    """The first failed verification fails the whole measurement (its numbers stay)."""
     for j, i in enumerate(per):
         v = i["verification"]
         if not v["ok"]:
@@ -505,11 +441,8 @@ def _unverified(per: list[dict]) -> Failure | None:
 
 def _provenance(insts: list[Instance], per: list[dict], started: str) -> dict:
     one = per[0] if len(per) == 1 else None
-    seen: list = []
-    for i in per:
-        for w in i["warnings"]:
-            if w not in seen:
-                seen.append(w)
+    warns = [w for i in per for w in i["warnings"]]
+    seen = [w for k, w in enumerate(warns) if w not in warns[:k]]
     return {
         "started_at": one["started_at"] if one else started,
         "finished_at": provenance.now(),

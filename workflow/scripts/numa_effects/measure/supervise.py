@@ -1,23 +1,15 @@
 """Supervising the pinned child processes of a measurement, and classifying how they ended.
 
-Two kinds of endings, kept strictly apart:
+A **failure** belongs to the cell and becomes its result (``status: failed``, the grid goes on):
+a timeout, running out of memory, a crash, numactl refusing the binding, an exception. An
+**interruption** belongs to the run: Ctrl-C, SIGTERM/SIGHUP to the launcher, the death of
+Snakemake, or a SIGKILL/SIGTERM/SIGINT/SIGHUP sent to the child from outside. Then the child's
+process group is killed, no result is written and ``Interrupted`` exits the job with status 1,
+so the next run measures the cell again.
 
-- A **failure** belongs to the cell and becomes its result (``status: failed``), so the grid
-  goes on and the tables show it: a timeout, running out of memory (an allocation refused under
-  ``max_memory_mb``, or the kernel's OOM killer), a crash (SIGSEGV, SIGABRT, ...), numactl
-  refusing the binding, an exception (in model build or later).
-- An **interruption** belongs to the run, not to the cell: Ctrl-C, SIGTERM/SIGHUP to the
-  launcher, the death of the Snakemake process that started it, or a SIGKILL/SIGTERM/SIGINT/
-  SIGHUP sent to the cell process from outside. Then the child (and everything it started) is
-  killed, no result is written and ``Interrupted`` is raised, which exits the job with status
-  1: Snakemake keeps the cell out of the finished set and the next ``snakemake ... all`` runs
-  it again from scratch.
-
-Every child (a cell's, the peak's or each instance of a packing group: ``runner``) is started by
-``start``: in its own session (so its whole process group can be killed), dying with the
-launcher (``PR_SET_PDEATHSIG``), optionally under an address-space limit (``RLIMIT_AS``).
-``Guard`` gives the interruption semantics while they run; ``run_child`` runs one command to
-its end under both (the tests' stand-in children).
+``start`` starts every child in its own session, dying with the launcher
+(``PR_SET_PDEATHSIG``), optionally under ``RLIMIT_AS``; ``Guard`` gives the interruption
+semantics while children run; ``run_child`` runs one command to its end under both.
 """
 
 from __future__ import annotations
@@ -27,11 +19,12 @@ import ctypes
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.measure.causes import Cause
@@ -43,8 +36,6 @@ PR_SET_PDEATHSIG = 1
 INTERRUPT_SIGNALS = frozenset(
     {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
 )
-
-# The failure causes and what each means: numa_effects.measure.causes (and docs/troubleshooting.md).
 
 # numactl's own complaints come before the Python child ever starts.
 NUMACTL_PATTERNS = (
@@ -82,7 +73,6 @@ class Outcome:
     oom_kills: int = 0
     cpu_s: float = 0.0
     max_rss_kb: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def signal(self) -> signal.Signals | None:
@@ -92,7 +82,6 @@ class Outcome:
         return None
 
 
-# -- evidence of the kernel's OOM killer --------------------------------------------------------
 def _own_cgroup_dirs() -> list[Path]:
     dirs = []
     try:
@@ -108,8 +97,8 @@ def _own_cgroup_dirs() -> list[Path]:
 
 
 def oom_kill_count() -> int:
-    """Sum of the OOM-kill counters visible to this process: the system's (/proc/vmstat) and
-    its memory cgroup's (v2 memory.events, v1 memory.oom_control). Only differences matter."""
+    """Sum of the OOM-kill counters visible here (/proc/vmstat, the memory cgroup's v2
+    memory.events or v1 memory.oom_control). Only differences matter."""
     total = 0
     sources = [Path("/proc/vmstat")]
     for d in _own_cgroup_dirs():
@@ -126,12 +115,9 @@ def oom_kill_count() -> int:
     return total
 
 
-# -- running the child --------------------------------------------------------------------------
 def child_setup(launcher_pid: int, max_memory_mb: int | None = None):
     """A ``preexec_fn`` for a child that must not outlive ``launcher_pid``: its own session,
-    ``PR_SET_PDEATHSIG`` SIGKILL (and killed at once if the launcher is already gone), and
-    ``RLIMIT_AS`` at ``max_memory_mb`` if given. ``start`` uses it; so does the noise
-    benchmark's background load."""
+    ``PR_SET_PDEATHSIG`` SIGKILL, ``RLIMIT_AS`` at ``max_memory_mb`` if given."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork
     except (OSError, AttributeError):
@@ -153,10 +139,8 @@ def child_setup(launcher_pid: int, max_memory_mb: int | None = None):
 def start(
     cmd: list[str], env: dict, logfh, max_memory_mb: int | None = None, pipes: bool = False
 ) -> subprocess.Popen:
-    """Start a pinned child the supervised way: its own session (its whole process group can be
-    killed), killed when this process dies (``PR_SET_PDEATHSIG``), optionally under an
-    address-space limit (``RLIMIT_AS``, ``max_memory_mb``). Output goes to ``logfh``; with
-    ``pipes`` stdin and stdout are pipes (the runner's protocol) and only stderr goes there."""
+    """Start a child under ``child_setup``, its output to ``logfh``; with ``pipes`` stdin and
+    stdout are pipes (the runner's protocol) and only stderr goes to ``logfh``."""
     io = (
         {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": logfh}
         if pipes
@@ -175,11 +159,10 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 class Guard:
-    """Interruption semantics while children run: SIGINT/SIGTERM/SIGHUP to this process, or the
-    death of its parent (Snakemake), make ``check()`` kill every child started under the guard
-    (``watch``) and raise ``Interrupted``; so does leaving the guard after such a signal.
-    Leaving it by an exception kills the children too. Signal handlers are only installed from
-    the main thread (elsewhere the parent-death check still works)."""
+    """Interruption semantics while children run: a signal (``HANDLED``) or the death of the
+    parent make ``check()`` (and leaving the guard) kill every ``watch``-ed child and raise
+    ``Interrupted``; leaving by an exception kills them too. Handlers are installed only from
+    the main thread."""
 
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -199,10 +182,8 @@ class Guard:
             signal.signal(s, h)
         if exc_type is not None:
             self.kill_all()
-            return
-        if self.received:
-            self.kill_all()
-            raise Interrupted(f"the launcher received {signal.Signals(self.received[0]).name}")
+        elif self.received:
+            self.check()  # raises Interrupted
 
     def _on_signal(self, signum, frame) -> None:
         self.received.append(signum)
@@ -237,16 +218,9 @@ class Guard:
 
 
 def run_child(
-    cmd: list[str],
-    env: dict,
-    logfh,
-    timeout_s: float,
-    max_memory_mb: int | None = None,
+    cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
 ) -> Outcome:
-    """Run ``cmd`` (``start``) with stdout and stderr to ``logfh``; kill it after ``timeout_s``.
-
-    Raises ``Interrupted`` (after killing the child's process group) if this process receives
-    SIGINT/SIGTERM/SIGHUP or its parent (Snakemake) dies while the child runs."""
+    """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``, killed at ``timeout_s``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ooms = oom_kill_count()
     started = time.monotonic()
@@ -279,7 +253,6 @@ def run_child(
     )
 
 
-# -- classification -----------------------------------------------------------------------------
 def child_output(log_text: str) -> list[str]:
     """The child's lines of a cell log: everything after the '# command' header lines."""
     return [ln for ln in log_text.splitlines() if not ln.startswith("# ")]
@@ -292,30 +265,19 @@ def numactl_refused(lines: list[str]) -> bool:
 
 def last_exception(lines: list[str]) -> str | None:
     """The final 'SomeError: message' line of a Python traceback, if any."""
-    for ln in reversed(lines):
-        m = EXCEPTION_LINE.match(ln.strip())
-        if m:
-            return ln.strip()
-    return None
+    return next((ln.strip() for ln in reversed(lines) if EXCEPTION_LINE.match(ln.strip())), None)
 
 
 def in_build(lines: list[str], frame: str = "build") -> bool:
-    """True if the traceback passes through the model workload's build (``build``), or the
-    function ``frame`` of it (``convert``: applying the optimization)."""
+    """True if the traceback passes through the model workload's function ``frame``."""
     return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
 
 
 def classify(
-    outcome: Outcome,
-    log_text: str,
-    timeout_s: float,
-    exit_mismatch: int = 3,
-    exit_compile: int = 4,
+    outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3, exit_compile: int = 4
 ):
-    """(cause, message) of a child that produced no result; raises ``Interrupted`` when the
-    child was stopped from outside (see the module docstring). ``exit_mismatch``,
-    ``exit_compile``: the instance's exit statuses for a wrong thread count and for a compiled
-    model whose first call (its compilation) raised (``cell.EXIT_MISMATCH``, ``EXIT_COMPILE``)."""
+    """(cause, message) of a child that produced no result; raises ``Interrupted`` when it was
+    stopped from outside. ``exit_*``: ``cell.EXIT_MISMATCH``, ``cell.EXIT_COMPILE``."""
     lines = child_output(log_text)
     text = "\n".join(lines)
     sig = outcome.signal
@@ -373,8 +335,6 @@ def remove_leftovers(out: Path) -> None:
     """Temp files of an earlier, killed attempt at the same cell (never another cell's)."""
     for p in out.parent.glob(f".{out.name}.*"):
         if p.is_dir():
-            import shutil
-
             shutil.rmtree(p, ignore_errors=True)
         else:
             with contextlib.suppress(OSError):

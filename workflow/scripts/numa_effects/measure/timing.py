@@ -1,57 +1,15 @@
-"""The timing loop: warm-up, then timed iterations until a stopping rule fires.
+"""The timing loop: warm-up, then timed iterations until a stopping rule fires
+(docs/performance.md, "One replicate"). ``step`` is one complete timed step (one barrier round:
+``runner``) and may return its own duration in seconds; otherwise ``clock`` times the call.
 
-No process handling here (see ``runner``) and no workload handling (see ``workloads``): ``step`` is
-one complete inference, including whatever synchronisation it needs.
+Which iterations count is decided here and nowhere else: with a ``probe`` an iteration whose
+foreign share is above ``exclude_foreign_pct`` is ``excluded`` (kept, but left out of the
+statistics and the stopping rule); ``Measurement.contended`` and ``judge`` give the verdict.
 
-Two protocols (config key ``protocol``):
-
-``adaptive`` (default)
-    *Warm-up*: at least ``warmup`` untimed iterations (the cell's first call counts as the
-    first) and ``min_warmup_seconds``, then more until the last ``STABLE_WINDOW`` (3) warm-up
-    iterations are within ``STABLE_TOLERANCE`` (5 %) of one another (max <= 1.05 x min), or
-    until warm-up has used ``WARMUP_BUDGET_FRACTION`` (20 %) of ``max_seconds_per_cell``,
-    whichever comes first (``warmup_stable`` records which).
-    *Stopping*: once ``n >= min_iterations`` clean iterations and ``min_timed_seconds`` of
-    timed iterations, at each look (``LOOK_GROWTH``), stop when both bounds of the 95 % CI of
-    the median of the clean iterations (``stats.median_ci``) lie within ``target_rel_ci`` of
-    the median (``stop_reason = "target_ci"``). Otherwise stop at ``max_iterations``
-    (``"max_iterations"``) or when the next iteration would end past ``max_seconds_per_cell``
-    counted from the start of warm-up (``"max_seconds"``; the next iteration is estimated by the
-    median so far).
-
-``fixed``
-    Exactly ``warmup`` untimed iterations (first call included) and ``fixed_iterations`` timed
-    ones (``stop_reason = "fixed"``): PackRat's protocol is ``warmup: 10, fixed_iterations:
-    100``. ``max_seconds_per_cell`` still applies as a safety cap (``"max_seconds"``), so set it
-    high enough to reproduce PackRat exactly.
-
-*Contaminated iterations* (both protocols): with a ``probe`` (``contention.IterationProbe``),
-each timed iteration records the share of its CPUs' capacity that other tasks used while it
-ran (``foreign_pct``: the larger of /proc/stat's busy time beyond the cell's own and the time
-its threads waited runnable for a CPU, the latter also as ``run_delay_pct``); an iteration
-above ``exclude_foreign_pct`` is ``excluded``: kept in the result and in samples.csv, left out
-of the statistics and not counted by the stopping rule.
-
-Why a minimum warm-up and timed window (``min_warmup_seconds``, ``min_timed_seconds``): on the
-quiet 2-core Xeon (../shared/measurements/quiet-2core-xeon-2026-11-30, fixed 10 + 100 runs)
-the first seconds of a process ran faster than the rest (ResNet-50 eager, 1 thread, batch 1:
--9 % in the first second, settled after ~3 s), so a window of a few iterations read low: the
-adaptive rule replayed on those sequences came out -1.5 % below the whole run on average (9
-of 12 cells lower), while on the same iterations shuffled (no drift) it was unbiased (+0.03
-%). At least 2 s of warm-up and 2 s of timing brought the mean to -0.2 % (7 of 12 lower);
-``benchmarks.bias`` recomputes this. The rest is process-to-process and slow drift, which the
-cell's two-level CI (``stats.combine_replicates``) covers.
-
-*Which iterations count* is decided here and nowhere else: ``Measurement.clean_latencies()``
-(the timed iterations the probe did not exclude; none when all were excluded),
-``Measurement.contended()`` (fewer than ``min_clean(settings)`` clean ones, or more than
-``CONTENDED_EXCLUDED_SHARE`` excluded) and ``judge`` (the replicate's verdict). A measurement
-with no clean iteration has no statistics (``runner``: ``status: contended``).
-
-Public API: ``run(step, settings, probe=None)`` returns a ``Measurement``. ``step()`` is one
-complete timed step (one inference, or one barrier round of k instances: ``runner``) and may
-return its own duration in seconds, measured where the work ran; otherwise ``clock`` times the
-call. ``run_with_retries`` measures again after a back-off while the result is contended.
+Why a minimum warm-up and timed window: the first seconds of a process ran faster than the rest
+(ResNet-50 eager, 1 thread: -9 % in the first second, settled after ~3 s), so a short window
+read low (-1.5 % on average over 12 cells); 2 s of each brought it to -0.2 %
+(``benchmarks.bias`` recomputes this).
 """
 
 from __future__ import annotations
@@ -70,15 +28,11 @@ from numa_effects.plan import settings as settings_mod
 STABLE_WINDOW = 3
 STABLE_TOLERANCE = 0.05
 WARMUP_BUDGET_FRACTION = 0.2
-# The target is checked at n = min_iterations, then whenever n has grown by 10 % (every iteration
-# up to n = 10). Checking after every iteration ("peeking") lets noise end a run on a lucky
-# streak: in simulation the final 95 % CI then covers the true median only ~92 % of the time;
-# with these looks ~94 %, for ~13 % more iterations.
+# The target is checked whenever n has grown by 10 %: checking after every iteration lets noise
+# end a run on a lucky streak (in simulation the 95 % CI then covers the true median ~92 % of
+# the time; with these looks ~94 %, for ~13 % more iterations).
 LOOK_GROWTH = 1.1
 
-DEFAULTS = settings_mod.DEFAULTS  # the measurement settings' defaults: one place
-# A replicate is contended when fewer than ``min_clean(settings)`` of its iterations are clean,
-# or more than this share of them was excluded.
 CONTENDED_EXCLUDED_SHARE = 0.5
 
 
@@ -104,8 +58,7 @@ class Measurement:
         return [not e for e in self.excluded]
 
     def keep(self, xs: list) -> list:
-        """The entries of ``xs`` (one per timed iteration, e.g. one instance's own durations)
-        that belong to clean iterations."""
+        """The entries of ``xs`` (one per timed iteration) of the clean iterations."""
         return [x for x, ok in zip(xs, self.clean_mask(), strict=True) if ok]
 
     def clean_latencies(self) -> list[float]:
@@ -113,8 +66,7 @@ class Measurement:
         return self.keep(self.latencies_s)
 
     def contended(self) -> bool:
-        """Fewer than ``min_clean`` clean iterations, or more than
-        ``CONTENDED_EXCLUDED_SHARE`` of them excluded."""
+        """Fewer than ``min_clean`` clean iterations, or too large a share excluded."""
         n = len(self.latencies_s)
         bad = sum(self.excluded)
         return n - bad < self.min_clean or (n > 0 and bad / n > CONTENDED_EXCLUDED_SHARE)
@@ -140,7 +92,7 @@ class Measurement:
 
 
 def attempt_summary(m: Measurement, backoff_s: float) -> dict:
-    """What a contended attempt leaves in the kept record (``contention.retried_attempts``)."""
+    """What a contended attempt leaves in the kept record."""
     clean = m.clean_latencies()
     return {
         "iterations": len(m.latencies_s),
@@ -159,11 +111,9 @@ def run_with_retries(
     sleep=time.sleep,
     clock=time.perf_counter,
 ) -> tuple[Measurement, list[dict]]:
-    """``run``, and while the result is contended (``Measurement.contended``) wait
-    ``contended_backoff_s`` (doubling: ``backoffs``) and measure again with the same ``step``
-    (the same processes), at most ``contended_retries`` times. Returns the last measurement and
-    ``attempt_summary`` of each earlier one. The last one may still be contended: the caller
-    flags it (and reports no statistics when it has no clean iteration), never hides it."""
+    """``run``, and while contended wait (``backoffs``) and measure again with the same
+    ``step``: (the last measurement, ``attempt_summary`` of each earlier one). The last one may
+    still be contended: the caller flags it, never hides it."""
     waits = backoffs(settings)
     attempts: list[dict] = []
     m = run(step, settings, clock=clock, first_call_s=first_call_s, probe=probe)
@@ -176,11 +126,9 @@ def run_with_retries(
 
 
 def judge(m: Measurement, attempts: list[dict]) -> dict:
-    """The replicate's contention verdict from what its statistics use: contended when too few
-    clean iterations remain after exclusion and retries (``Measurement.contended``), or when
-    the clean iterations' own foreign share (duration-weighted) is above
-    ``contention.FOREIGN_SHARE_LIMIT``. ``has_statistics`` is False when no iteration is clean:
-    the runner then reports ``status: contended`` with no median and no CI."""
+    """The replicate's contention verdict: contended when too few clean iterations remain
+    (``Measurement.contended``) or their duration-weighted foreign share is above
+    ``contention.FOREIGN_SHARE_LIMIT``; ``has_statistics``: any iteration is clean."""
     clean = m.clean_latencies()
     out: dict = {"retries": len(attempts), "retried_attempts": attempts}
     out["has_statistics"] = bool(clean)
@@ -209,10 +157,7 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
 
 
 def clean_steps(report: dict, measurement: dict, clean: bool) -> list:
-    """The entries of a workload's per-step report (``report["times_s"]``, one per step the
-    instance ran, warm-up first) of the clean timed steps: the last ``n`` are the timed ones
-    (``measurement["latencies_s"]``), without those ``excluded``; none unless ``clean`` (the
-    record has statistics: a failed or contended measurement has no clean step)."""
+    """The clean timed steps' entries of a workload's ``report["times_s"]`` (none unless clean)."""
     n = len(measurement.get("latencies_s") or [])
     excluded = list(measurement.get("excluded") or [False] * n)
     steps = (report.get("times_s") or [])[-n:] if n else []
@@ -222,22 +167,16 @@ def clean_steps(report: dict, measurement: dict, clean: bool) -> list:
 
 
 def backoffs(settings: dict) -> list[float]:
-    """The waits before each new measurement of a contended one: ``contended_backoff_s``,
-    doubling, ``contended_retries`` of them."""
-    s = settings_with_defaults(settings)
+    """The waits before each retry: ``contended_backoff_s``, doubling, ``contended_retries``."""
+    s = settings_mod.with_defaults(settings)
     return [float(s["contended_backoff_s"]) * 2**i for i in range(int(s["contended_retries"]))]
 
 
 def min_clean(settings: dict) -> int:
-    """Clean iterations a measurement needs not to be contended: ``min_iterations`` under the
-    adaptive protocol (its stopping rule needs them), 1 under ``fixed`` (``fixed_iterations``
-    may be fewer than ``min_iterations``; the excluded-share rule still applies). One rule for
-    cells, the peak and packing groups."""
-    s = settings_with_defaults(settings)
+    """Clean iterations needed not to be contended: ``min_iterations`` under ``adaptive`` (its
+    stopping rule needs them), 1 under ``fixed`` (which may run fewer)."""
+    s = settings_mod.with_defaults(settings)
     return int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
-
-
-settings_with_defaults = settings_mod.with_defaults  # one place: plan.settings
 
 
 def stable(window: list[float], tolerance: float = STABLE_TOLERANCE) -> bool:
@@ -255,13 +194,10 @@ def run(
     first_call_s: float | None = None,
     probe=None,
 ) -> Measurement:
-    """Time ``step`` under ``settings`` (see the module docstring; missing keys take
-    ``DEFAULTS``). ``step()`` may return its own duration (seconds); otherwise ``clock`` times
-    it. ``first_call_s``: the duration of a call the caller already made (the first call); it
-    counts as the first warm-up iteration. ``probe``: an object with
-    ``begin()`` and ``end() -> foreign share in %`` called just outside each timed iteration
-    (``contention.IterationProbe``); None = no exclusion."""
-    s = settings_with_defaults(settings)
+    """Time ``step`` under ``settings``. ``first_call_s``: a call already made, the first
+    warm-up iteration. ``probe``: ``begin()`` and ``end() -> foreign share in %`` just outside
+    each timed iteration; None = no exclusion."""
+    s = settings_mod.with_defaults(settings)
     protocol = s["protocol"]
     if protocol not in ("adaptive", "fixed"):
         raise ValueError(f"unknown protocol {protocol!r}")
@@ -308,17 +244,13 @@ def run(
 
 
 def _warm_up(m: Measurement, s: dict, timed, clock, start: float) -> None:
-    """``warmup`` iterations; under the adaptive protocol more, until the last ones are stable
-    (``stable``) and ``min_warmup_seconds`` have passed, within its share of the budget."""
-    warmup = int(s["warmup"])
+    """``warmup`` iterations; under ``adaptive`` more, until stable and ``min_warmup_seconds``."""
+    while len(m.warmup_s) < int(s["warmup"]):
+        m.warmup_s.append(timed())
     if s["protocol"] == "fixed":
-        while len(m.warmup_s) < warmup:
-            m.warmup_s.append(timed())
         return
     warm_budget = WARMUP_BUDGET_FRACTION * float(s["max_seconds_per_cell"])
     min_warm = min(float(s["min_warmup_seconds"]), warm_budget)
-    while len(m.warmup_s) < warmup:
-        m.warmup_s.append(timed())
     while (not stable(m.warmup_s) or clock() - start < min_warm) and (
         clock() - start < warm_budget
     ):
@@ -339,8 +271,7 @@ def _fixed(m: Measurement, s: dict, timed_iteration, clock, start: float) -> Non
 
 
 def _adaptive(m: Measurement, s: dict, timed_iteration, clean: list, clock, start: float) -> None:
-    """Timed iterations until the median's CI is within the target at a look (``LOOK_GROWTH``)
-    after ``min_timed_seconds``, or a cap (iterations, seconds) ends them."""
+    """Timed iterations until the CI is within the target at a look, or a cap ends them."""
     min_n = int(s["min_iterations"])
     max_n = int(s["max_iterations"])
     budget = float(s["max_seconds_per_cell"])

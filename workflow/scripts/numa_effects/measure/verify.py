@@ -1,24 +1,13 @@
 """Proof, from inside the running cell, that its threads and memory sit where the plan says.
 
-Called by ``cell`` after warm-up and the timed iterations (so reading /proc cannot disturb a
-timing) and recorded in the cell JSON as ``binding.verification``. Four checks:
-
-- ``cpus``: ``Cpus_allowed_list`` of the process equals the planned CPUs.
-- ``mempolicy``: the memory policy read back with get_mempolicy(2) is the planned mode
-  (``bind``/``interleave``) over the planned nodes, and the cpuset's ``Mems_allowed_list``
-  contains them. (``Mems_allowed_list`` is the cpuset, not the policy: ``numactl --membind=1``
-  leaves it at all nodes, so it is checked for containment, not equality.)
-- ``threads``: every task of the process (main thread, OpenMP workers, any helper thread) last
-  ran on a planned CPU (``/proc/self/task/*/stat`` field 39) and is allowed only planned CPUs.
-- ``pages``: where the anonymous memory (heap, weights, activations: mappings without a backing
-  file in ``/proc/self/numa_maps``) really is. For a ``bind`` plan at least ``MIN_SHARE`` of it
-  must be on the planned nodes; for ``interleave`` additionally each planned node must hold at
-  least ``INTERLEAVE_MIN_OF_EVEN`` of an even share (so memory left on one node is caught).
-
-A fifth, ``check_allocator``, proves the cell's allocator from ``/proc/self/maps`` (its library
-mapped, no other one). A failed check is a failed cell (cause ``binding-mismatch``,
-``page-placement``, ``allocator-not-loaded`` or ``foreign-allocator``), never a measurement
-with a warning. The parsers are pure functions, unit-tested on captured text.
+Called by ``cell`` after the timed iterations (reading /proc cannot disturb a timing) and
+recorded as ``binding.verification``. Checks: ``cpus`` (``Cpus_allowed_list`` equals the plan),
+``mempolicy`` (get_mempolicy(2) gives the planned mode and nodes; the cpuset's
+``Mems_allowed_list`` must contain them: ``numactl --membind=1`` leaves it at all nodes),
+``threads`` (every task last ran on, and may only use, planned CPUs), ``pages`` (anonymous memory
+in numa_maps: ``MIN_SHARE`` on the planned nodes; interleaved, each node at least
+``INTERLEAVE_MIN_OF_EVEN`` of an even share) and ``check_allocator`` (its library mapped, no
+other one). A failed check is a failed cell, never a measurement with a warning.
 """
 
 from __future__ import annotations
@@ -28,15 +17,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from numa_effects.measure import provenance
 from numa_effects.measure.causes import Cause
 from numa_effects.plan import cpulist
 
 MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
-# Each interleaved node must hold at least half of an even share (>= 25 % of 2 nodes). Not
-# "within 10 points of even": the kernel's task-policy interleave round-robins per allocation,
-# and with transparent huge pages a 2 MiB page is one step like a 4 KiB page, so byte shares
-# drift. Measured on the 2-node test guest (THP always): one cell 65.4 / 34.6 %, another
-# 54.8 / 45.2 %, a touched buffer 51.5 / 48.5 %. Memory that ignored the policy is ~100 / 0.
+# Each interleaved node must hold at least half of an even share, not "near even": interleave
+# round-robins per allocation and a 2 MiB huge page is one step like a 4 KiB page, so byte
+# shares drift (65.4 / 34.6 % seen on 2 nodes); memory that ignored the policy is ~100 / 0.
 INTERLEAVE_MIN_OF_EVEN = 0.5
 
 CAUSE_BINDING = Cause.BINDING_MISMATCH
@@ -46,7 +34,6 @@ _NODE_COUNT = re.compile(r"^N(\d+)=(\d+)$")
 _KEY_VALUE = re.compile(r"^([a-zA-Z_]+)=(\d+)$")
 
 
-# -- /proc/<pid>/numa_maps ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Mapping:
     """One line of numa_maps."""
@@ -68,11 +55,9 @@ class Mapping:
 
 
 def parse_numa_maps(text: str) -> list[Mapping]:
-    """Parse the text of ``/proc/<pid>/numa_maps`` (see proc(5) and numa(7)).
-
-    Each line is ``<start> <policy> [file=<path>|heap|stack|huge] key=value... N<node>=<pages>``.
-    A file path may contain spaces, so tokens are classified by form, not by position.
-    """
+    """Parse ``/proc/<pid>/numa_maps`` (proc(5)): ``<start> <policy> [file=<path>|heap|stack|
+    huge] key=value... N<node>=<pages>``. A path may contain spaces: tokens are classified by
+    form, not by position."""
     out: list[Mapping] = []
     for line in text.splitlines():
         parts = line.split()
@@ -85,24 +70,17 @@ def parse_numa_maps(text: str) -> list[Mapping]:
         page_kb = 4
         for tok in rest:
             m = _NODE_COUNT.match(tok)
+            kv = _KEY_VALUE.match(tok)
             if m:
                 nodes[int(m.group(1))] = nodes.get(int(m.group(1)), 0) + int(m.group(2))
-                continue
-            if tok.startswith("file="):
+            elif tok.startswith("file="):
                 kind = "file"
-                continue
-            if tok in ("heap", "stack") and kind == "anon":
+            elif (tok in ("heap", "stack") and kind == "anon") or tok == "huge":
                 kind = tok
-                continue
-            if tok == "huge":
-                kind = "huge"
-                continue
-            m = _KEY_VALUE.match(tok)
-            if m:
-                if m.group(1) == "kernelpagesize_kB":
-                    page_kb = int(m.group(2))
-                else:
-                    counters[m.group(1)] = int(m.group(2))
+            elif kv and kv.group(1) == "kernelpagesize_kB":
+                page_kb = int(kv.group(2))
+            elif kv:
+                counters[kv.group(1)] = int(kv.group(2))
         out.append(Mapping(address, policy, kind, page_kb, nodes, counters))
     return out
 
@@ -117,16 +95,12 @@ def anon_kb_by_node(mappings: list[Mapping]) -> dict[int, int]:
     return dict(sorted(total.items()))
 
 
-# -- /proc/<pid>/task/<tid>/stat ---------------------------------------------------------------
 STAT_PROCESSOR_FIELD = 39  # "CPU number last executed on", proc(5), 1-based
 
 
 def parse_task_stat(text: str) -> dict:
-    """The fields of a ``stat`` line this module needs: tid, comm, state, processor.
-
-    ``comm`` is in parentheses and may itself contain spaces and ')', so the line is split at
-    the last ')'; the fields after it start with field 3 (state).
-    """
+    """tid, comm, state, processor of a ``stat`` line; ``comm`` may contain spaces and ')', so
+    the line is split at the last ')' (the fields after it start with field 3)."""
     text = text.strip()
     lp, rp = text.find("("), text.rfind(")")
     if lp < 0 or rp < lp:
@@ -143,20 +117,13 @@ def parse_task_stat(text: str) -> dict:
     }
 
 
-def _status_field(text: str, key: str) -> str:
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    return ""
-
-
 def read_tasks(proc: str | os.PathLike = "/proc/self") -> list[dict]:
     """Every task (thread) of the process: tid, comm, last CPU, allowed CPUs."""
     tasks = []
     for task_dir in sorted(Path(proc, "task").iterdir(), key=lambda p: int(p.name)):
         try:
             stat = parse_task_stat((task_dir / "stat").read_text())
-            status = (task_dir / "status").read_text()
+            status = provenance.proc_status(str(task_dir / "status"))
         except (FileNotFoundError, ProcessLookupError):
             continue  # the thread exited while we looked
         tasks.append(
@@ -164,13 +131,12 @@ def read_tasks(proc: str | os.PathLike = "/proc/self") -> list[dict]:
                 "tid": stat["tid"],
                 "comm": stat["comm"],
                 "last_cpu": stat["processor"],
-                "cpus_allowed": _status_field(status, "Cpus_allowed_list"),
+                "cpus_allowed": status.get("Cpus_allowed_list", ""),
             }
         )
     return tasks
 
 
-# -- the checks (pure) -------------------------------------------------------------------------
 def check_cpus(plan: dict, cpus_allowed_list: str) -> str | None:
     if cpulist.parse(cpus_allowed_list) != tuple(plan["cpus"]):
         return f"Cpus_allowed_list is {cpus_allowed_list}, the plan is {plan['cpu_list']}"
@@ -267,82 +233,60 @@ def check_pages(plan: dict, kb_by_node: dict[int, int]) -> tuple[dict, str | Non
 BINDING_KEYS = ("cpus_allowed_list", "mems_allowed_list", "mempolicy")
 
 
-def _binding_problems(plan: dict, binding: dict) -> list[dict]:
-    """The checks of the process's own binding (CPUs, memory policy): problems, maybe none."""
-    found = (
-        ("cpus", check_cpus(plan, binding.get("cpus_allowed_list", ""))),
+def _verdict(found) -> dict:
+    """``ok``, ``cause`` and ``problems`` of (check, cause, message or None) results."""
+    problems = [{"check": c, "cause": cause, "message": m} for c, cause, m in found if m]
+    return {
+        "ok": not problems,
+        "cause": problems[0]["cause"] if problems else None,
+        "problems": problems,
+    }
+
+
+def _binding_checks(plan: dict, binding: dict) -> list[tuple]:
+    """The checks of the process's own binding (CPUs, memory policy)."""
+    policy = binding.get("mempolicy") or {}
+    return [
+        ("cpus", CAUSE_BINDING, check_cpus(plan, binding.get("cpus_allowed_list", ""))),
         (
             "mempolicy",
-            check_mempolicy(
-                plan, binding.get("mempolicy") or {}, binding.get("mems_allowed_list", "")
-            ),
+            CAUSE_BINDING,
+            check_mempolicy(plan, policy, binding.get("mems_allowed_list", "")),
         ),
-    )
-    return [
-        {"check": check, "cause": CAUSE_BINDING, "message": message}
-        for check, message in found
-        if message
     ]
 
 
 def evaluate(plan: dict, binding: dict, tasks: list[dict], kb_by_node: dict[int, int]) -> dict:
     """All four checks on observed data; pure. Returns the ``verification`` record."""
-    problems: list[dict] = _binding_problems(plan, binding)
-
-    def note(check: str, cause: str, message: str | None):
-        if message:
-            problems.append({"check": check, "cause": cause, "message": message})
-
-    threads, why = check_threads(plan, tasks)
-    note("threads", CAUSE_BINDING, why)
-    pages, why = check_pages(plan, kb_by_node)
-    note("pages", CAUSE_PAGES, why)
-    return {
-        "ok": not problems,
-        "cause": problems[0]["cause"] if problems else None,
-        "problems": problems,
-        "threads": threads,
-        "pages": pages,
-    }
+    threads, why_threads = check_threads(plan, tasks)
+    pages, why_pages = check_pages(plan, kb_by_node)
+    found = [("threads", CAUSE_BINDING, why_threads), ("pages", CAUSE_PAGES, why_pages)]
+    return {**_verdict(_binding_checks(plan, binding) + found), "threads": threads, "pages": pages}
 
 
 def at_start(plan: dict, binding: dict | None = None) -> dict:
-    """The checks that need no workload, made when the process starts (before torch's import
-    and the model's build): its CPUs and memory policy against ``plan``. A binding wrong there
-    stays wrong, so the cell fails at once (``stage`` ``start``) instead of after its whole
-    measurement (minutes per process in an emulated guest, and on a big server a cell's whole
-    budget). Its threads and pages are checked after the timed steps (``run``).
-    ``binding``: read now when None (``provenance.binding``)."""
-    from numa_effects.measure import provenance
-
+    """The CPU and memory policy checks, made when the process starts (before torch's import):
+    a binding wrong there stays wrong, so the cell fails at once instead of after its whole
+    measurement. ``binding``: read now when None."""
     if binding is None:
         binding = provenance.binding()
-    problems = _binding_problems(plan, binding)
     return {
-        "ok": not problems,
-        "cause": problems[0]["cause"] if problems else None,
-        "problems": problems,
+        **_verdict(_binding_checks(plan, binding)),
         "stage": "start",
         "binding": {k: binding.get(k) for k in BINDING_KEYS},
     }
 
 
 def anon_huge_kb(smaps_rollup: str) -> int | None:
-    """``AnonHugePages`` of ``/proc/<pid>/smaps_rollup``: how much of the process's anonymous
-    memory (weights, activations) sits in transparent huge pages, None when not reported. With
-    THP in ``madvise`` mode it is 0 unless the process asks (PyTorch does for large blocks with
-    ``THP_MEM_ALLOC_ENABLE=1``); with ``always`` it varies with each process's alignment: one
-    candidate source of between-process variance (issue 23 item 4), recorded per replicate."""
+    """``AnonHugePages`` of ``/proc/<pid>/smaps_rollup`` (None: not reported). With THP
+    ``always`` it varies with each process's alignment: a candidate source of between-process
+    variance, recorded per replicate."""
     m = re.search(r"^AnonHugePages:\s+(\d+) kB", smaps_rollup, re.M)
     return int(m.group(1)) if m else None
 
 
 def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/proc/self") -> dict:
-    """Read the live process and evaluate it against ``plan`` (a ``Plan.to_dict()``).
-
-    ``binding`` defaults to a fresh ``provenance.binding()`` read now, after warm-up."""
-    from numa_effects.measure import provenance
-
+    """Read the live process and evaluate it against ``plan`` (``binding``: read now if None)."""
     if binding is None:
         binding = provenance.binding()
     tasks = read_tasks(proc)
@@ -365,12 +309,10 @@ ALLOCATOR_CAUSES = {
 
 
 def check_allocator(verification: dict, allocator: dict, maps_text: str | None = None) -> dict:
-    """Add the allocator check to ``verification`` (in place, and returned): the library the
-    cell was labelled with must be mapped in the process, and no other allocator
-    (``plan.allocators.verify`` on ``/proc/self/maps``). ``allocator``: the spec's record of it
-    (``job.allocator_here``: name, library path, ``maps_key``, ``env``, ``heap_probe``), so the
-    process needs no registry entry. With ``heap_probe`` the process mallocs that many bytes and
-    reads its maps while it holds them (``plan.allocators.probe``): glibc's settings, proven."""
+    """Add the allocator check to ``verification`` (in place, and returned): the labelled
+    library mapped and no other allocator (``plan.allocators.verify``). ``allocator``: the
+    spec's record of it (``job.allocator_here``), so no registry entry is needed. With
+    ``heap_probe`` the process mallocs that much and reads its maps while holding it."""
     from numa_effects.plan import allocators
 
     library = allocator.get("library")

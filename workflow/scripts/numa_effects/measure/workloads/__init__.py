@@ -1,22 +1,9 @@
-"""The registry of workloads: what a pinned instance process (``measure.cell``) runs, each one
-module with one interface, its runtime code in it:
-
-- ``TORCH``: whether its instance imports torch (its threads set through torch, the import
-  timed apart as ``import_s``); a memory probe's never does;
-- ``prepare(instance) -> dict``: where the job runs, before any instance starts
-  (``measure.job``): what it resolves there (the memory probe compiles its C code), into the
-  instance's ``resolved``; raises ``Skip`` (nothing can run here: the record says skipped, with
-  the reason) or ``WorkloadError`` (a failed record);
-- ``build(instance, settings) -> Built``: in the instance: the step the runner times, the
-  build's timings and warnings, the report made after the timed steps;
-- ``summary(instance, report, measurement, clean) -> dict | None``: the record's entry of it
-  (``Workload.key``), from the instance's report and the measurement (``clean``: the record has
-  statistics, its clean steps count);
-- ``check(summary) -> (cause, message) | None``: a measured result that must not count (a model
-  whose outputs disagree with float32 eager: ``numerics``).
-
-A new workload is its module and one entry in ``WORKLOADS``; the plan names it in its specs
-(``plan.spec``)."""
+"""The registry of workloads: what a pinned instance process (``measure.cell``) runs. Each is
+one module with ``TORCH`` (its instance imports torch), ``prepare(instance) -> dict`` (where the
+job runs: resolved facts, or raises ``Skip`` / ``WorkloadError``), ``build(instance, settings)
+-> Built`` (in the instance), ``summary(instance, report, measurement, clean)`` (the record's
+entry, ``Workload.key``) and ``check(summary) -> (cause, message) | None`` (a result that must
+not count). A new workload is its module and one entry in ``WORKLOADS``."""
 
 from __future__ import annotations
 
@@ -41,10 +28,8 @@ class CompileError(RuntimeError):
 
 @dataclass
 class Built:
-    """A workload built in its instance: ``step`` (one timed step), ``timings`` (``build_s``,
-    ``prepare_s``, ...), the ``warnings`` of the build, ``report`` (called after the timed
-    steps, None: nothing to report) and whether the first step compiles (``compiles``: an
-    exception there is a ``compile-error``)."""
+    """A workload built in its instance: ``report`` is called after the timed steps;
+    ``compiles``: an exception in the first step is a ``compile-error``."""
 
     step: Callable[[], object]
     timings: dict

@@ -1,12 +1,8 @@
-"""``bf16_aot``'s two parts that need torch at import (``workloads.model`` imports it lazily):
-the module it exports (``AutocastBF16``: a model whose forward runs under bf16 autocast,
-importable so that a child process can unpickle it) and the packaging child.
-
-``python -m numa_effects.measure.workloads.aot MODULE INPUT PACKAGE THREADS`` exports and packages
-one module with AOTInductor (freezing on) in a process of its own, so that every process that
-measures a ``bf16_aot`` cell only loads the package (``workloads.model.aot_package``). The module
-and its example input come as ``torch.save`` files; ``THREADS`` is the measuring process's thread
-count, which inductor generates its CPU kernels for."""
+"""``bf16_aot``'s parts that need torch at import: ``AutocastBF16`` (importable, so that a child
+process can unpickle it) and the packaging child, ``python -m numa_effects.measure.workloads.aot
+MODULE INPUT PACKAGE THREADS``: it exports and packages one module (``torch.save`` files) with
+AOTInductor at the measuring process's thread count, so that every measuring process only loads
+the package (``workloads.model.aot_package``)."""
 
 from __future__ import annotations
 

@@ -1,48 +1,17 @@
-"""The peak per dtype, on the path the models use: the denominator of ``efficiency``.
+"""The peak per dtype, on the path the models use: the denominator of ``efficiency``
+(docs/precision.md, "Peaks and efficiency").
 
 ``torch.mm`` alone is the wrong denominator: on AMD it is MKL's path while the convolutions run
-through oneDNN, and a frozen, prepacked model beat it (efficiency 2.7 on the issue's machine).
-So each dtype has several kernels and its peak is the best rate of any of them (noise only
-slows a call down):
+through oneDNN, and a frozen, prepacked model beat it (efficiency 2.7); bf16 under autocast alone
+was beaten by a bf16 ResNet-50 too. So each dtype has several kernels (``KERNELS``) and its peak
+is the best rate of any of them (noise only slows a call down). Sizes grow with the threads
+(``scaled``, ``matrix_size``): a fixed size under-fills the cores.
 
-- ``float32``: ``torch.mm`` (the old peak), a large 1x1 convolution in channels-last, which
-  oneDNN runs as a blocked GEMM (its brgemm kernels, as inductor's frozen graphs do), and a 3x3
-  convolution frozen by TorchScript (weights prepacked in oneDNN's blocked layout, as the
-  ``script`` models run);
-- ``bfloat16``: the same 1x1 convolution under bf16 autocast (the ``bf16_eager`` path: input and
-  weights cast on every call), 1x1 and 3x3 convolutions on bf16 weights and inputs in
-  channels-last at batch 16 (the ``bf16`` path: freezing converts the weights once, the
-  activations stay bf16; oneDNN's AMX or ``avx512_bf16`` kernels where the CPU has them, ATen's
-  fallback where not: then the peak is as slow as the models) and ``torch.mm`` on bf16 matrices.
-  The autocast call alone was no peak: on an AMX Xeon (2 vCPUs, 2026-12-02) it ran at 755 and
-  1186 GFLOP/s on 1 and 2 threads, its 1024 product at 1647 and 1567, while a batch-16 bf16
-  ResNet-50 ran at 1833 on 2 threads (efficiency 1.33); the bf16 3x3 ran at 1819 and 3173;
-- ``int8``: the 1x1 and a 3x3 convolution quantized with PT2E (torchao) and compiled with
-  freezing, the path of the ``int8`` optimization (u8/s8 oneDNN kernels); its rate is integer ops
-  per second.
-
-FLOPs: 2 x N x H x W x C_in x C_out x k^2 for a k x k convolution, 2 n^3 for the product
-(the FlopCounterMode convention of the model FLOPs). The theoretical peak for reference is
-``plan.cpu.Capabilities.theoretical_peak`` (``theoretical``).
-
-Sizes scale with the thread count (``scaled``, ``matrix_size``): a convolution's batch grows
-with the threads (each thread keeps the work it has at one thread, up to ``MAX_BATCH``), a
-product's side with their cube root. A fixed size under-fills the cores: a 1x1 convolution at
-batch 4 ran at a median of 273 GFLOP/s on 2 threads and 444 at batch 8 (2-vCPU AMD EPYC, AVX-512).
-
-In the pipeline the peak is a workload of the one measuring stack (``build``): each peak job
-(one window of a (placement, threads, dtype): ``plan.peaks``) is a pinned instance like a
-cell's, started, timed, probed for contention, retried and verified by ``runner``. At build it
-probes every kernel of the dtype (``time_kernel``, a fraction of a second each) and drops one
-that cannot be the peak (below ``DROP_FACTOR`` of the best probe: bf16's ``torch.mm`` without
-native bf16 takes seconds per call); each timed step then calls every remaining kernel back to
-back, ``calls`` times (about ``KERNEL_STEP_S`` of each kernel per step, at least
-``MIN_CALLS``), and keeps each kernel's fastest call of the step: its first call after another
-kernel runs on cold caches, which a model's next convolution does not (one call per step put a
-1x1 convolution at 144 GFLOP/s where its probe ran 173). The runner's exclusion of contended
-steps applies to all of them, and ``summary`` takes each kernel's best rate over the clean timed
-steps and the best kernel as the peak. ``measure`` is the same comparison in one unpinned
-process (exploration and tests).
+In the pipeline the peak is a workload of the one measuring stack (``build``): it probes every
+kernel and drops one below 1/``DROP_FACTOR`` of the best (bf16's ``torch.mm`` without native bf16
+takes seconds per call); each timed step calls every remaining kernel ``calls`` times in a row
+and keeps its fastest call, as the first after another kernel runs on cold caches, which a
+model's next convolution does not. ``measure`` is the same comparison in one unpinned process.
 """
 
 from __future__ import annotations
@@ -76,22 +45,19 @@ MAX_CALLS = 64
 
 
 def scaled(shape: dict, threads: int) -> dict:
-    """A convolution's shape at ``threads``: its batch times the threads, at most
-    ``MAX_BATCH`` (never below the one-thread batch)."""
+    """A convolution's shape at ``threads``: its batch times the threads, at most ``MAX_BATCH``."""
     n = min(shape["n"] * max(1, int(threads)), max(MAX_BATCH, shape["n"]))
     return {**shape, "n": n}
 
 
 def matrix_size(threads: int, base: int = MATRIX_SIZE) -> int:
-    """A product's side at ``threads``: ``base`` times the cube root of the threads (the same
-    work per thread), rounded up to a multiple of 128."""
+    """A product's side: ``base`` x the threads' cube root, rounded up to a multiple of 128."""
     side = base * max(1, int(threads)) ** (1 / 3)
     return int(-(-round(side, 6) // 128) * 128)
 
 
 def calls_per_step(call_s: float) -> int:
-    """Calls of a kernel per timed step when one call takes ``call_s`` seconds: about
-    ``KERNEL_STEP_S`` of it, within ``MIN_CALLS`` .. ``MAX_CALLS``."""
+    """Calls of a kernel per timed step: about ``KERNEL_STEP_S`` of it, within the bounds."""
     if call_s <= 0:
         return MAX_CALLS
     return max(MIN_CALLS, min(MAX_CALLS, round(KERNEL_STEP_S / call_s)))
@@ -110,11 +76,11 @@ def conv_flop(n: int, c: int, hw: int, k: int = 1) -> float:
     return 2.0 * n * hw * hw * c * c * k * k
 
 
-def _conv(dtype: str, k: int = 1, frozen: bool = False):
-    """A k x k convolution in channels-last. bf16: under autocast, which casts the input and
-    weights on every call (the ``bf16_eager`` path), or with ``frozen`` on bf16 weights and
-    input, converted once, as a frozen bf16 graph runs (the ``bf16`` path). int8: the
-    optimization's own conversion. Low precision runs at batch 16 (``CONV_LOWP``)."""
+def _conv(dtype: str, k: int = 1, frozen: bool = False, script: bool = False):
+    """A k x k convolution in channels-last. bf16: under autocast (the ``bf16_eager`` path), or
+    with ``frozen`` on bf16 weights and input (the ``bf16`` path). int8: the optimization's own
+    conversion. ``script``: frozen by TorchScript, its weights prepacked for oneDNN (the
+    ``script`` models' path)."""
     lowp = dtype == "int8" or frozen
     conv1, conv3 = (CONV_LOWP, CONV3_LOWP) if lowp else (CONV, CONV3)
 
@@ -124,10 +90,16 @@ def _conv(dtype: str, k: int = 1, frozen: bool = False):
         shape = scaled(conv1 if k == 1 else conv3, threads)
         n, c, hw = shape["n"], shape["c"], shape["hw"]
         gen = torch.Generator().manual_seed(0)
-        x = torch.randn(n, c, hw, hw, generator=gen).to(memory_format=torch.channels_last)
+        x = torch.randn(n, c, hw, hw, generator=gen)
         conv = torch.nn.Conv2d(c, c, k, padding=k // 2, bias=False).eval()
-        conv = conv.to(memory_format=torch.channels_last)
-        if dtype == "float32":
+        if not script:
+            x = x.to(memory_format=torch.channels_last)
+            conv = conv.to(memory_format=torch.channels_last)
+        if script:
+            with warnings.catch_warnings():  # TorchScript's deprecation warnings
+                warnings.simplefilter("ignore")
+                fn = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(conv)))
+        elif dtype == "float32":
             fn = conv
         elif dtype == "bfloat16" and frozen:
             x, fn = x.to(torch.bfloat16), conv.to(torch.bfloat16)
@@ -147,31 +119,6 @@ def _conv(dtype: str, k: int = 1, frozen: bool = False):
                 return fn(x)
 
         return call, conv_flop(n, c, hw, k)
-
-    return build
-
-
-def _conv3_prepacked():
-    """A 3x3 convolution frozen by TorchScript: ``optimize_for_inference`` prepacks its weights
-    for oneDNN in the blocked layout (the path of the ``script`` models)."""
-
-    def build(threads: int = 1):
-        import torch
-
-        shape = scaled(CONV3, threads)
-        n, c, hw = shape["n"], shape["c"], shape["hw"]
-        gen = torch.Generator().manual_seed(0)
-        x = torch.randn(n, c, hw, hw, generator=gen)
-        conv = torch.nn.Conv2d(c, c, 3, padding=1, bias=False).eval()
-        with warnings.catch_warnings():  # TorchScript's deprecation warnings
-            warnings.simplefilter("ignore")
-            fn = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(conv)))
-
-        def call():
-            with torch.inference_mode():
-                return fn(x)
-
-        return call, conv_flop(n, c, hw, 3)
 
     return build
 
@@ -201,7 +148,7 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     "float32": (
         Kernel("mm", "float32", _mm("float32")),
         Kernel("conv1x1_cl", "float32", _conv("float32")),
-        Kernel("conv3x3_prepacked", "float32", _conv3_prepacked()),
+        Kernel("conv3x3_prepacked", "float32", _conv("float32", 3, script=True)),
     ),
     "bfloat16": (
         Kernel("conv1x1_cl_autocast", "bfloat16", _conv("bfloat16")),
@@ -213,8 +160,7 @@ KERNELS: dict[str, tuple[Kernel, ...]] = {
     "int8": (
         Kernel("conv1x1_pt2e_int8", "int8", _conv("int8"), requires=INT8),
         # a 3x3 too: a lone 1x1 call pays the quantize/dequantize of its own input and output,
-        # which a model's u8 activations skip (a batch-16 ResNet-50 int8 cell ran at 1.09x the
-        # 1x1-only peak; in one process the 1x1 gave 122 GOP/s, the 3x3 157; AVX2 EPYC, 2026-12-01)
+        # which a model's u8 activations skip (a ResNet-50 int8 cell beat the 1x1-only peak)
         Kernel("conv3x3_pt2e_int8", "int8", _conv("int8", 3), requires=INT8),
     ),
 }
@@ -230,8 +176,7 @@ def time_kernel(
 ) -> dict:
     """Best and median rate of ``call`` (GFLOP/s) after ``warmup`` untimed calls, for
     ``seconds`` and at least ``min_reps`` calls. A kernel whose first call takes more than half
-    of ``seconds`` (bf16 without native support) gets one warm-up call and two timed ones, so
-    a slow path costs seconds, not minutes."""
+    of ``seconds`` gets two timed calls: a slow path costs seconds, not minutes."""
     first = None
     for i in range(warmup):
         t0 = clock()
@@ -251,11 +196,9 @@ def time_kernel(
     rates = sorted(flop / t / 1e9 for t in times if t > 0)
     if not rates:
         raise ValueError("every timed call took 0 s: the clock is too coarse")
-    mid = len(rates) // 2
-    median = rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
     return {
         "peak_gflop_per_s": rates[-1],
-        "median_gflop_per_s": median,
+        "median_gflop_per_s": statistics.median(rates),
         "reps": len(times),
         "slow": slow,
         "flop_per_call": flop,
@@ -275,10 +218,7 @@ def best(per_kernel: dict[str, dict]) -> dict:
 def measure(
     dtype: str, seconds: float = SECONDS, available: dict | None = None, threads: int = 1
 ) -> dict:
-    """Every kernel of ``dtype`` at its sizes for ``threads`` timed in this process (pinned
-    like the cells by the caller), and the best: ``{"dtype", "kernels": {name: rates |
-    {"skipped"|"error": why}}, "peak_gflop_per_s", "peak_kernel"}``. ``available``:
-    ``plan.optimizations.availability()``."""
+    """Every kernel of ``dtype`` for ``threads`` timed in this process, and the best."""
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available
@@ -286,20 +226,17 @@ def measure(
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
-# -- the pipeline's peak: a workload of the one measuring stack --------------------------------
 TORCH = True
 
 
 def prepare(instance) -> dict:
-    """Nothing to resolve where the job runs (``workloads`` interface)."""
+    """Nothing to resolve where the job runs."""
     return {}
 
 
 def build(instance, settings: dict, available: dict | None = None) -> Built:
-    """The ``dtype_peaks`` workload of a pinned instance (``measure.cell``): every kernel of the
-    instance's ``dtype`` at its sizes for the instance's threads, probed; the ones that can be
-    the peak called back to back ``calls`` times per step, each call timed by itself, the
-    step's fastest kept per kernel (``times_s``); see the module docstring."""
+    """The peak workload of a pinned instance: every kernel probed; per step the ones that can
+    be the peak called ``calls`` times each, the fastest call kept (``times_s``)."""
     from numa_effects.plan import optimizations as opts
 
     dtype = instance.cell["dtype"]
@@ -349,9 +286,8 @@ def build(instance, settings: dict, available: dict | None = None) -> Built:
 def _timed(
     dtype: str, available: dict, seconds: float, threads: int = 1, **kw
 ) -> tuple[dict, list]:
-    """Each kernel of ``dtype`` built at its sizes for ``threads`` and timed for ``seconds``
-    (``time_kernel``): ({name: its rates, or why it was not built}, [(name, call)] of the
-    built ones)."""
+    """({name: its rates, or why it was not built}, [(name, call)] of the built ones) for
+    each kernel of ``dtype`` built for ``threads`` and timed for ``seconds``."""
     kernels: dict[str, dict] = {}
     built = []
     for k in KERNELS[dtype]:
@@ -370,8 +306,7 @@ def _timed(
 
 
 def _keep(kernels: dict, built: list) -> list:
-    """The built kernels that can be the peak: a kernel probed below 1/``DROP_FACTOR`` of the
-    best one is dropped (``kernels`` says why)."""
+    """The built kernels that can be the peak (a dropped one's entry says why)."""
     top = max((kernels[n]["probe_gflop_per_s"] for n, _ in built), default=0.0)
     timed = []
     for name, call in built:
@@ -387,11 +322,9 @@ def _keep(kernels: dict, built: list) -> list:
 
 
 def summary(instance, report, measurement: dict, clean: bool) -> dict:
-    """The ``peak`` entry of a peak result: per kernel its best and median rate over the clean
-    timed steps (``timing``'s exclusion; the instance's per-kernel times of its last ``n``
-    steps are the timed ones), the best kernel as the dtype's peak, and the theoretical peak
-    of the instance's cores beside it (``theoretical``); no rate when no step was clean (a
-    failed or contended peak)."""
+    """The ``peak`` entry: per kernel its best and median rate over the clean timed steps, the
+    best kernel as the dtype's peak, the theoretical peak beside it; no rate without a clean
+    step."""
     from numa_effects.measure import timing
 
     rep = report or {}
@@ -420,13 +353,12 @@ def summary(instance, report, measurement: dict, clean: bool) -> dict:
 
 
 def check(peak) -> None:
-    """A peak is never refused after its measurement (``workloads`` interface)."""
+    """A peak is never refused after its measurement."""
     return None
 
 
 def theoretical(dtype: str, cores: int, caps=None) -> dict:
-    """The theoretical peak of ``cores`` physical cores in ``dtype`` on this CPU, for reference
-    (``plan.cpu``: nominal clock, vector width, FMA units assumed); None values where unknown."""
+    """The nominal peak of ``cores`` physical cores in ``dtype`` on this CPU (``plan.cpu``)."""
     from numa_effects.plan import cpu
 
     try:

@@ -1,33 +1,12 @@
-"""The memory probe of the node-pair matrix: idle latency and read bandwidth of one memory node
-seen from one CPU.
+"""The memory probe of the node-pair matrix (docs/placements.md, "The measured memory matrix"):
+idle latency by a pointer chase through one random cycle of cache lines, and one core's read
+bandwidth by a sequential pass, in a buffer much larger than the last-level cache.
 
-- **Idle latency** by a pointer chase: a buffer much larger than the last-level cache
-  (``buffer_bytes``: 256 MiB, or 8 x the LLC of the CPU it runs on when that is larger), one
-  pointer per 64-byte cache line, linked into one random cycle (Sattolo's shuffle), so every
-  load depends on the one before and no prefetcher can guess the next line; the time of
-  ``LOADS`` loads divided by their number is the nanoseconds per load. The buffer asks for
-  transparent huge pages (``madvise(MADV_HUGEPAGE)``), so the chase mostly measures DRAM, not
-  page walks; where the kernel gives none, the TLB misses are part of the number.
-- **Read bandwidth**: one sequential pass summing the whole buffer (eight independent 64-bit
-  accumulators), bytes per second in GB/s (1e9). One thread: what one core pulls from that node,
-  not the node's bandwidth under load.
-
-A dependent-load chase in Python would time the interpreter, so both loops are a few lines of C
-(``SOURCE``) compiled at run time with the machine's compiler (``CC``, else the C++ compiler
-the compiled optimizations need: ``plan.optimizations.REQUIREMENTS["cxx"]``) as
-``-O2 -shared -fPIC``, cached by the hash of source, compiler and flags (``library``), and
-called through ctypes. Without a compiler the probe is *skipped* with the reason, never
-measured another way.
-
-In the pipeline the probe is a workload of the one measuring stack (``build``): the memory job of a
-pair ``n{cpu}m{mem}`` is one pinned instance (1 thread on node cpu's first core, memory bound to
-node mem: the family's own plan), started, timed, probed for contention, retried and verified like a
-cell (its buffer is on node mem, or the page check fails it); each timed step is one chase and one
-read pass, each timed by itself, and ``summary`` takes the best clean step of each (noise only slows
-a load down) and the median beside it. ``measure`` is the same probe in this process, unpinned
-(exploration, tests); ``python -m numa_effects.measure.workloads.memory_probe`` prints it. Idle
-latency only: no loaded latency (a chase beside a bandwidth load), no writes, no multi-core
-bandwidth.
+A chase in Python would time the interpreter, so both loops are C (``SOURCE``) compiled at run
+time (``compiler``, ``library``) and called through ctypes; without a compiler the probe is
+*skipped*, never measured another way. In the pipeline the probe is a workload of the one
+measuring stack (``build``, ``summary``: the best clean step, noise only slows a load down);
+``measure`` runs it in this process (``python -m numa_effects.measure.workloads.memory_probe``).
 """
 
 from __future__ import annotations
@@ -57,16 +36,12 @@ COMPILE_TIMEOUT_S = 120.0
 SEED = 0
 
 SOURCE = r"""
-/* numa_effects.measure.workloads.memory_probe: valid C and C++, compiled as C. */
+/* numa_effects.measure.workloads.memory_probe: compiled as C (-x c), also by a C++ compiler. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 void *probe_alloc(uint64_t bytes) {
     void *p = NULL;
@@ -122,10 +97,6 @@ uint64_t probe_read(const uint64_t *buf, uint64_t words) {
     }
     return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
 }
-
-#ifdef __cplusplus
-}
-#endif
 """
 
 
@@ -133,10 +104,8 @@ class ProbeError(WorkloadError):
     """The probe's C code could not be compiled or its buffer allocated."""
 
 
-# -- the compiler and the compiled library ------------------------------------------------------
 def compiler(environ=None) -> tuple[str | None, str | None]:
-    """(the compiler's path, None) or (None, why there is none): ``CC`` when set, else the C++
-    compiler the compiled optimizations need (``REQUIREMENTS["cxx"]``, on ``PATH``)."""
+    """(path, None) or (None, why none) of ``CC``, else of ``REQUIREMENTS["cxx"]`` on ``PATH``."""
     from numa_effects.plan.optimizations import REQUIREMENTS
 
     env = os.environ if environ is None else environ
@@ -161,10 +130,8 @@ def default_cache_dir() -> Path:
 
 def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
     """The probe's shared library, compiled with ``cc`` once per (source, compiler, flags) into
-    ``cache_dir`` (default ``default_cache_dir``; written under a temporary name of this host
-    and process, then renamed, so concurrent jobs, also of other nodes sharing the folder, never
-    load a half-written file). Raises ``ProbeError`` with the
-    compiler's message when it fails."""
+    ``cache_dir`` under a name of this host and process, then renamed (concurrent jobs sharing
+    the folder never load half a file). Raises ``ProbeError`` with the compiler's message."""
     digest = hashlib.sha256("\0".join((SOURCE, cc, *FLAGS)).encode()).hexdigest()[:16]
     # a relative folder (the plan's) is the job's run directory's: made absolute for dlopen
     cache = Path(os.path.abspath(cache_dir)) if cache_dir else default_cache_dir()
@@ -195,12 +162,9 @@ def llc_bytes(cpu: int = 0, sysfs: str = "/sys/devices/system/cpu") -> int | Non
         try:
             level = int((index / "level").read_text())
             text = (index / "size").read_text().strip().upper()
-        except (OSError, ValueError):
-            continue
-        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        try:
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
             size = int(text.rstrip("KMG")) * mult
-        except ValueError:
+        except (OSError, ValueError):
             continue
         if best is None or (level, size) > best:
             best = (level, size)
@@ -208,17 +172,15 @@ def llc_bytes(cpu: int = 0, sysfs: str = "/sys/devices/system/cpu") -> int | Non
 
 
 def buffer_bytes(llc: int | None) -> int:
-    """The probe's buffer: ``MIN_BUFFER_BYTES``, or ``LLC_FACTOR`` x the last-level cache when
-    that is larger, in whole 2 MiB pages, at most ``MAX_BUFFER_BYTES``."""
+    """The probe's buffer: at least ``MIN_BUFFER_BYTES`` and ``LLC_FACTOR`` x the last-level
+    cache, in whole 2 MiB pages, at most ``MAX_BUFFER_BYTES``."""
     want = max(MIN_BUFFER_BYTES, LLC_FACTOR * (llc or 0))
     huge = 2 << 20
     return min(MAX_BUFFER_BYTES, -(-want // huge) * huge)
 
 
-# -- the probe ---------------------------------------------------------------------------------
 class Probe:
-    """The linked buffer of ``size`` bytes (allocated and first touched here, so under the
-    process's memory policy) and the two timed loops; ``close`` frees it."""
+    """The linked buffer (first touched here, under the memory policy) and the timed loops."""
 
     def __init__(self, lib_path: str, size: int, seed: int = SEED):
         if size < 2 * LINE_BYTES:
@@ -261,8 +223,7 @@ class Probe:
 
 
 def rates(times_s: list[list[float]], loads: int, size: int) -> dict:
-    """Latency and bandwidth of ``times_s`` (per step: [chase s, read s]): the best step of
-    each (the lowest latency, the highest bandwidth) and the median; None without a step."""
+    """Best and median latency and bandwidth of ``times_s`` (per step: [chase s, read s])."""
     lat = sorted(c / loads * 1e9 for c, _ in times_s if c > 0)
     bw = sorted(size / r / 1e9 for _, r in times_s if r > 0)
     return {
@@ -294,9 +255,7 @@ def measure(
     environ=None,
     cpu: int = 0,
 ) -> dict:
-    """The probe in this process (pinned, or not, by the caller): one untimed step, then
-    ``steps`` timed ones. ``{"status": "ok", latency and bandwidth (``rates``), the facts}`` or
-    ``{"status": "skipped", "reason": ...}`` without a compiler."""
+    """The probe in this process: one untimed step, then ``steps`` timed ones (or skipped)."""
     cc, why = compiler(environ)
     if cc is None:
         return {"status": "skipped", "reason": why}
@@ -321,14 +280,11 @@ def measure(
     }
 
 
-# -- the pipeline's memory job: a workload of the one measuring stack ---------------------------
 TORCH = False  # the instance never imports torch: Python's start and the probe are its cost
 
 
 def prepare(instance, environ=None) -> dict:
-    """Where the job runs, before its instance starts (``measure.job``): the compiled library
-    and the compiler, under ``probe``. Raises ``Skip`` without a compiler (nothing runs: the
-    record says skipped), ``ProbeError`` when the compiler fails (a failed job)."""
+    """Where the job runs: the compiled library (``Skip`` without a compiler)."""
     cc, why = compiler(environ)
     if cc is None:
         raise Skip(why)
@@ -337,10 +293,8 @@ def prepare(instance, environ=None) -> dict:
 
 
 def build(instance, settings: dict) -> Built:
-    """The ``memory_probe`` workload of a pinned instance (``measure.cell``): the buffer
-    allocated, touched and linked here, under the instance's binding; each step one chase and
-    one read pass. The instance's ``options["probe"]`` may set ``buffer_bytes`` and ``loads``;
-    ``resolved["probe"]`` names the library (``prepare``)."""
+    """The probe in a pinned instance, its buffer made under the instance's binding; each step
+    one chase and one read pass. ``options["probe"]`` may set ``buffer_bytes`` and ``loads``."""
     probe_spec = {**instance.options.get("probe", {}), **instance.resolved["probe"]}
     llc = llc_bytes(int(instance.plan.cpus[0]))
     size = int(probe_spec.get("buffer_bytes") or buffer_bytes(llc))
@@ -363,9 +317,7 @@ def build(instance, settings: dict) -> Built:
 
 
 def summary(instance, report, measurement: dict, clean: bool) -> dict:
-    """The ``memory`` entry of a memory job's result: latency and bandwidth (``rates``) over
-    the clean timed steps (``timing``'s exclusion: the last ``n`` steps of the report are the
-    timed ones); no numbers when no step was clean or the job failed."""
+    """The ``memory`` entry: ``rates`` over the clean timed steps (none without one)."""
     from numa_effects.measure import timing
 
     rep = report or {}
@@ -376,7 +328,7 @@ def summary(instance, report, measurement: dict, clean: bool) -> dict:
 
 
 def check(memory) -> None:
-    """A probe is never refused after its measurement (``workloads`` interface)."""
+    """A probe is never refused after its measurement."""
     return None
 
 

@@ -1,27 +1,18 @@
-"""The ``model`` workload: a torchvision model with its optimization applied (a cell, each
-instance of a packing group), and the optimizations' runtime code.
+"""The ``model`` workload: a torchvision model with its optimization applied, and the
+optimizations' runtime code.
 
-``build`` builds the model and its input (``make``, ``builder``), computes the float32 eager
-reference output before the conversion when the instance is inspected, and applies the optimization:
-``optimize`` runs the steps its registry entry names (``plan.optimizations``: ``prepare``) from
-``STEPS``, in order; an exception there is the cell's ``conversion-error``, one before it a
-``build-error`` (``supervise.classify`` reads this module's frames). Compiled entries (a ``compile``
-step) compile lazily: ``torch.compile`` returns at once and the first call compiles, so their
-conversion cost is ``prepare_s`` (export, calibration, quantization) plus ``first_call_s``
-(compilation). Freezing (``torch._inductor.config.freezing``) is a process-wide setting read at that
-first call, so it is set globally: one cell per process.
-
-``bf16_aot`` deploys ``bf16`` ahead of time: AOTInductor packages the exported autocast module
-once per model, input shape, thread count and CPU (``aot_package_key``) into the run's compile
-cache (``AOT_FOLDER``), built by a child process (``workloads.aot``), and every process loads
-the package, as a server would, instead of compiling.
-
-After the timed steps the instance inspects one untimed call (``inspect``): the record's
-``precision``. ``check`` fails a cell whose outputs disagree with float32 eager beyond the
-dtype's bounds (cause ``numerics``): a broken conversion is never a speedup.
+``build`` builds the model and input (``make``), computes the float32 eager reference before
+the conversion when the instance is inspected, and applies the optimization: ``optimize`` runs
+the steps its registry entry names (``plan.optimizations``) from ``STEPS``. An exception there
+is a ``conversion-error``, one before it a ``build-error`` (``supervise.classify`` reads this
+module's frames). A compiled entry compiles at its first call, so its conversion cost is
+``prepare_s`` plus ``first_call_s``; freezing is a process-wide inductor setting: one cell per
+process. ``bf16_aot`` loads an AOTInductor package built once per model, input, thread count and
+CPU (``aot_package``), as a server would. ``check`` fails a cell whose outputs disagree with
+float32 eager (cause ``numerics``): a broken conversion is never a speedup.
 
 ``python -m numa_effects.measure.workloads.model`` prints ``plan.memory.FOOTPRINT`` measured on
-the meta device (``footprint``; paste it there after a torchvision upgrade)."""
+the meta device (paste it there after a torchvision upgrade)."""
 
 from __future__ import annotations
 
@@ -41,15 +32,12 @@ AOT_FOLDER = "aot"  # AOTInductor packages (``bf16_aot``), under the run's compi
 DTYPE_PAIRS = {"bfloat16": ("bf16/bf16",), "int8": ("u8/s8", "s8/s8")}
 
 
-# -- the optimizations' steps ----------------------------------------------------------------------
 def setup_inductor(settings: dict):
-    """Inductor set up for inference: freezing on (weights become constants, folded and
-    prepacked for oneDNN), the run's shared cache folder when the settings name one."""
+    """Inductor set up for inference: freezing on, the run's shared cache folder if named."""
     import torch._inductor.config as inductor_config
 
     cache = settings.get("compile_cache_dir")
-    if cache:  # read lazily by inductor at the first compile, so setting it here is in time
-        # (the spec names it relative to the run's directory, the process's working directory)
+    if cache:  # read by inductor at the first compile; relative to the run's directory
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(cache)
     inductor_config.freezing = True
 
@@ -84,10 +72,8 @@ def autocast_bf16(fn, x, settings):
 
 
 def quantize_int8(model, x, settings=None):
-    """PT2E int8 with the x86 inductor quantizer (torchao): export (strict: non-strict export
-    of torchvision ResNets fails in ``prepare_pt2e`` with "Input partition has more than one
-    output node"), insert observers, calibrate on ``x`` (the cell's synthetic input), convert
-    to quantize/dequantize pairs that inductor fuses into int8 oneDNN kernels."""
+    """PT2E int8 with the x86 inductor quantizer (torchao), calibrated on ``x``. Export is
+    strict: non-strict export of torchvision ResNets fails in ``prepare_pt2e``."""
     import torch
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as xiq
@@ -103,8 +89,7 @@ def quantize_int8(model, x, settings=None):
 
 
 class AotPackage(UserWarning):
-    """Which process built the AOTInductor package a ``bf16_aot`` cell ran (a note, not a
-    fault)."""
+    """Which process built a ``bf16_aot`` cell's package (a note, not a fault)."""
 
 
 def aot_bf16(model, x, settings):
@@ -115,8 +100,7 @@ def aot_bf16(model, x, settings):
 
     from numa_effects.measure.workloads.aot import AutocastBF16  # a child unpickles it
 
-    # without the run's cache (a direct call): one folder per machine, safe to share as the
-    # packages are keyed by what they are specific to
+    # without the run's cache: one folder per machine (packages are keyed by what they need)
     cache = settings.get("compile_cache_dir") or os.path.join(
         tempfile.gettempdir(), "numa-effects-cache"
     )
@@ -130,7 +114,6 @@ def aot_bf16(model, x, settings):
         if built
         else "loaded (built by an earlier process)"
     )
-    # provenance: the cell records its conversion's warnings (``provenance.warnings``)
     warnings.warn(AotPackage(f"AOTInductor package {os.path.basename(path)} {how}"), stacklevel=2)
     return torch._inductor.aoti_load_package(path), x
 
@@ -147,8 +130,7 @@ COMPILED = ("compile", "aot_bf16")  # steps that need inductor set up first
 
 
 def optimize(opt: str, model, x, settings: dict):
-    """``(fn, x)``: the optimization's steps applied to an eval-mode model and its example
-    input (an optimization may change the input's memory format)."""
+    """``(fn, x)``: the optimization's steps applied to an eval-mode model and its input."""
     steps = OPTIMIZATIONS[opt].prepare
     if any(s in COMPILED for s in steps):
         setup_inductor(settings)
@@ -159,9 +141,8 @@ def optimize(opt: str, model, x, settings: dict):
 
 
 def aot_package_key(model, x) -> str:
-    """What an AOTInductor package is specific to: torch's version, the model's architecture
-    and weights, the input's shape, dtype and strides, the thread count (inductor's CPU kernels are
-    generated for it) and the CPU (its vector ISA and model name: a package is native code)."""
+    """What an AOTInductor package is specific to: torch, the model and its weights, the
+    input, the thread count (its kernels are generated for it) and the CPU (native code)."""
     import hashlib
 
     import torch
@@ -190,11 +171,9 @@ def aot_package_key(model, x) -> str:
 
 
 def aot_package(module, x, folder) -> tuple[str, bool]:
-    """The path of ``module``'s AOTInductor package for input ``x`` in ``folder`` (freezing on,
-    as ``bf16``), and whether this process built it: the first process that needs it has a
-    child process export and compile it (``workloads.aot``, at this process's thread count)
-    under a file lock, into a temporary name then renamed; the others wait for it and load it.
-    Call it outside inference mode (``torch.export`` refuses inference tensors)."""
+    """(path of ``module``'s AOTInductor package for ``x`` in ``folder``, whether this process
+    built it): the first process that needs it has a child build it (``workloads.aot``) under a
+    file lock; the others wait and load it. Call it outside inference mode."""
     import fcntl
 
     import torch
@@ -208,8 +187,7 @@ def aot_package(module, x, folder) -> tuple[str, bool]:
             return path, False
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
-            # built by a process of its own: the measuring process only loads, as every other
-            # replicate does (its heap never held the compilation)
+            # built by a child: the measuring process only loads, as every replicate does
             torch.save(module, f"{tmp}.module")
             torch.save(x, f"{tmp}.input")
             _build_package(tmp, torch.get_num_threads())
@@ -234,31 +212,20 @@ def _build_package(tmp: str, threads: int) -> None:
         raise RuntimeError(f"AOTInductor build failed: {done.stderr[-2000:]}")
 
 
-# -- the workload ---------------------------------------------------------------------------------
 def convert(opt: str, model, x, settings: dict):
-    """Apply the optimization (``optimize``; a compiled one compiles at its first call).
-    Returns (fn, x, warnings); an exception here is the cell's ``conversion-error``
-    (``supervise.classify`` finds this frame)."""
+    """(fn, x, warnings) of ``optimize``; ``supervise.classify`` finds this frame."""
     import torch
 
-    caught: list[dict] = []
     with warnings.catch_warnings(record=True) as wlist, torch.inference_mode():
         warnings.simplefilter("always")
         fn, x = optimize(opt, model, x, settings)
-    seen = set()
-    for w in wlist:
-        key = (w.category.__name__, str(w.message).splitlines()[0])
-        if key not in seen:
-            seen.add(key)
-            caught.append({"category": key[0], "message": key[1]})
-    return fn, x, caught
+    seen = dict.fromkeys((w.category.__name__, str(w.message).splitlines()[0]) for w in wlist)
+    return fn, x, [{"category": c, "message": m} for c, m in seen]
 
 
 def make(model_name, opt, batch_size, image_size, seed, settings, reference=False):
-    """Model and input, with the optimization applied. Returns (fn, x, timings, warnings, ref):
-    ``ref`` is the float32 eager output on the same input (``numerics.reference_output``,
-    computed before the conversion, which may change the model in place) when ``reference``,
-    else None; its time is ``reference_s``, apart from ``build_s`` and ``prepare_s``."""
+    """(fn, x, timings, warnings, ref): ``ref`` is the float32 eager output when
+    ``reference`` (before the conversion, which may change the model in place)."""
     import torch
 
     from numa_effects.measure import builder, numerics
@@ -281,8 +248,7 @@ def make(model_name, opt, batch_size, image_size, seed, settings, reference=Fals
 
 
 def build_for(instance, settings: dict):
-    """``make`` for an instance of a spec (``plan.spec.Instance``): its model, input and
-    optimization."""
+    """``make`` for an instance of a spec (``plan.spec.Instance``)."""
     cell, options = instance.cell, instance.options
     return make(
         cell["model"],
@@ -297,12 +263,9 @@ def build_for(instance, settings: dict):
 
 
 def inspect(opt: str, fn, x, ref) -> dict:
-    """What one untimed call after the timed ones shows (the cell's ``precision`` record): the
-    optimization's dtype and graph, the oneDNN kernels that ran (``onednn.traced_call``; ATen's
-    top operators when none did), whether they compute in the dtype the label says
-    (``dtype_verified``), the CPU's capabilities with oneDNN's own bf16 answer, whether the dtype
-    is native here and the mark of a cell that is not, and the agreement of the output with the
-    float32 eager reference (``numerics``; None for eager float32, its own reference)."""
+    """The cell's ``precision`` record from one untimed call after the timed ones: the oneDNN
+    kernels that ran (ATen's top operators when none did), whether they compute in the
+    labelled dtype, the CPU's capabilities and the output's agreement with float32 eager."""
     import torch
 
     from numa_effects.measure import numerics, onednn
@@ -357,13 +320,12 @@ def dtype_verified(dtype: str, compute: list[str]) -> bool:
 
 
 def prepare(instance) -> dict:
-    """Nothing to resolve where the job runs (``workloads`` interface: ``prepare``)."""
+    """Nothing to resolve where the job runs."""
     return {}
 
 
 def build(instance, settings: dict) -> Built:
-    """The step of the instance's model (one inference under ``torch.inference_mode``); its
-    report inspects it (``inspect``) when the spec asks for it."""
+    """The step: one inference under ``torch.inference_mode``; its report inspects it."""
     import torch
 
     fn, x, timings, caught, ref = build_for(instance, settings)
@@ -384,8 +346,7 @@ def summary(instance, report, measurement, clean) -> dict | None:
 
 
 def check(precision) -> tuple[str, str] | None:
-    """A cell whose outputs are not those of the same model (``numerics.verdict``) fails with
-    cause ``numerics``: no statistics, the timings kept in ``measurement``."""
+    """A cell whose outputs are not those of the same model fails with cause ``numerics``."""
     from numa_effects.measure import numerics
 
     num = (precision or {}).get("numerics")
@@ -394,10 +355,8 @@ def check(precision) -> tuple[str, str] | None:
     return Cause.NUMERICS, numerics.failure_message(num)
 
 
-# -- the model's memory footprint (plan.memory.FOOTPRINT) ---------------------------------------
 def footprint(model: str, image_size: int = 224) -> tuple[int, int]:
-    """(parameters + buffers, bytes of the largest layer's input + output) for one image, from
-    a forward pass on the meta device (shapes only: no memory, no time)."""
+    """(parameters + buffers, largest layer's input + output bytes) of one image, on "meta"."""
     import torch
     import torchvision
 
