@@ -1,67 +1,24 @@
-"""How much a placement degrades a cell against its baseline (``sequential``), and how much
-TorchScript speeds up eager, each with a CI of the ratio of both cells (``stats``).
+"""How much a placement degrades a cell against its baseline, and how much each optimization
+speeds up eager, each with a CI of the ratio of both cells (docs/performance.md, "Comparisons
+inside a run").
 
-``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
-whose placement is not a baseline and that has a cell of its baseline
-(``placement.baseline_of``: ``sequential``; a placement family's own, e.g. ``n0m0`` for
-``n0m1``) with the same (model, opt, threads, batch_size). Columns (exactly):
+``degradation_table`` -> ``degradation.csv``: each cell whose placement has a baseline
+(``placement.baseline_of``: ``sequential``, ``sequential+smt`` for a ``+smt`` cell, a family's
+own such as ``n0m0`` for ``n0m1``) beside that baseline's cell at the same other keys; degradation
+in % of latency (positive: slower) and of throughput (positive: fewer images/s).
+``opt_speedup_table`` -> ``opt_speedup.csv``: each optimization against eager, ``speedup`` =
+eager / optimized latency, and ``speed_speedup`` the same at the run's reference speed where the
+replicates timed the canary (``tables.speed.ratio``).
 
-- ``model, opt, placement, threads, batch_size, allocator``: the compared cell; ``baseline`` is the
-  baseline's label (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
-  themselves);
-- ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
-  (imported PackRat tables have only min/mean/max; ``stats.latency_statistic``);
-- ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
-  (compared - baseline) / baseline x 100 (positive: the placement is slower);
-- ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
-  ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
-  images per second);
-- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. ``ci_method = paired`` where the
-  placement and its baseline ran side by side in the same rounds (both cells two-level, the same
-  replicates in samples.csv; ``plan.grid.job_order`` puts them next to each other) and the run
-  shows that adjacent processes share noise: the interval of the per-round ratios
-  (``stats.paired_ratio_ci``: their mean on the log scale, their variance moderated with the
-  pool of the thread count's comparisons), chosen per thread count when that pool's variance is
-  clearly below two independent cells' (``stats.prefer_paired``, a one-sided F test). Otherwise,
-  when both cells have a two-level CI
-  (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
-  same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
-  se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
-  freedom by Welch-Satterthwaite (``stats.two_level_ratio_ci``), so process-to-process variation
-  and drift between the two cells' measurements are inside it. Otherwise (one process per
-  cell) a percentile bootstrap of each cell's samples (``stats.bootstrap_ratio``,
-  ``stats.N_BOOTSTRAP`` resamples, clean iterations only), which covers only within-process
-  noise: ``ci_method`` says which. Empty when either cell has neither (imported tables): never
-  invented;
-- ``adjacent_correlation``: the correlation of the baseline's and the placement's replicate
-  medians over the rounds, pooled over the thread count's comparisons
-  (``stats.adjacent_correlation``): how much noise the two adjacent processes of a round share
-  (empty without rounds to pair);
-- ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
-  transform of the same interval, so it agrees), empty when there is no CI;
-- a cell reported from another cell's measurement (``same_binding_as`` in cells.csv:
-  ``plan.binding``) is compared through the cell that measured it; where that is its
-  baseline's too, the pair is one measurement under two names: degradation exactly 0,
-  no CI, ``ci_method`` ``identical binding``, ``significant`` false. A pair measured once
-  enters the pools of the paired intervals once;
-- ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
-  rows as suspect.
-
-``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
-``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
-batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: the optimization is
-faster) with its CI, and ``significant`` when the CI excludes 1. Its CI is ``paired`` under the
-same rule as the degradation's (eager and every optimization run in the same group of a round,
-``plan.grid.job_order``), the pool and the F test per thread count over the speedups;
-``adjacent_correlation`` as there. ``speed_speedup`` (with ``speed_speedup_ci_low``,
-``speed_speedup_ci_high``): the same speedup with both cells at the run's reference speed, where
-their replicates timed the canary (config key ``canary``; ``tables.speed.ratio``: eager and
-the optimization are two series, each moved to the thread count's reference speed along its own
-slope, Welch's interval of the difference; what the two cells' processes happened to get of the
-host's speed is out of it); NaN without.
-
-When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
-within the same source.
+The CI (``ci_method``): ``paired`` where both cells ran side by side in the same rounds and the
+thread count's pool of per-round log ratios spreads clearly less than two independent cells
+(``stats.prefer_paired``); else ``two-level`` where both cells have a t interval (Welch-
+Satterthwaite over both, ``stats.two_level_ratio_ci``); else a ``within-process bootstrap`` of the
+samples (within-process noise only); none for imported tables. A cell measured as another
+(``same_binding_as``) is compared through that cell; one measurement under two names is
+``identical binding``: 0, no CI, not significant, and enters the pools once. ``latency_statistic``
+is the median where both cells have one, else the mean (PackRat). Cells pair only within one
+``source``.
 """
 
 from __future__ import annotations
@@ -90,25 +47,24 @@ def eager_baseline(opt: str) -> str | None:
 # comparisons its first stage shows to pay for it (tables.stages.pairing).
 PAIRED: dict[str, Callable] = {"placement": placement_mod.baseline_of, "opt": eager_baseline}
 
+# The columns every comparison table shares (``compared``), in their order.
+LATENCIES = ("latency_statistic", "latency_baseline_ms", "latency_compared_ms")
+THROUGHPUTS = ("throughput_baseline_ips", "throughput_compared_ips")
+SPEEDUPS = ("speedup", "speedup_ci_low", "speedup_ci_high")
+TAIL = ("significant", "ci_method", "adjacent_correlation", "contended", "noisy")
+
 DEGRADATION_COLUMNS = [
     *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
-    "latency_statistic",
-    "latency_baseline_ms",
-    "latency_compared_ms",
+    *LATENCIES,
     "latency_degradation_pct",
     "latency_degradation_ci_low_pct",
     "latency_degradation_ci_high_pct",
-    "throughput_baseline_ips",
-    "throughput_compared_ips",
+    *THROUGHPUTS,
     "throughput_degradation_pct",
     "throughput_degradation_ci_low_pct",
     "throughput_degradation_ci_high_pct",
-    "significant",
-    "ci_method",
-    "adjacent_correlation",
-    "contended",
-    "noisy",
+    *TAIL,
 ]
 
 OPT_SPEEDUP_COLUMNS = [
@@ -119,22 +75,13 @@ OPT_SPEEDUP_COLUMNS = [
     "allocator",
     "baseline",
     "opt",
-    "latency_statistic",
-    "latency_baseline_ms",
-    "latency_compared_ms",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
+    *LATENCIES,
+    *SPEEDUPS,
     "speed_speedup",
     "speed_speedup_ci_low",
     "speed_speedup_ci_high",
-    "throughput_baseline_ips",
-    "throughput_compared_ips",
-    "significant",
-    "ci_method",
-    "adjacent_correlation",
-    "contended",
-    "noisy",
+    *THROUGHPUTS,
+    *TAIL,
 ]
 
 
@@ -366,34 +313,44 @@ def significant(
     )
 
 
+def compared(p: pd.DataFrame) -> dict:
+    """The columns of a ``pair_table`` every comparison table shows: keys, baseline, both
+    latencies and throughputs, the speedup baseline / compared with its CI, the CI's method and
+    whether either cell was contended or noisy."""
+    bs = p["batch_size"].astype(float)
+    return {
+        **{k: p[k] for k in KEYS},
+        "baseline": p["baseline"],
+        **{c: p[c] for c in LATENCIES},
+        "speedup": 1.0 / p["ratio"],
+        "speedup_ci_low": 1.0 / p["ratio_ci_high"],
+        "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+        "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+        "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+        "ci_method": p["ci_method"],
+        "contended": p["contended"].astype(bool),
+        "noisy": p["noisy"].astype(bool),
+    }
+
+
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
     p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
-    bs = p["batch_size"].astype(float)
-    out = pd.DataFrame(
+    r, lo, hi = p["ratio"], p["ratio_ci_low"], p["ratio_ci_high"]
+    return pd.DataFrame(
         {
-            **{k: p[k] for k in KEYS},
-            "baseline": p["baseline"],
-            "latency_statistic": p["latency_statistic"],
-            "latency_baseline_ms": p["latency_baseline_ms"],
-            "latency_compared_ms": p["latency_compared_ms"],
-            "latency_degradation_pct": (p["ratio"] - 1.0) * 100.0,
-            "latency_degradation_ci_low_pct": (p["ratio_ci_low"] - 1.0) * 100.0,
-            "latency_degradation_ci_high_pct": (p["ratio_ci_high"] - 1.0) * 100.0,
-            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
-            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
-            "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
-            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
-            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
-            "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"]),
-            "ci_method": p["ci_method"],
+            **compared(p),
+            "latency_degradation_pct": (r - 1.0) * 100.0,
+            "latency_degradation_ci_low_pct": (lo - 1.0) * 100.0,
+            "latency_degradation_ci_high_pct": (hi - 1.0) * 100.0,
+            "throughput_degradation_pct": (1.0 - 1.0 / r) * 100.0,
+            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / lo) * 100.0,
+            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / hi) * 100.0,
+            "significant": significant(lo, hi, 1.0, p["ci_method"]),
             "adjacent_correlation": p["adjacent_correlation"],
-            "contended": p["contended"].astype(bool),
-            "noisy": p["noisy"].astype(bool),
         },
         columns=DEGRADATION_COLUMNS,
     )
-    return out
 
 
 def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
@@ -420,26 +377,12 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
     p = pair_table(cells, samples, "opt", PAIRED["opt"], paired=True)
-    bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
-            **{k: p[k] for k in ("model", "placement", "threads", "batch_size", "allocator")},
-            "baseline": EAGER,
-            "opt": p["opt"],
-            "latency_statistic": p["latency_statistic"],
-            "latency_baseline_ms": p["latency_baseline_ms"],
-            "latency_compared_ms": p["latency_compared_ms"],
-            "speedup": 1.0 / p["ratio"],
-            "speedup_ci_low": 1.0 / p["ratio_ci_high"],
-            "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+            **compared(p),
             **_speed_speedups(p, samples),
-            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
-            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
             "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
-            "ci_method": p["ci_method"],
             "adjacent_correlation": p["adjacent_correlation"],
-            "contended": p["contended"].astype(bool),
-            "noisy": p["noisy"].astype(bool),
         },
         columns=OPT_SPEEDUP_COLUMNS,
     )

@@ -1,54 +1,15 @@
-"""``tables/packing.csv`` and ``tables/packing_candidates.csv``: per (model, opt, core budget,
-total batch) the optimizer's plan with its three latencies side by side -- predicted from the
-alone latencies, predicted with the measured interference, measured -- and the recommendation:
-the measured best of the configurations the job measured (numa_effects.plan.packing,
-numa_effects.measure.job). Pure: rows from the plans and run records.
+"""``tables/packing.csv`` and ``tables/packing_candidates.csv`` (columns: docs/packing.md): per
+(model, opt, core budget, total batch) the optimizer's plan with its latency predicted alone,
+predicted with interference and measured, and the recommendation: the measured best of the
+configurations the job measured. Pure: rows from the plans and run records.
 
-``packing.csv``, one row per (model, opt, budget, batch) (docs/packing.md):
-
-- ``plan``: the best configuration by the prediction with interference, ``2x(t1,b8)`` = two
-  instances of 1 thread and 8 images; ``instances`` the same as ``threads:batch`` pairs; ``k``,
-  ``cores``; ``is_fat``: the plan is the fat instance itself; ``interference_model``: the
-  curve used (``analysis.interference``; ``none`` = alone latencies only);
-- ``predicted_alone_ms``: max over the plan's instances of their cells' latency (``statistic``
-  names the column: the median, or PackRat's mean): the prediction without interference;
-  ``predicted_ms`` with ``predicted_ci_low_ms``/``predicted_ci_high_ms``: with the slowdown
-  s(x) of each instance's co-runners, and its 95 % interval (cells' CIs and the curve's);
-  ``predicted_fat_latency_ms``, ``predicted_speedup`` = predicted fat / ``predicted_ms``;
-  ``alone_plan``: the plan the alone latencies alone would have chosen;
-- ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the plan measured, the median
-  round latency (slowest instance + signalling) over the clean timed rounds and its 95 % CI.
-  ``ci_method`` says what the CI covers: ``within-process`` (one replicate: the order-statistic
-  CI of the median round, round-to-round variation only) or ``two-level`` (``replicates`` >= 2
-  process groups: ``stats.combine_replicates`` on the replicates' medians, the process-level
-  variance pooled over the table's fat instances and, apart, its plans: ``pooled_by_kind``);
-- ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job, first
-  in every replicate (when the plan is the fat instance, one measurement serves both);
-- ``prediction_error`` = measured / ``predicted_ms`` - 1, ``prediction_error_alone`` =
-  measured / ``predicted_alone_ms`` - 1; ``speedup`` = fat / plan (measured medians) with
-  ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level, the ratio of both
-  two-level CIs (``stats.two_level_ratio_ci``); within-process, a percentile bootstrap over the
-  clean rounds of both;
-- ``candidates``: configurations measured (the fat instance and the ``packing.measure_plans``
-  best predicted ones); ``measured_ranking``: their plans from the fastest measured, ``<``
-  between them; ``recommended_plan`` (the measured best) with ``recommended_latency_ms`` and
-  its CI, ``recommended_speedup`` over the fat instance with its CI, ``recommended_gain`` =
-  measured plan / measured recommended (>= 1) with its CI, ``recommended_is_predicted``: the
-  measured best is the predicted best (false: the measured ranking differs from the predicted
-  one at the top);
-- ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance (``fat_core_map``,
-  ``recommended_core_map``); ``missing``: grid points (t, b) without a measured cell, which the
-  optimizer could not use;
-- ``status``/``failure``, ``contended`` (any replicate of a measured configuration contended:
-  too few clean rounds, ``timing.judge``), ``rounds`` (clean ones). A configuration none of
-  whose replicates has a clean round has no latency, CI or speedup: the plan's makes the row's
-  ``status`` ``contended``.
-
-``packing_candidates.csv``: one row per measured configuration (``name``: ``fat``, ``plan``,
-``plan2``, ...): its plan, ``busy`` (busy cores per node), ``predicted_rank`` (0 = the
-predicted best; empty for a fat instance that was no candidate), its predicted alone and with
-interference latencies, measured latency with CI, both prediction errors, ``measured_rank``
-and ``recommended``.
+A configuration's latency is the median round (slowest instance + signalling) over its clean
+rounds. ``ci_method``: ``within-process`` (one replicate: the order-statistic CI, round-to-round
+only) or ``two-level`` (``stats.combine_replicates`` over the replicates' medians, the
+process-level variance pooled over the fat instances and, apart, the plans:
+``pooled_by_kind``); ratios take the two-level ratio CI, else a bootstrap over both
+configurations' clean rounds. A configuration with no clean round has no latency, CI or speedup:
+the plan's makes the row ``contended``.
 """
 
 from __future__ import annotations
