@@ -1,22 +1,11 @@
-"""Cell JSONs -> tidy tables.
+"""Cell JSONs -> cells.csv and samples.csv (column convention: config/README.md).
 
-Column convention (documented in config/README.md): snake_case; the cell keys first
-(``model, opt, placement, threads, batch_size, allocator``: ``grid.KEYS``; a cell JSON from
-before an axis existed has the axis' default); units as suffixes: ``_ms`` milliseconds,
-``_s`` seconds, ``_ips`` images per second, ``_mb`` megabytes; every latency statistic is
-``latency_<stat>_ms``; provenance columns last.
-
-A cell is measured by ``replicates`` independent processes (one JSON each); ``tables``
-combines them into one row per cell (``combine_replicates``): the median and 95 % CI are the
-two-level ones of ``stats.combine_replicates`` (``ci_method``, ``ci_df``, ``replicates``,
-``replicate_sd_pct``, ``within_sd_pct``, ``between_sd_pct``), the other latency statistics are
-over the clean iterations of all replicates, times are sums, ``contended`` and ``noisy`` are
-true when any replicate is (after exclusion and retries). A replicate with no clean iteration
-(``status: contended``: ``runner``) has no statistics and is left out of the combination; a cell
-whose replicates all are has ``status`` ``contended``, no latency, throughput or CI, and is not a
-failure (failures.csv lists ``failed`` cells only). samples.csv keeps every timed iteration with
-its ``replicate``, ``foreign_pct``, ``run_delay_pct``, ``excluded`` and ``canary_ms`` (the
-canary after it, settings key ``canary``; empty without).
+A cell is measured by ``replicates`` processes (one JSON each); ``combine_replicates`` makes one
+row per cell: the median and 95 % CI are ``stats.combine_replicates``' two-level ones, the other
+latency statistics over the clean iterations of all replicates, times summed, ``contended`` and
+``noisy`` true when any replicate is. A replicate with no clean iteration has no statistics and is
+left out; a cell whose replicates all are is ``contended`` with no latency, and not a failure.
+samples.csv keeps every timed iteration.
 """
 
 from __future__ import annotations
@@ -289,25 +278,19 @@ SUMMED = (
 )
 
 
-# The cells whose process-level spread is pooled with a cell's own: its batch-size series,
-# the cells that differ from it in batch size only (same model, optimization, placement,
-# threads, allocator). Those share what sets the spread between processes -- the compiled or
-# eager code, the binding, the allocator -- where a thread count's pool mixes them (bf16
-# processes spread 2 - 6 % beside eager's 1 - 2 % on the same CPUs).
+# A cell's spread between processes is pooled over its batch-size series: the cells sharing
+# what sets that spread (the code, the binding, the allocator; bf16's processes spread 2 - 6 %
+# beside eager's 1 - 2 % on the same CPUs).
 POOL_VARIES = ("batch_size",)
 
 
 def pooled_variances(medians: dict) -> dict:
     """Each cell's process-level variance pool (``stats.pooled_replicate_var``): over its
-    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates,
-    else over the cells with its thread count where two have, else over the whole run.
-    ``medians``: key tuple (``KEY_COLUMNS``) -> the replicates' medians in seconds; returns key
-    tuple -> (variance, degrees of freedom). A series of one measured cell would pool the cell
-    with itself, counting its own spread twice, hence the two. Pooling across thread counts let
-    noisy 2-thread cells of a 2-core machine widen every 1-thread cell's CI (a run measured +-13
-    % where its two processes agreed within 0.5 %); pooling a thread count's optimizations let
-    its noisy bf16 cells widen the eager ones' and took their own too narrow
-    (``tests/test_pools.py``)."""
+    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates
+    (one would pool a cell with itself), else over its thread count, else the whole run.
+    ``medians``: key tuple -> the replicates' medians (s); returns key tuple -> (variance, df).
+    Wider pools let noisy cells (2-thread on 2 cores, bf16) widen quiet cells' CIs and took
+    their own too narrow (``tests/test_pools.py``)."""
     t_at = KEY_COLUMNS.index("threads")
     fixed = [i for i, k in enumerate(KEY_COLUMNS) if k not in POOL_VARIES]
 

@@ -1,29 +1,21 @@
 """Nothing measured is ever lost: the records a run replaces are kept first, and a run never
 measures into another machine's results folder.
 
-Snakemake deletes a job's existing output before the job runs, so a record re-measured (the
-measuring code or a measurement key changed, ``--forcerun``, a retry) would be gone. Before the
-first job of a run that measures, ``keep`` hard-links every measured record of the results
-folder (cells, peaks, memory probes, packing and interference runs: ``plan.remeasure.RULES``)
-into ``<results>/history/<digest>/<the same path>``, ``<digest>`` being the measuring code's
-(``plan.code``) that made the record; a link costs no space and leaves the record as it is (a
-copy where the filesystem refuses a link). A record measured again by the same code (a changed
-setting, ``--forcerun``) goes to ``<digest>.2``, ``.3``, ...: the first snapshot where its path
-is free. ``history/index.json`` remembers what is kept (path, inode, size, time), so a re-run
-reads no record twice. A snapshot whose records are being replaced also gets its own
-``tables/cells.csv``, ``samples.csv``, ``peak.csv`` and ``machine.json``: a result folder that
-``compare`` reads as the "before" side (``compare_command``). The tables of the run read the
-records the plan names, never the history.
-
-A results folder whose ``machine.json`` describes another machine (another CPU model or another
-layout of CPUs, nodes and SMT siblings than both the planning topology and this machine) is
-refused by a run that would measure into it (``Refused``), before anything in it changes.
+Snakemake deletes a job's output before the job runs. So before the first job of a run that
+measures, ``keep`` hard-links (else copies) every measured record (``plan.remeasure.RULES``) into
+``<results>/history/<digest>/<its path>``, ``<digest>`` the measuring code's that made it
+(``plan.code``; ``<digest>.2``, ... where that path is taken by another record);
+``history/index.json`` says what is kept. A snapshot whose records are replaced gets its own
+tables and machine.json, for ``compare`` as the "before" side. A folder whose ``machine.json``
+describes another machine than both the planning topology and this one is refused
+(``Refused``) before anything in it changes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import filecmp
+import itertools
 import json
 import os
 import re
@@ -88,17 +80,12 @@ def recorded_code(results: str | os.PathLike, rel: str, data: dict | None = None
 
 
 def _times(data, starts: list, ends: list) -> None:
-    if isinstance(data, dict):
-        for k, v in data.items():
-            if isinstance(v, str) and (k in START_KEYS or k == "finished_at"):
-                with contextlib.suppress(ValueError):
-                    (ends if k == "finished_at" else starts).append(datetime.fromisoformat(v))
-            elif isinstance(v, dict | list):
-                _times(v, starts, ends)
-    elif isinstance(data, list):
-        for v in data:
-            if isinstance(v, dict | list):
-                _times(v, starts, ends)
+    for k, v in data.items() if isinstance(data, dict) else enumerate(data):
+        if isinstance(v, str) and (k in START_KEYS or k == "finished_at"):
+            with contextlib.suppress(ValueError):
+                (ends if k == "finished_at" else starts).append(datetime.fromisoformat(v))
+        elif isinstance(v, dict | list):
+            _times(v, starts, ends)
 
 
 def record_seconds(data: dict) -> float | None:
@@ -205,10 +192,8 @@ class Kept:
 def snapshots(code: str):
     """The snapshot names of records measured by ``code``: ``code``, ``code.2``, ..."""
     yield code
-    n = 2
-    while True:
+    for n in itertools.count(2):
         yield f"{code}.{n}"
-        n += 1
 
 
 def link_or_copy(src: Path, dest: Path) -> bool:
