@@ -1,32 +1,18 @@
-"""Work per cell: FLOPs of one forward pass, and the efficiency columns of ``cells.csv``.
+"""Work per cell: FLOPs of one forward pass, and the efficiency columns of ``cells.csv``
+(docs/precision.md).
 
-Convention: ``torch.utils.flop_counter.FlopCounterMode`` counts **2 FLOPs per multiply-
-accumulate** (multiply and add separately) of the matrix operations: convolutions, ``mm``,
-``addmm``, ``bmm`` and attention. Batch norm, ReLU, pooling and the residual additions are not
-counted (well under 1 % of a ResNet's work). ResNet-50 at 224 x 224 is 4.09 GMACs = 8.18 GFLOP
-per image in this convention; ResNet-18 is 1.82 GMACs = 3.63 GFLOP.
+``FlopCounterMode`` counts 2 FLOPs per multiply-accumulate of the matrix operations
+(convolutions, ``mm``, ``addmm``, ``bmm``, attention); batch norm, ReLU, pooling and residual
+additions are not counted (well under 1 % of a ResNet's work). FLOPs are counted once per
+(model, batch size, image size) on the ``meta`` device (shapes only: batch 1024 costs what batch 1
+does) on the eager model: TorchScript's folding removes only uncounted work, and a bf16 or int8
+cell does the same multiply-accumulates, so every optimization of a model shares one count and
+its efficiency is against its own dtype's peak.
 
-FLOPs are counted once per (model, batch size, image size) on the ``meta`` device (shapes only,
-no arithmetic, so batch 1024 costs the same as batch 1), on the eager model: TorchScript's
-conv/batch-norm folding removes only uncounted work, so every optimization of a model shares one
-count and GFLOP/s compare the same work.
-
-FLOPs do not change with the dtype: a bf16 or int8 cell does the same multiply-accumulates as
-float32 (int8's are integer operations, counted the same way), so its ``gflop_per_s`` is
-comparable, and its efficiency is against its own dtype's peak.
-
-Columns added to ``cells.csv`` (``add_efficiency``): ``gflop`` (one forward pass of the whole
-batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (the peak of the cell's
-dtype at its threads and placement, a node pair's at its CPU node's diagonal, ``tables.peak``: the
-best of the dtype's kernels on the models' path), ``peak_kernel`` (which kernel),
-``theoretical_gflop_per_s`` (for reference: ``plan.cpu``) and ``efficiency`` = gflop_per_s /
-peak_gflop_per_s.
-
-A cell that ran faster than ``EFFICIENCY_MAX`` x its peak is evidence that the peak is
-under-measured (host noise in its windows, ``tables.peak``), not that the cell beat the machine:
-its ``efficiency`` is left empty and ``efficiency_note`` says why, with the peak's windows and
-spread, so that no efficiency above ``EFFICIENCY_MAX`` is ever shown as a fact. Up to it, a
-cell's rate above the peak is within the peak's own noise (its windows' spread is a few %)."""
+A cell faster than ``EFFICIENCY_MAX`` x its peak is evidence that the peak is under-measured
+(host noise in its windows), not that the cell beat the machine: its ``efficiency`` stays empty
+and ``efficiency_note`` says why. Up to it, a rate above the peak is within the peak's noise.
+"""
 
 from __future__ import annotations
 

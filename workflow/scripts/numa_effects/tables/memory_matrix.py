@@ -1,17 +1,8 @@
-"""``tables/memory_matrix.csv``: the measured memory matrix, one row per memory probe job
-(``measure.workloads.memory_probe``: one thread on CPU node ``cpu_node``, memory bound to
-``mem_node``), measured, skipped (no compiler) or failed, with the firmware's distance beside it.
-
-Columns: ``cpu_node, mem_node, placement, status``; ``latency_ns`` (idle latency of a dependent
-load: the best clean step's nanoseconds per load) and ``latency_median_ns``;
-``bandwidth_gb_per_s`` (one core's sequential read, the best clean step, 1e9 bytes/s) and
-``bandwidth_median_gb_per_s``; ``distance`` (the firmware's node distance from ``cpu_node`` to
-``mem_node``, 10 = local, from the run's ``machine.json`` topology; empty where unknown);
-``latency_ratio`` and ``bandwidth_ratio`` (this pair against its CPU node's local diagonal
-``n{cpu}m{cpu}``: 1 on the diagonal; empty when the diagonal has no number); ``reason`` (why a
-pair has no numbers: the skip reason or the failure message), ``failure_cause``; the probe's
-``buffer_bytes``, ``llc_bytes``, ``loads_per_step``, ``steps``, ``measure_s``; the binding
-read back and provenance.
+"""``tables/memory_matrix.csv`` (docs/placements.md): one row per memory probe job
+(``measure.workloads.memory_probe``: one thread on CPU node ``cpu_node``, memory on ``mem_node``),
+measured, skipped (no compiler) or failed: idle latency and one core's read bandwidth (the best
+clean step, the median beside it), the firmware's ``distance`` (from the run's ``machine.json``)
+and the ratios to the CPU node's diagonal ``n{cpu}m{cpu}`` (empty where it has no number).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """``tables/peak.csv``: one row per peak (``measure.workloads.dtype_peaks``: one dtype at one
-placement and thread count), from its windows (``plan.peaks``: several short jobs spread over the
-run), measured or failed, with the theoretical peak beside it.
-
-Columns: ``placement, threads, dtype, status`` (``ok`` when a window is clean, else the first
-window's); ``peak_gflop_per_s`` (the best clean window's rate: its best kernel's best rate over
-its clean timed steps; the efficiency denominator of the dtype's cells; int8: integer operations
-per second); the windows: ``windows`` (how many were measured), ``windows_clean`` (how many gave
-a rate), ``window_gflop_per_s`` (each window's rate in window order, or its status),
-``spread_pct`` (100 x (best - worst) / best over the clean windows; empty with fewer than two),
-``best_window``; from the best window: ``median_gflop_per_s`` (its kernel's median),
-``peak_kernel``,
-``kernels`` (every kernel of the dtype: its best rate, or why it was not timed: skipped for a
-missing requirement, dropped at the probe, an error), ``mm_gflop_per_s`` (float32's
-``torch.mm`` alone: the denominator before per-dtype peaks), ``reps``, ``measure_s``; for reference
-``theoretical_gflop_per_s`` = ``cores`` x ``flop_per_cycle_per_core`` x ``nominal_mhz`` / 1000
-(``plan.cpu``, with ``mhz_source``); the binding read back and provenance.
+placement and thread count) from its windows (``plan.peaks``: several short jobs spread over the
+run; docs/precision.md), measured or failed, with the theoretical peak beside it
+(``plan.cpu``). ``peak_gflop_per_s`` is the best clean window's best kernel's best rate (int8:
+integer operations per second); ``status`` is ``ok`` when a window is clean, else the first
+window's; ``spread_pct`` = 100 x (best - worst) / best over the clean windows.
 """
 
 from __future__ import annotations

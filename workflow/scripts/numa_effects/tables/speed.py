@@ -1,41 +1,25 @@
 """The cells' latency at the run's reference speed (config key ``canary``; docs/performance.md,
 "At the run's reference speed").
 
-On a VM the processes of one cell run at different speeds of the host, and a fixed
-cache-resident kernel timed beside every iteration (the canary) sees that speed as the model
-does. This module takes it out of the between-process spread, the textbook way (an analysis of
-covariance):
+On a VM a cell's processes run at different speeds of the host; a fixed cache-resident kernel
+timed beside every iteration (the canary) sees that speed as the model does. An analysis of
+covariance takes it out of the between-process spread:
 
-- per replicate r of cell c: y = log of its median clean latency, x = log of its median canary
-  (the clean iterations' canaries);
-- per batch-size series (``SERIES``: every key but the batch size -- the cells whose variance
-  the two-level CI pools too, ``tables.cells.pooled_variances``) one slope ``b``, fitted within
-  the cells (each cell centred on its own means: the cells' latencies differ, their speeds do
-  not), and one residual variance ``s2`` with ``df = sum(n_c - 1) - 1`` degrees of freedom. Not
-  wider: how closely the model follows the canary differs between code paths (on the 2-vCPU
-  EPYC, 2026-12-04: eager's residual SD 5.5 - 6.3 %, TorchScript's 2.2 - 2.8 %, slopes 0.5 - 1.0),
-  and one variance pooled over both made eager's intervals too narrow and TorchScript's too wide
-  (tests/test_speed.py simulates it);
-- per ``REFERENCE`` group (the thread count and the placement: the canary's threads and CPUs,
-  so its speeds are comparable across the group's series) the reference speed ``ref``: the
+- per replicate: y = log of its median clean latency, x = log of its median canary;
+- per batch-size series (``SERIES``, the cells the two-level CI pools too) one slope ``b`` fitted
+  within the cells (each centred on its own means) and one residual variance ``s2``, ``df =
+  sum(n_c - 1) - 1``. Not wider: how closely the model follows the canary differs between code
+  paths, and one variance over eager and TorchScript made eager's intervals too narrow;
+- per ``REFERENCE`` group (the canary's threads and CPUs) the reference speed ``ref``: the
   median of its replicates' x;
-- the cell's latency at that speed: ``ybar_c - b (xbar_c - ref)``, with the t interval of
-  ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)`` (the second term: the slope's own error).
+- the cell at that speed: ``ybar_c - b (xbar_c - ref)``, with the t interval of
+  ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)``.
 
-What it estimates is the cell's latency had the host run at the group's median speed of this
-run: the same quantity for every cell of the group, so comparisons between them (optimizations,
-allocators, batch sizes at one thread count and placement) no longer carry the speed each
-process happened to get. It is not the mean over the speeds the run saw (that is
-``latency_median_ms`` with its two-level CI), and another run has its own reference. The naive
-way, a slope fitted on each cell's own few replicates and the adjusted values then treated as
-plain replicates, covers far less than 95 % (tests/test_speed.py simulates both).
-
-``contrast`` compares two sets of replicates at the same speed under one series' fit: two cells
-of a series, or one cell in two runs where the second has no fit of its own; ``between`` two
-cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
-``speed_speedup``, eager and the optimization being two series), or one cell in two runs, each
-along its own run's fit (``across_runs``: ``compare.tables``' ``speed_ratio``, ``make
-bench``'s re-runs, ``benchmarks.judge.against_speed``)."""
+That is the cell's latency had the host run at the group's median speed, the same quantity for
+every cell of the group, so comparisons between them lose the speed each process happened to
+get. A slope fitted on each cell's own replicates covers far less than 95 %
+(tests/test_speed.py simulates both).
+"""
 
 from __future__ import annotations
 

@@ -1,30 +1,16 @@
-"""Replicates where the noise is (config key ``two_stage``), the data side of Stein's two-stage
+"""Replicates where the noise is (config key ``two_stage``): the data side of Stein's two-stage
 rule (the plan's side: ``plan.stages``; the statistics: ``stats.stein_replicates``).
 
-After the first stage (``replicates`` processes of every cell) the checkpoint job reads their
-results (``first_stage``) and ``decide`` gives every cell its number of replicates in all:
-
-1. the cell's first-stage log variance and degrees of freedom are the two-level ones of the
-   tables (``stats.combine_replicates``: its own replicates moderated with the pool of its
-   batch-size series, ``tables.cells.pooled_variances``), over the first stage only;
-2. from that variance alone, Stein's rule gives the replicates the cell needs for a CI
-   half-width within the target (``stats.stein_replicates``), at most ``cap``;
-3. the two cells of a comparison that pays for pairing take the most either needs, and so on
-   through every such comparison they are in, so those cells keep whole rounds in ABBA order
-   and their paired interval (``tables.degradation``) keeps every round. Which comparisons pay is
-   the first stage's own answer (``pairing``): per thread count and compared axis
-   (``degradation.PAIRED``: a placement vs its baseline, an optimization vs eager), the very test
-   the tables use (``degradation.paired_choice``: do adjacent processes share noise?). Where they do
-   not, the tables would use the independent two-level interval anyway, and every cell takes
-   its own N: an eager cell does not run bf16's count for a pairing nobody uses. More
-   replicates than Stein's N only narrow the interval: coverage holds either way
-   (tests/test_stages.py simulates this very function).
-
-The tables then combine a cell's replicates with the first stage's variance
-(``tables.cells.combine_replicates`` with these records: ``ci_method`` ``two-stage``), never
-re-estimated from the second stage, which is what makes the coverage exact (Stein 1945). A
-cell with no measured first-stage replicate (failed or contended throughout) gets no more and
-is combined as usual.
+After the first stage the checkpoint reads its records (``first_stage``) and ``decide`` gives
+every cell its replicates in all: Stein's N from the cell's first-stage two-level log variance
+(its own replicates moderated with its batch-size series' pool), at most ``cap``; the cells of
+a comparison that pays for pairing take the most any of them needs, so they keep whole rounds
+in ABBA order for their paired interval. Which comparisons pay is the first stage's answer
+(``pairing``), by the very test the tables use (``degradation.paired_choice``); elsewhere each
+cell takes its own N. More replicates than N only narrow the interval. The tables then combine
+a cell's replicates with the first stage's variance, never re-estimated (``ci_method``
+``two-stage``): what makes the coverage exact (Stein 1945; tests/test_stages.py simulates it).
+A cell with no measured first-stage replicate gets no more.
 """
 
 from __future__ import annotations
@@ -32,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable
 
 from numa_effects import stats
@@ -227,9 +214,7 @@ def summary_line(records: list[dict], settings: dict, pairs: list[dict] | None =
     given ``pairing``'s records, which comparisons kept whole rounds."""
     r0 = settings["first_stage"]
     more = sum(r["replicates"] - r0 for r in records)
-    counts: dict = {}
-    for r in records:
-        counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+    counts = Counter(r["reason"] for r in records)
     why = ", ".join(f"{n} {reason}" for reason, n in counts.items())
     return (
         f"two-stage replicates (target +-{settings['target_pct']:g} %, cap {settings['cap']}): "
