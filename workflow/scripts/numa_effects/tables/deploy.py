@@ -1,17 +1,11 @@
 """``tables/recommendation.csv``: what to deploy, per objective row, with the evidence
-(docs/deploy.md).
+(docs/deploy.md, "Reading recommendation.csv").
 
-One row per configuration an objective row compares: ``role`` ``recommended`` (one per row),
-``candidate`` (searched and measured, not recommended) or ``baseline`` (a layout chosen by a
-rule: ``baseline`` names it, several names where they are one measurement). Each has its
-measured value with its CI over rounds (latency: the request's median latency; throughput:
-images per second, and ``per_core`` per physical core taken), its prediction where the search
-made one, and, for every row but the recommended one, the
-recommended configuration's gain over it with the paired CI over the rounds
-(``measure.deploy.gains``). The recommended configuration is the measured best or, where
-simpler ones are not significantly different from it (paired CI containing 1), the simplest of
-them (fewest instances, then the optimization and allocator first in their registries). An
-imported run has no measurement: its rows carry the prediction and ``source`` ``predicted``.
+One row per configuration an objective row compares (``role``: ``recommended``, ``candidate`` or
+``baseline``), with its value and CI over rounds, its prediction, and the recommended
+configuration's gain over it with the paired CI over the rounds (``measure.deploy.gains``). The
+recommended one is the measured best or, where simpler ones are not significantly different from
+it, the simplest of them. An imported run has predictions only (``source`` ``predicted``).
 """
 
 from __future__ import annotations
@@ -73,9 +67,7 @@ def unit(objective: str) -> str:
 
 def _shown(objective: str, seconds_or_ips: float) -> float:
     """A value in the table's unit: latency in ms, throughput as is."""
-    if objective == deploy_mod.LATENCY:
-        return seconds_or_ips * 1e3
-    return seconds_or_ips
+    return seconds_or_ips * 1e3 if objective == deploy_mod.LATENCY else seconds_or_ips
 
 
 def value_ci(runs: dict, cid: str, objective: str) -> dict:
@@ -342,6 +334,13 @@ def gain_words(r, objective: str) -> str:
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
 
 
+# the recommendation's value and interval in words: measured (True) or predicted (False)
+SHOWN = {
+    True: ("value", "ci_low", "ci_high"),
+    False: ("predicted", "predicted_low", "predicted_high"),
+}
+
+
 def answer_lines(df: pd.DataFrame) -> list[str]:
     """The summary's first lines: per objective row the recommendation, its measured value
     with its CI, its gain over each baseline and the command (``recommendation.csv``)."""
@@ -357,16 +356,12 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(f"  {model} {objective}: no configuration measured")
             continue
         r = rec.iloc[0]
-        value = r["value"] if r["source"] == "measured" else r["predicted"]
-        ci = (
-            _interval(r["ci_low"], r["ci_high"])
-            if r["source"] == "measured"
-            else _interval(r["predicted_low"], r["predicted_high"])
-        )
+        got = r["source"] == "measured"
+        value, lo, hi = (r[c] for c in SHOWN[got])
         same = f" (the layout of {r['baseline']})" if _given(r["baseline"]) else ""
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
-            f"{_num(value)} {r['unit']}{ci}" + ("" if r["source"] == "measured" else " (predicted)")
+            f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")
         )
         for b in g[g["role"] == "baseline"].itertuples():
             lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")

@@ -12,25 +12,20 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
+FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
 MEMORY_COLUMNS = [
     "cpu_node",
     "mem_node",
     "placement",
     "status",
-    "latency_ns",
-    "latency_median_ns",
-    "bandwidth_gb_per_s",
-    "bandwidth_median_gb_per_s",
+    *MEASURED,
     "distance",
     "latency_ratio",
     "bandwidth_ratio",
     "reason",
     "failure_cause",
-    "buffer_bytes",
-    "llc_bytes",
-    "loads_per_step",
-    "steps",
-    "measure_s",
+    *FACTS,
     "planned_cpus",
     "cpus_allowed",
     "mempolicy",
@@ -63,10 +58,6 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
         "hostname": rec.hostname,
         "memory_json": path,
     }
-
-
-MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
-FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,14 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+# the theoretical peak and how it was computed (``plan.cpu``)
+THEORETICAL = (
+    "theoretical_gflop_per_s",
+    "cores",
+    "flop_per_cycle_per_core",
+    "nominal_mhz",
+    "mhz_source",
+)
 PEAK_COLUMNS = [
     "placement",
     "threads",
@@ -28,11 +36,7 @@ PEAK_COLUMNS = [
     "peak_kernel",
     "kernels",
     "mm_gflop_per_s",
-    "theoretical_gflop_per_s",
-    "cores",
-    "flop_per_cycle_per_core",
-    "nominal_mhz",
-    "mhz_source",
+    *THEORETICAL,
     "reps",
     "measure_s",
     "planned_cpus",
@@ -83,11 +87,7 @@ def row(rec: Record, path: str = "") -> dict:
         "kernels": kernels_text(kernels),
         # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
         "mm_gflop_per_s": (kernels.get("mm") or {}).get("peak_gflop_per_s"),
-        "theoretical_gflop_per_s": theo.get("theoretical_gflop_per_s"),
-        "cores": theo.get("cores"),
-        "flop_per_cycle_per_core": theo.get("flop_per_cycle_per_core"),
-        "nominal_mhz": theo.get("nominal_mhz"),
-        "mhz_source": theo.get("mhz_source"),
+        **{k: theo.get(k) for k in THEORETICAL},
         "reps": peak.get("reps"),
         "measure_s": peak.get("measure_s"),
         "planned_cpus": (rec.plan or {}).get("cpu_list"),
