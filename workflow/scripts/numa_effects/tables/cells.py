@@ -98,11 +98,9 @@ MEASUREMENT_KEYS = (
 
 
 def precision_columns(rec: Record) -> dict:
-    """What the cell computed in and how far its outputs are from float32 eager (its
-    ``precision``: the instance's inspection after its timed iterations,
-    ``measure.workloads.model.inspect``), and its conversion cost apart from inference. Empty
-    where a record has none (a failed cell, older JSONs); ``dtype`` and ``graph`` then come
-    from the optimization registry."""
+    """What the cell computed in, how far its outputs are from float32 eager
+    (``measure.workloads.model.inspect``) and its conversion cost; ``dtype`` and ``graph`` from the
+    optimization registry where the record has none."""
     entry = OPTIMIZATIONS.get(str(rec.cell.get("opt")))
     prec = rec.summary or {}
     m = rec.measurement
@@ -209,9 +207,8 @@ FAILURE_COLUMNS = [
 
 
 def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per failed cell of ``cells`` (from ``tables``): its keys, the cause, the exit
-    status (``returncode``; negative = killed by ``signal``) and the last lines of its output,
-    read back from the cell JSON."""
+    """One row per failed cell: its keys, the cause, the exit status and the last lines of its
+    output, read back from the cell JSON."""
     rows = []
     if not cells.empty:
         for _, cell in cells[cells["status"] == "failed"].iterrows():
@@ -316,10 +313,8 @@ def pooled_variances(medians: dict) -> dict:
 
 
 def fault_columns(good: pd.DataFrame) -> dict:
-    """A cell's page faults per timed step from its measured replicates (``cell_row``'s
-    ``minor_faults_per_step``): the median over them, and each one's (``;``-joined, in
-    replicate order: glibc's defaults leave each process in its own state, docs/precision.md,
-    "Allocators"). None for records from before they were counted."""
+    """A cell's page faults per timed step: the median over its replicates, and each one's in
+    replicate order (glibc leaves each process in its own state: docs/precision.md)."""
     per = good["minor_faults_per_step"] if "minor_faults_per_step" in good.columns else None
     if per is None or per.isna().any():
         return {"minor_faults_per_step": None, "replicate_faults_per_step": None}
@@ -344,13 +339,9 @@ OPTIONAL_NONE = (
 def combine_replicates(
     reps: pd.DataFrame, samples: pd.DataFrame, stages: dict | None = None
 ) -> pd.DataFrame:
-    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
-    (see the module docstring). The pooled replicate variance of the cells with the same
-    batch-size series moderates each cell's own (``pooled_variances``). ``stages``: key tuple ->
-    the two-stage checkpoint's record of the cell (``tables.stages.read_records``): its CI
-    then uses the first stage's variance (``stats.stein_interval``, ``ci_method``
-    ``two-stage``), and ``replicates_planned``, ``replicates_needed``, ``replicates_reason``
-    say how many replicates it was given and why."""
+    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples.
+    ``stages``: key tuple -> the cell's two-stage record (``tables.stages.read_records``): its CI
+    then uses the first stage's variance (``ci_method`` ``two-stage``)."""
     if reps.empty:  # no cell measured (every cell skipped): the keys and counts, no rows
         return pd.DataFrame(columns=[*KEY_COLUMNS, "replicates", "status"])
     reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
@@ -373,9 +364,7 @@ def combine_replicates(
 
 
 def cell_of(g, good, pooled_var, latencies, stage) -> dict:
-    """One cell's row from its replicates ``g``: ``good``, the successful ones (None: none);
-    ``pooled_var``, its pool's replicate variance; ``latencies``, its clean samples (ms);
-    ``stage``, its two-stage record (None: one stage)."""
+    """One cell's row from its replicates ``g`` (``good``: the successful ones, or None)."""
     failed = g[g["status"] == "failed"]
     reasons = "; ".join(
         f"replicate {int(r)}: {why}"
@@ -413,9 +402,8 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
 
 
 def replicate_interval(good, meds, pooled_var, stage, row: dict) -> dict:
-    """The cell's median and CI over its replicates (``stats.combine_replicates``; with a
-    two-stage record, Stein's second stage over the first stage's variance); the record's
-    ``replicates_*`` columns go into ``row``."""
+    """The cell's median and CI over its replicates (with a two-stage record, Stein's);
+    the record's ``replicates_*`` columns go into ``row``."""
     wv = [
         stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
         for m, lo, hi in zip(
@@ -505,11 +493,9 @@ SAME = "same_binding_as"
 
 
 def with_same_bindings(cells: pd.DataFrame, same: Iterable[dict]) -> pd.DataFrame:
-    """``cells`` with a row for each cell the plan reports from another cell's measurement
-    (``same``: its keys and ``same_binding_as``, the placement whose cell measured it:
-    ``plan.build.Plan.same_binding_rows``): a copy of that cell's row under its own placement,
-    ``same_binding_as`` naming the measuring one (empty for a cell measured under its own name).
-    A cell whose measuring cell has no row has none either."""
+    """``cells`` with a copy of the measuring cell's row for each cell the plan reports from
+    another's measurement (``same``: ``plan.build.Plan.same_binding_rows``), ``same_binding_as``
+    naming the measuring placement."""
     cells = cells.copy()
     if SAME not in cells.columns:  # after the keys and ``replicates``
         at = [*KEY_COLUMNS, "replicates"]

@@ -139,9 +139,7 @@ SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this on
 
 
 def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
-    """The key of the cell that measured one side of a pair (``suffix`` ``""``: the compared
-    cell, ``"_b"``: the baseline): its own, or the cell whose binding it has
-    (``same_binding_as``)."""
+    """The key of the cell that measured one side (``suffix`` ``""`` or ``"_b"``) of a pair."""
     vals = {k: row[k] for k in KEYS if k not in vary}
     vals.update({v: row[f"{v}{suffix}"] for v in vary})
     measured_as = row.get(f"{SAME}{suffix}")
@@ -168,11 +166,9 @@ def pair_table(
     baseline_of: Callable,
     paired: bool = False,
 ) -> pd.DataFrame:
-    """Baseline/compared pairs differing only in ``vary`` (a key, or several: then
-    ``baseline_of`` takes and returns a tuple of their values): each cell whose ``vary`` value
-    has a baseline (``baseline_of``; None: it is one) with the cell of that baseline, the
-    statistic, both values and the CI of the ratio compared / baseline (NaN without samples).
-    ``baseline`` holds the baseline's value (its values joined by ``/`` for several keys)."""
+    """Baseline/compared pairs differing only in ``vary`` (one key or several: then
+    ``baseline_of`` maps tuples), with the statistic, both values and the CI of compared / baseline;
+    ``baseline`` holds the baseline's value (``/``-joined for several keys)."""
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
     cols += ["ci_method", "adjacent_correlation"]
@@ -211,9 +207,7 @@ def pair_frame(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def merged_pairs(df: pd.DataFrame, vary: tuple[str, ...], baseline_of: Callable) -> pd.DataFrame:
-    """Each cell beside the cell of its own baseline (``_b`` columns): a "+smt" cell with
-    sequential+smt (never across), a family member with its family's baseline (n0m1 with
-    n0m0)."""
+    """Each cell beside its own baseline's cell (``_b`` columns)."""
     group = [k for k in KEYS if k not in vary]
     if "source" in df.columns:
         group.append("source")
@@ -314,9 +308,7 @@ def significant(
 
 
 def compared(p: pd.DataFrame) -> dict:
-    """The columns of a ``pair_table`` every comparison table shows: keys, baseline, both
-    latencies and throughputs, the speedup baseline / compared with its CI, the CI's method and
-    whether either cell was contended or noisy."""
+    """The columns of a ``pair_table`` every comparison table shows."""
     bs = p["batch_size"].astype(float)
     return {
         **{k: p[k] for k in KEYS},

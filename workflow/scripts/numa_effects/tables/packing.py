@@ -114,9 +114,7 @@ CANDIDATE_COLUMNS = [
 
 
 def clean_rounds(rec: Record) -> list[float]:
-    """The timed rounds of one measured configuration that its statistics use: those the
-    contention probe did not exclude (``timing``'s decision, recorded in ``excluded``); none
-    when every round was excluded."""
+    """The timed rounds the contention probe did not exclude (none when all were)."""
     xs, excluded = rec.measurement["latencies_s"], rec.measurement.get("excluded") or []
     if not excluded:
         return list(xs)
@@ -405,11 +403,8 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
 
 
 def pooled_by_kind(results: dict) -> dict:
-    """{"fat"|"plan": (pooled variance of ln-medians, df)}: the process-level variance pooled
-    over the fat instances of the table and, apart, over its plans (every candidate), so a
-    configuration with 2 replicates gets a usable two-level CI. Apart, as cells.csv pools per
-    batch-size series (``tables.cells.pooled_variances``): the fat instance uses every core of
-    its budget and its processes vary more than those of small instances do."""
+    """{"fat"|"plan": (pooled variance of ln-medians, df)} over the table's fat instances and,
+    apart, its plans: a fat instance's processes vary more than small instances' do."""
     groups: dict[str, list] = {"fat": [], "plan": []}
     for res in results.values():
         if res.status != "ok":
@@ -450,9 +445,8 @@ def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
 def benchmark_summary(
     df: pd.DataFrame, tolerance: float = 0.10, column: str = "prediction_error"
 ) -> dict:
-    """The ``packing`` benchmark's numbers: share of measured batch sizes whose prediction
-    (``column``: ``prediction_error``, with interference, or ``prediction_error_alone``) is
-    within ``tolerance``, and its mean (the bias)."""
+    """The ``packing`` benchmark's numbers: how many measured predictions (``column``) are within
+    ``tolerance``, and their mean error (the bias)."""
     ok = df[(df["status"] == "ok") & df[column].notna()]
     within = ok[column].abs() <= tolerance
     return {

@@ -80,10 +80,9 @@ def source_files(path: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def row_problems(path: str | os.PathLike) -> list[tuple[int, str]] | None:
-    """(line, what) of every impossible value in one PackRat CSV, in file order: a latency or
-    throughput (``VALUE_COLUMNS``) that is empty, not a number, not finite, or not > 0; a batch
-    size or thread count (``COUNT_COLUMNS``) that is not a whole number >= 1. None when the
-    file has no rows after its header (or no header)."""
+    """(line, what) of every impossible value in one PackRat CSV: a value (``VALUE_COLUMNS``)
+    that is not a finite number > 0, a count (``COUNT_COLUMNS``) not a whole number >= 1. None
+    without rows."""
     path = Path(path)
     columns = VALUE_COLUMNS.get(path.name, (*LATENCY_COLUMNS, "throughput"))
     found: list[tuple[int, str]] = []
@@ -159,10 +158,8 @@ def _check_rows(f) -> None:
 
 
 def read(path: str | os.PathLike) -> pd.DataFrame:
-    """One PackRat folder as rows of cells.csv (``COLUMNS``), sorted by the cell keys.
-
-    A cell repeated in a file (the harness appends) keeps its last row. A file without rows,
-    or with an impossible latency or throughput (``row_problems``), is an error."""
+    """One PackRat folder as rows of cells.csv, sorted by the cell keys; a cell repeated in a
+    file keeps its last row. A file without rows or with an impossible value is an error."""
     lat_path, thr_path = source_files(path)
     for f in (lat_path, thr_path):  # the config check names every one; here the first
         _check_rows(f)

@@ -66,10 +66,8 @@ def replicates(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(reps: pd.DataFrame) -> dict:
-    """Per series (``SERIES`` values): ``slope``, ``ref`` (its ``REFERENCE`` group's), ``s2``,
-    ``df``, ``sxx`` of the common-slope fit over its cells (``replicates``' rows); a series with
-    no spread to fit (fewer than two degrees of freedom, or every cell's canaries equal) is left
-    out."""
+    """Per series (``SERIES`` values): ``slope``, ``ref``, ``s2``, ``df``, ``sxx`` of the
+    common-slope fit over its cells; a series with nothing to fit (df < 1, no spread) is out."""
     refs = {g: float(np.median(r["x"])) for g, r in reps.groupby(list(REFERENCE), sort=True)}
     out = {}
     for series, g in reps.groupby(list(SERIES), sort=True):
@@ -195,12 +193,8 @@ def across_runs(
     confidence=stats.CONFIDENCE,
 ) -> dict:
     """The latency ratio of one cell's replicates in two runs at the baseline run's reference
-    speed: each side moved along its own run's fit of the series (``between``: Welch's
-    interval, so a run whose processes spread more -- a change under test, or a host that grew
-    noisier between two runs of the same code -- widens it), or, where the compared run has no
-    fit of its own (one process per cell: the fixed protocol), both along the baseline's
-    (``contrast``). Used by ``compare.tables`` and ``make bench``'s judgement of its
-    re-runs (``benchmarks.judge.against_speed``). ``contrast``'s dict."""
+    speed: each side along its own run's fit (``between``: a run whose processes spread more widens
+    it), or both along the baseline's where the compared run has none (``contrast``)."""
     if f_compared is None:
         return contrast(compared, baseline, f_baseline, confidence)
     return between(compared, f_compared, baseline, f_baseline, f_baseline["ref"], confidence)
@@ -209,10 +203,9 @@ def across_runs(
 def ratio(
     reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict, confidence=stats.CONFIDENCE
 ) -> dict | None:
-    """The latency ratio compared / baseline of two fitted cells of one ``REFERENCE`` group,
-    both at its reference speed: ``contrast`` within one series, ``between`` two. ``compared``
-    and ``baseline``: the cells' keys (``KEY_COLUMNS``). ``contrast``'s dict; None when the
-    cells are in different groups, either series has no fit or either cell no replicate."""
+    """The latency ratio compared / baseline (the cells' keys) of two fitted cells of one
+    ``REFERENCE`` group at its reference speed: ``contrast`` within one series, ``between`` two;
+    None when that cannot be computed."""
     if any(compared[c] != baseline[c] for c in REFERENCE):
         return None
     fc, fb = fits.get(series_of(compared)), fits.get(series_of(baseline))

@@ -72,11 +72,9 @@ def _partners(key, keys) -> Iterable[tuple[str, object]]:
 
 
 def pairing(rounds: dict) -> list[dict]:
-    """Whether each kind of comparison pays for whole rounds, from the first stage
-    (``first_stage_rounds``): one record per thread count and compared axis with two cells to
-    pair -- ``threads``, ``axis``, ``paired`` (``degradation.paired_choice``: the pooled variance of
-    the per-round log ratios clearly below two independent cells'), ``correlation`` of adjacent
-    processes and the number of ``comparisons``."""
+    """Whether each kind of comparison pays for whole rounds (``degradation.paired_choice`` on the
+    first stage): per thread count and compared axis, ``paired``, the adjacent processes'
+    ``correlation`` and the number of ``comparisons``."""
     by: dict = {}
     for key, reps in rounds.items():
         for axis, other in _partners(key, rounds):
@@ -129,12 +127,9 @@ def _reason(need: int, cap: int, n: int, own: int, r0: int) -> str:
 
 
 def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> list[dict]:
-    """One record per cell (sorted by key): its key fields, ``replicates`` (in all),
-    ``needed`` (Stein's N without the cap), ``reason`` (``plan.stages.REASONS``), and the first
-    stage's ``measured`` replicates, ``log_var``, ``df``, ``sd_pct`` and the CI half-width the
-    planned replicates promise (``expected_halfwidth_pct``). ``medians``: ``first_stage``'s
-    result; ``settings``: ``plan.stages.settings``; ``pairs``: ``pairing``'s result, the
-    comparisons whose cells keep whole rounds (None: all of them)."""
+    """One record per cell (sorted by key): its key fields, ``replicates`` (in all), ``needed``
+    (Stein's N without the cap), ``reason`` and the first stage's ``measured``, ``log_var``, ``df``,
+    ``sd_pct``, ``expected_halfwidth_pct``. ``pairs``: ``pairing``'s result (None: all pair)."""
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
     pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
@@ -209,9 +204,7 @@ def pairing_text(pairs: list[dict]) -> str:
 
 
 def summary_line(records: list[dict], settings: dict, pairs: list[dict] | None = None) -> str:
-    """One line on what the checkpoint decided, e.g. ``two-stage replicates (target +-5 %,
-    cap 4): 6 more processes; 10 cells stopped at the first stage, 2 target, 4 cap``, and,
-    given ``pairing``'s records, which comparisons kept whole rounds."""
+    """One line on what the checkpoint decided and which comparisons kept whole rounds."""
     r0 = settings["first_stage"]
     more = sum(r["replicates"] - r0 for r in records)
     counts = Counter(r["reason"] for r in records)
