@@ -489,7 +489,7 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
     return cells, samples_df
 
 
-SAME = "same_binding_as"
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
 
 
 def with_same_bindings(cells: pd.DataFrame, same: Iterable[dict]) -> pd.DataFrame:

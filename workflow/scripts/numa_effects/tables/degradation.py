@@ -34,6 +34,7 @@ from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 from numa_effects.plan.optimizations import EAGER
+from numa_effects.tables.cells import SAME
 
 
 def eager_baseline(opt: str) -> str | None:
@@ -85,26 +86,33 @@ OPT_SPEEDUP_COLUMNS = [
 ]
 
 
-def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
-    if samples is None or samples.empty:
-        return {}
+def _clean(samples: pd.DataFrame | None, *needed: str) -> pd.DataFrame | None:
+    """samples.csv's clean iterations with the keys filled; None without them or ``needed``."""
+    if samples is None or samples.empty or any(c not in samples.columns for c in needed):
+        return None
     if "excluded" in samples.columns:
         samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
-    out = {}
-    for key, group in grid.fill_keys(samples).groupby(list(KEYS), sort=False):
-        out[_typed(dict(zip(KEYS, key, strict=True)))] = group["latency_ms"].to_numpy(dtype=float)
-    return out
+    return grid.fill_keys(samples)
+
+
+def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    clean = _clean(samples)
+    if clean is None:
+        return {}
+    return {
+        _typed(dict(zip(KEYS, key, strict=True))): group["latency_ms"].to_numpy(dtype=float)
+        for key, group in clean.groupby(list(KEYS), sort=False)
+    }
 
 
 def _replicate_medians(samples: pd.DataFrame | None) -> dict[tuple, dict[int, float]]:
     """{cell key: {replicate (its round): median of its clean iterations}} from samples.csv
     (what ``stats.combine_replicates`` combines); {} without a ``replicate`` column."""
-    if samples is None or samples.empty or "replicate" not in samples.columns:
+    clean = _clean(samples, "replicate")
+    if clean is None:
         return {}
-    if "excluded" in samples.columns:
-        samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
     out: dict[tuple, dict[int, float]] = {}
-    for key, group in grid.fill_keys(samples).groupby([*KEYS, "replicate"], sort=False):
+    for key, group in clean.groupby([*KEYS, "replicate"], sort=False):
         cell = _typed(dict(zip(KEYS, key[:-1], strict=True)))
         out.setdefault(cell, {})[int(key[-1])] = float(np.median(group["latency_ms"]))
     return out
@@ -133,9 +141,6 @@ def _typed(vals: dict) -> tuple:
     return tuple(
         int(vals[k]) if a.type is int else vals[k] for k, a in zip(KEYS, grid.AXES, strict=True)
     )
-
-
-SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
 
 
 def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:

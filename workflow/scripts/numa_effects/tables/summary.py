@@ -9,6 +9,7 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.tables import flops, stages
+from numa_effects.tables.cells import SAME
 
 
 def cell_label(row) -> str:
@@ -63,9 +64,6 @@ def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) ->
             line += f"; predicted best was {r.plan}: the measured ranking differs"
         lines.append(line)
     return lines
-
-
-SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
 
 
 def reported_twice(cells: pd.DataFrame) -> pd.Series:
