@@ -236,13 +236,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
         top = next((o for o in out if o["role"] == "recommended"), None)
         for o in out:
             if o is not top:
-                _predicted_gain(o, top and _unshown(top, objective), objective)
+                _predicted_gain(o, top, objective)
     return out
-
-
-def _unshown(r: dict, objective: str) -> dict:
-    """A row's predictions back in the unit the gains are computed in (the same ratio)."""
-    return {k: r.get(k, math.nan) for k in ("predicted", "predicted_low", "predicted_high")}
 
 
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:

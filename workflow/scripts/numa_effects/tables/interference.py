@@ -159,9 +159,7 @@ def rows(results: list[GroupRecord]) -> list[dict]:
                 "k_node": len(insts),
                 "busy_cores": t * len(insts),
                 "x": t * (len(insts) - 1),
-                "core_map": " ".join(
-                    f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements.get(name, []))
-                ),
+                "core_map": packing_table.core_map_text(placements.get(name)),
                 "contended": any(
                     packing_table.contended(r) for r in [*res.runs["k1"], *res.runs[name]]
                 ),

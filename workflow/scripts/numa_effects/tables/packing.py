@@ -157,7 +157,8 @@ def estimate(recs, pooled) -> dict | None:
     )
 
 
-def _core_map(placements) -> str:
+def core_map_text(placements) -> str:
+    """``i0:0-7 i1:8-15``: the CPUs of each instance of a configuration ("" without)."""
     if not placements or isinstance(placements, str):
         return ""
     return " ".join(f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements))
@@ -291,8 +292,8 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     got, ranked = ev["configs"], ev["ranked"]
     plan_name = "plan" if "plan" in got else "fat"
     fat, plan = got["fat"], got[plan_name]
-    out["fat_core_map"] = _core_map(placements.get("fat"))
-    out["core_map"] = _core_map(placements.get(plan_name))
+    out["fat_core_map"] = core_map_text(placements.get("fat"))
+    out["core_map"] = core_map_text(placements.get(plan_name))
     out["replicates"] = fat["replicates"]
     out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
     out["contended"] = any(g["contended"] for g in got.values())
@@ -309,7 +310,7 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
         out.update(
             recommended_plan=_label(choice, best, fat_label),
             recommended_is_predicted=best == plan_name,
-            recommended_core_map=_core_map(placements.get(best)),
+            recommended_core_map=core_map_text(placements.get(best)),
         )
         _recommended(out, got[best], fat, plan)
     if plan["est"] is None or fat["est"] is None:
@@ -388,7 +389,7 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             replicates=g["replicates"],
             rounds=int(g["rounds"].size),
             contended=g["contended"],
-            core_map=_core_map(placements.get(name)),
+            core_map=core_map_text(placements.get(name)),
             status="ok" if g["est"] is not None else "contended",
         )
         if g["est"] is not None:
