@@ -104,7 +104,7 @@ def simplicity(config: dict) -> tuple:
 
 def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | None, str]:
     """(the recommended configuration, why): the measured best, or the simplest of those not
-    significantly different from it (among the row's candidates and baselines)."""
+    significantly different from it."""
     cids = measured.row_configs(row)
     top = measured.best(runs, cids, row["objective"])
     if top is None:
@@ -241,8 +241,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
 
 
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
-    """Without a measurement: the gain of the predictions, its interval from both predicted
-    intervals (log scale, independent)."""
+    """Without a measurement: the gain of the predictions, with an interval from both
+    predicted intervals (log scale, independent)."""
     if rec_row is None or base.get("predicted") != base.get("predicted"):
         return
     a, b = rec_row["predicted"], base["predicted"]
@@ -286,8 +286,7 @@ def _predicted_pick(row: dict, configs: dict) -> tuple[str | None, str]:
 
 
 def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None) -> pd.DataFrame:
-    """recommendation.csv from the deploy plan and, where it was measured, the deploy job's
-    record (``measure.record.read_group``; None: an imported run, predictions only)."""
+    """recommendation.csv from the deploy plan and the deploy job's record (None: predictions)."""
     runs = result.runs if result is not None and result.runs else None
     rows = plan["objectives"]
     pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
@@ -337,8 +336,8 @@ SHOWN = {
 
 
 def answer_lines(df: pd.DataFrame) -> list[str]:
-    """The summary's first lines: per objective row the recommendation, its measured value
-    with its CI, its gain over each baseline and the command (``recommendation.csv``)."""
+    """The summary's first lines: per objective row the recommendation, its value, its gains
+    over the baselines and the command."""
     if df is None or df.empty:
         return []
     source = (

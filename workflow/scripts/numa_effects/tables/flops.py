@@ -103,8 +103,7 @@ def under_measured(ratio: float, peak: float, clean: float | None, spread: float
 
 
 def cell_dtypes(cells: pd.DataFrame) -> pd.Series:
-    """Each cell's dtype: its ``dtype`` column, else its optimization's (registry), else
-    float32 (an unknown optimization, e.g. imported)."""
+    """Each cell's dtype: its ``dtype`` column, else its optimization's, else float32."""
     by_opt = cells["opt"].map(lambda o: getattr(OPTIMIZATIONS.get(str(o)), "dtype", "float32"))
     if "dtype" in cells.columns:
         return cells["dtype"].where(cells["dtype"].notna(), by_opt)

@@ -45,8 +45,7 @@ def glob_of(pattern: str) -> str:
 
 
 def measured_files(results: str | os.PathLike) -> list[str]:
-    """Every measured record below ``results`` (relative paths, sorted), the history excluded;
-    temporary files of a write in progress (``.name.tmp``) are not records."""
+    """Every measured record below ``results`` (relative, sorted), the history excluded."""
     root = Path(results)
     found = {
         str(p.relative_to(root))
@@ -58,8 +57,7 @@ def measured_files(results: str | os.PathLike) -> list[str]:
 
 
 def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:
-    """The spec the job that wrote record ``rel`` ran with: beside its log
-    (``logs/<rel without .json>.spec.json``, ``measure.job.spec_path``)."""
+    """The spec the job that wrote record ``rel`` ran with (``measure.job.spec_path``)."""
     return Path(results, "logs", rel.removesuffix(".json") + ".spec.json")
 
 
@@ -72,8 +70,7 @@ def _read_json(path: Path) -> dict:
 
 
 def recorded_code(results: str | os.PathLike, rel: str, data: dict | None = None) -> str | None:
-    """The digest of the measuring code that made record ``rel``: the record's ``code``, else
-    the one of the spec kept beside its log; None where neither says."""
+    """The measuring code's digest of record ``rel``: its own, else its spec's; None without."""
     data = _read_json(Path(results, rel)) if data is None else data
     code = data.get("code") or _read_json(spec_beside_log(results, rel)).get("code")
     return str(code) if code else None
@@ -89,8 +86,7 @@ def _times(data, starts: list, ends: list) -> None:
 
 
 def record_seconds(data: dict) -> float | None:
-    """How long the measurement of a record took, by its provenance: its latest ``finished_at``
-    minus its earliest start (the launcher's, or the instances'); None without both."""
+    """How long a record's measurement took: latest ``finished_at`` - earliest start, or None."""
     starts: list = []
     ends: list = []
     _times(data, starts, ends)
@@ -103,9 +99,8 @@ def record_seconds(data: dict) -> float | None:
 
 
 def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
-    """The measuring jobs of a run (``raw``: rule, output, and Snakemake's ``forced``,
-    ``incomplete``, ``params_changed``) with why each measures and what its previous record
-    took (``plan``: the run's ``build.Plan``)."""
+    """The measuring jobs of a run (``raw``: rule, output and Snakemake's flags), with why each
+    measures and what its previous record took."""
     out = []
     root = Path(plan.results)
     defaults = remeasure.defaults(plan)
@@ -149,8 +144,7 @@ def describe(topo: topology_mod.Topology, host: str | None = None) -> str:
 
 def machine_problem(results: str | os.PathLike, *here: topology_mod.Topology) -> str | None:
     """Why ``results`` is another machine's folder (its ``machine.json`` matches none of the
-    topologies ``here``: the planning one, this machine's), or None; a folder without a
-    readable ``machine.json`` cannot say, and is None."""
+    topologies ``here``), or None; None also without a readable ``machine.json``."""
     path = Path(results, paths.MACHINE)
     data = _read_json(path) if path.is_file() else {}
     try:
@@ -237,9 +231,8 @@ def _stamp(st: os.stat_result) -> str:
 
 
 def keep(results: str | os.PathLike, replaced=()) -> Kept:
-    """Keep every measured record of ``results`` in its history (see the module docstring);
-    ``replaced``: the records (paths as the rules name them) the run is about to measure again,
-    whose snapshots get their tables. Idempotent; never changes a record."""
+    """Keep every measured record of ``results`` in its history; ``replaced``: the records the
+    run measures again, whose snapshots get their tables. Idempotent; never changes a record."""
     root = Path(results)
     history = root / HISTORY
     index = _read_json(history / INDEX)
@@ -277,8 +270,7 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
 
 
 def write_tables(snapshot: Path, results: Path) -> None:
-    """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables (the
-    tables code of this checkout, over the snapshot's records) and the folder's machine.json."""
+    """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables."""
     from numa_effects.tables import cells, peak, tidy
 
     (snapshot / "tables").mkdir(parents=True, exist_ok=True)
@@ -305,8 +297,7 @@ def compare_command(results: str, snapshot: str) -> str:
 
 
 def comparable(results: str | os.PathLike) -> list[str]:
-    """The snapshots of ``results`` that hold tables (those whose records a run replaced),
-    the most recent first."""
+    """The snapshots of ``results`` that hold tables, the most recent first."""
     history = Path(results, HISTORY)
     found = [p.parent.parent for p in history.glob(f"*/{paths.table('cells')}")]
     found.sort(key=lambda p: (p / paths.table("cells")).stat().st_mtime, reverse=True)
@@ -314,8 +305,7 @@ def comparable(results: str | os.PathLike) -> list[str]:
 
 
 def summary_lines(results: str, most: int = 3) -> list[str]:
-    """Where the previous numbers are kept (for the summary): the snapshots a re-run replaced,
-    the most recent ``most``, each with its compare command."""
+    """The ``most`` recent snapshots a re-run replaced, each with its compare command."""
     names = comparable(results)
     lines = []
     for name in names[:most]:
@@ -353,8 +343,7 @@ def _problem(plan) -> str | None:
 
 
 def dry_run_lines(plan, raw: list[dict], more_later: bool = False) -> list[str]:
-    """What ``snakemake -n`` prints: the count, reasons and estimate of the measuring jobs
-    (``raw``, see ``jobs``), and the refusal a run would meet."""
+    """What ``snakemake -n`` prints: the measuring jobs and the refusal a run would meet."""
     found = jobs(plan, raw)
     problem = (found or more_later) and _problem(plan)
     kept_in = "" if problem else f"{plan.results}/{HISTORY}/"

@@ -64,8 +64,7 @@ def _node_of(inst: dict) -> str:
 
 
 def node_rounds(rec: Record, node: str) -> list[float]:
-    """The clean rounds of one group record as seen by one node: per round the slowest of that
-    node's instances' own durations (rounds the probe excluded left out)."""
+    """Per clean round of a group record, the slowest of one node's instances' durations."""
     insts = [i for i in rec.instances if _node_of(i) == node]
     excluded = rec.measurement.get("excluded") or []
     per = zip(*(i["latencies_s"] for i in insts), strict=True)

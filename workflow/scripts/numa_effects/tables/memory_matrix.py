@@ -61,8 +61,7 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """``latency_ratio`` and ``bandwidth_ratio``: each row against the row of its CPU node's
-    diagonal (``mem_node == cpu_node``); empty where that has no number."""
+    """``latency_ratio`` and ``bandwidth_ratio`` against the CPU node's diagonal (or empty)."""
     out = df.copy()
     diag = out[out["cpu_node"] == out["mem_node"]].set_index("cpu_node")
     for col, ratio in (("latency_ns", "latency_ratio"), ("bandwidth_gb_per_s", "bandwidth_ratio")):
@@ -72,8 +71,7 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(paths, topology=None) -> pd.DataFrame:
-    """The memory matrix of the memory jobs' result files, row (CPU node) by column (memory
-    node)."""
+    """The memory matrix of the memory jobs' records, by CPU node then memory node."""
     rows = [row(record.read(p), str(p), topology) for p in paths]
     df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
     df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)

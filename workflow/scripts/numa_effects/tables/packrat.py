@@ -147,8 +147,7 @@ def _read(path: Path, values: Sequence[str]) -> pd.DataFrame:
 
 
 def _check_rows(f) -> None:
-    """Raise ``PackratError`` naming ``f`` (and its first bad line) when ``row_problems``
-    finds no rows or an impossible value."""
+    """Raise ``PackratError`` at ``row_problems``' first finding in ``f``."""
     found = row_problems(f)
     if found is None:
         raise PackratError(f"{f} has no rows after its header")
@@ -276,8 +275,7 @@ GROUP_KEYS = ("benchmark", "allocator", "topology", "pinning", "intraop_threads"
 
 
 def interference_files(path: str | os.PathLike) -> list[Path]:
-    """The multi-instance latency CSVs of a folder (or the one CSV given): files ending in
-    ``resnet_latency.csv`` that have ``instances`` and ``instance_id`` columns."""
+    """The CSVs ending in ``resnet_latency.csv`` with ``instances`` and ``instance_id`` columns."""
     p = Path(path)
     files = [p] if p.suffix == ".csv" else sorted(p.glob(f"*{INTERFERENCE_SUFFIX}"))
     out = []

@@ -70,8 +70,7 @@ def kernels_text(kernels: dict) -> str | None:
 
 
 def row(rec: Record, path: str = "") -> dict:
-    """One window's row from a peak result (measured or failed; a record without a window
-    number is window 1)."""
+    """One window's row from a peak record (measured or failed; no window number: window 1)."""
     peak = rec.summary or {}
     theo = peak.get("theoretical") or {}
     kernels = peak.get("kernels") or {}

@@ -218,8 +218,7 @@ def ratio(
 
 
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
-    """``cells`` with ``COLUMNS`` for the cells whose replicates timed the canary (none of them
-    added when no cell did)."""
+    """``cells`` with ``COLUMNS`` for the cells whose replicates timed the canary."""
     reps = replicates(samples)
     if reps.empty or cells.empty:
         return cells

@@ -57,9 +57,8 @@ INTEGER_COLUMNS = frozenset(
 
 
 def read(path, columns=()):
-    """A tidy table (pandas DataFrame) with typed columns: booleans parsed by ``as_bool``
-    (object dtype: True, False, None), integers as integers. A missing, empty or header-less
-    file is an empty frame with ``columns``."""
+    """A tidy table with typed columns (``typed``); a missing, empty or header-less file is an
+    empty frame with ``columns``."""
     if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
         return pd.DataFrame(columns=list(columns))
     try:
