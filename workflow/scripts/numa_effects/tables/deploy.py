@@ -128,11 +128,6 @@ def _significant(g: dict) -> bool | None:
     return bool(lo > 1.0 or hi < 1.0)
 
 
-def _cores(config: dict) -> int:
-    """Physical cores a configuration takes (its instances' own, as planned)."""
-    return sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
-
-
 def _config_columns(config: dict, topo=None) -> dict:
     opt = optimizations_mod.OPTIMIZATIONS.get(config["opt"])
     insts = config["instances"]
@@ -221,7 +216,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
         if runs:
             base.update(value_ci(runs, cid, objective))
             if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
-                base["per_core"] = base["value"] / max(1, _cores(config))
+                cores = sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
+                base["per_core"] = base["value"] / max(1, cores)
             p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
@@ -304,10 +300,6 @@ def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None)
 # -- the answer in words ---------------------------------------------------------------------------
 
 
-def _given(v) -> bool:
-    return isinstance(v, str) and bool(v)
-
-
 def _num(v: float) -> str:
     return f"{v:.3g}" if v == v else "?"
 
@@ -352,7 +344,11 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
         r = rec.iloc[0]
         got = r["source"] == "measured"
         value, lo, hi = (r[c] for c in SHOWN[got])
-        same = f" (the layout of {r['baseline']})" if _given(r["baseline"]) else ""
+        same = (
+            f" (the layout of {r['baseline']})"
+            if isinstance(r["baseline"], str) and r["baseline"]
+            else ""
+        )
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
             f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")

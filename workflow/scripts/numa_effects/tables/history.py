@@ -226,10 +226,6 @@ def _place(src: Path, history: Path, rel: str, code: str) -> tuple[str, bool | N
     return name, link_or_copy(src, history / name / rel)
 
 
-def _stamp(st: os.stat_result) -> str:
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def keep(results: str | os.PathLike, replaced=()) -> Kept:
     """Keep every measured record of ``results`` in its history; ``replaced``: the records the
     run measures again, whose snapshots get their tables. Idempotent; never changes a record."""
@@ -242,9 +238,10 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
     for rel in measured_files(root):
         src = root / rel
         try:
-            stamp = _stamp(src.stat())
+            st = src.stat()
         except FileNotFoundError:
             continue
+        stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
         entry = index.get(rel) or {}
         name = entry.get("snapshot")
         if entry.get("stamp") != stamp or not (history / str(name) / rel).exists():
@@ -270,7 +267,7 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
 
 
 def write_tables(snapshot: Path, results: Path) -> None:
-    """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables."""
+    """A snapshot as a folder ``compare`` reads: its cells' and peaks' tables and machine.json."""
     from numa_effects.tables import cells, peak, tidy
 
     (snapshot / "tables").mkdir(parents=True, exist_ok=True)

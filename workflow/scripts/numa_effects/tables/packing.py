@@ -132,10 +132,6 @@ def contended(rec: Record) -> bool:
     return bool(rec.contention.get("contended")) or rec.status == "contended"
 
 
-def _rounds(recs) -> np.ndarray:
-    return np.array([x for r in recs if measured(r) for x in clean_rounds(r)])
-
-
 def replicate_stats(recs) -> list[dict]:
     return [stats.summarize(clean_rounds(r)) for r in recs if measured(r)]
 
@@ -220,7 +216,7 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     for name, recs in result.runs.items():
         got[name] = {
             "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
-            "rounds": _rounds(recs),
+            "rounds": np.array([x for r in recs if measured(r) for x in clean_rounds(r)]),
             "contended": any(contended(r) for r in recs),
             "replicates": len(recs),
             "choice": cands.get(name),
@@ -272,7 +268,7 @@ def row(
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
         alone_plan=alone_plan.get("label"),
-        candidates=len(_candidates(choice)) + (0 if _has_fat(choice) else 1),
+        candidates=len(_candidates(choice)) + (0 if "fat" in _candidates(choice) else 1),
     )
     if result is None:
         out["status"] = "not-measured"
@@ -334,10 +330,6 @@ def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
         out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
         lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
         out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
-
-
-def _has_fat(choice: dict) -> bool:
-    return "fat" in _candidates(choice)
 
 
 def failure_text(f) -> str:
