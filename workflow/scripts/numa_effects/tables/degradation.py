@@ -1,24 +1,12 @@
-"""How much a placement degrades a cell against its baseline, and how much each optimization
-speeds up eager, each with a CI of the ratio of both cells (docs/performance.md, "Comparisons
-inside a run").
+"""``degradation.csv`` (each placement against its baseline, ``placement.baseline_of``) and
+``opt_speedup.csv`` (each optimization against eager; ``speed_speedup`` at the run's reference
+speed, ``tables.speed.ratio``), each with a 95 % CI of the ratio of both cells; its
+``ci_method`` (``paired``, ``two-level``, ``within-process bootstrap``, ``identical binding``)
+is explained in docs/performance.md, "Comparisons inside a run".
 
-``degradation_table`` -> ``degradation.csv``: each cell whose placement has a baseline
-(``placement.baseline_of``: ``sequential``, ``sequential+smt`` for a ``+smt`` cell, a family's
-own such as ``n0m0`` for ``n0m1``) beside that baseline's cell at the same other keys; degradation
-in % of latency (positive: slower) and of throughput (positive: fewer images/s).
-``opt_speedup_table`` -> ``opt_speedup.csv``: each optimization against eager, ``speedup`` =
-eager / optimized latency, and ``speed_speedup`` the same at the run's reference speed where the
-replicates timed the canary (``tables.speed.ratio``).
-
-The CI (``ci_method``): ``paired`` where both cells ran side by side in the same rounds and the
-thread count's pool of per-round log ratios spreads clearly less than two independent cells
-(``stats.prefer_paired``); else ``two-level`` where both cells have a t interval (Welch-
-Satterthwaite over both, ``stats.two_level_ratio_ci``); else a ``within-process bootstrap`` of the
-samples (within-process noise only); none for imported tables. A cell measured as another
-(``same_binding_as``) is compared through that cell; one measurement under two names is
-``identical binding``: 0, no CI, not significant, and enters the pools once. ``latency_statistic``
-is the median where both cells have one, else the mean (PackRat). Cells pair only within one
-``source``.
+A cell measured as another (``same_binding_as``) is compared through that cell, and a pair
+measured once enters the pools of the paired intervals once. ``latency_statistic`` is the median
+where both cells have one, else the mean (PackRat's). Cells pair only within one ``source``.
 """
 
 from __future__ import annotations
