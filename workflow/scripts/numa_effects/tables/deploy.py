@@ -82,9 +82,7 @@ def value_ci(runs: dict, cid: str, objective: str) -> dict:
     if vals.size < 2:
         lo = hi = math.nan
     else:
-        from scipy.special import stdtrit
-
-        half = float(stdtrit(vals.size - 1, 0.975)) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
+        half = stats.t_quantile(vals.size - 1) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
         lo, hi = math.exp(centre - half), math.exp(centre + half)
     return {
         "value": _shown(objective, math.exp(centre)),

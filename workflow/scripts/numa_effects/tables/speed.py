@@ -104,10 +104,8 @@ def _at(cell: pd.DataFrame, f: dict, ref: float) -> tuple[float, float]:
 
 
 def _interval(est: float, var: float, df: float, confidence: float) -> dict:
-    from scipy.stats import t as student_t
-
     se = math.sqrt(var)
-    q = float(student_t.ppf(0.5 + confidence / 2.0, df))
+    q = stats.t_quantile(df, confidence)
     return {
         "ratio": math.exp(est),
         "ci_low": math.exp(est - q * se),
