@@ -22,6 +22,7 @@ import pandas as pd
 
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.tables import peak as peak_mod
 
 FLOPS_COLUMNS = ["model", "batch_size", "image_size", "flops", "gflop", "counted_on"]
 
@@ -82,7 +83,6 @@ EFFICIENCY_COLUMNS = [
     "efficiency",
     "efficiency_note",
 ]
-PEAK_KEYS = ["placement", "threads", "dtype"]
 EFFICIENCY_MAX = 1.05
 # the peak table's columns a cell's note quotes (a table from before the windows has none)
 WINDOW_COLUMNS = ["windows_clean", "spread_pct"]
@@ -137,7 +137,7 @@ def add_efficiency(
         ok = peak[peak["status"] == "ok"] if "status" in peak.columns else peak
         if "dtype" not in ok.columns:
             ok = ok.assign(dtype="float32")
-        ok = ok.reindex(columns=[*PEAK_KEYS, *looked.columns]).set_index(PEAK_KEYS)
+        ok = ok.reindex(columns=[*peak_mod.KEYS, *looked.columns]).set_index(peak_mod.KEYS)
         where = out["placement"].map(placement_mod.peak_placement)  # a node pair: its diagonal
         idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)
