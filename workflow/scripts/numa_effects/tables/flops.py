@@ -1,17 +1,13 @@
 """Work per cell: FLOPs of one forward pass, and the efficiency columns of ``cells.csv``
 (docs/precision.md).
 
-``FlopCounterMode`` counts 2 FLOPs per multiply-accumulate of the matrix operations
-(convolutions, ``mm``, ``addmm``, ``bmm``, attention); batch norm, ReLU, pooling and residual
-additions are not counted (well under 1 % of a ResNet's work). FLOPs are counted once per
-(model, batch size, image size) on the ``meta`` device (shapes only: batch 1024 costs what batch 1
-does) on the eager model: TorchScript's folding removes only uncounted work, and a bf16 or int8
-cell does the same multiply-accumulates, so every optimization of a model shares one count and
-its efficiency is against its own dtype's peak.
-
-A cell faster than ``EFFICIENCY_MAX`` x its peak is evidence that the peak is under-measured
-(host noise in its windows), not that the cell beat the machine: its ``efficiency`` stays empty
-and ``efficiency_note`` says why. Up to it, a rate above the peak is within the peak's noise.
+``FlopCounterMode`` counts 2 FLOPs per multiply-accumulate of the matrix operations; batch norm,
+ReLU, pooling and residual additions (well under 1 % of a ResNet) are not counted. One count per
+(model, batch size, image size) on the ``meta`` device, on the eager model: folding removes only
+uncounted work and other dtypes do the same multiply-accumulates, so every optimization of a
+model shares it and its efficiency is against its own dtype's peak. A cell faster than
+``EFFICIENCY_MAX`` x its peak means the peak is under-measured: its efficiency stays empty, and
+``efficiency_note`` says why.
 """
 
 from __future__ import annotations

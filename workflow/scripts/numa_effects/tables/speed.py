@@ -1,24 +1,14 @@
 """The cells' latency at the run's reference speed (config key ``canary``; docs/performance.md,
-"At the run's reference speed").
+"At the run's reference speed"): on a VM a cell's processes run at different speeds of the host,
+and the canary, a fixed kernel timed beside every iteration, sees that speed as the model does.
 
-On a VM a cell's processes run at different speeds of the host; a fixed cache-resident kernel
-timed beside every iteration (the canary) sees that speed as the model does. An analysis of
-covariance takes it out of the between-process spread:
-
-- per replicate: y = log of its median clean latency, x = log of its median canary;
-- per batch-size series (``SERIES``, the cells the two-level CI pools too) one slope ``b`` fitted
-  within the cells (each centred on its own means) and one residual variance ``s2``, ``df =
-  sum(n_c - 1) - 1``. Not wider: how closely the model follows the canary differs between code
-  paths, and one variance over eager and TorchScript made eager's intervals too narrow;
-- per ``REFERENCE`` group (the canary's threads and CPUs) the reference speed ``ref``: the
-  median of its replicates' x;
-- the cell at that speed: ``ybar_c - b (xbar_c - ref)``, with the t interval of
-  ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)``.
-
-That is the cell's latency had the host run at the group's median speed, the same quantity for
-every cell of the group, so comparisons between them lose the speed each process happened to
-get. A slope fitted on each cell's own replicates covers far less than 95 %
-(tests/test_speed.py simulates both).
+An analysis of covariance: per replicate y = log median clean latency, x = log median canary;
+per batch-size series (``SERIES``) one slope b fitted within the cells and one residual variance
+``s2`` (not wider: how closely the model follows the canary differs between code paths); per
+``REFERENCE`` group the reference speed ``ref``, the median x; the cell at it is
+``ybar_c - b (xbar_c - ref)`` with the t interval of ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)``.
+Every cell of a group is then at the same speed, so comparisons between them lose the speed each
+process happened to get. A slope fitted per cell covers far less than 95 % (tests/test_speed.py).
 """
 
 from __future__ import annotations
