@@ -198,6 +198,28 @@ def _ms(v) -> float:
     return math.nan if v is None else float(v) * 1e3
 
 
+def _predicted(c: dict) -> dict:
+    """The columns of a configuration's prediction (the job's choice, or one candidate)."""
+    return {
+        "plan": c["label"],
+        "instances": " ".join(f"{i['threads']}:{i['batch']}" for i in c["instances"]),
+        "k": c["k"],
+        "cores": c["cores"],
+        "predicted_alone_ms": _ms(c.get("alone_latency_s", c["latency_s"])),
+        "predicted_ms": _ms(c["latency_s"]),
+        "predicted_ci_low_ms": _ms(c.get("ci_low_s")),
+        "predicted_ci_high_ms": _ms(c.get("ci_high_s")),
+    }
+
+
+def _errors(out: dict, est: dict) -> None:
+    """A measured configuration's latency with its CI, and its errors against both predictions."""
+    _prefixed(out, "latency", est)
+    out["ci_method"] = est["ci_method"]
+    out["prediction_error"] = out["latency_ms"] / out["predicted_ms"] - 1.0
+    out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
+
+
 def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
     if est is None:
         return
@@ -255,16 +277,9 @@ def row(
     curve = interference.Curve.from_dict(choice.get("curve"))
     alone_plan = choice.get("alone_plan") or {}
     out.update(
-        plan=choice["label"],
-        instances=" ".join(f"{i['threads']}:{i['batch']}" for i in choice["instances"]),
-        k=choice["k"],
-        cores=choice["cores"],
+        _predicted(choice),
         is_fat=choice["is_fat"],
         interference_model="none" if not curve.points else curve.label(),
-        predicted_alone_ms=_ms(choice.get("alone_latency_s", choice["latency_s"])),
-        predicted_ms=choice["latency_s"] * 1e3,
-        predicted_ci_low_ms=_ms(choice.get("ci_low_s")),
-        predicted_ci_high_ms=_ms(choice.get("ci_high_s")),
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
         alone_plan=alone_plan.get("label"),
@@ -294,13 +309,10 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
     out["contended"] = any(g["contended"] for g in got.values())
     _prefixed(out, "fat", fat["est"])
-    _prefixed(out, "latency", plan["est"])
     fat_label = f"1x(t{choice['budget']},b{choice['batch']})"
     out["measured_ranking"] = " < ".join(_label(choice, n, fat_label) for n in ranked)
     if plan["est"] is not None:
-        out["ci_method"] = plan["est"]["ci_method"]
-        out["prediction_error"] = out["latency_ms"] / out["predicted_ms"] - 1.0
-        out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
+        _errors(out, plan["est"])
     if ranked:
         best = ranked[0]
         out.update(
@@ -362,22 +374,15 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             }
         r = {col: None for col in CANDIDATE_COLUMNS}
         r.update(
+            _predicted(c),
             model=choice["model"],
             opt=choice["opt"],
             budget=choice["budget"],
             batch_size=choice["batch"],
             name=name,
-            plan=c["label"],
-            instances=" ".join(f"{i['threads']}:{i['batch']}" for i in c["instances"]),
-            k=c["k"],
-            cores=c["cores"],
             is_fat=bool(c.get("is_fat", fat)),
             busy=" ".join(str(v) for v in c.get("busy") or []),
             predicted_rank=c.get("rank"),
-            predicted_alone_ms=_ms(c.get("alone_latency_s", c["latency_s"])),
-            predicted_ms=_ms(c["latency_s"]),
-            predicted_ci_low_ms=_ms(c.get("ci_low_s")),
-            predicted_ci_high_ms=_ms(c.get("ci_high_s")),
             replicates=g["replicates"],
             rounds=int(g["rounds"].size),
             contended=g["contended"],
@@ -385,10 +390,7 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             status="ok" if g["est"] is not None else "contended",
         )
         if g["est"] is not None:
-            _prefixed(r, "latency", g["est"])
-            r["ci_method"] = g["est"]["ci_method"]
-            r["prediction_error"] = r["latency_ms"] / r["predicted_ms"] - 1.0
-            r["prediction_error_alone"] = r["latency_ms"] / r["predicted_alone_ms"] - 1.0
+            _errors(r, g["est"])
             r["measured_rank"] = ranked.index(name)
             r["recommended"] = ranked.index(name) == 0
         rows.append(r)
