@@ -141,7 +141,10 @@ def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
     return _typed(vals)
 
 
+# the columns of cells.csv a pair reads, in their order, with their values where absent
 PAIR_DEFAULTS = (
+    ("latency_median_ms", np.nan),
+    ("latency_mean_ms", np.nan),
     ("ci_method", None),
     ("latency_ci_low_ms", np.nan),
     ("latency_ci_high_ms", np.nan),
@@ -186,17 +189,9 @@ def pair_frame(cells: pd.DataFrame) -> pd.DataFrame:
     df = grid.fill_keys(cells)
     if "status" in df.columns:
         df = df[df["status"].fillna("ok") == "ok"]
-    for stat in (stats.MEDIAN, stats.MEAN):
-        if stats.latency_column(stat) not in df.columns:
-            df = df.assign(**{stats.latency_column(stat): np.nan})
     df = df.assign(**{col: v for col, v in PAIR_DEFAULTS if col not in df.columns})
-    keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
-    keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
-    keep += ["contended", "noisy", SAME]
-    df = df[keep].copy()
-    df["threads"] = df["threads"].astype(int)
-    df["batch_size"] = df["batch_size"].astype(int)
-    return df
+    keep = [*KEYS, *(["source"] if "source" in df.columns else []), *dict(PAIR_DEFAULTS)]
+    return df[keep].astype({"threads": int, "batch_size": int})
 
 
 def merged_pairs(df: pd.DataFrame, vary: tuple[str, ...], baseline_of: Callable) -> pd.DataFrame:
