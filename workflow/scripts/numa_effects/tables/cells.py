@@ -1,22 +1,11 @@
-"""Cell JSONs -> tidy tables.
+"""Cell JSONs -> cells.csv and samples.csv (column convention: config/README.md).
 
-Column convention (documented in config/README.md): snake_case; the cell keys first
-(``model, opt, placement, threads, batch_size, allocator``: ``grid.KEYS``; a cell JSON from
-before an axis existed has the axis' default); units as suffixes: ``_ms`` milliseconds,
-``_s`` seconds, ``_ips`` images per second, ``_mb`` megabytes; every latency statistic is
-``latency_<stat>_ms``; provenance columns last.
-
-A cell is measured by ``replicates`` independent processes (one JSON each); ``tables``
-combines them into one row per cell (``combine_replicates``): the median and 95 % CI are the
-two-level ones of ``stats.combine_replicates`` (``ci_method``, ``ci_df``, ``replicates``,
-``replicate_sd_pct``, ``within_sd_pct``, ``between_sd_pct``), the other latency statistics are
-over the clean iterations of all replicates, times are sums, ``contended`` and ``noisy`` are
-true when any replicate is (after exclusion and retries). A replicate with no clean iteration
-(``status: contended``: ``runner``) has no statistics and is left out of the combination; a cell
-whose replicates all are has ``status`` ``contended``, no latency, throughput or CI, and is not a
-failure (failures.csv lists ``failed`` cells only). samples.csv keeps every timed iteration with
-its ``replicate``, ``foreign_pct``, ``run_delay_pct``, ``excluded`` and ``canary_ms`` (the
-canary after it, settings key ``canary``; empty without).
+A cell is measured by ``replicates`` processes (one JSON each); ``combine_replicates`` makes one
+row per cell: the median and 95 % CI are ``stats.combine_replicates``' two-level ones, the other
+latency statistics over the clean iterations of all replicates, times summed, ``contended`` and
+``noisy`` true when any replicate is. A replicate with no clean iteration has no statistics and is
+left out; a cell whose replicates all are is ``contended`` with no latency, and not a failure.
+samples.csv keeps every timed iteration.
 """
 
 from __future__ import annotations
@@ -109,11 +98,9 @@ MEASUREMENT_KEYS = (
 
 
 def precision_columns(rec: Record) -> dict:
-    """What the cell computed in and how far its outputs are from float32 eager (its
-    ``precision``: the instance's inspection after its timed iterations,
-    ``measure.workloads.model.inspect``), and its conversion cost apart from inference. Empty
-    where a record has none (a failed cell, older JSONs); ``dtype`` and ``graph`` then come
-    from the optimization registry."""
+    """What the cell computed in, how far its outputs are from float32 eager
+    (``measure.workloads.model.inspect``) and its conversion cost; ``dtype`` and ``graph`` from the
+    optimization registry where the record has none."""
     entry = OPTIMIZATIONS.get(str(rec.cell.get("opt")))
     prec = rec.summary or {}
     m = rec.measurement
@@ -220,9 +207,8 @@ FAILURE_COLUMNS = [
 
 
 def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per failed cell of ``cells`` (from ``tables``): its keys, the cause, the exit
-    status (``returncode``; negative = killed by ``signal``) and the last lines of its output,
-    read back from the cell JSON."""
+    """One row per failed cell: its keys, the cause, the exit status and the last lines of its
+    output, read back from the cell JSON."""
     rows = []
     if not cells.empty:
         for _, cell in cells[cells["status"] == "failed"].iterrows():
@@ -289,25 +275,19 @@ SUMMED = (
 )
 
 
-# The cells whose process-level spread is pooled with a cell's own: its batch-size series,
-# the cells that differ from it in batch size only (same model, optimization, placement,
-# threads, allocator). Those share what sets the spread between processes -- the compiled or
-# eager code, the binding, the allocator -- where a thread count's pool mixes them (bf16
-# processes spread 2 - 6 % beside eager's 1 - 2 % on the same CPUs).
+# A cell's spread between processes is pooled over its batch-size series: the cells sharing
+# what sets that spread (the code, the binding, the allocator; bf16's processes spread 2 - 6 %
+# beside eager's 1 - 2 % on the same CPUs).
 POOL_VARIES = ("batch_size",)
 
 
 def pooled_variances(medians: dict) -> dict:
     """Each cell's process-level variance pool (``stats.pooled_replicate_var``): over its
-    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates,
-    else over the cells with its thread count where two have, else over the whole run.
-    ``medians``: key tuple (``KEY_COLUMNS``) -> the replicates' medians in seconds; returns key
-    tuple -> (variance, degrees of freedom). A series of one measured cell would pool the cell
-    with itself, counting its own spread twice, hence the two. Pooling across thread counts let
-    noisy 2-thread cells of a 2-core machine widen every 1-thread cell's CI (a run measured +-13
-    % where its two processes agreed within 0.5 %); pooling a thread count's optimizations let
-    its noisy bf16 cells widen the eager ones' and took their own too narrow
-    (``tests/test_pools.py``)."""
+    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates
+    (one would pool a cell with itself), else over its thread count, else the whole run.
+    ``medians``: key tuple -> the replicates' medians (s); returns key tuple -> (variance, df).
+    Wider pools let noisy cells (2-thread on 2 cores, bf16) widen quiet cells' CIs and took
+    their own too narrow (``tests/test_pools.py``)."""
     t_at = KEY_COLUMNS.index("threads")
     fixed = [i for i, k in enumerate(KEY_COLUMNS) if k not in POOL_VARIES]
 
@@ -333,10 +313,8 @@ def pooled_variances(medians: dict) -> dict:
 
 
 def fault_columns(good: pd.DataFrame) -> dict:
-    """A cell's page faults per timed step from its measured replicates (``cell_row``'s
-    ``minor_faults_per_step``): the median over them, and each one's (``;``-joined, in
-    replicate order: glibc's defaults leave each process in its own state, docs/precision.md,
-    "Allocators"). None for records from before they were counted."""
+    """A cell's page faults per timed step: the median over its replicates, and each one's in
+    replicate order (glibc leaves each process in its own state: docs/precision.md)."""
     per = good["minor_faults_per_step"] if "minor_faults_per_step" in good.columns else None
     if per is None or per.isna().any():
         return {"minor_faults_per_step": None, "replicate_faults_per_step": None}
@@ -361,13 +339,9 @@ OPTIONAL_NONE = (
 def combine_replicates(
     reps: pd.DataFrame, samples: pd.DataFrame, stages: dict | None = None
 ) -> pd.DataFrame:
-    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples
-    (see the module docstring). The pooled replicate variance of the cells with the same
-    batch-size series moderates each cell's own (``pooled_variances``). ``stages``: key tuple ->
-    the two-stage checkpoint's record of the cell (``tables.stages.read_records``): its CI
-    then uses the first stage's variance (``stats.stein_interval``, ``ci_method``
-    ``two-stage``), and ``replicates_planned``, ``replicates_needed``, ``replicates_reason``
-    say how many replicates it was given and why."""
+    """One row per cell from its replicates' rows (``cell_row``) and the run's clean samples.
+    ``stages``: key tuple -> the cell's two-stage record (``tables.stages.read_records``): its CI
+    then uses the first stage's variance (``ci_method`` ``two-stage``)."""
     if reps.empty:  # no cell measured (every cell skipped): the keys and counts, no rows
         return pd.DataFrame(columns=[*KEY_COLUMNS, "replicates", "status"])
     reps = reps.sort_values([*KEY_COLUMNS, "replicate"], kind="stable")
@@ -390,9 +364,7 @@ def combine_replicates(
 
 
 def cell_of(g, good, pooled_var, latencies, stage) -> dict:
-    """One cell's row from its replicates ``g``: ``good``, the successful ones (None: none);
-    ``pooled_var``, its pool's replicate variance; ``latencies``, its clean samples (ms);
-    ``stage``, its two-stage record (None: one stage)."""
+    """One cell's row from its replicates ``g`` (``good``: the successful ones, or None)."""
     failed = g[g["status"] == "failed"]
     reasons = "; ".join(
         f"replicate {int(r)}: {why}"
@@ -430,9 +402,8 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
 
 
 def replicate_interval(good, meds, pooled_var, stage, row: dict) -> dict:
-    """The cell's median and CI over its replicates (``stats.combine_replicates``; with a
-    two-stage record, Stein's second stage over the first stage's variance); the record's
-    ``replicates_*`` columns go into ``row``."""
+    """The cell's median and CI over its replicates (with a two-stage record, Stein's);
+    the record's ``replicates_*`` columns go into ``row``."""
     wv = [
         stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
         for m, lo, hi in zip(
@@ -518,15 +489,13 @@ def tables(paths: Iterable[str], stages: dict | None = None) -> tuple[pd.DataFra
     return cells, samples_df
 
 
-SAME = "same_binding_as"
+SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
 
 
 def with_same_bindings(cells: pd.DataFrame, same: Iterable[dict]) -> pd.DataFrame:
-    """``cells`` with a row for each cell the plan reports from another cell's measurement
-    (``same``: its keys and ``same_binding_as``, the placement whose cell measured it:
-    ``plan.build.Plan.same_binding_rows``): a copy of that cell's row under its own placement,
-    ``same_binding_as`` naming the measuring one (empty for a cell measured under its own name).
-    A cell whose measuring cell has no row has none either."""
+    """``cells`` with a copy of the measuring cell's row for each cell the plan reports from
+    another's measurement (``same``: ``plan.build.Plan.same_binding_rows``), ``same_binding_as``
+    naming the measuring placement."""
     cells = cells.copy()
     if SAME not in cells.columns:  # after the keys and ``replicates``
         at = [*KEY_COLUMNS, "replicates"]

@@ -1,67 +1,12 @@
-"""How much a placement degrades a cell against its baseline (``sequential``), and how much
-TorchScript speeds up eager, each with a CI of the ratio of both cells (``stats``).
+"""``degradation.csv`` (each placement against its baseline, ``placement.baseline_of``) and
+``opt_speedup.csv`` (each optimization against eager; ``speed_speedup`` at the run's reference
+speed, ``tables.speed.ratio``), each with a 95 % CI of the ratio of both cells; its
+``ci_method`` (``paired``, ``two-level``, ``within-process bootstrap``, ``identical binding``)
+is explained in docs/performance.md, "Comparisons inside a run".
 
-``degradation_table(cells, samples)`` -> ``results/tables/degradation.csv``: one row per cell
-whose placement is not a baseline and that has a cell of its baseline
-(``placement.baseline_of``: ``sequential``; a placement family's own, e.g. ``n0m0`` for
-``n0m1``) with the same (model, opt, threads, batch_size). Columns (exactly):
-
-- ``model, opt, placement, threads, batch_size, allocator``: the compared cell; ``baseline`` is the
-  baseline's label (``sequential+smt`` for a ``+smt`` cell: SMT cells are compared among
-  themselves);
-- ``latency_statistic``: ``median`` when both cells have ``latency_median_ms``, else ``mean``
-  (imported PackRat tables have only min/mean/max; ``stats.latency_statistic``);
-- ``latency_baseline_ms, latency_compared_ms``; ``latency_degradation_pct`` =
-  (compared - baseline) / baseline x 100 (positive: the placement is slower);
-- ``throughput_baseline_ips, throughput_compared_ips`` = batch_size / latency statistic;
-  ``throughput_degradation_pct`` = (baseline - compared) / baseline x 100 (positive: fewer
-  images per second);
-- ``*_ci_low_pct, *_ci_high_pct``: 95 % CI of the ratio. ``ci_method = paired`` where the
-  placement and its baseline ran side by side in the same rounds (both cells two-level, the same
-  replicates in samples.csv; ``plan.grid.job_order`` puts them next to each other) and the run
-  shows that adjacent processes share noise: the interval of the per-round ratios
-  (``stats.paired_ratio_ci``: their mean on the log scale, their variance moderated with the
-  pool of the thread count's comparisons), chosen per thread count when that pool's variance is
-  clearly below two independent cells' (``stats.prefer_paired``, a one-sided F test). Otherwise,
-  when both cells have a two-level CI
-  (``ci_method = two-level`` in cells.csv: replicates, ``stats.combine_replicates``) it is the
-  same two-level interval over both cells: ln(compared / baseline) +- t x sqrt(se_c^2 +
-  se_b^2), each cell's se of its ln-median recovered from its CI and ``ci_df``, the degrees of
-  freedom by Welch-Satterthwaite (``stats.two_level_ratio_ci``), so process-to-process variation
-  and drift between the two cells' measurements are inside it. Otherwise (one process per
-  cell) a percentile bootstrap of each cell's samples (``stats.bootstrap_ratio``,
-  ``stats.N_BOOTSTRAP`` resamples, clean iterations only), which covers only within-process
-  noise: ``ci_method`` says which. Empty when either cell has neither (imported tables): never
-  invented;
-- ``adjacent_correlation``: the correlation of the baseline's and the placement's replicate
-  medians over the rounds, pooled over the thread count's comparisons
-  (``stats.adjacent_correlation``): how much noise the two adjacent processes of a round share
-  (empty without rounds to pair);
-- ``significant``: True when the latency CI excludes 0 (the throughput CI is a monotone
-  transform of the same interval, so it agrees), empty when there is no CI;
-- a cell reported from another cell's measurement (``same_binding_as`` in cells.csv:
-  ``plan.binding``) is compared through the cell that measured it; where that is its
-  baseline's too, the pair is one measurement under two names: degradation exactly 0,
-  no CI, ``ci_method`` ``identical binding``, ``significant`` false. A pair measured once
-  enters the pools of the paired intervals once;
-- ``contended``, ``noisy``: true when either compared cell is (cells.csv): draw and read such
-  rows as suspect.
-
-``opt_speedup_table(cells, samples)`` -> ``results/tables/opt_speedup.csv``: for every cell with
-``opt != none`` and a matching ``none`` (eager) cell at the same (model, placement, threads,
-batch_size, allocator): ``speedup`` = eager latency / optimized latency (> 1: the optimization is
-faster) with its CI, and ``significant`` when the CI excludes 1. Its CI is ``paired`` under the
-same rule as the degradation's (eager and every optimization run in the same group of a round,
-``plan.grid.job_order``), the pool and the F test per thread count over the speedups;
-``adjacent_correlation`` as there. ``speed_speedup`` (with ``speed_speedup_ci_low``,
-``speed_speedup_ci_high``): the same speedup with both cells at the run's reference speed, where
-their replicates timed the canary (config key ``canary``; ``tables.speed.ratio``: eager and
-the optimization are two series, each moved to the thread count's reference speed along its own
-slope, Welch's interval of the difference; what the two cells' processes happened to get of the
-host's speed is out of it); NaN without.
-
-When ``cells`` holds several ``source`` values (measured and imported), cells are paired only
-within the same source.
+A cell measured as another (``same_binding_as``) is compared through that cell, and a pair
+measured once enters the pools of the paired intervals once. ``latency_statistic`` is the median
+where both cells have one, else the mean (PackRat's). Cells pair only within one ``source``.
 """
 
 from __future__ import annotations
@@ -77,6 +22,7 @@ from numa_effects.plan import grid
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 from numa_effects.plan.optimizations import EAGER
+from numa_effects.tables.cells import SAME
 
 
 def eager_baseline(opt: str) -> str | None:
@@ -90,25 +36,24 @@ def eager_baseline(opt: str) -> str | None:
 # comparisons its first stage shows to pay for it (tables.stages.pairing).
 PAIRED: dict[str, Callable] = {"placement": placement_mod.baseline_of, "opt": eager_baseline}
 
+# The columns every comparison table shares (``compared``), in their order.
+LATENCIES = ("latency_statistic", "latency_baseline_ms", "latency_compared_ms")
+THROUGHPUTS = ("throughput_baseline_ips", "throughput_compared_ips")
+SPEEDUPS = ("speedup", "speedup_ci_low", "speedup_ci_high")
+TAIL = ("significant", "ci_method", "adjacent_correlation", "contended", "noisy")
+
 DEGRADATION_COLUMNS = [
     *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
-    "latency_statistic",
-    "latency_baseline_ms",
-    "latency_compared_ms",
+    *LATENCIES,
     "latency_degradation_pct",
     "latency_degradation_ci_low_pct",
     "latency_degradation_ci_high_pct",
-    "throughput_baseline_ips",
-    "throughput_compared_ips",
+    *THROUGHPUTS,
     "throughput_degradation_pct",
     "throughput_degradation_ci_low_pct",
     "throughput_degradation_ci_high_pct",
-    "significant",
-    "ci_method",
-    "adjacent_correlation",
-    "contended",
-    "noisy",
+    *TAIL,
 ]
 
 OPT_SPEEDUP_COLUMNS = [
@@ -119,45 +64,43 @@ OPT_SPEEDUP_COLUMNS = [
     "allocator",
     "baseline",
     "opt",
-    "latency_statistic",
-    "latency_baseline_ms",
-    "latency_compared_ms",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
+    *LATENCIES,
+    *SPEEDUPS,
     "speed_speedup",
     "speed_speedup_ci_low",
     "speed_speedup_ci_high",
-    "throughput_baseline_ips",
-    "throughput_compared_ips",
-    "significant",
-    "ci_method",
-    "adjacent_correlation",
-    "contended",
-    "noisy",
+    *THROUGHPUTS,
+    *TAIL,
 ]
 
 
-def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
-    if samples is None or samples.empty:
-        return {}
+def _clean(samples: pd.DataFrame | None, *needed: str) -> pd.DataFrame | None:
+    """samples.csv's clean iterations with the keys filled; None without them or ``needed``."""
+    if samples is None or samples.empty or any(c not in samples.columns for c in needed):
+        return None
     if "excluded" in samples.columns:
         samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
-    out = {}
-    for key, group in grid.fill_keys(samples).groupby(list(KEYS), sort=False):
-        out[_typed(dict(zip(KEYS, key, strict=True)))] = group["latency_ms"].to_numpy(dtype=float)
-    return out
+    return grid.fill_keys(samples)
+
+
+def _sample_index(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    clean = _clean(samples)
+    if clean is None:
+        return {}
+    return {
+        _typed(dict(zip(KEYS, key, strict=True))): group["latency_ms"].to_numpy(dtype=float)
+        for key, group in clean.groupby(list(KEYS), sort=False)
+    }
 
 
 def _replicate_medians(samples: pd.DataFrame | None) -> dict[tuple, dict[int, float]]:
     """{cell key: {replicate (its round): median of its clean iterations}} from samples.csv
     (what ``stats.combine_replicates`` combines); {} without a ``replicate`` column."""
-    if samples is None or samples.empty or "replicate" not in samples.columns:
+    clean = _clean(samples, "replicate")
+    if clean is None:
         return {}
-    if "excluded" in samples.columns:
-        samples = samples[~samples["excluded"].map(stats.as_bool).eq(True)]
     out: dict[tuple, dict[int, float]] = {}
-    for key, group in grid.fill_keys(samples).groupby([*KEYS, "replicate"], sort=False):
+    for key, group in clean.groupby([*KEYS, "replicate"], sort=False):
         cell = _typed(dict(zip(KEYS, key[:-1], strict=True)))
         out.setdefault(cell, {})[int(key[-1])] = float(np.median(group["latency_ms"]))
     return out
@@ -188,13 +131,8 @@ def _typed(vals: dict) -> tuple:
     )
 
 
-SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
-
-
 def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
-    """The key of the cell that measured one side of a pair (``suffix`` ``""``: the compared
-    cell, ``"_b"``: the baseline): its own, or the cell whose binding it has
-    (``same_binding_as``)."""
+    """The key of the cell that measured one side (``suffix`` ``""`` or ``"_b"``) of a pair."""
     vals = {k: row[k] for k in KEYS if k not in vary}
     vals.update({v: row[f"{v}{suffix}"] for v in vary})
     measured_as = row.get(f"{SAME}{suffix}")
@@ -203,7 +141,10 @@ def _key(row: pd.Series, suffix: str, vary: tuple) -> tuple:
     return _typed(vals)
 
 
+# the columns of cells.csv a pair reads, in their order, with their values where absent
 PAIR_DEFAULTS = (
+    ("latency_median_ms", np.nan),
+    ("latency_mean_ms", np.nan),
     ("ci_method", None),
     ("latency_ci_low_ms", np.nan),
     ("latency_ci_high_ms", np.nan),
@@ -221,11 +162,9 @@ def pair_table(
     baseline_of: Callable,
     paired: bool = False,
 ) -> pd.DataFrame:
-    """Baseline/compared pairs differing only in ``vary`` (a key, or several: then
-    ``baseline_of`` takes and returns a tuple of their values): each cell whose ``vary`` value
-    has a baseline (``baseline_of``; None: it is one) with the cell of that baseline, the
-    statistic, both values and the CI of the ratio compared / baseline (NaN without samples).
-    ``baseline`` holds the baseline's value (its values joined by ``/`` for several keys)."""
+    """Baseline/compared pairs differing only in ``vary`` (one key or several: then
+    ``baseline_of`` maps tuples), with the statistic, both values and the CI of compared / baseline;
+    ``baseline`` holds the baseline's value (``/``-joined for several keys)."""
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
     cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
     cols += ["ci_method", "adjacent_correlation"]
@@ -250,23 +189,13 @@ def pair_frame(cells: pd.DataFrame) -> pd.DataFrame:
     df = grid.fill_keys(cells)
     if "status" in df.columns:
         df = df[df["status"].fillna("ok") == "ok"]
-    for stat in (stats.MEDIAN, stats.MEAN):
-        if stats.latency_column(stat) not in df.columns:
-            df = df.assign(**{stats.latency_column(stat): np.nan})
     df = df.assign(**{col: v for col, v in PAIR_DEFAULTS if col not in df.columns})
-    keep = [*KEYS, *(["source"] if "source" in df.columns else []), "latency_median_ms"]
-    keep += ["latency_mean_ms", "ci_method", "latency_ci_low_ms", "latency_ci_high_ms", "ci_df"]
-    keep += ["contended", "noisy", SAME]
-    df = df[keep].copy()
-    df["threads"] = df["threads"].astype(int)
-    df["batch_size"] = df["batch_size"].astype(int)
-    return df
+    keep = [*KEYS, *(["source"] if "source" in df.columns else []), *dict(PAIR_DEFAULTS)]
+    return df[keep].astype({"threads": int, "batch_size": int})
 
 
 def merged_pairs(df: pd.DataFrame, vary: tuple[str, ...], baseline_of: Callable) -> pd.DataFrame:
-    """Each cell beside the cell of its own baseline (``_b`` columns): a "+smt" cell with
-    sequential+smt (never across), a family member with its family's baseline (n0m1 with
-    n0m0)."""
+    """Each cell beside its own baseline's cell (``_b`` columns)."""
     group = [k for k in KEYS if k not in vary]
     if "source" in df.columns:
         group.append("source")
@@ -366,34 +295,42 @@ def significant(
     )
 
 
+def compared(p: pd.DataFrame) -> dict:
+    """The columns of a ``pair_table`` every comparison table shows."""
+    bs = p["batch_size"].astype(float)
+    return {
+        **{k: p[k] for k in KEYS},
+        "baseline": p["baseline"],
+        **{c: p[c] for c in LATENCIES},
+        "speedup": 1.0 / p["ratio"],
+        "speedup_ci_low": 1.0 / p["ratio_ci_high"],
+        "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+        "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
+        "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+        "ci_method": p["ci_method"],
+        "contended": p["contended"].astype(bool),
+        "noisy": p["noisy"].astype(bool),
+    }
+
+
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
     p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
-    bs = p["batch_size"].astype(float)
-    out = pd.DataFrame(
+    r, lo, hi = p["ratio"], p["ratio_ci_low"], p["ratio_ci_high"]
+    return pd.DataFrame(
         {
-            **{k: p[k] for k in KEYS},
-            "baseline": p["baseline"],
-            "latency_statistic": p["latency_statistic"],
-            "latency_baseline_ms": p["latency_baseline_ms"],
-            "latency_compared_ms": p["latency_compared_ms"],
-            "latency_degradation_pct": (p["ratio"] - 1.0) * 100.0,
-            "latency_degradation_ci_low_pct": (p["ratio_ci_low"] - 1.0) * 100.0,
-            "latency_degradation_ci_high_pct": (p["ratio_ci_high"] - 1.0) * 100.0,
-            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
-            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
-            "throughput_degradation_pct": (1.0 - 1.0 / p["ratio"]) * 100.0,
-            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / p["ratio_ci_low"]) * 100.0,
-            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / p["ratio_ci_high"]) * 100.0,
-            "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"]),
-            "ci_method": p["ci_method"],
+            **compared(p),
+            "latency_degradation_pct": (r - 1.0) * 100.0,
+            "latency_degradation_ci_low_pct": (lo - 1.0) * 100.0,
+            "latency_degradation_ci_high_pct": (hi - 1.0) * 100.0,
+            "throughput_degradation_pct": (1.0 - 1.0 / r) * 100.0,
+            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / lo) * 100.0,
+            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / hi) * 100.0,
+            "significant": significant(lo, hi, 1.0, p["ci_method"]),
             "adjacent_correlation": p["adjacent_correlation"],
-            "contended": p["contended"].astype(bool),
-            "noisy": p["noisy"].astype(bool),
         },
         columns=DEGRADATION_COLUMNS,
     )
-    return out
 
 
 def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
@@ -420,26 +357,12 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
     p = pair_table(cells, samples, "opt", PAIRED["opt"], paired=True)
-    bs = p["batch_size"].astype(float)
     out = pd.DataFrame(
         {
-            **{k: p[k] for k in ("model", "placement", "threads", "batch_size", "allocator")},
-            "baseline": EAGER,
-            "opt": p["opt"],
-            "latency_statistic": p["latency_statistic"],
-            "latency_baseline_ms": p["latency_baseline_ms"],
-            "latency_compared_ms": p["latency_compared_ms"],
-            "speedup": 1.0 / p["ratio"],
-            "speedup_ci_low": 1.0 / p["ratio_ci_high"],
-            "speedup_ci_high": 1.0 / p["ratio_ci_low"],
+            **compared(p),
             **_speed_speedups(p, samples),
-            "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
-            "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
             "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
-            "ci_method": p["ci_method"],
             "adjacent_correlation": p["adjacent_correlation"],
-            "contended": p["contended"].astype(bool),
-            "noisy": p["noisy"].astype(bool),
         },
         columns=OPT_SPEEDUP_COLUMNS,
     )

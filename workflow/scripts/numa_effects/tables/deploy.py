@@ -1,17 +1,11 @@
 """``tables/recommendation.csv``: what to deploy, per objective row, with the evidence
-(docs/deploy.md).
+(docs/deploy.md, "Reading recommendation.csv").
 
-One row per configuration an objective row compares: ``role`` ``recommended`` (one per row),
-``candidate`` (searched and measured, not recommended) or ``baseline`` (a layout chosen by a
-rule: ``baseline`` names it, several names where they are one measurement). Each has its
-measured value with its CI over rounds (latency: the request's median latency; throughput:
-images per second, and ``per_core`` per physical core taken), its prediction where the search
-made one, and, for every row but the recommended one, the
-recommended configuration's gain over it with the paired CI over the rounds
-(``measure.deploy.gains``). The recommended configuration is the measured best or, where
-simpler ones are not significantly different from it (paired CI containing 1), the simplest of
-them (fewest instances, then the optimization and allocator first in their registries). An
-imported run has no measurement: its rows carry the prediction and ``source`` ``predicted``.
+One row per configuration an objective row compares (``role``: ``recommended``, ``candidate`` or
+``baseline``), with its value and CI over rounds, its prediction, and the recommended
+configuration's gain over it with the paired CI over the rounds (``measure.deploy.gains``). The
+recommended one is the measured best or, where simpler ones are not significantly different from
+it, the simplest of them. An imported run has predictions only (``source`` ``predicted``).
 """
 
 from __future__ import annotations
@@ -73,9 +67,7 @@ def unit(objective: str) -> str:
 
 def _shown(objective: str, seconds_or_ips: float) -> float:
     """A value in the table's unit: latency in ms, throughput as is."""
-    if objective == deploy_mod.LATENCY:
-        return seconds_or_ips * 1e3
-    return seconds_or_ips
+    return seconds_or_ips * 1e3 if objective == deploy_mod.LATENCY else seconds_or_ips
 
 
 def value_ci(runs: dict, cid: str, objective: str) -> dict:
@@ -90,9 +82,7 @@ def value_ci(runs: dict, cid: str, objective: str) -> dict:
     if vals.size < 2:
         lo = hi = math.nan
     else:
-        from scipy.special import stdtrit
-
-        half = float(stdtrit(vals.size - 1, 0.975)) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
+        half = stats.t_quantile(vals.size - 1) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
         lo, hi = math.exp(centre - half), math.exp(centre + half)
     return {
         "value": _shown(objective, math.exp(centre)),
@@ -112,7 +102,7 @@ def simplicity(config: dict) -> tuple:
 
 def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | None, str]:
     """(the recommended configuration, why): the measured best, or the simplest of those not
-    significantly different from it (among the row's candidates and baselines)."""
+    significantly different from it."""
     cids = measured.row_configs(row)
     top = measured.best(runs, cids, row["objective"])
     if top is None:
@@ -134,11 +124,6 @@ def _significant(g: dict) -> bool | None:
     if not (lo == lo and hi == hi):
         return None
     return bool(lo > 1.0 or hi < 1.0)
-
-
-def _cores(config: dict) -> int:
-    """Physical cores a configuration takes (its instances' own, as planned)."""
-    return sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
 
 
 def _config_columns(config: dict, topo=None) -> dict:
@@ -229,7 +214,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
         if runs:
             base.update(value_ci(runs, cid, objective))
             if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
-                base["per_core"] = base["value"] / max(1, _cores(config))
+                cores = sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
+                base["per_core"] = base["value"] / max(1, cores)
             p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
@@ -244,18 +230,13 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
         top = next((o for o in out if o["role"] == "recommended"), None)
         for o in out:
             if o is not top:
-                _predicted_gain(o, top and _unshown(top, objective), objective)
+                _predicted_gain(o, top, objective)
     return out
 
 
-def _unshown(r: dict, objective: str) -> dict:
-    """A row's predictions back in the unit the gains are computed in (the same ratio)."""
-    return {k: r.get(k, math.nan) for k in ("predicted", "predicted_low", "predicted_high")}
-
-
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
-    """Without a measurement: the gain of the predictions, its interval from both predicted
-    intervals (log scale, independent)."""
+    """Without a measurement: the gain of the predictions, with an interval from both
+    predicted intervals (log scale, independent)."""
     if rec_row is None or base.get("predicted") != base.get("predicted"):
         return
     a, b = rec_row["predicted"], base["predicted"]
@@ -299,8 +280,7 @@ def _predicted_pick(row: dict, configs: dict) -> tuple[str | None, str]:
 
 
 def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None) -> pd.DataFrame:
-    """recommendation.csv from the deploy plan and, where it was measured, the deploy job's
-    record (``measure.record.read_group``; None: an imported run, predictions only)."""
+    """recommendation.csv from the deploy plan and the deploy job's record (None: predictions)."""
     runs = result.runs if result is not None and result.runs else None
     rows = plan["objectives"]
     pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
@@ -316,10 +296,6 @@ def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None)
 
 
 # -- the answer in words ---------------------------------------------------------------------------
-
-
-def _given(v) -> bool:
-    return isinstance(v, str) and bool(v)
 
 
 def _num(v: float) -> str:
@@ -342,9 +318,16 @@ def gain_words(r, objective: str) -> str:
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
 
 
+# the recommendation's value and interval in words: measured (True) or predicted (False)
+SHOWN = {
+    True: ("value", "ci_low", "ci_high"),
+    False: ("predicted", "predicted_low", "predicted_high"),
+}
+
+
 def answer_lines(df: pd.DataFrame) -> list[str]:
-    """The summary's first lines: per objective row the recommendation, its measured value
-    with its CI, its gain over each baseline and the command (``recommendation.csv``)."""
+    """The summary's first lines: per objective row the recommendation, its value, its gains
+    over the baselines and the command."""
     if df is None or df.empty:
         return []
     source = (
@@ -357,16 +340,16 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(f"  {model} {objective}: no configuration measured")
             continue
         r = rec.iloc[0]
-        value = r["value"] if r["source"] == "measured" else r["predicted"]
-        ci = (
-            _interval(r["ci_low"], r["ci_high"])
-            if r["source"] == "measured"
-            else _interval(r["predicted_low"], r["predicted_high"])
+        got = r["source"] == "measured"
+        value, lo, hi = (r[c] for c in SHOWN[got])
+        same = (
+            f" (the layout of {r['baseline']})"
+            if isinstance(r["baseline"], str) and r["baseline"]
+            else ""
         )
-        same = f" (the layout of {r['baseline']})" if _given(r["baseline"]) else ""
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
-            f"{_num(value)} {r['unit']}{ci}" + ("" if r["source"] == "measured" else " (predicted)")
+            f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")
         )
         for b in g[g["role"] == "baseline"].itertuples():
             lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")

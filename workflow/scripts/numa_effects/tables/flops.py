@@ -1,32 +1,14 @@
-"""Work per cell: FLOPs of one forward pass, and the efficiency columns of ``cells.csv``.
+"""Work per cell: FLOPs of one forward pass, and the efficiency columns of ``cells.csv``
+(docs/precision.md).
 
-Convention: ``torch.utils.flop_counter.FlopCounterMode`` counts **2 FLOPs per multiply-
-accumulate** (multiply and add separately) of the matrix operations: convolutions, ``mm``,
-``addmm``, ``bmm`` and attention. Batch norm, ReLU, pooling and the residual additions are not
-counted (well under 1 % of a ResNet's work). ResNet-50 at 224 x 224 is 4.09 GMACs = 8.18 GFLOP
-per image in this convention; ResNet-18 is 1.82 GMACs = 3.63 GFLOP.
-
-FLOPs are counted once per (model, batch size, image size) on the ``meta`` device (shapes only,
-no arithmetic, so batch 1024 costs the same as batch 1), on the eager model: TorchScript's
-conv/batch-norm folding removes only uncounted work, so every optimization of a model shares one
-count and GFLOP/s compare the same work.
-
-FLOPs do not change with the dtype: a bf16 or int8 cell does the same multiply-accumulates as
-float32 (int8's are integer operations, counted the same way), so its ``gflop_per_s`` is
-comparable, and its efficiency is against its own dtype's peak.
-
-Columns added to ``cells.csv`` (``add_efficiency``): ``gflop`` (one forward pass of the whole
-batch), ``gflop_per_s`` = gflop / median latency, ``peak_gflop_per_s`` (the peak of the cell's
-dtype at its threads and placement, a node pair's at its CPU node's diagonal, ``tables.peak``: the
-best of the dtype's kernels on the models' path), ``peak_kernel`` (which kernel),
-``theoretical_gflop_per_s`` (for reference: ``plan.cpu``) and ``efficiency`` = gflop_per_s /
-peak_gflop_per_s.
-
-A cell that ran faster than ``EFFICIENCY_MAX`` x its peak is evidence that the peak is
-under-measured (host noise in its windows, ``tables.peak``), not that the cell beat the machine:
-its ``efficiency`` is left empty and ``efficiency_note`` says why, with the peak's windows and
-spread, so that no efficiency above ``EFFICIENCY_MAX`` is ever shown as a fact. Up to it, a
-cell's rate above the peak is within the peak's own noise (its windows' spread is a few %)."""
+``FlopCounterMode`` counts 2 FLOPs per multiply-accumulate of the matrix operations; batch norm,
+ReLU, pooling and residual additions (well under 1 % of a ResNet) are not counted. One count per
+(model, batch size, image size) on the ``meta`` device, on the eager model: folding removes only
+uncounted work and other dtypes do the same multiply-accumulates, so every optimization of a
+model shares it and its efficiency is against its own dtype's peak. A cell faster than
+``EFFICIENCY_MAX`` x its peak means the peak is under-measured: its efficiency stays empty, and
+``efficiency_note`` says why.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +18,7 @@ import pandas as pd
 
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.tables import peak as peak_mod
 
 FLOPS_COLUMNS = ["model", "batch_size", "image_size", "flops", "gflop", "counted_on"]
 
@@ -96,7 +79,6 @@ EFFICIENCY_COLUMNS = [
     "efficiency",
     "efficiency_note",
 ]
-PEAK_KEYS = ["placement", "threads", "dtype"]
 EFFICIENCY_MAX = 1.05
 # the peak table's columns a cell's note quotes (a table from before the windows has none)
 WINDOW_COLUMNS = ["windows_clean", "spread_pct"]
@@ -117,8 +99,7 @@ def under_measured(ratio: float, peak: float, clean: float | None, spread: float
 
 
 def cell_dtypes(cells: pd.DataFrame) -> pd.Series:
-    """Each cell's dtype: its ``dtype`` column, else its optimization's (registry), else
-    float32 (an unknown optimization, e.g. imported)."""
+    """Each cell's dtype: its ``dtype`` column, else its optimization's, else float32."""
     by_opt = cells["opt"].map(lambda o: getattr(OPTIMIZATIONS.get(str(o)), "dtype", "float32"))
     if "dtype" in cells.columns:
         return cells["dtype"].where(cells["dtype"].notna(), by_opt)
@@ -152,7 +133,7 @@ def add_efficiency(
         ok = peak[peak["status"] == "ok"] if "status" in peak.columns else peak
         if "dtype" not in ok.columns:
             ok = ok.assign(dtype="float32")
-        ok = ok.reindex(columns=[*PEAK_KEYS, *looked.columns]).set_index(PEAK_KEYS)
+        ok = ok.reindex(columns=[*peak_mod.KEYS, *looked.columns]).set_index(peak_mod.KEYS)
         where = out["placement"].map(placement_mod.peak_placement)  # a node pair: its diagonal
         idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)

@@ -1,13 +1,10 @@
 """A results folder written by another version of the workflow, told in one line before a run.
 
-A run reads the records of its results folder that it does not measure again, and the tables
-it does not rebuild. Both may come from another version: a record of a format this code does
-not read (``measure.record.FORMAT``: a newer one, or a file of no format), or a
-``tables/cells.csv`` without a column this version's readers need (``NEEDED``; a table of an
-older version, in a checkout whose Snakemake records do not say that the tables' code changed).
-``problem`` finds them before the first job (``workflow/rules/history.smk``, also under ``-n``)
-and says in one line which folder, what was found and what to do; the run is refused and
-nothing in the folder changes, instead of a job failing on a traceback halfway through.
+A run reads the records and tables of its results folder that it does not rebuild: a record of a
+format this code does not read (``measure.record.FORMAT``), or a ``tables/cells.csv`` without a
+column this version needs (``NEEDED``), would fail a job halfway through. ``problem`` finds them
+before the first job (also under ``-n``) and says which folder, what was found and what to do;
+the run is refused and nothing in the folder changes.
 """
 
 from __future__ import annotations

@@ -1,29 +1,21 @@
 """Nothing measured is ever lost: the records a run replaces are kept first, and a run never
 measures into another machine's results folder.
 
-Snakemake deletes a job's existing output before the job runs, so a record re-measured (the
-measuring code or a measurement key changed, ``--forcerun``, a retry) would be gone. Before the
-first job of a run that measures, ``keep`` hard-links every measured record of the results
-folder (cells, peaks, memory probes, packing and interference runs: ``plan.remeasure.RULES``)
-into ``<results>/history/<digest>/<the same path>``, ``<digest>`` being the measuring code's
-(``plan.code``) that made the record; a link costs no space and leaves the record as it is (a
-copy where the filesystem refuses a link). A record measured again by the same code (a changed
-setting, ``--forcerun``) goes to ``<digest>.2``, ``.3``, ...: the first snapshot where its path
-is free. ``history/index.json`` remembers what is kept (path, inode, size, time), so a re-run
-reads no record twice. A snapshot whose records are being replaced also gets its own
-``tables/cells.csv``, ``samples.csv``, ``peak.csv`` and ``machine.json``: a result folder that
-``compare`` reads as the "before" side (``compare_command``). The tables of the run read the
-records the plan names, never the history.
-
-A results folder whose ``machine.json`` describes another machine (another CPU model or another
-layout of CPUs, nodes and SMT siblings than both the planning topology and this machine) is
-refused by a run that would measure into it (``Refused``), before anything in it changes.
+Snakemake deletes a job's output before the job runs. So before the first job of a run that
+measures, ``keep`` hard-links (else copies) every measured record (``plan.remeasure.RULES``) into
+``<results>/history/<digest>/<its path>``, ``<digest>`` the measuring code's that made it
+(``plan.code``; ``<digest>.2``, ... where that path is taken by another record);
+``history/index.json`` says what is kept. A snapshot whose records are replaced gets its own
+tables and machine.json, for ``compare`` as the "before" side. A folder whose ``machine.json``
+describes another machine than both the planning topology and this one is refused
+(``Refused``) before anything in it changes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import filecmp
+import itertools
 import json
 import os
 import re
@@ -53,8 +45,7 @@ def glob_of(pattern: str) -> str:
 
 
 def measured_files(results: str | os.PathLike) -> list[str]:
-    """Every measured record below ``results`` (relative paths, sorted), the history excluded;
-    temporary files of a write in progress (``.name.tmp``) are not records."""
+    """Every measured record below ``results`` (relative, sorted), the history excluded."""
     root = Path(results)
     found = {
         str(p.relative_to(root))
@@ -66,8 +57,7 @@ def measured_files(results: str | os.PathLike) -> list[str]:
 
 
 def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:
-    """The spec the job that wrote record ``rel`` ran with: beside its log
-    (``logs/<rel without .json>.spec.json``, ``measure.job.spec_path``)."""
+    """The spec the job that wrote record ``rel`` ran with (``measure.job.spec_path``)."""
     return Path(results, "logs", rel.removesuffix(".json") + ".spec.json")
 
 
@@ -80,30 +70,23 @@ def _read_json(path: Path) -> dict:
 
 
 def recorded_code(results: str | os.PathLike, rel: str, data: dict | None = None) -> str | None:
-    """The digest of the measuring code that made record ``rel``: the record's ``code``, else
-    the one of the spec kept beside its log; None where neither says."""
+    """The measuring code's digest of record ``rel``: its own, else its spec's; None without."""
     data = _read_json(Path(results, rel)) if data is None else data
     code = data.get("code") or _read_json(spec_beside_log(results, rel)).get("code")
     return str(code) if code else None
 
 
 def _times(data, starts: list, ends: list) -> None:
-    if isinstance(data, dict):
-        for k, v in data.items():
-            if isinstance(v, str) and (k in START_KEYS or k == "finished_at"):
-                with contextlib.suppress(ValueError):
-                    (ends if k == "finished_at" else starts).append(datetime.fromisoformat(v))
-            elif isinstance(v, dict | list):
-                _times(v, starts, ends)
-    elif isinstance(data, list):
-        for v in data:
-            if isinstance(v, dict | list):
-                _times(v, starts, ends)
+    for k, v in data.items() if isinstance(data, dict) else enumerate(data):
+        if isinstance(v, str) and (k in START_KEYS or k == "finished_at"):
+            with contextlib.suppress(ValueError):
+                (ends if k == "finished_at" else starts).append(datetime.fromisoformat(v))
+        elif isinstance(v, dict | list):
+            _times(v, starts, ends)
 
 
 def record_seconds(data: dict) -> float | None:
-    """How long the measurement of a record took, by its provenance: its latest ``finished_at``
-    minus its earliest start (the launcher's, or the instances'); None without both."""
+    """How long a record's measurement took: latest ``finished_at`` - earliest start, or None."""
     starts: list = []
     ends: list = []
     _times(data, starts, ends)
@@ -116,9 +99,8 @@ def record_seconds(data: dict) -> float | None:
 
 
 def jobs(plan, raw: list[dict]) -> list[remeasure.Job]:
-    """The measuring jobs of a run (``raw``: rule, output, and Snakemake's ``forced``,
-    ``incomplete``, ``params_changed``) with why each measures and what its previous record
-    took (``plan``: the run's ``build.Plan``)."""
+    """The measuring jobs of a run (``raw``: rule, output and Snakemake's flags), with why each
+    measures and what its previous record took."""
     out = []
     root = Path(plan.results)
     defaults = remeasure.defaults(plan)
@@ -162,8 +144,7 @@ def describe(topo: topology_mod.Topology, host: str | None = None) -> str:
 
 def machine_problem(results: str | os.PathLike, *here: topology_mod.Topology) -> str | None:
     """Why ``results`` is another machine's folder (its ``machine.json`` matches none of the
-    topologies ``here``: the planning one, this machine's), or None; a folder without a
-    readable ``machine.json`` cannot say, and is None."""
+    topologies ``here``), or None; None also without a readable ``machine.json``."""
     path = Path(results, paths.MACHINE)
     data = _read_json(path) if path.is_file() else {}
     try:
@@ -205,10 +186,8 @@ class Kept:
 def snapshots(code: str):
     """The snapshot names of records measured by ``code``: ``code``, ``code.2``, ..."""
     yield code
-    n = 2
-    while True:
+    for n in itertools.count(2):
         yield f"{code}.{n}"
-        n += 1
 
 
 def link_or_copy(src: Path, dest: Path) -> bool:
@@ -247,14 +226,9 @@ def _place(src: Path, history: Path, rel: str, code: str) -> tuple[str, bool | N
     return name, link_or_copy(src, history / name / rel)
 
 
-def _stamp(st: os.stat_result) -> str:
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def keep(results: str | os.PathLike, replaced=()) -> Kept:
-    """Keep every measured record of ``results`` in its history (see the module docstring);
-    ``replaced``: the records (paths as the rules name them) the run is about to measure again,
-    whose snapshots get their tables. Idempotent; never changes a record."""
+    """Keep every measured record of ``results`` in its history; ``replaced``: the records the
+    run measures again, whose snapshots get their tables. Idempotent; never changes a record."""
     root = Path(results)
     history = root / HISTORY
     index = _read_json(history / INDEX)
@@ -264,9 +238,10 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
     for rel in measured_files(root):
         src = root / rel
         try:
-            stamp = _stamp(src.stat())
+            st = src.stat()
         except FileNotFoundError:
             continue
+        stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
         entry = index.get(rel) or {}
         name = entry.get("snapshot")
         if entry.get("stamp") != stamp or not (history / str(name) / rel).exists():
@@ -292,8 +267,7 @@ def keep(results: str | os.PathLike, replaced=()) -> Kept:
 
 
 def write_tables(snapshot: Path, results: Path) -> None:
-    """A snapshot as a result folder ``compare`` reads: its cells' and peaks' tables (the
-    tables code of this checkout, over the snapshot's records) and the folder's machine.json."""
+    """A snapshot as a folder ``compare`` reads: its cells' and peaks' tables and machine.json."""
     from numa_effects.tables import cells, peak, tidy
 
     (snapshot / "tables").mkdir(parents=True, exist_ok=True)
@@ -320,8 +294,7 @@ def compare_command(results: str, snapshot: str) -> str:
 
 
 def comparable(results: str | os.PathLike) -> list[str]:
-    """The snapshots of ``results`` that hold tables (those whose records a run replaced),
-    the most recent first."""
+    """The snapshots of ``results`` that hold tables, the most recent first."""
     history = Path(results, HISTORY)
     found = [p.parent.parent for p in history.glob(f"*/{paths.table('cells')}")]
     found.sort(key=lambda p: (p / paths.table("cells")).stat().st_mtime, reverse=True)
@@ -329,8 +302,7 @@ def comparable(results: str | os.PathLike) -> list[str]:
 
 
 def summary_lines(results: str, most: int = 3) -> list[str]:
-    """Where the previous numbers are kept (for the summary): the snapshots a re-run replaced,
-    the most recent ``most``, each with its compare command."""
+    """The ``most`` recent snapshots a re-run replaced, each with its compare command."""
     names = comparable(results)
     lines = []
     for name in names[:most]:
@@ -368,8 +340,7 @@ def _problem(plan) -> str | None:
 
 
 def dry_run_lines(plan, raw: list[dict], more_later: bool = False) -> list[str]:
-    """What ``snakemake -n`` prints: the count, reasons and estimate of the measuring jobs
-    (``raw``, see ``jobs``), and the refusal a run would meet."""
+    """What ``snakemake -n`` prints: the measuring jobs and the refusal a run would meet."""
     found = jobs(plan, raw)
     problem = (found or more_later) and _problem(plan)
     kept_in = "" if problem else f"{plan.results}/{HISTORY}/"

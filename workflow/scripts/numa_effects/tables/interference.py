@@ -1,29 +1,15 @@
-"""``tables/interference.csv``: the interference profile, the slowdown s(t, k) of k identical
-instances of t threads running side by side against one of them alone (the profile jobs,
-``numa_effects.measure.job``: a ``plan.spec.interference`` group), one row per (model, opt, budget,
-threads, k, node): where a group spans nodes, each node has its own row (its instances, its busy
-cores). Pure: rows from the profile JSONs. PackRat's multi-instance runs import into the same
-columns (``tables.packrat.interference_table``).
+"""``tables/interference.csv`` (docs/packing.md): the slowdown of k identical instances of t
+threads side by side against one of them alone, one row per (model, opt, budget, threads, k,
+node): a group spanning nodes has a row per node (``node`` ``0+1`` for an instance straddling
+both). ``x`` = the other busy cores beside each instance, the model's variable
+(``analysis.interference``). PackRat's multi-instance runs import into the same columns.
 
-Per replicate r (one process group: the instance alone, then the group, measured back to back
-by the same job), a node's latency per round is the slowest of its instances' own durations in
-that round (each instance's ``time.perf_counter``; rounds the contention probe excluded are left
-out), g_r its median over the rounds, a_r the alone instance's median, and q_r = g_r / a_r. The
-slowdown is the geometric mean of the q_r with a two-level 95 % CI (``stats.combine_replicates``
-on the q_r: the spread between replicates holds the process-to-process variation of both the
-alone instance and the group; moderated with the variance pooled over the table's points); with
-one replicate and nothing to pool, a percentile bootstrap over the rounds (``within-process``:
-round-to-round only). Columns:
-
-- ``k``: instances in the group, ``node``: the node of this row's instances (``0+1`` for an
-  instance that straddles both), ``k_node``: how many are on it, ``busy_cores``: their cores,
-  ``x``: the other busy cores beside each of them (``busy_cores - threads``), the model's
-  variable (``analysis.interference``);
-- ``alone_ms``, ``latency_ms``: the geometric means of a_r and g_r; ``slowdown`` with
-  ``slowdown_ci_low``/``slowdown_ci_high``, ``ci_df``, ``ci_method``; ``replicates``,
-  ``rounds`` (clean rounds of the group), ``contended`` (any replicate of either);
-- ``core_map`` (``i0:0 i1:1``), ``status`` (ok, contended: no replicate with clean rounds of
-  both, failed), ``failure``, ``job_s``: the job's wall time (its cost), ``source``.
+Per replicate r (the instance alone, then the group, back to back in one job), a node's round
+latency is the slowest of its instances' in that round (clean rounds only), g_r its median, a_r
+the alone instance's, q_r = g_r / a_r. The slowdown is the geometric mean of the q_r with the
+two-level CI (``stats.combine_replicates``, moderated with the pool over the table's points: the
+spread between replicates holds both processes' variation); with one replicate, a bootstrap over
+the rounds (``within-process``).
 """
 
 from __future__ import annotations
@@ -78,17 +64,11 @@ def _node_of(inst: dict) -> str:
 
 
 def node_rounds(rec: Record, node: str) -> list[float]:
-    """The clean rounds of one group record as seen by one node: per round the slowest of that
-    node's instances' own durations (rounds the probe excluded left out)."""
+    """Per clean round of a group record, the slowest of one node's instances' durations."""
     insts = [i for i in rec.instances if _node_of(i) == node]
     excluded = rec.measurement.get("excluded") or []
-    per = list(zip(*(i["latencies_s"] for i in insts), strict=True))
-    out = []
-    for j, row in enumerate(per):
-        if excluded and excluded[j]:
-            continue
-        out.append(max(row))
-    return out
+    per = zip(*(i["latencies_s"] for i in insts), strict=True)
+    return [max(row) for j, row in enumerate(per) if not (excluded and excluded[j])]
 
 
 def _wall_s(result: GroupRecord) -> float:
@@ -178,9 +158,7 @@ def rows(results: list[GroupRecord]) -> list[dict]:
                 "k_node": len(insts),
                 "busy_cores": t * len(insts),
                 "x": t * (len(insts) - 1),
-                "core_map": " ".join(
-                    f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements.get(name, []))
-                ),
+                "core_map": packing_table.core_map_text(placements.get(name)),
                 "contended": any(
                     packing_table.contended(r) for r in [*res.runs["k1"], *res.runs[name]]
                 ),

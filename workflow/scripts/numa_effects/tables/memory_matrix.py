@@ -1,17 +1,8 @@
-"""``tables/memory_matrix.csv``: the measured memory matrix, one row per memory probe job
-(``measure.workloads.memory_probe``: one thread on CPU node ``cpu_node``, memory bound to
-``mem_node``), measured, skipped (no compiler) or failed, with the firmware's distance beside it.
-
-Columns: ``cpu_node, mem_node, placement, status``; ``latency_ns`` (idle latency of a dependent
-load: the best clean step's nanoseconds per load) and ``latency_median_ns``;
-``bandwidth_gb_per_s`` (one core's sequential read, the best clean step, 1e9 bytes/s) and
-``bandwidth_median_gb_per_s``; ``distance`` (the firmware's node distance from ``cpu_node`` to
-``mem_node``, 10 = local, from the run's ``machine.json`` topology; empty where unknown);
-``latency_ratio`` and ``bandwidth_ratio`` (this pair against its CPU node's local diagonal
-``n{cpu}m{cpu}``: 1 on the diagonal; empty when the diagonal has no number); ``reason`` (why a
-pair has no numbers: the skip reason or the failure message), ``failure_cause``; the probe's
-``buffer_bytes``, ``llc_bytes``, ``loads_per_step``, ``steps``, ``measure_s``; the binding
-read back and provenance.
+"""``tables/memory_matrix.csv`` (docs/placements.md): one row per memory probe job
+(``measure.workloads.memory_probe``: one thread on CPU node ``cpu_node``, memory on ``mem_node``),
+measured, skipped (no compiler) or failed: idle latency and one core's read bandwidth (the best
+clean step, the median beside it), the firmware's ``distance`` (from the run's ``machine.json``)
+and the ratios to the CPU node's diagonal ``n{cpu}m{cpu}`` (empty where it has no number).
 """
 
 from __future__ import annotations
@@ -21,25 +12,20 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
+FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
 MEMORY_COLUMNS = [
     "cpu_node",
     "mem_node",
     "placement",
     "status",
-    "latency_ns",
-    "latency_median_ns",
-    "bandwidth_gb_per_s",
-    "bandwidth_median_gb_per_s",
+    *MEASURED,
     "distance",
     "latency_ratio",
     "bandwidth_ratio",
     "reason",
     "failure_cause",
-    "buffer_bytes",
-    "llc_bytes",
-    "loads_per_step",
-    "steps",
-    "measure_s",
+    *FACTS,
     "planned_cpus",
     "cpus_allowed",
     "mempolicy",
@@ -74,13 +60,8 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
     }
 
 
-MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
-FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
-
-
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """``latency_ratio`` and ``bandwidth_ratio``: each row against the row of its CPU node's
-    diagonal (``mem_node == cpu_node``); empty where that has no number."""
+    """``latency_ratio`` and ``bandwidth_ratio`` against the CPU node's diagonal (or empty)."""
     out = df.copy()
     diag = out[out["cpu_node"] == out["mem_node"]].set_index("cpu_node")
     for col, ratio in (("latency_ns", "latency_ratio"), ("bandwidth_gb_per_s", "bandwidth_ratio")):
@@ -90,8 +71,7 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(paths, topology=None) -> pd.DataFrame:
-    """The memory matrix of the memory jobs' result files, row (CPU node) by column (memory
-    node)."""
+    """The memory matrix of the memory jobs' records, by CPU node then memory node."""
     rows = [row(record.read(p), str(p), topology) for p in paths]
     df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
     df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)

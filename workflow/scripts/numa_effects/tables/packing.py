@@ -1,54 +1,15 @@
-"""``tables/packing.csv`` and ``tables/packing_candidates.csv``: per (model, opt, core budget,
-total batch) the optimizer's plan with its three latencies side by side -- predicted from the
-alone latencies, predicted with the measured interference, measured -- and the recommendation:
-the measured best of the configurations the job measured (numa_effects.plan.packing,
-numa_effects.measure.job). Pure: rows from the plans and run records.
+"""``tables/packing.csv`` and ``tables/packing_candidates.csv`` (columns: docs/packing.md): per
+(model, opt, core budget, total batch) the optimizer's plan with its latency predicted alone,
+predicted with interference and measured, and the recommendation: the measured best of the
+configurations the job measured. Pure: rows from the plans and run records.
 
-``packing.csv``, one row per (model, opt, budget, batch) (docs/packing.md):
-
-- ``plan``: the best configuration by the prediction with interference, ``2x(t1,b8)`` = two
-  instances of 1 thread and 8 images; ``instances`` the same as ``threads:batch`` pairs; ``k``,
-  ``cores``; ``is_fat``: the plan is the fat instance itself; ``interference_model``: the
-  curve used (``analysis.interference``; ``none`` = alone latencies only);
-- ``predicted_alone_ms``: max over the plan's instances of their cells' latency (``statistic``
-  names the column: the median, or PackRat's mean): the prediction without interference;
-  ``predicted_ms`` with ``predicted_ci_low_ms``/``predicted_ci_high_ms``: with the slowdown
-  s(x) of each instance's co-runners, and its 95 % interval (cells' CIs and the curve's);
-  ``predicted_fat_latency_ms``, ``predicted_speedup`` = predicted fat / ``predicted_ms``;
-  ``alone_plan``: the plan the alone latencies alone would have chosen;
-- ``latency_ms`` with ``latency_ci_low_ms``/``latency_ci_high_ms``: the plan measured, the median
-  round latency (slowest instance + signalling) over the clean timed rounds and its 95 % CI.
-  ``ci_method`` says what the CI covers: ``within-process`` (one replicate: the order-statistic
-  CI of the median round, round-to-round variation only) or ``two-level`` (``replicates`` >= 2
-  process groups: ``stats.combine_replicates`` on the replicates' medians, the process-level
-  variance pooled over the table's fat instances and, apart, its plans: ``pooled_by_kind``);
-- ``fat_latency_ms`` and its CI: the fat instance, measured the same way in the same job, first
-  in every replicate (when the plan is the fat instance, one measurement serves both);
-- ``prediction_error`` = measured / ``predicted_ms`` - 1, ``prediction_error_alone`` =
-  measured / ``predicted_alone_ms`` - 1; ``speedup`` = fat / plan (measured medians) with
-  ``speedup_ci_low``/``speedup_ci_high`` by the same ``ci_method``: two-level, the ratio of both
-  two-level CIs (``stats.two_level_ratio_ci``); within-process, a percentile bootstrap over the
-  clean rounds of both;
-- ``candidates``: configurations measured (the fat instance and the ``packing.measure_plans``
-  best predicted ones); ``measured_ranking``: their plans from the fastest measured, ``<``
-  between them; ``recommended_plan`` (the measured best) with ``recommended_latency_ms`` and
-  its CI, ``recommended_speedup`` over the fat instance with its CI, ``recommended_gain`` =
-  measured plan / measured recommended (>= 1) with its CI, ``recommended_is_predicted``: the
-  measured best is the predicted best (false: the measured ranking differs from the predicted
-  one at the top);
-- ``core_map``: ``i0:0-7 i1:8-15`` the CPUs of each plan instance (``fat_core_map``,
-  ``recommended_core_map``); ``missing``: grid points (t, b) without a measured cell, which the
-  optimizer could not use;
-- ``status``/``failure``, ``contended`` (any replicate of a measured configuration contended:
-  too few clean rounds, ``timing.judge``), ``rounds`` (clean ones). A configuration none of
-  whose replicates has a clean round has no latency, CI or speedup: the plan's makes the row's
-  ``status`` ``contended``.
-
-``packing_candidates.csv``: one row per measured configuration (``name``: ``fat``, ``plan``,
-``plan2``, ...): its plan, ``busy`` (busy cores per node), ``predicted_rank`` (0 = the
-predicted best; empty for a fat instance that was no candidate), its predicted alone and with
-interference latencies, measured latency with CI, both prediction errors, ``measured_rank``
-and ``recommended``.
+A configuration's latency is the median round (slowest instance + signalling) over its clean
+rounds. ``ci_method``: ``within-process`` (one replicate: the order-statistic CI, round-to-round
+only) or ``two-level`` (``stats.combine_replicates`` over the replicates' medians, the
+process-level variance pooled over the fat instances and, apart, the plans:
+``pooled_by_kind``); ratios take the two-level ratio CI, else a bootstrap over both
+configurations' clean rounds. A configuration with no clean round has no latency, CI or speedup:
+the plan's makes the row ``contended``.
 """
 
 from __future__ import annotations
@@ -153,9 +114,7 @@ CANDIDATE_COLUMNS = [
 
 
 def clean_rounds(rec: Record) -> list[float]:
-    """The timed rounds of one measured configuration that its statistics use: those the
-    contention probe did not exclude (``timing``'s decision, recorded in ``excluded``); none
-    when every round was excluded."""
+    """The timed rounds the contention probe did not exclude (none when all were)."""
     xs, excluded = rec.measurement["latencies_s"], rec.measurement.get("excluded") or []
     if not excluded:
         return list(xs)
@@ -171,10 +130,6 @@ def measured(rec: Record) -> bool:
 def contended(rec: Record) -> bool:
     """The replicate's contention verdict."""
     return bool(rec.contention.get("contended")) or rec.status == "contended"
-
-
-def _rounds(recs) -> np.ndarray:
-    return np.array([x for r in recs if measured(r) for x in clean_rounds(r)])
 
 
 def replicate_stats(recs) -> list[dict]:
@@ -198,7 +153,8 @@ def estimate(recs, pooled) -> dict | None:
     )
 
 
-def _core_map(placements) -> str:
+def core_map_text(placements) -> str:
+    """``i0:0-7 i1:8-15``: the CPUs of each instance of a configuration ("" without)."""
     if not placements or isinstance(placements, str):
         return ""
     return " ".join(f"i{j}:{p['cpu_list']}" for j, p in enumerate(placements))
@@ -242,6 +198,28 @@ def _ms(v) -> float:
     return math.nan if v is None else float(v) * 1e3
 
 
+def _predicted(c: dict) -> dict:
+    """The columns of a configuration's prediction (the job's choice, or one candidate)."""
+    return {
+        "plan": c["label"],
+        "instances": " ".join(f"{i['threads']}:{i['batch']}" for i in c["instances"]),
+        "k": c["k"],
+        "cores": c["cores"],
+        "predicted_alone_ms": _ms(c.get("alone_latency_s", c["latency_s"])),
+        "predicted_ms": _ms(c["latency_s"]),
+        "predicted_ci_low_ms": _ms(c.get("ci_low_s")),
+        "predicted_ci_high_ms": _ms(c.get("ci_high_s")),
+    }
+
+
+def _errors(out: dict, est: dict) -> None:
+    """A measured configuration's latency with its CI, and its errors against both predictions."""
+    _prefixed(out, "latency", est)
+    out["ci_method"] = est["ci_method"]
+    out["prediction_error"] = out["latency_ms"] / out["predicted_ms"] - 1.0
+    out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
+
+
 def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
     if est is None:
         return
@@ -260,7 +238,7 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     for name, recs in result.runs.items():
         got[name] = {
             "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
-            "rounds": _rounds(recs),
+            "rounds": np.array([x for r in recs if measured(r) for x in clean_rounds(r)]),
             "contended": any(contended(r) for r in recs),
             "replicates": len(recs),
             "choice": cands.get(name),
@@ -299,20 +277,13 @@ def row(
     curve = interference.Curve.from_dict(choice.get("curve"))
     alone_plan = choice.get("alone_plan") or {}
     out.update(
-        plan=choice["label"],
-        instances=" ".join(f"{i['threads']}:{i['batch']}" for i in choice["instances"]),
-        k=choice["k"],
-        cores=choice["cores"],
+        _predicted(choice),
         is_fat=choice["is_fat"],
         interference_model="none" if not curve.points else curve.label(),
-        predicted_alone_ms=_ms(choice.get("alone_latency_s", choice["latency_s"])),
-        predicted_ms=choice["latency_s"] * 1e3,
-        predicted_ci_low_ms=_ms(choice.get("ci_low_s")),
-        predicted_ci_high_ms=_ms(choice.get("ci_high_s")),
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
         alone_plan=alone_plan.get("label"),
-        candidates=len(_candidates(choice)) + (0 if _has_fat(choice) else 1),
+        candidates=len(_candidates(choice)) + (0 if "fat" in _candidates(choice) else 1),
     )
     if result is None:
         out["status"] = "not-measured"
@@ -332,25 +303,22 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     got, ranked = ev["configs"], ev["ranked"]
     plan_name = "plan" if "plan" in got else "fat"
     fat, plan = got["fat"], got[plan_name]
-    out["fat_core_map"] = _core_map(placements.get("fat"))
-    out["core_map"] = _core_map(placements.get(plan_name))
+    out["fat_core_map"] = core_map_text(placements.get("fat"))
+    out["core_map"] = core_map_text(placements.get(plan_name))
     out["replicates"] = fat["replicates"]
     out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
     out["contended"] = any(g["contended"] for g in got.values())
     _prefixed(out, "fat", fat["est"])
-    _prefixed(out, "latency", plan["est"])
     fat_label = f"1x(t{choice['budget']},b{choice['batch']})"
     out["measured_ranking"] = " < ".join(_label(choice, n, fat_label) for n in ranked)
     if plan["est"] is not None:
-        out["ci_method"] = plan["est"]["ci_method"]
-        out["prediction_error"] = out["latency_ms"] / out["predicted_ms"] - 1.0
-        out["prediction_error_alone"] = out["latency_ms"] / out["predicted_alone_ms"] - 1.0
+        _errors(out, plan["est"])
     if ranked:
         best = ranked[0]
         out.update(
             recommended_plan=_label(choice, best, fat_label),
             recommended_is_predicted=best == plan_name,
-            recommended_core_map=_core_map(placements.get(best)),
+            recommended_core_map=core_map_text(placements.get(best)),
         )
         _recommended(out, got[best], fat, plan)
     if plan["est"] is None or fat["est"] is None:
@@ -374,10 +342,6 @@ def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
         out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
         lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
         out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
-
-
-def _has_fat(choice: dict) -> bool:
-    return "fat" in _candidates(choice)
 
 
 def failure_text(f) -> str:
@@ -410,33 +374,23 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             }
         r = {col: None for col in CANDIDATE_COLUMNS}
         r.update(
+            _predicted(c),
             model=choice["model"],
             opt=choice["opt"],
             budget=choice["budget"],
             batch_size=choice["batch"],
             name=name,
-            plan=c["label"],
-            instances=" ".join(f"{i['threads']}:{i['batch']}" for i in c["instances"]),
-            k=c["k"],
-            cores=c["cores"],
             is_fat=bool(c.get("is_fat", fat)),
             busy=" ".join(str(v) for v in c.get("busy") or []),
             predicted_rank=c.get("rank"),
-            predicted_alone_ms=_ms(c.get("alone_latency_s", c["latency_s"])),
-            predicted_ms=_ms(c["latency_s"]),
-            predicted_ci_low_ms=_ms(c.get("ci_low_s")),
-            predicted_ci_high_ms=_ms(c.get("ci_high_s")),
             replicates=g["replicates"],
             rounds=int(g["rounds"].size),
             contended=g["contended"],
-            core_map=_core_map(placements.get(name)),
+            core_map=core_map_text(placements.get(name)),
             status="ok" if g["est"] is not None else "contended",
         )
         if g["est"] is not None:
-            _prefixed(r, "latency", g["est"])
-            r["ci_method"] = g["est"]["ci_method"]
-            r["prediction_error"] = r["latency_ms"] / r["predicted_ms"] - 1.0
-            r["prediction_error_alone"] = r["latency_ms"] / r["predicted_alone_ms"] - 1.0
+            _errors(r, g["est"])
             r["measured_rank"] = ranked.index(name)
             r["recommended"] = ranked.index(name) == 0
         rows.append(r)
@@ -444,11 +398,8 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
 
 
 def pooled_by_kind(results: dict) -> dict:
-    """{"fat"|"plan": (pooled variance of ln-medians, df)}: the process-level variance pooled
-    over the fat instances of the table and, apart, over its plans (every candidate), so a
-    configuration with 2 replicates gets a usable two-level CI. Apart, as cells.csv pools per
-    batch-size series (``tables.cells.pooled_variances``): the fat instance uses every core of
-    its budget and its processes vary more than those of small instances do."""
+    """{"fat"|"plan": (pooled variance of ln-medians, df)} over the table's fat instances and,
+    apart, its plans: a fat instance's processes vary more than small instances' do."""
     groups: dict[str, list] = {"fat": [], "plan": []}
     for res in results.values():
         if res.status != "ok":
@@ -489,9 +440,8 @@ def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
 def benchmark_summary(
     df: pd.DataFrame, tolerance: float = 0.10, column: str = "prediction_error"
 ) -> dict:
-    """The ``packing`` benchmark's numbers: share of measured batch sizes whose prediction
-    (``column``: ``prediction_error``, with interference, or ``prediction_error_alone``) is
-    within ``tolerance``, and its mean (the bias)."""
+    """The ``packing`` benchmark's numbers: how many measured predictions (``column``) are within
+    ``tolerance``, and their mean error (the bias)."""
     ok = df[(df["status"] == "ok") & df[column].notna()]
     within = ok[column].abs() <= tolerance
     return {

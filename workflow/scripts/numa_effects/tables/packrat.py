@@ -1,23 +1,12 @@
-"""Import PackRat's published results as this project's tidy tables.
+"""Import PackRat's published results as this project's tidy tables (docs/report.md,
+"Importing PackRat results").
 
 PackRat (msr-fiddle/packrat) appends one row per cell to ``resnet_latency.csv`` (latency min /
-avg / max in ms per batch, hardware-counter GFLOP/s) and ``resnet_throughput.csv`` (images/s =
-batch x iterations / total time). Mapping (docs/report.md, "Importing PackRat results"):
-
-- ``benchmark`` = ``<model>_<runtype>_<opt>`` or ``<model>_<local|remote>_<opt>``: ``opt`` is the
-  last part (``resnet_manual_none`` -> ``none``, ``..._script`` -> ``script``); the model
-  ``resnet`` is torchvision ResNet-50 (``MODEL_NAMES``);
-- placement: ``topology`` (``sequential`` / ``interleave``: threads packed on one socket or
-  alternated across sockets); ``local`` / ``remote`` in the benchmark name -> ``sequential`` /
-  ``remote`` (threads on node 0, memory on node 0 / node 1);
-- ``latency(min|avg|max)`` -> ``latency_{min,mean,max}_ms``; PackRat has no median, percentiles,
-  std or samples: those stay empty (never invented), so the report plots the mean;
-- ``throughput`` -> ``throughput_ips`` and ``throughput_total_ips`` (PackRat's definition is the
-  latter's: batch x iterations / total time);
-- ``flops`` (GFLOP/s from hardware counters, 0 = unavailable) -> ``hw_gflop_per_s`` (0 -> empty);
-- ``allocator`` (``default``, ``tcmalloc``, ...) is the cell's ``allocator`` key, ``default``
-  (glibc) where the files have no such column: imported and measured cells line up;
-- ``source`` = ``imported from PackRat``; ``source_file`` names the file and line of each value.
+avg / max in ms per batch, hardware-counter GFLOP/s: 0 = unavailable) and
+``resnet_throughput.csv`` (images/s = batch x iterations / total time). ``benchmark`` is
+``<model>_<runtype|local|remote>_<opt>`` (``resnet`` is ResNet-50); ``local`` / ``remote`` are
+the ``sequential`` / ``remote`` placements. PackRat has no median, percentiles or samples: those
+stay empty, never invented. Files without ``allocator`` ran with glibc's (``default``).
 """
 
 from __future__ import annotations
@@ -91,10 +80,9 @@ def source_files(path: str | os.PathLike) -> tuple[Path, Path]:
 
 
 def row_problems(path: str | os.PathLike) -> list[tuple[int, str]] | None:
-    """(line, what) of every impossible value in one PackRat CSV, in file order: a latency or
-    throughput (``VALUE_COLUMNS``) that is empty, not a number, not finite, or not > 0; a batch
-    size or thread count (``COUNT_COLUMNS``) that is not a whole number >= 1. None when the
-    file has no rows after its header (or no header)."""
+    """(line, what) of every impossible value in one PackRat CSV: a value (``VALUE_COLUMNS``)
+    that is not a finite number > 0, a count (``COUNT_COLUMNS``) not a whole number >= 1. None
+    without rows."""
     path = Path(path)
     columns = VALUE_COLUMNS.get(path.name, (*LATENCY_COLUMNS, "throughput"))
     found: list[tuple[int, str]] = []
@@ -159,8 +147,7 @@ def _read(path: Path, values: Sequence[str]) -> pd.DataFrame:
 
 
 def _check_rows(f) -> None:
-    """Raise ``PackratError`` naming ``f`` (and its first bad line) when ``row_problems``
-    finds no rows or an impossible value."""
+    """Raise ``PackratError`` at ``row_problems``' first finding in ``f``."""
     found = row_problems(f)
     if found is None:
         raise PackratError(f"{f} has no rows after its header")
@@ -170,10 +157,8 @@ def _check_rows(f) -> None:
 
 
 def read(path: str | os.PathLike) -> pd.DataFrame:
-    """One PackRat folder as rows of cells.csv (``COLUMNS``), sorted by the cell keys.
-
-    A cell repeated in a file (the harness appends) keeps its last row. A file without rows,
-    or with an impossible latency or throughput (``row_problems``), is an error."""
+    """One PackRat folder as rows of cells.csv, sorted by the cell keys; a cell repeated in a
+    file keeps its last row. A file without rows or with an impossible value is an error."""
     lat_path, thr_path = source_files(path)
     for f in (lat_path, thr_path):  # the config check names every one; here the first
         _check_rows(f)
@@ -186,11 +171,11 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     rows = []
     for r in m.to_dict("records"):
         model, runtype, opt = parse_benchmark(r["benchmark"])
-        lines = []
-        if pd.notna(r.get("_line")):
-            lines.append(f"{lat_path}:{int(r['_line'])}")
-        if pd.notna(r.get("_line_thr")):
-            lines.append(f"{thr_path}:{int(r['_line_thr'])}")
+        lines = [
+            f"{f}:{int(r[col])}"
+            for f, col in ((lat_path, "_line"), (thr_path, "_line_thr"))
+            if pd.notna(r.get(col))
+        ]
         flops = r.get("flops")
         row = dict.fromkeys(COLUMNS)
         row.update(
@@ -281,22 +266,16 @@ def machine_facts(paths: Sequence[str], description: str | None = None) -> dict:
 
 # -- PackRat's multi-instance runs: the interference profile -------------------------------------
 #
-# ``cloudlab_multiinstance-interference/`` holds ``<experiment>_resnet_latency.csv`` files whose
-# rows are instances of a group: ``instances`` = k, ``instance_id`` 1..k ran together (each its own
-# 1-thread process on its own core of one socket), ``instance_id`` 0 is a solo run of the same
-# instance for reference, measured with the same k. Each k becomes one row of
-# ``tables/interference.csv``'s columns (``tables.interference``): ``alone_ms`` = the solo run,
-# ``latency_ms`` = the slowest instance of the group (a plan's latency is its slowest
-# instance's), ``instance_mean_ms`` = their mean, ``slowdown`` = latency_ms / alone_ms,
-# ``x`` = (k - 1) x threads on node 0 (one socket). PackRat kept no samples: no CI.
+# In ``<experiment>_resnet_latency.csv``, ``instance_id`` 1..k of a group of ``instances`` = k ran
+# together (1-thread processes on one socket's cores), ``instance_id`` 0 is the same instance solo.
+# A group's latency is its slowest instance's, as a plan's is.
 
 INTERFERENCE_SUFFIX = "resnet_latency.csv"
 GROUP_KEYS = ("benchmark", "allocator", "topology", "pinning", "intraop_threads", "batch_size")
 
 
 def interference_files(path: str | os.PathLike) -> list[Path]:
-    """The multi-instance latency CSVs of a folder (or the one CSV given): files ending in
-    ``resnet_latency.csv`` that have ``instances`` and ``instance_id`` columns."""
+    """The CSVs ending in ``resnet_latency.csv`` with ``instances`` and ``instance_id`` columns."""
     p = Path(path)
     files = [p] if p.suffix == ".csv" else sorted(p.glob(f"*{INTERFERENCE_SUFFIX}"))
     out = []

@@ -1,20 +1,9 @@
 """``tables/peak.csv``: one row per peak (``measure.workloads.dtype_peaks``: one dtype at one
-placement and thread count), from its windows (``plan.peaks``: several short jobs spread over the
-run), measured or failed, with the theoretical peak beside it.
-
-Columns: ``placement, threads, dtype, status`` (``ok`` when a window is clean, else the first
-window's); ``peak_gflop_per_s`` (the best clean window's rate: its best kernel's best rate over
-its clean timed steps; the efficiency denominator of the dtype's cells; int8: integer operations
-per second); the windows: ``windows`` (how many were measured), ``windows_clean`` (how many gave
-a rate), ``window_gflop_per_s`` (each window's rate in window order, or its status),
-``spread_pct`` (100 x (best - worst) / best over the clean windows; empty with fewer than two),
-``best_window``; from the best window: ``median_gflop_per_s`` (its kernel's median),
-``peak_kernel``,
-``kernels`` (every kernel of the dtype: its best rate, or why it was not timed: skipped for a
-missing requirement, dropped at the probe, an error), ``mm_gflop_per_s`` (float32's
-``torch.mm`` alone: the denominator before per-dtype peaks), ``reps``, ``measure_s``; for reference
-``theoretical_gflop_per_s`` = ``cores`` x ``flop_per_cycle_per_core`` x ``nominal_mhz`` / 1000
-(``plan.cpu``, with ``mhz_source``); the binding read back and provenance.
+placement and thread count) from its windows (``plan.peaks``: several short jobs spread over the
+run; docs/precision.md), measured or failed, with the theoretical peak beside it
+(``plan.cpu``). ``peak_gflop_per_s`` is the best clean window's best kernel's best rate (int8:
+integer operations per second); ``status`` is ``ok`` when a window is clean, else the first
+window's; ``spread_pct`` = 100 x (best - worst) / best over the clean windows.
 """
 
 from __future__ import annotations
@@ -24,6 +13,14 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+# the theoretical peak and how it was computed (``plan.cpu``)
+THEORETICAL = (
+    "theoretical_gflop_per_s",
+    "cores",
+    "flop_per_cycle_per_core",
+    "nominal_mhz",
+    "mhz_source",
+)
 PEAK_COLUMNS = [
     "placement",
     "threads",
@@ -39,11 +36,7 @@ PEAK_COLUMNS = [
     "peak_kernel",
     "kernels",
     "mm_gflop_per_s",
-    "theoretical_gflop_per_s",
-    "cores",
-    "flop_per_cycle_per_core",
-    "nominal_mhz",
-    "mhz_source",
+    *THEORETICAL,
     "reps",
     "measure_s",
     "planned_cpus",
@@ -77,8 +70,7 @@ def kernels_text(kernels: dict) -> str | None:
 
 
 def row(rec: Record, path: str = "") -> dict:
-    """One window's row from a peak result (measured or failed; a record without a window
-    number is window 1)."""
+    """One window's row from a peak record (measured or failed; no window number: window 1)."""
     peak = rec.summary or {}
     theo = peak.get("theoretical") or {}
     kernels = peak.get("kernels") or {}
@@ -94,11 +86,7 @@ def row(rec: Record, path: str = "") -> dict:
         "kernels": kernels_text(kernels),
         # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
         "mm_gflop_per_s": (kernels.get("mm") or {}).get("peak_gflop_per_s"),
-        "theoretical_gflop_per_s": theo.get("theoretical_gflop_per_s"),
-        "cores": theo.get("cores"),
-        "flop_per_cycle_per_core": theo.get("flop_per_cycle_per_core"),
-        "nominal_mhz": theo.get("nominal_mhz"),
-        "mhz_source": theo.get("mhz_source"),
+        **{k: theo.get(k) for k in THEORETICAL},
         "reps": peak.get("reps"),
         "measure_s": peak.get("measure_s"),
         "planned_cpus": (rec.plan or {}).get("cpu_list"),

@@ -1,41 +1,15 @@
 """The cells' latency at the run's reference speed (config key ``canary``; docs/performance.md,
-"At the run's reference speed").
+"At the run's reference speed"): on a VM a cell's processes run at different speeds of the host,
+and the canary, a fixed kernel timed beside every iteration, sees that speed as the model does.
 
-On a VM the processes of one cell run at different speeds of the host, and a fixed
-cache-resident kernel timed beside every iteration (the canary) sees that speed as the model
-does. This module takes it out of the between-process spread, the textbook way (an analysis of
-covariance):
-
-- per replicate r of cell c: y = log of its median clean latency, x = log of its median canary
-  (the clean iterations' canaries);
-- per batch-size series (``SERIES``: every key but the batch size -- the cells whose variance
-  the two-level CI pools too, ``tables.cells.pooled_variances``) one slope ``b``, fitted within
-  the cells (each cell centred on its own means: the cells' latencies differ, their speeds do
-  not), and one residual variance ``s2`` with ``df = sum(n_c - 1) - 1`` degrees of freedom. Not
-  wider: how closely the model follows the canary differs between code paths (on the 2-vCPU
-  EPYC, 2026-12-04: eager's residual SD 5.5 - 6.3 %, TorchScript's 2.2 - 2.8 %, slopes 0.5 - 1.0),
-  and one variance pooled over both made eager's intervals too narrow and TorchScript's too wide
-  (tests/test_speed.py simulates it);
-- per ``REFERENCE`` group (the thread count and the placement: the canary's threads and CPUs,
-  so its speeds are comparable across the group's series) the reference speed ``ref``: the
-  median of its replicates' x;
-- the cell's latency at that speed: ``ybar_c - b (xbar_c - ref)``, with the t interval of
-  ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)`` (the second term: the slope's own error).
-
-What it estimates is the cell's latency had the host run at the group's median speed of this
-run: the same quantity for every cell of the group, so comparisons between them (optimizations,
-allocators, batch sizes at one thread count and placement) no longer carry the speed each
-process happened to get. It is not the mean over the speeds the run saw (that is
-``latency_median_ms`` with its two-level CI), and another run has its own reference. The naive
-way, a slope fitted on each cell's own few replicates and the adjusted values then treated as
-plain replicates, covers far less than 95 % (tests/test_speed.py simulates both).
-
-``contrast`` compares two sets of replicates at the same speed under one series' fit: two cells
-of a series, or one cell in two runs where the second has no fit of its own; ``between`` two
-cells of different series at their group's reference (``ratio``: ``opt_speedup.csv``'s
-``speed_speedup``, eager and the optimization being two series), or one cell in two runs, each
-along its own run's fit (``across_runs``: ``compare.tables``' ``speed_ratio``, ``make
-bench``'s re-runs, ``benchmarks.judge.against_speed``)."""
+An analysis of covariance: per replicate y = log median clean latency, x = log median canary;
+per batch-size series (``SERIES``) one slope b fitted within the cells and one residual variance
+``s2`` (not wider: how closely the model follows the canary differs between code paths); per
+``REFERENCE`` group the reference speed ``ref``, the median x; the cell at it is
+``ybar_c - b (xbar_c - ref)`` with the t interval of ``s2 (1 / n_c + (xbar_c - ref)^2 / Sxx)``.
+Every cell of a group is then at the same speed, so comparisons between them lose the speed each
+process happened to get. A slope fitted per cell covers far less than 95 % (tests/test_speed.py).
+"""
 
 from __future__ import annotations
 
@@ -82,10 +56,8 @@ def replicates(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(reps: pd.DataFrame) -> dict:
-    """Per series (``SERIES`` values): ``slope``, ``ref`` (its ``REFERENCE`` group's), ``s2``,
-    ``df``, ``sxx`` of the common-slope fit over its cells (``replicates``' rows); a series with
-    no spread to fit (fewer than two degrees of freedom, or every cell's canaries equal) is left
-    out."""
+    """Per series (``SERIES`` values): ``slope``, ``ref``, ``s2``, ``df``, ``sxx`` of the
+    common-slope fit over its cells; a series with nothing to fit (df < 1, no spread) is out."""
     refs = {g: float(np.median(r["x"])) for g, r in reps.groupby(list(REFERENCE), sort=True)}
     out = {}
     for series, g in reps.groupby(list(SERIES), sort=True):
@@ -122,10 +94,8 @@ def _at(cell: pd.DataFrame, f: dict, ref: float) -> tuple[float, float]:
 
 
 def _interval(est: float, var: float, df: float, confidence: float) -> dict:
-    from scipy.stats import t as student_t
-
     se = math.sqrt(var)
-    q = float(student_t.ppf(0.5 + confidence / 2.0, df))
+    q = stats.t_quantile(df, confidence)
     return {
         "ratio": math.exp(est),
         "ci_low": math.exp(est - q * se),
@@ -211,12 +181,8 @@ def across_runs(
     confidence=stats.CONFIDENCE,
 ) -> dict:
     """The latency ratio of one cell's replicates in two runs at the baseline run's reference
-    speed: each side moved along its own run's fit of the series (``between``: Welch's
-    interval, so a run whose processes spread more -- a change under test, or a host that grew
-    noisier between two runs of the same code -- widens it), or, where the compared run has no
-    fit of its own (one process per cell: the fixed protocol), both along the baseline's
-    (``contrast``). Used by ``compare.tables`` and ``make bench``'s judgement of its
-    re-runs (``benchmarks.judge.against_speed``). ``contrast``'s dict."""
+    speed: each side along its own run's fit (``between``: a run whose processes spread more widens
+    it), or both along the baseline's where the compared run has none (``contrast``)."""
     if f_compared is None:
         return contrast(compared, baseline, f_baseline, confidence)
     return between(compared, f_compared, baseline, f_baseline, f_baseline["ref"], confidence)
@@ -225,10 +191,9 @@ def across_runs(
 def ratio(
     reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict, confidence=stats.CONFIDENCE
 ) -> dict | None:
-    """The latency ratio compared / baseline of two fitted cells of one ``REFERENCE`` group,
-    both at its reference speed: ``contrast`` within one series, ``between`` two. ``compared``
-    and ``baseline``: the cells' keys (``KEY_COLUMNS``). ``contrast``'s dict; None when the
-    cells are in different groups, either series has no fit or either cell no replicate."""
+    """The latency ratio compared / baseline (the cells' keys) of two fitted cells of one
+    ``REFERENCE`` group at its reference speed: ``contrast`` within one series, ``between`` two;
+    None when that cannot be computed."""
     if any(compared[c] != baseline[c] for c in REFERENCE):
         return None
     fc, fb = fits.get(series_of(compared)), fits.get(series_of(baseline))
@@ -241,8 +206,7 @@ def ratio(
 
 
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
-    """``cells`` with ``COLUMNS`` for the cells whose replicates timed the canary (none of them
-    added when no cell did)."""
+    """``cells`` with ``COLUMNS`` for the cells whose replicates timed the canary."""
     reps = replicates(samples)
     if reps.empty or cells.empty:
         return cells

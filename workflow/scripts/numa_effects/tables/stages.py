@@ -1,30 +1,16 @@
-"""Replicates where the noise is (config key ``two_stage``), the data side of Stein's two-stage
+"""Replicates where the noise is (config key ``two_stage``): the data side of Stein's two-stage
 rule (the plan's side: ``plan.stages``; the statistics: ``stats.stein_replicates``).
 
-After the first stage (``replicates`` processes of every cell) the checkpoint job reads their
-results (``first_stage``) and ``decide`` gives every cell its number of replicates in all:
-
-1. the cell's first-stage log variance and degrees of freedom are the two-level ones of the
-   tables (``stats.combine_replicates``: its own replicates moderated with the pool of its
-   batch-size series, ``tables.cells.pooled_variances``), over the first stage only;
-2. from that variance alone, Stein's rule gives the replicates the cell needs for a CI
-   half-width within the target (``stats.stein_replicates``), at most ``cap``;
-3. the two cells of a comparison that pays for pairing take the most either needs, and so on
-   through every such comparison they are in, so those cells keep whole rounds in ABBA order
-   and their paired interval (``tables.degradation``) keeps every round. Which comparisons pay is
-   the first stage's own answer (``pairing``): per thread count and compared axis
-   (``degradation.PAIRED``: a placement vs its baseline, an optimization vs eager), the very test
-   the tables use (``degradation.paired_choice``: do adjacent processes share noise?). Where they do
-   not, the tables would use the independent two-level interval anyway, and every cell takes
-   its own N: an eager cell does not run bf16's count for a pairing nobody uses. More
-   replicates than Stein's N only narrow the interval: coverage holds either way
-   (tests/test_stages.py simulates this very function).
-
-The tables then combine a cell's replicates with the first stage's variance
-(``tables.cells.combine_replicates`` with these records: ``ci_method`` ``two-stage``), never
-re-estimated from the second stage, which is what makes the coverage exact (Stein 1945). A
-cell with no measured first-stage replicate (failed or contended throughout) gets no more and
-is combined as usual.
+After the first stage the checkpoint reads its records (``first_stage``) and ``decide`` gives
+every cell its replicates in all: Stein's N from the cell's first-stage two-level log variance
+(its own replicates moderated with its batch-size series' pool), at most ``cap``; the cells of
+a comparison that pays for pairing take the most any of them needs, so they keep whole rounds
+in ABBA order for their paired interval. Which comparisons pay is the first stage's answer
+(``pairing``), by the very test the tables use (``degradation.paired_choice``); elsewhere each
+cell takes its own N. More replicates than N only narrow the interval. The tables then combine
+a cell's replicates with the first stage's variance, never re-estimated (``ci_method``
+``two-stage``): what makes the coverage exact (Stein 1945; tests/test_stages.py simulates it).
+A cell with no measured first-stage replicate gets no more.
 """
 
 from __future__ import annotations
@@ -32,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable
 
 from numa_effects import stats
@@ -85,11 +72,9 @@ def _partners(key, keys) -> Iterable[tuple[str, object]]:
 
 
 def pairing(rounds: dict) -> list[dict]:
-    """Whether each kind of comparison pays for whole rounds, from the first stage
-    (``first_stage_rounds``): one record per thread count and compared axis with two cells to
-    pair -- ``threads``, ``axis``, ``paired`` (``degradation.paired_choice``: the pooled variance of
-    the per-round log ratios clearly below two independent cells'), ``correlation`` of adjacent
-    processes and the number of ``comparisons``."""
+    """Whether each kind of comparison pays for whole rounds (``degradation.paired_choice`` on the
+    first stage): per thread count and compared axis, ``paired``, the adjacent processes'
+    ``correlation`` and the number of ``comparisons``."""
     by: dict = {}
     for key, reps in rounds.items():
         for axis, other in _partners(key, rounds):
@@ -142,12 +127,9 @@ def _reason(need: int, cap: int, n: int, own: int, r0: int) -> str:
 
 
 def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> list[dict]:
-    """One record per cell (sorted by key): its key fields, ``replicates`` (in all),
-    ``needed`` (Stein's N without the cap), ``reason`` (``plan.stages.REASONS``), and the first
-    stage's ``measured`` replicates, ``log_var``, ``df``, ``sd_pct`` and the CI half-width the
-    planned replicates promise (``expected_halfwidth_pct``). ``medians``: ``first_stage``'s
-    result; ``settings``: ``plan.stages.settings``; ``pairs``: ``pairing``'s result, the
-    comparisons whose cells keep whole rounds (None: all of them)."""
+    """One record per cell (sorted by key): its key fields, ``replicates`` (in all), ``needed``
+    (Stein's N without the cap), ``reason`` and the first stage's ``measured``, ``log_var``, ``df``,
+    ``sd_pct``, ``expected_halfwidth_pct``. ``pairs``: ``pairing``'s result (None: all pair)."""
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
     pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
@@ -222,14 +204,10 @@ def pairing_text(pairs: list[dict]) -> str:
 
 
 def summary_line(records: list[dict], settings: dict, pairs: list[dict] | None = None) -> str:
-    """One line on what the checkpoint decided, e.g. ``two-stage replicates (target +-5 %,
-    cap 4): 6 more processes; 10 cells stopped at the first stage, 2 target, 4 cap``, and,
-    given ``pairing``'s records, which comparisons kept whole rounds."""
+    """One line on what the checkpoint decided and which comparisons kept whole rounds."""
     r0 = settings["first_stage"]
     more = sum(r["replicates"] - r0 for r in records)
-    counts: dict = {}
-    for r in records:
-        counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+    counts = Counter(r["reason"] for r in records)
     why = ", ".join(f"{n} {reason}" for reason, n in counts.items())
     return (
         f"two-stage replicates (target +-{settings['target_pct']:g} %, cap {settings['cap']}): "

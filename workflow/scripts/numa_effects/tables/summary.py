@@ -9,6 +9,7 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.tables import flops, stages
+from numa_effects.tables.cells import SAME
 
 
 def cell_label(row) -> str:
@@ -24,9 +25,8 @@ def cell_label(row) -> str:
 
 
 def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) -> list[str]:
-    """What packing measured and recommends: the interference profile's jobs and their wall
-    time (its cost), then per (model, opt, budget, batch) the recommendation, and where the
-    measured best is not the predicted plan."""
+    """What packing measured and recommends: the interference profile and its cost, then per
+    job the recommendation, and where the measured best is not the predicted plan."""
     from numa_effects.tables import interference
 
     lines = []
@@ -65,9 +65,6 @@ def packing_lines(packing: pd.DataFrame | None, profile: pd.DataFrame | None) ->
     return lines
 
 
-SAME = "same_binding_as"  # cells.csv: the placement whose cell measured this one
-
-
 def reported_twice(cells: pd.DataFrame) -> pd.Series:
     """The rows of ``cells`` reported from another cell's measurement (``same_binding_as``)."""
     if cells.empty or SAME not in cells:
@@ -76,8 +73,7 @@ def reported_twice(cells: pd.DataFrame) -> pd.Series:
 
 
 def same_binding_lines(cells: pd.DataFrame) -> list[str]:
-    """One line on the cells measured once for two names (``plan.binding``): how many, and
-    which placement has which one's binding at which thread counts."""
+    """One line on the cells measured once for two names (``plan.binding``)."""
     same = cells[reported_twice(cells)]
     if same.empty:
         return []
@@ -92,8 +88,7 @@ def same_binding_lines(cells: pd.DataFrame) -> list[str]:
 
 
 def efficiency_lines(ok: pd.DataFrame) -> list[str]:
-    """The measured cells' efficiency range, and how many have none because they ran faster
-    than their peak allows (``tables.flops``: the peak under-measured)."""
+    """The cells' efficiency range, and how many have none (above their peak)."""
     if ok.empty or "efficiency" not in ok:
         return []
     known = pd.to_numeric(ok["efficiency"], errors="coerce").dropna()
@@ -113,8 +108,7 @@ def efficiency_lines(ok: pd.DataFrame) -> list[str]:
 
 
 def machine_line(machine: dict) -> str:
-    """The machine's line: its CPU and layout (imported results: the layout is not recorded,
-    so none is claimed)."""
+    """The machine's CPU and layout (an import records no layout: none is claimed)."""
     s = machine.get("summary", {})
     if "nodes" not in s:
         return f"  machine: {s.get('cpu_model', 'not recorded')}; layout not recorded"

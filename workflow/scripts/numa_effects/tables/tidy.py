@@ -1,10 +1,9 @@
 """The tidy tables' one reader and one writer (``results/tables/*.csv``).
 
-``read``: booleans become True / False / None (blank) in every column that holds them, whatever
-wrote them (pandas' True/False, true/false, 0/1: ``stats.as_bool``), and integer columns are
-integers (pandas' nullable Int64 where some rows are blank); a missing, empty or header-less file
-is an empty frame. ``write``: the CSV, atomically, and a Parquet copy beside it when pyarrow is
-installed."""
+``read``: booleans become True / False / None in every column that holds them, whatever wrote
+them (``stats.as_bool``), and integer columns integers (nullable Int64 where some are blank); a
+missing, empty or header-less file is an empty frame. ``write``: the CSV, atomically, and a
+Parquet copy beside it when pyarrow is installed."""
 
 from __future__ import annotations
 
@@ -58,9 +57,8 @@ INTEGER_COLUMNS = frozenset(
 
 
 def read(path, columns=()):
-    """A tidy table (pandas DataFrame) with typed columns: booleans parsed by ``as_bool``
-    (object dtype: True, False, None), integers as integers. A missing, empty or header-less
-    file is an empty frame with ``columns``."""
+    """A tidy table with typed columns (``typed``); a missing, empty or header-less file is an
+    empty frame with ``columns``."""
     if path is None or not os.path.exists(path) or os.path.getsize(path) <= 1:
         return pd.DataFrame(columns=list(columns))
     try:
