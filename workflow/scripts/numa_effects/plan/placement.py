@@ -141,9 +141,9 @@ def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     if len(topo.nodes) < 2:
         return f"remote needs at least 2 NUMA nodes; this machine has {len(topo.nodes)}"
     cpus = _node0_cpus(topo, t, use_smt, "remote")
-    return (
-        cpus if isinstance(cpus, str) else _make(topo, "remote", t, cpus, use_smt, topo.nodes[1:2])
-    )
+    if isinstance(cpus, str):
+        return cpus
+    return _make(topo, "remote", t, cpus, use_smt, topo.nodes[1:2])
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
