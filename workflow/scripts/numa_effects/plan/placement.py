@@ -95,8 +95,8 @@ def _unit(use_smt: bool) -> str:
     return "logical CPUs" if use_smt else "physical cores"
 
 
-def _make(topo, placement, t, cpus, use_smt, mem_nodes=None, mem_policy="bind") -> Plan:
-    """A plan of ``cpus``; memory bound to their nodes unless ``mem_nodes`` says where."""
+def _make(topo, placement, t, cpus, mem_policy, mem_nodes, use_smt) -> Plan:
+    """A plan of ``cpus``; ``mem_nodes`` None: their nodes."""
     cpus = tuple(sorted(cpus))
     cpu_nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
     cores = len({topo.cpu(c).siblings for c in cpus})
@@ -117,7 +117,7 @@ def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
     if t > len(order):
         return f"sequential needs {t} {_unit(use_smt)}, this machine has {len(order)}"
-    return _make(topo, "sequential", t, order[:t], use_smt)
+    return _make(topo, "sequential", t, order[:t], "bind", None, use_smt)
 
 
 def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
@@ -134,7 +134,7 @@ def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
                 f"{len(topo.node_cpus(node, use_smt))}"
             )
         picked.append(per_node[node].pop(0))
-    return _make(topo, "interleave", t, picked, use_smt)
+    return _make(topo, "interleave", t, picked, "bind", None, use_smt)
 
 
 def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
@@ -143,14 +143,14 @@ def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     cpus = _node0_cpus(topo, t, use_smt, "remote")
     if isinstance(cpus, str):
         return cpus
-    return _make(topo, "remote", t, cpus, use_smt, topo.nodes[1:2])
+    return _make(topo, "remote", t, cpus, "bind", topo.nodes[1:2], use_smt)
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     cpus = _node0_cpus(topo, t, use_smt, "mem-interleave")
     if isinstance(cpus, str):
         return cpus
-    return _make(topo, "mem-interleave", t, cpus, use_smt, topo.nodes, "interleave")
+    return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
 
 
 def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Plan | str:
@@ -171,7 +171,7 @@ def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Pla
     cpus = topo.node_cpus(cpu, use_smt)
     if t > len(cpus):
         return f"{name} needs {t} {_unit(use_smt)} on node {cpu}, which has {len(cpus)}"
-    return _make(topo, name, t, cpus[:t], use_smt, (mem,))
+    return _make(topo, name, t, cpus[:t], "bind", (mem,), use_smt)
 
 
 NODE_PAIR = "n{cpu}m{mem}"  # the family's registry name
@@ -403,7 +403,9 @@ def pack(
                 take = min(t - len(cpus_of[j]), len(free[n]))
                 cpus_of[j] += free[n][:take]
                 free[n] = free[n][take:]
-    return [_make(topo, PACKED, t, cpus_of[j], use_smt) for j, t in enumerate(threads)]
+    return [
+        _make(topo, PACKED, t, cpus_of[j], "bind", None, use_smt) for j, t in enumerate(threads)
+    ]
 
 
 def max_threads(topo: Topology, use_smt: bool = False) -> int:
