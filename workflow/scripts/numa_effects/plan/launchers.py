@@ -42,16 +42,8 @@ class Slot:
     def plan(self, topo: Topology, label: str = placement_mod.PACKED) -> placement_mod.Plan:
         """The binding the measuring stack enforces and verifies (``numactl_args``)."""
         cores = len({topo.cpu(c).siblings for c in self.cpus})
-        return placement_mod.Plan(
-            placement=label,
-            threads=int(self.threads),
-            cpus=tuple(sorted(self.cpus)),
-            cpu_nodes=self.nodes(topo),
-            mem_policy="bind" if self.mem_nodes else "local",
-            mem_nodes=tuple(self.mem_nodes) or self.nodes(topo),
-            use_smt=cores < len(self.cpus),
-            cores=cores,
-        )
+        nodes = self.nodes(topo)
+        return placement_mod.pinned(label, self.cpus, self.threads, nodes, self.mem_nodes, cores)
 
     def numactl(self) -> str:
         mem = f"--membind={cpulist.format(self.mem_nodes)}" if self.mem_nodes else "--localalloc"

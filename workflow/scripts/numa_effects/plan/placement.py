@@ -84,6 +84,22 @@ class Plan:
         )
 
 
+def pinned(label: str, cpus, threads: int, cpu_nodes, mem_nodes, cores: int) -> Plan:
+    """The binding of an instance named by its CPUs (a launcher's layout, the deploy answer's):
+    memory bound to ``mem_nodes``, or first-touch (``local``) where there are none."""
+    mem = tuple(mem_nodes)
+    return Plan(
+        placement=label,
+        threads=int(threads),
+        cpus=tuple(sorted(cpus)),
+        cpu_nodes=tuple(cpu_nodes),
+        mem_policy="bind" if mem else "local",
+        mem_nodes=mem or tuple(cpu_nodes),
+        use_smt=int(cores) < len(cpus),
+        cores=int(cores),
+    )
+
+
 @dataclass(frozen=True)
 class NotApplicable:
     placement: str

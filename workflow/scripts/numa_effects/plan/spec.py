@@ -404,7 +404,9 @@ def deploy(job: dict, configurations: dict) -> GroupSpec:
             options["compile_cache_dir"] = job["compile_cache_dir"]
         insts = []
         for i in conf["instances"]:
-            plan = pinned_plan(i["cpus"], i["threads"], i["mem_nodes"], i["nodes"], i["cores"])
+            plan = placement_mod.pinned(
+                PINNED, i["cpus"], i["threads"], i["nodes"], i["mem_nodes"], i["cores"]
+            )
             c = {**common, "threads": plan.threads, "batch_size": int(i["batch"])}
             insts.append(Instance(MODEL, c | {"use_smt": plan.use_smt}, plan, dict(options)))
         placed[name] = Configuration(tuple(insts))
@@ -413,19 +415,3 @@ def deploy(job: dict, configurations: dict) -> GroupSpec:
         "deploy", echo, placed, dict(job["settings"]), abba(placed, job["max_rounds"]),
         code=job.get("code"),
     )  # fmt: skip
-
-
-def pinned_plan(cpus, threads: int, mem_nodes, cpu_nodes, cores: int) -> Plan:
-    """The binding of an instance the job names by its CPUs: memory bound to ``mem_nodes``, or
-    first-touch (``local``) where there are none."""
-    mem = tuple(mem_nodes)
-    return Plan(
-        placement=PINNED,
-        threads=int(threads),
-        cpus=tuple(sorted(cpus)),
-        cpu_nodes=tuple(cpu_nodes),
-        mem_policy="bind" if mem else "local",
-        mem_nodes=mem or tuple(cpu_nodes),
-        use_smt=int(cores) < len(cpus),
-        cores=int(cores),
-    )
