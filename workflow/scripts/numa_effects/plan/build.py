@@ -138,12 +138,8 @@ class Plan:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
 
     def same_binding_rows(self) -> list[dict]:
-        """The cells reported from another cell's measurement (``plan.binding``), with
-        ``same_binding_as``: the placement that measures them."""
-        return [
-            {**key.as_dict(), "same_binding_as": self.grid.same[key].placement}
-            for key in sorted(self.grid.same)
-        ]
+        """The cells reported from another cell's measurement (``plan.binding``)."""
+        return self.grid.same_binding_rows()
 
     @property
     def cell_timeout_s(self) -> float:

@@ -133,6 +133,13 @@ class Grid:
         """Every cell the tables report: the measured ones and those with their bindings."""
         return sorted([*self.cells, *self.same])
 
+    def same_binding_rows(self) -> list[dict]:
+        """The ``same`` cells' keys with ``same_binding_as``: the placement that measures them."""
+        return [
+            {**key.as_dict(), "same_binding_as": self.same[key].placement}
+            for key in sorted(self.same)
+        ]
+
     def drawn(self) -> list[CellKey]:
         """The cells the report's figures are planned from: every reported cell but one that
         would be compared with itself."""

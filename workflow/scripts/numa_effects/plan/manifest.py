@@ -24,10 +24,7 @@ def content(grid: Grid, replicates: int, two_stage: dict | None = None) -> dict:
     skipped cells with their reasons, and the cells reported from another's measurement."""
     extra = {"two_stage": two_stage} if two_stage else {}
     if grid.same:
-        extra["same"] = [
-            {**key.as_dict(), "same_binding_as": grid.same[key].placement}
-            for key in sorted(grid.same)
-        ]
+        extra["same"] = grid.same_binding_rows()
     return {
         **extra,
         "replicates": int(replicates),

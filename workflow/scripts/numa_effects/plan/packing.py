@@ -134,10 +134,11 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     given = config.get("packing") or {}
     s = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
     use_smt = bool(config.get("use_smt", False))
+    # the grid measures the cells packing predicts from
+    measured = BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
     enabled = s["enabled"]
     if enabled == "auto":
-        sequential = BASELINE_PLACEMENT in config.get("placements", ())
-        enabled = len(set(threads)) >= 2 and sequential and not config.get("import")
+        enabled = len(set(threads)) >= 2 and measured
     opts = s["optimizations"] or list(config.get("optimizations", ()))[:1]
     batch_sizes = sorted({int(b) for b in config.get("batch_sizes", ())})
     out = {
@@ -158,7 +159,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1
     # the profile also serves the deploy answer's predictions (``profile``: it is measured)
-    on = bool(ig["enabled"]) and (out["enabled"] or profile) and sequential_measured(config)
+    on = bool(ig["enabled"]) and (out["enabled"] or profile) and measured
     out["interference"] = {
         "enabled": on,
         "batch": int(batch),
@@ -166,11 +167,6 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
         "profiles": profiles(out, topo, ig) if on else [],
     }
     return out
-
-
-def sequential_measured(config: dict) -> bool:
-    """Does the grid measure the cells packing predicts from (``sequential``, here)?"""
-    return BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
 
 
 def jobs(s: dict) -> list[dict]:
