@@ -61,8 +61,7 @@ ENV_KEYS = ("LD_PRELOAD", "MALLOC_CONF", *GLIBC_MALLOC_ENV)
 
 
 def settings_text(env: Mapping[str, str]) -> str:
-    """An allocator's settings as they read in a shell: ``NAME=value`` joined by spaces, every
-    variable of ``env`` but the preload."""
+    """An allocator's settings as a shell reads them: ``NAME=value`` but the preload."""
     return " ".join(f"{k}={v}" for k, v in env.items() if k != "LD_PRELOAD")
 
 
@@ -178,8 +177,7 @@ def find_library(
     dirs=STANDARD_DIRS,
     exists: Callable[[str], bool] = os.path.exists,
 ) -> str | None:
-    """The path to preload for ``alloc``: its first soname known to ldconfig, else found in
-    ``dirs``; None if missing (and for ``default``, which preloads nothing)."""
+    """The path to preload for ``alloc``: its first soname in ldconfig, else in ``dirs``."""
     ldconfig = ldconfig or {}
     for soname in alloc.sonames:
         if soname in ldconfig and exists(ldconfig[soname]):

@@ -22,8 +22,7 @@ IDENTICAL = "identical binding"  # a comparison of a cell with itself (degradati
 
 
 def of(plan: placement_mod.Plan) -> tuple:
-    """The binding ``numactl`` enforces for ``plan``: (CPUs, memory policy, memory nodes), an
-    interleave over one node as a bind to it."""
+    """The binding ``numactl`` enforces for ``plan``: (CPUs, memory policy, memory nodes)."""
     policy = "bind" if len(set(plan.mem_nodes)) == 1 else plan.mem_policy
     return (frozenset(plan.cpus), policy, frozenset(plan.mem_nodes))
 

@@ -220,8 +220,7 @@ class Plan:
         return spec_mod.interference(group, self.topology)
 
     def packing_timeout_s(self) -> float:
-        """A packing job's wall-time bound: fat and candidates, per replicate, each killed after
-        the cell timeout."""
+        """A packing job's wall-time bound: every configuration's cell timeout, per replicate."""
         configs = 1 + int(self.packing.get("measure_plans", 1))
         return configs * self.replicates * self.cell_timeout_s
 
@@ -271,8 +270,7 @@ class Plan:
         }
 
     def deploy_timeout_s(self) -> float:
-        """The deploy job's wall-time bound: every configuration of a generous plan in every
-        round, each killed after the cell timeout."""
+        """The deploy job's wall-time bound: a generous plan's cell timeouts in every round."""
         from numa_effects.plan import cost
 
         searched, plain = cost.deploy_configurations(self.deploy)
@@ -287,8 +285,7 @@ class Plan:
         return sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
 
     def placements(self) -> list[str]:
-        """The placements the report speaks of: the config's (families expanded), or the
-        imported cells'."""
+        """The placements the report speaks of: the config's (expanded), or the imported cells'."""
         if self.imported:
             return sorted({k["placement"] for k in self.imported_keys})
         names = self.config.get("placements") or ()

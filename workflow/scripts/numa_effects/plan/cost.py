@@ -123,8 +123,7 @@ def process_s(
 
 
 def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
-    """The run's estimate from a ``plan.build.Plan`` (``caps``: ``plan.cpu.Capabilities`` of the
-    machine, None = unknown clock)."""
+    """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
     from numa_effects.plan import optimizations as opts
 
     est = Estimate()
@@ -359,8 +358,7 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
 
 
 def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
-    """The deploy answer's rounds, up to the config's ``max_rounds``, in the time the budget
-    leaves: (config, what was said)."""
+    """The deploy answer's rounds in the time the budget leaves: (config, what was said)."""
     given = dict(config.get("deploy") or {})
     d = dict(current.get("deploy") or {})
     if not plan.deploy.get("measured") or "deploy" not in est.parts:

@@ -234,8 +234,7 @@ class Capabilities:
 
 
 def capabilities(info: CpuInfo, onednn_bf16: bool | None = None) -> Capabilities:
-    """The capabilities of a parsed cpuinfo; ``onednn_bf16``: the oneDNN probe's answer (None:
-    predicted from the flags)."""
+    """The capabilities of a parsed cpuinfo (``onednn_bf16``: the oneDNN probe's answer)."""
     bf16, bf16_source = bf16_state(info.flags, onednn_bf16)
     mhz, mhz_source = nominal_mhz(info)
     return Capabilities(

@@ -140,8 +140,7 @@ def applies(baseline: str, objective: str) -> bool:
 
 
 def objective_rows(s: dict) -> list[dict]:
-    """One row per question the run answers: ``latency`` for each batch size, ``throughput``
-    once (at any batch of the grid)."""
+    """One row per question: ``latency`` for each batch size, ``throughput`` once."""
     out = []
     for o in s["objectives"]:
         if o == LATENCY:

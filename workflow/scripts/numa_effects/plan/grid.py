@@ -141,8 +141,7 @@ class Grid:
         ]
 
     def drawn(self) -> list[CellKey]:
-        """The cells the report's figures are planned from: every reported cell but one that
-        would be compared with itself."""
+        """The cells the report's figures are planned from: not one compared with itself."""
         return [k for k in self.reported() if not binding_mod.compared_with_itself(k, self.same)]
 
 
@@ -194,8 +193,7 @@ def fill_keys(df):
 
 
 def keyed(df):
-    """``df`` with every key column (``fill_keys``) when it is a table of cells (it has
-    ``model`` and ``opt``); any other table (or None) as it is."""
+    """``df`` with every key column (``fill_keys``) when it is a table of cells, else as it is."""
     if df is None or not {"model", "opt"} <= set(df.columns):
         return df
     return fill_keys(df)

@@ -230,8 +230,7 @@ def run_cpu_allocator(environ=None) -> tuple[str, str]:
 
 
 def all_cores(topo: Topology) -> list[Slot]:
-    """One process, no binding: every logical CPU, one thread per physical core (torch's
-    default), memory first-touch."""
+    """One process, no binding: every CPU, torch's default threads, memory first-touch."""
     cpus = tuple(sorted(c.cpu for c in topo.cpus))
     return [Slot(cpus, sum(1 for c in topo.cpus if c.primary), ())]
 

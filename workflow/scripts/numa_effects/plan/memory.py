@@ -95,8 +95,7 @@ def estimate(
 
 
 def machine_bytes(topo=None) -> int | None:
-    """This machine's memory (MemTotal); None when the grid is planned against a ``topology``
-    file (another machine, whose memory is not known)."""
+    """This machine's memory (MemTotal); None when planning for a ``topology`` file."""
     if topo is not None and getattr(topo, "source", "") != "sysfs:/":
         return None
     try:

@@ -33,8 +33,7 @@ class Requirement:
     install: str
 
     def found(self, path: str | None = None) -> str | None:
-        """The first target present: a package's name, or a program's path on ``path`` (None:
-        ``PATH``); None when none is."""
+        """The first target present: a package's name, or a program's path on ``path``."""
         if self.kind == "package":
             return next((t for t in self.targets if importlib.util.find_spec(t) is not None), None)
         return next((p for p in (shutil.which(t, path=path) for t in self.targets) if p), None)
@@ -117,8 +116,7 @@ def native_on(opt: Optimization, caps) -> bool:
 
 
 def precision_note(opt: Optimization, caps) -> str | None:
-    """The mark a cell of ``opt`` carries on this CPU when its dtype is not native (None: no
-    mark)."""
+    """The mark a cell of ``opt`` carries on this CPU when its dtype is not native."""
     if native_on(opt, caps):
         return None
     if opt.native == "bf16":

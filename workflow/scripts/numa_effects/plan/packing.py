@@ -82,8 +82,7 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
 
 
 def profile_plan(topo, budget: int, threads: int, k: int, use_smt: bool):
-    """The placement of a profile group: ``k`` instances of ``threads`` threads packed on
-    ``budget`` cores as ``placement.pack`` places a plan."""
+    """``k`` instances of ``threads`` threads packed on ``budget`` cores (``placement.pack``)."""
     from numa_effects.plan import placement
 
     return placement.pack(topo, [threads] * k, budget, use_smt)
@@ -197,8 +196,7 @@ def interference_jobs(s: dict) -> list[dict]:
 
 
 def profile_cost(s: dict, replicates: int) -> dict:
-    """What the profile adds: jobs, measured configurations, instance processes, and the upper
-    bound of their timed seconds."""
+    """What the profile adds: jobs, configurations, processes, and their timed seconds at most."""
     jobs_ = interference_jobs(s)
     configs = sum(1 + len(j["instances"]) for j in jobs_) * int(replicates)
     processes = sum(1 + sum(j["instances"]) for j in jobs_) * int(replicates)

@@ -194,8 +194,7 @@ NODE_PAIR = "n{cpu}m{mem}"  # the family's registry name
 
 
 def pair_of(label_text: str) -> tuple[int, int] | None:
-    """(CPU node, memory node) of a node-pair label (``n0m1``, ``n0m1+smt``); None for any other
-    placement."""
+    """(CPU node, memory node) of a node-pair label (``n0m1+smt``); None for other placements."""
     entry, fields = lookup(parse_label(str(label_text))[0])
     return (fields["cpu"], fields["mem"]) if entry.name == NODE_PAIR else None
 
@@ -296,8 +295,7 @@ PLACEMENTS: dict[str, Placement] = by_name(
 
 
 def lookup(name: str) -> tuple[Placement, dict]:
-    """The registry entry of a placement name (not a ``+smt`` label) and its field values.
-    Raises ValueError naming the known placements."""
+    """The registry entry of a placement name (not a ``+smt`` label) and its field values."""
     for entry in PLACEMENTS.values():
         fields = entry.match(name)
         if fields is not None:
@@ -439,8 +437,7 @@ def numactl_cell(p: Plan | NotApplicable, skipped: str) -> str:
 
 
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
-    """A Markdown table of the numactl arguments of every fixed placement at the given thread
-    counts (docs/placements.md's examples)."""
+    """docs/placements.md's table of every fixed placement's numactl arguments."""
     lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
     for name in (n for n, entry in PLACEMENTS.items() if not entry.fields):
         for t in threads:

@@ -70,8 +70,7 @@ def reason(
 
 
 def default_seconds(rule: str, plan) -> float:
-    """What one job of ``rule`` takes by the settings of ``plan`` (a ``build.Plan``): its time
-    budgets and starts."""
+    """What one job of ``rule`` takes by the settings of ``plan``: its time budgets and starts."""
     config = plan.config
     if rule == "cell":
         return float(config.get("max_seconds_per_cell") or 0) + START_S

@@ -83,8 +83,7 @@ def with_defaults(settings: dict) -> dict:
 
 
 def memory_timeout_s(config: dict) -> float:
-    """Seconds before a memory job is killed: ``MEMORY_TIMEOUT_S`` plus the config's
-    ``cell_timeout_margin_s`` where it sets one (a slow machine)."""
+    """Seconds before a memory job is killed, with the config's ``cell_timeout_margin_s``."""
     margin = config.get("cell_timeout_margin_s")
     return MEMORY_TIMEOUT_S + (float(margin) if margin is not None else 0.0)
 

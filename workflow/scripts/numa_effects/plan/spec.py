@@ -269,8 +269,7 @@ def cell(
 
 
 def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None, window: int = 1) -> Spec:
-    """One window of the peak of one dtype at a placement and thread count (``plan.peaks``);
-    its placement as the grid labels it."""
+    """One window of the peak of one dtype at a placement and thread count (``plan.peaks``)."""
     c = {"kind": "peak", "placement": plan.label, "threads": plan.threads, "dtype": dtype}
     c |= {"window": int(window), "use_smt": plan.use_smt}
     return one(PEAK, c, plan, settings, code=code)

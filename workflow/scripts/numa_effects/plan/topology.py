@@ -256,8 +256,7 @@ def _node_memory(node_dir: Path) -> tuple[int, ...]:
 
 
 def _node_distances(node_dir: Path) -> dict[int, dict[int, int]]:
-    """The firmware's distance table: row ``node*/distance`` has one column per online node in
-    ascending order; {} when there is no such file."""
+    """The firmware's distance table: a column per online node in each ``node*/distance``."""
     dirs = _node_dirs(node_dir)
     online_file = node_dir / "online"
     online = cpulist.parse(_read(online_file)) if online_file.exists() else tuple(dirs)
