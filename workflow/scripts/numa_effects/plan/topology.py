@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from numa_effects.plan import cpulist
@@ -144,15 +144,7 @@ class Topology:
             "distances": {
                 str(i): {str(j): d for j, d in row.items()} for i, row in self.distances.items()
             },
-            "cpus": [
-                {
-                    "cpu": c.cpu,
-                    "node": c.node,
-                    "package": c.package,
-                    "siblings": cpulist.format(c.siblings),
-                }
-                for c in self.cpus
-            ],
+            "cpus": [{**asdict(c), "siblings": cpulist.format(c.siblings)} for c in self.cpus],
         }
 
     @classmethod
