@@ -1,22 +1,14 @@
-"""The registry of memory allocators a cell can run with (the ``allocator`` axis), and how each is
-found, preloaded and proven.
+"""The registry of memory allocators (the ``allocator`` axis), and how each is found, preloaded
+and proven.
 
-``default`` is glibc's malloc (ptmalloc2), what ``python`` uses unless told otherwise;
-``glibc_tuned`` is the same malloc set by its environment variables to keep what it frees
-(``GLIBC_TUNED_ENV``); the others are preloaded into the pinned child with ``LD_PRELOAD``
-(``child_env``), as ``torch.backends.xeon.run_cpu`` does. A preload can silently fail (a wrong
-path is ignored by the dynamic loader with a warning on stderr), so the child proves it from
-inside: the library must be mapped in ``/proc/self/maps`` (``verify``), and ``default`` must have
-none of them mapped (an inherited ``LD_PRELOAD`` would otherwise measure tcmalloc under the label
-of glibc). glibc's settings are proven by their effect: a malloc of ``HEAP_PROBE_BYTES``, which
-glibc's defaults serve with mmap, must come from the heap (``probe``). Every cell's environment
-drops inherited glibc malloc settings first (``GLIBC_MALLOC_ENV``, ``glibc.malloc.*`` tunables),
-so an axis value means one configuration.
-
-Everything here is pure (text in, dict out) except ``locate``, ``ldconfig_text``, ``version``,
-``glibc_version`` and ``probe``, which read the machine. A library that is missing makes its
-cells skipped with ``skip_reason``: the sonames looked for and the install line, never a silent
-glibc run.
+``default`` is glibc's malloc as ``python`` uses it; ``glibc_tuned`` is the same malloc kept by
+environment variables from giving memory back; the others are preloaded with ``LD_PRELOAD``
+(``child_env``), as ``torch.backends.xeon.run_cpu`` does. A preload can fail silently, so the
+child proves it from inside (``verify``): the library must be mapped in ``/proc/self/maps``, a
+``default`` cell must map none, and glibc's settings must keep a large malloc in the heap
+(``probe``). Every cell's environment drops inherited glibc malloc settings first, so an axis
+value means one configuration. A missing library skips its cells (``skip_reason``).
+Pure except ``locate``, ``ldconfig_text``, ``version``, ``glibc_version`` and ``probe``.
 """
 
 from __future__ import annotations
@@ -25,6 +17,8 @@ import os
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from numa_effects.plan.optimizations import by_name
 
 INSTALL_SCRIPT = "tools/install-system-deps --allocators"
 # Where a library is looked for when ldconfig does not list it (Debian/Ubuntu multiarch first).
@@ -42,9 +36,8 @@ RUN_CPU_JEMALLOC_CONF = "oversize_threshold:1,background_thread:true,metadata_th
 # on every iteration and was slower than glibc on ResNet-50 batch 16 here; with these it was
 # ~1.5x faster, like tcmalloc (benchmarks/results/2026-12-01-precision-first-measurements.md).
 JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
-# glibc's malloc settings read from the environment (mallopt(3), ENVIRONMENT). An inherited one
-# would change what a cell's allocator is, so every cell's environment drops them (and the
-# glibc.malloc.* entries of GLIBC_TUNABLES) before its allocator sets its own.
+# glibc's malloc settings read from the environment (mallopt(3)): an inherited one would change
+# what a cell's allocator is, so every cell's environment drops them.
 GLIBC_MALLOC_ENV = (
     "MALLOC_ARENA_MAX",
     "MALLOC_ARENA_TEST",
@@ -68,8 +61,7 @@ ENV_KEYS = ("LD_PRELOAD", "MALLOC_CONF", *GLIBC_MALLOC_ENV)
 
 
 def settings_text(env: Mapping[str, str]) -> str:
-    """An allocator's settings as they read in a shell: ``NAME=value`` joined by spaces, every
-    variable of ``env`` but the preload."""
+    """An allocator's settings as a shell reads them: ``NAME=value`` but the preload."""
     return " ".join(f"{k}={v}" for k, v in env.items() if k != "LD_PRELOAD")
 
 
@@ -99,45 +91,42 @@ class Allocator:
         return f"{INSTALL_SCRIPT} (apt-get install {self.package})"
 
 
-ALLOCATORS: dict[str, Allocator] = {
-    a.name: a
-    for a in (
-        Allocator(
-            "default",
-            "glibc malloc (ptmalloc2), nothing preloaded",
-            label="glibc",
-            color="#0173b2",
-        ),
-        Allocator(
-            "glibc_tuned",
-            "glibc malloc kept from giving memory back, nothing preloaded: "
-            + settings_text(GLIBC_TUNED_ENV),
-            env=GLIBC_TUNED_ENV,
-            heap_probe=HEAP_PROBE_BYTES,
-            label="glibc, tuned",
-            color="#56b4e9",
-        ),
-        Allocator(
-            "jemalloc",
-            f"jemalloc preloaded, MALLOC_CONF={JEMALLOC_CONF}",
-            sonames=("libjemalloc.so.2",),
-            package="libjemalloc2",
-            env={"MALLOC_CONF": JEMALLOC_CONF},
-            maps_key="libjemalloc",
-            label="jemalloc",
-            color="#d55e00",
-        ),
-        Allocator(
-            "tcmalloc",
-            "gperftools tcmalloc (minimal) preloaded",
-            sonames=("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
-            package="libtcmalloc-minimal4",
-            maps_key="libtcmalloc",
-            label="tcmalloc",
-            color="#029e73",
-        ),
-    )
-}
+ALLOCATORS: dict[str, Allocator] = by_name(
+    Allocator(
+        "default",
+        "glibc malloc (ptmalloc2), nothing preloaded",
+        label="glibc",
+        color="#0173b2",
+    ),
+    Allocator(
+        "glibc_tuned",
+        "glibc malloc kept from giving memory back, nothing preloaded: "
+        + settings_text(GLIBC_TUNED_ENV),
+        env=GLIBC_TUNED_ENV,
+        heap_probe=HEAP_PROBE_BYTES,
+        label="glibc, tuned",
+        color="#56b4e9",
+    ),
+    Allocator(
+        "jemalloc",
+        f"jemalloc preloaded, MALLOC_CONF={JEMALLOC_CONF}",
+        sonames=("libjemalloc.so.2",),
+        package="libjemalloc2",
+        env={"MALLOC_CONF": JEMALLOC_CONF},
+        maps_key="libjemalloc",
+        label="jemalloc",
+        color="#d55e00",
+    ),
+    Allocator(
+        "tcmalloc",
+        "gperftools tcmalloc (minimal) preloaded",
+        sonames=("libtcmalloc_minimal.so.4", "libtcmalloc.so.4"),
+        package="libtcmalloc-minimal4",
+        maps_key="libtcmalloc",
+        label="tcmalloc",
+        color="#029e73",
+    ),
+)
 # Every allocator library the verification recognises (a default cell must map none of them).
 FOREIGN_KEYS = ("libjemalloc", "libtcmalloc", "libmimalloc", "libhoard")
 # glibc's malloc as it comes: PackRat's allocator, and what a result or table that predates the
@@ -153,24 +142,21 @@ def get(name: str) -> Allocator:
 
 
 def order(name: str) -> tuple:
-    """Sort key of an allocator name: registry order, unknown names last (by name)."""
+    """Sort key: registry order, unknown names last (by name)."""
     known = list(ALLOCATORS)
     return (known.index(name) if name in known else len(known), name)
 
 
 def baseline(names: Iterable) -> str:
-    """The allocator a run is compared from (``tables/precision.csv``'s float32 eager), whose
-    cells the report's one-allocator figures show and packing predicts from and runs its groups
-    with: glibc as it comes where the run has it (PackRat's grid), else the first of ``names``
-    in registry order (the default grid's ``glibc_tuned``); ``GLIBC`` for none (a table that
-    predates the axis)."""
+    """The allocator a run is compared from (the one-allocator figures, packing): glibc as it
+    comes where the run has it, else the first of ``names`` in registry order; ``GLIBC`` for
+    none (a table that predates the axis)."""
     got = {str(n) for n in names if n is not None and n == n}
     if not got or GLIBC in got:
         return GLIBC
     return min(got, key=order)
 
 
-# -- finding the library --------------------------------------------------------------------------
 def parse_ldconfig(text: str) -> dict[str, str]:
     """``{soname: path}`` of the 64-bit x86 libraries in ``ldconfig -p`` output, e.g. the line
     ``\tlibjemalloc.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libjemalloc.so.2``."""
@@ -191,8 +177,7 @@ def find_library(
     dirs=STANDARD_DIRS,
     exists: Callable[[str], bool] = os.path.exists,
 ) -> str | None:
-    """The path to preload for ``alloc``: its first soname known to ldconfig, else found in
-    ``dirs``; None if missing (and for ``default``, which preloads nothing)."""
+    """The path to preload for ``alloc``: its first soname in ldconfig, else in ``dirs``."""
     ldconfig = ldconfig or {}
     for soname in alloc.sonames:
         if soname in ldconfig and exists(ldconfig[soname]):
@@ -232,7 +217,6 @@ def skip_reason(alloc: Allocator, path: str | None) -> str | None:
     )
 
 
-# -- the child's environment ---------------------------------------------------------------
 def _foreign(entry: str) -> bool:
     base = os.path.basename(entry)
     return any(key in base for key in FOREIGN_KEYS)
@@ -245,11 +229,8 @@ def _without_malloc_tunables(tunables: str) -> str:
 
 
 def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment of a pinned child running with ``alloc``: ``environ`` with every
-    allocator library removed from ``LD_PRELOAD`` (an inherited preload would change what the
-    label says) and every inherited glibc malloc setting (``GLIBC_MALLOC_ENV``, the
-    ``glibc.malloc.*`` tunables), ``path`` put first for a preloaded allocator, and its ``env``
-    set (replacing an inherited value, so an axis value means one configuration)."""
+    """The environment of a pinned child running with ``alloc``: ``environ`` without inherited
+    allocator preloads and glibc malloc settings, ``path`` preloaded first, ``alloc.env`` set."""
     if alloc.preloaded and not path:
         raise ValueError(f"allocator {alloc.name} has no library to preload")
     env = dict(environ)
@@ -274,25 +255,22 @@ def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) ->
     return env
 
 
-# -- proof from inside the child -----------------------------------------------------------------
+def _mappings(maps_text: str) -> list[tuple[str, str]]:
+    """(address range, path) of each named mapping in ``/proc/<pid>/maps`` text."""
+    rows = [line.split(None, 5) for line in maps_text.splitlines()]
+    return [(parts[0], parts[5].strip()) for parts in rows if len(parts) == 6]
+
+
 def mapped_libraries(maps_text: str) -> list[str]:
     """The allocator libraries mapped in a process, from its ``/proc/<pid>/maps`` text."""
-    found = []
-    for line in maps_text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6:
-            path = parts[5].strip()
-            if _foreign(path) and path not in found:
-                found.append(path)
-    return found
+    return list(dict.fromkeys(path for _, path in _mappings(maps_text) if _foreign(path)))
 
 
 def heap_range(maps_text: str) -> tuple[int, int] | None:
     """(start, end) of the ``[heap]`` mapping in ``/proc/<pid>/maps`` text (None: no heap)."""
-    for line in maps_text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].strip() == "[heap]":
-            start, _, end = parts[0].partition("-")
+    for where, path in _mappings(maps_text):
+        if path == "[heap]":
+            start, _, end = where.partition("-")
             return int(start, 16), int(end, 16)
     return None
 
@@ -317,9 +295,7 @@ def probe(nbytes: int) -> tuple[int, str]:
 def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -> dict:
     """Is the process running with ``alloc``? ``ok``, the libraries mapped, and on failure a
     ``cause`` (``allocator_not_loaded`` | ``foreign_allocator``) and a one-line ``message``.
-    ``probe_address``: where a malloc of ``alloc.heap_probe`` bytes landed (``probe``; with
-    ``maps_text`` read while it was held): outside ``[heap]``, glibc's settings did not take
-    effect (``allocator_not_loaded``)."""
+    ``probe_address``: where a malloc of ``alloc.heap_probe`` bytes landed (``probe``)."""
     mapped = mapped_libraries(maps_text)
     own = [p for p in mapped if alloc.maps_key and alloc.maps_key in os.path.basename(p)]
     foreign = [p for p in mapped if p not in own]
@@ -352,7 +328,6 @@ def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -
     return out
 
 
-# -- versions ------------------------------------------------------------------------------------
 def parse_dpkg_version(text: str) -> str | None:
     """The version from ``dpkg-query -W -f='${Version}' PKG`` output."""
     text = text.strip()

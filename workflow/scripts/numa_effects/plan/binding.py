@@ -1,23 +1,13 @@
 """When two placements are the same binding, and which cell measures it.
 
-A cell's *binding* is what ``numactl`` enforces for its plan (``placement.Plan``): the set of
-CPUs (``--physcpubind``) and the memory policy with its nodes (``--membind`` or
-``--interleave``). Two plans are the same binding when their CPU sets are equal and their
-memory policies place pages alike. An interleave over one node places every page on that node,
-as a bind to it does, so it counts as that bind (``mem-interleave`` on a one-node machine is
-``sequential``); the two differ only once that node is full (a bind fails, an interleave falls
-back to another node). The placement's name, its ``+smt`` label, the thread count the planner was
-asked for and the number of physical cores do not enter: threads follow from the CPUs (one
-per CPU), and the process cannot tell the names apart.
-
-Where two cells of a grid differ only in their placement and have the same binding (on the
-planning machine: ``interleave`` at one thread everywhere, ``n0m0`` at the thread counts node 0
-holds, ``interleave`` and ``mem-interleave`` at every thread count on a one-node machine),
-``measured_once`` names one of them to be measured, the first in the placement registry's
-order (``sequential`` before ``interleave``, a fixed placement before a node pair), and maps the
-others to it: they have no job of their own, and the tables report its numbers under their
-names, saying so (``same_binding_as``). Config key ``same_bindings: each`` measures every
-placement on its own (an A/A check of the statistics: ``benchmarks/aa.py``)."""
+A cell's *binding* is what ``numactl`` enforces for its plan: the CPU set and the memory policy
+with its nodes. An interleave over one node places every page on that node, so it counts as a
+bind to it; names, ``+smt`` labels and thread counts do not enter (threads follow from the
+CPUs). Where cells differ only in their placement and have the same binding (``interleave`` at
+one thread, ``n0m0`` within node 0, ``mem-interleave`` on a one-node machine), ``measured_once``
+measures the first in the registry's order and the tables report its numbers under the others'
+names (``same_binding_as``). ``same_bindings: each`` measures every placement on its own (an A/A
+check of the statistics: ``benchmarks/aa.py``)."""
 
 from __future__ import annotations
 
@@ -32,8 +22,7 @@ IDENTICAL = "identical binding"  # a comparison of a cell with itself (degradati
 
 
 def of(plan: placement_mod.Plan) -> tuple:
-    """The binding ``numactl`` enforces for ``plan``: (CPUs, memory policy, memory nodes), an
-    interleave over one node as a bind to it."""
+    """The binding ``numactl`` enforces for ``plan``: (CPUs, memory policy, memory nodes)."""
     policy = "bind" if len(set(plan.mem_nodes)) == 1 else plan.mem_policy
     return (frozenset(plan.cpus), policy, frozenset(plan.mem_nodes))
 
@@ -52,10 +41,9 @@ def rank(label: str) -> tuple:
 
 
 def measured_once(cells: Mapping) -> dict:
-    """{cell key: the key of the cell that measures it} for every cell of ``cells`` (grid key
-    -> ``placement.Plan``; keys with a ``placement`` field and ``as_dict``) that has the binding
-    of another cell with the same values of every other key; the cell chosen (``rank``) is not
-    a key of the result. Empty when no two cells share a binding."""
+    """{cell key: the key of the cell that measures it} for every cell of ``cells`` (key ->
+    ``placement.Plan``) with the binding of another cell at the same other keys; the cell
+    chosen (``rank``) is not a key of the result."""
     groups: dict[tuple, list] = {}
     for key, plan in cells.items():
         rest = tuple((k, v) for k, v in key.as_dict().items() if k != "placement")
@@ -68,9 +56,8 @@ def measured_once(cells: Mapping) -> dict:
 
 
 def compared_with_itself(key, same: Mapping) -> bool:
-    """True when the cell ``key`` and the cell of its baseline (``placement.baseline_of``) at
-    the same other keys are one measurement (``same``: ``measured_once``'s mapping): their
-    comparison is the measurement with itself."""
+    """True when the cell ``key`` and its baseline's cell at the same other keys are one
+    measurement (``same``: ``measured_once``'s mapping)."""
     base = placement_mod.baseline_of(key.placement)
     if base is None:
         return False

@@ -1,18 +1,9 @@
 """The workflow's plan: everything the rules need, computed once from the checked config and the
 planning topology. ``build(config, topology, ...) -> Plan`` is pure (no I/O, no module state):
 the .smk files only read from the plan, so what runs is a function of its inputs and the order
-of ``include:`` statements cannot change it.
-
-A plan holds the grid (runnable and skipped cells), each cell's replicates, their order and
-priority, the cell specs (``plan.spec``), the peak jobs (``plan.peaks``' windows of each placement,
-threads and dtype of the grid's runnable cells, a node pair's at its CPU node's diagonal, spread
-over the job order), the memory jobs (one per (CPU node, memory node) pair of the grid's runnable
-node-pair cells), the packing jobs, the imported cells (PackRat), the grid manifest, the code
-digests that decide re-runs, and every output path (``plan.paths``). A grid in which every cell is
-skipped is a valid plan: it measures nothing, and the tables and report list the skipped cells with
-their reasons. A comparison of result folders (config key ``compare``, ``compare.settings``) is a
-plan with no grid: it measures nothing, and what it asks for (``targets``) is the comparison's
-tables and page only."""
+of ``include:`` statements cannot change it. A grid in which every cell is skipped is a valid
+plan (it measures nothing; the report lists the skipped cells), and so is an import (PackRat)
+or a comparison of result folders (``compare``): no grid, only their tables and page."""
 
 from __future__ import annotations
 
@@ -46,11 +37,8 @@ class Plan:
     grid: grid_mod.Grid
     replicates: int
     order: tuple  # ((CellKey, replicate), ...) in the order the cell jobs run
-    # (placement label, threads, dtype) -> placement.Plan; {} with peak: false or imports
-    peak: dict
-    # (cpu node, memory node) -> placement.Plan of 1 thread: one memory probe job per pair of
-    # the grid's runnable node-pair cells; {} without node-pair cells
-    memory: dict
+    peak: dict  # (placement label, threads, dtype) -> placement.Plan
+    memory: dict  # (cpu node, memory node) -> 1-thread placement.Plan (memory_jobs)
     packing: dict  # the resolved packing settings (plan.packing.settings)
     packing_jobs: tuple  # one dict of wildcards per packing measurement job
     interference_jobs: tuple  # one dict per interference profile job (wildcards + group sizes)
@@ -59,10 +47,9 @@ class Plan:
     code: dict  # layer -> digest of its code's content (plan.code)
     compare: dict | None = None  # the resolved compare key (compare.settings); None = no comparison
     compare_keys: tuple = ()  # the matched cells' keys and compared run (``run``), as dicts
-    # the resolved two_stage key (plan.stages): None = every cell runs ``replicates`` processes;
-    # else ``replicates`` is the first stage and ``order`` is planned up to the cap
+    # the resolved two_stage key (plan.stages): ``replicates`` is then the first stage and
+    # ``order`` is planned up to the cap
     two_stage: dict | None = None
-    # the resolved deploy key (plan.deploy.settings); {"enabled": False} = no answer
     deploy: dict = field(default_factory=lambda: {"enabled": False, "measured": False})
     manifest: dict = field(init=False)
     _priority: dict = field(init=False, repr=False)
@@ -75,7 +62,6 @@ class Plan:
         prio = {job: peaks_mod.cell_priority(i, n) for i, job in enumerate(self.order)}
         object.__setattr__(self, "_priority", prio)
 
-    # -- paths ----------------------------------------------------------------------------------
     @property
     def results(self) -> str:
         return self.config["results"]
@@ -100,7 +86,6 @@ class Plan:
         """The two-stage checkpoint's counts file (plan.stages); None without ``two_stage``."""
         return stages_mod.path(self.results, self.manifest_path) if self.two_stage else None
 
-    # -- cells ----------------------------------------------------------------------------------
     @property
     def measured(self) -> bool:
         """False for an import or a comparison: nothing is measured on this machine."""
@@ -111,22 +96,19 @@ class Plan:
         return self._priority.get((key, int(replicate)), 0)
 
     def cell_outputs(self, counts: dict | None = None) -> list[str]:
-        """Every replicate of every cell (one result file each), in the order they run. Under
-        ``two_stage``: the first stage's, and with ``counts`` (``stages.read`` of the
-        checkpoint's file) each cell's further ones up to its count."""
+        """Every replicate's result file in run order; under ``two_stage`` the first stage's, and
+        with ``counts`` (``stages.read``) each cell's further ones up to its count."""
         counts = counts or {}
         return [
             k.path(self.results, r) for k, r in self.order if r <= counts.get(k, self.replicates)
         ]
 
     def cell_spec(self, key, replicate: int) -> spec_mod.Spec:
-        """Everything the pinned cell process needs; a change here re-runs the cell (the spec is
-        the job's params, with the measuring code's digest: ``plan.code``)."""
+        """Everything the pinned cell process needs: the job's params, so a change re-runs it."""
         cache = None
         if optimizations_mod.OPTIMIZATIONS[key.opt].compile_cache:
-            # torch.compile's cache lives under results/ so the processes of a run share kernels;
-            # as the results folder is named (relative to the run's directory, where the job
-            # runs): an absolute path would make a moved or copied run re-measure every cell
+            # under results/ so a run's processes share kernels; relative, as an absolute path
+            # would make a moved or copied run re-measure every cell
             cache = self.path(paths.COMPILE_CACHE)
         return spec_mod.cell(
             key.as_dict(),
@@ -140,10 +122,9 @@ class Plan:
         )
 
     def _cell_plan(self, key):
-        """The cell's placement plan. A cell this parse skips for what this machine offers (a
-        cluster job's node re-parses the workflow: an allocator library or a package missing
-        there) keeps its plan, so the job runs and fails with its cause (the front door,
-        ``measure.job``, checks again) instead of the workflow failing."""
+        """The cell's placement plan. A cell skipped for what this machine offers (a cluster
+        node re-parsing the workflow lacks a library) keeps its plan, so the job runs and fails
+        with its cause (``measure.job`` checks again) instead of the workflow failing."""
         if key in self.grid.cells:
             return self.grid.cells[key]
         planned = placement_mod.plan(
@@ -157,18 +138,13 @@ class Plan:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
 
     def same_binding_rows(self) -> list[dict]:
-        """The cells reported from another cell's measurement (``plan.binding``): their keys
-        and ``same_binding_as``, the placement of the cell that measures them."""
-        return [
-            {**key.as_dict(), "same_binding_as": self.grid.same[key].placement}
-            for key in sorted(self.grid.same)
-        ]
+        """The cells reported from another cell's measurement (``plan.binding``)."""
+        return self.grid.same_binding_rows()
 
     @property
     def cell_timeout_s(self) -> float:
         return settings_mod.cell_timeout_s(self.config)
 
-    # -- peak and FLOPs -------------------------------------------------------------------------
     def peak_outputs(self) -> list[str]:
         """Every window of every peak (``plan.peaks``), window by window."""
         windows = range(1, peaks_mod.WINDOWS + 1)
@@ -181,16 +157,14 @@ class Plan:
     def peak_spec(
         self, placement: str, threads: int, dtype: str = "float32", window: int = 1
     ) -> spec_mod.Spec:
-        """What the pinned peak process of one dtype's window needs: the ``dtype_peaks``
-        workload, each of the dtype's kernels back to back in every step."""
+        """What the pinned peak process of one dtype's window needs."""
         plan = self.peak[(placement, int(threads), dtype)]
         settings = settings_mod.peak_settings(self.config)
         code = self.code.get("measure")
         return spec_mod.peak(plan, dtype, settings, code=code, window=int(window))
 
     def peak_priority(self, window: int) -> int:
-        """Snakemake priority of a peak window's jobs: between the cells around its slot in
-        ``order`` (``plan.peaks``)."""
+        """Snakemake priority of a peak window's jobs (``plan.peaks``)."""
         return peaks_mod.priorities(self.order, self.replicates)[int(window) - 1]
 
     def memory_outputs(self) -> list[str]:
@@ -198,14 +172,11 @@ class Plan:
 
     @property
     def memory_timeout_s(self) -> float:
-        """Seconds before a memory job is killed (``settings.memory_timeout_s``)."""
         return settings_mod.memory_timeout_s(self.config)
 
     def memory_spec(self, cpu: int, mem: int) -> spec_mod.Spec:
-        """What the pinned memory probe of one node pair needs: the ``memory_probe`` workload
-        on 1 core of node ``cpu``, memory bound to node ``mem``; the compiled probe is cached
-        under the results folder (relative like the compile cache: a copied run must not re-run
-        its memory jobs)."""
+        """What the pinned memory probe of one node pair needs; its compiled probe cached under
+        the results folder (relative like the compile cache)."""
         plan = self.memory[(int(cpu), int(mem))]
         settings = settings_mod.memory_settings(self.config)
         cache = self.path(paths.MEMORY_PROBE_CACHE)
@@ -217,7 +188,6 @@ class Plan:
         size = int(self.config["image_size"])
         return [{"model": m, "batch_size": b, "image_size": size} for m, b in keys]
 
-    # -- packing --------------------------------------------------------------------------------
     def packing_plan_paths(self) -> list[str]:
         pairs = sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
         return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in pairs]
@@ -226,20 +196,17 @@ class Plan:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
 
     def interference_run_paths(self) -> list[str]:
+        keys = ("model", "opt", "budget", "threads")
         return [
-            self.path(
-                paths.INTERFERENCE_RUN,
-                **{k: j[k] for k in ("model", "opt", "budget", "threads")},
-            )
+            self.path(paths.INTERFERENCE_RUN, **{k: j[k] for k in keys})
             for j in self.interference_jobs
         ]
 
     def interference_spec(
         self, model: str, opt: str, budget: int, threads: int
     ) -> spec_mod.GroupSpec:
-        """What an interference profile job measures (run_interference.py): alone and groups of
-        ``instances`` identical instances of ``threads`` threads and the profile's batch,
-        placed on the planning topology (the job re-makes them where it runs and compares)."""
+        """What an interference profile job measures (``spec.interference``), placed on the
+        planning topology (the job re-makes them where it runs and compares)."""
         (job,) = [
             j
             for j in self.interference_jobs
@@ -248,14 +215,12 @@ class Plan:
         ]
         ig = self.packing["interference"]
         base = self.packing_job(model, opt)
-        settings = {**settings_mod.of(self.config), "max_seconds_per_cell": ig["max_seconds"]}
         group = {**base, "budget": int(budget), "threads": int(threads), "batch": ig["batch"]}
-        group |= {"instances": list(job["instances"]), "settings": settings}
+        group |= {"instances": list(job["instances"]), "settings": self._settings(ig)}
         return spec_mod.interference(group, self.topology)
 
     def packing_timeout_s(self) -> float:
-        """A packing job's wall-time bound: fat and candidates, per replicate, each killed after
-        the cell timeout."""
+        """A packing job's wall-time bound: every configuration's cell timeout, per replicate."""
         configs = 1 + int(self.packing.get("measure_plans", 1))
         return configs * self.replicates * self.cell_timeout_s
 
@@ -264,15 +229,17 @@ class Plan:
         most = max((len(j["instances"]) for j in self.interference_jobs), default=1)
         return (1 + most) * self.replicates * self.cell_timeout_s
 
+    def _settings(self, capped: dict) -> dict:
+        """The measurement settings with ``capped["max_seconds"]`` per configuration."""
+        return {**settings_mod.of(self.config), "max_seconds_per_cell": capped["max_seconds"]}
+
     def profile_cost(self) -> dict:
         """The interference profile's jobs, configurations and timing cap (docs/packing.md)."""
         return packing_mod.profile_cost(self.packing, self.replicates)
 
     def packing_job(self, model: str, opt: str) -> dict:
-        """What a packing measurement job needs besides its plan (run_packing.py builds its spec:
-        ``plan.spec.packing``). Its groups run with the baseline allocator of the grid's cells
-        (``plan.allocators.baseline``), whose cells the plan predicts from
-        (``analysis.packing.latency_table``)."""
+        """What a packing measurement job needs besides its plan (``spec.packing``); it runs
+        with the grid's baseline allocator, whose cells the plan predicts from."""
         return {
             "model": model,
             "opt": opt,
@@ -280,27 +247,19 @@ class Plan:
             "image_size": self.config["image_size"],
             "use_smt": self.config["use_smt"],
             "replicates": self.replicates,
-            "settings": {
-                **settings_mod.of(self.config),
-                "max_seconds_per_cell": self.packing["max_seconds"],
-            },
+            "settings": self._settings(self.packing),
             "code": self.code.get("measure"),
         }
 
-    # -- what to deploy ---------------------------------------------------------------------------
     def deploy_job(self, allowance_s: float | None = None) -> dict:
-        """What the deploy job needs besides its plan (run_deploy.py): the timing settings of
-        one configuration in one round, the rounds, the compile cache."""
+        """What the deploy job needs besides its plan (``spec.deploy``)."""
         d = self.deploy
         compiled = [
             o for o in d["optimizations"] if optimizations_mod.OPTIMIZATIONS[o].compile_cache
         ]
         return {
             "image_size": self.config["image_size"],
-            "settings": {
-                **settings_mod.of(self.config),
-                "max_seconds_per_cell": d["max_seconds"],
-            },
+            "settings": self._settings(d),
             "rounds": d["rounds"],
             "max_rounds": d["max_rounds"],
             "target_pct": d["target_pct"],
@@ -311,18 +270,14 @@ class Plan:
         }
 
     def deploy_timeout_s(self) -> float:
-        """The deploy job's wall-time bound: every configuration of a generous plan in every
-        round, each killed after the cell timeout."""
+        """The deploy job's wall-time bound: a generous plan's cell timeouts in every round."""
         from numa_effects.plan import cost
 
         searched, plain = cost.deploy_configurations(self.deploy)
         return (2 * (searched + plain) + 4) * self.deploy["max_rounds"] * self.cell_timeout_s
 
-    # -- report ---------------------------------------------------------------------------------
     def figure_keys(self) -> list:
-        """The cells the report's figures are planned from: those that run (or were imported)
-        and those reported from another's measurement (``Grid.drawn``); skipped cells get no
-        figure of their own."""
+        """The cells the report's figures are planned from (``Grid.drawn``, or the imported)."""
         return list(self.imported_keys) if self.imported else self.grid.drawn()
 
     def packed(self) -> list[tuple[str, str]]:
@@ -330,25 +285,23 @@ class Plan:
         return sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
 
     def placements(self) -> list[str]:
-        """The placements the report speaks of: the config's (a family's name replaced by its
-        members on the planning topology), or the imported cells'."""
+        """The placements the report speaks of: the config's (expanded), or the imported cells'."""
         if self.imported:
             return sorted({k["placement"] for k in self.imported_keys})
         names = self.config.get("placements") or ()
         return placement_mod.expand(names, self.config, self.topology)
 
-    # -- a comparison of result folders ------------------------------------------------------------
     def compare_path(self, pattern: str, compare: str | None = None, **fields) -> str:
-        """``pattern`` (a ``plan.paths`` COMPARE_* constant) below the results folder, for the
-        comparison named ``compare`` (default: the wildcard ``{compare}``)."""
+        """``pattern`` (a ``plan.paths`` COMPARE_* constant) for the comparison ``compare``
+        (default: the wildcard ``{compare}``)."""
         return self.path(pattern.replace("{compare}", compare or "{{compare}}").format(**fields))
 
     def compare_table(self, table: str, compare: str | None = None) -> str:
         return self.compare_path(paths.COMPARE_TABLE, compare, name=table)
 
     def compare_inputs(self) -> dict[str, list[str]]:
-        """The files of the compared folders a comparison reads (read-only); a folder's peak
-        and samples tables only where it has them (an import has neither)."""
+        """The files of the compared folders a comparison reads; peak and samples tables only
+        where a folder has them (an import has neither)."""
         runs = self.compare["runs"] if self.compare else []
 
         def where(table):
@@ -369,11 +322,9 @@ class Plan:
         out = [self.compare_table(t, name) for t in paths.COMPARE_TABLES]
         return [*out, self.compare_path(paths.COMPARE_PAGE, name)]
 
-    # -- what `all` asks for ----------------------------------------------------------------------
     def targets(self, figures: list[str] = ()) -> list[str]:
-        """Every output of a complete run. A missing input of the target makes Snakemake
-        re-check the jobs that make it, with or without .snakemake/ metadata: a changed grid's
-        new manifest re-runs the aggregations. A comparison asks for its own outputs only."""
+        """Every output of a complete run (a changed grid's new manifest re-runs the
+        aggregations); a comparison's own outputs only."""
         if self.compare:
             return self.compare_targets()
         tables = ["cells", "samples", "skipped", "degradation", "opt_speedup", "precision"]
@@ -410,20 +361,19 @@ def build(
     compare_keys: list[dict] | None = None,
     host: host_mod.Host | None = None,
 ) -> Plan:
-    """The plan of a checked config (``numa_effects.config.check``: defaults filled, values
-    normalised) on ``topology``. ``memory_bytes``: the planning machine's memory (cells that
-    cannot fit are skipped); ``imported_keys``: the cells of an import (``tables.packrat.keys``);
-    ``code``: ``plan.code.digests()``; ``compare_keys``: the matched cells of a comparison
-    (``compare.runs.matched_keys``); ``host``: ``plan.host.current()`` (missing
-    requirements, non-native bf16, missing allocator libraries skip their cells; None: not
-    checked)."""
+    """The plan of a checked config (``numa_effects.config.check``) on ``topology``.
+    ``memory_bytes``: the planning machine's memory (cells that cannot fit are skipped);
+    ``imported_keys``: the cells of an import; ``code``: ``plan.code.digests()``;
+    ``compare_keys``: the matched cells of a comparison; ``host``: ``plan.host.current()``
+    (what it lacks skips cells; None: not checked)."""
     imported = tuple((config.get("import") or {}).get("packrat") or ())
     compare = compare_mod.settings(config)
     measures = not imported and not compare
-    grid = grid_mod.expand(config, topology, memory_bytes, host) if measures else _empty()
+    grid = (
+        grid_mod.expand(config, topology, memory_bytes, host) if measures else grid_mod.Grid({}, {})
+    )
     replicates = grid_mod.replicates(config)
-    # under two_stage the order is planned up to the cap (the rounds beyond the first stage are
-    # asked for once the checkpoint decided); the first rounds are the same either way
+    # under two_stage the order is planned up to the cap; the first rounds are the same
     rounds = stages_mod.rounds(config)
     order = tuple(grid_mod.job_order(grid.cells, rounds, int(config.get("order_seed") or 0)))
     peak = {}
@@ -463,9 +413,8 @@ def build(
 
 
 def memory_jobs(grid: grid_mod.Grid, topology: Topology) -> dict:
-    """(CPU node, memory node) -> the 1-thread plan of that pair (the family's own planner), for
-    each pair of the grid's runnable node-pair cells (measured under their own name or not), in
-    row, then column order; {} when the grid has none."""
+    """(CPU node, memory node) -> the 1-thread plan of that pair, for each pair of the grid's
+    runnable node-pair cells, in row, then column order."""
     pairs = {placement_mod.pair_of(key.placement) for key in grid.reported()} - {None}
     jobs = {}
     for cpu, mem in sorted(pairs):
@@ -473,7 +422,3 @@ def memory_jobs(grid: grid_mod.Grid, topology: Topology) -> dict:
         if isinstance(planned, placement_mod.Plan):
             jobs[(cpu, mem)] = planned
     return jobs
-
-
-def _empty() -> grid_mod.Grid:
-    return grid_mod.Grid({}, {})

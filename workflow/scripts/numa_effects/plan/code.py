@@ -1,14 +1,9 @@
 """What "the code changed" means for a re-run: a digest of the *content* of the code that
-produces an output, never its files' modification times (a fresh ``git clone`` makes every
-file newer than results copied beside it, and Snakemake's ``code`` trigger compares exactly
-those times; it is off in profiles/default).
-
-Each layer's digest is a rule parameter of the jobs it decides (cells: ``measure``; tables:
-``tables``; figures and page: ``report``), so with Snakemake's records (``.snakemake/``) an
-edit that changes what the code does re-runs exactly those jobs. The digest is over the
-modules' syntax trees without docstrings, so an edit of a comment or a docstring re-runs
-nothing. Which files belong to which layer: ``LAYERS`` (docs/troubleshooting.md says which
-edits re-measure)."""
+produces an output, never its files' modification times (a fresh ``git clone`` makes every file
+newer than results copied beside it). Each layer's digest (``LAYERS``) is a rule parameter of
+the jobs it decides, so an edit that changes what the code does re-runs exactly those jobs; the
+digest is over syntax trees without docstrings, so an edit of a comment or docstring re-runs
+nothing (docs/troubleshooting.md)."""
 
 from __future__ import annotations
 
@@ -91,8 +86,7 @@ def digest(
 ) -> str:
     """The digest of the files matching ``patterns`` below ``root``. ``cache``: file digests
     by (path, modification time, size), filled as files are digested (parsing ~40 modules
-    costs ~0.3 s of every workflow start; a file whose time and size are unchanged is not
-    parsed again)."""
+    costs ~0.3 s of every workflow start)."""
     files = sorted({p for pat in patterns for p in root.glob(pat)})
     cache = {} if cache is None else cache
     h = hashlib.sha256()
@@ -109,7 +103,7 @@ def digest(
 
 def digests(root: Path = SCRIPTS, cache_file: str | os.PathLike | None = None) -> dict[str, str]:
     """``{layer: digest}`` of every layer in ``LAYERS``; ``cache_file``: a JSON file of file
-    digests kept between runs (e.g. below .snakemake/; a missing or unwritable one is fine)."""
+    digests kept between runs (a missing or unwritable one is fine)."""
     cache: dict = {}
     if cache_file is not None:
         with contextlib.suppress(OSError, ValueError):

@@ -1,24 +1,14 @@
-"""What a run costs in wall time, estimated before any job from the plan (docs/deploy.md,
-"Time as an input"), and the grid shrunk to a ``budget`` (minutes).
+"""What a run costs in wall time, estimated before any job from the plan, and the grid shrunk to
+a ``budget`` (minutes; docs/deploy.md, "Time as an input").
 
-**The model.** A measuring process costs its start (numactl, Python, ``import torch``), the
-model's build, the optimization's preparation (tracing, compiling), the warm-up and the timed
-iterations as the settings bound them, and the inspection after them; a job adds Snakemake's
-start of its script. A step's latency is predicted from the model's FLOPs and the CPU's
-theoretical peak (``plan.cpu``: cores x FLOP per cycle x clock) at the efficiency each
-optimization reaches (``EFFICIENCY``). The constants were measured on a 2-vCPU AMD EPYC (the
-results log: benchmarks/results/); on another machine the estimate is as good as they carry
-over, and the run's progress line corrects its ETA by what the jobs really took.
+A measuring process costs its start, the model's build, the optimization's preparation, the
+warm-up and timed windows the settings bound, and the inspection; a job adds Snakemake's start
+of its script. A step's latency is the model's FLOPs over the CPU's theoretical peak
+(``plan.cpu``) at each optimization's ``EFFICIENCY``. The constants were measured on a 2-vCPU
+AMD EPYC (benchmarks/results/); the run's progress line corrects its ETA by what jobs took.
 
-**The budget.** With ``budget: M`` the config is shrunk, with the deploy answer at its fewest
-rounds, one step at a time in this order until the estimate fits: (1) no second stage of
-replicates (``two_stage.cap`` = ``replicates``), (2) thread counts at powers of two and node
-sizes, (3) batch sizes dropped from the middle (the smallest and largest kept), (4) one measured
-candidate per objective, (5) no packing measurement jobs, (6) the interference profile at one
-thread count (the model's slowdown depends on the busy cores, not on the instance's threads),
-(7) thread counts at powers of four and node sizes. Then the answer gets as many rounds as the
-time left allows, up to ``deploy.max_rounds``. What changed is said in one line each; a grid
-still over the budget after every step runs as it is, and the line says so.
+With ``budget`` the config is shrunk one ``STEPS`` entry at a time until the estimate fits,
+with the deploy answer at its fewest rounds, which then get the time left (``_fill_rounds``).
 """
 
 from __future__ import annotations
@@ -87,9 +77,6 @@ class Estimate:
         return text
 
 
-# -- one step, one process ------------------------------------------------------------------------
-
-
 def step_s(
     model: str, opt: str, dtype: str, threads: int, batch: int, image_size: int, caps
 ) -> float:
@@ -135,24 +122,18 @@ def process_s(
     return fixed + windows_s(settings, step, cap_s) + inspect_s
 
 
-# -- the plan --------------------------------------------------------------------------------
-
-
 def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
-    """The run's estimate from a ``plan.build.Plan`` (``caps``: ``plan.cpu.Capabilities`` of the
-    machine, None = unknown clock)."""
+    """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
     from numa_effects.plan import optimizations as opts
 
     est = Estimate()
-    cfg = plan.config
-    settings = {**cfg}
-    size = int(cfg.get("image_size", 224))
+    settings = plan.config
+    size = int(settings.get("image_size", 224))
     per_cell = _processes_per_cell(plan)
     for key in plan.grid.cells:
         dtype = opts.OPTIMIZATIONS[key.opt].dtype
         step = step_s(key.model, key.opt, dtype, key.threads, key.batch_size, size, caps)
-        n = per_cell
-        est.add("cells", n * (JOB_S + process_s(key.opt, step, settings)), jobs=n)
+        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, settings)), jobs=per_cell)
     windows = len(plan.peak_outputs())  # every window of every peak
     est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
     _packing(est, plan, caps, size)
@@ -177,38 +158,31 @@ def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> 
     return step_s(models[0], opt, dtype, threads, batch, size, caps)
 
 
+def _cores(plan) -> int:
+    return max(1, sum(len(plan.topology.node_cpus(n)) for n in plan.topology.nodes))
+
+
 def _packing(est: Estimate, plan, caps, size: int) -> None:
     ig = plan.packing.get("interference") or {}
-    cores = max(1, sum(len(plan.topology.node_cpus(n)) for n in plan.topology.nodes))
+    cores, cfg = _cores(plan), plan.config
     for job in plan.interference_jobs:
         step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig.get("batch", 1))
         for k in (1, *job["instances"]):
-            one = process_s(
-                job["opt"], step, {**plan.config}, ig.get("max_seconds"), k, cores, inspect=False
-            )
+            one = process_s(job["opt"], step, cfg, ig.get("max_seconds"), k, cores, inspect=False)
             est.add("interference", plan.replicates * one)
         est.add("interference", JOB_S, jobs=1)
+    cap = plan.packing.get("max_seconds")
+    configs = 1 + int(plan.packing.get("measure_plans", 1))
     for job in plan.packing_jobs:
         step = _typical_step(plan, caps, size, job["opt"], job["budget"], job["batch_size"])
-        configs = 1 + int(plan.packing.get("measure_plans", 1))
-        one = process_s(
-            job["opt"],
-            step,
-            {**plan.config},
-            plan.packing.get("max_seconds"),
-            2,
-            cores,
-            inspect=False,
-        )
+        one = process_s(job["opt"], step, cfg, cap, 2, cores, inspect=False)
         est.add("packing", JOB_S + plan.replicates * configs * one, jobs=1)
 
 
 def deploy_configurations(s: dict) -> tuple[float, float]:
     """A priori count of the configurations the deploy job measures (its plan is made after the
-    cells): (searched, plain). Per objective row the best prediction, a runner-up about every
-    other time (it is measured when predicted within 10 % of the best); about two distinct
-    baselines in float32 eager per row, the throughput row sharing one with the largest
-    batch's latency row."""
+    cells): (searched, plain). Per objective row the best prediction and a runner-up about every
+    other time; about two distinct eager baselines per row, the throughput row sharing one."""
     from numa_effects.plan import deploy
 
     rows = len(deploy.objective_rows(s))
@@ -225,7 +199,7 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     if configs is not None:  # the plan is known: its count, the same mix
         scale = configs / max(1.0, searched + plain)
         searched, plain = searched * scale, plain * scale
-    cores = max(1, sum(len(plan.topology.node_cpus(nd)) for nd in plan.topology.nodes))
+    cores = _cores(plan)
     opts = s["optimizations"] or [EAGER]
     batch = s["throughput_batch"]
     # a searched configuration: the dearest optimization to prepare; a baseline: eager
@@ -233,15 +207,14 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     per = {}
     for opt in (dear, EAGER):
         step = _typical_step(plan, caps, size, opt, cores, batch)
-        per[opt] = process_s(opt, step, {**plan.config}, s["max_seconds"], 2, cores, False)
+        per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False)
     rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
     seconds = rounds * (searched * per[dear] + plain * per[EAGER])
     est.add("deploy", JOB_S * 3 + seconds, jobs=3)
 
 
 def jobs_per_part(plan) -> dict[str, int]:
-    """How many measuring jobs each part of ``estimate`` counts (its per-job average divides
-    by this)."""
+    """How many measuring jobs each part of ``estimate`` counts."""
     return {
         "cells": len(plan.grid.cells) * _processes_per_cell(plan),
         "peaks": len(plan.peak_outputs()),
@@ -258,9 +231,6 @@ def deploy_seconds(plan, caps=None) -> float:
     return est.total_s
 
 
-# -- the budget ------------------------------------------------------------------------------------
-
-
 def _powers_and_nodes(threads: list[int], node_sizes: set[int], base: int = 2) -> list[int]:
     def power(t: int) -> bool:
         while t % base == 0:
@@ -275,10 +245,8 @@ def _drop_middle(batches: list[int]) -> list[int]:
     return b if len(b) <= 2 else b[: len(b) // 2] + b[len(b) // 2 + 1 :]
 
 
-# -- the budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None
-#    when the step changes nothing
-
-
+# The budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None when
+# the step changes nothing.
 def _no_second_stage(c: dict, topo):
     ts = dict(c.get("two_stage") or {})
     if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
@@ -341,7 +309,7 @@ def _no_packing(c: dict, topo):
     return {**c, "packing": {**p, "enabled": False}}, "packing.enabled: false"
 
 
-# the documented order (module docstring); batch sizes may be dropped three times
+# the documented order (docs/deploy.md); batch sizes may be dropped three times
 STEPS = (
     _no_second_stage,
     _threads,
@@ -360,13 +328,10 @@ def shrink_steps(config: dict, topo) -> list:
     return [lambda c, step=step: step(c, topo) for step in STEPS]
 
 
-# the deploy answer's rounds are not a step: they fill what the budget leaves (``fit``)
-
-
 def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
-    """``config`` shrunk until ``build(config)``'s estimate fits ``config["budget"]`` minutes
-    (the steps of ``shrink_steps``, in order; each only if the estimate is still over), and the
-    final estimate with what was shrunk. Without a budget: the config and its estimate."""
+    """``config`` shrunk step by step until ``build(config)``'s estimate fits ``config["budget"]``
+    minutes, and the final estimate with what was shrunk. Without a budget: the config and its
+    estimate."""
     budget = config.get("budget")
     current = copy.deepcopy(config)
     if not budget:
@@ -393,8 +358,7 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
 
 
 def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
-    """The deploy answer's rounds, up to the config's ``max_rounds``, in the time the budget
-    leaves after the rest of the run: (config, what was said)."""
+    """The deploy answer's rounds in the time the budget leaves: (config, what was said)."""
     given = dict(config.get("deploy") or {})
     d = dict(current.get("deploy") or {})
     if not plan.deploy.get("measured") or "deploy" not in est.parts:
@@ -411,9 +375,9 @@ def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Es
 
 
 def deploy_allowance_s(est: Estimate, budget_min: float | None) -> float | None:
-    """The time the deploy job may take: what the budget leaves after the rest of the run's
-    estimate (at least its minimum rounds' estimate), rounded to 10 s so that the job's
-    params do not change with noise; None without a budget (``max_rounds`` bounds it)."""
+    """The time the deploy job may take: what the budget leaves after the rest of the run (at
+    least half its estimate), rounded to 10 s so that the job's params do not change with
+    noise; None without a budget."""
     if not budget_min or "deploy" not in est.parts:
         return None
     rest = est.total_s - est.parts["deploy"]

@@ -1,38 +1,19 @@
-"""What the CPU can compute fast: parsed from ``/proc/cpuinfo`` (vendor, model, family, flags,
-clocks) into capabilities that decide which precisions are worth measuring and how a cell is
-labelled: the vector ISA level, the ``bf16`` and ``int8`` paths, and the inputs of a
-theoretical peak.
+"""What the CPU can compute fast: /proc/cpuinfo parsed into capabilities that decide which
+precisions are worth measuring and how a cell is labelled: the vector ISA level, the ``bf16``
+and ``int8`` paths (docs/precision.md), and the inputs of a theoretical peak. Pure functions on
+text and flag sets except ``read_cpuinfo``; whether oneDNN takes bf16 needs torch, so
+``bf16_state`` takes that answer as an argument and predicts it from the flags without it.
 
-Pure functions on text and flag sets, so every branch is tested on real captured cpuinfo
-(``tests/fixtures/cpu/``); ``read_cpuinfo`` is the only one that reads the machine. Whether oneDNN
-accepts bf16 needs torch (``measure.onednn.onednn_takes_bf16``): ``bf16_state`` takes that answer
-as an argument, and predicts it from the flags when it is not given (the planner never imports
-torch).
-
-bf16 has three states (``BF16_STATES``):
-
-- ``native``: the CPU has a bf16 dot-product or matrix instruction (``amx_bf16``, ``avx512_bf16``)
-  or bf16 conversions for oneDNN's AVX2 bf16 path (``avx_ne_convert``), and oneDNN takes bf16;
-- ``onednn_emulated``: oneDNN takes bf16 without such an instruction: on AVX-512 (Skylake-SP to
-  Ice Lake) it converts to float32 and computes at the float32 rate at best;
-- ``aten_fallback``: oneDNN refuses bf16 (AVX2 only): convolutions run through ATen's slow
-  reference kernels, several times slower than float32 (pytorch#86270).
-
-Theoretical peak, for reference only (boost clocks exceed it, and the FMA-unit count is an
-assumption)::
+The theoretical peak is for reference only (boost clocks exceed it; 2 FMA units per core is an
+assumption, one 512-bit unit on some Xeon Silver/Bronze)::
 
     peak_gflop_per_s = cores x flop_per_cycle(dtype) x nominal_mhz / 1000
-    flop_per_cycle(float32) = fma_units x (vector_bits / 32) x 2        (an FMA is 2 FLOPs)
-    flop_per_cycle(bfloat16) = 2 x float32 with avx512_bf16 (VDPBF16PS), 1024 with AMX,
-                               else the float32 rate (conversion only)
-    flop_per_cycle(int8)     = 4 x float32 with VNNI (VPDPBUSD), 2 x without (VPMADDUBSW +
-                               VPMADDWD), 2048 with AMX  (integer ops, counted like FLOPs)
+    flop_per_cycle(float32)  = fma_units x (vector_bits / 32) x 2
+    flop_per_cycle(bfloat16) = 2 x float32 with avx512_bf16, 1024 with AMX, else float32's
+    flop_per_cycle(int8)     = 4 x float32 with VNNI, 2 x without, 2048 with AMX
 
-``vector_bits`` is 512 with AVX-512 except on AMD Zen 4 (family 25), whose AVX-512 runs on
-256-bit units; ``fma_units`` is assumed 2 per core (true of Xeon Gold/Platinum and AMD Zen; some
-Xeon Silver/Bronze have one 512-bit unit). The nominal clock is the model name's ``@ x.xxGHz``,
-else bogomips / 2 (the TSC rate, which is the base clock on current x86 CPUs), else ``cpu MHz``
-(a current, not a nominal, clock on bare metal).
+``vector_bits`` is 256 on AMD Zen 4's AVX-512. The nominal clock is the model name's
+``@ x.xxGHz``, else bogomips / 2 (the TSC rate), else ``cpu MHz`` (a current clock).
 """
 
 from __future__ import annotations
@@ -88,18 +69,10 @@ class CpuInfo:
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
-    blocks, cur = [], {}
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                blocks.append(cur)
-            cur = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            cur[key.strip()] = value.strip()
-    if cur:
-        blocks.append(cur)
+    blocks = []
+    for chunk in re.split(r"\n\s*\n", text):
+        pairs = (line.partition(":") for line in chunk.splitlines())
+        blocks.append({k.strip(): v.strip() for k, sep, v in pairs if sep})
     return [b for b in blocks if "processor" in b]
 
 
@@ -138,7 +111,6 @@ def read_cpuinfo(path: str = "/proc/cpuinfo") -> CpuInfo:
         return parse_cpuinfo(fh.read(), path)
 
 
-# -- capabilities ----------------------------------------------------------------------------
 def isa_level(flags) -> str:
     """``amx`` | ``avx512`` | ``avx2`` | ``pre_avx2``: the widest path oneDNN can take here."""
     flags = set(flags)
@@ -153,9 +125,8 @@ def isa_level(flags) -> str:
 
 
 def onednn_bf16_predicted(flags) -> bool:
-    """What oneDNN will answer about bf16, predicted from the flags: it takes bf16 from
-    AVX-512 (avx512_core) up, or with the AVX2 bf16 conversions (``avx_ne_convert``).
-    ``ONEDNN_MAX_CPU_ISA`` can lower it: the real probe, when available, wins."""
+    """What oneDNN will answer about bf16, predicted from the flags (avx512_core up, or the AVX2
+    bf16 conversions); the real probe, when available, wins."""
     flags = set(flags)
     return all(f in flags for f in AVX512_CORE) or "avx_ne_convert" in flags
 
@@ -173,8 +144,7 @@ def bf16_state(flags, onednn_bf16: bool | None = None) -> tuple[str, str]:
 
 
 def int8_state(flags) -> str:
-    """``amx`` | ``vnni`` | ``no_vnni``: int8 runs on every x86 oneDNN supports, with one
-    instruction per 4-element dot product (VNNI), an AMX tile unit, or neither (2-3 instructions,
+    """``amx`` | ``vnni`` | ``no_vnni``: how int8 dot products run (no VNNI: 2-3 instructions,
     about half the VNNI rate)."""
     flags = set(flags)
     if "amx_int8" in flags and "amx_tile" in flags:
@@ -264,8 +234,7 @@ class Capabilities:
 
 
 def capabilities(info: CpuInfo, onednn_bf16: bool | None = None) -> Capabilities:
-    """The capabilities of a parsed cpuinfo; ``onednn_bf16``: the oneDNN probe's answer (None:
-    predicted from the flags)."""
+    """The capabilities of a parsed cpuinfo (``onednn_bf16``: the oneDNN probe's answer)."""
     bf16, bf16_source = bf16_state(info.flags, onednn_bf16)
     mhz, mhz_source = nominal_mhz(info)
     return Capabilities(

@@ -6,10 +6,8 @@ from collections.abc import Iterable
 
 
 def parse(text: str) -> tuple[int, ...]:
-    """Parse "0-3,8,10-11" into a sorted tuple of unique ints. Empty text is the empty tuple.
-
-    Also accepts the stride form "0-15:2" that the kernel documents for cpu lists.
-    """
+    """Parse "0-3,8,10-11" (or the kernel's stride form "0-15:2") into a sorted tuple of unique
+    ints; empty text is the empty tuple."""
     cpus: set[int] = set()
     text = text.strip()
     if not text:

@@ -1,20 +1,9 @@
-"""What to deploy: the objectives a run answers, the baselines it measures against, and the
-resolved ``deploy`` config key (docs/deploy.md). Pure: the candidates are searched after the
-cells are measured (``tables.deploy``), measured by ``measure.deploy``, judged by
-``tables.deploy``.
-
-**Objectives.** ``latency``: the lowest latency of one request of B images, for each batch size B
-of the grid, the machine serving one request at a time; a configuration may split the request
-over several instances (PackRat's question), a launcher's layout serves it on the instance it
-lands on (its first). ``throughput``: the most images per second of the whole machine, every
-instance busy with its own batch; with ``latency_bound_ms``, only configurations whose requests
-finish within the bound (each instance's p99).
-
-**Baselines** (``BASELINES``): the layouts users get today by a fixed rule, measured in the same
-run, through the same measuring stack, beside the recommendation, in ABBA order: one process on
-all cores, ``run_cpu``'s latency and throughput modes (``plan.launchers``, as it computes them),
-one core per instance at a large batch (MLPerf Offline), and PackRat's optimizer over the
-isolated profiles (no interference). They run the model as a user has it: float32 eager.
+"""What to deploy: the objectives a run answers (``latency`` of one request of B images for each
+batch size B; ``throughput`` of the whole machine, optionally under ``latency_bound_ms``), the
+baselines it measures the recommendation against (``BASELINES``: the layouts users get by a
+fixed rule, run through the same measuring stack in float32 eager), and the resolved ``deploy``
+config key (docs/deploy.md). Pure: candidates are searched and judged by ``tables.deploy`` and
+measured by ``measure.deploy``.
 """
 
 from __future__ import annotations
@@ -23,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from numa_effects.plan import launchers
+from numa_effects.plan.optimizations import by_name
 from numa_effects.plan.topology import Topology
 
 LATENCY, THROUGHPUT = "latency", "throughput"
@@ -42,68 +32,62 @@ class Baseline:
     command: str  # how a user starts it (the program is theirs: serve.py)
 
 
-def _glibc() -> tuple[str, str]:
-    return "default", "glibc as it comes: nothing preloaded"
+def _fixed(name: str, why: str) -> Callable[[], tuple[str, str]]:
+    """An allocator rule that always answers ``(name, why)``."""
+
+    def allocator() -> tuple[str, str]:
+        return name, why
+
+    return allocator
 
 
-def _jemalloc() -> tuple[str, str]:
-    return "jemalloc", "MLPerf's submissions preload jemalloc"
-
-
-def _baseline_allocator() -> tuple[str, str]:
-    return "", "the allocator of the run's isolated profiles"
-
-
-BASELINES: dict[str, Baseline] = {
-    b.name: b
-    for b in (
-        Baseline(
-            "all-cores",
-            "one process started without thinking: no binding, torch's default threads "
-            "(one per physical core)",
-            OBJECTIVES,
-            launchers.all_cores,
-            _glibc,
-            "python serve.py",
-        ),
-        Baseline(
-            "run_cpu-latency",
-            "PyTorch's launcher, --latency-mode: 4 cores per instance over all physical "
-            "cores, regardless of NUMA nodes",
-            OBJECTIVES,
-            lambda topo: launchers.run_cpu_layout(topo, latency_mode=True),
-            launchers.run_cpu_allocator,
-            f"{launchers.RUN_CPU} --latency-mode serve.py",
-        ),
-        Baseline(
-            "run_cpu-throughput",
-            "PyTorch's launcher, --throughput-mode: one instance per NUMA node with all its "
-            "physical cores",
-            OBJECTIVES,
-            lambda topo: launchers.run_cpu_layout(topo, throughput_mode=True),
-            launchers.run_cpu_allocator,
-            f"{launchers.RUN_CPU} --throughput-mode serve.py",
-        ),
-        Baseline(
-            "mlperf",
-            "MLPerf Offline's layout: one instance per physical core, the grid's largest "
-            "batch, jemalloc",
-            (THROUGHPUT,),
-            launchers.one_core_each,
-            _jemalloc,
-            "one `numactl --physcpubind=<core> --membind=<its node> python serve.py` per core",
-        ),
-        Baseline(
-            "packrat",
-            "PackRat's optimizer: the best plan by the isolated profiles (the cells), "
-            "interference not measured",
-            OBJECTIVES,
-            None,
-            _baseline_allocator,
-            "the plan's numactl lines (PackRat's launcher)",
-        ),
-    )
-}
+BASELINES: dict[str, Baseline] = by_name(
+    Baseline(
+        "all-cores",
+        "one process started without thinking: no binding, torch's default threads "
+        "(one per physical core)",
+        OBJECTIVES,
+        launchers.all_cores,
+        _fixed("default", "glibc as it comes: nothing preloaded"),
+        "python serve.py",
+    ),
+    Baseline(
+        "run_cpu-latency",
+        "PyTorch's launcher, --latency-mode: 4 cores per instance over all physical "
+        "cores, regardless of NUMA nodes",
+        OBJECTIVES,
+        lambda topo: launchers.run_cpu_layout(topo, latency_mode=True),
+        launchers.run_cpu_allocator,
+        f"{launchers.RUN_CPU} --latency-mode serve.py",
+    ),
+    Baseline(
+        "run_cpu-throughput",
+        "PyTorch's launcher, --throughput-mode: one instance per NUMA node with all its "
+        "physical cores",
+        OBJECTIVES,
+        lambda topo: launchers.run_cpu_layout(topo, throughput_mode=True),
+        launchers.run_cpu_allocator,
+        f"{launchers.RUN_CPU} --throughput-mode serve.py",
+    ),
+    Baseline(
+        "mlperf",
+        "MLPerf Offline's layout: one instance per physical core, the grid's largest "
+        "batch, jemalloc",
+        (THROUGHPUT,),
+        launchers.one_core_each,
+        _fixed("jemalloc", "MLPerf's submissions preload jemalloc"),
+        "one `numactl --physcpubind=<core> --membind=<its node> python serve.py` per core",
+    ),
+    Baseline(
+        "packrat",
+        "PackRat's optimizer: the best plan by the isolated profiles (the cells), "
+        "interference not measured",
+        OBJECTIVES,
+        None,
+        _fixed("", "the allocator of the run's isolated profiles"),
+        "the plan's numactl lines (PackRat's launcher)",
+    ),
+)
 
 DEFAULTS = {
     "enabled": "auto",
@@ -121,12 +105,8 @@ DEFAULTS = {
 
 
 def settings(config: dict, measured: bool) -> dict:
-    """The resolved ``deploy`` key (config/README.md, "Deploy"): ``enabled`` (``auto`` = on when
-    the grid measures ``sequential`` cells here; for an import, the answer predicted from the
-    imported cells), the objectives with their batch sizes, the optimizations and allocators
-    searched (null = the grid's), how many candidates per objective are measured, the
-    baselines, the rounds (at least ``rounds``, more up to ``max_rounds`` while a gain's CI is
-    wider than ``target_pct``) and each configuration's time cap per round."""
+    """The resolved ``deploy`` key (config/README.md, "Deploy"); ``measured``: the answer is
+    measured here (else predicted, e.g. from an import's cells)."""
     given = {k: v for k, v in (config.get("deploy") or {}).items() if v is not None}
     s = {**DEFAULTS, **given}
     enabled = s["enabled"]
@@ -160,8 +140,7 @@ def applies(baseline: str, objective: str) -> bool:
 
 
 def objective_rows(s: dict) -> list[dict]:
-    """One row per question the run answers: ``latency`` for each batch size, ``throughput``
-    once (at any batch of the grid)."""
+    """One row per question: ``latency`` for each batch size, ``throughput`` once."""
     out = []
     for o in s["objectives"]:
         if o == LATENCY:

@@ -1,27 +1,15 @@
 """The experiment grid: the config expanded into cells (runnable, with their plan) and skipped
-cells (with the reason this machine cannot run them); each cell's ``replicates`` (independent
-pinned processes, one result file each) and the order in which they run (``job_order``).
+cells (with the reason this machine cannot run them); each cell's replicates and the order in
+which they run (``job_order``).
 
-The grid's axes are one registry, ``AXES``: each names its column (and wildcard), the config
-key that lists its values, its segment of the result path and the names it allows. The cell
-key (``CellKey``), the key columns of every table (``KEYS``), the result and log paths
-(``CELL_PATTERN``) and the workflow's wildcard constraints all follow from it, so a new axis is
-one ``Axis`` entry (and where it matters, a reason to skip some of its cells in ``expand``).
-An axis added after results exist has a ``default``: the value every older record, table and
-imported row without its column means (``fill_keys``), e.g. ``allocator`` ``default`` (glibc).
-
-A cell is skipped, with the reason, when its placement cannot run on the topology (a node pair
-whose node the machine lacks, or more threads than its CPU node has), when its
-optimization misses a requirement or computes in bf16 on a CPU without native bf16 under
-``bf16: auto`` (``plan.host``), when its allocator's library is not installed, or when it cannot
-fit in memory; the first reason found is the one recorded. A runnable cell whose binding
-another cell with the same values of every other axis has is measured once, under the first
-placement's name (``plan.binding``; ``Grid.same``).
-
-Config key ``exclude`` leaves cells out of the grid altogether (not measured, not skipped): each
-entry names values of some axes by their config keys, and a cell matching every one of them is
-not planned (``excluded``), e.g. the node-pair matrix at one thread count of a grid that
-sweeps two.
+The axes are one registry, ``AXES``: the cell key, every table's key columns, the result paths
+and the wildcard constraints follow from it, so a new axis is one ``Axis`` entry. An axis added
+after results exist has a ``default``: what an older record or table without its column means
+(``fill_keys``). A cell is skipped with the first reason found: its placement cannot run on the
+topology, its optimization misses a requirement or native bf16 (``plan.host``), its allocator's
+library is missing, or it cannot fit in memory. A runnable cell with the binding of another is
+measured once (``plan.binding``; ``Grid.same``). Config key ``exclude`` leaves cells out of the
+grid altogether (``excluded``).
 """
 
 from __future__ import annotations
@@ -60,10 +48,7 @@ class Axis:
         if self.name == "threads":
             return thread_counts(config, topo)
         if self.name == "placement":
-            use_smt = bool(config.get("use_smt", False))
-            # a family's name (``node-pairs``) stands for the members its config key selects
-            names = placement_mod.expand(config["placements"], config, topo)
-            return [placement_mod.label(p, use_smt) for p in names]
+            return _placement_labels(config["placements"], config, topo)
         if self.default is not None and config.get(self.config_key) is None:
             return [self.default]
         return [self.type(v) for v in config[self.config_key]]
@@ -75,8 +60,7 @@ AXES: tuple[Axis, ...] = (
     Axis("placement", "placements", "{placement}", placement_mod.names_regex),
     Axis("threads", "threads", "t{threads}", lambda: r"\d+", int),
     Axis("batch_size", "batch_sizes", "bs{batch_size}", lambda: r"\d+", int),
-    # the memory allocator preloaded into the cell (plan.allocators); last, with a default, so
-    # results, tables and imports from before the axis read as glibc's (``fill_keys``)
+    # last, with a default, so results and tables from before the axis read as glibc's
     Axis("allocator", "allocators", "{allocator}", lambda: NAME, default=allocators_mod.GLIBC),
 )
 KEYS = tuple(a.name for a in AXES)
@@ -88,8 +72,7 @@ DEFAULT_REPLICATES = 1  # when the config has no ``replicates`` (config/config.y
 
 
 def wildcard_constraints() -> dict[str, str]:
-    """The wildcard constraints of a cell's path: names only, no separators or shell
-    metacharacters can reach a cell."""
+    """The wildcard constraints of a cell's path: no separators or shell metacharacters."""
     return {a.name: a.pattern() for a in AXES} | {"replicate": r"[1-9]\d*"}
 
 
@@ -101,8 +84,7 @@ class _Key:
         return f"{results}/" + CELL_PATTERN.format(**self.as_dict(), replicate=int(replicate))
 
     def log_path(self, results: str = "results", replicate: int = 1) -> str:
-        """The log of replicate ``replicate`` of this cell (its spec beside it:
-        ``measure.job.spec_path``)."""
+        """The log of replicate ``replicate`` of this cell."""
         return f"{results}/" + LOG_PATTERN.format(**self.as_dict(), replicate=int(replicate))
 
     def as_dict(self) -> dict:
@@ -115,8 +97,7 @@ class _Key:
 
     @classmethod
     def from_record(cls, cell: dict) -> CellKey:
-        """The key of a result's ``cell`` (or a table row): an axis a record predates takes
-        its default."""
+        """The key of a result's ``cell`` or a table row (an axis it predates: the default)."""
         return cls(*(a.type(cell.get(a.name, a.default)) for a in AXES))
 
 
@@ -137,9 +118,8 @@ CellKey.__module__ = __name__
 
 @dataclass(frozen=True)
 class Grid:
-    """``cells``: the cells measured, with their plans; ``skipped``: the cells that cannot run,
-    with the reason; ``same``: the cells that have the binding of a measured cell (the value:
-    its key) and are reported under their own names from its measurement (``plan.binding``)."""
+    """``cells``: the cells measured, with their plans; ``skipped``: those that cannot run, with
+    the reason; ``same``: those reported from the measured cell (the value) of their binding."""
 
     cells: dict[CellKey, placement_mod.Plan]
     skipped: dict[CellKey, str]
@@ -153,9 +133,15 @@ class Grid:
         """Every cell the tables report: the measured ones and those with their bindings."""
         return sorted([*self.cells, *self.same])
 
+    def same_binding_rows(self) -> list[dict]:
+        """The ``same`` cells' keys with ``same_binding_as``: the placement that measures them."""
+        return [
+            {**key.as_dict(), "same_binding_as": self.same[key].placement}
+            for key in sorted(self.same)
+        ]
+
     def drawn(self) -> list[CellKey]:
-        """The cells the report's figures are planned from: every reported cell but one that
-        would be compared with itself (``binding.compared_with_itself``: nothing to draw)."""
+        """The cells the report's figures are planned from: not one compared with itself."""
         return [k for k in self.reported() if not binding_mod.compared_with_itself(k, self.same)]
 
 
@@ -166,36 +152,34 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
+def _placement_labels(names, config: dict, topo: Topology) -> list[str]:
+    """The cell labels of config placements: a family's name stands for its members, ``+smt``
+    with ``use_smt``."""
+    use_smt = bool(config.get("use_smt", False))
+    return [placement_mod.label(p, use_smt) for p in placement_mod.expand(names, config, topo)]
+
+
 def axis_values(axis: Axis, values, config: dict, topo: Topology) -> set:
-    """The cell values that config values of ``axis`` name: a placement family's name stands
-    for its members, labelled like the grid's (``+smt`` with ``use_smt``)."""
+    """The cell values that config values of ``axis`` name."""
     if axis.name == "placement":
-        use_smt = bool(config.get("use_smt", False))
-        names = placement_mod.expand(values, config, topo)
-        return {placement_mod.label(p, use_smt) for p in names}
+        return set(_placement_labels(values, config, topo))
     return {axis.type(v) for v in values}
 
 
 def excluded(config: dict, topo: Topology) -> Callable[[CellKey], bool]:
     """Whether a cell matches an entry of config key ``exclude`` (every axis the entry names)."""
-    entries = []
-    for entry in config.get("exclude") or ():
-        entries.append(
-            {
-                a.name: axis_values(a, entry[a.config_key], config, topo)
-                for a in AXES
-                if a.config_key in entry
-            }
-        )
+    entries = [
+        {a.name: axis_values(a, e[a.config_key], config, topo) for a in AXES if a.config_key in e}
+        for e in config.get("exclude") or ()
+    ]
     return lambda key: any(
         all(getattr(key, name) in values for name, values in e.items()) for e in entries
     )
 
 
 def fill_keys(df):
-    """``df`` (a pandas DataFrame of a table) with every key column: one that a table predates
-    (an axis added since, e.g. ``allocator`` in cells.csv of an older run or PackRat's files
-    without it) is inserted after the others with the axis' default, and blanks get it too."""
+    """``df`` (a table) with every key column: one it predates is inserted after the others
+    with the axis' default, and blanks get it too."""
     for a in AXES:
         if a.default is None:
             continue
@@ -209,8 +193,7 @@ def fill_keys(df):
 
 
 def keyed(df):
-    """``df`` with every key column (``fill_keys``) when it is a table of cells (it has
-    ``model`` and ``opt``); any other table (or None) as it is."""
+    """``df`` with every key column (``fill_keys``) when it is a table of cells, else as it is."""
     if df is None or not {"model", "opt"} <= set(df.columns):
         return df
     return fill_keys(df)
@@ -222,11 +205,9 @@ def expand(
     memory_bytes: int | None = None,
     host: host_mod.Host | None = None,
 ) -> Grid:
-    """``memory_bytes``: the planning machine's memory; cells estimated not to fit in it are
-    skipped with the estimate (``numa_effects.plan.memory``). None: no memory check.
-    ``host``: what the machine offers (``plan.host.current``): cells of an optimization that
-    misses a requirement or (``bf16: auto``) has no native bf16 here, and of an allocator whose
-    library is missing, are skipped with the reason. None: not checked."""
+    """The grid of ``config`` on ``topo``. ``memory_bytes``: the planning machine's memory (None:
+    no memory check); ``host``: what the machine offers (``plan.host.current``; None: not
+    checked)."""
     use_smt = bool(config.get("use_smt", False))
     image_size = int(config.get("image_size", 224))
     bf16 = config.get("bf16") or host_mod.BF16_AUTO
@@ -250,18 +231,13 @@ def expand(
         if key.allocator not in alloc_reasons:
             alloc_reasons[key.allocator] = host.allocator_reason(key.allocator)
         opt = optimizations_mod.OPTIMIZATIONS.get(key.opt)
+        per = opt.bytes_per_element if opt else memory_mod.FLOAT32_BYTES
         reason = (
             planned.reason
             if isinstance(planned, placement_mod.NotApplicable)
             else opt_reasons[key.opt]
             or alloc_reasons[key.allocator]
-            or memory_mod.skip_reason(
-                key.model,
-                key.batch_size,
-                image_size,
-                memory_bytes,
-                opt.bytes_per_element if opt else memory_mod.FLOAT32_BYTES,
-            )
+            or memory_mod.skip_reason(key.model, key.batch_size, image_size, memory_bytes, per)
         )
         if reason:
             skipped[key] = reason
@@ -281,26 +257,18 @@ def replicates(config: dict) -> int:
 
 
 def comparison_group(key: CellKey) -> tuple:
-    """Cells compared with each other by ``tables.degradation`` (a placement and its baseline, SMT
-    kept apart; every optimization and eager): they run next to each other in every round."""
+    """Cells compared with each other (a placement and its baseline, every optimization): they
+    run next to each other in every round."""
     base = placement_mod.baseline_of(key.placement) or key.placement
     return (*(getattr(key, k) for k in KEYS if k not in ("placement", "opt")), base)
 
 
 def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list[tuple]:
     """The order in which the (cell, replicate) jobs run, so that a slow drift of the machine
-    cannot look like an effect:
-
-    - round r measures replicate r of every cell (all first replicates, then all second ones),
-      so two replicates of a cell are a whole round apart, never back to back (with >= 2 cells);
-    - within a round, the cells of one comparison group (the placements that share a baseline
-      and the baseline, each at every optimization, at the same values of every other axis)
-      run next to each other, in ABBA order over the rounds (the baseline's first in odd
-      rounds, last in even ones), so a comparison's two processes of a round share what drifts
-      between rounds (``tables.degradation`` pairs them);
-    - the groups' order is a seeded shuffle per round, re-drawn if it would put the same group
-      at the end of one round and the start of the next.
-    """
+    cannot look like an effect: round r measures replicate r of every cell; within a round the
+    cells of a comparison group run next to each other, in ABBA order over the rounds, so a
+    comparison's two processes share what drifts between rounds; the groups' order is a seeded
+    shuffle per round that never puts one group at the end of a round and the next's start."""
     keys = sorted(keys)
     groups: dict[tuple, list[CellKey]] = {}
     for k in keys:

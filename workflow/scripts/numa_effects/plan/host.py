@@ -1,15 +1,9 @@
 """What the planning machine offers the grid beyond its topology: the optimizations'
-requirements (torchao, a C++ compiler), the CPU's capabilities (``plan.cpu``: is bf16 native?)
-and the allocator libraries (``plan.allocators``). ``grid.expand`` skips the cells this machine
-cannot run, or (``bf16: auto``) should not, with the reason; it takes a ``Host`` so that it
-stays pure, and ``current()`` is the one function here that reads the machine (``/proc/cpuinfo``,
-``importlib`` specs, ``PATH``, ``ldconfig -p``; no torch import: the workflow calls it at parse
-time).
-
-Every check is repeated where the cell runs: a missing library or package there fails the cell
-with its cause (``measure.job``), and the cell records the capabilities it really found
-(oneDNN's own bf16 answer included), so a grid planned on one machine and run on another (a
-cluster with ``topology:``) is never mislabelled.
+requirements, the CPU's capabilities (is bf16 native?) and the allocator libraries.
+``grid.expand`` skips the cells this machine cannot run, or (``bf16: auto``) should not, with
+the reason; it takes a ``Host`` so that it stays pure, and ``current()`` reads the machine (no
+torch import: the workflow calls it at parse time). Every check is repeated where the cell runs
+(``measure.job``), so a grid planned on one machine and run on another is never mislabelled.
 """
 
 from __future__ import annotations
@@ -21,8 +15,8 @@ from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import cpu as cpu_mod
 from numa_effects.plan import optimizations as optimizations_mod
 
-# The config key deciding what happens to an optimization whose dtype this CPU does not compute
-# natively (``bf16_rule``): ``auto`` skips it with the reason, ``always`` measures it, marked.
+# Config key ``bf16``: ``auto`` skips a bf16 optimization where bf16 is not native, ``always``
+# measures it, marked.
 BF16_AUTO, BF16_ALWAYS = "auto", "always"
 
 
@@ -53,12 +47,9 @@ class Host:
 
 
 def bf16_reason(entry, caps, bf16: str = BF16_AUTO) -> str | None:
-    """The bf16 rule: under ``bf16: auto`` an optimization that computes in bf16 (``native ==
-    "bf16"``: ``bf16``, ``bf16_aot``, ``bf16_eager``, ``int8_bf16``) is measured only where this
-    CPU has native bf16; elsewhere oneDNN emulates it or ATen's reference kernels run, slower
-    than float32, so its cells are skipped with the reason. ``always`` measures them anyway
-    (marked). int8 without VNNI/AMX still runs oneDNN's integer kernels and is always measured
-    (marked)."""
+    """Why ``entry``'s cells are skipped under ``bf16: auto``: it computes in bf16 and this CPU
+    has no native bf16 (emulated or reference kernels, slower than float32). int8 without
+    VNNI/AMX still runs oneDNN's integer kernels and is always measured (marked)."""
     if caps is None or bf16 == BF16_ALWAYS or entry.native != "bf16":
         return None
     if optimizations_mod.native_on(entry, caps):

@@ -1,29 +1,21 @@
 """The layouts other tools choose by a fixed rule, computed for a topology as those tools compute
 them: the baselines the deploy answer is measured against (``plan.deploy``, docs/deploy.md).
 
-- ``run_cpu``: PyTorch's launcher ``python -m torch.backends.xeon.run_cpu`` (torch 2.x,
-  ``torch/backends/xeon/run_cpu.py``), reproduced line by line in ``run_cpu_layout``: it reads
-  ``lscpu --parse=CPU,Core,Socket,Node``, takes the ``Core`` column as the physical core's number
-  and passes those numbers to ``numactl -C`` as CPU numbers, with ``-m`` the nodes of those CPUs.
-  ``--latency-mode``: 4 cores per instance over all physical cores, sorted by number, regardless
-  of NUMA nodes (the remainder is one more instance), so an instance straddles two nodes where
-  a node's core count is not a multiple of 4; ``--skip-cross-node-cores`` leaves each node's
-  remainder idle instead. ``--throughput-mode``: one instance per NUMA node with as many cores
-  as the node has. Where the ``Core`` numbers are not CPU numbers (SMT siblings numbered next
-  to each other), its instances run on the wrong CPUs: reproduced, and said in the notes.
-- ``all-cores``: one process started without thinking: no binding, every logical CPU allowed,
-  torch's default of one thread per physical core, memory where it is first touched.
-- ``mlperf``: the layout of Intel's MLPerf ResNet-50 Offline submissions: one instance per
-  physical core, a large batch each, jemalloc (``mlperf_layout``).
+- ``run_cpu``: PyTorch's ``python -m torch.backends.xeon.run_cpu``, reproduced line by line in
+  ``run_cpu_layout``: it takes lscpu's ``Core`` column as CPU numbers for ``numactl -C`` (where
+  they are not, its instances run on the wrong CPUs: reproduced, and said in the notes), with
+  ``-m`` the nodes of those CPUs.
+- ``all-cores``: one process, no binding, torch's default threads, memory first-touch.
+- ``mlperf``: Intel's MLPerf ResNet-50 Offline layout: one instance per physical core.
 
-A layout is a list of ``Slot``s (the CPUs, threads and memory of each instance); the measuring
-stack runs it through ``placement.Plan`` (``Slot.plan``). Pure: no I/O except ``run_cpu_allocator``,
-which looks for the libraries where ``run_cpu`` looks.
+A layout is a list of ``Slot``s, run through ``placement.Plan`` (``Slot.plan``). Pure except
+``run_cpu_allocator``, which looks for the libraries where ``run_cpu`` looks.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from dataclasses import dataclass
 from os.path import expanduser
@@ -38,8 +30,7 @@ LATENCY_MODE_CORES = 4  # run_cpu's core_num_per_instance under --latency-mode
 
 @dataclass(frozen=True)
 class Slot:
-    """One instance: its CPUs, intra-op threads and memory (``mem_nodes`` () = local
-    allocation, no policy: the pages land where they are first touched)."""
+    """One instance: its CPUs, intra-op threads and memory nodes (() = first touch)."""
 
     cpus: tuple[int, ...]
     threads: int
@@ -51,16 +42,8 @@ class Slot:
     def plan(self, topo: Topology, label: str = placement_mod.PACKED) -> placement_mod.Plan:
         """The binding the measuring stack enforces and verifies (``numactl_args``)."""
         cores = len({topo.cpu(c).siblings for c in self.cpus})
-        return placement_mod.Plan(
-            placement=label,
-            threads=int(self.threads),
-            cpus=tuple(sorted(self.cpus)),
-            cpu_nodes=self.nodes(topo),
-            mem_policy="bind" if self.mem_nodes else "local",
-            mem_nodes=tuple(self.mem_nodes) or self.nodes(topo),
-            use_smt=cores < len(self.cpus),
-            cores=cores,
-        )
+        nodes = self.nodes(topo)
+        return placement_mod.pinned(label, self.cpus, self.threads, nodes, self.mem_nodes, cores)
 
     def numactl(self) -> str:
         mem = f"--membind={cpulist.format(self.mem_nodes)}" if self.mem_nodes else "--localalloc"
@@ -69,9 +52,6 @@ class Slot:
 
 class NotRunnable(ValueError):
     """A launcher's rule gives no layout on this topology (the launcher itself would stop)."""
-
-
-# -- run_cpu's view of the machine -----------------------------------------------------------
 
 
 def lscpu_rows(topo: Topology) -> list[tuple[int, int, int, int]]:
@@ -91,9 +71,8 @@ def lscpu_text(topo: Topology) -> str:
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """``run_cpu``'s ``_CPUinfo``: the physical core numbers (the ``Core`` column) per node, and
-    the node of each logical CPU number. Its parse keeps one digit of the node column and counts
-    nodes as the largest node string + 1, as ``run_cpu`` does."""
+    """``run_cpu``'s ``_CPUinfo``: the ``Core`` numbers per node and the node of each logical
+    CPU, parsed as ``run_cpu`` does (one digit of the node column)."""
 
     node_physical_cores: tuple[tuple[int, ...], ...]
     node_logical_cores: tuple[tuple[int, ...], ...]
@@ -120,11 +99,8 @@ class CpuInfo:
 
 
 def _chunks(cores: list[int], sizes: list[int]) -> list[list[int]]:
-    out, start = [], 0
-    for n in sizes:
-        out.append(cores[start : start + n])
-        start += n
-    return out
+    starts = itertools.accumulate(sizes, initial=0)
+    return [cores[start : start + n] for start, n in zip(starts, sizes, strict=False)]
 
 
 def run_cpu_layout(
@@ -136,9 +112,9 @@ def run_cpu_layout(
     ncores_per_instance: list[int] | int = -1,
     skip_cross_node_cores: bool = False,
 ) -> list[Slot]:
-    """The instances ``run_cpu`` starts with these arguments (its ``launch``: the core lists and
-    ``-m`` nodes), the ``Core`` numbers taken as CPU numbers as it takes them. Raises
-    ``NotRunnable`` where ``run_cpu`` raises, or where a core number is no CPU of the machine."""
+    """The instances ``run_cpu`` starts with these arguments, the ``Core`` numbers taken as CPU
+    numbers as it takes them. Raises ``NotRunnable`` where ``run_cpu`` raises, or where a core
+    number is no CPU of the machine."""
     info = CpuInfo.of(topo)
     sizes = ncores_per_instance if isinstance(ncores_per_instance, list) else [ncores_per_instance]
     sizes = [int(x) for x in sizes]
@@ -194,14 +170,12 @@ def _skip_leftovers(info: CpuInfo, sizes: list[int]) -> list[int]:
     per_node = info.node_physical_cores
     if len(sizes) > len(per_node):
         raise NotRunnable("run_cpu: more ncores-per-instance elements than nodes")
-    leftover = []
+    leftover = {c for rest in per_node[len(sizes) :] for c in rest}
     for i, n in enumerate(sizes):
         if n > len(per_node[i]):
             raise NotRunnable(f"run_cpu: node {i} has {len(per_node[i])} cores, {n} asked")
-        leftover += list(per_node[i][n:])
-    for rest in per_node[len(sizes) :]:
-        leftover += list(rest)
-    return [c for c in info.all_physical_cores if c not in set(leftover)]
+        leftover |= set(per_node[i][n:])
+    return [c for c in info.all_physical_cores if c not in leftover]
 
 
 def _latency_mode(info: CpuInfo, skip: bool) -> tuple[list[int], list[int]]:
@@ -210,10 +184,7 @@ def _latency_mode(info: CpuInfo, skip: bool) -> tuple[list[int], list[int]]:
         if len(info.node_physical_cores[0]) < n:
             # run_cpu itself stops here (its loop variable is never bound)
             raise NotRunnable(f"run_cpu fails: node 0 has fewer than {n} cores")
-        cores = []
-        for node_cores in info.node_physical_cores:
-            whole = len(node_cores) // n * n
-            cores += list(node_cores[:whole])
+        cores = [c for node in info.node_physical_cores for c in node[: len(node) // n * n]]
         return cores, [n] * (len(cores) // n)
     cores = info.all_physical_cores
     sizes = [n] * (len(cores) // n)
@@ -223,19 +194,15 @@ def _latency_mode(info: CpuInfo, skip: bool) -> tuple[list[int], list[int]]:
 
 
 def run_cpu_args(slots: list[Slot], topo: Topology) -> list[str] | None:
-    """``run_cpu`` arguments that start exactly ``slots`` (same CPUs, same ``-m`` nodes), or
-    None when no ``--ninstances``/``--ncores-per-instance`` invocation does: what a user types
-    to deploy a layout with the launcher they know."""
+    """``run_cpu`` arguments that start exactly ``slots`` (same CPUs and ``-m`` nodes), or None
+    when no ``--ninstances``/``--ncores-per-instance`` invocation does."""
     sizes = [s.threads for s in sorted(slots, key=lambda s: min(s.cpus))]
     if any(len(s.cpus) != s.threads for s in slots):
         return None
     for skip in (False, True):
         try:
             got = run_cpu_layout(
-                topo,
-                ncores_per_instance=sizes,
-                ninstances=len(sizes),
-                skip_cross_node_cores=skip,
+                topo, ncores_per_instance=sizes, ninstances=len(sizes), skip_cross_node_cores=skip
             )
         except (NotRunnable, IndexError):
             continue
@@ -249,27 +216,21 @@ def run_cpu_args(slots: list[Slot], topo: Topology) -> list[str] | None:
 
 def run_cpu_allocator(environ=None) -> tuple[str, str]:
     """(allocator registry name, why) of what ``run_cpu`` preloads by default: ``libtcmalloc.so``,
-    else ``libjemalloc.so``, in the folders it searches (``add_lib_preload``: $CONDA_PREFIX/lib,
-    $VIRTUAL_ENV/lib, ~/.local/lib, /usr/local/lib, /usr/local/lib64, /usr/lib, /usr/lib64),
-    else glibc as it comes."""
+    else ``libjemalloc.so``, in the folders its ``add_lib_preload`` searches, else glibc."""
     env = os.environ if environ is None else environ
     dirs = [f"{env[k]}/lib" for k in ("CONDA_PREFIX", "VIRTUAL_ENV") if env.get(k)]
     dirs += [f"{expanduser('~')}/.local/lib", "/usr/local/lib", "/usr/local/lib64"]
     dirs += ["/usr/lib", "/usr/lib64"]
-    for lib, name in (("tcmalloc", "tcmalloc"), ("jemalloc", "jemalloc")):
+    for name in ("tcmalloc", "jemalloc"):
         for d in dirs:
-            found = glob.glob(os.path.join(d, f"lib{lib}.so"))
+            found = glob.glob(os.path.join(d, f"lib{name}.so"))
             if found:
                 return name, f"run_cpu preloads {found[0]}"
     return "default", "run_cpu finds neither libtcmalloc.so nor libjemalloc.so where it looks"
 
 
-# -- the fixed layouts -------------------------------------------------------------------------
-
-
 def all_cores(topo: Topology) -> list[Slot]:
-    """One process, no binding: every logical CPU, one thread per physical core (torch's
-    default), memory first-touch."""
+    """One process, no binding: every CPU, torch's default threads, memory first-touch."""
     cpus = tuple(sorted(c.cpu for c in topo.cpus))
     return [Slot(cpus, sum(1 for c in topo.cpus if c.primary), ())]
 

@@ -1,15 +1,9 @@
 """The grid manifest: which cells (and replicates) the config asks for, and which are skipped,
-in a small file whose name carries a digest of its content (``grid/manifest-<digest>.json``).
-
-The aggregation rules take it as an input. When the grid changes (a batch size, thread count,
-model, optimization or placement added or removed, replicates changed), the digest changes, the
-file does not exist yet, so Snakemake writes it and re-runs the aggregation after the new cells:
-added cells are measured and removed ones drop out of the tables and figures. This works from
-file existence and modification times alone, without Snakemake's metadata in ``.snakemake/``
-(which a results folder copied to another checkout or machine does not bring along;
-Snakemake re-runs an aggregate for a changed input list only when that metadata is present).
-When the grid is unchanged the file exists and nothing re-runs. Writing a manifest removes the
-older ones, so returning to an earlier grid re-runs the aggregation too.
+in a file whose name carries a digest of its content (``grid/manifest-<digest>.json``). The
+aggregation rules take it as an input: a changed grid is a missing file, so Snakemake re-runs
+the aggregation from file existence alone, without ``.snakemake/`` metadata (which a copied
+results folder lacks). Writing a manifest removes the older ones, so returning to an earlier
+grid re-runs the aggregation too.
 """
 
 from __future__ import annotations
@@ -26,15 +20,11 @@ PREFIX = "manifest-"
 
 
 def content(grid: Grid, replicates: int, two_stage: dict | None = None) -> dict:
-    """The grid as plain data: cell keys, replicates (and the ``two_stage`` settings when on:
-    ``plan.stages``), skipped cells with their reasons, and the cells reported from another
-    cell's measurement (``same``: each with the placement that measures it, ``plan.binding``)."""
+    """The grid as plain data: cell keys, replicates, the ``two_stage`` settings when on,
+    skipped cells with their reasons, and the cells reported from another's measurement."""
     extra = {"two_stage": two_stage} if two_stage else {}
     if grid.same:
-        extra["same"] = [
-            {**key.as_dict(), "same_binding_as": grid.same[key].placement}
-            for key in sorted(grid.same)
-        ]
+        extra["same"] = grid.same_binding_rows()
     return {
         **extra,
         "replicates": int(replicates),
@@ -53,9 +43,8 @@ def path(results: str, data: dict) -> str:
 
 
 def write(output: str | os.PathLike, data: dict, prefix: str = PREFIX) -> list[Path]:
-    """Write the manifest (temp file, then rename) and remove the folder's other files named
-    ``prefix*.json`` (other manifests; ``plan.stages`` writes its counts files this way too);
-    returns the removed ones."""
+    """Write the manifest (temp file, then rename) and remove (and return) the folder's other
+    ``prefix*.json`` files."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp")

@@ -1,19 +1,9 @@
-"""Each cell's memory, estimated while planning (no torch import): the model's weights plus the
-activations of one batch at the cell's image size. A cell whose estimate exceeds this machine's
-memory is listed as skipped with the estimate (``grid.expand``), rather than started.
-
-The estimate is a lower bound, so a skipped cell certainly cannot run: weights (float32
-parameters and buffers) + batch x the largest input + output of any single layer for one image
-(at least that much is alive at once), scaled from 224 x 224 by the image area. A cell below it
-may still fail as ``out-of-memory`` (the allocator, the runtime and intermediate copies of the
-optimizations come on top; ``max_memory_mb`` limits a cell process).
-
-``FOOTPRINT`` holds (parameters + buffers, bytes of the largest layer for one 224 x 224 image)
-per torchvision model, measured on the meta device by ``measure.workloads.model.footprint``
-(no memory, no weights); ``tests/test_validation.py`` re-measures some models against it.
-Models missing from it (RegNets: they cannot be built on the meta device) have no estimate and
-are never skipped for memory. Regenerate after a torchvision upgrade with ``python -m
-numa_effects.measure.workloads.model``.
+"""Each cell's memory, estimated while planning (no torch import): a lower bound, so a cell
+skipped for it certainly cannot run: the weights plus batch x the largest input + output of
+any single layer for one image, scaled from 224 x 224 by the image area. A cell below it may
+still fail as ``out-of-memory``. ``FOOTPRINT`` was measured on the meta device (regenerate after
+a torchvision upgrade with ``python -m numa_effects.measure.workloads.model``); models missing
+from it (RegNets cannot be built on the meta device) are never skipped for memory.
 """
 
 from __future__ import annotations
@@ -94,9 +84,8 @@ FOOTPRINT: dict[str, tuple[int, int]] = {
 def estimate(
     model: str, batch_size: int, image_size: int, bytes_per_element: int = FLOAT32_BYTES
 ) -> int | None:
-    """Bytes a cell needs at least (weights + one batch's largest layer), or None if unknown.
-    ``bytes_per_element``: of the optimization's dtype (``Optimization.bytes_per_element``);
-    ``FOOTPRINT``'s layer bytes were measured in float32 and scale with it."""
+    """Bytes a cell needs at least (weights + one batch's largest layer), or None if unknown;
+    ``FOOTPRINT``'s float32 bytes scale with ``bytes_per_element``."""
     if model not in FOOTPRINT:
         return None
     params, layer = FOOTPRINT[model]
@@ -106,8 +95,7 @@ def estimate(
 
 
 def machine_bytes(topo=None) -> int | None:
-    """This machine's memory (MemTotal) when the grid is planned for this machine; None when it
-    is planned against a ``topology`` file (another machine, whose memory is not known)."""
+    """This machine's memory (MemTotal); None when planning for a ``topology`` file."""
     if topo is not None and getattr(topo, "source", "") != "sysfs:/":
         return None
     try:

@@ -1,9 +1,6 @@
 """The torchvision classification model names, checked in so that validating ``models:`` never
-imports torch while Snakemake builds the DAG.
-
-``tests/test_validation.py`` checks this list against
-``torchvision.models.list_models(module=torchvision.models)`` of the installed torchvision;
-after a torchvision upgrade, regenerate it with::
+imports torch; ``tests/test_validation.py`` checks them against the installed torchvision.
+Regenerate after an upgrade with::
 
     python -c "import torchvision; print(torchvision.models.list_models(module=torchvision.models))"
 """

@@ -1,7 +1,6 @@
-"""The node-pair family's pairs (config key ``node_pairs``): which (CPU node, memory node)
-pairs ``node-pairs`` in ``placements:`` stands for on a topology, and what is wrong with an
-explicit list of pairs there. The family itself (``n{cpu}m{mem}``) is an entry of the placement
-registry (``plan.placement``)."""
+"""The node-pair family's pairs (config key ``node_pairs``): which (CPU node, memory node) pairs
+``node-pairs`` in ``placements:`` stands for on a topology, and what is wrong with an explicit
+list of pairs there (the family itself is an entry of ``plan.placement``)."""
 
 from __future__ import annotations
 
@@ -20,16 +19,10 @@ NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
 
 def node_pairs(value, topo: Topology) -> list[tuple[int, int]]:
     """The (CPU node, memory node) pairs of config key ``node_pairs`` on ``topo``, in order:
-
-    - ``all`` (also None, the default): every node with CPUs x every node (memory-only nodes
-      as memory nodes only), row by row;
-    - ``diagonal+row0``: each CPU node with its own memory, then the first CPU node (node 0 of
-      the other placements) with every other node's memory;
-    - a list of ``[cpu node, memory node]`` pairs: those, in the order given, each CPU node's
-      diagonal (its baseline) added before its first pair.
-
-    On a machine with a single NUMA node ``all`` and ``diagonal+row0`` are its diagonal and the
-    pair (0, 1) a second node would add: the planner skips that one, saying why."""
+    ``all`` (None) every CPU node x every node, row by row; ``diagonal+row0`` each CPU node's
+    diagonal, then the first CPU node with every other node; a list: its pairs, each CPU node's
+    diagonal (its baseline) before its first pair. On a one-node machine the pair a second
+    node would add is listed too: the planner skips it, saying why."""
     if isinstance(value, list):
         pairs: list[tuple[int, int]] = []
         for c, m in ((int(c), int(m)) for c, m in value):

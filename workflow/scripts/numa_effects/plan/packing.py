@@ -1,10 +1,8 @@
-"""The ``packing`` config key resolved into jobs (docs/packing.md): the core budgets
-(``budgets``: one node, all cores), the measurement jobs of PackRat's question (``jobs``: one per
-model, optimization, budget and batch), the configurations a job measures (``configurations``:
-the fat instance and the optimizer's candidates, ``analysis.planner.choices``) and the
-interference profile's jobs (``interference_jobs``: groups of identical instances on a budget).
-Pure planning: the optimizer over the measured cells is ``analysis.packing`` and
-``analysis.planner``."""
+"""The ``packing`` config key resolved into jobs (docs/packing.md): the core budgets, the
+measurement jobs of PackRat's question (one per model, optimization, budget and batch), the
+configurations a job measures (the fat instance and the optimizer's candidates) and the
+interference profile's jobs (groups of identical instances on a budget). Pure planning: the
+optimizer over the measured cells is ``analysis.packing`` and ``analysis.planner``."""
 
 from __future__ import annotations
 
@@ -12,14 +10,12 @@ from collections.abc import Iterable
 
 BASELINE_PLACEMENT = "sequential"  # the placement whose cells the optimizer predicts from
 
-# -- budgets -----------------------------------------------------------------------------------
 BUDGET_NAMES = ("node", "all")
 
 
 def budgets(topo, names: Iterable[str | int] = BUDGET_NAMES, use_smt: bool = False) -> dict:
-    """{cores: [names]} of the requested budgets on ``topo``: ``node`` = the usable cores of one
-    NUMA node (node 0, as ``threads: auto``), ``all`` = every usable core; an integer is taken
-    as it is. Budgets with the same core count are one budget (a 1-node machine has one)."""
+    """{cores: [names]} of the requested budgets on ``topo``: ``node`` = node 0's usable cores,
+    ``all`` = every usable core, an integer as it is; equal core counts are one budget."""
     out: dict[int, list[str]] = {}
     for name in names:
         if name == "node":
@@ -33,8 +29,7 @@ def budgets(topo, names: Iterable[str | int] = BUDGET_NAMES, use_smt: bool = Fal
 
 
 def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, int]]:
-    """[(node, cores)] of the nodes holding the first ``budget`` cores in ``sequential`` order
-    (``placement.pack``'s cores): the budget's nodes and how many of its cores each has."""
+    """[(node, cores)] of the nodes holding the first ``budget`` cores in ``sequential`` order."""
     order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)][: int(budget)]
     out = [(n, sum(1 for c in order if topo.node_of(c) == n)) for n in topo.nodes]
     return [(n, k) for n, k in out if k > 0]
@@ -42,10 +37,8 @@ def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, in
 
 def configurations(row: dict) -> dict[str, dict]:
     """The configurations a packing job measures for one ``choices`` row, by name: ``fat`` (one
-    instance of every budget core and the whole batch) and each candidate (``plan``,
-    ``plan2``, ...: the best predicted first), each ``{"instances": [(threads, batch)],
-    "nodes": [budget node index or None]}``; a candidate that is the fat instance is measured
-    once, as ``fat``."""
+    instance of every budget core and the whole batch) and each candidate (``plan``, ``plan2``,
+    ...), each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
     out = {"fat": {"instances": [(int(row["budget"]), int(row["batch"]))], "nodes": None}}
     cands = row.get("candidates")
     if cands is None:  # a row of before the candidates (one plan): the row itself
@@ -64,21 +57,15 @@ def configurations(row: dict) -> dict[str, dict]:
     return out
 
 
-# -- the interference profile --------------------------------------------------------------------
-
-
 def _powers_up_to(limit: int) -> list[int]:
-    out, k = [], 2
-    while k < limit:
-        out.append(k)
-        k *= 2
-    return [*out, limit] if limit >= 2 else out
+    """2, 4, 8, ... below ``limit``, and ``limit`` (from 2)."""
+    powers = [2**i for i in range(1, limit.bit_length()) if 2**i < limit]
+    return [*powers, limit] if limit >= 2 else powers
 
 
 def profile_threads(given, threads: list[int], budget: int) -> list[int]:
-    """Thread counts whose interference is measured on ``budget`` cores: ``auto`` = the grid's
-    thread counts that are powers of two (its smallest when none is) with room for two
-    instances; a list is taken as given, minus counts with no room for two."""
+    """Thread counts whose interference is measured on ``budget`` cores (room for two
+    instances): ``auto`` = the grid's powers of two (its smallest when none is)."""
     if given in (None, "auto"):
         pw = [t for t in threads if t & (t - 1) == 0]
         given = pw or sorted(threads)[:1]
@@ -87,8 +74,7 @@ def profile_threads(given, threads: list[int], budget: int) -> list[int]:
 
 def profile_instances(given, threads: int, budget: int) -> list[int]:
     """Group sizes k measured for ``threads``-thread instances on ``budget`` cores: ``auto`` =
-    2, 4, 8, ... below the most that fit, and the most that fit (budget // threads); a list
-    is taken as given, minus sizes that do not fit."""
+    2, 4, 8, ... and the most that fit."""
     most = budget // threads
     if given in (None, "auto"):
         return _powers_up_to(most)
@@ -96,17 +82,15 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
 
 
 def profile_plan(topo, budget: int, threads: int, k: int, use_smt: bool):
-    """The placement of a profile group: ``k`` instances of ``threads`` threads packed on
-    ``budget`` cores as ``placement.pack`` places a plan (best fit: node 0 first)."""
+    """``k`` instances of ``threads`` threads packed on ``budget`` cores (``placement.pack``)."""
     from numa_effects.plan import placement
 
     return placement.pack(topo, [threads] * k, budget, use_smt)
 
 
 def profiles(s: dict, topo, given: dict) -> list[dict]:
-    """{budget, threads, instances: [k, ...]} of every profile job of one (model, opt). A group
-    whose CPU sets a smaller budget already measures is not measured again (on a 2-node
-    machine the ``all`` budget adds the groups that span both nodes)."""
+    """{budget, threads, instances: [k, ...]} of every profile job of one (model, opt); a group
+    whose CPU sets a smaller budget already measures is not measured again."""
     out, seen = [], set()
     for c in s["budgets"]:
         for t in profile_threads(given.get("threads"), s["threads"], c):
@@ -125,7 +109,6 @@ def profiles(s: dict, topo, given: dict) -> list[dict]:
     return out
 
 
-# -- config ------------------------------------------------------------------------------------
 INTERFERENCE_DEFAULTS = {
     "enabled": True,
     "threads": "auto",
@@ -144,22 +127,17 @@ DEFAULTS = {
 
 
 def settings(config: dict, topo, threads: list[int], profile: bool = False) -> dict:
-    """The resolved ``packing`` config key (config/README.md, "Packing"): ``enabled`` (``auto``
-    = on when the grid has at least two thread counts and measures ``sequential``, the
-    optimizer's table), ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of
-    its nodes}), ``optimizations`` (null = the grid's first one: packing adds measurement jobs,
-    so by default one optimization's worth), ``max_seconds`` (per measured configuration),
-    ``measure_plans`` (candidates measured besides the fat instance) and ``interference``
-    (``enabled``, ``batch``, ``max_seconds``, ``profiles``: the profile jobs' budget, threads
-    and group sizes, see ``profiles``). ``config`` has been checked
-    (``numa_effects.config.checks.packing_problems``)."""
+    """The resolved ``packing`` config key of a checked config (config/README.md, "Packing"),
+    with ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of its nodes}) and
+    the interference profile's jobs (``profiles``)."""
     given = config.get("packing") or {}
     s = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
     use_smt = bool(config.get("use_smt", False))
+    # the grid measures the cells packing predicts from
+    measured = BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
     enabled = s["enabled"]
     if enabled == "auto":
-        sequential = BASELINE_PLACEMENT in config.get("placements", ())
-        enabled = len(set(threads)) >= 2 and sequential and not config.get("import")
+        enabled = len(set(threads)) >= 2 and measured
     opts = s["optimizations"] or list(config.get("optimizations", ()))[:1]
     batch_sizes = sorted({int(b) for b in config.get("batch_sizes", ())})
     out = {
@@ -180,7 +158,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1
     # the profile also serves the deploy answer's predictions (``profile``: it is measured)
-    on = bool(ig["enabled"]) and (out["enabled"] or profile) and sequential_measured(config)
+    on = bool(ig["enabled"]) and (out["enabled"] or profile) and measured
     out["interference"] = {
         "enabled": on,
         "batch": int(batch),
@@ -188,11 +166,6 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
         "profiles": profiles(out, topo, ig) if on else [],
     }
     return out
-
-
-def sequential_measured(config: dict) -> bool:
-    """Does the grid measure the cells packing predicts from (``sequential``, here)?"""
-    return BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
 
 
 def jobs(s: dict) -> list[dict]:
@@ -223,9 +196,7 @@ def interference_jobs(s: dict) -> list[dict]:
 
 
 def profile_cost(s: dict, replicates: int) -> dict:
-    """What the profile adds: jobs, measured configurations (alone and each group, per
-    replicate), instance processes, and the upper bound of their timing (the time cap per
-    configuration; process start and model build come on top)."""
+    """What the profile adds: jobs, configurations, processes, and their timed seconds at most."""
     jobs_ = interference_jobs(s)
     configs = sum(1 + len(j["instances"]) for j in jobs_) * int(replicates)
     processes = sum(1 + sum(j["instances"]) for j in jobs_) * int(replicates)

@@ -1,16 +1,9 @@
-"""When the peak is measured: each (placement, threads, dtype) peak is ``WINDOWS`` short jobs (its
-windows) spread over the run's cells, so that a few seconds of host noise cannot decide the
-denominator of efficiency (``tables.peak`` keeps the best clean window and the windows' spread).
-One window once put a 2-thread float32 peak at 152 GFLOP/s while the model's own cells ran at
-177 - 183 (efficiency 1.20); the same grid an hour later measured that peak at 198 (2-vCPU AMD
-EPYC, tests/fixtures/peak_windows).
-
-Where: window 1 runs before the first cell, the last one after the first stage's last cell (so
-before the two-stage checkpoint's further replicates), the others evenly between (``slots``),
-each at the nearest boundary between the comparison groups of the job order
-(``grid.job_order``), so that a window never separates the processes a comparison pairs. The
-rules run the jobs in that order by priority (``priorities``): cell ``i`` of ``n`` has
-``2 (n - i)``, a window before cell ``i`` ``2 (n - i) + 1``. Pure: no I/O.
+"""When the peak is measured: each (placement, threads, dtype) peak is ``WINDOWS`` short jobs
+spread over the run's cells, so that a few seconds of host noise cannot decide the denominator
+of efficiency (one window once put a peak 23 % low: tests/fixtures/peak_windows). Window 1 runs
+before the first cell, the last after the first stage, the others evenly between, each at a
+boundary between comparison groups of the job order, so that a window never separates the
+processes a comparison pairs; the rules run them in that order by priority. Pure.
 """
 
 from __future__ import annotations
@@ -34,9 +27,8 @@ def boundaries(order, first_stage: int) -> list[int]:
 
 
 def slots(order, first_stage: int, windows: int = WINDOWS) -> list[int]:
-    """For window 1 .. ``windows``, the position in ``order`` before which it runs (the first
-    stage's length: after its last cell): evenly spread over the first stage, each at the
-    nearest ``boundaries`` position (the earlier on a tie)."""
+    """For window 1 .. ``windows``, the position in ``order`` before which it runs: evenly
+    spread over the first stage, each at the nearest ``boundaries`` position."""
     places = boundaries(order, first_stage)
     end = places[-1]
     if windows <= 1:

@@ -1,30 +1,14 @@
-"""Placement planning: a pure function from (topology, threads, placement, use_smt) to the
-exact CPUs and memory policy of a cell, and the ``numactl`` arguments that enforce them.
+"""Placement planning: a pure function from (topology, threads, placement, use_smt) to the exact
+CPUs and memory policy of a cell, and the ``numactl`` arguments that enforce them (the table of
+placements: docs/placements.md, ``PLACEMENTS``).
 
-| placement          | CPUs                                             | memory                 |
-| ------------------ | ------------------------------------------------ | ---------------------- |
-| ``sequential``     | t cores packed from node 0, filling node 0        | bound to the nodes of  |
-|                    | before node 1 (PackRat "sequential")              | those cores            |
-| ``interleave``     | t cores alternated over all nodes: ceil(t/n) on   | bound to the nodes of  |
-|                    | the first node, and so on (PackRat "interleave")  | those cores            |
-| ``remote``         | t cores of node 0                                 | bound to node 1        |
-| ``mem-interleave`` | t cores of node 0                                 | interleaved, all nodes |
-| ``n{cpu}m{mem}``   | t cores of node ``cpu`` (the node-pair matrix)    | bound to node ``mem``  |
-
-"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs; on a machine with one
-node ``interleave`` and ``mem-interleave`` give the binding ``sequential`` gives there
-(``plan.binding``), and ``remote`` is not applicable. ``n{cpu}m{mem}`` is a *family*: its members
-(``n0m1``, ...) name real node numbers, a memory-only node is a memory node only, and each member
-is compared with the local diagonal ``n{cpu}m{cpu}``. ``placements:`` names its members one by one
-or all at once as ``node-pairs``: the pairs config key ``node_pairs`` selects (``all``,
-``diagonal+row0`` or a list of ``[cpu node, memory node]``; ``node_pair_members``).
-
-Cores are physical cores: one logical CPU per core, the lowest-numbered of its
-``thread_siblings_list``. With ``use_smt`` the siblings are usable too (after every core of the
-node has one thread) and the label gets the suffix ``+smt`` (``label``), so SMT and non-SMT
-results never share a path or a table row. ``sequential`` is the baseline of every other fixed
-placement (``sequential+smt`` of ``+smt`` cells). A plan the topology cannot satisfy is returned
-as ``NotApplicable`` with the reason; it is never run differently.
+"Node 0" and "node 1" are the first and second NUMA nodes that have CPUs. ``n{cpu}m{mem}`` is a
+*family*: its members (``n0m1``, ...) name real node numbers, and ``placements:`` names them one
+by one or all at once as ``node-pairs`` (config key ``node_pairs``). Cores are physical cores
+(the lowest-numbered of their siblings); with ``use_smt`` the siblings are usable too and the
+label gets the suffix ``+smt``, so SMT and non-SMT results never share a path or a table row. A
+plan the topology cannot satisfy is returned as ``NotApplicable`` with the reason; it is never
+run differently.
 """
 
 from __future__ import annotations
@@ -36,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from numa_effects.plan import cpulist
 from numa_effects.plan.node_pairs import node_list, node_pair_members, node_pair_problems
+from numa_effects.plan.optimizations import by_name
 from numa_effects.plan.topology import Topology
 
 BASELINE = "sequential"
@@ -99,6 +84,22 @@ class Plan:
         )
 
 
+def pinned(label: str, cpus, threads: int, cpu_nodes, mem_nodes, cores: int) -> Plan:
+    """The binding of an instance named by its CPUs (a launcher's layout, the deploy answer's):
+    memory bound to ``mem_nodes``, or first-touch (``local``) where there are none."""
+    mem = tuple(mem_nodes)
+    return Plan(
+        placement=label,
+        threads=int(threads),
+        cpus=tuple(sorted(cpus)),
+        cpu_nodes=tuple(cpu_nodes),
+        mem_policy="bind" if mem else "local",
+        mem_nodes=mem or tuple(cpu_nodes),
+        use_smt=int(cores) < len(cpus),
+        cores=int(cores),
+    )
+
+
 @dataclass(frozen=True)
 class NotApplicable:
     placement: str
@@ -110,45 +111,32 @@ def _unit(use_smt: bool) -> str:
     return "logical CPUs" if use_smt else "physical cores"
 
 
-def _cores_used(topo: Topology, cpus) -> int:
-    return len({topo.cpu(c).siblings for c in cpus})
-
-
 def _make(topo, placement, t, cpus, mem_policy, mem_nodes, use_smt) -> Plan:
+    """A plan of ``cpus``; ``mem_nodes`` None: their nodes."""
     cpus = tuple(sorted(cpus))
     cpu_nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
-    cores = _cores_used(topo, cpus)
-    return Plan(placement, t, cpus, cpu_nodes, mem_policy, tuple(mem_nodes), use_smt, cores)
+    cores = len({topo.cpu(c).siblings for c in cpus})
+    mem_nodes = cpu_nodes if mem_nodes is None else tuple(mem_nodes)
+    return Plan(placement, t, cpus, cpu_nodes, mem_policy, mem_nodes, use_smt, cores)
 
 
-def _node0_cpus(topo: Topology, threads: int, use_smt: bool, what: str):
+def _node0_cpus(topo: Topology, threads: int, use_smt: bool, what: str) -> list[int] | str:
     node0 = topo.nodes[0]
     cpus = topo.node_cpus(node0, use_smt)
     if threads > len(cpus):
-        return None, (
-            f"{what} needs {threads} {_unit(use_smt)} on node {node0}, which has {len(cpus)}"
-        )
-    return cpus[:threads], None
-
-
-def _needs_nodes(topo: Topology, placement: str) -> str | None:
-    if len(topo.nodes) < 2:
-        return f"{placement} needs at least 2 NUMA nodes; this machine has {len(topo.nodes)}"
-    return None
+        return f"{what} needs {threads} {_unit(use_smt)} on node {node0}, which has {len(cpus)}"
+    return cpus[:threads]
 
 
 def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    # Node 0 is filled before node 1 is touched; memory follows the cores' nodes.
+    # Node 0 is filled before node 1 is touched.
     order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
     if t > len(order):
         return f"sequential needs {t} {_unit(use_smt)}, this machine has {len(order)}"
-    cpus = order[:t]
-    nodes = sorted({topo.node_of(c) for c in cpus})
-    return _make(topo, "sequential", t, cpus, "bind", nodes, use_smt)
+    return _make(topo, "sequential", t, order[:t], "bind", None, use_smt)
 
 
 def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    # On one node: that node's first t cores, as ``sequential`` (``plan.binding``).
     nodes = topo.nodes
     per_node = {n: list(topo.node_cpus(n, use_smt)) for n in nodes}
     picked: list[int] = []
@@ -162,31 +150,27 @@ def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
                 f"{len(topo.node_cpus(node, use_smt))}"
             )
         picked.append(per_node[node].pop(0))
-    used = sorted({topo.node_of(c) for c in picked})
-    return _make(topo, "interleave", t, picked, "bind", used, use_smt)
+    return _make(topo, "interleave", t, picked, "bind", None, use_smt)
 
 
 def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    why = _needs_nodes(topo, "remote")
-    if why:
-        return why
-    cpus, why = _node0_cpus(topo, t, use_smt, "remote")
-    if why:
-        return why
-    return _make(topo, "remote", t, cpus, "bind", (topo.nodes[1],), use_smt)
+    if len(topo.nodes) < 2:
+        return f"remote needs at least 2 NUMA nodes; this machine has {len(topo.nodes)}"
+    cpus = _node0_cpus(topo, t, use_smt, "remote")
+    if isinstance(cpus, str):
+        return cpus
+    return _make(topo, "remote", t, cpus, "bind", topo.nodes[1:2], use_smt)
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    # On one node: an interleave over that node, the binding of ``sequential`` (``plan.binding``).
-    cpus, why = _node0_cpus(topo, t, use_smt, "mem-interleave")
-    if why:
-        return why
+    cpus = _node0_cpus(topo, t, use_smt, "mem-interleave")
+    if isinstance(cpus, str):
+        return cpus
     return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
 
 
 def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Plan | str:
-    """t cores of node ``cpu``, memory bound to node ``mem`` (node numbers as the OS numbers
-    them): one cell of the CPU-node x memory-node matrix."""
+    """t cores of node ``cpu``, memory bound to node ``mem`` (the OS's node numbers)."""
     name = f"n{cpu}m{mem}"
     if len(topo.all_nodes) == 1 and {cpu, mem} != set(topo.all_nodes):
         only = topo.all_nodes[0]
@@ -210,17 +194,15 @@ NODE_PAIR = "n{cpu}m{mem}"  # the family's registry name
 
 
 def pair_of(label_text: str) -> tuple[int, int] | None:
-    """(CPU node, memory node) of a node-pair label (``n0m1``, ``n0m1+smt``); None for any other
-    placement."""
+    """(CPU node, memory node) of a node-pair label (``n0m1+smt``); None for other placements."""
     entry, fields = lookup(parse_label(str(label_text))[0])
     return (fields["cpu"], fields["mem"]) if entry.name == NODE_PAIR else None
 
 
 def peak_placement(label_text: str) -> str:
     """The placement whose peak job a cell's efficiency is measured against: the cell's own,
-    except a node pair's, which is its CPU node's diagonal (``n1m3`` -> ``n1m1``, SMT label
-    kept): the peak is what the CPU node's cores compute, one job per CPU node instead of one
-    per pair (64 on an 8-node machine); the same cores and threads as the pair's cell."""
+    except a node pair's, its CPU node's diagonal (``n1m3`` -> ``n1m1``, SMT label kept): the
+    same cores, one peak job per CPU node instead of one per pair."""
     pair = pair_of(label_text)
     if pair is None:
         return str(label_text)
@@ -231,11 +213,9 @@ def peak_placement(label_text: str) -> str:
 @dataclass(frozen=True)
 class Members:
     """How ``placements:`` names a whole family at once: ``name`` (``node-pairs``) stands for the
-    members config key ``config_key`` selects on the planning topology. ``select(value, topo)``:
-    the member names, in order (``value`` None: the key's default); ``problems(value, topo,
-    machine)``: what is wrong with the value on that topology, as (key suffix, text) pairs
-    (``("[1]", "[0, 5]: this machine has no node 5; allowed: ...")``), checked before any job
-    (``numa_effects.config.checks.family_problems``)."""
+    members config key ``config_key`` selects. ``select(value, topo)``: the member names, in
+    order (``value`` None: the key's default); ``problems(value, topo, machine)``: what is wrong
+    with the value on that topology, as (key suffix, text) pairs."""
 
     name: str
     config_key: str
@@ -246,13 +226,11 @@ class Members:
 @dataclass(frozen=True)
 class Placement:
     """One entry of the placement registry: a fixed name (``sequential``) or a *family* whose
-    name is a pattern with integer fields (``n{cpu}m{mem}``: one placement per value of the
-    fields, e.g. ``n0m1``). ``plan(topo, threads, use_smt, **fields)`` returns a ``Plan`` or the
-    reason (a string) why the topology cannot run it. ``baseline`` names the placement every cell
-    of this one is compared against (a pattern over the same fields, e.g. ``n{cpu}m{cpu}``);
-    None for a baseline itself. ``color``: the placement's colour in every figure (None: a spare
-    one). ``members``: the name that stands for a family's members in ``placements:`` and the
-    config key that selects them (None: members are named one by one)."""
+    name is a pattern with integer fields (``n{cpu}m{mem}``). ``plan(topo, threads, use_smt,
+    **fields)`` returns a ``Plan`` or the reason it cannot run. ``baseline``: what its cells are
+    compared against (a pattern over the same fields; None for a baseline itself). ``color``:
+    its colour in every figure (None: a spare one). ``members``: how ``placements:`` names the
+    whole family (None: members one by one)."""
 
     name: str
     plan: Callable[..., Plan | str]
@@ -283,45 +261,41 @@ class Placement:
 
 
 # The registry: adding a placement (or a family of them) is one entry here.
-PLACEMENTS: dict[str, Placement] = {
-    p.name: p
-    for p in (
-        Placement(
-            "sequential",
-            _sequential,
-            "t cores packed from node 0 (PackRat's sequential); memory bound to their nodes",
-            baseline=None,
-            color=(0.2, 0.2, 0.2),
-        ),
-        Placement(
-            "interleave",
-            _interleave,
-            "t cores alternated over all nodes (PackRat's interleave); memory bound to their nodes",
-            color="#d55e00",
-        ),
-        Placement("remote", _remote, "t cores of node 0; memory bound to node 1", color="#ca9161"),
-        Placement(
-            "mem-interleave",
-            _mem_interleave,
-            "t cores of node 0; memory interleaved over all nodes",
-            color="#56b4e9",
-        ),
-        Placement(
-            NODE_PAIR,
-            _node_pair,
-            "the node-pair matrix: t cores of node cpu, memory bound to node mem (`n0m1`; "
-            "`node-pairs` = every pair `node_pairs` selects); compared with its node's local "
-            "`n{cpu}m{cpu}`; only thread counts that fit one node",
-            baseline="n{cpu}m{cpu}",
-            members=Members("node-pairs", "node_pairs", node_pair_members, node_pair_problems),
-        ),
-    )
-}
+PLACEMENTS: dict[str, Placement] = by_name(
+    Placement(
+        "sequential",
+        _sequential,
+        "t cores packed from node 0 (PackRat's sequential); memory bound to their nodes",
+        baseline=None,
+        color=(0.2, 0.2, 0.2),
+    ),
+    Placement(
+        "interleave",
+        _interleave,
+        "t cores alternated over all nodes (PackRat's interleave); memory bound to their nodes",
+        color="#d55e00",
+    ),
+    Placement("remote", _remote, "t cores of node 0; memory bound to node 1", color="#ca9161"),
+    Placement(
+        "mem-interleave",
+        _mem_interleave,
+        "t cores of node 0; memory interleaved over all nodes",
+        color="#56b4e9",
+    ),
+    Placement(
+        NODE_PAIR,
+        _node_pair,
+        "the node-pair matrix: t cores of node cpu, memory bound to node mem (`n0m1`; "
+        "`node-pairs` = every pair `node_pairs` selects); compared with its node's local "
+        "`n{cpu}m{cpu}`; only thread counts that fit one node",
+        baseline="n{cpu}m{cpu}",
+        members=Members("node-pairs", "node_pairs", node_pair_members, node_pair_problems),
+    ),
+)
 
 
 def lookup(name: str) -> tuple[Placement, dict]:
-    """The registry entry of a placement name (not a ``+smt`` label) and its field values.
-    Raises ValueError naming the known placements."""
+    """The registry entry of a placement name (not a ``+smt`` label) and its field values."""
     for entry in PLACEMENTS.values():
         fields = entry.match(name)
         if fields is not None:
@@ -366,10 +340,8 @@ def names_regex() -> str:
 
 
 def baseline_of(label_text: str) -> str | None:
-    """The label a cell of placement ``label_text`` is compared against (``sequential``;
-    ``sequential+smt`` for an SMT cell; a family's own baseline), or None for a baseline (a
-    family member whose baseline is itself, e.g. ``n0m0`` of ``n{cpu}m{mem}`` with baseline
-    ``n{cpu}m{cpu}``, is one)."""
+    """The label a cell of placement ``label_text`` is compared against (``sequential+smt`` for
+    an SMT cell; a family's own baseline), or None for a baseline (``n0m0`` is one)."""
     name, smt = parse_label(str(label_text))
     entry, fields = lookup(name)
     base = entry.baseline_name(fields)
@@ -381,11 +353,8 @@ def is_baseline(label_text: str) -> bool:
 
 
 def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
-    """Plan one cell. Returns a ``Plan`` or a ``NotApplicable`` with the reason.
-
-    ``placement`` is a registered name (or a family member such as ``n0m1``), or its ``+smt``
-    label (which implies use_smt).
-    """
+    """Plan one cell of ``placement`` (a name, a family member such as ``n0m1``, or a ``+smt``
+    label, which implies use_smt): a ``Plan`` or a ``NotApplicable`` with the reason."""
     placement, smt_label = parse_label(placement)
     use_smt = use_smt or smt_label
     entry, fields = lookup(placement)
@@ -407,16 +376,12 @@ def pack(
     use_smt: bool = False,
     nodes: list[int | None] | None = None,
 ):
-    """Disjoint CPU sets for concurrent instances (the packing runner, numa_effects.plan.packing):
-    instance j gets ``threads[j]`` cores of its own, out of the first ``budget`` cores in
-    ``sequential`` order (node 0 filled before node 1). No CPU is shared. Largest instance
-    first, each goes to the node with the fewest free cores that still holds it (best fit), so
-    an instance straddles nodes only when no node has room for it; a straddling instance takes
-    the lowest free cores in node order. ``nodes``: the node of each instance when the caller
-    chose them (the optimizer with interference spreads instances over nodes; None for an
-    instance = best fit); an instance that does not fit its node is an error. Memory is bound
-    to the nodes of the instance's cores. Returns the plans in the order of ``threads``, or
-    ``NotApplicable`` with the reason."""
+    """Disjoint CPU sets for concurrent instances (plan.packing): instance j gets ``threads[j]``
+    cores of its own out of the first ``budget`` cores in ``sequential`` order. Largest first,
+    each goes to the node with the fewest free cores that still holds it (best fit), so an
+    instance straddles nodes (taking the lowest free cores) only when no node has room.
+    ``nodes``: each instance's node when the caller chose them (None: best fit). Memory is bound
+    to the cores' nodes. The plans in the order of ``threads``, or ``NotApplicable``."""
     order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
     if budget > len(order):
         return NotApplicable(
@@ -452,11 +417,9 @@ def pack(
                 take = min(t - len(cpus_of[j]), len(free[n]))
                 cpus_of[j] += free[n][:take]
                 free[n] = free[n][take:]
-    plans = []
-    for j, t in enumerate(threads):
-        nodes = sorted({topo.node_of(c) for c in cpus_of[j]})
-        plans.append(_make(topo, PACKED, t, cpus_of[j], "bind", nodes, use_smt))
-    return plans
+    return [
+        _make(topo, PACKED, t, cpus_of[j], "bind", None, use_smt) for j, t in enumerate(threads)
+    ]
 
 
 def max_threads(topo: Topology, use_smt: bool = False) -> int:
@@ -474,9 +437,7 @@ def numactl_cell(p: Plan | NotApplicable, skipped: str) -> str:
 
 
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
-    """A Markdown table of the numactl arguments of every fixed placement at the given thread
-    counts (the examples in docs/placements.md are this function's output on the 2 x 16-core
-    fixture; a family's are ``node_pairs_markdown``)."""
+    """docs/placements.md's table of every fixed placement's numactl arguments."""
     lines = ["| placement | t | numactl arguments |", "| --- | --- | --- |"]
     for name in (n for n, entry in PLACEMENTS.items() if not entry.fields):
         for t in threads:
@@ -488,9 +449,8 @@ def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False)
 def node_pairs_markdown(
     topo: Topology, threads: list[int], value=None, use_smt: bool = False
 ) -> str:
-    """A Markdown table of the node-pair family on ``topo``: each pair ``node_pairs: value``
-    selects, its baseline and its numactl arguments (or why it is skipped) at each thread count
-    (the example in docs/placements.md is this function's output on the memory-only tree)."""
+    """A Markdown table of each node pair ``node_pairs: value`` selects on ``topo``: its
+    baseline and numactl arguments (or why it is skipped) at each thread count."""
     lines = ["| pair | baseline | t | numactl arguments |", "| --- | --- | --- | --- |"]
     for name in (label(n, use_smt) for n in node_pair_members(value, topo)):
         base = baseline_of(name)

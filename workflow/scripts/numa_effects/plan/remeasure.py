@@ -1,16 +1,8 @@
 """What a run is about to measure, why, and how long it takes: the one line a dry run (and a
-run, before its first job) prints. Pure: the jobs come in as plain data (the rules read them
-from Snakemake's DAG, ``workflow/rules/history.smk``), what their previous records say is read
-by ``tables.history``.
-
-A job's reason: ``new`` (no record yet), ``forced`` (``--forcerun``, ``-R``, ``-F``),
-``interrupted`` (a record Snakemake never saw finish), ``code changed`` (its record was measured
-by other measuring code: ``plan.code``), ``settings changed`` (the same code, another spec: a
-measurement key, a plan), ``inputs changed`` (a packing job whose plans were made again), or
-``changed`` (a record that does not say which code measured it).
-
-``estimate_seconds`` is the cost model: what a job's previous record took where there is one,
-else ``default_seconds`` of its rule from the settings."""
+run, before its first job) prints. Pure: the jobs come in as plain data from Snakemake's DAG
+(``workflow/rules/history.smk``). A job's reason (``REASONS``) says whether it is new, forced,
+interrupted, or replaces a record of other code (``plan.code``), another spec or other inputs;
+its time is its previous record's where there is one, else its rule's default."""
 
 from __future__ import annotations
 
@@ -21,8 +13,7 @@ from dataclasses import dataclass
 from numa_effects.plan import paths
 from numa_effects.plan import settings as settings_mod
 
-# rule -> the pattern of the record it writes: every measurement of the workflow (one concept,
-# one place: the history keeps these, the line counts them)
+# rule -> the pattern of the record it writes: every measurement of the workflow
 RULES = {
     "cell": paths.CELL,
     "peak": paths.PEAK,
@@ -33,12 +24,8 @@ RULES = {
 }
 # the checkpoint that asks for more replicates once it has run (config key two_stage)
 CHECKPOINT = "replicates"
-# what a measuring job costs besides its time budget when nothing says better: the job's start,
-# the instance's Python and torch import, the model's build and warm-up
-START_S = 5.0
-# what a job costs besides what its record timed (from the launcher's start to its finish):
-# Snakemake's start of the job's script, the launcher's imports
-JOB_OVERHEAD_S = 1.0
+START_S = 5.0  # a measuring job's start, imports, model build and warm-up, by default
+JOB_OVERHEAD_S = 1.0  # what a job costs besides what its record timed
 REASONS = (
     "new",
     "code changed",
@@ -67,9 +54,8 @@ def reason(
     recorded_code: str | None,
     code: str | None,
 ) -> str:
-    """Why a job measures: Snakemake's reason (``forced``, ``incomplete``, ``params_changed``)
-    and the record it replaces (``exists``; ``recorded_code``: the code that measured it, None
-    where it does not say) against this run's measuring code ``code``."""
+    """Why a job measures: Snakemake's reason and the record it replaces (``recorded_code``: the
+    code that measured it, None where it does not say) against this run's measuring ``code``."""
     if not exists:
         return "new"
     if forced:
@@ -84,10 +70,7 @@ def reason(
 
 
 def default_seconds(rule: str, plan) -> float:
-    """What one job of ``rule`` takes by the settings of ``plan`` (a ``build.Plan``): its
-    time budget (``max_seconds_per_cell``, the peak's and the memory probe's own) and the
-    start; a packing job measures the fat instance and its candidates, an interference job
-    one instance alone and each group, ``replicates`` times each."""
+    """What one job of ``rule`` takes by the settings of ``plan``: its time budgets and starts."""
     config = plan.config
     if rule == "cell":
         return float(config.get("max_seconds_per_cell") or 0) + START_S
@@ -111,8 +94,7 @@ def default_seconds(rule: str, plan) -> float:
 
 
 def defaults(plan) -> dict[str, float]:
-    """{rule: seconds of one of its jobs} by the run's cost model (``plan.cost``): the same
-    estimate the run prints for the whole plan, per job; {} for a rule it has no part for."""
+    """{rule: seconds of one of its jobs} by the run's cost model (``plan.cost``)."""
     from numa_effects.plan import cost, cpu
 
     try:  # the clock of the machine that measures (where a run's line is printed)
@@ -136,9 +118,8 @@ def defaults(plan) -> dict[str, float]:
 
 
 def estimate_seconds(jobs: Iterable[Job]) -> float:
-    """Seconds the ``jobs`` take one after the other (benchmark jobs never overlap): each
-    job's previous time (and the job's start) where its record says one, else its rule's
-    default."""
+    """Seconds the ``jobs`` take one after the other: each job's previous time where its record
+    says one, else its rule's default."""
     return sum(j.default_s if j.previous_s is None else j.previous_s + JOB_OVERHEAD_S for j in jobs)
 
 
@@ -159,9 +140,8 @@ def _counts(items: Iterable[str], order: Iterable[str]) -> str:
 
 
 def line(jobs: list[Job], dry_run: bool, more_later: bool = False, kept_in: str = "") -> str:
-    """The one line: how many jobs measure, by rule and by reason, and the estimated time
-    (from how many previous records); ``more_later``: a checkpoint adds replicates after the
-    first stage; ``kept_in``: where the records the run replaces are kept."""
+    """The one line: how many jobs measure, by rule and by reason, and the estimated time;
+    ``more_later``: a checkpoint adds replicates; ``kept_in``: where replaced records are kept."""
     verb = "a run would measure" if dry_run else "this run measures"
     later = " (and the further replicates the two-stage checkpoint decides)" if more_later else ""
     if not jobs:

@@ -1,6 +1,6 @@
 """The measurement settings: the config keys that decide how a cell is measured, with the
-timing loop's defaults (``measure.timing``). They travel in every cell's spec, so changing
-one re-measures every cell; keys that only decide whether a cell fails (its timeout,
+timing loop's defaults (``measure.timing``). They travel in every cell's spec, so changing one
+re-measures every cell; keys that only decide whether a cell fails (its timeout,
 ``max_memory_mb``) are read from the config by the job instead and re-run nothing."""
 
 from __future__ import annotations
@@ -22,18 +22,13 @@ DEFAULTS = {
 # Every key a cell's spec carries: the timing loop's, and the seed of the input and weights.
 KEYS = (*DEFAULTS, "seed")
 # Keys a spec carries only when the config turns them on, so that a run without them keeps the
-# specs (and results) it had before they existed. ``canary``: after each timed step the cell
-# process times a fixed cache-resident kernel (measure.cell.make_canary; docs/performance.md).
+# specs (and results) it had before they existed (``canary``: docs/performance.md).
 OPTIONAL_KEYS = ("canary",)
 TIMEOUT_MARGIN_S = 120.0
 
-# One window of the peak of one (placement, threads, dtype) (measure.workloads.dtype_peaks: the
-# denominator of efficiency; plan.peaks spreads the windows over the run): each step calls every
-# kernel of the dtype back to back (torch.mm, oneDNN's convolutions), at least 2 untimed steps,
-# then at least PEAK_SECONDS of timed ones (and 6, the smallest n with a 95 % CI of the median).
-# The contention keys are the config's, as for the cells it is the denominator of
-# (``peak_settings``): a run that keeps disturbed iterations keeps disturbed peak steps too (the
-# peak is the best clean rate, so noise can only lower it; the other windows make up for it).
+# One window of a peak (measure.workloads.dtype_peaks): at least 2 untimed steps, then at least
+# PEAK_SECONDS and 6 timed ones (the smallest n with a 95 % CI of the median). The contention
+# keys are the config's, as for the cells it is the denominator of (``peak_settings``).
 PEAK_SECONDS = 1.0
 PEAK_TIMEOUT_S = 300
 PEAK_SETTINGS = {
@@ -48,10 +43,8 @@ PEAK_SETTINGS = {
 }
 
 
-# The memory probe of one node pair (measure.workloads.memory_probe): each step is one pointer
-# chase and one read pass (~0.1 - 0.5 s), at least 6 timed steps and MEMORY_SECONDS of them; its
-# buffer is linked before the first step (~1 - 3 s for 256 MiB). The contention keys are the
-# config's, as for the peak.
+# The memory probe of one node pair (measure.workloads.memory_probe): steps of ~0.1 - 0.5 s,
+# at least 6 and MEMORY_SECONDS of them; contention keys as for the peak.
 MEMORY_SECONDS = 1.0
 MEMORY_TIMEOUT_S = 300
 MEMORY_SETTINGS = {
@@ -90,17 +83,15 @@ def with_defaults(settings: dict) -> dict:
 
 
 def memory_timeout_s(config: dict) -> float:
-    """Seconds before a memory job is killed: ``MEMORY_TIMEOUT_S``, plus the config's
-    ``cell_timeout_margin_s`` where it sets one (a slow machine, e.g. the TCG test guest, whose
-    Python start, compile and buffer linking take minutes there)."""
+    """Seconds before a memory job is killed, with the config's ``cell_timeout_margin_s``."""
     margin = config.get("cell_timeout_margin_s")
     return MEMORY_TIMEOUT_S + (float(margin) if margin is not None else 0.0)
 
 
 def cell_timeout_s(config: dict) -> float:
-    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s`` for
-    process start, model build and optimization. Read from the config by the cell job itself
-    (not a rule parameter), so raising the margin re-runs nothing but ``make retry-failed``."""
+    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``. Read
+    from the config by the cell job itself (not a rule parameter), so raising it re-runs
+    nothing."""
     margin = config.get("cell_timeout_margin_s")
     return 3 * float(config["max_seconds_per_cell"]) + float(
         TIMEOUT_MARGIN_S if margin is None else margin

@@ -1,22 +1,12 @@
 """The typed job: what a measurement job measures, built here and nowhere else.
 
-- ``Instance``: one pinned process: its workload (a key of ``measure.workloads.WORKLOADS``),
-  the cell its record describes (the table's keys and what the workload reads: model,
-  optimization, batch, allocator; a peak's dtype; a node pair's nodes), its placement plan
-  (CPUs, memory policy and nodes) and the workload's own options;
-- ``Configuration``: k >= 1 instances measured together, round by round, and, for instances
-  packed on a core budget, how their plans were made (``Packing``: re-made where the job runs);
-- ``Spec``: one measurement, one record: a configuration under the measurement settings, at one
-  replicate (a cell's replicate, a dtype's peak, a node pair's memory probe);
-- ``GroupSpec``: a packing or interference job: named configurations, measured in the order of
-  its ``schedule`` of (configuration, replicate) pairs.
-
-A spec is complete when built (``cell``, ``peak``, ``memory``, ``interference``, ``packing``)
-and never edited; ``measure.job`` (the front door) adds only what it finds where the job runs,
-into a copy (``Instance.resolved``: the workload's module, the allocator's library, the memory
-probe's compiled code). ``to_json``/``from_json`` (``FORMAT``) are the job's Snakemake params,
-the file beside each instance's log (what the instance reads) and the re-run of a cell
-(``python -m numa_effects.measure.job --spec``)."""
+An ``Instance`` is one pinned process (workload, the cell its record describes, placement plan,
+options); a ``Configuration`` is k >= 1 instances measured together (``Packing``: how packed
+plans were made, re-made where the job runs); a ``Spec`` is one measurement, one record, at one
+replicate; a ``GroupSpec`` is a packing, interference or deploy job of named configurations,
+measured in the order of its ``schedule``. A spec is complete when built and never edited:
+``measure.job`` adds only what it finds where the job runs, into a copy (``Instance.resolved``).
+``to_json``/``from_json`` (``FORMAT``) are the job's Snakemake params and its spec file."""
 
 from __future__ import annotations
 
@@ -95,8 +85,8 @@ class Configuration:
 
     @property
     def cell(self) -> dict:
-        """What its record describes: the instance's cell, for k > 1 the keys all instances
-        share, ``placement`` packed and the threads and images summed."""
+        """The instance's cell; for k > 1 the keys all instances share, ``placement`` packed
+        and the threads and images summed."""
         if len(self.instances) == 1:
             return dict(self.instances[0].cell)
         first, rest = self.instances[0].cell, self.instances[1:]
@@ -137,8 +127,8 @@ class Configuration:
 
 
 def _recheck_pinned(instances, topo) -> str | None:
-    """Instances pinned to CPUs named when planning (the deploy answer's layouts): those CPUs
-    exist here and lie on the nodes the plan says."""
+    """Instances pinned to named CPUs (the deploy answer's): those CPUs exist here and lie on
+    the nodes the plan says."""
     have = {c.cpu for c in topo.cpus}
     for inst in instances:
         missing = sorted(set(inst.plan.cpus) - have)
@@ -244,7 +234,6 @@ def from_json(d: dict) -> Spec | GroupSpec:
     return GroupSpec.from_json(d) if "configurations" in d else Spec.from_json(d)
 
 
-# -- the builders --------------------------------------------------------------------------------
 def one(
     workload: str,
     cell: dict,
@@ -270,8 +259,7 @@ def cell(
     compile_cache_dir: str | None = None,
     code: str | None = None,
 ) -> Spec:
-    """A cell's replicate: its model, inspected after the timed iterations (which oneDNN
-    kernels ran, the agreement with float32 eager, the CPU's capabilities); a compiled
+    """A cell's replicate: its model, inspected after the timed iterations; a compiled
     optimization's cache folder (``compile_cache_dir``) shared by the run's processes."""
     options = {"inspect": True}
     if compile_cache_dir:
@@ -281,9 +269,7 @@ def cell(
 
 
 def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None, window: int = 1) -> Spec:
-    """One window of the peak of one dtype at a placement and thread count (``plan.peaks``):
-    each of its kernels back to back in every step (``measure.workloads.dtype_peaks``)."""
-    # its placement as the grid names it (``sequential+smt`` under use_smt), as the peak table
+    """One window of the peak of one dtype at a placement and thread count (``plan.peaks``)."""
     c = {"kind": "peak", "placement": plan.label, "threads": plan.threads, "dtype": dtype}
     c |= {"window": int(window), "use_smt": plan.use_smt}
     return one(PEAK, c, plan, settings, code=code)
@@ -292,16 +278,14 @@ def peak(plan: Plan, dtype: str, settings: dict, code: str | None = None, window
 def memory(
     cpu: int, mem: int, plan: Plan, settings: dict, cache_dir: str, code: str | None = None
 ) -> Spec:
-    """The memory probe of one node pair: 1 core of node ``cpu``, memory bound to node ``mem``;
-    its compiled code cached in ``cache_dir``."""
+    """The memory probe of one node pair, its compiled code cached in ``cache_dir``."""
     c = {"kind": "memory", "placement": plan.placement, "threads": plan.threads}
     c |= {"cpu_node": int(cpu), "mem_node": int(mem), "use_smt": plan.use_smt}
     return one(MEMORY, c, plan, settings, options={"probe": {"cache_dir": cache_dir}}, code=code)
 
 
 def packed(common: dict, plan: Plan, images: int) -> Instance:
-    """One instance of a packed configuration: a model cell of its own threads and images
-    (``common``: model, opt, allocator, image_size, use_smt; each instance may have its own)."""
+    """One instance of a packed configuration: a model cell of its own threads and images."""
     c = {**common, "placement": placement_mod.PACKED, "threads": plan.threads}
     return Instance(MODEL, c | {"batch_size": int(images)}, plan)
 
@@ -309,8 +293,7 @@ def packed(common: dict, plan: Plan, images: int) -> Instance:
 def plans_for(topo, budget: int, configuration, use_smt: bool, nodes=None):
     """``[(Plan, images)]`` of a configuration ``[(threads, images), ...]`` packed on ``budget``
     cores of ``topo``, or the reason it does not fit. ``nodes``: each instance's node as an
-    index among the budget's nodes (``packing.budget_nodes``; the optimizer's choice), None =
-    best fit."""
+    index among the budget's nodes (None: best fit)."""
     ids = None
     if nodes is not None:
         bn = [n for n, _ in packing_mod.budget_nodes(topo, budget, use_smt)]
@@ -336,16 +319,14 @@ def placements(row: dict, topo, use_smt: bool) -> dict:
 def group(
     kind: str, job: dict, placed: dict, settings: dict, replicates: int, **extra
 ) -> GroupSpec:
-    """A group job of named configurations ``placed`` ({name: Configuration}), measured
-    replicate by replicate in the order given (each replicate measures every configuration:
-    drift hits them alike). ``extra``: ``choice``, ``unplaced``, ``code``."""
+    """A group job of named configurations ``placed``, measured replicate by replicate (each
+    replicate measures every configuration: drift hits them alike)."""
     schedule = tuple((n, r) for r in range(1, int(replicates) + 1) for n in placed)
     return GroupSpec(kind, dict(job), dict(placed), dict(settings), schedule, **extra)
 
 
 def _common(job: dict) -> dict:
-    """What the instances of a packing or interference job share: model, optimization, image
-    size, SMT and the grid's baseline allocator."""
+    """What the instances of a packing or interference job share."""
     common = {k: job[k] for k in ("model", "opt", "image_size", "use_smt")}
     return common | ({"allocator": job["allocator"]} if job.get("allocator") else {})
 
@@ -364,10 +345,8 @@ def _configuration(common: dict, plans, conf: dict, budget: int, use_smt: bool) 
 
 def packing(job: dict, budget: int, batch: int, choice: dict) -> GroupSpec:
     """A packing job (one model, optimization, core budget and total batch): the fat instance
-    and the optimizer's candidates (``packing.configurations``) with the placements
-    ``choice["placements"]`` made on the scheduling topology (``plans_for``; a configuration
-    that did not fit there is ``unplaced``). ``job``: ``Plan.packing_job``; every instance runs
-    with its optimization and allocator."""
+    and the optimizer's candidates with the placements ``choice["placements"]`` made on the
+    scheduling topology (one that did not fit is ``unplaced``). ``job``: ``Plan.packing_job``."""
     choice = dict(choice)
     made = choice.pop("placements", {}) or {}
     row = {**choice, "budget": int(budget), "batch": int(batch)}
@@ -387,8 +366,8 @@ def packing(job: dict, budget: int, batch: int, choice: dict) -> GroupSpec:
 def interference(job: dict, topo) -> GroupSpec:
     """An interference profile job: one instance of ``threads`` threads and ``batch`` images
     alone (``k1``) and ``k`` identical ones side by side (``k<k>``), packed on ``budget`` cores
-    of ``topo`` (``packing.profile_plan``). ``job``: ``Plan.packing_job`` with ``budget``,
-    ``threads``, ``batch``, ``instances`` (the group sizes)."""
+    of ``topo``. ``job``: ``Plan.packing_job`` with ``budget``, ``threads``, ``batch``,
+    ``instances`` (the group sizes)."""
     budget, threads, batch = int(job["budget"]), int(job["threads"]), int(job["batch"])
     common, placed, unplaced = _common(job), {}, {}
     for k in (1, *(int(k) for k in job["instances"] if int(k) > 1)):
@@ -403,9 +382,8 @@ def interference(job: dict, topo) -> GroupSpec:
 
 
 def abba(names, rounds: int) -> tuple[tuple[str, int], ...]:
-    """The schedule of ``rounds`` rounds of every configuration, in ABBA order: the given order
-    in odd rounds, reversed in even ones, so that a drift between rounds moves every pair
-    alike."""
+    """``rounds`` rounds of every configuration in ABBA order (reversed in even rounds), so
+    that a drift between rounds moves every pair alike."""
     names = list(names)
     return tuple(
         (n, r) for r in range(1, int(rounds) + 1) for n in (names if r % 2 else names[::-1])
@@ -413,9 +391,8 @@ def abba(names, rounds: int) -> tuple[tuple[str, int], ...]:
 
 
 def deploy(job: dict, configurations: dict) -> GroupSpec:
-    """The deploy answer's measurement (``analysis.deploy_plan``'s ``configurations``: each its
-    model, optimization, allocator and instances pinned to named CPUs and memory), in ABBA
-    rounds up to ``job["max_rounds"]`` (``measure.deploy`` may stop earlier). ``job``:
+    """The deploy answer's measurement (``analysis.deploy_plan``'s ``configurations``, instances
+    pinned to named CPUs), in ABBA rounds up to ``job["max_rounds"]``. ``job``:
     ``Plan.deploy_job``."""
     placed = {}
     for name, conf in configurations.items():
@@ -426,7 +403,9 @@ def deploy(job: dict, configurations: dict) -> GroupSpec:
             options["compile_cache_dir"] = job["compile_cache_dir"]
         insts = []
         for i in conf["instances"]:
-            plan = pinned_plan(i["cpus"], i["threads"], i["mem_nodes"], i["nodes"], i["cores"])
+            plan = placement_mod.pinned(
+                PINNED, i["cpus"], i["threads"], i["nodes"], i["mem_nodes"], i["cores"]
+            )
             c = {**common, "threads": plan.threads, "batch_size": int(i["batch"])}
             insts.append(Instance(MODEL, c | {"use_smt": plan.use_smt}, plan, dict(options)))
         placed[name] = Configuration(tuple(insts))
@@ -435,19 +414,3 @@ def deploy(job: dict, configurations: dict) -> GroupSpec:
         "deploy", echo, placed, dict(job["settings"]), abba(placed, job["max_rounds"]),
         code=job.get("code"),
     )  # fmt: skip
-
-
-def pinned_plan(cpus, threads: int, mem_nodes, cpu_nodes, cores: int) -> Plan:
-    """The binding of an instance the job names by its CPUs: memory bound to ``mem_nodes``, or
-    first-touch (``local``) where there are none."""
-    mem = tuple(mem_nodes)
-    return Plan(
-        placement=PINNED,
-        threads=int(threads),
-        cpus=tuple(sorted(cpus)),
-        cpu_nodes=tuple(cpu_nodes),
-        mem_policy="bind" if mem else "local",
-        mem_nodes=mem or tuple(cpu_nodes),
-        use_smt=int(cores) < len(cpus),
-        cores=int(cores),
-    )

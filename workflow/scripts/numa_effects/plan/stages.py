@@ -1,12 +1,9 @@
 """Replicates where the noise is (config key ``two_stage``): the plan's side of Stein's two-stage
-rule. ``replicates`` processes of every cell are the first stage; one checkpoint job then reads
-them (``tables.stages.decide``) and writes how many replicates each cell takes in all
-(``grid/replicates-<digest>.json``, the digest the grid manifest's, which holds the settings);
-the plan reads that file back (``read``) to ask for the further replicates, which run round by
-round in ``grid.job_order``'s ABBA order like the first ones (their priorities are planned up to
-the cap from the start). The statistics are in ``stats.stein_replicates`` / ``stein_interval``.
-
-Pure: no pandas, no torch; ``read`` is the only I/O.
+rule. ``replicates`` processes of every cell are the first stage; a checkpoint job
+(``tables.stages.decide``) writes how many replicates each cell takes in all
+(``grid/replicates-<digest>.json``, the grid manifest's digest), and the plan reads it back
+(``read``) to ask for the further replicates, which run in ``grid.job_order``'s order. The
+statistics are in ``stats.stein_replicates``. Pure except ``read``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The machine's CPU topology: NUMA nodes, packages, physical cores and their SMT siblings, the
 nodes that have memory (a memory-only node, e.g. CXL memory, has no CPUs) and the firmware's node
-distance table.
-
-Read from sysfs (``/sys/devices/system/{node,cpu}``), from ``lscpu -p`` output, or from the JSON
-this module writes (``Topology.to_dict``), so a cluster's compute-node topology can be given as a
-file. Physical cores are identified by their sibling set (``thread_siblings_list``), never by
-assuming siblings are adjacent or offset by N. Memory nodes come from sysfs ``node/has_memory``
-(else each ``node*/meminfo``'s MemTotal); the distances from ``node*/distance`` (one row per
-node, a column per online node, as ``numactl --hardware`` prints them). ``lscpu`` says neither:
-a topology read from it has memory on its CPU nodes only and no distance table.
+distance table. Read from sysfs, from ``lscpu -p``/``-e`` output (which says neither memory
+nodes nor distances: memory on the CPU nodes only) or from this module's JSON, so a cluster's
+compute-node topology can be given as a file. Physical cores are identified by their sibling
+set, never by assuming siblings are adjacent or offset by N.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from numa_effects.plan import cpulist
@@ -76,7 +71,6 @@ class Topology:
             if not set(c.siblings) <= known:
                 raise TopologyError(f"CPU {c.cpu} has siblings {c.siblings} not in the topology")
 
-    # -- views -------------------------------------------------------------------------------
     @property
     def nodes(self) -> tuple[int, ...]:
         """NUMA nodes that have CPUs, ascending."""
@@ -111,12 +105,9 @@ class Topology:
         raise KeyError(cpu_id)
 
     def node_cpus(self, node: int, use_smt: bool = False) -> tuple[int, ...]:
-        """CPUs of a node usable for placement, in placement order.
-
-        Without SMT: one CPU per physical core (the lowest-numbered sibling), ascending.
-        With SMT: all primaries first, then second siblings, and so on, so that t <= cores
-        still gets one thread per core.
-        """
+        """CPUs of a node usable for placement, in placement order: one per physical core
+        (the lowest-numbered sibling), ascending; with SMT then the second siblings, and so on,
+        so that t <= cores still gets one thread per core."""
         on_node = sorted((c for c in self.cpus if c.node == node), key=lambda c: c.cpu)
         if not use_smt:
             return tuple(c.cpu for c in on_node if c.primary)
@@ -144,7 +135,6 @@ class Topology:
             "threads_per_core": self.threads_per_core,
         }
 
-    # -- (de)serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
             "cpu_model": self.cpu_model,
@@ -154,15 +144,7 @@ class Topology:
             "distances": {
                 str(i): {str(j): d for j, d in row.items()} for i, row in self.distances.items()
             },
-            "cpus": [
-                {
-                    "cpu": c.cpu,
-                    "node": c.node,
-                    "package": c.package,
-                    "siblings": cpulist.format(c.siblings),
-                }
-                for c in self.cpus
-            ],
+            "cpus": [{**asdict(c), "siblings": cpulist.format(c.siblings)} for c in self.cpus],
         }
 
     @classmethod
@@ -266,8 +248,7 @@ def _node_memory(node_dir: Path) -> tuple[int, ...]:
 
 
 def _node_distances(node_dir: Path) -> dict[int, dict[int, int]]:
-    """The firmware's distance table: row ``node*/distance`` has one column per online node in
-    ascending order (the kernel's ``for_each_online_node``). {} when there is no such file."""
+    """The firmware's distance table: a column per online node in each ``node*/distance``."""
     dirs = _node_dirs(node_dir)
     online_file = node_dir / "online"
     online = cpulist.parse(_read(online_file)) if online_file.exists() else tuple(dirs)
@@ -297,13 +278,9 @@ def _cpu_model(root: Path) -> str:
 
 
 def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topology:
-    """Parse ``lscpu -p`` (``-p=CPU,CORE,SOCKET,NODE`` or the default columns) or ``lscpu -e``.
-
-    ``-p``: columns from the ``# CPU,Core,Socket,Node,...`` header; other ``#`` lines are
-    comments. ``-e``: columns from the ``CPU NODE SOCKET CORE ...`` header line, whitespace
-    separated; CPUs whose ``ONLINE`` column says ``no`` are left out. Siblings are the CPUs that
-    share (socket, core).
-    """
+    """Parse ``lscpu -p`` (columns from the ``# CPU,Core,Socket,Node,...`` header) or ``lscpu
+    -e`` (the ``CPU NODE SOCKET CORE ...`` header; offline CPUs left out). Siblings are the CPUs
+    that share (socket, core)."""
     header: list[str] | None = None
     rows: list[dict[str, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -352,8 +329,7 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
     return Topology(cpus=tuple(sorted(cpus)), cpu_model=cpu_model, source=source)
 
 
-# lscpu's numbered columns: a CPU, its core, socket and NUMA node are numbers >= 0 ("-" and ""
-# mean none, read as 0).
+# lscpu's numbered columns: numbers >= 0 ("-" and "" mean none, read as 0).
 LSCPU_NUMBERS = {"cpu": "CPU", "core": "core", "socket": "socket", "node": "NUMA node"}
 
 
@@ -366,9 +342,8 @@ def _negative_fields(row: dict[str, str], where: str) -> None:
 
 def load(path: str | os.PathLike) -> Topology:
     """Load a topology file: this project's JSON (``machine.json`` or its ``topology`` part),
-    ``lscpu -p`` or ``lscpu -e`` text, or a folder holding a copy of ``sys/devices/system``
-    (as ``tests/fixtures/topology/capture`` writes). Raises TopologyError with the file name on
-    any problem."""
+    ``lscpu -p``/``-e`` text, or a folder holding a copy of ``sys/devices/system``. Raises
+    TopologyError with the file name on any problem."""
     path = Path(path)
     if path.is_dir():
         return from_sysfs(path)
