@@ -1,22 +1,10 @@
-"""The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
-
-Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
-``interference.csv`` for the Packing figures, ``precision.csv`` for the Precision and runtime
-section, ``memory_matrix.csv`` for the Node-pair matrix), read by ``tables.tidy.read``; a table
-from before an axis existed gets its default
-(``grid.fill_keys``: ``allocator`` ``default``). ``Tables.universe`` knows every cell a figure of
-a model should show (the product of the threads and batch sizes that appear for it, per
-optimization x placement x allocator that appears; only the figure allocator's,
-``figure_allocator``, unless asked for every one) with its status -- ``ok``, ``failed``,
-``skipped``, ``contended`` (no clean iteration: no value) or ``missing`` -- so the drawing never
-shows a cell that is not a measured value as 0, and whether its timing was disturbed
-(``contended`` or ``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of
-the registry (latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each
-placement's cell with its baseline's cell (``placement.baseline_of``) and the row of
-degradation.csv; a pair that is one measurement under two names (``plan.binding``) has the
-status ``same binding`` and no value. The report page (workflow/scripts/render_report.py)
-loads the tables here without importing matplotlib.
-"""
+"""The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib,
+so the report page loads them cheaply). ``Tables.universe`` knows every cell a figure of a model
+should show with its status (``ok``, ``failed``, ``skipped``, ``contended``: no clean
+iteration, or ``missing``), so the drawing never shows a cell without a value as 0, and whether
+its timing was disturbed; ``comparison`` pairs each placement's cell with its baseline's and
+the row of degradation.csv (a pair that is one measurement under two names has the status
+``same binding``)."""
 
 from __future__ import annotations
 
@@ -38,11 +26,11 @@ from numa_effects.tables import tidy
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
 # Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.
 NO_VALUE = ("missing", "skipped", "contended", "failed")
+AXES = ("threads", "batch_size")  # a figure's cells: every combination of these that appears
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table (``tables.tidy.read``); an empty file is an empty frame with the keys; a
-    table without a key column added since it was written gets its default."""
+    """A tidy table (``tables.tidy.read``) with every key column (an old table's get defaults)."""
     return grid_mod.keyed(tidy.read(path, KEYS))
 
 
@@ -72,35 +60,22 @@ class Tables:
         self.degradation = grid_mod.keyed(self.degradation)
 
     @classmethod
-    def load(
-        cls,
-        cells=None,
-        skipped=None,
-        degradation=None,
-        packing=None,
-        interference=None,
-        compare=None,
-        precision=None,
-        memory_matrix=None,
-    ) -> Tables:
-        def opt(path, reader=read_csv):
-            return reader(path) if path else None
-
+    def load(cls, cells=None, skipped=None, degradation=None, **optional) -> Tables:
+        """The tables from their paths; ``optional``: the other fields' paths (None: absent)."""
+        machine_facts = ("interference", "memory_matrix")  # no cell keys
         return cls(
             read_csv(cells),
             read_csv(skipped),
-            opt(degradation),
-            opt(packing),
-            opt(interference, tidy.read),
-            opt(compare),
-            opt(precision),
-            opt(memory_matrix, tidy.read),
+            read_csv(degradation) if degradation else None,
+            **{
+                k: (tidy.read if k in machine_facts else read_csv)(v) if v else None
+                for k, v in optional.items()
+            },
         )
 
     @property
     def allocator(self) -> str:
-        """The allocator of the figures that do not tell allocators apart (``figure_allocator``
-        of the cells' and skipped cells' allocators)."""
+        """The allocator of the figures that do not tell allocators apart."""
         names = [*self.cells.get("allocator", []), *self.skipped.get("allocator", [])]
         return figure_allocator(names)
 
@@ -115,8 +90,7 @@ class Tables:
 
     def statuses(self) -> pd.DataFrame:
         """Keys, ``status`` (ok / failed / contended / skipped), ``reason`` and ``disturbed``
-        (contended or noisy) of every known cell. ``contended``: no replicate had a clean
-        iteration, so the cell has no value (cells.csv ``status``)."""
+        (contended or noisy) of every known cell."""
         c = self.cells
         rows = pd.DataFrame(columns=[*KEYS, "status", "reason"])
         if not c.empty:
@@ -145,25 +119,15 @@ class Tables:
         return rows.reset_index(drop=True)
 
     def universe(self, model: str, every_allocator: bool = False) -> pd.DataFrame:
-        """Every cell a figure of ``model`` should show, with its status and values.
-
-        The (opt, placement, allocator) that appear for the model x every threads x batch size
-        that appears for it (only the figure allocator's cells, ``allocator``, unless
-        ``every_allocator``); cells in no table have status ``missing``. Columns ``lat``,
-        ``thr`` (and ``lat_lo``/``lat_hi``, ``thr_lo``/``thr_hi`` when the cells carry CIs); a
-        metric of a cell that is not ``ok`` or has no value is NaN and its ``<metric>_status``
-        says why.
-        ``disturbed``: the cell was contended or noisy.
-        """
+        """Every cell a figure of ``model`` should show: the (opt, placement, allocator) that
+        appear for it (the figure allocator's only, unless ``every_allocator``) x its threads x
+        its batch sizes, with ``status`` (``missing``: in no table), ``disturbed`` and each
+        metric's value (``lat``, ``thr``; NaN without a value), CI and ``<key>_status``."""
         st = self.statuses()
         st = st[st["model"] == model]
         if not every_allocator:
             st = st[st["allocator"] == self.allocator]
-        pairs = st[[k for k in KEYS if k not in ("model", "threads", "batch_size")]]
-        pairs = pairs.drop_duplicates()
-        grid = pairs.merge(
-            pd.DataFrame({"threads": sorted(st["threads"].unique())}), how="cross"
-        ).merge(pd.DataFrame({"batch_size": sorted(st["batch_size"].unique())}), how="cross")
+        grid = _by_threads_and_batch(st, [k for k in KEYS if k not in ("model", *AXES)])
         grid.insert(0, "model", model)
         u = grid.merge(st, on=list(KEYS), how="left")
         u["status"] = u["status"].fillna("missing")
@@ -190,6 +154,14 @@ class Tables:
                 ok & u[m.key].isna(), "missing", np.where(ok, "ok", u["status"])
             )
         return u
+
+
+def _by_threads_and_batch(d: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The distinct rows of ``columns`` of ``d`` x every threads x every batch size of ``d``."""
+    grid = d[columns].drop_duplicates()
+    for axis in AXES:
+        grid = grid.merge(pd.DataFrame({axis: sorted(d[axis].unique())}), how="cross")
+    return grid
 
 
 def sequential(u: pd.DataFrame) -> pd.DataFrame:
@@ -309,13 +281,7 @@ def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
     c = tables.compare
     c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
     c = c.astype({"threads": int, "batch_size": int})
-    grid = (
-        c[["placement"]]
-        .drop_duplicates()
-        .merge(pd.DataFrame({"threads": sorted(c["threads"].unique())}), how="cross")
-        .merge(pd.DataFrame({"batch_size": sorted(c["batch_size"].unique())}), how="cross")
-    )
-    d = grid.merge(c, on=["placement", "threads", "batch_size"], how="left")
+    d = _by_threads_and_batch(c, ["placement"]).merge(c, on=["placement", *AXES], how="left")
     d["pct"] = d["latency_change_pct"].astype(float)
     d["pct_lo"] = d["latency_change_ci_low_pct"].astype(float)
     d["pct_hi"] = d["latency_change_ci_high_pct"].astype(float)

@@ -1,39 +1,15 @@
 """The report's figure families and the page sections they stand in: the one registry.
 
-Pure and cheap (no matplotlib, no pandas): the workflow imports this at parse time to generate
-the plot rules and list the figure targets (``report.figures``). Everything about a family is
-its ``Family`` entry in ``FAMILIES``:
-
-- the Snakemake rule ``plot_<name>`` (generated in a loop in workflow/rules/report.smk; its
-  inputs are ``tables``, its outputs ``pattern`` .png/.svg below ``results/report/figures/``);
-- the report page's section, heading and description (``numa_effects.report.page``) and the
-  ``snakemake --report`` category, subcategory and caption (workflow/report/figure.rst renders
-  ``caption``): one caption text for both;
-- the drawing: the function registered for the family name with ``@drawer(name)``
-  (``report.drawers``), called as ``function(tables, metric=family.metric, **wildcards)`` by
-  ``plots.draw``;
-- the ``Metric`` it shows (``report.metrics``: latency or throughput);
-- which figures exist: ``plan`` names a function of ``report.figures.PLANS`` that lists the
-  wildcard values the cells support.
-
-A section is on one page (``Section.page``): the run's report, or the comparison of result
-folders (``COMPARE_PAGE``: config key ``compare``, ``compare.page``); a family is on its
-section's page, planned from that page's keys (a comparison's: the matched cells with ``run``,
-the compared run) and drawn from that page's tables.
-
-Adding a family = one entry here + one ``@drawer`` function + its test
-(tests/test_report_figures.py builds a throwaway family this way). A new section is one entry
-of ``SECTIONS`` (its heading, anchor, and what the page says when it has no figure: a function
-of ``report.empty``); a family that needs other cells than ``PLANS`` offers adds a plan function
-there; a new wildcard also needs a field of ``figures.Figure`` and an entry of
-``WILDCARD_CONSTRAINTS``. Captions are RST: only ````code```` and ``*emphasis*`` markup (the
-page renders those two).
-
-Placements come from the placement registry (``numa_effects.plan.placement``): a cell is
-compared with *its* baseline (``placement.baseline_of``: ``sequential``, ``sequential+smt`` for
-an SMT cell, a family's own baseline such as ``n0m0`` for ``n0m1``); the Latency and Throughput
-sections show the ``sequential`` cells. Which allocator's cells a figure shows:
-``report.baselines``.
+Pure and cheap (no matplotlib, no pandas): the workflow imports it at parse time to generate the
+``plot_<name>`` rules (workflow/rules/report.smk) and list the figure targets
+(``report.figures``). A family's entry holds its section, title, file ``pattern`` (its fields
+are the wildcards), ``plan`` (a function of ``report.figures.PLANS``), ``caption`` (RST with
+only ````code```` and ``*emphasis*``: the page and ``snakemake --report`` both show it),
+``metric`` and input ``tables``; its draw function is registered with ``@drawer(name)``
+(``report.drawers``). A section is on one page (``Section.page``): the run's report or the
+comparison of result folders; a family is planned from and drawn with that page's cells and
+tables. Adding a family = one entry here + one ``@drawer`` function + its test; a new wildcard
+also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
 """
 
 from __future__ import annotations
@@ -72,38 +48,20 @@ class Section:
 
 # Section key -> Section. Order is the page order.
 SECTIONS = {
-    "latency": Section(
-        heading="Latency (Sequential)", anchor="latency-sequential", empty=no_sequential
-    ),
-    "throughput": Section(
-        heading="Throughput (Sequential)", anchor="throughput-sequential", empty=no_sequential
-    ),
+    "latency": Section("Latency (Sequential)", "latency-sequential", no_sequential),
+    "throughput": Section("Throughput (Sequential)", "throughput-sequential", no_sequential),
     "numa": Section(
-        heading="NUMA Effects",
-        anchor="numa-effects",
-        empty=no_numa_reason,
-        tables=("degradation",),
-        highlight=True,
+        "NUMA Effects", "numa-effects", no_numa_reason, ("degradation",), highlight=True
     ),
     "precision": Section(
-        heading="Precision and runtime",
-        anchor="precision-runtime",
-        empty=no_precision,
-        tables=("precision",),
+        "Precision and runtime", "precision-runtime", no_precision, ("precision",)
     ),
     "node_pairs": Section(
-        heading="Node-pair matrix",
-        anchor="node-pair-matrix",
-        empty=no_node_pairs,
-        tables=("memory_matrix",),
+        "Node-pair matrix", "node-pair-matrix", no_node_pairs, ("memory_matrix",)
     ),
-    "packing": Section(heading="Packing", anchor="packing", empty=packing_off),
+    "packing": Section("Packing", "packing", packing_off),
     "compare": Section(
-        heading="Comparison",
-        anchor="comparison",
-        empty=nothing_matched,
-        highlight=True,
-        page=COMPARE_PAGE,
+        "Comparison", "comparison", nothing_matched, highlight=True, page=COMPARE_PAGE
     ),
 }
 
@@ -152,7 +110,6 @@ FAMILIES: tuple[Family, ...] = (
         section="latency",
         title="Latency per batch",
         pattern="{model}/latency_per_batch/bs{batch_size}",
-        metric=LATENCY,
         plan="sequential",
         caption="One figure per batch size: latency of one batch against the intra-op threads, "
         "one line per optimization, placement ``sequential``; points carry their value. Latency "
@@ -166,7 +123,6 @@ FAMILIES: tuple[Family, ...] = (
         section="latency",
         title="Latency per optimization",
         pattern="{model}/latency_per_opt/{opt}",
-        metric=LATENCY,
         plan="sequential",
         caption="One figure per optimization: latency per batch against the intra-op threads, "
         "one line per batch size, placement ``sequential`` (log scale when batch sizes span "
@@ -218,7 +174,6 @@ FAMILIES: tuple[Family, ...] = (
         section="numa",
         title="% latency degradation (heatmap)",
         pattern="{model}/latency_degradation_heatmap/{opt}/{placement}",
-        metric=LATENCY,
         plan="comparison",
         tables=WITH_DEGRADATION,
         caption="% latency degradation of each placement against its baseline (``sequential``; "
@@ -249,7 +204,6 @@ FAMILIES: tuple[Family, ...] = (
         section="numa",
         title="Latency per batch, placements vs sequential",
         pattern="{model}/numa_latency_per_batch/{opt}/bs{batch_size}",
-        metric=LATENCY,
         plan="comparison",
         caption="One figure per optimization and batch size: latency per batch against the "
         "intra-op threads, one line per placement (``sequential`` included), so each placement "
@@ -260,7 +214,6 @@ FAMILIES: tuple[Family, ...] = (
         section="numa",
         title="% latency loss per batch",
         pattern="{model}/numa_latency_loss/{opt}/bs{batch_size}",
-        metric=LATENCY,
         plan="comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % latency degradation against "
@@ -298,7 +251,6 @@ FAMILIES: tuple[Family, ...] = (
         section="precision",
         title="Speedup over float32 eager",
         pattern="{model}/precision_speedup/bs{batch_size}",
-        metric=LATENCY,
         plan="precision",
         tables=WITH_PRECISION,
         caption="One figure per batch size: each optimization's and allocator's speedup over "
@@ -316,7 +268,6 @@ FAMILIES: tuple[Family, ...] = (
         section="precision",
         title="% latency loss per dtype",
         pattern="{model}/precision_numa_loss/{placement}/bs{batch_size}",
-        metric=LATENCY,
         plan="precision_comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per placement and batch size: % latency degradation against the "
@@ -330,7 +281,6 @@ FAMILIES: tuple[Family, ...] = (
         section="node_pairs",
         title="CPU node x memory node: latency and % change",
         pattern="{model}/node_pair_heatmap/{opt}/bs{batch_size}",
-        metric=LATENCY,
         plan="node_pairs",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size, one row of panels per intra-op "
@@ -346,7 +296,6 @@ FAMILIES: tuple[Family, ...] = (
         section="node_pairs",
         title="The machine's memory matrix",
         pattern="{model}/node_pair_memory",
-        metric=LATENCY,
         plan="node_pair_memory",
         tables=("memory_matrix",),  # machine facts: no cell needed
         caption="What explains the matrix: the firmware's node distance (10 = local; "
@@ -361,7 +310,6 @@ FAMILIES: tuple[Family, ...] = (
         section="node_pairs",
         title="Does the memory matrix predict the inference cost?",
         pattern="{model}/node_pair_scatter/{opt}",
-        metric=LATENCY,
         plan="node_pairs",
         tables=WITH_MEMORY,
         caption="One point per off-diagonal node-pair cell (thread count: colour; batch size: "
@@ -376,7 +324,6 @@ FAMILIES: tuple[Family, ...] = (
         section="packing",
         title="Fat instance vs packed plan: predicted and measured",
         pattern="{model}/packing_latency/{opt}",
-        metric=LATENCY,
         plan="packing",
         tables=WITH_PACKING,
         caption="PackRat's question from this grid (docs/packing.md): latency against the total "
@@ -394,7 +341,6 @@ FAMILIES: tuple[Family, ...] = (
         section="packing",
         title="Interference: instances side by side",
         pattern="{model}/packing_interference/{opt}",
-        metric=LATENCY,
         plan="packing",
         tables=WITH_INTERFERENCE,
         caption="The interference profile measured on this machine (docs/packing.md): the "
@@ -409,7 +355,6 @@ FAMILIES: tuple[Family, ...] = (
         section="packing",
         title="Core map of the packed plans",
         pattern="{model}/packing_core_map/{opt}",
-        metric=LATENCY,
         plan="packing",
         tables=WITH_PACKING,
         caption="Which logical CPUs each instance of the measured plan was pinned to (one row "
@@ -421,7 +366,6 @@ FAMILIES: tuple[Family, ...] = (
         section="compare",
         title="Change per cell",
         pattern="{run}/{model}/compare_forest/{opt}",
-        metric=LATENCY,
         plan="compare",
         tables=("compare",),
         caption="One figure per compared run and optimization: every matched cell's latency "
@@ -437,7 +381,6 @@ FAMILIES: tuple[Family, ...] = (
         section="compare",
         title="% latency change (heatmap)",
         pattern="{run}/{model}/compare_heatmap/{opt}/{placement}",
-        metric=LATENCY,
         plan="compare",
         tables=("compare",),
         caption="% latency change of the compared run against the baseline run, (compared − "

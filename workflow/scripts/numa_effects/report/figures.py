@@ -166,9 +166,7 @@ PLANS: dict[str, Callable[..., list[dict]]] = {
 
 
 def figures(
-    keys: Iterable,
-    page: str = families.RUN_PAGE,
-    packed: Iterable[tuple[str, str]] = (),
+    keys: Iterable, page: str = families.RUN_PAGE, packed: Iterable[tuple[str, str]] = ()
 ) -> list[Figure]:
     """Every figure of ``page``'s families (``families.page_families``) the cells ``keys``
     support, in page order.

@@ -1,21 +1,9 @@
-"""The report's Node-pair matrix figures (docs/placements.md, "The node-pair matrix"), drawn from
-``cells.csv``, ``degradation.csv`` and ``tables/memory_matrix.csv``:
-
-- ``heatmap``: CPU node (rows) x memory node (columns), one row of panels per thread count: the
-  latency per batch, and its % change against the CPU node's local diagonal with significance
-  marks (the same cell marks as the degradation heatmaps: ``drawing.annotate_cells``);
-- ``memory``: the firmware's node distances beside the measured memory matrix (idle latency and
-  read bandwidth per pair);
-- ``scatter``: each off-diagonal cell's % change against the pair's distance, memory latency and
-  inverse bandwidth ratios, with Pearson's r and the slope: does the machine's memory matrix
-  predict the inference cost?
-
-Registered for their families with ``@drawer`` (``plots`` imports this module).
-"""
+"""The Node-pair matrix figures (docs/placements.md): the heatmap of CPU node x memory node
+(latency and % change against the local diagonal), the machine's memory matrix, and the scatter
+of each pair's change against its memory ratios (does the memory matrix predict the cost?)."""
 
 from __future__ import annotations
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -24,11 +12,11 @@ from numa_effects.report import style
 from numa_effects.report.data import Tables, node_pair_rows
 from numa_effects.report.drawers import drawer
 from numa_effects.report.drawing import (
-    annotate_cells,
     ci_error_bars,
     disturbed_note,
     footnote,
     grey_note,
+    heatmap_panel,
     sig_notes,
     threads_label,
 )
@@ -52,38 +40,13 @@ def _matrix(d: pd.DataFrame, column: str, rows: list, cols: list) -> pd.DataFram
     )
 
 
-def _axes_labels(ax, rows, cols) -> None:
+def _panel(ax, val, status, **kw) -> None:
+    heatmap_panel(ax, val, status, **kw)
+    rows, cols = list(val.index), list(val.columns)
     ax.set_xlabel("Memory node")
     ax.set_ylabel("CPU node")
     ax.set_xticklabels([str(c) for c in cols])
     ax.set_yticklabels([str(r) for r in rows], rotation=0)
-
-
-def _panel(ax, val, status, *, cmap, vmin, vmax, label, text, hatched=None, disturbed=None):
-    import seaborn as sns
-
-    sns.heatmap(
-        val.astype(float),
-        ax=ax,
-        cmap=cmap,
-        vmin=vmin,
-        vmax=vmax,
-        mask=val.isna(),
-        linewidths=0.6,
-        linecolor="white",
-        cbar_kws={"label": label, "shrink": 0.9},
-    )
-    annotate_cells(
-        ax,
-        val,
-        status,
-        cmap=cmap,
-        norm=matplotlib.colors.Normalize(vmin, vmax),
-        text=text,
-        hatched=hatched,
-        disturbed=disturbed,
-    )
-    _axes_labels(ax, list(val.index), list(val.columns))
 
 
 @drawer("node_pair_heatmap")
@@ -277,12 +240,7 @@ def _scatter_handles(threads: list, bss: list) -> list:
     """The scatter's legend: a colour per thread count, a marker per batch size."""
     return [
         plt.Line2D(
-            [],
-            [],
-            color=style.thread_color(t, threads),
-            marker="o",
-            ls="",
-            label=threads_label(t),
+            [], [], color=style.thread_color(t, threads), marker="o", ls="", label=threads_label(t)
         )
         for t in threads
     ] + [

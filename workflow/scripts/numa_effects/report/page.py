@@ -1,11 +1,6 @@
 """The report page ``results/report/index.html``: one self-contained HTML file (inline CSS, no
-script, no server) that links the figure files beside it (``figures/``), with the reference
-report's sections, the machine and the run, and the table of cells.
-
-The sections, their order, navigation, captions and what a section says when it has no figure
-come from the registry (``families.SECTIONS``, ``families.FAMILIES``): no section is special
-here. The sections of the comparison page (``families.COMPARE_PAGE``) are ``compare.page``'s;
-the HTML both pages are made of is ``report.markup``'s."""
+script) that links the figure files beside it, with the registry's sections
+(``families.SECTIONS``: none is special here), the machine, the run and the table of cells."""
 
 from __future__ import annotations
 
@@ -171,8 +166,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
     bad = cells[~status.isin(["ok", "contended"])] if "status" in cells else cells.iloc[0:0]
     if not bad.empty:
         items = _items(
-            bad,
-            lambda r: f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}",
+            bad, lambda r: f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}"
         )
         parts.append(
             f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
@@ -227,27 +221,11 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         return '<h2 id="cells">Cells</h2><p>No cells.</p>'
     rows = rows.sort_values(list(KEYS), kind="stable")
     lat = f"latency_{latency_stat}_ms"
-    wanted = [
-        *KEYS,
-        "status",
-        "dtype",
-        "native",
-        lat,
-        "latency_min_ms",
-        "latency_max_ms",
-        "cv",
-        "n",
-        "replicates",
-        "ci_halfwidth_pct",
-        # two_stage: how many replicates the cell was given and why it stopped there
-        "replicates_reason",
-        "throughput_ips",
-        "gflop_per_s",
-        "hw_gflop_per_s",
-        "efficiency",
-        "source",
-        "note",
-    ]
+    timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
+    rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
+    # replicates_reason (two_stage): how many replicates the cell was given and why
+    wanted = [*KEYS, "status", "dtype", "native", *timing, "replicates_reason", *rates, "source"]
+    wanted.append("note")
     columns = [
         c for c in dict.fromkeys(wanted) if c in rows and (rows[c].notna().any() or c in KEYS)
     ]

@@ -38,16 +38,7 @@ def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metri
     d, order, color, label, dash, notes = variants(d, non_native(tables, model))
     fig, ax = new_figure()
     drawn = draw_lines(
-        ax,
-        d,
-        "variant",
-        order,
-        color,
-        label,
-        "speedup",
-        annotate=True,
-        sig="sig",
-        style_of=dash,
+        ax, d, "variant", order, color, label, "speedup", annotate=True, sig="sig", style_of=dash
     )
     ax.axhline(1.0, color="black", linewidth=1)
     threads_axis(ax, sorted(d["threads"].unique()))
