@@ -148,11 +148,8 @@ class Tables:
         for m in METRICS:
             if m.key not in u:
                 u[m.key] = np.nan
-            ok = u["status"].eq("ok")
-            u.loc[~ok, m.key] = np.nan
-            u[f"{m.key}_status"] = np.where(
-                ok & u[m.key].isna(), "missing", np.where(ok, "ok", u["status"])
-            )
+            u.loc[u["status"].ne("ok"), m.key] = np.nan
+            u[f"{m.key}_status"] = value_status(u["status"], u[m.key])
         return u
 
 
@@ -162,6 +159,12 @@ def _by_threads_and_batch(d: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     for axis in AXES:
         grid = grid.merge(pd.DataFrame({axis: sorted(d[axis].unique())}), how="cross")
     return grid
+
+
+def value_status(status: pd.Series, value: pd.Series) -> np.ndarray:
+    """A figure value's status: the cell's or pair's when not ``ok``, else ``missing`` without
+    a value."""
+    return np.where(status.ne("ok"), status, np.where(value.isna(), "missing", "ok"))
 
 
 def sequential(u: pd.DataFrame) -> pd.DataFrame:
@@ -179,10 +182,8 @@ def pair_status(a: pd.Series, b: pd.Series) -> pd.Series:
 
 def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
     """Per (placement that is not a baseline, threads, batch size): its baseline's label
-    (``baseline_label``), the degradation row and the pair status.
-
-    ``disturbed``: either cell of the pair was contended or noisy (cells.csv, or the
-    ``contended`` / ``noisy`` columns of degradation.csv)."""
+    (``baseline_label``), the degradation row (``pct``...) and the pair status; ``disturbed``:
+    either cell was contended or noisy (cells.csv or degradation.csv)."""
     if tables.degradation is None:
         raise ValueError("this figure needs the degradation table")
     u = tables.universe(model)
@@ -204,15 +205,8 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
         g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
     cols = {**metric.degradation_columns, "significant": "sig", "ci_method": "deg_method"}
     keep = [c for c in cols if c in g]
-    g = g.assign(deg_disturbed=flag(g))
-    g = g[
-        [
-            *KEYS,
-            *keep,
-            *(["latency_statistic"] if "latency_statistic" in g else []),
-            "deg_disturbed",
-        ]
-    ]
+    stat = ["latency_statistic"] if "latency_statistic" in g else []
+    g = g.assign(deg_disturbed=flag(g))[[*KEYS, *keep, *stat, "deg_disturbed"]]
     g = g.rename(columns=cols).astype({"threads": int, "batch_size": int})
     d = d.merge(g, on=list(KEYS), how="left")
     d["disturbed"] = d["disturbed"] | d.pop("deg_disturbed").eq(True)
@@ -223,9 +217,8 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
 
 
 def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
-    """``value``, its CI (``<value>_lo``, ``<value>_hi``) and ``sig`` only where both cells of
-    a pair have a value (``pair``: the pair's status), and ``<value>_status``: the pair's
-    status, else ``missing`` where the value is."""
+    """``value``, its CI (``_lo``, ``_hi``) and ``sig`` only where the pair's status (column
+    ``pair``) is ok, and ``<value>_status``: the pair's status, else ``missing`` without a value."""
     cols = [value, f"{value}_lo", f"{value}_hi"]
     for c in cols:
         if c not in d:
@@ -233,19 +226,15 @@ def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
     if "sig" not in d:
         d["sig"] = None
     d.loc[d[pair] != "ok", cols] = np.nan
-    d[f"{value}_status"] = np.where(
-        d[pair].ne("ok"), d[pair], np.where(d[value].isna(), "missing", "ok")
-    )
+    d[f"{value}_status"] = value_status(d[pair], d[value])
     return d
 
 
 def node_pair_rows(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
-    """The node-pair cells (placements ``n{cpu}m{mem}``) of ``model`` and ``opt``: one row per
-    (CPU node, memory node, threads, batch size) with the cell's value (``metric.key``, its
-    ``<key>_status``) and its change against the CPU node's local diagonal ``n{cpu}m{cpu}``
-    (``comparison``'s ``pct``, ``pct_lo``, ``pct_hi``, ``sig``, ``pct_status``, ``disturbed``). A
-    diagonal cell is its own baseline: ``pct`` 0 and ``pct_status`` ``baseline`` when it has a
-    value. Columns ``cpu_node`` and ``mem_node``; empty without node-pair cells."""
+    """The node-pair cells (``n{cpu}m{mem}``) of ``model`` and ``opt``, with ``cpu_node``,
+    ``mem_node``, the cell's value and its change against the CPU node's local diagonal
+    (``comparison``'s ``pct``... columns); a diagonal cell with a value has ``pct`` 0 and
+    ``pct_status`` ``baseline``."""
     u = tables.universe(model)
     u = u[u["opt"] == opt]
     pairs = u["placement"].map(placement_mod.pair_of)
@@ -271,20 +260,17 @@ def node_pair_rows(tables: Tables, model: str, opt: str, metric: Metric) -> pd.D
 
 
 def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
-    """The comparison of runs (``compare.csv``) of one compared run, model and optimization,
-    shaped like ``comparison``'s rows: ``pct`` (% latency change), ``pct_lo``, ``pct_hi``,
-    ``sig`` (True, False, or None when not assessed), ``pct_status`` (``ok``, or why the pair
-    has no value) and ``disturbed`` (contended or noisy in either run), on every (placement,
-    threads, batch size) the compared run's matched cells span (``missing``: in one run only)."""
+    """The rows of ``compare.csv`` of one compared run, model and optimization shaped like
+    ``comparison``'s (``pct`` the % latency change; ``sig`` None when not assessed), on every
+    (placement, threads, batch size) they span (``missing``: in one run only)."""
     if tables.compare is None:
         raise ValueError("this figure needs the comparison table (compare.csv)")
     c = tables.compare
     c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
     c = c.astype({"threads": int, "batch_size": int})
     d = _by_threads_and_batch(c, ["placement"]).merge(c, on=["placement", *AXES], how="left")
-    d["pct"] = d["latency_change_pct"].astype(float)
-    d["pct_lo"] = d["latency_change_ci_low_pct"].astype(float)
-    d["pct_hi"] = d["latency_change_ci_high_pct"].astype(float)
+    for to, col in (("pct", ""), ("pct_lo", "_ci_low"), ("pct_hi", "_ci_high")):
+        d[to] = d[f"latency_change{col}_pct"].astype(float)
     d["sig"] = d["significant"].map(stats.as_bool)
     status = d["status"].where(d["status"].notna(), "missing").astype(str)
     d["pct_status"] = np.where(status.eq("ok") & d["pct"].isna(), "missing", status)
@@ -299,11 +285,9 @@ def deg_stat(d: pd.DataFrame, tables: Tables) -> str:
 
 
 def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
-    """The Precision and runtime section's speedups of the ``sequential`` cells of one batch
-    size: each (opt, allocator) but the baseline variant (``baselines.base_variant``) with its
-    speedup over it and CI (precision.csv; ``speedup``, ``speedup_lo``, ``speedup_hi``,
-    ``sig``) where both cells have a value, and ``speedup_status`` (the pair's status from the
-    cells); and the baseline's allocator."""
+    """The ``sequential`` cells of one batch size but the baseline variant (``base_variant``),
+    with their speedup over it (precision.csv: ``speedup``, ``_lo``, ``_hi``, ``sig``) and
+    ``speedup_status`` from the cells; and the baseline's allocator."""
     if tables.precision is None:
         raise ValueError("this figure needs the precision table")
     u = sequential(tables.universe(model, every_allocator=True))
@@ -317,16 +301,8 @@ def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
     d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
     p = tables.precision
     p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
-    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
-    keep += ["speedup_ci_high", "significant"]
-    p = p[[c for c in keep if c in p]].rename(
-        columns={
-            "speedup_ci_low": "speedup_lo",
-            "speedup_ci_high": "speedup_hi",
-            "significant": "sig",
-        }
-    )
-    d = d.merge(
-        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
-    )
+    on = ["placement", "threads", "opt", "allocator"]
+    cols = {"speedup_ci_low": "speedup_lo", "speedup_ci_high": "speedup_hi", "significant": "sig"}
+    p = p[[c for c in [*on, "speedup", *cols] if c in p]].rename(columns=cols)
+    d = d.merge(p.astype({"threads": int}), on=on, how="left")
     return with_status(d, "speedup", "pair"), base_alloc

@@ -23,19 +23,6 @@ from numa_effects import stats  # noqa: E402
 from numa_effects.plan import allocators as allocators_mod  # noqa: E402
 from numa_effects.report.data import Tables  # noqa: E402
 from numa_effects.report.metrics import Metric  # noqa: E402
-from numa_effects.report.style import (  # noqa: E402
-    HOLLOW_STATUSES,
-    LOG_Y_RATIO,
-    NOT_SIGNIFICANT,
-    STATUS_MARKERS,
-    STATUS_STEP_PT,
-    STATUS_TEXT,
-    color_limit,
-    opt_color,
-    opt_label,
-    opt_order,
-    pct1,
-)
 
 
 def titles(ax, title: str, subtitle: str) -> None:
@@ -76,7 +63,7 @@ def not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
     if bad.empty:
         return notes
     counts = bad[status_col].value_counts().sort_index().items()
-    parts = [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts]
+    parts = [f"{n} {style.STATUS_TEXT.get(s, s)}" for s, n in counts]
     reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
     why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
     what = "No value" if "contended" in set(bad[status_col]) else "Not measured"
@@ -182,28 +169,45 @@ def _no_value_marks(ax, marks: dict) -> None:
     for xv, at_x in marks.items():
         for rank, (s, color) in enumerate(at_x):
             below = ScaledTranslation(
-                0, -STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
+                0, -style.STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
             )
             ax.scatter(
                 [xv],
                 [0.0],
                 transform=ax.get_xaxis_transform() + below,
-                marker=STATUS_MARKERS[s],
+                marker=style.STATUS_MARKERS[s],
                 s=45,
-                facecolors="none" if s in HOLLOW_STATUSES else [color],
+                facecolors="none" if s in style.HOLLOW_STATUSES else [color],
                 edgecolors=[color],
                 linewidths=1.5,
                 clip_on=False,
                 zorder=5,
             )
     depth = max(len(v) for v in marks.values())
-    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + STATUS_STEP_PT * depth + 1)
+    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + style.STATUS_STEP_PT * depth + 1)
+
+
+def loss_lines(ax, d: pd.DataFrame, hue: str, order: list, color_of, label_of, ylabel: str):
+    """The % degradation (``pct``) over the threads, one line per ``hue`` value, with its CI,
+    hollow points where not significant and a line at 0; returns the marks drawn."""
+    drawn = draw_lines(
+        ax, d, hue, order, color_of, label_of, "pct", annotate=True, fmt=style.pct1, sig="sig"
+    )
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.margins(y=0.15)
+    threads_axis(ax, sorted(d["threads"].unique()))
+    ax.set_ylabel(ylabel)
+    return drawn
+
+
+def loss_notes(d: pd.DataFrame) -> list[str]:
+    return sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status")
 
 
 def y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
     v = values.dropna()
     v = v[v > 0]
-    if len(v) and v.max() / v.min() > LOG_Y_RATIO:
+    if len(v) and v.max() / v.min() > style.LOG_Y_RATIO:
         ax.set_yscale("log")
         return " (log scale)"
     if zero:
@@ -276,11 +280,11 @@ def variants(d: pd.DataFrame, non_native: dict):
     # allocators told apart when they vary, or when the one shown is not glibc as it comes
     several = d["allocator"].nunique() > 1 or d["allocator"].ne(allocators_mod.GLIBC).any()
     order = sorted(
-        d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocators_mod.order(v[1]))
+        d["variant"].unique(), key=lambda v: (style.opt_order(v[0]), allocators_mod.order(v[1]))
     )
 
     def label(v):
-        text = opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")
+        text = style.opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")
         return text + (f" · {style.NON_NATIVE}" if v in non_native else "")
 
     def dash(v):
@@ -289,7 +293,7 @@ def variants(d: pd.DataFrame, non_native: dict):
     notes = sorted(
         {f"{style.NON_NATIVE} {v[0]}: {non_native[v]}" for v in order if v in non_native}
     )
-    return d, order, (lambda v: opt_color(v[0])), label, (dash if several else None), notes
+    return d, order, (lambda v: style.opt_color(v[0])), label, (dash if several else None), notes
 
 
 def sig_notes(d: pd.DataFrame, how: str) -> list[str]:
@@ -299,7 +303,7 @@ def sig_notes(d: pd.DataFrame, how: str) -> list[str]:
     known = ok["sig"].map(lambda s: s is not None)
     if not known.any():
         return ["No per-iteration samples: no confidence intervals, significance not assessed."]
-    return [f"{how}: {NOT_SIGNIFICANT}."]
+    return [f"{how}: {style.NOT_SIGNIFICANT}."]
 
 
 def _by_cell(d: pd.DataFrame, column: str, bss: list, threads: list) -> pd.DataFrame:
@@ -318,7 +322,7 @@ def _annotate_cells(ax, val, status, cmap, norm, text, hatched=None, disturbed=N
             s = status.loc[row, col]
             if s != "ok":
                 ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.88", edgecolor="white", lw=0.6))
-                label = textwrap.fill(STATUS_TEXT.get(s, s), 12)
+                label = textwrap.fill(style.STATUS_TEXT.get(s, s), 12)
                 kw = {"fontsize": fontsize - 1, "color": "0.3", "style": "italic"}
             else:
                 v = float(val.loc[row, col])
@@ -334,7 +338,7 @@ def _annotate_cells(ax, val, status, cmap, norm, text, hatched=None, disturbed=N
 
 
 def heatmap_panel(
-    ax, val, status, *, cmap, vmin, vmax, label, extend=None, center=None, text=pct1, **marks
+    ax, val, status, *, cmap, vmin, vmax, label, extend=None, center=None, text=style.pct1, **marks
 ):
     """A seaborn heatmap of ``val`` (colour bar ``label``); over it each cell's value
     (``text(value)``) in a colour readable on its fill, a cell whose ``status`` is not ``ok``
@@ -371,7 +375,7 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
     status = _by_cell(d, "pct_status", bss, threads)
     sig = _by_cell(d, "sig", bss, threads)
     disturbed = _by_cell(d, "disturbed", bss, threads).eq(True)
-    vmax, extend = color_limit(val.to_numpy(float))
+    vmax, extend = style.color_limit(val.to_numpy(float))
     width = min(18.0, 4.0 + 0.62 * len(threads))
     height = min(14.0, 2.6 + 0.45 * len(bss))
     fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
@@ -387,7 +391,7 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
         label=colorbar,
         extend=extend,
         center=0.0,
-        text=pct1,
+        text=style.pct1,
         hatched=sig.map(hatched).astype(bool),
         disturbed=disturbed,
         fontsize=9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6,

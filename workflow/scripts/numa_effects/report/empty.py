@@ -1,6 +1,5 @@
-"""What a page section says when it has no figure: one function per section (its
-``Section.empty`` in ``report.families``) that reads the run's facts (``PageFacts``: its cells,
-skipped cells and placements) and says why, in HTML."""
+"""What a page section says when it has no figure (its ``Section.empty``), from the run's facts
+(``PageFacts``), in HTML."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from numa_effects.compare import settings as compare_plan
 from numa_effects.plan import placement as placement_mod
@@ -95,22 +96,24 @@ class Family:
         return " x ".join(w.replace("_", " ") for w in self.wildcards)
 
     @property
-    def needs_degradation(self) -> bool:
-        return "degradation" in self.tables
-
-    @property
     def page(self) -> str:
         """The page its section is on (``Section.page``): its tables and figures live there."""
         return SECTIONS[self.section].page
 
 
+# Each section's shared fields
+_sequential = partial(Family, plan="sequential")
+_numa = partial(Family, section="numa", plan="comparison")
+_node_pairs = partial(Family, section="node_pairs")
+_packing = partial(Family, section="packing", plan="packing")
+_compare = partial(Family, section="compare", plan="compare", tables=("compare",))
+
 FAMILIES: tuple[Family, ...] = (
-    Family(
+    _sequential(
         name="latency_per_batch",
         section="latency",
         title="Latency per batch",
         pattern="{model}/latency_per_batch/bs{batch_size}",
-        plan="sequential",
         caption="One figure per batch size: latency of one batch against the intra-op threads, "
         "one line per optimization, placement ``sequential``; points carry their value. Latency "
         "is the median per batch (the mean for imported PackRat results, which have no median; "
@@ -118,63 +121,56 @@ FAMILIES: tuple[Family, ...] = (
         "allocator (line style: allocator). A dtype this CPU does not compute natively is "
         "marked *non-native* in the legend.",
     ),
-    Family(
+    _sequential(
         name="latency_per_opt",
         section="latency",
         title="Latency per optimization",
         pattern="{model}/latency_per_opt/{opt}",
-        plan="sequential",
         caption="One figure per optimization: latency per batch against the intra-op threads, "
         "one line per batch size, placement ``sequential`` (log scale when batch sizes span "
         "orders of magnitude).",
     ),
-    Family(
+    _sequential(
         name="throughput_per_batch",
         section="throughput",
         title="Throughput per batch",
         pattern="{model}/throughput_per_batch/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="One figure per batch size: images per second against the intra-op threads, "
         "one line per optimization, placement ``sequential``.",
     ),
-    Family(
+    _sequential(
         name="throughput_per_opt",
         section="throughput",
         title="Throughput per optimization",
         pattern="{model}/throughput_per_opt/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="One figure per optimization: images per second against the intra-op threads, "
         "one line per batch size, placement ``sequential``.",
     ),
-    Family(
+    _sequential(
         name="speedup",
         section="throughput",
         title="Speedup over one thread",
         pattern="{model}/speedup/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="Throughput at t threads divided by throughput at the fewest threads measured, "
         "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
         "without a one-thread value has no line.",
     ),
-    Family(
+    _sequential(
         name="throughput_per_batch_size",
         section="throughput",
         title="Throughput per batch size",
         pattern="{model}/throughput_per_batch_size/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="Images per second against the batch size (log2 axis), one line per intra-op "
         "thread count, placement ``sequential``.",
     ),
-    Family(
+    _numa(
         name="latency_degradation_heatmap",
-        section="numa",
         title="% latency degradation (heatmap)",
         pattern="{model}/latency_degradation_heatmap/{opt}/{placement}",
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="% latency degradation of each placement against its baseline (``sequential``; "
         "a placement family's own), (placement − baseline) / baseline × 100, per intra-op "
@@ -185,13 +181,11 @@ FAMILIES: tuple[Family, ...] = (
         "else two-level). Grey: no value (failed, "
         "skipped, contended without a clean iteration, or missing cell).",
     ),
-    Family(
+    _numa(
         name="throughput_degradation_heatmap",
-        section="numa",
         title="% throughput degradation (heatmap)",
         pattern="{model}/throughput_degradation_heatmap/{opt}/{placement}",
         metric=THROUGHPUT,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="% throughput degradation of each placement against its baseline "
         "(``sequential``; a placement family's own), (baseline − placement) / baseline × 100, "
@@ -199,22 +193,18 @@ FAMILIES: tuple[Family, ...] = (
         "baseline, blue = more. Hatched: not significant; grey: no value (failed, skipped, "
         "contended or missing).",
     ),
-    Family(
+    _numa(
         name="numa_latency_per_batch",
-        section="numa",
         title="Latency per batch, placements vs sequential",
         pattern="{model}/numa_latency_per_batch/{opt}/bs{batch_size}",
-        plan="comparison",
         caption="One figure per optimization and batch size: latency per batch against the "
         "intra-op threads, one line per placement (``sequential`` included), so each placement "
         "is read against sequential directly.",
     ),
-    Family(
+    _numa(
         name="numa_latency_loss",
-        section="numa",
         title="% latency loss per batch",
         pattern="{model}/numa_latency_loss/{opt}/bs{batch_size}",
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % latency degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
@@ -222,23 +212,19 @@ FAMILIES: tuple[Family, ...] = (
         "samples exist (``ci_method`` in degradation.csv: per-round paired, two-level or a "
         "within-process bootstrap); hollow markers are not significant.",
     ),
-    Family(
+    _numa(
         name="numa_throughput_per_batch",
-        section="numa",
         title="Throughput per batch, placements vs sequential",
         pattern="{model}/numa_throughput_per_batch/{opt}/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="comparison",
         caption="One figure per optimization and batch size: images per second against the "
         "intra-op threads, one line per placement (``sequential`` included).",
     ),
-    Family(
+    _numa(
         name="numa_throughput_loss",
-        section="numa",
         title="% throughput loss per batch",
         pattern="{model}/numa_throughput_loss/{opt}/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % throughput degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
@@ -276,9 +262,8 @@ FAMILIES: tuple[Family, ...] = (
         "memory traffic, so its NUMA effect may differ. Error bars: the confidence interval; "
         "hollow markers: not significant.",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_heatmap",
-        section="node_pairs",
         title="CPU node x memory node: latency and % change",
         pattern="{model}/node_pair_heatmap/{opt}/bs{batch_size}",
         plan="node_pairs",
@@ -291,9 +276,8 @@ FAMILIES: tuple[Family, ...] = (
         "cross-hatched in red: contended or noisy; grey: no value (not selected by "
         "``node_pairs``, skipped, failed or contended).",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_memory",
-        section="node_pairs",
         title="The machine's memory matrix",
         pattern="{model}/node_pair_memory",
         plan="node_pair_memory",
@@ -305,9 +289,8 @@ FAMILIES: tuple[Family, ...] = (
         "(GB/s), best clean step. Rows: CPU node; columns: memory node. Grey: no job or no "
         "number (skipped without a compiler, failed).",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_scatter",
-        section="node_pairs",
         title="Does the memory matrix predict the inference cost?",
         pattern="{model}/node_pair_scatter/{opt}",
         plan="node_pairs",
@@ -319,12 +302,10 @@ FAMILIES: tuple[Family, ...] = (
         "r and the least-squares slope over the points with a value; with fewer than three "
         "distinct x values no r is given.",
     ),
-    Family(
+    _packing(
         name="packing_latency",
-        section="packing",
         title="Fat instance vs packed plan: predicted and measured",
         pattern="{model}/packing_latency/{opt}",
-        plan="packing",
         tables=WITH_PACKING,
         caption="PackRat's question from this grid (docs/packing.md): latency against the total "
         "batch B for one instance on all budget cores (*fat*, measured) and the best <instances, "
@@ -336,12 +317,10 @@ FAMILIES: tuple[Family, ...] = (
         "the candidates, where it is not the predicted plan. Hollow markers: contended. "
         "Labels: the plan, the recommendation when it differs, and its measured speedup.",
     ),
-    Family(
+    _packing(
         name="packing_interference",
-        section="packing",
         title="Interference: instances side by side",
         pattern="{model}/packing_interference/{opt}",
-        plan="packing",
         tables=WITH_INTERFERENCE,
         caption="The interference profile measured on this machine (docs/packing.md): the "
         "slowdown of k identical instances side by side against one alone (per node where a "
@@ -350,24 +329,19 @@ FAMILIES: tuple[Family, ...] = (
         "the model the optimizer uses, s(x) = 1 + beta x^2 fitted on these points, with its 95 % "
         "interval; without a profile the predictions assume s = 1.",
     ),
-    Family(
+    _packing(
         name="packing_core_map",
-        section="packing",
         title="Core map of the packed plans",
         pattern="{model}/packing_core_map/{opt}",
-        plan="packing",
         tables=WITH_PACKING,
         caption="Which logical CPUs each instance of the measured plan was pinned to (one row "
         "per core budget and batch size; the number in a box is the instance). No CPU is "
         "shared.",
     ),
-    Family(
+    _compare(
         name="compare_forest",
-        section="compare",
         title="Change per cell",
         pattern="{run}/{model}/compare_forest/{opt}",
-        plan="compare",
-        tables=("compare",),
         caption="One figure per compared run and optimization: every matched cell's latency "
         "change against the baseline run, (compared − baseline) / baseline × 100 of the median "
         "(the mean for imported PackRat results), with its 95 % confidence interval (two-level: "
@@ -376,13 +350,10 @@ FAMILIES: tuple[Family, ...] = (
         "hollow, without interval: not assessed (one process per cell: nothing measures the "
         "process level). Ringed in red: contended or noisy in either run.",
     ),
-    Family(
+    _compare(
         name="compare_heatmap",
-        section="compare",
         title="% latency change (heatmap)",
         pattern="{run}/{model}/compare_heatmap/{opt}/{placement}",
-        plan="compare",
-        tables=("compare",),
         caption="% latency change of the compared run against the baseline run, (compared − "
         "baseline) / baseline × 100, per intra-op threads (x) and batch size (y), one figure per "
         "optimization and placement. Diverging scale centred on 0: red = slower, blue = faster; "

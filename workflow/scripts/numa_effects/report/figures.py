@@ -1,8 +1,7 @@
-"""Which figures exist: the figure targets (``Figure``: a family and its wildcards' values) that
-a grid's cells support, planned by each family's ``plan`` (a function of ``PLANS``). Pure and
-cheap: the workflow lists the targets at parse time (``figures(keys, packed=...)``) from the
-config's grid, the imported cells or a comparison's matched cells, so only figures whose data
-exist are requested; no module state changes to plan."""
+"""Which figures exist: the figure targets (``Figure``: a family and its wildcards' values) a
+grid's cells support, planned by each family's ``plan`` (``PLANS``). Pure and cheap: the
+workflow lists the targets at parse time from the config's grid, the imported cells or a
+comparison's matched cells, so only figures whose data exist are requested."""
 
 from __future__ import annotations
 
@@ -63,35 +62,27 @@ def _order(fig: Figure) -> tuple:
 def _key_values(keys: Iterable) -> list[dict]:
     out = []
     for k in keys:
-        get = k.get if isinstance(k, dict) else lambda a, d=None, k=k: getattr(k, a, d)
-        out.append(
-            {
-                "model": get("model"),
-                "opt": get("opt"),
-                "placement": get("placement"),
-                "batch_size": int(get("batch_size")),
-                "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
-                "allocator": get("allocator", None) or allocators_mod.GLIBC,
-            }
-        )
+        get = k.get if isinstance(k, dict) else lambda a, k=k: getattr(k, a, None)
+        v = {a: get(a) for a in ("model", "opt", "placement")}
+        v["batch_size"] = int(get("batch_size"))
+        v["run"] = get("run") or ""
+        v["allocator"] = get("allocator") or allocators_mod.GLIBC
+        out.append(v)
     return out
 
 
 def _of_figure_allocator(keys: list[dict]) -> list[dict]:
-    """The keys of the allocator the single-allocator figures show (``figure_allocator``)."""
     alloc = figure_allocator(k["allocator"] for k in keys)
     return [k for k in keys if k["allocator"] == alloc]
 
 
 def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the cells of the ``sequential`` placement (``sequential+smt``)."""
     return [k for k in keys if is_sequential(k["placement"])]
 
 
 def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the cells of a placement that is not a baseline and whose baseline
-    (``placement.baseline_of``) has a cell at the same model, opt and batch size (an SMT cell
-    only with sequential+smt; ``n0m1`` with ``n0m0``)."""
+    """The cells of a placement whose baseline (``placement.baseline_of``) has a cell at the
+    same model, opt and batch size."""
     keys = _of_figure_allocator(keys)
     have = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
     out = []
@@ -103,21 +94,18 @@ def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[d
 
 
 def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per packed (model, opt): ``packed`` (from the config key ``packing``:
-    ``plan.build.Plan.packed``); none without packing."""
+    """One figure per packed (model, opt) (``plan.build.Plan.packed``)."""
     return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
 
 
 def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the matched cells of a comparison of runs (``run``: the compared
-    run; ``compare.runs.matched_keys``); none for a run's own cells."""
+    """The matched cells of a comparison of runs (``run``: the compared run)."""
     return [k for k in keys if k["run"]]
 
 
 def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per (model, batch size) whose ``sequential`` cells have the baseline variant
-    (float32 eager on the run's baseline allocator) and another one, in a grid beyond
-    PackRat's."""
+    """The ``sequential`` cells of another variant than the baseline (``base_variant``) where
+    the baseline has one, in a grid beyond PackRat's."""
     if not beyond_packrat(keys):
         return []
     seq = [k for k in keys if is_sequential(k["placement"])]
@@ -141,14 +129,12 @@ def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset())
 
 
 def plan_node_pairs(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run
-    (``plan_comparison``): a 1-node machine's diagonal alone has nothing to compare."""
+    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run."""
     return [k for k in plan_comparison(keys) if placement_mod.pair_of(k["placement"])]
 
 
 def plan_node_pair_memory(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per model with any node-pair cell, the diagonal's included: the memory jobs
-    are planned from the same cells (``plan.build.memory_jobs``)."""
+    """One figure per model with any node-pair cell (the memory jobs are planned from them)."""
     models = {k["model"] for k in keys if placement_mod.pair_of(k["placement"])}
     return [{"model": m} for m in sorted(models)]
 
@@ -168,16 +154,10 @@ PLANS: dict[str, Callable[..., list[dict]]] = {
 def figures(
     keys: Iterable, page: str = families.RUN_PAGE, packed: Iterable[tuple[str, str]] = ()
 ) -> list[Figure]:
-    """Every figure of ``page``'s families (``families.page_families``) the cells ``keys``
-    support, in page order.
-
-    ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
-    ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
-    keys, nor a cell compared with itself (``Grid.drawn``): a 1-node machine's interleaved
-    cells bind like its sequential ones, hence it gets no NUMA figure. ``packed``:
-    the (model, opt) pairs that packing measures (the Packing figures). A comparison's figures
-    (``page`` ``COMPARE_PAGE``) are planned from its matched keys (dicts with ``run``).
-    """
+    """Every figure of ``page``'s families the cells ``keys`` support, in page order.
+    ``keys``: grid ``CellKey``s or dicts with their fields (a comparison's with ``run``): the
+    cells that run or ran, without skipped ones. ``packed``: the (model, opt) pairs packing
+    measures."""
     fams = families.page_families(page)
     values = _key_values(keys)
     packed = frozenset((str(m), str(o)) for m, o in packed)

@@ -8,18 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from numa_effects.report import style
+from numa_effects.report import drawing, style
 from numa_effects.report.data import Tables, node_pair_rows
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import (
-    ci_error_bars,
-    disturbed_note,
-    footnote,
-    grey_note,
-    heatmap_panel,
-    sig_notes,
-    threads_label,
-)
 from numa_effects.report.metrics import LATENCY, Metric
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -41,7 +32,7 @@ def _matrix(d: pd.DataFrame, column: str, rows: list, cols: list) -> pd.DataFram
 
 
 def _panel(ax, val, status, **kw) -> None:
-    heatmap_panel(ax, val, status, **kw)
+    drawing.heatmap_panel(ax, val, status, **kw)
     rows, cols = list(val.index), list(val.columns)
     ax.set_xlabel("Memory node")
     ax.set_ylabel("CPU node")
@@ -79,7 +70,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             label=f"{metric.axis_label(tables.latency_stat)}",
             text=style.fmt,
         )
-        ax_v.set_title(f"{threads_label(t)}: {metric.name}", fontsize=10)
+        ax_v.set_title(f"{drawing.threads_label(t)}: {metric.name}", fontsize=10)
         pstatus = _matrix(dt, "pct_status", rows, cols).fillna(NOT_RUN)
         pstatus = pstatus.mask(pstatus.eq("baseline"), "ok")
         sig = _matrix(dt, "sig", rows, cols)
@@ -95,17 +86,17 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             hatched=sig.map(lambda s: s is False).astype(bool),
             disturbed=_matrix(dt, "disturbed", rows, cols).eq(True),
         )
-        ax_p.set_title(f"{threads_label(t)}: % change vs its row's diagonal", fontsize=10)
+        ax_p.set_title(f"{drawing.threads_label(t)}: % change vs its row's diagonal", fontsize=10)
     fig.suptitle(
         f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}",
         fontsize=13,
         fontweight="bold",
     )
     status = d[f"{metric.key}_status"]
-    notes = sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
-    notes += disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
-    notes += grey_note(status[status.ne("ok")])
-    footnote(axes[-1][0], notes)
+    notes = drawing.sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
+    notes += drawing.disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
+    notes += drawing.grey_note(status[status.ne("ok")])
+    drawing.footnote(axes[-1][0], notes)
     fig.tight_layout()
     return fig
 
@@ -158,7 +149,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
     fig.suptitle("This machine's memory matrix", fontsize=13, fontweight="bold")
     failed = m[~m["status"].eq("ok")]
     notes = [f"n{r.cpu_node}m{r.mem_node}: {r.status} ({r.reason})" for r in failed.itertuples()]
-    footnote(axes[0], notes[:6])
+    drawing.footnote(axes[0], notes[:6])
     fig.tight_layout()
     return fig
 
@@ -205,7 +196,7 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
             color = style.thread_color(t, threads)
             marker = MARKERS[bss.index(bs) % len(MARKERS)]
             sig = g["sig"].map(lambda s: s is not False).to_numpy(bool)
-            err = ci_error_bars(g, y, ("pct_lo", "pct_hi"))
+            err = drawing.ci_error_bars(g, y, ("pct_lo", "pct_hi"))
             ax.errorbar(x, y, yerr=err, fmt="none", ecolor=color, alpha=0.6)
             ax.scatter(x[sig], y[sig], color=color, marker=marker, s=42, zorder=3)
             ax.scatter(
@@ -231,7 +222,7 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
         fontsize=13,
         fontweight="bold",
     )
-    footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
+    drawing.footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
     fig.tight_layout()
     return fig
 
@@ -240,7 +231,12 @@ def _scatter_handles(threads: list, bss: list) -> list:
     """The scatter's legend: a colour per thread count, a marker per batch size."""
     return [
         plt.Line2D(
-            [], [], color=style.thread_color(t, threads), marker="o", ls="", label=threads_label(t)
+            [],
+            [],
+            color=style.thread_color(t, threads),
+            marker="o",
+            ls="",
+            label=drawing.threads_label(t),
         )
         for t in threads
     ] + [
