@@ -97,14 +97,8 @@ class Tables:
             status = c["status"] if "status" in c else pd.Series("ok", index=c.index)
             status = status.where(status.isin(["ok", "contended"]), "failed")
             reason = c["failure_cause"] if "failure_cause" in c else pd.Series(None, index=c.index)
-            rows = pd.DataFrame(
-                {
-                    **{k: c[k] for k in KEYS},
-                    "status": status,
-                    "reason": reason,
-                    "disturbed": flag(c),
-                }
-            )
+            keys = pd.DataFrame({k: c[k] for k in KEYS})
+            rows = keys.assign(status=status, reason=reason, disturbed=flag(c))
         s = self.skipped
         if not s.empty:
             sk = pd.DataFrame(

@@ -123,23 +123,17 @@ def draw_lines(
 
 def _point_marks(ax, d: pd.DataFrame, xs: list, y: np.ndarray, color, sig: str | None) -> set:
     """One line's hollow (not significant) and ringed (disturbed) points; the marks drawn."""
+    x = np.asarray(xs)
     if sig is not None and sig in d:
         hollow = d[sig].map(lambda s: s is False).to_numpy(dtype=bool) & ~np.isnan(y)
         if hollow.any():
             ax.plot(
-                np.asarray(xs)[hollow],
-                y[hollow],
-                linestyle="none",
-                marker="o",
-                markersize=7,
-                markerfacecolor="white",
-                markeredgecolor=color,
-                markeredgewidth=1.5,
+                x[hollow], y[hollow], ls="none", marker="o", ms=7, mfc="white", mec=color, mew=1.5
             )
     if "disturbed" in d:
         ring = d["disturbed"].eq(True).to_numpy(dtype=bool) & ~np.isnan(y)
         if ring.any():
-            ax.plot(np.asarray(xs)[ring], y[ring], **style.DISTURBED_MARK)
+            ax.plot(x[ring], y[ring], **style.DISTURBED_MARK)
             return {style.DISTURBED}
     return set()
 
@@ -224,19 +218,14 @@ def threads_axis(ax, threads: list[int]) -> None:
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
 
 
+LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 8, "frameon": False}
+
+
 def finish(fig, ax, statuses: set[str], notes: list[str], *, extra: list | None = None) -> None:
     handles, _ = ax.get_legend_handles_labels()
     handles = handles + (extra or []) + style.status_legend(statuses)
     if handles:
-        ncol = 2 if len(handles) > 12 else 1
-        ax.legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            ncol=ncol,
-            fontsize=8,
-            frameon=False,
-        )
+        ax.legend(handles=handles, ncol=2 if len(handles) > 12 else 1, **LEGEND)
     footnote(ax, notes)
 
 

@@ -70,9 +70,6 @@ SECTIONS = {
 TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<name>.csv)
 WITH_DEGRADATION = (*TABLES, "degradation")
 WITH_PACKING = (*TABLES, "packing")
-WITH_INTERFERENCE = (*TABLES, "interference")
-WITH_PRECISION = (*TABLES, "precision")
-WITH_MEMORY = (*WITH_DEGRADATION, "memory_matrix")
 
 
 @dataclass(frozen=True)
@@ -238,7 +235,7 @@ FAMILIES: tuple[Family, ...] = (
         title="Speedup over float32 eager",
         pattern="{model}/precision_speedup/bs{batch_size}",
         plan="precision",
-        tables=WITH_PRECISION,
+        tables=(*TABLES, "precision"),
         caption="One figure per batch size: each optimization's and allocator's speedup over "
         "float32 eager on the run's baseline allocator (``baseline`` in precision.csv: glibc "
         "as it comes, ``none`` / ``default``, where the grid has it, else the first of its "
@@ -294,7 +291,7 @@ FAMILIES: tuple[Family, ...] = (
         title="Does the memory matrix predict the inference cost?",
         pattern="{model}/node_pair_scatter/{opt}",
         plan="node_pairs",
-        tables=WITH_MEMORY,
+        tables=(*WITH_DEGRADATION, "memory_matrix"),
         caption="One point per off-diagonal node-pair cell (thread count: colour; batch size: "
         "marker): its % latency change against the local diagonal (y, 95 % CI; hollow: not "
         "significant) against the pair's firmware distance ratio, measured memory latency ratio "
@@ -321,7 +318,7 @@ FAMILIES: tuple[Family, ...] = (
         name="packing_interference",
         title="Interference: instances side by side",
         pattern="{model}/packing_interference/{opt}",
-        tables=WITH_INTERFERENCE,
+        tables=(*TABLES, "interference"),
         caption="The interference profile measured on this machine (docs/packing.md): the "
         "slowdown of k identical instances side by side against one alone (per node where a "
         "group spans nodes), against x, the other busy cores of an instance's node; error bars: "

@@ -6,7 +6,7 @@ comparison's matched cells, so only figures whose data exist are requested."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import placement as placement_mod
@@ -44,15 +44,8 @@ class Figure:
         return f"{folder}/{self.spec.pattern.format(**self.wildcards)}.{ext}"
 
     def as_dict(self) -> dict:
-        return {
-            "family": self.family,
-            "section": self.spec.section,
-            "model": self.model,
-            "opt": self.opt,
-            "placement": self.placement,
-            "batch_size": self.batch_size,
-            "run": self.run,
-        }
+        d = asdict(self)
+        return {"family": d.pop("family"), "section": self.spec.section, **d}
 
 
 def _order(fig: Figure) -> tuple:

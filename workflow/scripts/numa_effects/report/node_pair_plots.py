@@ -40,6 +40,10 @@ def _panel(ax, val, status, **kw) -> None:
     ax.set_yticklabels([str(r) for r in rows], rotation=0)
 
 
+def _suptitle(fig, text: str) -> None:
+    fig.suptitle(text, fontsize=13, fontweight="bold")
+
+
 @drawer("node_pair_heatmap")
 def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metric = LATENCY):
     import seaborn as sns
@@ -87,11 +91,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             disturbed=_matrix(dt, "disturbed", rows, cols).eq(True),
         )
         ax_p.set_title(f"{drawing.threads_label(t)}: % change vs its row's diagonal", fontsize=10)
-    fig.suptitle(
-        f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}",
-        fontsize=13,
-        fontweight="bold",
-    )
+    _suptitle(fig, f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}")
     status = d[f"{metric.key}_status"]
     notes = drawing.sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
     notes += drawing.disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
@@ -146,7 +146,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
             text=form.format,
         )
         ax.set_title(label, fontsize=10)
-    fig.suptitle("This machine's memory matrix", fontsize=13, fontweight="bold")
+    _suptitle(fig, "This machine's memory matrix")
     failed = m[~m["status"].eq("ok")]
     notes = [f"n{r.cpu_node}m{r.mem_node}: {r.status} ({r.reason})" for r in failed.itertuples()]
     drawing.footnote(axes[0], notes[:6])
@@ -217,11 +217,7 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     handles = _scatter_handles(threads, bss)
     if handles:
         axes[-1].legend(handles=handles, fontsize=8, loc="best")
-    fig.suptitle(
-        f"Inference cost against the memory matrix, {model}, opt={opt}",
-        fontsize=13,
-        fontweight="bold",
-    )
+    _suptitle(fig, f"Inference cost against the memory matrix, {model}, opt={opt}")
     drawing.footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
     fig.tight_layout()
     return fig

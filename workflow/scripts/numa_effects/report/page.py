@@ -10,7 +10,7 @@ import pandas as pd
 
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import deploy_section, families
-from numa_effects.report.data import flag
+from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
@@ -55,22 +55,17 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     if not torch and "torch_version" in cells and cells["torch_version"].notna().any():
         torch = ", ".join(sorted(cells["torch_version"].dropna().astype(str).unique()))
     smt = s.get("smt")
+    if smt is not None:
+        smt = ("on" if smt else "off") + f" ({s.get('threads_per_core')} per core)"
+    per_node = ", ".join(f"node {k}: {v}" for k, v in (s.get("cores_per_node") or {}).items())
     rows = [
         ("CPU", s.get("cpu_model")),
         ("NUMA nodes", s.get("nodes")),
         ("sockets", s.get("packages")),
         ("physical cores", s.get("physical_cores")),
-        (
-            "cores per node",
-            ", ".join(f"node {k}: {v}" for k, v in (s.get("cores_per_node") or {}).items()),
-        ),
+        ("cores per node", per_node),
         ("logical CPUs", s.get("logical_cpus")),
-        (
-            "SMT",
-            None
-            if smt is None
-            else ("on" if smt else "off") + f" ({s.get('threads_per_core')} per core)",
-        ),
+        ("SMT", smt),
         ("vector ISA (oneDNN)", caps.get("isa")),
         ("bf16", caps.get("bf16")),
         ("int8", caps.get("int8")),
@@ -153,6 +148,10 @@ def _items(rows: pd.DataFrame, text) -> str:
     )
 
 
+def _how_disturbed(r: dict) -> str:
+    return ": " + " and ".join(c for c in DISTURBED if flag(pd.DataFrame([r]), [c]).iloc[0])
+
+
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
     status = cells["status"] if "status" in cells else pd.Series(dtype=object)
     no_clean = status.eq("contended")
@@ -186,15 +185,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         )
     disturbed = _disturbed(cells, no_clean)
     if not disturbed.empty:
-        items = _items(
-            disturbed,
-            lambda r: (
-                ": "
-                + " and ".join(
-                    c for c in ("contended", "noisy") if flag(pd.DataFrame([r]), [c]).iloc[0]
-                )
-            ),
-        )
+        items = _items(disturbed, _how_disturbed)
         parts.append(
             f'<p id="disturbed">Contended or noisy ({len(disturbed)}; their timing is disturbed, '
             "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>"
