@@ -99,16 +99,17 @@ class Family:
 
 
 # Each section's shared fields
-_sequential = partial(Family, plan="sequential")
+_latency = partial(Family, section="latency", plan="sequential")
+_throughput = partial(Family, section="throughput", plan="sequential")
 _numa = partial(Family, section="numa", plan="comparison")
+_precision = partial(Family, section="precision")
 _node_pairs = partial(Family, section="node_pairs")
 _packing = partial(Family, section="packing", plan="packing")
 _compare = partial(Family, section="compare", plan="compare", tables=("compare",))
 
 FAMILIES: tuple[Family, ...] = (
-    _sequential(
+    _latency(
         name="latency_per_batch",
-        section="latency",
         title="Latency per batch",
         pattern="{model}/latency_per_batch/bs{batch_size}",
         caption="One figure per batch size: latency of one batch against the intra-op threads, "
@@ -118,36 +119,32 @@ FAMILIES: tuple[Family, ...] = (
         "allocator (line style: allocator). A dtype this CPU does not compute natively is "
         "marked *non-native* in the legend.",
     ),
-    _sequential(
+    _latency(
         name="latency_per_opt",
-        section="latency",
         title="Latency per optimization",
         pattern="{model}/latency_per_opt/{opt}",
         caption="One figure per optimization: latency per batch against the intra-op threads, "
         "one line per batch size, placement ``sequential`` (log scale when batch sizes span "
         "orders of magnitude).",
     ),
-    _sequential(
+    _throughput(
         name="throughput_per_batch",
-        section="throughput",
         title="Throughput per batch",
         pattern="{model}/throughput_per_batch/bs{batch_size}",
         metric=THROUGHPUT,
         caption="One figure per batch size: images per second against the intra-op threads, "
         "one line per optimization, placement ``sequential``.",
     ),
-    _sequential(
+    _throughput(
         name="throughput_per_opt",
-        section="throughput",
         title="Throughput per optimization",
         pattern="{model}/throughput_per_opt/{opt}",
         metric=THROUGHPUT,
         caption="One figure per optimization: images per second against the intra-op threads, "
         "one line per batch size, placement ``sequential``.",
     ),
-    _sequential(
+    _throughput(
         name="speedup",
-        section="throughput",
         title="Speedup over one thread",
         pattern="{model}/speedup/{opt}",
         metric=THROUGHPUT,
@@ -155,9 +152,8 @@ FAMILIES: tuple[Family, ...] = (
         "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
         "without a one-thread value has no line.",
     ),
-    _sequential(
+    _throughput(
         name="throughput_per_batch_size",
-        section="throughput",
         title="Throughput per batch size",
         pattern="{model}/throughput_per_batch_size/{opt}",
         metric=THROUGHPUT,
@@ -229,9 +225,8 @@ FAMILIES: tuple[Family, ...] = (
         "interval where raw samples exist (``ci_method`` in degradation.csv); hollow markers: "
         "not significant.",
     ),
-    Family(
+    _precision(
         name="precision_speedup",
-        section="precision",
         title="Speedup over float32 eager",
         pattern="{model}/precision_speedup/bs{batch_size}",
         plan="precision",
@@ -246,9 +241,8 @@ FAMILIES: tuple[Family, ...] = (
         "emulated or on ATen's fallback, int8 without VNNI) is marked *non-native*; a cell whose "
         "outputs disagreed with float32 eager failed (``numerics``) and has no value.",
     ),
-    Family(
+    _precision(
         name="precision_numa_loss",
-        section="precision",
         title="% latency loss per dtype",
         pattern="{model}/precision_numa_loss/{placement}/bs{batch_size}",
         plan="precision_comparison",
