@@ -329,12 +329,13 @@ def _annotate_cells(ax, val, status, cmap, norm, text, hatched=None, disturbed=N
 def heatmap_panel(
     ax, val, status, *, cmap, vmin, vmax, label, extend=None, center=None, text=style.pct1, **marks
 ):
-    """A seaborn heatmap of ``val`` (colour bar ``label``); over it each cell's value
-    (``text(value)``) in a colour readable on its fill, a cell whose ``status`` is not ``ok``
-    grey and labelled with why, ``marks``' ``hatched`` cells hatched (not significant) and
-    ``disturbed`` ones cross-hatched in red."""
+    """A seaborn heatmap of ``val`` (``cmap``: a seaborn palette's name; colour bar ``label``);
+    over it each cell's value (``text(value)``) in a colour readable on its fill, a cell whose
+    ``status`` is not ``ok`` grey and labelled with why, ``marks``' ``hatched`` cells hatched
+    (not significant) and ``disturbed`` ones cross-hatched in red."""
     import seaborn as sns
 
+    cmap = sns.color_palette(cmap, as_cmap=True)
     cbar = {"label": label, "shrink": 0.9}
     if extend is not None:
         cbar["extend"] = extend
@@ -362,27 +363,23 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
     bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
     val = _by_cell(d, "pct", bss, threads)
     status = _by_cell(d, "pct_status", bss, threads)
-    sig = _by_cell(d, "sig", bss, threads)
-    disturbed = _by_cell(d, "disturbed", bss, threads).eq(True)
     vmax, extend = style.color_limit(val.to_numpy(float))
     width = min(18.0, 4.0 + 0.62 * len(threads))
     height = min(14.0, 2.6 + 0.45 * len(bss))
     fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
-    import seaborn as sns
-
     heatmap_panel(
         ax,
         val,
         status,
-        cmap=sns.color_palette("RdBu_r", as_cmap=True),
+        cmap="RdBu_r",
         vmin=-vmax,
         vmax=vmax,
         label=colorbar,
         extend=extend,
         center=0.0,
         text=style.pct1,
-        hatched=sig.map(hatched).astype(bool),
-        disturbed=disturbed,
+        hatched=_by_cell(d, "sig", bss, threads).map(hatched).astype(bool),
+        disturbed=_by_cell(d, "disturbed", bss, threads).eq(True),
         fontsize=9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6,
     )
     ax.set_xlabel("Intra-op threads")

@@ -46,8 +46,6 @@ def _suptitle(fig, text: str) -> None:
 
 @drawer("node_pair_heatmap")
 def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metric = LATENCY):
-    import seaborn as sns
-
     d = node_pair_rows(tables, model, opt, metric)
     d = d[d["batch_size"] == batch_size]
     threads = sorted(d["threads"].unique())
@@ -68,7 +66,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             ax_v,
             _matrix(dt, metric.key, rows, cols),
             vstatus,
-            cmap=sns.color_palette("mako_r", as_cmap=True),
+            cmap="mako_r",
             vmin=lo,
             vmax=hi if hi > lo else lo + 1,
             label=f"{metric.axis_label(tables.latency_stat)}",
@@ -82,7 +80,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             ax_p,
             _matrix(dt, "pct", rows, cols),
             pstatus,
-            cmap=sns.color_palette("RdBu_r", as_cmap=True),
+            cmap="RdBu_r",
             vmin=-vmax,
             vmax=vmax,
             label=f"% change vs diagonal (+ = {metric.worse})",
@@ -110,8 +108,6 @@ def _memory_rows(tables: Tables) -> pd.DataFrame:
 
 @drawer("node_pair_memory")
 def memory(tables: Tables, model: str, metric: Metric = LATENCY):
-    import seaborn as sns
-
     m = _memory_rows(tables)
     rows = sorted(m["cpu_node"].unique())
     cols = sorted(set(m["mem_node"]) | set(rows))
@@ -139,7 +135,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
             ax,
             val,
             status,
-            cmap=sns.color_palette(cmap, as_cmap=True),
+            cmap=cmap,
             vmin=lo,
             vmax=hi if hi > lo else lo + 1,
             label=label,
