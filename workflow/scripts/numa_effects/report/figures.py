@@ -10,14 +10,7 @@ from dataclasses import asdict, dataclass
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import placement as placement_mod
-from numa_effects.report import families
-from numa_effects.report.baselines import (
-    base_variant,
-    beyond_packrat,
-    dtype_of,
-    figure_allocator,
-    is_sequential,
-)
+from numa_effects.report import baselines, families
 
 
 @dataclass(frozen=True, order=True)
@@ -65,12 +58,12 @@ def _key_values(keys: Iterable) -> list[dict]:
 
 
 def _of_figure_allocator(keys: list[dict]) -> list[dict]:
-    alloc = figure_allocator(k["allocator"] for k in keys)
+    alloc = baselines.figure_allocator(k["allocator"] for k in keys)
     return [k for k in keys if k["allocator"] == alloc]
 
 
 def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    return [k for k in keys if is_sequential(k["placement"])]
+    return [k for k in keys if baselines.is_sequential(k["placement"])]
 
 
 def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
@@ -99,10 +92,10 @@ def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict
 def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
     """The ``sequential`` cells of another variant than the baseline (``base_variant``) where
     the baseline has one, in a grid beyond PackRat's."""
-    if not beyond_packrat(keys):
+    if not baselines.beyond_packrat(keys):
         return []
-    seq = [k for k in keys if is_sequential(k["placement"])]
-    variant = base_variant(k["allocator"] for k in keys)
+    seq = [k for k in keys if baselines.is_sequential(k["placement"])]
+    variant = baselines.base_variant(k["allocator"] for k in keys)
     base = {(k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == variant}
     return [
         k
@@ -113,11 +106,11 @@ def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[di
 
 def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
     """The comparison cells (``plan_comparison``) of models measured in at least two dtypes."""
-    if not beyond_packrat(keys):
+    if not baselines.beyond_packrat(keys):
         return []
     dtypes: dict[str, set] = {}
     for k in _of_figure_allocator(keys):
-        dtypes.setdefault(k["model"], set()).add(dtype_of(k["opt"]))
+        dtypes.setdefault(k["model"], set()).add(baselines.dtype_of(k["opt"]))
     return [k for k in plan_comparison(keys) if len(dtypes.get(k["model"], ())) > 1]
 
 
@@ -164,11 +157,5 @@ def figures(
 
 
 def from_dict(d: dict) -> Figure:
-    return Figure(
-        d["family"],
-        d["model"],
-        d.get("opt", ""),
-        d.get("placement", ""),
-        int(d.get("batch_size", 0)),
-        d.get("run", ""),
-    )
+    given = {k: d[k] for k in ("opt", "placement", "run") if k in d}
+    return Figure(d["family"], d["model"], batch_size=int(d.get("batch_size", 0)), **given)

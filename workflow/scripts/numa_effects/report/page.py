@@ -9,20 +9,11 @@ from collections.abc import Sequence
 import pandas as pd
 
 from numa_effects.plan.grid import DEFAULTS, KEYS
-from numa_effects.report import deploy_section, families
+from numa_effects.report import deploy_section, families, markup
 from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
-from numa_effects.report.markup import (
-    HIGHLIGHT,
-    caption_html,
-    data_table,
-    document,
-    escape,
-    facts_table,
-    figure_html,
-    given,
-)
+from numa_effects.report.markup import HIGHLIGHT, escape
 from numa_effects.tables import stages
 
 
@@ -82,7 +73,7 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     ]
     if machine.get("imported_from"):
         rows.append(("imported from", "; ".join(machine["imported_from"])))
-    return f'<h2 id="machine">Machine</h2>{facts_table(rows)}'
+    return f'<h2 id="machine">Machine</h2>{markup.facts_table(rows)}'
 
 
 def _duration(seconds: float) -> str:
@@ -148,6 +139,15 @@ def _items(rows: pd.DataFrame, text) -> str:
     )
 
 
+def _why_failed(r: dict) -> str:
+    return f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}"
+
+
+def _why_contended(r: dict) -> str:
+    why = r.get("contended_reason")
+    return f": {escape(why)}" if markup.given(why) else ""
+
+
 def _how_disturbed(r: dict) -> str:
     return ": " + " and ".join(c for c in DISTURBED if flag(pd.DataFrame([r]), [c]).iloc[0])
 
@@ -155,7 +155,7 @@ def _how_disturbed(r: dict) -> str:
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
     status = cells["status"] if "status" in cells else pd.Series(dtype=object)
     no_clean = status.eq("contended")
-    parts = [f'<h2 id="run">Run</h2>{facts_table(_run_facts(cells, skipped))}']
+    parts = [f'<h2 id="run">Run</h2>{markup.facts_table(_run_facts(cells, skipped))}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(
             f"<li>{len(g)} cell{'s' * (len(g) > 1)}: {escape(reason)}</li>"
@@ -164,19 +164,12 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         parts.append(f"<p>Skipped (this machine cannot run them):</p><ul>{items}</ul>")
     bad = cells[~status.isin(["ok", "contended"])] if "status" in cells else cells.iloc[0:0]
     if not bad.empty:
-        items = _items(
-            bad, lambda r: f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}"
-        )
+        items = _items(bad, _why_failed)
         parts.append(
             f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
         )
     if no_clean.any():
-        items = _items(
-            cells[no_clean],
-            lambda r: (
-                f": {escape(r.get('contended_reason'))}" if given(r.get("contended_reason")) else ""
-            ),
-        )
+        items = _items(cells[no_clean], _why_contended)
         parts.append(
             f'<p id="contended">Contended, no clean iteration ({int(no_clean.sum())}: other tasks '
             "used the cell's CPUs during every timed iteration of every attempt; shown as "
@@ -194,7 +187,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
     if failures is not None and not failures.empty:
         parts.append(
             f"<details><summary>failures.csv ({len(failures)} rows)</summary>"
-            f"{data_table(failures, list(failures.columns))}</details>"
+            f"{markup.data_table(failures, list(failures.columns))}</details>"
         )
     return "".join(parts)
 
@@ -214,7 +207,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     lat = f"latency_{latency_stat}_ms"
     timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
     rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
-    # replicates_reason (two_stage): how many replicates the cell was given and why
+    # replicates_reason (two_stage): how many replicates the cell was markup.given and why
     wanted = [*KEYS, "status", "dtype", "native", *timing, "replicates_reason", *rates, "source"]
     wanted.append("note")
     columns = [
@@ -226,7 +219,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         f"skipped cell; latency in ms per batch ({latency_stat}), throughput in images/s. "
         "Full columns in <code>tables/cells.csv</code>.</p>"
         "<details open><summary>table of cells</summary>"
-        f"{data_table(rows, columns, 'status')}</details>"
+        f"{markup.data_table(rows, columns, 'status')}</details>"
     )
 
 
@@ -260,8 +253,8 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             if group:
                 body.append(
                     f'<h3 id="{escape(model)}-{fam.name}">{escape(fam.title)}</h3>'
-                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(figure_html(f, dirs[0], dirs[1]) for f in group)
+                    f'<p class="small">{markup.caption_html(fam.caption)}</p><div class="grid">'
+                    + "".join(markup.figure_html(f, dirs[0], dirs[1]) for f in group)
                     + "</div>"
                 )
     for name in sec.tables:
@@ -270,7 +263,7 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             cols = [c for c in table.columns if table[c].notna().any()]
             body.append(
                 f"<details><summary>{name} table (tables/{name}.csv)</summary>"
-                f"{data_table(table, cols)}</details>"
+                f"{markup.data_table(table, cols)}</details>"
             )
     return body
 
@@ -329,4 +322,4 @@ def render(
     body.append("</div></div>")
     body.append(cells_section(cells, skipped, latency_stat))
     body.append("</main>")
-    return document(title, body)
+    return markup.document(title, body)
