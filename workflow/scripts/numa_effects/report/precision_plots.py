@@ -38,16 +38,9 @@ def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metri
         f"Speedup over float32 Eager (BS={batch_size})",
         drawing.subtitle(model, "placement sequential", "error bars: 95 % CI of the ratio"),
     )
-    extra = drawing.not_significant_legend(d["sig"])
-    drawing.finish(
-        fig,
-        ax,
-        drawn,
-        drawing.sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
-        + drawing.not_value_note(d, "speedup_status")
-        + notes,
-        extra=extra,
-    )
+    sig = drawing.sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
+    notes = sig + drawing.not_value_note(d, "speedup_status") + notes
+    drawing.finish(fig, ax, drawn, notes, extra=drawing.not_significant_legend(d["sig"]))
     return fig
 
 
