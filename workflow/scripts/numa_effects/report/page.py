@@ -9,11 +9,20 @@ from collections.abc import Sequence
 import pandas as pd
 
 from numa_effects.plan.grid import DEFAULTS, KEYS
-from numa_effects.report import deploy_section, families, markup
+from numa_effects.report import deploy_section, families
 from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
-from numa_effects.report.markup import HIGHLIGHT, escape
+from numa_effects.report.markup import (
+    HIGHLIGHT,
+    caption_html,
+    data_table,
+    document,
+    escape,
+    facts_table,
+    figure_html,
+    given,
+)
 from numa_effects.tables import stages
 
 
@@ -73,7 +82,7 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     ]
     if machine.get("imported_from"):
         rows.append(("imported from", "; ".join(machine["imported_from"])))
-    return f'<h2 id="machine">Machine</h2>{markup.facts_table(rows)}'
+    return f'<h2 id="machine">Machine</h2>{facts_table(rows)}'
 
 
 def _duration(seconds: float) -> str:
@@ -145,7 +154,7 @@ def _why_failed(r: dict) -> str:
 
 def _why_contended(r: dict) -> str:
     why = r.get("contended_reason")
-    return f": {escape(why)}" if markup.given(why) else ""
+    return f": {escape(why)}" if given(why) else ""
 
 
 def _how_disturbed(r: dict) -> str:
@@ -155,7 +164,7 @@ def _how_disturbed(r: dict) -> str:
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
     status = cells["status"] if "status" in cells else pd.Series(dtype=object)
     no_clean = status.eq("contended")
-    parts = [f'<h2 id="run">Run</h2>{markup.facts_table(_run_facts(cells, skipped))}']
+    parts = [f'<h2 id="run">Run</h2>{facts_table(_run_facts(cells, skipped))}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(
             f"<li>{len(g)} cell{'s' * (len(g) > 1)}: {escape(reason)}</li>"
@@ -187,7 +196,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
     if failures is not None and not failures.empty:
         parts.append(
             f"<details><summary>failures.csv ({len(failures)} rows)</summary>"
-            f"{markup.data_table(failures, list(failures.columns))}</details>"
+            f"{data_table(failures, list(failures.columns))}</details>"
         )
     return "".join(parts)
 
@@ -207,7 +216,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     lat = f"latency_{latency_stat}_ms"
     timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
     rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
-    # replicates_reason (two_stage): how many replicates the cell was markup.given and why
+    # replicates_reason (two_stage): how many replicates the cell was given and why
     wanted = [*KEYS, "status", "dtype", "native", *timing, "replicates_reason", *rates, "source"]
     wanted.append("note")
     columns = [
@@ -219,7 +228,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         f"skipped cell; latency in ms per batch ({latency_stat}), throughput in images/s. "
         "Full columns in <code>tables/cells.csv</code>.</p>"
         "<details open><summary>table of cells</summary>"
-        f"{markup.data_table(rows, columns, 'status')}</details>"
+        f"{data_table(rows, columns, 'status')}</details>"
     )
 
 
@@ -253,8 +262,8 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             if group:
                 body.append(
                     f'<h3 id="{escape(model)}-{fam.name}">{escape(fam.title)}</h3>'
-                    f'<p class="small">{markup.caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(markup.figure_html(f, dirs[0], dirs[1]) for f in group)
+                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
+                    + "".join(figure_html(f, dirs[0], dirs[1]) for f in group)
                     + "</div>"
                 )
     for name in sec.tables:
@@ -263,7 +272,7 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             cols = [c for c in table.columns if table[c].notna().any()]
             body.append(
                 f"<details><summary>{name} table (tables/{name}.csv)</summary>"
-                f"{markup.data_table(table, cols)}</details>"
+                f"{data_table(table, cols)}</details>"
             )
     return body
 
@@ -322,4 +331,4 @@ def render(
     body.append("</div></div>")
     body.append(cells_section(cells, skipped, latency_stat))
     body.append("</main>")
-    return markup.document(title, body)
+    return document(title, body)
