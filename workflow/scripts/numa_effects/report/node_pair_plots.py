@@ -112,15 +112,9 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
     rows = sorted(m["cpu_node"].unique())
     cols = sorted(set(m["mem_node"]) | set(rows))
     ok = _matrix(m, "status", rows, cols).fillna(NOT_RUN)
-    known = _matrix(m, "distance", rows, cols).notna()
+    known = _matrix(m, "distance", rows, cols).notna().map(lambda k: "ok" if k else "missing")
     panels = (
-        (
-            "distance",
-            "firmware distance (10 = local)",
-            "rocket_r",
-            known.map(lambda k: "ok" if k else "missing"),
-            "{:.0f}",
-        ),
+        ("distance", "firmware distance (10 = local)", "rocket_r", known, "{:.0f}"),
         ("latency_ns", "idle latency (ns per load)", "rocket_r", ok, "{:.0f}"),
         ("bandwidth_gb_per_s", "read bandwidth (GB/s, one core)", "mako", ok, "{:.1f}"),
     )
