@@ -1,16 +1,8 @@
-"""Which cells the figures show and compare with: one allocator's cells where a figure does not
-tell allocators apart (``figure_allocator``: the run's baseline allocator), float32 eager on it
-as the Precision and runtime section's baseline (``base_variant``), the ``sequential`` cells of
-the Latency and Throughput sections (``is_sequential``), and PackRat's grid, beyond which the
-Precision figures exist (``beyond_packrat``).
-
-Allocators (the ``allocator`` axis, ``numa_effects.plan.allocators``): the per-batch figures draw
-one line per optimization and allocator (colour by optimization, line style by allocator; with
-one allocator exactly as without the axis); every other family of the Latency, Throughput and
-NUMA sections shows ``figure_allocator``'s cells (glibc as it comes when the grid has it, else
-the first in registry order); the Precision and runtime section compares every optimization and
-allocator with float32 eager on that allocator (``tables/precision.csv``) and shows the NUMA
-loss per dtype."""
+"""Which cells the figures show and compare with. A figure that does not tell allocators apart
+shows the run's baseline allocator's cells (``figure_allocator``); the per-batch figures draw one
+line per optimization and allocator; the Precision and runtime section compares every variant
+with float32 eager on that allocator (``base_variant``) and exists only beyond PackRat's grid
+(``beyond_packrat``)."""
 
 from __future__ import annotations
 
@@ -27,21 +19,18 @@ PACKRAT_OPTS = (optimizations_mod.EAGER, "script")
 
 def figure_allocator(names: Iterable[str]) -> str:
     """The allocator whose cells the figures that do not tell allocators apart show: the run's
-    baseline (``plan.allocators.baseline``: glibc as it comes when present, else the first in
-    registry order)."""
+    baseline (``plan.allocators.baseline``)."""
     return allocators_mod.baseline(names)
 
 
 def base_variant(names: Iterable[str]) -> tuple[str, str]:
-    """(opt, allocator) of the cells every other is compared with in the Precision and runtime
-    section (``tables/precision.csv``'s baseline): float32 eager on the run's baseline
-    allocator, of ``names`` (the run's allocators)."""
+    """(opt, allocator) every other is compared with in the Precision and runtime section:
+    float32 eager on the baseline allocator of ``names`` (the run's allocators)."""
     return optimizations_mod.EAGER, figure_allocator(names)
 
 
 def is_sequential(label: str) -> bool:
-    """A cell of the ``sequential`` placement (``sequential+smt`` included): the Latency and
-    Throughput sections' cells."""
+    """A cell of the ``sequential`` placement (``sequential+smt`` included)."""
     return placement_mod.parse_label(str(label))[0] == placement_mod.BASELINE
 
 

@@ -1,22 +1,10 @@
-"""The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib).
-
-Input is only ``cells.csv``, ``skipped.csv`` and ``degradation.csv`` (and ``packing.csv`` and
-``interference.csv`` for the Packing figures, ``precision.csv`` for the Precision and runtime
-section, ``memory_matrix.csv`` for the Node-pair matrix), read by ``tables.tidy.read``; a table
-from before an axis existed gets its default
-(``grid.fill_keys``: ``allocator`` ``default``). ``Tables.universe`` knows every cell a figure of
-a model should show (the product of the threads and batch sizes that appear for it, per
-optimization x placement x allocator that appears; only the figure allocator's,
-``figure_allocator``, unless asked for every one) with its status -- ``ok``, ``failed``,
-``skipped``, ``contended`` (no clean iteration: no value) or ``missing`` -- so the drawing never
-shows a cell that is not a measured value as 0, and whether its timing was disturbed
-(``contended`` or ``noisy`` in cells.csv; a missing column counts as false). Each ``Metric`` of
-the registry (latency, throughput) is a column ``metric.key`` there. ``comparison`` pairs each
-placement's cell with its baseline's cell (``placement.baseline_of``) and the row of
-degradation.csv; a pair that is one measurement under two names (``plan.binding``) has the
-status ``same binding`` and no value. The report page (workflow/scripts/render_report.py)
-loads the tables here without importing matplotlib.
-"""
+"""The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib,
+so the report page loads them cheaply). ``Tables.universe`` knows every cell a figure of a model
+should show with its status (``ok``, ``failed``, ``skipped``, ``contended``: no clean
+iteration, or ``missing``), so the drawing never shows a cell without a value as 0, and whether
+its timing was disturbed; ``comparison`` pairs each placement's cell with its baseline's and
+the row of degradation.csv (a pair that is one measurement under two names has the status
+``same binding``)."""
 
 from __future__ import annotations
 
@@ -38,11 +26,11 @@ from numa_effects.tables import tidy
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
 # Statuses of a cell with no value, in the order a comparison of two cells takes the worse one.
 NO_VALUE = ("missing", "skipped", "contended", "failed")
+AXES = ("threads", "batch_size")  # a figure's cells: every combination of these that appears
 
 
 def read_csv(path) -> pd.DataFrame:
-    """A tidy table (``tables.tidy.read``); an empty file is an empty frame with the keys; a
-    table without a key column added since it was written gets its default."""
+    """A tidy table (``tables.tidy.read``) with every key column (an old table's get defaults)."""
     return grid_mod.keyed(tidy.read(path, KEYS))
 
 
@@ -72,35 +60,22 @@ class Tables:
         self.degradation = grid_mod.keyed(self.degradation)
 
     @classmethod
-    def load(
-        cls,
-        cells=None,
-        skipped=None,
-        degradation=None,
-        packing=None,
-        interference=None,
-        compare=None,
-        precision=None,
-        memory_matrix=None,
-    ) -> Tables:
-        def opt(path, reader=read_csv):
-            return reader(path) if path else None
-
+    def load(cls, cells=None, skipped=None, degradation=None, **optional) -> Tables:
+        """The tables from their paths; ``optional``: the other fields' paths (None: absent)."""
+        machine_facts = ("interference", "memory_matrix")  # no cell keys
         return cls(
             read_csv(cells),
             read_csv(skipped),
-            opt(degradation),
-            opt(packing),
-            opt(interference, tidy.read),
-            opt(compare),
-            opt(precision),
-            opt(memory_matrix, tidy.read),
+            read_csv(degradation) if degradation else None,
+            **{
+                k: (tidy.read if k in machine_facts else read_csv)(v) if v else None
+                for k, v in optional.items()
+            },
         )
 
     @property
     def allocator(self) -> str:
-        """The allocator of the figures that do not tell allocators apart (``figure_allocator``
-        of the cells' and skipped cells' allocators)."""
+        """The allocator of the figures that do not tell allocators apart."""
         names = [*self.cells.get("allocator", []), *self.skipped.get("allocator", [])]
         return figure_allocator(names)
 
@@ -115,22 +90,15 @@ class Tables:
 
     def statuses(self) -> pd.DataFrame:
         """Keys, ``status`` (ok / failed / contended / skipped), ``reason`` and ``disturbed``
-        (contended or noisy) of every known cell. ``contended``: no replicate had a clean
-        iteration, so the cell has no value (cells.csv ``status``)."""
+        (contended or noisy) of every known cell."""
         c = self.cells
         rows = pd.DataFrame(columns=[*KEYS, "status", "reason"])
         if not c.empty:
             status = c["status"] if "status" in c else pd.Series("ok", index=c.index)
             status = status.where(status.isin(["ok", "contended"]), "failed")
             reason = c["failure_cause"] if "failure_cause" in c else pd.Series(None, index=c.index)
-            rows = pd.DataFrame(
-                {
-                    **{k: c[k] for k in KEYS},
-                    "status": status,
-                    "reason": reason,
-                    "disturbed": flag(c),
-                }
-            )
+            keys = pd.DataFrame({k: c[k] for k in KEYS})
+            rows = keys.assign(status=status, reason=reason, disturbed=flag(c))
         s = self.skipped
         if not s.empty:
             sk = pd.DataFrame(
@@ -145,25 +113,15 @@ class Tables:
         return rows.reset_index(drop=True)
 
     def universe(self, model: str, every_allocator: bool = False) -> pd.DataFrame:
-        """Every cell a figure of ``model`` should show, with its status and values.
-
-        The (opt, placement, allocator) that appear for the model x every threads x batch size
-        that appears for it (only the figure allocator's cells, ``allocator``, unless
-        ``every_allocator``); cells in no table have status ``missing``. Columns ``lat``,
-        ``thr`` (and ``lat_lo``/``lat_hi``, ``thr_lo``/``thr_hi`` when the cells carry CIs); a
-        metric of a cell that is not ``ok`` or has no value is NaN and its ``<metric>_status``
-        says why.
-        ``disturbed``: the cell was contended or noisy.
-        """
+        """Every cell a figure of ``model`` should show: the (opt, placement, allocator) that
+        appear for it (the figure allocator's only, unless ``every_allocator``) x its threads x
+        its batch sizes, with ``status`` (``missing``: in no table), ``disturbed`` and each
+        metric's value (``lat``, ``thr``; NaN without a value), CI and ``<key>_status``."""
         st = self.statuses()
         st = st[st["model"] == model]
         if not every_allocator:
             st = st[st["allocator"] == self.allocator]
-        pairs = st[[k for k in KEYS if k not in ("model", "threads", "batch_size")]]
-        pairs = pairs.drop_duplicates()
-        grid = pairs.merge(
-            pd.DataFrame({"threads": sorted(st["threads"].unique())}), how="cross"
-        ).merge(pd.DataFrame({"batch_size": sorted(st["batch_size"].unique())}), how="cross")
+        grid = _by_threads_and_batch(st, [k for k in KEYS if k not in ("model", *AXES)])
         grid.insert(0, "model", model)
         u = grid.merge(st, on=list(KEYS), how="left")
         u["status"] = u["status"].fillna("missing")
@@ -184,12 +142,23 @@ class Tables:
         for m in METRICS:
             if m.key not in u:
                 u[m.key] = np.nan
-            ok = u["status"].eq("ok")
-            u.loc[~ok, m.key] = np.nan
-            u[f"{m.key}_status"] = np.where(
-                ok & u[m.key].isna(), "missing", np.where(ok, "ok", u["status"])
-            )
+            u.loc[u["status"].ne("ok"), m.key] = np.nan
+            u[f"{m.key}_status"] = value_status(u["status"], u[m.key])
         return u
+
+
+def _by_threads_and_batch(d: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The distinct rows of ``columns`` of ``d`` x every threads x every batch size of ``d``."""
+    grid = d[columns].drop_duplicates()
+    for axis in AXES:
+        grid = grid.merge(pd.DataFrame({axis: sorted(d[axis].unique())}), how="cross")
+    return grid
+
+
+def value_status(status: pd.Series, value: pd.Series) -> np.ndarray:
+    """A figure value's status: the cell's or pair's when not ``ok``, else ``missing`` without
+    a value."""
+    return np.where(status.ne("ok"), status, np.where(value.isna(), "missing", "ok"))
 
 
 def sequential(u: pd.DataFrame) -> pd.DataFrame:
@@ -207,10 +176,8 @@ def pair_status(a: pd.Series, b: pd.Series) -> pd.Series:
 
 def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
     """Per (placement that is not a baseline, threads, batch size): its baseline's label
-    (``baseline_label``), the degradation row and the pair status.
-
-    ``disturbed``: either cell of the pair was contended or noisy (cells.csv, or the
-    ``contended`` / ``noisy`` columns of degradation.csv)."""
+    (``baseline_label``), the degradation row (``pct``...) and the pair status; ``disturbed``:
+    either cell was contended or noisy (cells.csv or degradation.csv)."""
     if tables.degradation is None:
         raise ValueError("this figure needs the degradation table")
     u = tables.universe(model)
@@ -232,15 +199,8 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
         g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
     cols = {**metric.degradation_columns, "significant": "sig", "ci_method": "deg_method"}
     keep = [c for c in cols if c in g]
-    g = g.assign(deg_disturbed=flag(g))
-    g = g[
-        [
-            *KEYS,
-            *keep,
-            *(["latency_statistic"] if "latency_statistic" in g else []),
-            "deg_disturbed",
-        ]
-    ]
+    stat = ["latency_statistic"] if "latency_statistic" in g else []
+    g = g.assign(deg_disturbed=flag(g))[[*KEYS, *keep, *stat, "deg_disturbed"]]
     g = g.rename(columns=cols).astype({"threads": int, "batch_size": int})
     d = d.merge(g, on=list(KEYS), how="left")
     d["disturbed"] = d["disturbed"] | d.pop("deg_disturbed").eq(True)
@@ -251,9 +211,8 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
 
 
 def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
-    """``value``, its CI (``<value>_lo``, ``<value>_hi``) and ``sig`` only where both cells of
-    a pair have a value (``pair``: the pair's status), and ``<value>_status``: the pair's
-    status, else ``missing`` where the value is."""
+    """``value``, its CI (``_lo``, ``_hi``) and ``sig`` only where the pair's status (column
+    ``pair``) is ok, and ``<value>_status``: the pair's status, else ``missing`` without a value."""
     cols = [value, f"{value}_lo", f"{value}_hi"]
     for c in cols:
         if c not in d:
@@ -261,19 +220,15 @@ def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
     if "sig" not in d:
         d["sig"] = None
     d.loc[d[pair] != "ok", cols] = np.nan
-    d[f"{value}_status"] = np.where(
-        d[pair].ne("ok"), d[pair], np.where(d[value].isna(), "missing", "ok")
-    )
+    d[f"{value}_status"] = value_status(d[pair], d[value])
     return d
 
 
 def node_pair_rows(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
-    """The node-pair cells (placements ``n{cpu}m{mem}``) of ``model`` and ``opt``: one row per
-    (CPU node, memory node, threads, batch size) with the cell's value (``metric.key``, its
-    ``<key>_status``) and its change against the CPU node's local diagonal ``n{cpu}m{cpu}``
-    (``comparison``'s ``pct``, ``pct_lo``, ``pct_hi``, ``sig``, ``pct_status``, ``disturbed``). A
-    diagonal cell is its own baseline: ``pct`` 0 and ``pct_status`` ``baseline`` when it has a
-    value. Columns ``cpu_node`` and ``mem_node``; empty without node-pair cells."""
+    """The node-pair cells (``n{cpu}m{mem}``) of ``model`` and ``opt``, with ``cpu_node``,
+    ``mem_node``, the cell's value and its change against the CPU node's local diagonal
+    (``comparison``'s ``pct``... columns); a diagonal cell with a value has ``pct`` 0 and
+    ``pct_status`` ``baseline``."""
     u = tables.universe(model)
     u = u[u["opt"] == opt]
     pairs = u["placement"].map(placement_mod.pair_of)
@@ -299,26 +254,17 @@ def node_pair_rows(tables: Tables, model: str, opt: str, metric: Metric) -> pd.D
 
 
 def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
-    """The comparison of runs (``compare.csv``) of one compared run, model and optimization,
-    shaped like ``comparison``'s rows: ``pct`` (% latency change), ``pct_lo``, ``pct_hi``,
-    ``sig`` (True, False, or None when not assessed), ``pct_status`` (``ok``, or why the pair
-    has no value) and ``disturbed`` (contended or noisy in either run), on every (placement,
-    threads, batch size) the compared run's matched cells span (``missing``: in one run only)."""
+    """The rows of ``compare.csv`` of one compared run, model and optimization shaped like
+    ``comparison``'s (``pct`` the % latency change; ``sig`` None when not assessed), on every
+    (placement, threads, batch size) they span (``missing``: in one run only)."""
     if tables.compare is None:
         raise ValueError("this figure needs the comparison table (compare.csv)")
     c = tables.compare
     c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
     c = c.astype({"threads": int, "batch_size": int})
-    grid = (
-        c[["placement"]]
-        .drop_duplicates()
-        .merge(pd.DataFrame({"threads": sorted(c["threads"].unique())}), how="cross")
-        .merge(pd.DataFrame({"batch_size": sorted(c["batch_size"].unique())}), how="cross")
-    )
-    d = grid.merge(c, on=["placement", "threads", "batch_size"], how="left")
-    d["pct"] = d["latency_change_pct"].astype(float)
-    d["pct_lo"] = d["latency_change_ci_low_pct"].astype(float)
-    d["pct_hi"] = d["latency_change_ci_high_pct"].astype(float)
+    d = _by_threads_and_batch(c, ["placement"]).merge(c, on=["placement", *AXES], how="left")
+    for to, col in (("pct", ""), ("pct_lo", "_ci_low"), ("pct_hi", "_ci_high")):
+        d[to] = d[f"latency_change{col}_pct"].astype(float)
     d["sig"] = d["significant"].map(stats.as_bool)
     status = d["status"].where(d["status"].notna(), "missing").astype(str)
     d["pct_status"] = np.where(status.eq("ok") & d["pct"].isna(), "missing", status)
@@ -333,11 +279,9 @@ def deg_stat(d: pd.DataFrame, tables: Tables) -> str:
 
 
 def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
-    """The Precision and runtime section's speedups of the ``sequential`` cells of one batch
-    size: each (opt, allocator) but the baseline variant (``baselines.base_variant``) with its
-    speedup over it and CI (precision.csv; ``speedup``, ``speedup_lo``, ``speedup_hi``,
-    ``sig``) where both cells have a value, and ``speedup_status`` (the pair's status from the
-    cells); and the baseline's allocator."""
+    """The ``sequential`` cells of one batch size but the baseline variant (``base_variant``),
+    with their speedup over it (precision.csv: ``speedup``, ``_lo``, ``_hi``, ``sig``) and
+    ``speedup_status`` from the cells; and the baseline's allocator."""
     if tables.precision is None:
         raise ValueError("this figure needs the precision table")
     u = sequential(tables.universe(model, every_allocator=True))
@@ -351,16 +295,8 @@ def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
     d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
     p = tables.precision
     p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
-    keep = ["placement", "threads", "opt", "allocator", "speedup", "speedup_ci_low"]
-    keep += ["speedup_ci_high", "significant"]
-    p = p[[c for c in keep if c in p]].rename(
-        columns={
-            "speedup_ci_low": "speedup_lo",
-            "speedup_ci_high": "speedup_hi",
-            "significant": "sig",
-        }
-    )
-    d = d.merge(
-        p.astype({"threads": int}), on=["placement", "threads", "opt", "allocator"], how="left"
-    )
+    on = ["placement", "threads", "opt", "allocator"]
+    cols = {"speedup_ci_low": "speedup_lo", "speedup_ci_high": "speedup_hi", "significant": "sig"}
+    p = p[[c for c in [*on, "speedup", *cols] if c in p]].rename(columns=cols)
+    d = d.merge(p.astype({"threads": int}), on=on, how="left")
     return with_status(d, "speedup", "pair"), base_alloc

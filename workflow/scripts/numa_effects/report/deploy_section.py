@@ -1,6 +1,5 @@
-"""The report's first section, "What to deploy": one table per objective row of
-``tables/recommendation.csv`` (the recommendation, the other candidates, each baseline, the gain
-with its paired CI, the command), before the evidence the other sections show."""
+"""The report's first section, "What to deploy": one table per objective of
+``tables/recommendation.csv``."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import pandas as pd
 from numa_effects.tables import deploy
 
 HEADING, ANCHOR = "What to deploy", "what-to-deploy"
+HEAD = ("", "optimization", "allocator", "instances", "CPUs", "value", "gain", "command", "notes")
 
 
 def _e(v) -> str:
@@ -22,13 +22,13 @@ def _n(v) -> str:
 
 
 def _value(r) -> str:
-    if r["source"] == "measured":
-        lo, hi = r["ci_low"], r["ci_high"]
-        ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
-        return f"{_n(r['value'])}{ci}"
-    lo, hi = r["predicted_low"], r["predicted_high"]
+    measured = r["source"] == "measured"
+    if measured:
+        v, lo, hi = r["value"], r["ci_low"], r["ci_high"]
+    else:
+        v, lo, hi = r["predicted"], r["predicted_low"], r["predicted_high"]
     ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
-    return f"{_n(r['predicted'])}{ci} (predicted)"
+    return f"{_n(v)}{ci}" + ("" if measured else " (predicted)")
 
 
 def _who(r) -> str:
@@ -41,17 +41,8 @@ def _who(r) -> str:
 
 def _row(r, objective: str) -> str:
     gain = "" if r["role"] == "recommended" else _e(deploy.gain_words(r, objective))
-    cells = [
-        _who(r),
-        _e(r["opt"]),
-        _e(r["allocator"]),
-        _e(r["layout"]),
-        _e(r["cpus"]),
-        _value(r),
-        gain,
-        f"<code>{_e(r['command'])}</code>",
-        _e(r["notes"]),
-    ]
+    where = (_e(r[k]) for k in ("opt", "allocator", "layout", "cpus"))
+    cells = [_who(r), *where, _value(r), gain, f"<code>{_e(r['command'])}</code>", _e(r["notes"])]
     cls = ' class="rec"' if r["role"] == "recommended" else ""
     return f"<tr{cls}>" + "".join(f'<td class="t">{c}</td>' for c in cells) + "</tr>"
 
@@ -72,23 +63,12 @@ def html_section(df: pd.DataFrame | None) -> str:
         "configuration's, with paired 95 % CIs over the rounds (tables/recommendation.csv, "
         "docs/deploy.md).</p>"
     )
-    head = [
-        "",
-        "optimization",
-        "allocator",
-        "instances",
-        "CPUs",
-        "value",
-        "gain",
-        "command",
-        "notes",
-    ]
     for (model, objective), g in df.groupby(["model", "objective"], sort=False):
         unit = g["unit"].iloc[0]
         out.append(f"<h3>{_e(model)}: {_e(objective)} ({_e(unit)})</h3>")
         out.append(
             '<div class="scroll"><table class="data"><tr>'
-            + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "".join(f"<th>{_e(h)}</th>" for h in HEAD)
             + "</tr>"
         )
         out += [_row(r, objective) for _, r in g.iterrows()]

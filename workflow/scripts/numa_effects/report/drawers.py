@@ -1,13 +1,11 @@
-"""The draw functions of the figure families: ``@drawer(name)`` registers a function for its
-families (``report.families``) where it is defined; ``report.plots`` imports every drawing
-module and dispatches through ``DRAWERS``."""
+"""``@drawer(name)`` registers a draw function for its families (``report.families``);
+``report.plots`` dispatches through ``DRAWERS``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-# Family name -> its draw function, filled by ``@drawer`` where the functions are defined
-# (importing ``report.plots`` imports them all).
+# Family name -> its draw function (importing ``report.plots`` imports them all).
 DRAWERS: dict[str, Callable] = {}
 
 

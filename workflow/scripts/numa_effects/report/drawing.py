@@ -1,11 +1,6 @@
-"""The drawing helpers every figure module shares (matplotlib + seaborn, Agg backend): titles
-and footnotes, the lines of a line plot with their CIs and the marks of cells with no value,
-the axes, the legend, the % heatmap with its printed and hatched cells, the notes under a
-figure, and CI error bars.
-
-A failed, skipped, contended (no clean iteration) or missing cell is marked below the x axis,
-never drawn as 0 (lines break there instead of bridging); a contended or noisy cell with a value
-is ringed or cross-hatched and has a legend entry. The look is ``report.style``'s."""
+"""The drawing helpers the figure modules share (matplotlib + seaborn, Agg backend). A cell with
+no value is marked below the x axis or as a grey heatmap cell, never drawn as 0; a disturbed or
+not significant one is ringed, hollow or hatched (``report.style``)."""
 
 from __future__ import annotations
 
@@ -28,19 +23,6 @@ from numa_effects import stats  # noqa: E402
 from numa_effects.plan import allocators as allocators_mod  # noqa: E402
 from numa_effects.report.data import Tables  # noqa: E402
 from numa_effects.report.metrics import Metric  # noqa: E402
-from numa_effects.report.style import (  # noqa: E402
-    HOLLOW_STATUSES,
-    LOG_Y_RATIO,
-    NOT_SIGNIFICANT,
-    STATUS_MARKERS,
-    STATUS_STEP_PT,
-    STATUS_TEXT,
-    color_limit,
-    opt_color,
-    opt_label,
-    opt_order,
-    pct1,
-)
 
 
 def titles(ax, title: str, subtitle: str) -> None:
@@ -81,7 +63,7 @@ def not_value_note(df: pd.DataFrame, status_col: str) -> list[str]:
     if bad.empty:
         return notes
     counts = bad[status_col].value_counts().sort_index().items()
-    parts = [f"{n} {STATUS_TEXT.get(s, s)}" for s, n in counts]
+    parts = [f"{n} {style.STATUS_TEXT.get(s, s)}" for s, n in counts]
     reasons = sorted({str(r) for r in bad.get("reason", pd.Series()).dropna()})
     why = f" ({'; '.join(reasons)[:110]})" if reasons else ""
     what = "No value" if "contended" in set(bad[status_col]) else "Not measured"
@@ -110,9 +92,8 @@ def draw_lines(
     style_of=None,
 ) -> set[str]:
     """One line per ``hue`` value over ``x`` of the column ``value`` (its CI ``<value>_lo``,
-    ``<value>_hi`` and status ``<value>_status``); returns the marks drawn (statuses of cells
-    with no value, ``style.DISTURBED`` when a contended or noisy point is ringed).
-    ``style_of``: a hue value's line style (None: matplotlib's solid line)."""
+    ``<value>_hi`` and status ``<value>_status``); returns the marks drawn (for the legend).
+    ``style_of``: a hue value's line style (None: solid)."""
     drawn: set[str] = set()
     no_value: dict = {}  # x -> [(status, colour)] in line order
     xs = sorted(df[x].unique())
@@ -141,31 +122,24 @@ def draw_lines(
 
 
 def _point_marks(ax, d: pd.DataFrame, xs: list, y: np.ndarray, color, sig: str | None) -> set:
-    """One line's hollow markers (``sig`` False: not significant) and rings (``disturbed``);
-    returns the marks drawn."""
+    """One line's hollow (not significant) and ringed (disturbed) points; the marks drawn."""
+    x = np.asarray(xs)
     if sig is not None and sig in d:
         hollow = d[sig].map(lambda s: s is False).to_numpy(dtype=bool) & ~np.isnan(y)
         if hollow.any():
             ax.plot(
-                np.asarray(xs)[hollow],
-                y[hollow],
-                linestyle="none",
-                marker="o",
-                markersize=7,
-                markerfacecolor="white",
-                markeredgecolor=color,
-                markeredgewidth=1.5,
+                x[hollow], y[hollow], ls="none", marker="o", ms=7, mfc="white", mec=color, mew=1.5
             )
     if "disturbed" in d:
         ring = d["disturbed"].eq(True).to_numpy(dtype=bool) & ~np.isnan(y)
         if ring.any():
-            ax.plot(np.asarray(xs)[ring], y[ring], **style.DISTURBED_MARK)
+            ax.plot(x[ring], y[ring], **style.DISTURBED_MARK)
             return {style.DISTURBED}
     return set()
 
 
 def _annotate_values(ax, xs: list, y: np.ndarray, color, fmt, below: bool) -> None:
-    """Each point's value printed above it (``below``: under it, every other line)."""
+    """Each point's value printed above it (``below``: under it)."""
     for j, (xv, yv) in enumerate(zip(xs, y, strict=True)):
         if not np.isnan(yv):
             ax.annotate(
@@ -181,36 +155,53 @@ def _annotate_values(ax, xs: list, y: np.ndarray, color, fmt, below: bool) -> No
 
 
 def _no_value_marks(ax, marks: dict) -> None:
-    """Cells with no value, marked along the x axis: in a strip just below it (never among the
-    data, whatever the y scale), at the cell's x, one marker per line with no value there
-    (stacked downwards in line order); the x tick labels move down to make room."""
+    """Cells with no value, in a strip just below the x axis (never among the data, whatever the
+    y scale): one marker per line with no value there, stacked downwards; the x tick labels
+    move down to make room."""
     if not marks:
         return
     for xv, at_x in marks.items():
         for rank, (s, color) in enumerate(at_x):
             below = ScaledTranslation(
-                0, -STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
+                0, -style.STATUS_STEP_PT * (rank + 0.75) / 72, ax.figure.dpi_scale_trans
             )
             ax.scatter(
                 [xv],
                 [0.0],
                 transform=ax.get_xaxis_transform() + below,
-                marker=STATUS_MARKERS[s],
+                marker=style.STATUS_MARKERS[s],
                 s=45,
-                facecolors="none" if s in HOLLOW_STATUSES else [color],
+                facecolors="none" if s in style.HOLLOW_STATUSES else [color],
                 edgecolors=[color],
                 linewidths=1.5,
                 clip_on=False,
                 zorder=5,
             )
     depth = max(len(v) for v in marks.values())
-    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + STATUS_STEP_PT * depth + 1)
+    ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + style.STATUS_STEP_PT * depth + 1)
+
+
+def loss_lines(ax, d: pd.DataFrame, hue: str, order: list, color_of, label_of, ylabel: str):
+    """The % degradation (``pct``) over the threads, one line per ``hue`` value, with its CI,
+    hollow points where not significant and a line at 0; returns the marks drawn."""
+    drawn = draw_lines(
+        ax, d, hue, order, color_of, label_of, "pct", annotate=True, fmt=style.pct1, sig="sig"
+    )
+    ax.axhline(0.0, color="black", linewidth=1)
+    ax.margins(y=0.15)
+    threads_axis(ax, sorted(d["threads"].unique()))
+    ax.set_ylabel(ylabel)
+    return drawn
+
+
+def loss_notes(d: pd.DataFrame) -> list[str]:
+    return sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status")
 
 
 def y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
     v = values.dropna()
     v = v[v > 0]
-    if len(v) and v.max() / v.min() > LOG_Y_RATIO:
+    if len(v) and v.max() / v.min() > style.LOG_Y_RATIO:
         ax.set_yscale("log")
         return " (log scale)"
     if zero:
@@ -227,19 +218,14 @@ def threads_axis(ax, threads: list[int]) -> None:
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
 
 
+LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 8, "frameon": False}
+
+
 def finish(fig, ax, statuses: set[str], notes: list[str], *, extra: list | None = None) -> None:
     handles, _ = ax.get_legend_handles_labels()
     handles = handles + (extra or []) + style.status_legend(statuses)
     if handles:
-        ncol = 2 if len(handles) > 12 else 1
-        ax.legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            ncol=ncol,
-            fontsize=8,
-            frameon=False,
-        )
+        ax.legend(handles=handles, ncol=2 if len(handles) > 12 else 1, **LEGEND)
     footnote(ax, notes)
 
 
@@ -264,8 +250,7 @@ def threads_metric_axes(ax, tables: Tables, d, metric: Metric) -> str:
 
 
 def non_native(tables: Tables, model: str) -> dict:
-    """{(opt, allocator): precision note} of the cells of ``model`` whose dtype this CPU does
-    not compute natively (cells.csv ``native`` false): the report marks them."""
+    """{(opt, allocator): precision note} of ``model``'s cells with ``native`` false."""
     c = tables.cells
     if c.empty or "native" not in c:
         return {}
@@ -279,17 +264,16 @@ def non_native(tables: Tables, model: str) -> dict:
 
 def variants(d: pd.DataFrame, non_native: dict):
     """The (opt, allocator) lines of ``d``: hue values, colour, line style and label functions
-    (colour by optimization, dash by allocator; with one allocator exactly the optimization's
-    line), and the notes of the non-native ones."""
+    (colour by optimization, dash by allocator), and the notes of the non-native ones."""
     d = d.assign(variant=list(zip(d["opt"], d["allocator"], strict=True)))
     # allocators told apart when they vary, or when the one shown is not glibc as it comes
     several = d["allocator"].nunique() > 1 or d["allocator"].ne(allocators_mod.GLIBC).any()
     order = sorted(
-        d["variant"].unique(), key=lambda v: (opt_order(v[0]), allocators_mod.order(v[1]))
+        d["variant"].unique(), key=lambda v: (style.opt_order(v[0]), allocators_mod.order(v[1]))
     )
 
     def label(v):
-        text = opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")
+        text = style.opt_label(v[0]) + (f" · {style.allocator_label(v[1])}" if several else "")
         return text + (f" · {style.NON_NATIVE}" if v in non_native else "")
 
     def dash(v):
@@ -298,7 +282,7 @@ def variants(d: pd.DataFrame, non_native: dict):
     notes = sorted(
         {f"{style.NON_NATIVE} {v[0]}: {non_native[v]}" for v in order if v in non_native}
     )
-    return d, order, (lambda v: opt_color(v[0])), label, (dash if several else None), notes
+    return d, order, (lambda v: style.opt_color(v[0])), label, (dash if several else None), notes
 
 
 def sig_notes(d: pd.DataFrame, how: str) -> list[str]:
@@ -308,117 +292,95 @@ def sig_notes(d: pd.DataFrame, how: str) -> list[str]:
     known = ok["sig"].map(lambda s: s is not None)
     if not known.any():
         return ["No per-iteration samples: no confidence intervals, significance not assessed."]
-    return [f"{how}: {NOT_SIGNIFICANT}."]
+    return [f"{how}: {style.NOT_SIGNIFICANT}."]
 
 
 def _by_cell(d: pd.DataFrame, column: str, bss: list, threads: list) -> pd.DataFrame:
-    """``column`` of the comparison rows as a batch size x threads grid (the heatmap's)."""
     return d.pivot(index="batch_size", columns="threads", values=column).reindex(
         index=bss, columns=threads
     )
 
 
-def annotate_cells(
-    ax,
-    val: pd.DataFrame,
-    status: pd.DataFrame,
-    *,
-    cmap,
-    norm,
-    text=pct1,
-    hatched: pd.DataFrame | None = None,
-    disturbed: pd.DataFrame | None = None,
-    fontsize: int = 9,
-) -> None:
-    """Over a seaborn heatmap of ``val`` (same index and columns as ``status``): each cell's
-    value printed in a colour readable on its fill (``text(value)``); a cell whose status is not
-    ``ok`` grey and labelled with why (``STATUS_TEXT``); ``hatched`` cells hatched (not
-    significant), ``disturbed`` ones cross-hatched in red."""
+def _annotate_cells(ax, val, status, cmap, norm, text, hatched=None, disturbed=None, fontsize=9):
+    marks = (
+        (hatched, style.NOT_SIGNIFICANT_HATCH, (0, 0, 0, 0.35), 0),
+        (disturbed, style.DISTURBED_HATCH, style.DISTURBED_COLOR, 1.5),
+    )
     for i, row in enumerate(val.index):
         for j, col in enumerate(val.columns):
             s = status.loc[row, col]
             if s != "ok":
                 ax.add_patch(Rectangle((j, i), 1, 1, facecolor="0.88", edgecolor="white", lw=0.6))
-                ax.text(
-                    j + 0.5,
-                    i + 0.5,
-                    textwrap.fill(STATUS_TEXT.get(s, s), 12),
-                    ha="center",
-                    va="center",
-                    fontsize=fontsize - 1,
-                    color="0.3",
-                    style="italic",
-                )
-                continue
-            v = float(val.loc[row, col])
-            r, g, b, _ = cmap(norm(v))
-            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-            ax.text(
-                j + 0.5,
-                i + 0.5,
-                text(v),
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                color="white" if dark else "black",
-            )
-            marks = (
-                (hatched, style.NOT_SIGNIFICANT_HATCH, (0, 0, 0, 0.35), 0),
-                (disturbed, style.DISTURBED_HATCH, style.DISTURBED_COLOR, 1.5),
-            )
-            for mask, hatch, edge, lw in marks:
-                if mask is not None and bool(mask.loc[row, col]):
-                    ax.add_patch(
-                        Rectangle((j, i), 1, 1, fill=False, hatch=hatch, edgecolor=edge, lw=lw)
-                    )
+                label = textwrap.fill(style.STATUS_TEXT.get(s, s), 12)
+                kw = {"fontsize": fontsize - 1, "color": "0.3", "style": "italic"}
+            else:
+                v = float(val.loc[row, col])
+                r, g, b, _ = cmap(norm(v))
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+                label, kw = text(v), {"fontsize": fontsize, "color": "white" if dark else "black"}
+                for mask, hatch, edge, lw in marks:
+                    if mask is not None and bool(mask.loc[row, col]):
+                        ax.add_patch(
+                            Rectangle((j, i), 1, 1, fill=False, hatch=hatch, edgecolor=edge, lw=lw)
+                        )
+            ax.text(j + 0.5, i + 0.5, label, ha="center", va="center", **kw)
 
 
-def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is False):
-    """A % heatmap of the rows ``d`` (``comparison`` or ``data.run_change``: ``pct``,
-    ``pct_status``, ``sig``, ``disturbed``): x = threads, y = batch size (largest on top),
-    diverging colours centred on 0, printed values, ``hatched(sig)`` cells hatched, disturbed
-    ones cross-hatched in red, cells with no value grey and labelled. Returns (figure, axes,
-    half-range of the colour scale, the colour bar's ``extend``)."""
-    threads = sorted(d["threads"].unique())
-    bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
-    val = _by_cell(d, "pct", bss, threads)
-    status = _by_cell(d, "pct_status", bss, threads)
-    sig = _by_cell(d, "sig", bss, threads)
-    disturbed = _by_cell(d, "disturbed", bss, threads).eq(True)
-    vmax, extend = color_limit(val.to_numpy(float))
-    width = min(18.0, 4.0 + 0.62 * len(threads))
-    height = min(14.0, 2.6 + 0.45 * len(bss))
-    fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
+def heatmap_panel(
+    ax, val, status, *, cmap, vmin, vmax, label, extend=None, center=None, text=style.pct1, **marks
+):
+    """A seaborn heatmap of ``val`` (``cmap``: a seaborn palette's name; colour bar ``label``);
+    over it each cell's value (``text(value)``) in a colour readable on its fill, a cell whose
+    ``status`` is not ``ok`` grey and labelled with why, ``marks``' ``hatched`` cells hatched
+    (not significant) and ``disturbed`` ones cross-hatched in red."""
     import seaborn as sns
 
-    cmap = sns.color_palette("RdBu_r", as_cmap=True)
+    cmap = sns.color_palette(cmap, as_cmap=True)
+    cbar = {"label": label, "shrink": 0.9}
+    if extend is not None:
+        cbar["extend"] = extend
     sns.heatmap(
-        val,
+        val.astype(float),
         ax=ax,
         cmap=cmap,
-        center=0.0,
-        vmin=-vmax,
+        center=center,
+        vmin=vmin,
         vmax=vmax,
         mask=val.isna(),
         linewidths=0.6,
         linecolor="white",
-        cbar_kws={
-            "label": colorbar,
-            "shrink": 0.9,
-            "extend": extend,
-        },
+        cbar_kws=cbar,
     )
-    fontsize = 9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6
-    annotate_cells(
+    norm = matplotlib.colors.Normalize(vmin, vmax)
+    _annotate_cells(ax, val, status, cmap, norm, text, **marks)
+
+
+def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is False):
+    """A % heatmap of the rows ``d`` (``comparison`` or ``data.run_change``): x = threads, y =
+    batch size (largest on top), diverging colours centred on 0, ``hatched(sig)`` cells hatched.
+    Returns (figure, axes, half-range of the colour scale, the colour bar's ``extend``)."""
+    threads = sorted(d["threads"].unique())
+    bss = sorted(d["batch_size"].unique(), reverse=True)  # largest on top, like a y axis
+    val = _by_cell(d, "pct", bss, threads)
+    status = _by_cell(d, "pct_status", bss, threads)
+    vmax, extend = style.color_limit(val.to_numpy(float))
+    width = min(18.0, 4.0 + 0.62 * len(threads))
+    height = min(14.0, 2.6 + 0.45 * len(bss))
+    fig, ax = plt.subplots(figsize=(max(width, 8.5), max(height, 4.5)))
+    heatmap_panel(
         ax,
         val,
         status,
-        cmap=cmap,
-        norm=matplotlib.colors.Normalize(-vmax, vmax),
-        text=pct1,
-        hatched=sig.map(hatched).astype(bool),
-        disturbed=disturbed,
-        fontsize=fontsize,
+        cmap="RdBu_r",
+        vmin=-vmax,
+        vmax=vmax,
+        label=colorbar,
+        extend=extend,
+        center=0.0,
+        text=style.pct1,
+        hatched=_by_cell(d, "sig", bss, threads).map(hatched).astype(bool),
+        disturbed=_by_cell(d, "disturbed", bss, threads).eq(True),
+        fontsize=9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6,
     )
     ax.set_xlabel("Intra-op threads")
     ax.set_ylabel("Batch size (images)")
@@ -427,7 +389,7 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
 
 
 def disturbed_note(disturbed: pd.Series, where: str) -> list[str]:
-    """A heatmap's note on its cross-hatched cells (``disturbed``: one bool per drawn cell)."""
+    """A heatmap's note on its cross-hatched cells (``disturbed``: one bool per cell)."""
     n = int(disturbed.sum())
     if not n:
         return []
@@ -438,8 +400,7 @@ def disturbed_note(disturbed: pd.Series, where: str) -> list[str]:
 
 
 def grey_note(statuses: pd.Series, why: str = "") -> list[str]:
-    """A heatmap's note on its grey cells: how many of each status (``statuses``: one per cell
-    with no value), then ``why``."""
+    """A heatmap's note on its grey cells (``statuses``: one per cell with no value)."""
     if statuses.empty:
         return []
     counts = ", ".join(f"{n} {s}" for s, n in statuses.value_counts().items())
@@ -456,8 +417,7 @@ def clipped_note(vmax: float, extend: str) -> list[str]:
 
 
 def ci_error_bars(b, y, ci):
-    """Error bars of ``y`` (below, above; never negative, 0 where unknown) from the frame ``b``'s
-    CI columns ``ci`` (low, high)."""
+    """Error bars of ``y`` (never negative, 0 where unknown) from ``b``'s CI columns ``ci``."""
     lo, hi = (b[k].to_numpy(dtype=float) for k in ci)
     return np.nan_to_num(np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)]))
 
@@ -466,14 +426,4 @@ def not_significant_legend(sig: pd.Series) -> list:
     """The legend entry of hollow (not significant) markers, when ``sig`` has a False."""
     if not sig.map(lambda s: s is False).any():
         return []
-    return [
-        Line2D(
-            [],
-            [],
-            marker="o",
-            linestyle="none",
-            markerfacecolor="white",
-            markeredgecolor="0.3",
-            label="not significant",
-        )
-    ]
+    return [Line2D([], [], marker="o", ls="none", mfc="white", mec="0.3", label="not significant")]

@@ -1,6 +1,5 @@
-"""What a page section says when it has no figure: one function per section (its
-``Section.empty`` in ``report.families``) that reads the run's facts (``PageFacts``: its cells,
-skipped cells and placements) and says why, in HTML."""
+"""What a page section says when it has no figure (its ``Section.empty``), from the run's facts
+(``PageFacts``), in HTML."""
 
 from __future__ import annotations
 
@@ -66,20 +65,17 @@ def no_numa_reason(facts: PageFacts) -> str:
             "CPUs and memory nodes), so each pair is one measurement under two names "
             "(<code>same_binding_as</code> in cells.csv): there is no difference to show."
         )
-    reasons = []
     skipped = facts.skipped
     if not skipped.empty and "reason" in skipped:
-        sk = skipped[~skipped["placement"].map(placement_mod.is_baseline)]
-        reasons = sorted(sk["reason"].dropna().astype(str).unique())
-    if reasons:
-        return (
-            "Every cell of "
-            + ", ".join(others)
-            + " was skipped: "
-            + "; ".join(escape(str(r)) for r in reasons)
-            + "."
-        )
+        why = _reasons(skipped[~skipped["placement"].map(placement_mod.is_baseline)])
+        if why:
+            return f"Every cell of {', '.join(others)} was skipped: {why}."
     return f"No cell of {', '.join(others)} has a {' or '.join(bases)} cell to compare with."
+
+
+def _reasons(skipped) -> str:
+    """The skipped cells' distinct reasons, escaped."""
+    return "; ".join(escape(r) for r in sorted(skipped["reason"].dropna().astype(str).unique()))
 
 
 def same_as_baseline(cells, placements) -> list[str]:
@@ -103,11 +99,9 @@ def no_precision(facts: PageFacts) -> str:
     if not sk.empty and {"opt", "reason"} <= set(sk.columns):
         beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (sk["allocator"] != base)]
         if not beyond.empty:
-            reasons = sorted(beyond["reason"].dropna().astype(str).unique())
             return (
                 f"every cell beyond float32 eager and TorchScript with {label} was skipped: "
-                + "; ".join(escape(str(r)) for r in reasons)
-                + "."
+                f"{_reasons(beyond)}."
             )
     what = "the imported results have" if facts.imported else "the grid measures"
     others = [f"<code>{n}</code>" for n in allocators_mod.ALLOCATORS if n != base]

@@ -1,39 +1,15 @@
 """The report's figure families and the page sections they stand in: the one registry.
 
-Pure and cheap (no matplotlib, no pandas): the workflow imports this at parse time to generate
-the plot rules and list the figure targets (``report.figures``). Everything about a family is
-its ``Family`` entry in ``FAMILIES``:
-
-- the Snakemake rule ``plot_<name>`` (generated in a loop in workflow/rules/report.smk; its
-  inputs are ``tables``, its outputs ``pattern`` .png/.svg below ``results/report/figures/``);
-- the report page's section, heading and description (``numa_effects.report.page``) and the
-  ``snakemake --report`` category, subcategory and caption (workflow/report/figure.rst renders
-  ``caption``): one caption text for both;
-- the drawing: the function registered for the family name with ``@drawer(name)``
-  (``report.drawers``), called as ``function(tables, metric=family.metric, **wildcards)`` by
-  ``plots.draw``;
-- the ``Metric`` it shows (``report.metrics``: latency or throughput);
-- which figures exist: ``plan`` names a function of ``report.figures.PLANS`` that lists the
-  wildcard values the cells support.
-
-A section is on one page (``Section.page``): the run's report, or the comparison of result
-folders (``COMPARE_PAGE``: config key ``compare``, ``compare.page``); a family is on its
-section's page, planned from that page's keys (a comparison's: the matched cells with ``run``,
-the compared run) and drawn from that page's tables.
-
-Adding a family = one entry here + one ``@drawer`` function + its test
-(tests/test_report_figures.py builds a throwaway family this way). A new section is one entry
-of ``SECTIONS`` (its heading, anchor, and what the page says when it has no figure: a function
-of ``report.empty``); a family that needs other cells than ``PLANS`` offers adds a plan function
-there; a new wildcard also needs a field of ``figures.Figure`` and an entry of
-``WILDCARD_CONSTRAINTS``. Captions are RST: only ````code```` and ``*emphasis*`` markup (the
-page renders those two).
-
-Placements come from the placement registry (``numa_effects.plan.placement``): a cell is
-compared with *its* baseline (``placement.baseline_of``: ``sequential``, ``sequential+smt`` for
-an SMT cell, a family's own baseline such as ``n0m0`` for ``n0m1``); the Latency and Throughput
-sections show the ``sequential`` cells. Which allocator's cells a figure shows:
-``report.baselines``.
+Pure and cheap (no matplotlib, no pandas): the workflow imports it at parse time to generate the
+``plot_<name>`` rules (workflow/rules/report.smk) and list the figure targets
+(``report.figures``). A family's entry holds its section, title, file ``pattern`` (its fields
+are the wildcards), ``plan`` (a function of ``report.figures.PLANS``), ``caption`` (RST with
+only ````code```` and ``*emphasis*``: the page and ``snakemake --report`` both show it),
+``metric`` and input ``tables``; its draw function is registered with ``@drawer(name)``
+(``report.drawers``). A section is on one page (``Section.page``): the run's report or the
+comparison of result folders; a family is planned from and drawn with that page's cells and
+tables. Adding a family = one entry here + one ``@drawer`` function + its test; a new wildcard
+also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
 """
 
 from __future__ import annotations
@@ -41,6 +17,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from numa_effects.compare import settings as compare_plan
 from numa_effects.plan import placement as placement_mod
@@ -72,38 +49,20 @@ class Section:
 
 # Section key -> Section. Order is the page order.
 SECTIONS = {
-    "latency": Section(
-        heading="Latency (Sequential)", anchor="latency-sequential", empty=no_sequential
-    ),
-    "throughput": Section(
-        heading="Throughput (Sequential)", anchor="throughput-sequential", empty=no_sequential
-    ),
+    "latency": Section("Latency (Sequential)", "latency-sequential", no_sequential),
+    "throughput": Section("Throughput (Sequential)", "throughput-sequential", no_sequential),
     "numa": Section(
-        heading="NUMA Effects",
-        anchor="numa-effects",
-        empty=no_numa_reason,
-        tables=("degradation",),
-        highlight=True,
+        "NUMA Effects", "numa-effects", no_numa_reason, ("degradation",), highlight=True
     ),
     "precision": Section(
-        heading="Precision and runtime",
-        anchor="precision-runtime",
-        empty=no_precision,
-        tables=("precision",),
+        "Precision and runtime", "precision-runtime", no_precision, ("precision",)
     ),
     "node_pairs": Section(
-        heading="Node-pair matrix",
-        anchor="node-pair-matrix",
-        empty=no_node_pairs,
-        tables=("memory_matrix",),
+        "Node-pair matrix", "node-pair-matrix", no_node_pairs, ("memory_matrix",)
     ),
-    "packing": Section(heading="Packing", anchor="packing", empty=packing_off),
+    "packing": Section("Packing", "packing", packing_off),
     "compare": Section(
-        heading="Comparison",
-        anchor="comparison",
-        empty=nothing_matched,
-        highlight=True,
-        page=COMPARE_PAGE,
+        "Comparison", "comparison", nothing_matched, highlight=True, page=COMPARE_PAGE
     ),
 }
 
@@ -111,9 +70,6 @@ SECTIONS = {
 TABLES = ("cells", "skipped")  # the tables every figure reads (results/tables/<name>.csv)
 WITH_DEGRADATION = (*TABLES, "degradation")
 WITH_PACKING = (*TABLES, "packing")
-WITH_INTERFERENCE = (*TABLES, "interference")
-WITH_PRECISION = (*TABLES, "precision")
-WITH_MEMORY = (*WITH_DEGRADATION, "memory_matrix")
 
 
 @dataclass(frozen=True)
@@ -137,23 +93,25 @@ class Family:
         return " x ".join(w.replace("_", " ") for w in self.wildcards)
 
     @property
-    def needs_degradation(self) -> bool:
-        return "degradation" in self.tables
-
-    @property
     def page(self) -> str:
         """The page its section is on (``Section.page``): its tables and figures live there."""
         return SECTIONS[self.section].page
 
 
+# Each section's shared fields
+_latency = partial(Family, section="latency", plan="sequential")
+_throughput = partial(Family, section="throughput", plan="sequential")
+_numa = partial(Family, section="numa", plan="comparison")
+_precision = partial(Family, section="precision")
+_node_pairs = partial(Family, section="node_pairs")
+_packing = partial(Family, section="packing", plan="packing")
+_compare = partial(Family, section="compare", plan="compare", tables=("compare",))
+
 FAMILIES: tuple[Family, ...] = (
-    Family(
+    _latency(
         name="latency_per_batch",
-        section="latency",
         title="Latency per batch",
         pattern="{model}/latency_per_batch/bs{batch_size}",
-        metric=LATENCY,
-        plan="sequential",
         caption="One figure per batch size: latency of one batch against the intra-op threads, "
         "one line per optimization, placement ``sequential``; points carry their value. Latency "
         "is the median per batch (the mean for imported PackRat results, which have no median; "
@@ -161,65 +119,51 @@ FAMILIES: tuple[Family, ...] = (
         "allocator (line style: allocator). A dtype this CPU does not compute natively is "
         "marked *non-native* in the legend.",
     ),
-    Family(
+    _latency(
         name="latency_per_opt",
-        section="latency",
         title="Latency per optimization",
         pattern="{model}/latency_per_opt/{opt}",
-        metric=LATENCY,
-        plan="sequential",
         caption="One figure per optimization: latency per batch against the intra-op threads, "
         "one line per batch size, placement ``sequential`` (log scale when batch sizes span "
         "orders of magnitude).",
     ),
-    Family(
+    _throughput(
         name="throughput_per_batch",
-        section="throughput",
         title="Throughput per batch",
         pattern="{model}/throughput_per_batch/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="One figure per batch size: images per second against the intra-op threads, "
         "one line per optimization, placement ``sequential``.",
     ),
-    Family(
+    _throughput(
         name="throughput_per_opt",
-        section="throughput",
         title="Throughput per optimization",
         pattern="{model}/throughput_per_opt/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="One figure per optimization: images per second against the intra-op threads, "
         "one line per batch size, placement ``sequential``.",
     ),
-    Family(
+    _throughput(
         name="speedup",
-        section="throughput",
         title="Speedup over one thread",
         pattern="{model}/speedup/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="Throughput at t threads divided by throughput at the fewest threads measured, "
         "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
         "without a one-thread value has no line.",
     ),
-    Family(
+    _throughput(
         name="throughput_per_batch_size",
-        section="throughput",
         title="Throughput per batch size",
         pattern="{model}/throughput_per_batch_size/{opt}",
         metric=THROUGHPUT,
-        plan="sequential",
         caption="Images per second against the batch size (log2 axis), one line per intra-op "
         "thread count, placement ``sequential``.",
     ),
-    Family(
+    _numa(
         name="latency_degradation_heatmap",
-        section="numa",
         title="% latency degradation (heatmap)",
         pattern="{model}/latency_degradation_heatmap/{opt}/{placement}",
-        metric=LATENCY,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="% latency degradation of each placement against its baseline (``sequential``; "
         "a placement family's own), (placement − baseline) / baseline × 100, per intra-op "
@@ -230,13 +174,11 @@ FAMILIES: tuple[Family, ...] = (
         "else two-level). Grey: no value (failed, "
         "skipped, contended without a clean iteration, or missing cell).",
     ),
-    Family(
+    _numa(
         name="throughput_degradation_heatmap",
-        section="numa",
         title="% throughput degradation (heatmap)",
         pattern="{model}/throughput_degradation_heatmap/{opt}/{placement}",
         metric=THROUGHPUT,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="% throughput degradation of each placement against its baseline "
         "(``sequential``; a placement family's own), (baseline − placement) / baseline × 100, "
@@ -244,24 +186,18 @@ FAMILIES: tuple[Family, ...] = (
         "baseline, blue = more. Hatched: not significant; grey: no value (failed, skipped, "
         "contended or missing).",
     ),
-    Family(
+    _numa(
         name="numa_latency_per_batch",
-        section="numa",
         title="Latency per batch, placements vs sequential",
         pattern="{model}/numa_latency_per_batch/{opt}/bs{batch_size}",
-        metric=LATENCY,
-        plan="comparison",
         caption="One figure per optimization and batch size: latency per batch against the "
         "intra-op threads, one line per placement (``sequential`` included), so each placement "
         "is read against sequential directly.",
     ),
-    Family(
+    _numa(
         name="numa_latency_loss",
-        section="numa",
         title="% latency loss per batch",
         pattern="{model}/numa_latency_loss/{opt}/bs{batch_size}",
-        metric=LATENCY,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % latency degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
@@ -269,23 +205,19 @@ FAMILIES: tuple[Family, ...] = (
         "samples exist (``ci_method`` in degradation.csv: per-round paired, two-level or a "
         "within-process bootstrap); hollow markers are not significant.",
     ),
-    Family(
+    _numa(
         name="numa_throughput_per_batch",
-        section="numa",
         title="Throughput per batch, placements vs sequential",
         pattern="{model}/numa_throughput_per_batch/{opt}/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="comparison",
         caption="One figure per optimization and batch size: images per second against the "
         "intra-op threads, one line per placement (``sequential`` included).",
     ),
-    Family(
+    _numa(
         name="numa_throughput_loss",
-        section="numa",
         title="% throughput loss per batch",
         pattern="{model}/numa_throughput_loss/{opt}/bs{batch_size}",
         metric=THROUGHPUT,
-        plan="comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size: % throughput degradation against "
         "each placement's baseline (``sequential``) over the intra-op threads, one line per "
@@ -293,14 +225,12 @@ FAMILIES: tuple[Family, ...] = (
         "interval where raw samples exist (``ci_method`` in degradation.csv); hollow markers: "
         "not significant.",
     ),
-    Family(
+    _precision(
         name="precision_speedup",
-        section="precision",
         title="Speedup over float32 eager",
         pattern="{model}/precision_speedup/bs{batch_size}",
-        metric=LATENCY,
         plan="precision",
-        tables=WITH_PRECISION,
+        tables=(*TABLES, "precision"),
         caption="One figure per batch size: each optimization's and allocator's speedup over "
         "float32 eager on the run's baseline allocator (``baseline`` in precision.csv: glibc "
         "as it comes, ``none`` / ``default``, where the grid has it, else the first of its "
@@ -311,12 +241,10 @@ FAMILIES: tuple[Family, ...] = (
         "emulated or on ATen's fallback, int8 without VNNI) is marked *non-native*; a cell whose "
         "outputs disagreed with float32 eager failed (``numerics``) and has no value.",
     ),
-    Family(
+    _precision(
         name="precision_numa_loss",
-        section="precision",
         title="% latency loss per dtype",
         pattern="{model}/precision_numa_loss/{placement}/bs{batch_size}",
-        metric=LATENCY,
         plan="precision_comparison",
         tables=WITH_DEGRADATION,
         caption="One figure per placement and batch size: % latency degradation against the "
@@ -325,12 +253,10 @@ FAMILIES: tuple[Family, ...] = (
         "memory traffic, so its NUMA effect may differ. Error bars: the confidence interval; "
         "hollow markers: not significant.",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_heatmap",
-        section="node_pairs",
         title="CPU node x memory node: latency and % change",
         pattern="{model}/node_pair_heatmap/{opt}/bs{batch_size}",
-        metric=LATENCY,
         plan="node_pairs",
         tables=WITH_DEGRADATION,
         caption="One figure per optimization and batch size, one row of panels per intra-op "
@@ -341,12 +267,10 @@ FAMILIES: tuple[Family, ...] = (
         "cross-hatched in red: contended or noisy; grey: no value (not selected by "
         "``node_pairs``, skipped, failed or contended).",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_memory",
-        section="node_pairs",
         title="The machine's memory matrix",
         pattern="{model}/node_pair_memory",
-        metric=LATENCY,
         plan="node_pair_memory",
         tables=("memory_matrix",),  # machine facts: no cell needed
         caption="What explains the matrix: the firmware's node distance (10 = local; "
@@ -356,14 +280,12 @@ FAMILIES: tuple[Family, ...] = (
         "(GB/s), best clean step. Rows: CPU node; columns: memory node. Grey: no job or no "
         "number (skipped without a compiler, failed).",
     ),
-    Family(
+    _node_pairs(
         name="node_pair_scatter",
-        section="node_pairs",
         title="Does the memory matrix predict the inference cost?",
         pattern="{model}/node_pair_scatter/{opt}",
-        metric=LATENCY,
         plan="node_pairs",
-        tables=WITH_MEMORY,
+        tables=(*WITH_DEGRADATION, "memory_matrix"),
         caption="One point per off-diagonal node-pair cell (thread count: colour; batch size: "
         "marker): its % latency change against the local diagonal (y, 95 % CI; hollow: not "
         "significant) against the pair's firmware distance ratio, measured memory latency ratio "
@@ -371,13 +293,10 @@ FAMILIES: tuple[Family, ...] = (
         "r and the least-squares slope over the points with a value; with fewer than three "
         "distinct x values no r is given.",
     ),
-    Family(
+    _packing(
         name="packing_latency",
-        section="packing",
         title="Fat instance vs packed plan: predicted and measured",
         pattern="{model}/packing_latency/{opt}",
-        metric=LATENCY,
-        plan="packing",
         tables=WITH_PACKING,
         caption="PackRat's question from this grid (docs/packing.md): latency against the total "
         "batch B for one instance on all budget cores (*fat*, measured) and the best <instances, "
@@ -389,14 +308,11 @@ FAMILIES: tuple[Family, ...] = (
         "the candidates, where it is not the predicted plan. Hollow markers: contended. "
         "Labels: the plan, the recommendation when it differs, and its measured speedup.",
     ),
-    Family(
+    _packing(
         name="packing_interference",
-        section="packing",
         title="Interference: instances side by side",
         pattern="{model}/packing_interference/{opt}",
-        metric=LATENCY,
-        plan="packing",
-        tables=WITH_INTERFERENCE,
+        tables=(*TABLES, "interference"),
         caption="The interference profile measured on this machine (docs/packing.md): the "
         "slowdown of k identical instances side by side against one alone (per node where a "
         "group spans nodes), against x, the other busy cores of an instance's node; error bars: "
@@ -404,26 +320,19 @@ FAMILIES: tuple[Family, ...] = (
         "the model the optimizer uses, s(x) = 1 + beta x^2 fitted on these points, with its 95 % "
         "interval; without a profile the predictions assume s = 1.",
     ),
-    Family(
+    _packing(
         name="packing_core_map",
-        section="packing",
         title="Core map of the packed plans",
         pattern="{model}/packing_core_map/{opt}",
-        metric=LATENCY,
-        plan="packing",
         tables=WITH_PACKING,
         caption="Which logical CPUs each instance of the measured plan was pinned to (one row "
         "per core budget and batch size; the number in a box is the instance). No CPU is "
         "shared.",
     ),
-    Family(
+    _compare(
         name="compare_forest",
-        section="compare",
         title="Change per cell",
         pattern="{run}/{model}/compare_forest/{opt}",
-        metric=LATENCY,
-        plan="compare",
-        tables=("compare",),
         caption="One figure per compared run and optimization: every matched cell's latency "
         "change against the baseline run, (compared − baseline) / baseline × 100 of the median "
         "(the mean for imported PackRat results), with its 95 % confidence interval (two-level: "
@@ -432,14 +341,10 @@ FAMILIES: tuple[Family, ...] = (
         "hollow, without interval: not assessed (one process per cell: nothing measures the "
         "process level). Ringed in red: contended or noisy in either run.",
     ),
-    Family(
+    _compare(
         name="compare_heatmap",
-        section="compare",
         title="% latency change (heatmap)",
         pattern="{run}/{model}/compare_heatmap/{opt}/{placement}",
-        metric=LATENCY,
-        plan="compare",
-        tables=("compare",),
         caption="% latency change of the compared run against the baseline run, (compared − "
         "baseline) / baseline × 100, per intra-op threads (x) and batch size (y), one figure per "
         "optimization and placement. Diverging scale centred on 0: red = slower, blue = faster; "

@@ -1,24 +1,16 @@
-"""Which figures exist: the figure targets (``Figure``: a family and its wildcards' values) that
-a grid's cells support, planned by each family's ``plan`` (a function of ``PLANS``). Pure and
-cheap: the workflow lists the targets at parse time (``figures(keys, packed=...)``) from the
-config's grid, the imported cells or a comparison's matched cells, so only figures whose data
-exist are requested; no module state changes to plan."""
+"""Which figures exist: the figure targets (``Figure``: a family and its wildcards' values) a
+grid's cells support, planned by each family's ``plan`` (``PLANS``). Pure and cheap: the
+workflow lists the targets at parse time from the config's grid, the imported cells or a
+comparison's matched cells, so only figures whose data exist are requested."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import placement as placement_mod
-from numa_effects.report import families
-from numa_effects.report.baselines import (
-    base_variant,
-    beyond_packrat,
-    dtype_of,
-    figure_allocator,
-    is_sequential,
-)
+from numa_effects.report import baselines, families
 
 
 @dataclass(frozen=True, order=True)
@@ -45,15 +37,8 @@ class Figure:
         return f"{folder}/{self.spec.pattern.format(**self.wildcards)}.{ext}"
 
     def as_dict(self) -> dict:
-        return {
-            "family": self.family,
-            "section": self.spec.section,
-            "model": self.model,
-            "opt": self.opt,
-            "placement": self.placement,
-            "batch_size": self.batch_size,
-            "run": self.run,
-        }
+        d = asdict(self)
+        return {"family": d.pop("family"), "section": self.spec.section, **d}
 
 
 def _order(fig: Figure) -> tuple:
@@ -63,35 +48,27 @@ def _order(fig: Figure) -> tuple:
 def _key_values(keys: Iterable) -> list[dict]:
     out = []
     for k in keys:
-        get = k.get if isinstance(k, dict) else lambda a, d=None, k=k: getattr(k, a, d)
-        out.append(
-            {
-                "model": get("model"),
-                "opt": get("opt"),
-                "placement": get("placement"),
-                "batch_size": int(get("batch_size")),
-                "run": (k.get("run") if isinstance(k, dict) else getattr(k, "run", "")) or "",
-                "allocator": get("allocator", None) or allocators_mod.GLIBC,
-            }
-        )
+        get = k.get if isinstance(k, dict) else lambda a, k=k: getattr(k, a, None)
+        v = {a: get(a) for a in ("model", "opt", "placement")}
+        v["batch_size"] = int(get("batch_size"))
+        v["run"] = get("run") or ""
+        v["allocator"] = get("allocator") or allocators_mod.GLIBC
+        out.append(v)
     return out
 
 
 def _of_figure_allocator(keys: list[dict]) -> list[dict]:
-    """The keys of the allocator the single-allocator figures show (``figure_allocator``)."""
-    alloc = figure_allocator(k["allocator"] for k in keys)
+    alloc = baselines.figure_allocator(k["allocator"] for k in keys)
     return [k for k in keys if k["allocator"] == alloc]
 
 
 def plan_sequential(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the cells of the ``sequential`` placement (``sequential+smt``)."""
-    return [k for k in keys if is_sequential(k["placement"])]
+    return [k for k in keys if baselines.is_sequential(k["placement"])]
 
 
 def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the cells of a placement that is not a baseline and whose baseline
-    (``placement.baseline_of``) has a cell at the same model, opt and batch size (an SMT cell
-    only with sequential+smt; ``n0m1`` with ``n0m0``)."""
+    """The cells of a placement whose baseline (``placement.baseline_of``) has a cell at the
+    same model, opt and batch size."""
     keys = _of_figure_allocator(keys)
     have = {(k["model"], k["opt"], k["placement"], k["batch_size"]) for k in keys}
     out = []
@@ -103,25 +80,22 @@ def plan_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[d
 
 
 def plan_packing(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per packed (model, opt): ``packed`` (from the config key ``packing``:
-    ``plan.build.Plan.packed``); none without packing."""
+    """One figure per packed (model, opt) (``plan.build.Plan.packed``)."""
     return [{"model": m, "opt": o, "placement": "", "batch_size": 0} for m, o in sorted(packed)]
 
 
 def plan_compare(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """Wildcard values of the matched cells of a comparison of runs (``run``: the compared
-    run; ``compare.runs.matched_keys``); none for a run's own cells."""
+    """The matched cells of a comparison of runs (``run``: the compared run)."""
     return [k for k in keys if k["run"]]
 
 
 def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per (model, batch size) whose ``sequential`` cells have the baseline variant
-    (float32 eager on the run's baseline allocator) and another one, in a grid beyond
-    PackRat's."""
-    if not beyond_packrat(keys):
+    """The ``sequential`` cells of another variant than the baseline (``base_variant``) where
+    the baseline has one, in a grid beyond PackRat's."""
+    if not baselines.beyond_packrat(keys):
         return []
-    seq = [k for k in keys if is_sequential(k["placement"])]
-    variant = base_variant(k["allocator"] for k in keys)
+    seq = [k for k in keys if baselines.is_sequential(k["placement"])]
+    variant = baselines.base_variant(k["allocator"] for k in keys)
     base = {(k["model"], k["batch_size"]) for k in seq if (k["opt"], k["allocator"]) == variant}
     return [
         k
@@ -132,23 +106,21 @@ def plan_precision(keys: list[dict], packed: frozenset = frozenset()) -> list[di
 
 def plan_precision_comparison(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
     """The comparison cells (``plan_comparison``) of models measured in at least two dtypes."""
-    if not beyond_packrat(keys):
+    if not baselines.beyond_packrat(keys):
         return []
     dtypes: dict[str, set] = {}
     for k in _of_figure_allocator(keys):
-        dtypes.setdefault(k["model"], set()).add(dtype_of(k["opt"]))
+        dtypes.setdefault(k["model"], set()).add(baselines.dtype_of(k["opt"]))
     return [k for k in plan_comparison(keys) if len(dtypes.get(k["model"], ())) > 1]
 
 
 def plan_node_pairs(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run
-    (``plan_comparison``): a 1-node machine's diagonal alone has nothing to compare."""
+    """The node-pair cells (``n{cpu}m{mem}``) off the diagonal whose diagonal was run."""
     return [k for k in plan_comparison(keys) if placement_mod.pair_of(k["placement"])]
 
 
 def plan_node_pair_memory(keys: list[dict], packed: frozenset = frozenset()) -> list[dict]:
-    """One figure per model with any node-pair cell, the diagonal's included: the memory jobs
-    are planned from the same cells (``plan.build.memory_jobs``)."""
+    """One figure per model with any node-pair cell (the memory jobs are planned from them)."""
     models = {k["model"] for k in keys if placement_mod.pair_of(k["placement"])}
     return [{"model": m} for m in sorted(models)]
 
@@ -166,20 +138,12 @@ PLANS: dict[str, Callable[..., list[dict]]] = {
 
 
 def figures(
-    keys: Iterable,
-    page: str = families.RUN_PAGE,
-    packed: Iterable[tuple[str, str]] = (),
+    keys: Iterable, page: str = families.RUN_PAGE, packed: Iterable[tuple[str, str]] = ()
 ) -> list[Figure]:
-    """Every figure of ``page``'s families (``families.page_families``) the cells ``keys``
-    support, in page order.
-
-    ``keys``: objects with ``model, opt, placement, threads, batch_size`` attributes (grid
-    ``CellKey``) or dicts with those keys: the cells that run (or ran). Skipped cells are not
-    keys, nor a cell compared with itself (``Grid.drawn``): a 1-node machine's interleaved
-    cells bind like its sequential ones, hence it gets no NUMA figure. ``packed``:
-    the (model, opt) pairs that packing measures (the Packing figures). A comparison's figures
-    (``page`` ``COMPARE_PAGE``) are planned from its matched keys (dicts with ``run``).
-    """
+    """Every figure of ``page``'s families the cells ``keys`` support, in page order.
+    ``keys``: grid ``CellKey``s or dicts with their fields (a comparison's with ``run``): the
+    cells that run or ran, without skipped ones. ``packed``: the (model, opt) pairs packing
+    measures."""
     fams = families.page_families(page)
     values = _key_values(keys)
     packed = frozenset((str(m), str(o)) for m, o in packed)
@@ -193,11 +157,5 @@ def figures(
 
 
 def from_dict(d: dict) -> Figure:
-    return Figure(
-        d["family"],
-        d["model"],
-        d.get("opt", ""),
-        d.get("placement", ""),
-        int(d.get("batch_size", 0)),
-        d.get("run", ""),
-    )
+    given = {k: d[k] for k in ("opt", "placement", "run") if k in d}
+    return Figure(d["family"], d["model"], batch_size=int(d.get("batch_size", 0)), **given)

@@ -1,6 +1,5 @@
-"""The HTML both pages are made of (the run's report, ``report.page``, and the comparison of
-result folders, ``compare.page``): the style sheet, escaping, a family's caption, a table of
-facts, a data table, a figure block and the document around a page's body."""
+"""The HTML both pages (``report.page``, ``compare.page``) are made of: the style sheet,
+escaping, captions, tables, figure blocks and the document around a page's body."""
 
 from __future__ import annotations
 

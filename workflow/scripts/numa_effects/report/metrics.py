@@ -1,6 +1,5 @@
-"""What a figure shows of a cell (``Metric``): latency or throughput, its column in cells.csv
-and in the figure data, its CI, its axis label and how its degradation reads. A family names its
-metric (``report.families``) and its draw function receives it."""
+"""What a figure shows of a cell (``Metric``): latency or throughput, its columns, CI, axis
+label and how its degradation reads."""
 
 from __future__ import annotations
 
@@ -9,9 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Metric:
-    """What a figure shows of a cell: latency or throughput. ``key`` is its column in the
-    figure data (``report.data``: ``lat``, ``thr``, with ``<key>_lo``, ``<key>_hi`` and
-    ``<key>_status``)."""
+    """``key``: its column in the figure data (``lat``, ``thr``; ``<key>_lo``, ``_hi``,
+    ``_status``)."""
 
     key: str
     name: str  # "latency": in headings, labels and degradation.csv's column names
@@ -44,8 +42,7 @@ class Metric:
 
     @property
     def degradation_columns(self) -> dict[str, str]:
-        """degradation.csv columns of this metric -> the figure data's ``pct``, ``pct_lo``,
-        ``pct_hi``."""
+        """degradation.csv columns of this metric -> the figure data's."""
         stem = f"{self.name}_degradation"
         return {
             f"{stem}_pct": "pct",

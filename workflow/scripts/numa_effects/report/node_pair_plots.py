@@ -1,37 +1,16 @@
-"""The report's Node-pair matrix figures (docs/placements.md, "The node-pair matrix"), drawn from
-``cells.csv``, ``degradation.csv`` and ``tables/memory_matrix.csv``:
-
-- ``heatmap``: CPU node (rows) x memory node (columns), one row of panels per thread count: the
-  latency per batch, and its % change against the CPU node's local diagonal with significance
-  marks (the same cell marks as the degradation heatmaps: ``drawing.annotate_cells``);
-- ``memory``: the firmware's node distances beside the measured memory matrix (idle latency and
-  read bandwidth per pair);
-- ``scatter``: each off-diagonal cell's % change against the pair's distance, memory latency and
-  inverse bandwidth ratios, with Pearson's r and the slope: does the machine's memory matrix
-  predict the inference cost?
-
-Registered for their families with ``@drawer`` (``plots`` imports this module).
-"""
+"""The Node-pair matrix figures (docs/placements.md): the heatmap of CPU node x memory node
+(latency and % change against the local diagonal), the machine's memory matrix, and the scatter
+of each pair's change against its memory ratios (does the memory matrix predict the cost?)."""
 
 from __future__ import annotations
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from numa_effects.report import style
+from numa_effects.report import drawing, style
 from numa_effects.report.data import Tables, node_pair_rows
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import (
-    annotate_cells,
-    ci_error_bars,
-    disturbed_note,
-    footnote,
-    grey_note,
-    sig_notes,
-    threads_label,
-)
 from numa_effects.report.metrics import LATENCY, Metric
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -52,44 +31,21 @@ def _matrix(d: pd.DataFrame, column: str, rows: list, cols: list) -> pd.DataFram
     )
 
 
-def _axes_labels(ax, rows, cols) -> None:
+def _panel(ax, val, status, **kw) -> None:
+    drawing.heatmap_panel(ax, val, status, **kw)
+    rows, cols = list(val.index), list(val.columns)
     ax.set_xlabel("Memory node")
     ax.set_ylabel("CPU node")
     ax.set_xticklabels([str(c) for c in cols])
     ax.set_yticklabels([str(r) for r in rows], rotation=0)
 
 
-def _panel(ax, val, status, *, cmap, vmin, vmax, label, text, hatched=None, disturbed=None):
-    import seaborn as sns
-
-    sns.heatmap(
-        val.astype(float),
-        ax=ax,
-        cmap=cmap,
-        vmin=vmin,
-        vmax=vmax,
-        mask=val.isna(),
-        linewidths=0.6,
-        linecolor="white",
-        cbar_kws={"label": label, "shrink": 0.9},
-    )
-    annotate_cells(
-        ax,
-        val,
-        status,
-        cmap=cmap,
-        norm=matplotlib.colors.Normalize(vmin, vmax),
-        text=text,
-        hatched=hatched,
-        disturbed=disturbed,
-    )
-    _axes_labels(ax, list(val.index), list(val.columns))
+def _suptitle(fig, text: str) -> None:
+    fig.suptitle(text, fontsize=13, fontweight="bold")
 
 
 @drawer("node_pair_heatmap")
 def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metric = LATENCY):
-    import seaborn as sns
-
     d = node_pair_rows(tables, model, opt, metric)
     d = d[d["batch_size"] == batch_size]
     threads = sorted(d["threads"].unique())
@@ -110,13 +66,13 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             ax_v,
             _matrix(dt, metric.key, rows, cols),
             vstatus,
-            cmap=sns.color_palette("mako_r", as_cmap=True),
+            cmap="mako_r",
             vmin=lo,
             vmax=hi if hi > lo else lo + 1,
             label=f"{metric.axis_label(tables.latency_stat)}",
             text=style.fmt,
         )
-        ax_v.set_title(f"{threads_label(t)}: {metric.name}", fontsize=10)
+        ax_v.set_title(f"{drawing.threads_label(t)}: {metric.name}", fontsize=10)
         pstatus = _matrix(dt, "pct_status", rows, cols).fillna(NOT_RUN)
         pstatus = pstatus.mask(pstatus.eq("baseline"), "ok")
         sig = _matrix(dt, "sig", rows, cols)
@@ -124,7 +80,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             ax_p,
             _matrix(dt, "pct", rows, cols),
             pstatus,
-            cmap=sns.color_palette("RdBu_r", as_cmap=True),
+            cmap="RdBu_r",
             vmin=-vmax,
             vmax=vmax,
             label=f"% change vs diagonal (+ = {metric.worse})",
@@ -132,17 +88,13 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             hatched=sig.map(lambda s: s is False).astype(bool),
             disturbed=_matrix(dt, "disturbed", rows, cols).eq(True),
         )
-        ax_p.set_title(f"{threads_label(t)}: % change vs its row's diagonal", fontsize=10)
-    fig.suptitle(
-        f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}",
-        fontsize=13,
-        fontweight="bold",
-    )
+        ax_p.set_title(f"{drawing.threads_label(t)}: % change vs its row's diagonal", fontsize=10)
+    _suptitle(fig, f"Node-pair matrix, {model}, opt={opt}, batch size {batch_size}")
     status = d[f"{metric.key}_status"]
-    notes = sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
-    notes += disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
-    notes += grey_note(status[status.ne("ok")])
-    footnote(axes[-1][0], notes)
+    notes = drawing.sig_notes(d[d["pct_status"].eq("ok")], "Hatched cells")
+    notes += drawing.disturbed_note(d["disturbed"] & status.eq("ok"), "the cell or its diagonal")
+    notes += drawing.grey_note(status[status.ne("ok")])
+    drawing.footnote(axes[-1][0], notes)
     fig.tight_layout()
     return fig
 
@@ -156,21 +108,13 @@ def _memory_rows(tables: Tables) -> pd.DataFrame:
 
 @drawer("node_pair_memory")
 def memory(tables: Tables, model: str, metric: Metric = LATENCY):
-    import seaborn as sns
-
     m = _memory_rows(tables)
     rows = sorted(m["cpu_node"].unique())
     cols = sorted(set(m["mem_node"]) | set(rows))
     ok = _matrix(m, "status", rows, cols).fillna(NOT_RUN)
-    known = _matrix(m, "distance", rows, cols).notna()
+    known = _matrix(m, "distance", rows, cols).notna().map(lambda k: "ok" if k else "missing")
     panels = (
-        (
-            "distance",
-            "firmware distance (10 = local)",
-            "rocket_r",
-            known.map(lambda k: "ok" if k else "missing"),
-            "{:.0f}",
-        ),
+        ("distance", "firmware distance (10 = local)", "rocket_r", known, "{:.0f}"),
         ("latency_ns", "idle latency (ns per load)", "rocket_r", ok, "{:.0f}"),
         ("bandwidth_gb_per_s", "read bandwidth (GB/s, one core)", "mako", ok, "{:.1f}"),
     )
@@ -185,17 +129,17 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
             ax,
             val,
             status,
-            cmap=sns.color_palette(cmap, as_cmap=True),
+            cmap=cmap,
             vmin=lo,
             vmax=hi if hi > lo else lo + 1,
             label=label,
             text=form.format,
         )
         ax.set_title(label, fontsize=10)
-    fig.suptitle("This machine's memory matrix", fontsize=13, fontweight="bold")
+    _suptitle(fig, "This machine's memory matrix")
     failed = m[~m["status"].eq("ok")]
     notes = [f"n{r.cpu_node}m{r.mem_node}: {r.status} ({r.reason})" for r in failed.itertuples()]
-    footnote(axes[0], notes[:6])
+    drawing.footnote(axes[0], notes[:6])
     fig.tight_layout()
     return fig
 
@@ -242,7 +186,7 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
             color = style.thread_color(t, threads)
             marker = MARKERS[bss.index(bs) % len(MARKERS)]
             sig = g["sig"].map(lambda s: s is not False).to_numpy(bool)
-            err = ci_error_bars(g, y, ("pct_lo", "pct_hi"))
+            err = drawing.ci_error_bars(g, y, ("pct_lo", "pct_hi"))
             ax.errorbar(x, y, yerr=err, fmt="none", ecolor=color, alpha=0.6)
             ax.scatter(x[sig], y[sig], color=color, marker=marker, s=42, zorder=3)
             ax.scatter(
@@ -263,12 +207,8 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     handles = _scatter_handles(threads, bss)
     if handles:
         axes[-1].legend(handles=handles, fontsize=8, loc="best")
-    fig.suptitle(
-        f"Inference cost against the memory matrix, {model}, opt={opt}",
-        fontsize=13,
-        fontweight="bold",
-    )
-    footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
+    _suptitle(fig, f"Inference cost against the memory matrix, {model}, opt={opt}")
+    drawing.footnote(axes[0], ["Hollow markers: not significant (the CI includes 0)."])
     fig.tight_layout()
     return fig
 
@@ -282,7 +222,7 @@ def _scatter_handles(threads: list, bss: list) -> list:
             color=style.thread_color(t, threads),
             marker="o",
             ls="",
-            label=threads_label(t),
+            label=drawing.threads_label(t),
         )
         for t in threads
     ] + [

@@ -1,16 +1,7 @@
-"""The report's Packing figures (docs/packing.md), drawn from ``tables/packing.csv`` and
-``tables/interference.csv``:
-
-- ``latency``: latency against the total batch B for the fat instance (measured) and the plan:
-  predicted from the alone latencies, predicted with the measured interference (with its 95 %
-  interval) and measured, with their 95 % CIs, one panel per core budget; every B is labelled
-  with the plan, the recommendation (the measured best) where it differs, and its speedup;
-- ``interference``: the profile's slowdowns against the other busy cores x of an instance's
-  node, per thread count and node, with the fitted curve s(x) = 1 + beta x^2 and its band;
-- ``core_map``: which cores each instance of the measured plan got, one row per (budget, B).
-
-Registered for their families with ``@drawer`` (``plots`` imports this module).
-"""
+"""The Packing figures (docs/packing.md) from ``tables/packing.csv`` and
+``tables/interference.csv``: the fat instance against the packed plan (predicted and measured)
+per core budget, the interference profile with its fitted curve, and the core map of the
+measured plans."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The report page ``results/report/index.html``: one self-contained HTML file (inline CSS, no
-script, no server) that links the figure files beside it (``figures/``), with the reference
-report's sections, the machine and the run, and the table of cells.
-
-The sections, their order, navigation, captions and what a section says when it has no figure
-come from the registry (``families.SECTIONS``, ``families.FAMILIES``): no section is special
-here. The sections of the comparison page (``families.COMPARE_PAGE``) are ``compare.page``'s;
-the HTML both pages are made of is ``report.markup``'s."""
+script) that links the figure files beside it, with the registry's sections
+(``families.SECTIONS``: none is special here), the machine, the run and the table of cells."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ import pandas as pd
 
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import deploy_section, families
-from numa_effects.report.data import flag
+from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
@@ -60,22 +55,17 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     if not torch and "torch_version" in cells and cells["torch_version"].notna().any():
         torch = ", ".join(sorted(cells["torch_version"].dropna().astype(str).unique()))
     smt = s.get("smt")
+    if smt is not None:
+        smt = ("on" if smt else "off") + f" ({s.get('threads_per_core')} per core)"
+    per_node = ", ".join(f"node {k}: {v}" for k, v in (s.get("cores_per_node") or {}).items())
     rows = [
         ("CPU", s.get("cpu_model")),
         ("NUMA nodes", s.get("nodes")),
         ("sockets", s.get("packages")),
         ("physical cores", s.get("physical_cores")),
-        (
-            "cores per node",
-            ", ".join(f"node {k}: {v}" for k, v in (s.get("cores_per_node") or {}).items()),
-        ),
+        ("cores per node", per_node),
         ("logical CPUs", s.get("logical_cpus")),
-        (
-            "SMT",
-            None
-            if smt is None
-            else ("on" if smt else "off") + f" ({s.get('threads_per_core')} per core)",
-        ),
+        ("SMT", smt),
         ("vector ISA (oneDNN)", caps.get("isa")),
         ("bf16", caps.get("bf16")),
         ("int8", caps.get("int8")),
@@ -158,6 +148,19 @@ def _items(rows: pd.DataFrame, text) -> str:
     )
 
 
+def _why_failed(r: dict) -> str:
+    return f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}"
+
+
+def _why_contended(r: dict) -> str:
+    why = r.get("contended_reason")
+    return f": {escape(why)}" if given(why) else ""
+
+
+def _how_disturbed(r: dict) -> str:
+    return ": " + " and ".join(c for c in DISTURBED if flag(pd.DataFrame([r]), [c]).iloc[0])
+
+
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
     status = cells["status"] if "status" in cells else pd.Series(dtype=object)
     no_clean = status.eq("contended")
@@ -170,20 +173,12 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         parts.append(f"<p>Skipped (this machine cannot run them):</p><ul>{items}</ul>")
     bad = cells[~status.isin(["ok", "contended"])] if "status" in cells else cells.iloc[0:0]
     if not bad.empty:
-        items = _items(
-            bad,
-            lambda r: f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}",
-        )
+        items = _items(bad, _why_failed)
         parts.append(
             f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
         )
     if no_clean.any():
-        items = _items(
-            cells[no_clean],
-            lambda r: (
-                f": {escape(r.get('contended_reason'))}" if given(r.get("contended_reason")) else ""
-            ),
-        )
+        items = _items(cells[no_clean], _why_contended)
         parts.append(
             f'<p id="contended">Contended, no clean iteration ({int(no_clean.sum())}: other tasks '
             "used the cell's CPUs during every timed iteration of every attempt; shown as "
@@ -192,15 +187,7 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
         )
     disturbed = _disturbed(cells, no_clean)
     if not disturbed.empty:
-        items = _items(
-            disturbed,
-            lambda r: (
-                ": "
-                + " and ".join(
-                    c for c in ("contended", "noisy") if flag(pd.DataFrame([r]), [c]).iloc[0]
-                )
-            ),
-        )
+        items = _items(disturbed, _how_disturbed)
         parts.append(
             f'<p id="disturbed">Contended or noisy ({len(disturbed)}; their timing is disturbed, '
             "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>"
@@ -227,27 +214,11 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         return '<h2 id="cells">Cells</h2><p>No cells.</p>'
     rows = rows.sort_values(list(KEYS), kind="stable")
     lat = f"latency_{latency_stat}_ms"
-    wanted = [
-        *KEYS,
-        "status",
-        "dtype",
-        "native",
-        lat,
-        "latency_min_ms",
-        "latency_max_ms",
-        "cv",
-        "n",
-        "replicates",
-        "ci_halfwidth_pct",
-        # two_stage: how many replicates the cell was given and why it stopped there
-        "replicates_reason",
-        "throughput_ips",
-        "gflop_per_s",
-        "hw_gflop_per_s",
-        "efficiency",
-        "source",
-        "note",
-    ]
+    timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
+    rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
+    # replicates_reason (two_stage): how many replicates the cell was given and why
+    wanted = [*KEYS, "status", "dtype", "native", *timing, "replicates_reason", *rates, "source"]
+    wanted.append("note")
     columns = [
         c for c in dict.fromkeys(wanted) if c in rows and (rows[c].notna().any() or c in KEYS)
     ]

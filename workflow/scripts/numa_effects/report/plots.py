@@ -1,8 +1,6 @@
-"""Draw the report's figures (matplotlib, Agg backend): ``draw`` gives a family's figure by its
-draw function, registered with ``@drawer`` (``report.drawers``) in the drawing modules imported
-here, and ``save`` writes it reproducibly. Every draw function has the signature
-``f(tables, *, metric, **wildcards)``, ``metric`` the family's ``report.metrics.Metric``; the
-helpers they share are ``report.drawing``'s."""
+"""Draw the report's figures (matplotlib, Agg backend): ``draw`` calls a family's draw function
+(``@drawer`` in the drawing modules imported here: ``f(tables, *, metric, **wildcards)``) and
+``save`` writes it reproducibly."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ from numa_effects.report.style import DPI
 
 
 def draw(family: str, tables: Tables, wildcards: dict):
-    """The matplotlib figure of ``family`` for ``wildcards`` (model, opt, placement, batch_size):
-    the family's registered draw function (``drawers.DRAWERS``) with its metric."""
+    """The matplotlib figure of ``family`` for ``wildcards``: its draw function with its metric."""
     if family not in families.BY_NAME:
         raise ValueError(f"unknown figure family {family!r}")
     fam = families.BY_NAME[family]
@@ -41,10 +38,9 @@ def draw(family: str, tables: Tables, wildcards: dict):
 
 
 def save(fig, png: str, svg: str | None = None) -> None:
-    """PNG (and SVG) without timestamps, so re-drawing the same data gives the same files.
-    Cropped to the figure's tight box plus 0.15 in, found once for both files
-    (``bbox_inches="tight"`` draws the figure an extra time per file to find it: a quarter of
-    the report's drawing time)."""
+    """PNG (and SVG) without timestamps, so re-drawing the same data gives the same files;
+    cropped to the tight box plus 0.15 in, found once for both files (``bbox_inches="tight"``
+    would draw the figure once more per file)."""
     fig.set_dpi(DPI)
     bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.15)
     for path, kw in (

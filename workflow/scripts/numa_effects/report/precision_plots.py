@@ -7,26 +7,12 @@ from __future__ import annotations
 import pandas as pd
 
 from numa_effects.plan import placement as placement_mod
-from numa_effects.report import style
+from numa_effects.report import drawing, style
 from numa_effects.report.baselines import dtype_of
 from numa_effects.report.data import Tables, comparison, deg_stat, precision_rows
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import (
-    draw_lines,
-    finish,
-    new_figure,
-    non_native,
-    not_significant_legend,
-    not_value_note,
-    sig_notes,
-    subtitle,
-    threads_axis,
-    titles,
-    variants,
-    y_scale,
-)
 from numa_effects.report.metrics import Metric
-from numa_effects.report.style import opt_color, opt_label, opt_order, pct1
+from numa_effects.report.style import opt_color, opt_label, opt_order
 
 
 @drawer("precision_speedup")
@@ -35,42 +21,26 @@ def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metri
     (``base_variant``), one line per other (opt, allocator), sequential placement; from
     precision.csv, statuses from the cells."""
     d, base_alloc = precision_rows(tables, model, batch_size, metric)
-    d, order, color, label, dash, notes = variants(d, non_native(tables, model))
-    fig, ax = new_figure()
-    drawn = draw_lines(
-        ax,
-        d,
-        "variant",
-        order,
-        color,
-        label,
-        "speedup",
-        annotate=True,
-        sig="sig",
-        style_of=dash,
+    d, order, color, label, dash, notes = drawing.variants(d, drawing.non_native(tables, model))
+    fig, ax = drawing.new_figure()
+    drawn = drawing.draw_lines(
+        ax, d, "variant", order, color, label, "speedup", annotate=True, sig="sig", style_of=dash
     )
     ax.axhline(1.0, color="black", linewidth=1)
-    threads_axis(ax, sorted(d["threads"].unique()))
-    scale = y_scale(ax, d["speedup"])
+    drawing.threads_axis(ax, sorted(d["threads"].unique()))
+    scale = drawing.y_scale(ax, d["speedup"])
     base_label = style.allocator_label(base_alloc)
     ax.set_ylabel(
         f"Speedup over float32 eager, {base_label} ({tables.latency_stat} latency){scale}"
     )
-    titles(
+    drawing.titles(
         ax,
         f"Speedup over float32 Eager (BS={batch_size})",
-        subtitle(model, "placement sequential", "error bars: 95 % CI of the ratio"),
+        drawing.subtitle(model, "placement sequential", "error bars: 95 % CI of the ratio"),
     )
-    extra = not_significant_legend(d["sig"])
-    finish(
-        fig,
-        ax,
-        drawn,
-        sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
-        + not_value_note(d, "speedup_status")
-        + notes,
-        extra=extra,
-    )
+    sig = drawing.sig_notes(d.assign(pct_status=d["speedup_status"]), "Hollow markers")
+    notes = sig + drawing.not_value_note(d, "speedup_status") + notes
+    drawing.finish(fig, ax, drawn, notes, extra=drawing.not_significant_legend(d["sig"]))
     return fig
 
 
@@ -83,24 +53,26 @@ def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: 
     parts = [comparison(tables, model, o, metric) for o in opts]
     d = pd.concat(parts, ignore_index=True)
     d = d[(d["placement"] == placement) & (d["batch_size"] == batch_size)]
-    marked = {o for o, a in non_native(tables, model) if a == tables.allocator}
+    marked = {o for o, a in drawing.non_native(tables, model) if a == tables.allocator}
 
     def label(o):
         return f"{opt_label(o)} [{dtype_of(o)}]" + (f" · {style.NON_NATIVE}" if o in marked else "")
 
-    fig, ax = new_figure()
-    drawn = draw_lines(
-        ax, d, "opt", opts, opt_color, label, "pct", annotate=True, fmt=pct1, sig="sig"
-    )
-    ax.axhline(0.0, color="black", linewidth=1)
-    ax.margins(y=0.15)
-    threads_axis(ax, sorted(d["threads"].unique()))
     baseline = placement_mod.baseline_of(placement)
-    ax.set_ylabel(f"% {metric.name} degradation vs {baseline}\n(+ = {metric.worse}, − = better)")
-    titles(
+    fig, ax = drawing.new_figure()
+    drawn = drawing.loss_lines(
+        ax,
+        d,
+        "opt",
+        opts,
+        opt_color,
+        label,
+        f"% {metric.name} degradation vs {baseline}\n(+ = {metric.worse}, − = better)",
+    )
+    drawing.titles(
         ax,
         f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
-        subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
+        drawing.subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
     )
-    finish(fig, ax, drawn, sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status"))
+    drawing.finish(fig, ax, drawn, drawing.loss_notes(d))
     return fig

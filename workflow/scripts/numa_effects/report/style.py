@@ -1,19 +1,8 @@
-"""How the report's figures look: colours, labels, the marks of cells that are not a clean
-measured value, number formats and the colour-scale limit. Shared by every drawing module.
+"""How the report's figures look: colours (the registries' ``color``, else a spare one chosen
+by name so a line has the same colour in every figure), labels, the marks of cells that are not
+a clean measured value, number formats and the colour-scale limit.
 
-Colours and legend labels come from the registries: an optimization's ``color`` and ``legend``
-(``numa_effects.plan.optimizations.OPTIMIZATIONS``), a placement's ``color``
-(``numa_effects.plan.placement.PLACEMENTS``; every member of a family such as ``n{cpu}m{mem}``
-shares the family's colour). An entry without a colour gets a spare one chosen by its name, so a
-line has the same colour in every figure of every run. A cell that is not a measured value --
-failed, skipped, contended without a clean iteration, or missing -- is drawn with
-``STATUS_MARKERS`` along the x axis (line plots) or as a labelled grey cell (heatmaps); a cell
-whose timing was disturbed (contended or noisy) is ringed (``DISTURBED_MARK``) or cross-hatched
-(``DISTURBED_HATCH``) and has its legend entry; a difference that is not significant is hollow
-or hatched (``NOT_SIGNIFICANT``).
-
-matplotlib is imported only by the functions that need it (``apply``, the colour maps), so
-importing this module stays cheap.
+matplotlib is imported only by the functions that need it, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -26,21 +15,13 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.allocators import ALLOCATORS
 from numa_effects.plan.optimizations import OPTIMIZATIONS
 
-# seaborn's "colorblind" and "dark" palettes (hex, so line plots need not import seaborn: its
-# import, scipy.stats included, doubles the start-up time of every figure job).
-_CB = [
-    "#0173b2",
-    "#de8f05",
-    "#029e73",
-    "#d55e00",
-    "#cc78bc",
-    "#ca9161",
+# Spare colours: seaborn's "colorblind" pink, yellow and grey, then its "dark" palette (hex, so
+# line plots need not import seaborn: its import, scipy.stats included, doubles the start-up
+# time of every figure job).
+_SPARE = [
     "#fbafe4",
-    "#949494",
     "#ece133",
-    "#56b4e9",
-]
-_DARK = [
+    "#949494",
     "#001c7f",
     "#b1400d",
     "#12711c",
@@ -52,32 +33,29 @@ _DARK = [
     "#b8850a",
     "#006374",
 ]
-_SPARE = [_CB[6], _CB[8], _CB[7], *_DARK]
 
 # How a cell that is not a measured value is drawn (line plots: along the x axis, below it).
 # ``same binding``: a comparison of one measurement with itself (``plan.binding``), no difference
 SAME_BINDING = "same binding"
-STATUS_MARKERS = {
-    "failed": "X",
-    "skipped": "s",
-    "contended": "D",
-    "missing": "$?$",
-    SAME_BINDING: "$=$",
+# status -> (marker along the x axis, heatmap text, legend text)
+_STATUSES = {
+    "failed": ("X", "failed", "failed (no value)"),
+    "skipped": ("s", "skipped", "skipped (no value)"),
+    "contended": (
+        "D",
+        "contended (no clean iteration)",
+        "contended (no clean iteration): no value",
+    ),
+    "missing": ("$?$", "missing", "missing (no value)"),
+    SAME_BINDING: (
+        "$=$",
+        "same binding (measured once)",
+        "the baseline's binding: measured once, no difference",
+    ),
 }
-STATUS_TEXT = {
-    "failed": "failed",
-    "skipped": "skipped",
-    "contended": "contended (no clean iteration)",
-    "missing": "missing",
-    SAME_BINDING: "same binding (measured once)",
-}
-STATUS_LEGEND = {
-    "failed": "failed (no value)",
-    "skipped": "skipped (no value)",
-    "contended": "contended (no clean iteration): no value",
-    "missing": "missing (no value)",
-    SAME_BINDING: "the baseline's binding: measured once, no difference",
-}
+STATUS_MARKERS, STATUS_TEXT, STATUS_LEGEND = (
+    {s: v[i] for s, v in _STATUSES.items()} for i in range(3)
+)
 HOLLOW_STATUSES = ("skipped", "contended")  # drawn unfilled
 STATUS_STEP_PT = 9.0  # line plots: markers at one x stacked this far apart below the x axis
 NOT_SIGNIFICANT = "not significant (the CI of the difference includes 0)"
@@ -126,15 +104,11 @@ def _spare(name: str):
 
 
 def opt_color(opt: str):
-    """The optimization's registered colour (a spare one when it has none)."""
-    o = OPTIMIZATIONS.get(opt)
-    return (o.color if o is not None else None) or _spare(opt)
+    return getattr(OPTIMIZATIONS.get(opt), "color", None) or _spare(opt)
 
 
 def opt_label(opt: str) -> str:
-    """Legend text of an optimization: its registered ``legend`` (the name if unknown)."""
-    o = OPTIMIZATIONS.get(opt)
-    return o.legend if o is not None else opt
+    return getattr(OPTIMIZATIONS.get(opt), "legend", opt)
 
 
 # An allocator's line style (registry order): an optimization keeps its colour, the allocator
@@ -150,8 +124,7 @@ def allocator_linestyle(name: str) -> str:
 
 
 def allocator_label(name: str) -> str:
-    a = ALLOCATORS.get(name)
-    return a.legend if a is not None else name
+    return getattr(ALLOCATORS.get(name), "legend", name)
 
 
 def _placement_entry(label: str):
@@ -165,15 +138,13 @@ def _placement_entry(label: str):
 
 
 def placement_color(placement: str):
-    """The placement's registered colour (its family's; SMT labels share it), else a spare one."""
+    """Its family's colour (SMT labels share it), else a spare one."""
     _, entry, _ = _placement_entry(placement)
-    name = placement_mod.parse_label(str(placement))[0]
-    return (entry.color if entry is not None else None) or _spare(name)
+    return getattr(entry, "color", None) or _spare(placement_mod.parse_label(str(placement))[0])
 
 
 def batch_color(bs: int, all_bs: list[int]):
-    """Batch sizes on a sequential scale by their rank among the run's batch sizes (the same
-    in every figure of a run: each figure shows all of them)."""
+    """By rank among the run's batch sizes: the same in every figure of a run."""
     ranks = sorted(set(all_bs))
     return _cmap("viridis")(0.9 * ranks.index(bs) / max(1, len(ranks) - 1))
 
@@ -203,11 +174,9 @@ def pct1(v: float) -> str:
 
 
 def color_limit(values: np.ndarray) -> tuple[float, str]:
-    """Half-range of the diverging scale (centred on 0) and the colour bar's ``extend``.
-
-    The largest |value|, unless a few outliers would wash out every other cell: with 20 or more
-    values, the 95th percentile of |value| when the maximum is over twice it (cells beyond are
-    drawn in the end colour; their printed values stay exact)."""
+    """Half-range of the diverging scale and the colour bar's ``extend``: the largest |value|,
+    or with 20 or more values the 95th percentile of |value| when the maximum is over twice it
+    (so a few outliers do not wash out every other cell)."""
     a = np.abs(values[~np.isnan(values)])
     if a.size == 0:
         return 1.0, "neither"
@@ -220,8 +189,7 @@ def color_limit(values: np.ndarray) -> tuple[float, str]:
 
 
 def status_legend(marks: set[str]) -> list:
-    """Legend entries of the marks a line plot drew: cells with no value (failed, skipped,
-    contended, missing) along the x axis, and the ring of a disturbed point."""
+    """Legend entries of the marks a line plot drew (``draw_lines``)."""
     from matplotlib.lines import Line2D
 
     handles = [
