@@ -24,6 +24,10 @@ from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
+# The column groups both tables share (``_predicted``, ``_errors``).
+PREDICTED = ("predicted_alone_ms", "predicted_ms", "predicted_ci_low_ms", "predicted_ci_high_ms")
+LATENCY = ("latency_ms", "latency_ci_low_ms", "latency_ci_high_ms")
+ERRORS = ("prediction_error", "prediction_error_alone")
 COLUMNS = [
     "model",
     "opt",
@@ -37,21 +41,15 @@ COLUMNS = [
     "is_fat",
     "statistic",
     "interference_model",
-    "predicted_alone_ms",
-    "predicted_ms",
-    "predicted_ci_low_ms",
-    "predicted_ci_high_ms",
+    *PREDICTED,
     "predicted_fat_latency_ms",
     "predicted_speedup",
     "alone_plan",
-    "latency_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
+    *LATENCY,
     "fat_latency_ms",
     "fat_ci_low_ms",
     "fat_ci_high_ms",
-    "prediction_error",
-    "prediction_error_alone",
+    *ERRORS,
     "speedup",
     "speedup_ci_low",
     "speedup_ci_high",
@@ -93,15 +91,9 @@ CANDIDATE_COLUMNS = [
     "is_fat",
     "busy",
     "predicted_rank",
-    "predicted_alone_ms",
-    "predicted_ms",
-    "predicted_ci_low_ms",
-    "predicted_ci_high_ms",
-    "latency_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
-    "prediction_error",
-    "prediction_error_alone",
+    *PREDICTED,
+    *LATENCY,
+    *ERRORS,
     "measured_rank",
     "recommended",
     "ci_method",
@@ -183,14 +175,27 @@ def _ratio_ci(num: dict, den: dict, num_rounds, den_rounds) -> tuple[float, floa
 
 
 def _candidates(choice: dict) -> dict[str, dict]:
-    """{configuration name: its choice dict} (``packing.configurations``' names)."""
+    """{configuration name: its choice dict} (``packing.configurations``' names), the fat
+    instance among them (measured though it was no candidate: then without a ``rank``)."""
     cands = choice.get("candidates")
     if cands is None:
-        cands = [choice] if choice.get("instances") else []
+        cands = [choice]
     out = {}
     for i, c in enumerate(cands):
         name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
         out[name] = {**c, "rank": i}
+    if "fat" not in out:
+        b, batch = int(choice["budget"]), int(choice["batch"])
+        out["fat"] = {
+            "label": f"1x(t{b},b{batch})",
+            "instances": [{"threads": b, "batch": batch}],
+            "k": 1,
+            "cores": b,
+            "is_fat": True,
+            "busy": [],
+            "latency_s": choice["fat_latency_s"],
+            "alone_latency_s": choice["fat_latency_s"],
+        }
     return out
 
 
@@ -250,11 +255,6 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     return {"configs": got, "ranked": ranked}
 
 
-def _label(choice: dict, name: str, fat_label: str) -> str:
-    c = _candidates(choice).get(name)
-    return c["label"] if c else fat_label
-
-
 def row(
     choice: dict,
     result: GroupRecord | None,
@@ -283,7 +283,7 @@ def row(
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
         alone_plan=alone_plan.get("label"),
-        candidates=len(_candidates(choice)) + (0 if "fat" in _candidates(choice) else 1),
+        candidates=len(_candidates(choice)),
     )
     if result is None:
         out["status"] = "not-measured"
@@ -309,14 +309,13 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
     out["contended"] = any(g["contended"] for g in got.values())
     _prefixed(out, "fat", fat["est"])
-    fat_label = f"1x(t{choice['budget']},b{choice['batch']})"
-    out["measured_ranking"] = " < ".join(_label(choice, n, fat_label) for n in ranked)
+    out["measured_ranking"] = " < ".join(got[n]["choice"]["label"] for n in ranked)
     if plan["est"] is not None:
         _errors(out, plan["est"])
     if ranked:
         best = ranked[0]
         out.update(
-            recommended_plan=_label(choice, best, fat_label),
+            recommended_plan=got[best]["choice"]["label"],
             recommended_is_predicted=best == plan_name,
             recommended_core_map=core_map_text(placements.get(best)),
         )
@@ -359,19 +358,6 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
     rows = []
     for name, g in got.items():
         c = g["choice"]
-        fat = name == "fat"
-        if c is None:  # the fat instance, measured though it was no candidate
-            b, batch = int(choice["budget"]), int(choice["batch"])
-            c = {
-                "label": f"1x(t{b},b{batch})",
-                "instances": [{"threads": b, "batch": batch}],
-                "k": 1,
-                "cores": b,
-                "is_fat": True,
-                "busy": [],
-                "latency_s": choice["fat_latency_s"],
-                "alone_latency_s": choice["fat_latency_s"],
-            }
         r = {col: None for col in CANDIDATE_COLUMNS}
         r.update(
             _predicted(c),
@@ -380,7 +366,7 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             budget=choice["budget"],
             batch_size=choice["batch"],
             name=name,
-            is_fat=bool(c.get("is_fat", fat)),
+            is_fat=bool(c.get("is_fat", name == "fat")),
             busy=" ".join(str(v) for v in c.get("busy") or []),
             predicted_rank=c.get("rank"),
             replicates=g["replicates"],
@@ -409,16 +395,19 @@ def pooled_by_kind(results: dict) -> dict:
     return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
+def _jobs(plans: list[dict], results: dict):
+    """(choice, its ``GroupRecord`` or None) of every job of the plans.json documents."""
+    for doc in plans:
+        for c in doc["choices"]:
+            yield c, results.get((c["model"], c["opt"], c["budget"], c["batch"]))
+
+
 def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
     """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): its
     ``GroupRecord``}."""
     pools = pooled_by_kind(results)
-    rows = []
-    for doc in plans:
-        for choice in doc["choices"]:
-            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
-            names = (budget_names or {}).get(choice["budget"])
-            rows.append(row(choice, results.get(key), names, pools))
+    names = budget_names or {}
+    rows = [row(c, res, names.get(c["budget"]), pools) for c, res in _jobs(plans, results)]
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
 
@@ -426,11 +415,7 @@ def table(plans: list[dict], results: dict, budget_names: dict | None = None) ->
 def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
     """``packing_candidates.csv``: every measured configuration of every job."""
     pools = pooled_by_kind(results)
-    rows = []
-    for doc in plans:
-        for choice in doc["choices"]:
-            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
-            rows += candidate_rows(choice, results.get(key), pools)
+    rows = [r for c, res in _jobs(plans, results) for r in candidate_rows(c, res, pools)]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     if df.empty:
         return df
