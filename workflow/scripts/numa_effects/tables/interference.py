@@ -185,23 +185,12 @@ def _slowdown(p: dict, pooled) -> dict:
         "latency_ms": math.exp(np.mean(np.log(p["g"]))) * 1e3,
     }
     est = stats.combine_replicates(p["q"], p["w"], pooled)
-    if est["ci_method"] == "two-level":
-        return out | {
-            "slowdown": est["median_s"],
-            "slowdown_ci_low": est["ci_low_s"],
-            "slowdown_ci_high": est["ci_high_s"],
-            "ci_df": est["ci_df"],
-            "ci_method": "two-level",
-        }
-    # one replicate, nothing to pool: the rounds of that one process group
-    lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
-    return out | {
-        "slowdown": p["q"][0],
-        "slowdown_ci_low": lo,
-        "slowdown_ci_high": hi,
-        "ci_df": math.inf,
-        "ci_method": "within-process",
-    }
+    got = (est["median_s"], est["ci_low_s"], est["ci_high_s"], est["ci_df"], "two-level")
+    if est["ci_method"] != "two-level":  # one replicate, nothing to pool: its rounds
+        lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
+        got = (p["q"][0], lo, hi, math.inf, "within-process")
+    names = ("slowdown", "slowdown_ci_low", "slowdown_ci_high", "ci_df", "ci_method")
+    return out | dict(zip(names, got, strict=True))
 
 
 def table(results: list[GroupRecord]) -> pd.DataFrame:
