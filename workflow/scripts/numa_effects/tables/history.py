@@ -44,16 +44,18 @@ def glob_of(pattern: str) -> str:
     return re.sub(r"\{[^}]*\}", "*", pattern)
 
 
+def records(results: str | os.PathLike):
+    """(rule, path) of every measured record below ``results``, the history excluded: rule by
+    rule, each's sorted."""
+    for rule, pattern in remeasure.RULES.items():
+        for path in sorted(Path(results).glob(glob_of(pattern))):
+            if path.is_file() and not path.name.startswith("."):
+                yield rule, path
+
+
 def measured_files(results: str | os.PathLike) -> list[str]:
     """Every measured record below ``results`` (relative, sorted), the history excluded."""
-    root = Path(results)
-    found = {
-        str(p.relative_to(root))
-        for pattern in remeasure.RULES.values()
-        for p in root.glob(glob_of(pattern))
-        if p.is_file() and not p.name.startswith(".")
-    }
-    return sorted(found)
+    return sorted({os.path.relpath(p, results) for _, p in records(results)})
 
 
 def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:

@@ -237,12 +237,11 @@ def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
 def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     """The measured configurations of one job: {name: {"est", "rounds", "contended", "rank",
     "choice"}} (est None: no clean round), and the names by measured latency."""
-    pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
     cands = _candidates(choice)
     got = {}
     for name, recs in result.runs.items():
         got[name] = {
-            "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
+            "est": estimate(recs, pooled[_kind(name)]),
             "rounds": np.array([x for r in recs if measured(r) for x in clean_rounds(r)]),
             "contended": any(contended(r) for r in recs),
             "replicates": len(recs),
@@ -255,12 +254,7 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     return {"configs": got, "ranked": ranked}
 
 
-def row(
-    choice: dict,
-    result: GroupRecord | None,
-    budget_names: list[str] | None = None,
-    pooled: dict | tuple[float, int] = (float("nan"), 0),
-) -> dict:
+def row(choice: dict, result: GroupRecord | None, budget_names: list | None, pooled: dict) -> dict:
     out = {c: None for c in COLUMNS}
     out.update(
         model=choice["model"],
