@@ -185,13 +185,6 @@ class Kept:
     tables_problem: str | None = None  # why a snapshot's tables could not be written
 
 
-def snapshots(code: str):
-    """The snapshot names of records measured by ``code``: ``code``, ``code.2``, ..."""
-    yield code
-    for n in itertools.count(2):
-        yield f"{code}.{n}"
-
-
 def link_or_copy(src: Path, dest: Path) -> bool:
     """Hard-link ``src`` at ``dest`` (True), or copy it where the filesystem refuses a link
     (another filesystem, no hard links: False). Never overwrites ``dest``."""
@@ -218,14 +211,14 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _place(src: Path, history: Path, rel: str, code: str) -> tuple[str, bool | None]:
-    """(snapshot holding ``src`` at ``rel``, linked: True, copied: False, already there: None)."""
-    names = snapshots(code)
-    name = next(names)
-    while (history / name / rel).exists():
+    """(snapshot holding ``src`` at ``rel``, linked: True, copied: False, already there: None);
+    the snapshots of ``code``'s records are ``code``, ``code.2``, ..."""
+    for n in itertools.count(1):
+        name = code if n == 1 else f"{code}.{n}"
+        if not (history / name / rel).exists():
+            return name, link_or_copy(src, history / name / rel)
         if _same(src, history / name / rel):
             return name, None
-        name = next(names)
-    return name, link_or_copy(src, history / name / rel)
 
 
 def keep(results: str | os.PathLike, replaced=()) -> Kept:
