@@ -157,21 +157,22 @@ def _kind(name: str) -> str:
     return "fat" if name == "fat" else "plan"
 
 
-def _ratio_ci(num: dict, den: dict, num_rounds, den_rounds) -> tuple[float, float]:
-    """CI of num / den (two measured configurations' estimates): two-level when both are, else
-    a bootstrap over their clean rounds (round-to-round only)."""
-    if num is den:
+def _ratio_ci(num: dict, den: dict) -> tuple[float, float]:
+    """CI of ``num``'s latency over ``den``'s (two measured configurations, ``evaluate``'s):
+    two-level when both estimates are, else a bootstrap over their clean rounds (round-to-round
+    only)."""
+    a, b = num["est"], den["est"]
+    if a is b:
         return 1.0, 1.0
-    method = stats.ratio_ci_method(stats.MEDIAN, den["ci_method"], num["ci_method"], rounds=True)
+    method = stats.ratio_ci_method(stats.MEDIAN, b["ci_method"], a["ci_method"], rounds=True)
     if method == stats.TWO_LEVEL:
         # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
         # process-to-process variation counts
         return two_level_ratio_ci(
-            (den["ci_low_s"], den["ci_high_s"], den["ci_df"]),
-            (num["ci_low_s"], num["ci_high_s"], num["ci_df"]),
+            (b["ci_low_s"], b["ci_high_s"], b["ci_df"]), (a["ci_low_s"], a["ci_high_s"], a["ci_df"])
         )
     # bootstrap_ratio gives stat(compared) / stat(baseline)
-    return bootstrap_ratio(np.asarray(den_rounds), np.asarray(num_rounds))
+    return bootstrap_ratio(np.asarray(den["rounds"]), np.asarray(num["rounds"]))
 
 
 def _candidates(choice: dict) -> dict[str, dict]:
@@ -313,28 +314,19 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
             recommended_is_predicted=best == plan_name,
             recommended_core_map=core_map_text(placements.get(best)),
         )
-        _recommended(out, got[best], fat, plan)
+        # the measured best's latency, its speedup over the fat instance, its gain over the plan
+        b = got[best]
+        _prefixed(out, "recommended", b["est"])
+        for col, than in (("recommended_speedup", fat), ("recommended_gain", plan)):
+            if than["est"] is not None:
+                out[col] = than["est"]["median_s"] / b["est"]["median_s"]
+                out[f"{col}_ci_low"], out[f"{col}_ci_high"] = _ratio_ci(than, b)
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
     out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
-    lo, hi = _ratio_ci(fat["est"], plan["est"], fat["rounds"], plan["rounds"])
-    out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
+    out["speedup_ci_low"], out["speedup_ci_high"] = _ratio_ci(fat, plan)
     return out
-
-
-def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
-    """The recommended (measured best) configuration ``b``'s latency, its speedup over the fat
-    instance and its gain over the predicted plan, with their CIs."""
-    _prefixed(out, "recommended", b["est"])
-    if fat["est"] is not None:
-        out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
-        lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
-        out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
-    if plan["est"] is not None:
-        out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
-        lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
-        out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
 
 
 def failure_text(f) -> str:
