@@ -25,6 +25,7 @@ from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.tables import packing as packing_table
 
+SLOWDOWN = ("slowdown", "slowdown_ci_low", "slowdown_ci_high", "ci_df", "ci_method")
 COLUMNS = [
     "model",
     "opt",
@@ -38,11 +39,7 @@ COLUMNS = [
     "x",
     "alone_ms",
     "latency_ms",
-    "slowdown",
-    "slowdown_ci_low",
-    "slowdown_ci_high",
-    "ci_df",
-    "ci_method",
+    *SLOWDOWN,
     "replicates",
     "rounds",
     "alone_rounds",
@@ -189,8 +186,7 @@ def _slowdown(p: dict, pooled) -> dict:
     if est["ci_method"] != "two-level":  # one replicate, nothing to pool: its rounds
         lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
         got = (p["q"][0], lo, hi, math.inf, "within-process")
-    names = ("slowdown", "slowdown_ci_low", "slowdown_ci_high", "ci_df", "ci_method")
-    return out | dict(zip(names, got, strict=True))
+    return out | dict(zip(SLOWDOWN, got, strict=True))
 
 
 def table(results: list[GroupRecord]) -> pd.DataFrame:
