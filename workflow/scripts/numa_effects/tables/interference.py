@@ -191,8 +191,6 @@ def _slowdown(p: dict, pooled) -> dict:
 
 def table(results: list[GroupRecord]) -> pd.DataFrame:
     df = pd.DataFrame(rows(results), columns=COLUMNS)
-    if df.empty:
-        return df
     return df.sort_values(["model", "opt", "budget", "threads", "k", "node"]).reset_index(drop=True)
 
 

@@ -403,8 +403,6 @@ def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
     pools = pooled_by_kind(results)
     rows = [r for c, res in _jobs(plans, results) for r in candidate_rows(c, res, pools)]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
-    if df.empty:
-        return df
     return df.sort_values(["model", "opt", "budget", "batch_size", "name"]).reset_index(drop=True)
 
 
