@@ -83,7 +83,7 @@ def measurement_columns(m: dict) -> dict:
     for key in TIMES:
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
-    if m.get("minor_faults"):  # the process's page faults per timed step (records since 12-04)
+    if m.get("minor_faults"):  # the process's page faults per timed step, where recorded
         row["minor_faults_per_step"] = float(statistics.median(m["minor_faults"]))
     return row
 
