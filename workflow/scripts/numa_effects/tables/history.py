@@ -89,8 +89,7 @@ def _times(data, starts: list, ends: list) -> None:
 
 def record_seconds(data: dict) -> float | None:
     """How long a record's measurement took: latest ``finished_at`` - earliest start, or None."""
-    starts: list = []
-    ends: list = []
+    starts, ends = [], []
     _times(data, starts, ends)
     if not starts or not ends:
         return None

@@ -116,8 +116,7 @@ def _groups(result: GroupRecord) -> list[tuple[str, int, str, list[dict]]]:
         if rec is None:
             out.append((name, k, "", []))
             continue
-        nodes = sorted({_node_of(i) for i in rec.instances})
-        for node in nodes:
+        for node in sorted({_node_of(i) for i in rec.instances}):
             out.append((name, k, node, [i for i in rec.instances if _node_of(i) == node]))
     return out
 
