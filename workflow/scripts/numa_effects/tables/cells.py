@@ -80,10 +80,10 @@ def measurement_columns(m: dict) -> dict:
     """The protocol, stopping rule and times of a measurement (``_s`` seconds; the whole
     measurement is ``measure_s``), and its page faults per timed step (the median)."""
     row = {k: m[k] for k in MEASUREMENT_KEYS if k in m}
-    for key in ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s"):
+    for key in TIMES:
         if key in m:
             row[key.replace("elapsed_s", "measure_s")] = m[key]
-    if m.get("minor_faults"):  # the process's page faults per timed step (records since 12-04)
+    if m.get("minor_faults"):  # the process's page faults per timed step, where recorded
         row["minor_faults_per_step"] = float(statistics.median(m["minor_faults"]))
     return row
 
@@ -95,6 +95,7 @@ MEASUREMENT_KEYS = (
     "warmup_iterations",
     "warmup_stable",
 )
+TIMES = ("elapsed_s", "timed_s", "warmup_total_s", "build_s", "prepare_s", "first_call_s")
 
 
 def precision_columns(rec: Record) -> dict:
@@ -193,17 +194,8 @@ def contention_columns(noise: dict | None) -> dict:
     }
 
 
-FAILURE_COLUMNS = [
-    *KEY_COLUMNS,
-    "cause",
-    "message",
-    "returncode",
-    "signal",
-    "stderr_tail",
-    "log",
-    "command_line",
-    "cell_json",
-]
+FAILURE_FIELDS = ("cause", "message", "returncode", "signal", "stderr_tail", "log", "command_line")
+FAILURE_COLUMNS = [*KEY_COLUMNS, *FAILURE_FIELDS, "cell_json"]
 
 
 def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
@@ -216,7 +208,7 @@ def failures_table(cells: pd.DataFrame) -> pd.DataFrame:
             rows.append(
                 {
                     **{k: cell[k] for k in KEY_COLUMNS},
-                    **{k: getattr(f, k) for k in FAILURE_COLUMNS if hasattr(f, k)},
+                    **{k: getattr(f, k) for k in FAILURE_FIELDS if hasattr(f, k)},
                     "cell_json": cell["cell_json"],
                 }
             )
@@ -261,18 +253,8 @@ SAMPLE_COLUMNS = [
     "canary_ms",
     "minor_faults",
 ]
-SUMMED = (
-    "measure_s",
-    "timed_s",
-    "warmup_total_s",
-    "build_s",
-    "prepare_s",
-    "first_call_s",
-    "reference_s",
-    "conversion_s",
-    "inspect_s",
-    "cost_s",
-)
+# summed over a cell's replicates: the measurement's times, then precision_columns'
+SUMMED = ("measure_s", *TIMES[1:], "reference_s", "conversion_s", "inspect_s", "cost_s")
 
 
 # A cell's spread between processes is pooled over its batch-size series: the cells sharing

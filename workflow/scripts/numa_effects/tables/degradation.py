@@ -342,12 +342,9 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
     fits = speed.fit(reps) if not reps.empty else {}
     cols = {c: [] for c in ("speed_speedup", "speed_speedup_ci_low", "speed_speedup_ci_high")}
     for _, r in p.iterrows():
-        compared = {k: r[k] for k in KEYS}
-        eager = {**compared, "opt": EAGER}
         # the cells that measured them (``same_binding_as``)
-        for side, suffix in ((compared, ""), (eager, "_b")):
-            if isinstance(r[f"{SAME}{suffix}"], str) and r[f"{SAME}{suffix}"]:
-                side["placement"] = r[f"{SAME}{suffix}"]
+        compared = dict(zip(KEYS, _key(r, "", ()), strict=True))
+        eager = {**dict(zip(KEYS, _key(r, "_b", ()), strict=True)), "opt": EAGER}
         got = speed.ratio(reps, fits, compared, eager) if fits else None
         for c, v in zip(cols, ("ratio", "ci_high", "ci_low"), strict=True):
             cols[c].append(1.0 / got[v] if got else np.nan)

@@ -24,6 +24,10 @@ from numa_effects.plan import cpulist
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import optimizations as optimizations_mod
 
+# a configuration's value and interval: measured, predicted; the recommendation's gain over it
+VALUE = ("value", "ci_low", "ci_high")
+PREDICTED = ("predicted", "predicted_low", "predicted_high")
+GAIN = ("gain", "gain_ci_low", "gain_ci_high")
 COLUMNS = [
     "model",
     "objective",
@@ -40,19 +44,13 @@ COLUMNS = [
     "cpus",
     "mem_nodes",
     "unit",
-    "value",
-    "ci_low",
-    "ci_high",
+    *VALUE,
     "rounds",
     "per_core",
     "p99_ms",
     "meets_bound",
-    "predicted",
-    "predicted_low",
-    "predicted_high",
-    "gain",
-    "gain_ci_low",
-    "gain_ci_high",
+    *PREDICTED,
+    *GAIN,
     "significant",
     "source",
     "command",
@@ -193,7 +191,7 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
     configs, objective = plan["configurations"], row["objective"]
     roles = _roles(row)
     g = measured.gains(runs, row, pool) if runs else {}
-    rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row, configs)
+    rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row)
     out = []
     for cid, info in roles.items():
         config = configs[cid]
@@ -209,7 +207,7 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             "source": "measured" if runs else "predicted",
         }
         pred = info.get("prediction") or {}
-        for k in ("predicted", "predicted_low", "predicted_high"):
+        for k in PREDICTED:
             base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
         if runs:
             base.update(value_ci(runs, cid, objective))
@@ -249,12 +247,12 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
         if not (lo == lo and hi == hi and lo > 0):
             return base.update(gain=gain)
         half = math.hypot(half, math.log(hi / lo) / 2)
-    base.update(
-        gain=gain,
-        gain_ci_low=gain * math.exp(-half),
-        gain_ci_high=gain * math.exp(half),
-        significant=bool(gain * math.exp(-half) > 1 or gain * math.exp(half) < 1),
-    )
+    _set_gain(base, gain, gain * math.exp(-half), gain * math.exp(half))
+
+
+def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
+    base.update(zip(GAIN, (gain, lo, hi), strict=True))
+    base["significant"] = _significant({"ci_low": lo, "ci_high": hi})
 
 
 def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
@@ -265,15 +263,10 @@ def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> Non
     if d.size == 0:
         return
     g = stats.paired_ratio_ci(d, pool)
-    base.update(
-        gain=g["ratio"],
-        gain_ci_low=g["ci_low"],
-        gain_ci_high=g["ci_high"],
-        significant=_significant(g),
-    )
+    _set_gain(base, g["ratio"], g["ci_low"], g["ci_high"])
 
 
-def _predicted_pick(row: dict, configs: dict) -> tuple[str | None, str]:
+def _predicted_pick(row: dict) -> tuple[str | None, str]:
     if not row["candidates"]:
         return None, "no configuration of the profiles serves it"
     return row["candidates"][0]["config"], "predicted best (nothing measured here)"
@@ -318,13 +311,6 @@ def gain_words(r, objective: str) -> str:
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
 
 
-# the recommendation's value and interval in words: measured (True) or predicted (False)
-SHOWN = {
-    True: ("value", "ci_low", "ci_high"),
-    False: ("predicted", "predicted_low", "predicted_high"),
-}
-
-
 def answer_lines(df: pd.DataFrame) -> list[str]:
     """The summary's first lines: per objective row the recommendation, its value, its gains
     over the baselines and the command."""
@@ -341,7 +327,7 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             continue
         r = rec.iloc[0]
         got = r["source"] == "measured"
-        value, lo, hi = (r[c] for c in SHOWN[got])
+        value, lo, hi = (r[c] for c in (VALUE if got else PREDICTED))
         same = (
             f" (the layout of {r['baseline']})"
             if isinstance(r["baseline"], str) and r["baseline"]

@@ -12,6 +12,7 @@ model shares it and its efficiency is against its own dtype's peak. A cell faste
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import pandas as pd
@@ -84,20 +85,6 @@ EFFICIENCY_MAX = 1.05
 WINDOW_COLUMNS = ["windows_clean", "spread_pct"]
 
 
-def under_measured(ratio: float, peak: float, clean: float | None, spread: float | None) -> str:
-    """Why a cell that ran at ``ratio`` x its ``peak`` has no efficiency, with the peak's clean
-    windows and their spread (None: not known, e.g. a peak table from before the windows)."""
-    if clean is None:
-        windows = "one window"
-    else:
-        windows = f"{int(clean)} clean window{'' if int(clean) == 1 else 's'}"
-    spread_txt = "" if spread is None else f", spread {spread:.0f} %"
-    return (
-        f"efficiency unknown: the cell ran at {ratio:.2f} x its peak ({peak:.1f} GFLOP/s, the "
-        f"best of {windows}{spread_txt}): the peak is under-measured"
-    )
-
-
 def cell_dtypes(cells: pd.DataFrame) -> pd.Series:
     """Each cell's dtype: its ``dtype`` column, else its optimization's, else float32."""
     by_opt = cells["opt"].map(lambda o: getattr(OPTIMIZATIONS.get(str(o)), "dtype", "float32"))
@@ -123,9 +110,7 @@ def add_efficiency(
             [out["model"], out["batch_size"].astype(int), out["image_size"].astype("Int64")]
         )
         gflop = pd.Series(f.reindex(idx).to_numpy(dtype=float), index=out.index)
-    median_ms = out["latency_median_ms"] if "latency_median_ms" in out.columns else None
-    if median_ms is None:
-        median_ms = out.get("latency_mean_ms", pd.Series([float("nan")] * n, index=out.index))
+    median_ms = out.get("latency_median_ms", out.get("latency_mean_ms", gflop * math.nan))
     gflop_per_s = gflop / (median_ms.astype(float) / 1000.0)
     quoted = ("peak_gflop_per_s", "peak_kernel", "theoretical_gflop_per_s", *WINDOW_COLUMNS)
     looked = pd.DataFrame({c: [None] * n for c in quoted}, index=out.index)
@@ -161,11 +146,20 @@ def add_efficiency(
 
 def capped(ratio: pd.Series, peak: pd.Series, looked: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(efficiency, efficiency_note): ``ratio`` where it is at most ``EFFICIENCY_MAX``, else
-    empty with the reason (``under_measured``, from the peak's ``looked`` windows columns)."""
+    empty with why, quoting the peak's clean windows and their spread from its ``looked`` row
+    (a peak table from before the windows has neither)."""
     over = ratio > EFFICIENCY_MAX
     note = pd.Series([None] * len(ratio), index=ratio.index, dtype=object)
     numbers = looked[WINDOW_COLUMNS].apply(pd.to_numeric, errors="coerce").astype(float)
     for i in ratio.index[over]:
-        clean, spread = (None if pd.isna(v) else float(v) for v in numbers.loc[i])
-        note[i] = under_measured(float(ratio[i]), float(peak[i]), clean, spread)
+        clean, spread = numbers.loc[i]
+        if pd.isna(clean):
+            windows = "one window"
+        else:
+            windows = f"{int(clean)} clean window{'' if int(clean) == 1 else 's'}"
+        spread_txt = "" if pd.isna(spread) else f", spread {spread:.0f} %"
+        note[i] = (
+            f"efficiency unknown: the cell ran at {ratio[i]:.2f} x its peak ({peak[i]:.1f} "
+            f"GFLOP/s, the best of {windows}{spread_txt}): the peak is under-measured"
+        )
     return ratio.where(~over), note

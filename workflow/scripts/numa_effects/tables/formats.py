@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 
 from numa_effects.measure import record
-from numa_effects.plan import paths, remeasure
+from numa_effects.plan import paths
 from numa_effects.plan.grid import KEYS
-from numa_effects.tables.history import glob_of
+from numa_effects.tables import history
 
 # the records of a packing, interference or deploy job (format 1 gave them no version)
 GROUPS = ("packing_run", "interference_run", "deploy_run")
@@ -30,19 +30,12 @@ MEASURED = ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "ci_
 def unreadable_records(results: str | os.PathLike, replaced=()) -> list[str]:
     """The ``FormatError`` lines of the records below ``results`` that this code cannot read,
     the history and the records the run measures again (``replaced``) excluded."""
-    root = Path(results)
     skip = {os.path.realpath(p) for p in replaced}
     found = []
-    for rule, pattern in remeasure.RULES.items():
-        for path in sorted(root.glob(glob_of(pattern))):
-            if path.name.startswith(".") or not path.is_file():
-                continue
-            if os.path.realpath(path) in skip:
-                continue
-            why = record.format_problem(path, group=rule in GROUPS)
-            if why:
-                found.append(why)
-    return found
+    for rule, path in history.records(results):
+        if os.path.realpath(path) not in skip:
+            found.append(record.format_problem(path, group=rule in GROUPS))
+    return [why for why in found if why]
 
 
 def missing_columns(table: str | os.PathLike) -> list[str]:

@@ -44,16 +44,18 @@ def glob_of(pattern: str) -> str:
     return re.sub(r"\{[^}]*\}", "*", pattern)
 
 
+def records(results: str | os.PathLike):
+    """(rule, path) of every measured record below ``results``, the history excluded: rule by
+    rule, each's sorted."""
+    for rule, pattern in remeasure.RULES.items():
+        for path in sorted(Path(results).glob(glob_of(pattern))):
+            if path.is_file() and not path.name.startswith("."):
+                yield rule, path
+
+
 def measured_files(results: str | os.PathLike) -> list[str]:
     """Every measured record below ``results`` (relative, sorted), the history excluded."""
-    root = Path(results)
-    found = {
-        str(p.relative_to(root))
-        for pattern in remeasure.RULES.values()
-        for p in root.glob(glob_of(pattern))
-        if p.is_file() and not p.name.startswith(".")
-    }
-    return sorted(found)
+    return sorted({os.path.relpath(p, results) for _, p in records(results)})
 
 
 def spec_beside_log(results: str | os.PathLike, rel: str) -> Path:
@@ -87,8 +89,7 @@ def _times(data, starts: list, ends: list) -> None:
 
 def record_seconds(data: dict) -> float | None:
     """How long a record's measurement took: latest ``finished_at`` - earliest start, or None."""
-    starts: list = []
-    ends: list = []
+    starts, ends = [], []
     _times(data, starts, ends)
     if not starts or not ends:
         return None
@@ -183,13 +184,6 @@ class Kept:
     tables_problem: str | None = None  # why a snapshot's tables could not be written
 
 
-def snapshots(code: str):
-    """The snapshot names of records measured by ``code``: ``code``, ``code.2``, ..."""
-    yield code
-    for n in itertools.count(2):
-        yield f"{code}.{n}"
-
-
 def link_or_copy(src: Path, dest: Path) -> bool:
     """Hard-link ``src`` at ``dest`` (True), or copy it where the filesystem refuses a link
     (another filesystem, no hard links: False). Never overwrites ``dest``."""
@@ -216,14 +210,14 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _place(src: Path, history: Path, rel: str, code: str) -> tuple[str, bool | None]:
-    """(snapshot holding ``src`` at ``rel``, linked: True, copied: False, already there: None)."""
-    names = snapshots(code)
-    name = next(names)
-    while (history / name / rel).exists():
+    """(snapshot holding ``src`` at ``rel``, linked: True, copied: False, already there: None);
+    the snapshots of ``code``'s records are ``code``, ``code.2``, ..."""
+    for n in itertools.count(1):
+        name = code if n == 1 else f"{code}.{n}"
+        if not (history / name / rel).exists():
+            return name, link_or_copy(src, history / name / rel)
         if _same(src, history / name / rel):
             return name, None
-        name = next(names)
-    return name, link_or_copy(src, history / name / rel)
 
 
 def keep(results: str | os.PathLike, replaced=()) -> Kept:

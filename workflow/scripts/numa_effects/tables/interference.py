@@ -25,6 +25,7 @@ from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.tables import packing as packing_table
 
+SLOWDOWN = ("slowdown", "slowdown_ci_low", "slowdown_ci_high", "ci_df", "ci_method")
 COLUMNS = [
     "model",
     "opt",
@@ -38,11 +39,7 @@ COLUMNS = [
     "x",
     "alone_ms",
     "latency_ms",
-    "slowdown",
-    "slowdown_ci_low",
-    "slowdown_ci_high",
-    "ci_df",
-    "ci_method",
+    *SLOWDOWN,
     "replicates",
     "rounds",
     "alone_rounds",
@@ -119,8 +116,7 @@ def _groups(result: GroupRecord) -> list[tuple[str, int, str, list[dict]]]:
         if rec is None:
             out.append((name, k, "", []))
             continue
-        nodes = sorted({_node_of(i) for i in rec.instances})
-        for node in nodes:
+        for node in sorted({_node_of(i) for i in rec.instances}):
             out.append((name, k, node, [i for i in rec.instances if _node_of(i) == node]))
     return out
 
@@ -185,29 +181,15 @@ def _slowdown(p: dict, pooled) -> dict:
         "latency_ms": math.exp(np.mean(np.log(p["g"]))) * 1e3,
     }
     est = stats.combine_replicates(p["q"], p["w"], pooled)
-    if est["ci_method"] == "two-level":
-        return out | {
-            "slowdown": est["median_s"],
-            "slowdown_ci_low": est["ci_low_s"],
-            "slowdown_ci_high": est["ci_high_s"],
-            "ci_df": est["ci_df"],
-            "ci_method": "two-level",
-        }
-    # one replicate, nothing to pool: the rounds of that one process group
-    lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
-    return out | {
-        "slowdown": p["q"][0],
-        "slowdown_ci_low": lo,
-        "slowdown_ci_high": hi,
-        "ci_df": math.inf,
-        "ci_method": "within-process",
-    }
+    got = (est["median_s"], est["ci_low_s"], est["ci_high_s"], est["ci_df"], "two-level")
+    if est["ci_method"] != "two-level":  # one replicate, nothing to pool: its rounds
+        lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
+        got = (p["q"][0], lo, hi, math.inf, "within-process")
+    return out | dict(zip(SLOWDOWN, got, strict=True))
 
 
 def table(results: list[GroupRecord]) -> pd.DataFrame:
     df = pd.DataFrame(rows(results), columns=COLUMNS)
-    if df.empty:
-        return df
     return df.sort_values(["model", "opt", "budget", "threads", "k", "node"]).reset_index(drop=True)
 
 

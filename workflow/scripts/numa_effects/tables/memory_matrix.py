@@ -60,19 +60,14 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
     }
 
 
-def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
-    """``latency_ratio`` and ``bandwidth_ratio`` against the CPU node's diagonal (or empty)."""
-    out = df.copy()
-    diag = out[out["cpu_node"] == out["mem_node"]].set_index("cpu_node")
-    for col, ratio in (("latency_ns", "latency_ratio"), ("bandwidth_gb_per_s", "bandwidth_ratio")):
-        base = pd.to_numeric(out["cpu_node"].map(diag[col]), errors="coerce")
-        out[ratio] = pd.to_numeric(out[col], errors="coerce") / base
-    return out
-
-
 def table(paths, topology=None) -> pd.DataFrame:
-    """The memory matrix of the memory jobs' records, by CPU node then memory node."""
+    """The memory matrix of the memory jobs' records, by CPU node then memory node, with the
+    ratios against the CPU node's diagonal (empty where it has no number)."""
     rows = [row(record.read(p), str(p), topology) for p in paths]
     df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
     df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)
-    return with_ratios(df)
+    diag = df[df["cpu_node"] == df["mem_node"]].set_index("cpu_node")
+    for col, ratio in (("latency_ns", "latency_ratio"), ("bandwidth_gb_per_s", "bandwidth_ratio")):
+        base = pd.to_numeric(df["cpu_node"].map(diag[col]), errors="coerce")
+        df[ratio] = pd.to_numeric(df[col], errors="coerce") / base
+    return df

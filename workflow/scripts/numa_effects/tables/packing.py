@@ -24,6 +24,10 @@ from numa_effects.analysis import interference
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
+# The column groups both tables share (``_predicted``, ``_errors``).
+PREDICTED = ("predicted_alone_ms", "predicted_ms", "predicted_ci_low_ms", "predicted_ci_high_ms")
+LATENCY = ("latency_ms", "latency_ci_low_ms", "latency_ci_high_ms")
+ERRORS = ("prediction_error", "prediction_error_alone")
 COLUMNS = [
     "model",
     "opt",
@@ -37,21 +41,15 @@ COLUMNS = [
     "is_fat",
     "statistic",
     "interference_model",
-    "predicted_alone_ms",
-    "predicted_ms",
-    "predicted_ci_low_ms",
-    "predicted_ci_high_ms",
+    *PREDICTED,
     "predicted_fat_latency_ms",
     "predicted_speedup",
     "alone_plan",
-    "latency_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
+    *LATENCY,
     "fat_latency_ms",
     "fat_ci_low_ms",
     "fat_ci_high_ms",
-    "prediction_error",
-    "prediction_error_alone",
+    *ERRORS,
     "speedup",
     "speedup_ci_low",
     "speedup_ci_high",
@@ -93,15 +91,9 @@ CANDIDATE_COLUMNS = [
     "is_fat",
     "busy",
     "predicted_rank",
-    "predicted_alone_ms",
-    "predicted_ms",
-    "predicted_ci_low_ms",
-    "predicted_ci_high_ms",
-    "latency_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
-    "prediction_error",
-    "prediction_error_alone",
+    *PREDICTED,
+    *LATENCY,
+    *ERRORS,
     "measured_rank",
     "recommended",
     "ci_method",
@@ -165,32 +157,46 @@ def _kind(name: str) -> str:
     return "fat" if name == "fat" else "plan"
 
 
-def _ratio_ci(num: dict, den: dict, num_rounds, den_rounds) -> tuple[float, float]:
-    """CI of num / den (two measured configurations' estimates): two-level when both are, else
-    a bootstrap over their clean rounds (round-to-round only)."""
-    if num is den:
+def _ratio_ci(num: dict, den: dict) -> tuple[float, float]:
+    """CI of ``num``'s latency over ``den``'s (two measured configurations, ``evaluate``'s):
+    two-level when both estimates are, else a bootstrap over their clean rounds (round-to-round
+    only)."""
+    a, b = num["est"], den["est"]
+    if a is b:
         return 1.0, 1.0
-    method = stats.ratio_ci_method(stats.MEDIAN, den["ci_method"], num["ci_method"], rounds=True)
+    method = stats.ratio_ci_method(stats.MEDIAN, b["ci_method"], a["ci_method"], rounds=True)
     if method == stats.TWO_LEVEL:
         # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
         # process-to-process variation counts
         return two_level_ratio_ci(
-            (den["ci_low_s"], den["ci_high_s"], den["ci_df"]),
-            (num["ci_low_s"], num["ci_high_s"], num["ci_df"]),
+            (b["ci_low_s"], b["ci_high_s"], b["ci_df"]), (a["ci_low_s"], a["ci_high_s"], a["ci_df"])
         )
     # bootstrap_ratio gives stat(compared) / stat(baseline)
-    return bootstrap_ratio(np.asarray(den_rounds), np.asarray(num_rounds))
+    return bootstrap_ratio(np.asarray(den["rounds"]), np.asarray(num["rounds"]))
 
 
 def _candidates(choice: dict) -> dict[str, dict]:
-    """{configuration name: its choice dict} (``packing.configurations``' names)."""
+    """{configuration name: its choice dict} (``packing.configurations``' names), the fat
+    instance among them (measured though it was no candidate: then without a ``rank``)."""
     cands = choice.get("candidates")
     if cands is None:
-        cands = [choice] if choice.get("instances") else []
+        cands = [choice]
     out = {}
     for i, c in enumerate(cands):
         name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
         out[name] = {**c, "rank": i}
+    if "fat" not in out:
+        b, batch = int(choice["budget"]), int(choice["batch"])
+        out["fat"] = {
+            "label": f"1x(t{b},b{batch})",
+            "instances": [{"threads": b, "batch": batch}],
+            "k": 1,
+            "cores": b,
+            "is_fat": True,
+            "busy": [],
+            "latency_s": choice["fat_latency_s"],
+            "alone_latency_s": choice["fat_latency_s"],
+        }
     return out
 
 
@@ -232,12 +238,11 @@ def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
 def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     """The measured configurations of one job: {name: {"est", "rounds", "contended", "rank",
     "choice"}} (est None: no clean round), and the names by measured latency."""
-    pools = pooled if isinstance(pooled, dict) else {"fat": pooled, "plan": pooled}
     cands = _candidates(choice)
     got = {}
     for name, recs in result.runs.items():
         got[name] = {
-            "est": estimate(recs, pools.get(_kind(name), (math.nan, 0))),
+            "est": estimate(recs, pooled[_kind(name)]),
             "rounds": np.array([x for r in recs if measured(r) for x in clean_rounds(r)]),
             "contended": any(contended(r) for r in recs),
             "replicates": len(recs),
@@ -250,17 +255,7 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
     return {"configs": got, "ranked": ranked}
 
 
-def _label(choice: dict, name: str, fat_label: str) -> str:
-    c = _candidates(choice).get(name)
-    return c["label"] if c else fat_label
-
-
-def row(
-    choice: dict,
-    result: GroupRecord | None,
-    budget_names: list[str] | None = None,
-    pooled: dict | tuple[float, int] = (float("nan"), 0),
-) -> dict:
+def row(choice: dict, result: GroupRecord | None, budget_names: list | None, pooled: dict) -> dict:
     out = {c: None for c in COLUMNS}
     out.update(
         model=choice["model"],
@@ -283,7 +278,7 @@ def row(
         predicted_fat_latency_ms=choice["fat_latency_s"] * 1e3,
         predicted_speedup=choice["speedup"],
         alone_plan=alone_plan.get("label"),
-        candidates=len(_candidates(choice)) + (0 if "fat" in _candidates(choice) else 1),
+        candidates=len(_candidates(choice)),
     )
     if result is None:
         out["status"] = "not-measured"
@@ -309,39 +304,29 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     out["rounds"], out["fat_rounds"] = int(plan["rounds"].size), int(fat["rounds"].size)
     out["contended"] = any(g["contended"] for g in got.values())
     _prefixed(out, "fat", fat["est"])
-    fat_label = f"1x(t{choice['budget']},b{choice['batch']})"
-    out["measured_ranking"] = " < ".join(_label(choice, n, fat_label) for n in ranked)
+    out["measured_ranking"] = " < ".join(got[n]["choice"]["label"] for n in ranked)
     if plan["est"] is not None:
         _errors(out, plan["est"])
     if ranked:
         best = ranked[0]
         out.update(
-            recommended_plan=_label(choice, best, fat_label),
+            recommended_plan=got[best]["choice"]["label"],
             recommended_is_predicted=best == plan_name,
             recommended_core_map=core_map_text(placements.get(best)),
         )
-        _recommended(out, got[best], fat, plan)
+        # the measured best's latency, its speedup over the fat instance, its gain over the plan
+        b = got[best]
+        _prefixed(out, "recommended", b["est"])
+        for col, than in (("recommended_speedup", fat), ("recommended_gain", plan)):
+            if than["est"] is not None:
+                out[col] = than["est"]["median_s"] / b["est"]["median_s"]
+                out[f"{col}_ci_low"], out[f"{col}_ci_high"] = _ratio_ci(than, b)
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
     out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
-    lo, hi = _ratio_ci(fat["est"], plan["est"], fat["rounds"], plan["rounds"])
-    out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
+    out["speedup_ci_low"], out["speedup_ci_high"] = _ratio_ci(fat, plan)
     return out
-
-
-def _recommended(out: dict, b: dict, fat: dict, plan: dict) -> None:
-    """The recommended (measured best) configuration ``b``'s latency, its speedup over the fat
-    instance and its gain over the predicted plan, with their CIs."""
-    _prefixed(out, "recommended", b["est"])
-    if fat["est"] is not None:
-        out["recommended_speedup"] = fat["est"]["median_s"] / b["est"]["median_s"]
-        lo, hi = _ratio_ci(fat["est"], b["est"], fat["rounds"], b["rounds"])
-        out["recommended_speedup_ci_low"], out["recommended_speedup_ci_high"] = lo, hi
-    if plan["est"] is not None:
-        out["recommended_gain"] = plan["est"]["median_s"] / b["est"]["median_s"]
-        lo, hi = _ratio_ci(plan["est"], b["est"], plan["rounds"], b["rounds"])
-        out["recommended_gain_ci_low"], out["recommended_gain_ci_high"] = lo, hi
 
 
 def failure_text(f) -> str:
@@ -359,19 +344,6 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
     rows = []
     for name, g in got.items():
         c = g["choice"]
-        fat = name == "fat"
-        if c is None:  # the fat instance, measured though it was no candidate
-            b, batch = int(choice["budget"]), int(choice["batch"])
-            c = {
-                "label": f"1x(t{b},b{batch})",
-                "instances": [{"threads": b, "batch": batch}],
-                "k": 1,
-                "cores": b,
-                "is_fat": True,
-                "busy": [],
-                "latency_s": choice["fat_latency_s"],
-                "alone_latency_s": choice["fat_latency_s"],
-            }
         r = {col: None for col in CANDIDATE_COLUMNS}
         r.update(
             _predicted(c),
@@ -380,7 +352,7 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
             budget=choice["budget"],
             batch_size=choice["batch"],
             name=name,
-            is_fat=bool(c.get("is_fat", fat)),
+            is_fat=bool(c.get("is_fat", name == "fat")),
             busy=" ".join(str(v) for v in c.get("busy") or []),
             predicted_rank=c.get("rank"),
             replicates=g["replicates"],
@@ -409,16 +381,19 @@ def pooled_by_kind(results: dict) -> dict:
     return {kind: stats.pooled_replicate_var(g) for kind, g in groups.items()}
 
 
+def _jobs(plans: list[dict], results: dict):
+    """(choice, its ``GroupRecord`` or None) of every job of the plans.json documents."""
+    for doc in plans:
+        for c in doc["choices"]:
+            yield c, results.get((c["model"], c["opt"], c["budget"], c["batch"]))
+
+
 def table(plans: list[dict], results: dict, budget_names: dict | None = None) -> pd.DataFrame:
     """``plans``: the plans.json documents; ``results``: {(model, opt, budget, batch): its
     ``GroupRecord``}."""
     pools = pooled_by_kind(results)
-    rows = []
-    for doc in plans:
-        for choice in doc["choices"]:
-            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
-            names = (budget_names or {}).get(choice["budget"])
-            rows.append(row(choice, results.get(key), names, pools))
+    names = budget_names or {}
+    rows = [row(c, res, names.get(c["budget"]), pools) for c, res in _jobs(plans, results)]
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["model", "opt", "budget", "batch_size"]).reset_index(drop=True)
 
@@ -426,14 +401,8 @@ def table(plans: list[dict], results: dict, budget_names: dict | None = None) ->
 def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
     """``packing_candidates.csv``: every measured configuration of every job."""
     pools = pooled_by_kind(results)
-    rows = []
-    for doc in plans:
-        for choice in doc["choices"]:
-            key = (choice["model"], choice["opt"], choice["budget"], choice["batch"])
-            rows += candidate_rows(choice, results.get(key), pools)
+    rows = [r for c, res in _jobs(plans, results) for r in candidate_rows(c, res, pools)]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
-    if df.empty:
-        return df
     return df.sort_values(["model", "opt", "budget", "batch_size", "name"]).reset_index(drop=True)
 
 

@@ -200,9 +200,8 @@ def ratio(
     c, b = cell(reps, compared), cell(reps, baseline)
     if fc is None or fb is None or c.empty or b.empty:
         return None
-    if series_of(compared) == series_of(baseline):  # one fit: its common slope
-        return contrast(c, b, fc, confidence)
-    return between(c, fc, b, fb, fb["ref"], confidence)
+    one_fit = series_of(compared) == series_of(baseline)  # then its common slope
+    return across_runs(c, None if one_fit else fc, b, fb, confidence)
 
 
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:

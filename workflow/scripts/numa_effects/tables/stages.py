@@ -133,46 +133,31 @@ def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> li
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
     pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
-    first = {}
+    first = {}  # the measured cells' Stein N and first-stage fields of their record
     for key, meds in measured.items():
         c = stats.combine_replicates(meds, (), pooled[_tuple(key)])
         log_var, df = c["log_var"], int(c["ci_df"])
         if not (log_var == log_var and df >= 1):
             continue  # nothing measures the spread (one replicate, no pool): as if unmeasured
         need = stats.stein_replicates(log_var, df, target, r0, UNCAPPED)
-        first[key] = (len(meds), log_var, df, need, min(need, cap), c["replicate_sd_pct"])
+        sd = c["replicate_sd_pct"]
+        first[key] = need, dict(measured=len(meds), log_var=log_var, df=df, sd_pct=sd)
     linked = _linked(list(medians), pairs)
     group_n: dict = {}
-    for key, (*_, own, _sd) in first.items():
-        g = linked[key]
-        group_n[g] = max(group_n.get(g, r0), own)
+    for key, (need, _) in first.items():
+        group_n[linked[key]] = max(group_n.get(linked[key], r0), min(need, cap))
     records = []
     for key in sorted(medians):
-        rec = {**key.as_dict()}
-        if key not in first:
-            rec.update(
-                replicates=r0,
-                needed=None,
-                reason=plan_stages.UNMEASURED,
-                measured=len(medians[key]),
-                **dict.fromkeys(("log_var", "df", "sd_pct", "expected_halfwidth_pct")),
-            )
-            records.append(rec)
-            continue
-        n_ok, log_var, df, need, own, sd = first[key]
-        n = group_n[linked[key]]
-        reason = _reason(need, cap, n, own, r0)
-        rec.update(
-            replicates=n,
-            needed=need,
-            reason=reason,
-            measured=n_ok,
-            log_var=log_var,
-            df=df,
-            sd_pct=sd,
-            expected_halfwidth_pct=100.0 * math.expm1(stats.stein_halfwidth(log_var, df, n)),
-        )
-        records.append(rec)
+        if key in first:
+            need, f = first[key]
+            n = group_n[linked[key]]
+            reason = _reason(need, cap, n, min(need, cap), r0)
+            half = 100.0 * math.expm1(stats.stein_halfwidth(f["log_var"], f["df"], n))
+        else:
+            n, need, reason, half = r0, None, plan_stages.UNMEASURED, None
+            f = dict(measured=len(medians[key]), log_var=None, df=None, sd_pct=None)
+        rec = {**key.as_dict(), "replicates": n, "needed": need, "reason": reason}
+        records.append({**rec, **f, "expected_halfwidth_pct": half})
     return records
 
 

@@ -126,10 +126,10 @@ def failure_lines(failed: pd.DataFrame, unclean: pd.DataFrame, results: str) -> 
         for _, row in failed.iterrows()
     ]
     if not failed.empty:
-        lines.append(
-            f"  failure details (exit status, last lines of output): {results}/tables/failures.csv"
-        )
-        lines.append("  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)")
+        lines += [
+            f"  failure details (exit status, last lines of output): {results}/tables/failures.csv",
+            "  re-run only the failed cells: make retry-failed (docs/troubleshooting.md)",
+        ]
     lines += [
         f"  CONTENDED {cell_label(row)}: {row.get('contended_reason')}"
         for _, row in unclean.iterrows()
