@@ -239,9 +239,7 @@ def run_child(
                 timed_out = True
                 kill_group(proc)
                 break
-        # The group may hold processes the child started (compile workers): none may outlive it.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        guard.kill_all()  # the processes the child started (compile workers) die with it
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Outcome(
         returncode=proc.returncode,
@@ -258,9 +256,10 @@ def child_output(log_text: str) -> list[str]:
     return [ln for ln in log_text.splitlines() if not ln.startswith("# ")]
 
 
-def numactl_refused(lines: list[str]) -> bool:
+def numactl_refusal(lines: list[str]) -> str | None:
+    """numactl's first line when it refused the binding, else None."""
     first = next((ln for ln in lines if ln.strip()), "")
-    return any(p.search(first) for p in NUMACTL_PATTERNS)
+    return first.strip() if any(p.search(first) for p in NUMACTL_PATTERNS) else None
 
 
 def last_exception(lines: list[str]) -> str | None:
@@ -300,9 +299,8 @@ def classify(
             (ln for ln in reversed(lines) if ln.startswith("numa_effects.measure.cell:")), ""
         )
         return Cause.THREAD_MISMATCH, exc or f"exit status {rc}"
-    if numactl_refused(lines):
-        first = next(ln for ln in lines if ln.strip())
-        return Cause.BINDING_REFUSED, f"numactl refused the binding: {first.strip()}"
+    if refusal := numactl_refusal(lines):
+        return Cause.BINDING_REFUSED, f"numactl refused the binding: {refusal}"
     exc = last_exception(lines)
     if rc == exit_compile:
         return Cause.COMPILE_ERROR, f"compilation at the first call failed: {exc or rc}"
@@ -324,7 +322,7 @@ def classify(
 def tail(text: str, lines: int = 20) -> str:
     """The last lines of the child's output, numactl's usage text condensed to its first line."""
     out = child_output(text)
-    if numactl_refused(out):
+    if numactl_refusal(out):
         out = [ln for ln in out if ln.strip()][:1] + [
             ln for ln in out if re.match(r"^<[^>]*> is invalid", ln)
         ]
