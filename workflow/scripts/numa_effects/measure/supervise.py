@@ -71,8 +71,6 @@ class Outcome:
     timed_out: bool = False
     wall_s: float = 0.0
     oom_kills: int = 0
-    cpu_s: float = 0.0
-    max_rss_kb: int = 0
 
     @property
     def signal(self) -> signal.Signals | None:
@@ -221,7 +219,6 @@ def run_child(
     cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
 ) -> Outcome:
     """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``, killed at ``timeout_s``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ooms = oom_kill_count()
     started = time.monotonic()
     timed_out = False
@@ -240,14 +237,11 @@ def run_child(
                 kill_group(proc)
                 break
         guard.kill_all()  # the processes the child started (compile workers) die with it
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Outcome(
         returncode=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - started,
         oom_kills=max(0, oom_kill_count() - ooms),
-        cpu_s=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        max_rss_kb=after.ru_maxrss,
     )
 
 
