@@ -143,11 +143,10 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
     out["contended"] = bool(too_few or busy)
     reasons = []
     if too_few:
-        excluded = f"{sum(m.excluded)} of {len(m.latencies_s)} timed iterations excluded"
-        if not clean:
-            excluded = f"all {len(m.latencies_s)} timed iterations excluded"
+        some = f"{sum(m.excluded)} of" if clean else "all"
         reasons.append(
-            f"{excluded} (> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} "
+            f"{some} {len(m.latencies_s)} timed iterations excluded "
+            f"(> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} "
             f"retries{': no statistics' if not clean else ''}"
         )
     if busy:
