@@ -35,7 +35,6 @@ SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 CHILD_MODULE = "numa_effects.measure.cell"
 STDERR_TAIL_LINES = 20
 EXIT_TIMEOUT_S = 30.0  # at least, for an instance to exit after its input ended
-EXIT_MISMATCH = 3  # cell.EXIT_MISMATCH: the instance's threads are not the planned ones
 
 
 def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
@@ -196,7 +195,7 @@ class Instance:
         self.logfh.flush()
         text = self.member.log.read_text(errors="replace")
         # raises supervise.Interrupted when the instance was killed from outside
-        cause, message = supervise.classify(outcome, text, timeout_s, EXIT_MISMATCH)
+        cause, message = supervise.classify(outcome, text, timeout_s)
         sig = outcome.signal.name if outcome.signal else None
         return Failed(
             cause,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.measure.causes import Cause
+from numa_effects.measure.cell import EXIT_COMPILE, EXIT_MISMATCH
 
 POLL_S = 0.5
 PR_SET_PDEATHSIG = 1
@@ -266,11 +267,9 @@ def in_build(lines: list[str], frame: str = "build") -> bool:
     return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
 
 
-def classify(
-    outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3, exit_compile: int = 4
-):
+def classify(outcome: Outcome, log_text: str, timeout_s: float):
     """(cause, message) of a child that produced no result; raises ``Interrupted`` when it was
-    stopped from outside. ``exit_*``: ``cell.EXIT_MISMATCH``, ``cell.EXIT_COMPILE``."""
+    stopped from outside."""
     lines = child_output(log_text)
     text = "\n".join(lines)
     sig = outcome.signal
@@ -288,7 +287,7 @@ def classify(
             return Cause.OUT_OF_MEMORY, f"killed by {sig.name} after a failed allocation"
         return Cause.SIGNAL, f"the cell process crashed: killed by {sig.name}"
     rc = outcome.returncode
-    if rc == exit_mismatch:
+    if rc == EXIT_MISMATCH:
         exc = next(
             (ln for ln in reversed(lines) if ln.startswith("numa_effects.measure.cell:")), ""
         )
@@ -296,7 +295,7 @@ def classify(
     if refusal := numactl_refusal(lines):
         return Cause.BINDING_REFUSED, f"numactl refused the binding: {refusal}"
     exc = last_exception(lines)
-    if rc == exit_compile:
+    if rc == EXIT_COMPILE:
         return Cause.COMPILE_ERROR, f"compilation at the first call failed: {exc or rc}"
     if any(p in text for p in OOM_PATTERNS):
         return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
