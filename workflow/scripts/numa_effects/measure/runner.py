@@ -29,9 +29,9 @@ from numa_effects.measure.causes import Cause
 from numa_effects.measure.record import Failure
 from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Spec
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 CHILD_MODULE = "numa_effects.measure.cell"
 STDERR_TAIL_LINES = 20
 EXIT_TIMEOUT_S = 30.0  # at least, for an instance to exit after its input ended
@@ -41,7 +41,7 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["OMP_NUM_THREADS"] = str(threads)
     env["MKL_NUM_THREADS"] = str(threads)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS_DIR), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     return env
 
@@ -59,9 +59,7 @@ def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
     extra = "".join(
         f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env is not None and env.get(k)
     )
-    prefix = (
-        f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS_DIR} "
-    )
+    prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS} "
     return prefix + shlex.join(cmd)
 
 
@@ -454,5 +452,5 @@ def _provenance(insts: list[Instance], per: list[dict], started: str) -> dict:
         "command": one["command"] if one else None,
         "command_line": one["command_line"] if one else None,
         "launcher_started_at": started,
-        "workflow_revision": provenance.git_revision(SCRIPTS_DIR),
+        "workflow_revision": provenance.git_revision(SCRIPTS),
     }
