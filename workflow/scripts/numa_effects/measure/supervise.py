@@ -226,17 +226,13 @@ def run_child(
     with Guard() as guard:
         proc = guard.watch(start(cmd, env, logfh, max_memory_mb))
         deadline = started + timeout_s
-        while True:
-            try:
-                proc.wait(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while proc.poll() is None:
             guard.check()
             if time.monotonic() >= deadline:
                 timed_out = True
                 kill_group(proc)
-                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
         guard.kill_all()  # the processes the child started (compile workers) die with it
     return Outcome(
         returncode=proc.returncode,
