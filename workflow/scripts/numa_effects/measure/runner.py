@@ -33,7 +33,6 @@ from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Spec
 
 CHILD_MODULE = "numa_effects.measure.cell"
-STDERR_TAIL_LINES = 20
 EXIT_TIMEOUT_S = 30.0  # at least, for an instance to exit after its input ended
 
 
@@ -201,7 +200,7 @@ class Instance:
             **self.details(
                 returncode=outcome.returncode,
                 signal=sig,
-                stderr_tail=supervise.tail(text, STDERR_TAIL_LINES),
+                stderr_tail=supervise.tail(text),
                 wall_s=round(outcome.wall_s, 3),
             ),
         )
