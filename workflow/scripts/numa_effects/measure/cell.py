@@ -33,7 +33,7 @@ import traceback
 import warnings
 
 from numa_effects.measure import contention, provenance, verify
-from numa_effects.measure.workloads import CompileError
+from numa_effects.measure.workloads import CompileError, warning_entries
 from numa_effects.plan.spec import Spec
 
 EXIT_MISMATCH = 3
@@ -192,13 +192,7 @@ def serve(spec: Spec, j: int, commands, reply) -> None:
                 reply(timed_step(step, canary if cmd == "go canary" else None))
                 first = False
             elif cmd == "verify":
-                for w in wlist:
-                    entry = {
-                        "category": w.category.__name__,
-                        "message": str(w.message).splitlines()[0],
-                    }
-                    if entry not in caught:
-                        caught.append(entry)
+                caught += [e for e in warning_entries(wlist) if e not in caught]
                 wlist.clear()
                 reply(verified(inst, built, info, caught))
             elif cmd:

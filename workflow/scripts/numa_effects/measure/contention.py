@@ -17,6 +17,7 @@ import resource
 import time
 from pathlib import Path
 
+from numa_effects.measure import verify
 from numa_effects.plan import cpulist
 
 FOREIGN_SHARE_LIMIT = 0.05  # of the cell CPUs' capacity (CPU count x window)
@@ -60,13 +61,11 @@ def busy_processes(limit: int = 5, proc: str = "/proc") -> list[str]:
         if not d.name.isdigit() or int(d.name) == me:
             continue
         try:
-            stat = (d / "stat").read_text()
-        except OSError:
+            stat = verify.parse_task_stat((d / "stat").read_text())
+        except (OSError, ValueError):
             continue
-        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
-        state = stat[stat.rfind(")") + 2 : stat.rfind(")") + 3]
-        if state == "R":
-            found.append(f"{comm}({d.name})")
+        if stat["state"] == "R":
+            found.append(f"{stat['comm']}({d.name})")
     return sorted(found)[:limit]
 
 

@@ -75,16 +75,18 @@ def best(runs: dict, cids: list[str], objective: str) -> str | None:
     return pick(means, key=means.get) if means else None
 
 
+def _row_rounds(runs: dict, row: dict) -> tuple[str | None, dict[str, np.ndarray]]:
+    """(the best configuration of an objective row, ``gain_rounds`` over each other one)."""
+    cids = row_configs(row)
+    top = best(runs, cids, row["objective"])
+    others = [c for c in cids if top is not None and c != top]
+    return top, {c: gain_rounds(runs, top, c, row["objective"]) for c in others}
+
+
 def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
     """The pooled variance of the per-round log gains over every comparison of the job: the
     prior that moderates a comparison's own (``stats.paired_ratio_ci``)."""
-    groups = []
-    for row in rows:
-        cids = row_configs(row)
-        top = best(runs, cids, row["objective"])
-        if top:
-            groups += [gain_rounds(runs, top, c, row["objective"]) for c in cids if c != top]
-    return stats.pooled_paired_var(groups)
+    return stats.pooled_paired_var([d for row in rows for d in _row_rounds(runs, row)[1].values()])
 
 
 def row_configs(row: dict) -> list[str]:
@@ -96,16 +98,12 @@ def row_configs(row: dict) -> list[str]:
 
 def gains(runs: dict, row: dict, pool=(math.nan, 0)) -> dict[str, dict]:
     """{configuration: the best one's gain over it with its paired CI} for one objective row."""
-    cids = row_configs(row)
-    top = best(runs, cids, row["objective"])
-    out = {}
-    for cid in cids:
-        if top is None or cid == top:
-            continue
-        d = gain_rounds(runs, top, cid, row["objective"])
-        if d.size:
-            out[cid] = {**stats.paired_ratio_ci(d, pool), "rounds": int(d.size), "best": top}
-    return out
+    top, rounds = _row_rounds(runs, row)
+    return {
+        cid: {**stats.paired_ratio_ci(d, pool), "rounds": int(d.size), "best": top}
+        for cid, d in rounds.items()
+        if d.size
+    }
 
 
 def widest_pct(runs: dict, rows: list[dict]) -> float:

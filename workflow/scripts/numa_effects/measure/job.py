@@ -32,6 +32,7 @@ from numa_effects.measure.workloads import WORKLOADS, Skip, WorkloadError
 from numa_effects.plan import allocators
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
+from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Configuration, GroupSpec, Spec
 
 
@@ -195,7 +196,7 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw)
         "started_at": provenance.now(),
         "host": provenance.host(),
         "versions": provenance.versions(),
-        "workflow_revision": provenance.git_revision(runner.SCRIPTS_DIR),
+        "workflow_revision": provenance.git_revision(SCRIPTS),
         "slurm": provenance.slurm(),
     }
     topo, found, readies, stop = topology_mod.current(), {}, {}, None

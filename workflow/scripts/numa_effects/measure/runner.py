@@ -29,20 +29,18 @@ from numa_effects.measure.causes import Cause
 from numa_effects.measure.record import Failure
 from numa_effects.plan import allocators
 from numa_effects.plan import placement as placement_mod
+from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Spec
 
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
 CHILD_MODULE = "numa_effects.measure.cell"
-STDERR_TAIL_LINES = 20
 EXIT_TIMEOUT_S = 30.0  # at least, for an instance to exit after its input ended
-EXIT_MISMATCH = 3  # cell.EXIT_MISMATCH: the instance's threads are not the planned ones
 
 
 def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["OMP_NUM_THREADS"] = str(threads)
     env["MKL_NUM_THREADS"] = str(threads)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS_DIR), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     return env
 
@@ -60,9 +58,7 @@ def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
     extra = "".join(
         f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env is not None and env.get(k)
     )
-    prefix = (
-        f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS_DIR} "
-    )
+    prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS} "
     return prefix + shlex.join(cmd)
 
 
@@ -196,7 +192,7 @@ class Instance:
         self.logfh.flush()
         text = self.member.log.read_text(errors="replace")
         # raises supervise.Interrupted when the instance was killed from outside
-        cause, message = supervise.classify(outcome, text, timeout_s, EXIT_MISMATCH)
+        cause, message = supervise.classify(outcome, text, timeout_s)
         sig = outcome.signal.name if outcome.signal else None
         return Failed(
             cause,
@@ -204,7 +200,7 @@ class Instance:
             **self.details(
                 returncode=outcome.returncode,
                 signal=sig,
-                stderr_tail=supervise.tail(text, STDERR_TAIL_LINES),
+                stderr_tail=supervise.tail(text),
                 wall_s=round(outcome.wall_s, 3),
             ),
         )
@@ -455,5 +451,5 @@ def _provenance(insts: list[Instance], per: list[dict], started: str) -> dict:
         "command": one["command"] if one else None,
         "command_line": one["command_line"] if one else None,
         "launcher_started_at": started,
-        "workflow_revision": provenance.git_revision(SCRIPTS_DIR),
+        "workflow_revision": provenance.git_revision(SCRIPTS),
     }

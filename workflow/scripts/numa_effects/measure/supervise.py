@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.measure.causes import Cause
+from numa_effects.measure.cell import EXIT_COMPILE, EXIT_MISMATCH
 
 POLL_S = 0.5
 PR_SET_PDEATHSIG = 1
@@ -71,8 +72,6 @@ class Outcome:
     timed_out: bool = False
     wall_s: float = 0.0
     oom_kills: int = 0
-    cpu_s: float = 0.0
-    max_rss_kb: int = 0
 
     @property
     def signal(self) -> signal.Signals | None:
@@ -221,35 +220,25 @@ def run_child(
     cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
 ) -> Outcome:
     """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``, killed at ``timeout_s``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ooms = oom_kill_count()
     started = time.monotonic()
     timed_out = False
     with Guard() as guard:
         proc = guard.watch(start(cmd, env, logfh, max_memory_mb))
         deadline = started + timeout_s
-        while True:
-            try:
-                proc.wait(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while proc.poll() is None:
             guard.check()
             if time.monotonic() >= deadline:
                 timed_out = True
                 kill_group(proc)
-                break
-        # The group may hold processes the child started (compile workers): none may outlive it.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=POLL_S)
+        guard.kill_all()  # the processes the child started (compile workers) die with it
     return Outcome(
         returncode=proc.returncode,
         timed_out=timed_out,
         wall_s=time.monotonic() - started,
         oom_kills=max(0, oom_kill_count() - ooms),
-        cpu_s=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-        max_rss_kb=after.ru_maxrss,
     )
 
 
@@ -258,9 +247,10 @@ def child_output(log_text: str) -> list[str]:
     return [ln for ln in log_text.splitlines() if not ln.startswith("# ")]
 
 
-def numactl_refused(lines: list[str]) -> bool:
+def numactl_refusal(lines: list[str]) -> str | None:
+    """numactl's first line when it refused the binding, else None."""
     first = next((ln for ln in lines if ln.strip()), "")
-    return any(p.search(first) for p in NUMACTL_PATTERNS)
+    return first.strip() if any(p.search(first) for p in NUMACTL_PATTERNS) else None
 
 
 def last_exception(lines: list[str]) -> str | None:
@@ -273,11 +263,9 @@ def in_build(lines: list[str], frame: str = "build") -> bool:
     return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
 
 
-def classify(
-    outcome: Outcome, log_text: str, timeout_s: float, exit_mismatch: int = 3, exit_compile: int = 4
-):
+def classify(outcome: Outcome, log_text: str, timeout_s: float):
     """(cause, message) of a child that produced no result; raises ``Interrupted`` when it was
-    stopped from outside. ``exit_*``: ``cell.EXIT_MISMATCH``, ``cell.EXIT_COMPILE``."""
+    stopped from outside."""
     lines = child_output(log_text)
     text = "\n".join(lines)
     sig = outcome.signal
@@ -295,16 +283,15 @@ def classify(
             return Cause.OUT_OF_MEMORY, f"killed by {sig.name} after a failed allocation"
         return Cause.SIGNAL, f"the cell process crashed: killed by {sig.name}"
     rc = outcome.returncode
-    if rc == exit_mismatch:
+    if rc == EXIT_MISMATCH:
         exc = next(
             (ln for ln in reversed(lines) if ln.startswith("numa_effects.measure.cell:")), ""
         )
         return Cause.THREAD_MISMATCH, exc or f"exit status {rc}"
-    if numactl_refused(lines):
-        first = next(ln for ln in lines if ln.strip())
-        return Cause.BINDING_REFUSED, f"numactl refused the binding: {first.strip()}"
+    if refusal := numactl_refusal(lines):
+        return Cause.BINDING_REFUSED, f"numactl refused the binding: {refusal}"
     exc = last_exception(lines)
-    if rc == exit_compile:
+    if rc == EXIT_COMPILE:
         return Cause.COMPILE_ERROR, f"compilation at the first call failed: {exc or rc}"
     if any(p in text for p in OOM_PATTERNS):
         return Cause.OUT_OF_MEMORY, exc or f"exit status {rc} after a failed allocation"
@@ -324,7 +311,7 @@ def classify(
 def tail(text: str, lines: int = 20) -> str:
     """The last lines of the child's output, numactl's usage text condensed to its first line."""
     out = child_output(text)
-    if numactl_refused(out):
+    if numactl_refusal(out):
         out = [ln for ln in out if ln.strip()][:1] + [
             ln for ln in out if re.match(r"^<[^>]*> is invalid", ln)
         ]

@@ -143,11 +143,10 @@ def judge(m: Measurement, attempts: list[dict]) -> dict:
     out["contended"] = bool(too_few or busy)
     reasons = []
     if too_few:
-        excluded = f"{sum(m.excluded)} of {len(m.latencies_s)} timed iterations excluded"
-        if not clean:
-            excluded = f"all {len(m.latencies_s)} timed iterations excluded"
+        some = f"{sum(m.excluded)} of" if clean else "all"
         reasons.append(
-            f"{excluded} (> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} "
+            f"{some} {len(m.latencies_s)} timed iterations excluded "
+            f"(> {m.exclude_foreign_pct:g} % foreign CPU) after {len(attempts)} "
             f"retries{': no statistics' if not clean else ''}"
         )
     if busy:
@@ -282,23 +281,19 @@ def _adaptive(m: Measurement, s: dict, timed_iteration, clean: list, clock, star
     while True:
         timed_iteration()
         n = len(clean)  # the stopping rule counts clean iterations only
-        if n < min_n:
+        within, median = False, 0.0
+        if n >= min_n:
+            within, median = stats.ci_within(clean, target)
+            look = n >= next_look  # see LOOK_GROWTH
+            if look:
+                next_look = max(n + 1, math.ceil(LOOK_GROWTH * n))
+            if within and look and sum(m.latencies_s) >= min_timed:
+                m.stop_reason = "target_ci"
+                return
+        elif not any(m.excluded):
             # min_iterations always run; only excluded iterations can end it early (a
             # replicate contended throughout must not run until the cell's timeout)
-            if any(m.excluded) and len(m.latencies_s) >= max_n:
-                m.stop_reason = "max_iterations"
-                return
-            if any(m.excluded) and clock() - start > budget:
-                m.stop_reason = "max_seconds"
-                return
             continue
-        within, median = stats.ci_within(clean, target)
-        look = n >= next_look  # see LOOK_GROWTH
-        if look:
-            next_look = max(n + 1, math.ceil(LOOK_GROWTH * n))
-        if within and look and sum(m.latencies_s) >= min_timed:
-            m.stop_reason = "target_ci"
-            return
         cap = None
         if len(m.latencies_s) >= max_n:
             cap = "max_iterations"

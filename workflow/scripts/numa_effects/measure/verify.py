@@ -27,9 +27,6 @@ MIN_SHARE = 0.90  # of anonymous memory on the planned node(s)
 # shares drift (65.4 / 34.6 % seen on 2 nodes); memory that ignored the policy is ~100 / 0.
 INTERLEAVE_MIN_OF_EVEN = 0.5
 
-CAUSE_BINDING = Cause.BINDING_MISMATCH
-CAUSE_PAGES = Cause.PAGE_PLACEMENT
-
 _NODE_COUNT = re.compile(r"^N(\d+)=(\d+)$")
 _KEY_VALUE = re.compile(r"^([a-zA-Z_]+)=(\d+)$")
 
@@ -181,16 +178,13 @@ def check_threads(plan: dict, tasks: list[dict]) -> tuple[dict, str | None]:
         "tasks": tasks,
     }
     problems = []
-    if outside:
-        desc = ", ".join(f"{t['comm']}[{t['tid']}] on CPU {t['last_cpu']}" for t in outside[:5])
-        problems.append(
-            f"{len(outside)} of {len(tasks)} threads ran outside {plan['cpu_list']}: {desc}"
-        )
-    if widened:
-        desc = ", ".join(
-            f"{t['comm']}[{t['tid']}] may use {t['cpus_allowed']}" for t in widened[:5]
-        )
-        problems.append(f"{len(widened)} threads may run outside {plan['cpu_list']}: {desc}")
+    for bad, head, what in (
+        (outside, f"{len(outside)} of {len(tasks)} threads ran", "on CPU {last_cpu}"),
+        (widened, f"{len(widened)} threads may run", "may use {cpus_allowed}"),
+    ):
+        if bad:
+            desc = ", ".join(f"{t['comm']}[{t['tid']}] " + what.format(**t) for t in bad[:5])
+            problems.append(f"{head} outside {plan['cpu_list']}: {desc}")
     return summary, "; ".join(problems) or None
 
 
@@ -245,14 +239,10 @@ def _verdict(found) -> dict:
 
 def _binding_checks(plan: dict, binding: dict) -> list[tuple]:
     """The checks of the process's own binding (CPUs, memory policy)."""
-    policy = binding.get("mempolicy") or {}
+    policy, mems = binding.get("mempolicy") or {}, binding.get("mems_allowed_list", "")
     return [
-        ("cpus", CAUSE_BINDING, check_cpus(plan, binding.get("cpus_allowed_list", ""))),
-        (
-            "mempolicy",
-            CAUSE_BINDING,
-            check_mempolicy(plan, policy, binding.get("mems_allowed_list", "")),
-        ),
+        ("cpus", Cause.BINDING_MISMATCH, check_cpus(plan, binding.get("cpus_allowed_list", ""))),
+        ("mempolicy", Cause.BINDING_MISMATCH, check_mempolicy(plan, policy, mems)),
     ]
 
 
@@ -260,7 +250,10 @@ def evaluate(plan: dict, binding: dict, tasks: list[dict], kb_by_node: dict[int,
     """All four checks on observed data; pure. Returns the ``verification`` record."""
     threads, why_threads = check_threads(plan, tasks)
     pages, why_pages = check_pages(plan, kb_by_node)
-    found = [("threads", CAUSE_BINDING, why_threads), ("pages", CAUSE_PAGES, why_pages)]
+    found = [
+        ("threads", Cause.BINDING_MISMATCH, why_threads),
+        ("pages", Cause.PAGE_PLACEMENT, why_pages),
+    ]
     return {**_verdict(_binding_checks(plan, binding) + found), "threads": threads, "pages": pages}
 
 
@@ -268,13 +261,12 @@ def at_start(plan: dict, binding: dict | None = None) -> dict:
     """The CPU and memory policy checks, made when the process starts (before torch's import):
     a binding wrong there stays wrong, so the cell fails at once instead of after its whole
     measurement. ``binding``: read now when None."""
-    if binding is None:
-        binding = provenance.binding()
-    return {
-        **_verdict(_binding_checks(plan, binding)),
-        "stage": "start",
-        "binding": {k: binding.get(k) for k in BINDING_KEYS},
-    }
+    binding = binding or provenance.binding()
+    return {**_verdict(_binding_checks(plan, binding)), "stage": "start", **_kept(binding)}
+
+
+def _kept(binding: dict) -> dict:
+    return {"binding": {k: binding.get(k) for k in BINDING_KEYS}}
 
 
 def anon_huge_kb(smaps_rollup: str) -> int | None:
@@ -287,8 +279,7 @@ def anon_huge_kb(smaps_rollup: str) -> int | None:
 
 def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/proc/self") -> dict:
     """Read the live process and evaluate it against ``plan`` (``binding``: read now if None)."""
-    if binding is None:
-        binding = provenance.binding()
+    binding = binding or provenance.binding()
     tasks = read_tasks(proc)
     mappings = parse_numa_maps(Path(proc, "numa_maps").read_text())
     result = evaluate(plan, binding, tasks, anon_kb_by_node(mappings))
@@ -297,15 +288,7 @@ def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/pro
         result["pages"]["anon_huge_kb"] = anon_huge_kb(Path(proc, "smaps_rollup").read_text())
     except OSError:
         result["pages"]["anon_huge_kb"] = None
-    result["binding"] = {k: binding.get(k) for k in BINDING_KEYS}
-    return result
-
-
-# plan.allocators' verdicts -> the causes a cell fails with
-ALLOCATOR_CAUSES = {
-    "allocator_not_loaded": Cause.ALLOCATOR_NOT_LOADED,
-    "foreign_allocator": Cause.FOREIGN_ALLOCATOR,
-}
+    return {**result, **_kept(binding)}
 
 
 def check_allocator(verification: dict, allocator: dict, maps_text: str | None = None) -> dict:
@@ -334,7 +317,7 @@ def check_allocator(verification: dict, allocator: dict, maps_text: str | None =
     if "heap_probe" in got:
         verification["allocator"]["heap_probe"] = got["heap_probe"]
     if not got["ok"]:
-        cause = ALLOCATOR_CAUSES[got["cause"]]
+        cause = Cause[got["cause"].upper()]  # allocator_not_loaded | foreign_allocator
         verification["problems"].append(
             {"check": "allocator", "cause": cause, "message": got["message"]}
         )

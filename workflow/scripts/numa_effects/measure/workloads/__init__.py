@@ -26,6 +26,12 @@ class CompileError(RuntimeError):
     """A compiled model's first call (where inductor compiles) raised."""
 
 
+def warning_entries(caught) -> list[dict]:
+    """The distinct ``warnings.WarningMessage``s as a record keeps them: category, first line."""
+    seen = dict.fromkeys((w.category.__name__, str(w.message).splitlines()[0]) for w in caught)
+    return [{"category": c, "message": m} for c, m in seen]
+
+
 @dataclass
 class Built:
     """A workload built in its instance: ``report`` is called after the timed steps;

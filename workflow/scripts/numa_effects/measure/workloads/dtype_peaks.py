@@ -50,9 +50,9 @@ def scaled(shape: dict, threads: int) -> dict:
     return {**shape, "n": n}
 
 
-def matrix_size(threads: int, base: int = MATRIX_SIZE) -> int:
-    """A product's side: ``base`` x the threads' cube root, rounded up to a multiple of 128."""
-    side = base * max(1, int(threads)) ** (1 / 3)
+def matrix_size(threads: int) -> int:
+    """A product's side: ``MATRIX_SIZE`` x the cube root of the threads, to a multiple of 128."""
+    side = MATRIX_SIZE * max(1, int(threads)) ** (1 / 3)
     return int(-(-round(side, 6) // 128) * 128)
 
 
@@ -123,11 +123,11 @@ def _conv(dtype: str, k: int = 1, frozen: bool = False, script: bool = False):
     return build
 
 
-def _mm(dtype: str, base: int = MATRIX_SIZE):
+def _mm(dtype: str):
     def build(threads: int = 1):
         import torch
 
-        n = matrix_size(threads, base)
+        n = matrix_size(threads)
         gen = torch.Generator().manual_seed(0)
         a = torch.randn(n, n, generator=gen)
         b = torch.randn(n, n, generator=gen)

@@ -23,7 +23,7 @@ import time
 import warnings
 
 from numa_effects.measure.causes import Cause
-from numa_effects.measure.workloads import Built
+from numa_effects.measure.workloads import Built, warning_entries
 from numa_effects.plan.optimizations import EAGER, OPTIMIZATIONS
 
 TORCH = True
@@ -219,8 +219,7 @@ def convert(opt: str, model, x, settings: dict):
     with warnings.catch_warnings(record=True) as wlist, torch.inference_mode():
         warnings.simplefilter("always")
         fn, x = optimize(opt, model, x, settings)
-    seen = dict.fromkeys((w.category.__name__, str(w.message).splitlines()[0]) for w in wlist)
-    return fn, x, [{"category": c, "message": m} for c, m in seen]
+    return fn, x, warning_entries(wlist)
 
 
 def make(model_name, opt, batch_size, image_size, seed, settings, reference=False):
