@@ -1,10 +1,5 @@
-"""The comparison page ``<results>/compare/<name>/index.html`` (config key ``compare``,
-docs/comparing.md): one self-contained HTML file like the run's report (``page``: same style,
-same figure blocks), in this order: what differs between the runs (a comparison across machines
-says so first), the summary (the verdict counts and the geometric mean with its CI, and what
-each interval covers), the machine's peak kernels in both runs (``peaks_section``), the
-Comparison section's figures (``families.page_sections(COMPARE_PAGE)``), the cells of one run
-only, the matched cells, and every provenance fact."""
+"""The comparison page ``<results>/compare/<name>/index.html`` (docs/comparing.md): one
+self-contained HTML file in the run report's style, what differs between the runs first."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
-from numa_effects.compare.tables import ALL
+from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import families
 from numa_effects.report.empty import PageFacts
@@ -56,22 +51,9 @@ CELL_COLUMNS = [
     "status",
     "ci_note",
 ]
-SUMMARY_COLUMNS = [
-    "scope",
-    "cells",
-    "geomean_change_pct",
-    "geomean_ci_low_pct",
-    "geomean_ci_high_pct",
-    "significant",
-    "cells_significant",
-    "faster",
-    "slower",
-    "no_significant_change",
-    "not_assessed",
-    "beyond_min_effect_faster",
-    "beyond_min_effect_slower",
-    "disturbed",
-]
+# summary.csv's columns the page shows
+HIDDEN = ("run", "baseline_run", "latency_statistic", "geomean_ratio", "ci_df", "min_effect_pct")
+SUMMARY_SHOWN = [c for c in compare_tables.SUMMARY_COLUMNS if c not in HIDDEN]
 
 
 def _pct(v) -> str:
@@ -211,7 +193,7 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
     for run, s in summary.groupby("run", sort=False):
         rows = s.to_dict("records")
         parts.append(_sentence(rows[0], baseline))
-        cols = [c for c in SUMMARY_COLUMNS if c in s]
+        cols = [c for c in SUMMARY_SHOWN if c in s]
         parts.append(
             f"<details><summary>summary.csv for {escape(run)} ({len(s)} scopes)</summary>"
             f"{data_table(s, cols)}</details>"
@@ -248,7 +230,7 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
         time = (ratio.astype(float) - 1.0) * 100.0
         gm = (compare_stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
-        cells = summary[(summary["run"] == run) & (summary["scope"] == ALL)]
+        cells = summary[(summary["run"] == run) & (summary["scope"] == compare_tables.ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
             if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])

@@ -1,35 +1,11 @@
-"""The tables of a comparison of result folders (config key ``compare``, docs/comparing.md),
-every compared run against the first (``compare.runs``):
-
-- ``compare_table`` -> ``compare.csv``, one row per matched cell: both latencies (the median, else
-  the mean: ``stats.latency_statistic``), ``ratio`` = compared / baseline with its CI
-  (``compare.statistics.run_ratio``: the cells' two-level model over both runs' replicate medians),
-  ``significant``, ``verdict`` (``compare.statistics.verdict`` with ``min_effect_pct``),
-  ``contended`` and ``noisy`` when either cell is. A cell without a two-level CI on both sides (one
-  process per cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method``
-  empty, ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say
-  whether its change is more than process-to-process noise, and it was not measured;
-- where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
-  same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
-  each side moved there along its own run's slope of the cell's series, Welch's interval,
-  ``speed.between``; the baseline's fit for both where the compared run has none) and
-  ``canary_change_pct``, how much slower (+) the compared run's processes ran the canary: the
-  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Right for a
-  change that leaves the canary alone (the model, the harness, a setting on the same machine
-  and torch); across machines or torch versions the canary's own change is part of the change
-  under test (docs/comparing.md). Not across ``threads`` or ``placement`` (the canary's own CPUs
-  differ);
-- ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric mean
-  of the ratios with its CI (``compare.statistics.geomean_ratio``) over all matched cells with a
-  value, over the clean ones (neither side contended or noisy), and per model, opt and placement;
-- ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
-- ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
-  the same kernels of torch in one process per run) per placement, thread count and data type
-  in both runs, and their change: a second, weak view of the host's speed beside the cells'
-  shared shift (the summary's geometric mean): one process of a few seconds per peak, but
-  blind to the change under test unless it is torch or the machine (docs/comparing.md).
-
-The provenance of each run: ``compare.provenance``."""
+"""The tables of a comparison of result folders (docs/comparing.md), every compared run against
+the first (``compare.runs``): ``compare_table`` -> compare.csv (one row per matched cell: the
+ratio compared / baseline with its two-level CI, ``compare.statistics.run_ratio``, and its
+verdict; where both runs timed the canary, the same ratio at the baseline's reference speed),
+``summary_table`` -> summary.csv, ``unmatched_table`` -> unmatched.csv, ``peak_table`` ->
+peaks.csv. A cell without a two-level CI on both sides (one process per cell, PackRat's
+min/avg/max) gets no CI and no test: only the process level could tell its change from
+process-to-process noise, and it was not measured."""
 
 from __future__ import annotations
 
@@ -118,7 +94,6 @@ PEAK_COLUMNS = [
     "peak_change_pct",
 ]
 
-
 # the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
 SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 
@@ -143,13 +118,10 @@ ONE_PROCESS_NOTE = (
 
 
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
-    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
-    compared cell's replicates against the baseline's at the baseline's reference speed, each
-    moved along its own run's fit of its series, or both along the baseline's where the compared
-    run's series has no fit of its own (``speed.across_runs``). ``fits``:
-    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, the baseline's
-    series no fit, or ``across`` is an axis of the reference group (the canary's threads and
-    CPUs)."""
+    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): both
+    sides at the baseline's reference speed (``speed.across_runs``; ``fits``: the runs'
+    ``speed.fit``). NaN without a canary on both sides or a baseline fit, or across an axis of
+    the reference group (the canary's threads and CPUs)."""
     out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
     if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
         return out
@@ -170,10 +142,9 @@ def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=(
 
 def _num(v) -> float:
     try:
-        f = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return f
 
 
 def _status(row: dict, suffix: str) -> str:
@@ -218,16 +189,6 @@ def _overlap(row: dict) -> bool | None:
 
 def _pct(r: float) -> float:
     return (r - 1.0) * 100.0 if r == r else math.nan
-
-
-def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=()) -> list[dict]:
-    """One row per matched cell of ``compared`` against ``baseline`` (``compare_columns``)."""
-    both, _ = pair(baseline, compared, across)
-    fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (baseline, compared))
-    return [
-        _compare_row(row, baseline, compared, fits, min_effect_pct, across)
-        for row in both.to_dict("records")
-    ]
 
 
 def _statuses(row: dict) -> tuple[str, str, str, str]:
@@ -303,19 +264,19 @@ def compare_table(
     runs: list[Run], min_effect_pct: float = compare_stats.MIN_EFFECT_PCT, across=()
 ) -> pd.DataFrame:
     """compare.csv: every compared run against the first (see the module docstring)."""
-    rows = [r for run in runs[1:] for r in compare_rows(runs[0], run, min_effect_pct, across)]
+    rows = []
+    for run in runs[1:]:
+        both, _ = pair(runs[0], run, across)
+        fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (runs[0], run))
+        for row in both.to_dict("records"):
+            rows.append(_compare_row(row, runs[0], run, fits, min_effect_pct, across))
     df = pd.DataFrame(rows, columns=compare_columns(across))
-    df["latency_change_pct"] = _pct_series(df["ratio"])
-    df["latency_change_ci_low_pct"] = _pct_series(df["ratio_ci_low"])
-    df["latency_change_ci_high_pct"] = _pct_series(df["ratio_ci_high"])
+    for ratio in ("", "_ci_low", "_ci_high"):
+        df[f"latency_change{ratio}_pct"] = (df[f"ratio{ratio}"].astype(float) - 1.0) * 100.0
     df["throughput_change_pct"] = (1.0 / df["ratio"].astype(float) - 1.0) * 100.0
     for c in ("significant", "contended", "noisy", "iteration_ranges_overlap"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     return df.sort_values(["run", *KEYS], kind="stable").reset_index(drop=True)
-
-
-def _pct_series(s: pd.Series) -> pd.Series:
-    return (s.astype(float) - 1.0) * 100.0
 
 
 def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
@@ -338,23 +299,10 @@ def peak_table(runs: list[Run]) -> pd.DataFrame:
         if base is None or run.peaks is None:
             continue
         m = base.merge(run.peaks, on=PEAK_KEYS, suffixes=("_baseline", "_compared"))
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": run.label,
-                    "baseline_run": runs[0].label,
-                    **{k: m[k] for k in PEAK_KEYS},
-                    "peak_kernel_baseline": m["peak_kernel_baseline"],
-                    "peak_kernel_compared": m["peak_kernel_compared"],
-                    "peak_baseline_gflop_per_s": m["peak_gflop_per_s_baseline"],
-                    "peak_compared_gflop_per_s": m["peak_gflop_per_s_compared"],
-                    "peak_change_pct": (
-                        m["peak_gflop_per_s_compared"] / m["peak_gflop_per_s_baseline"] - 1.0
-                    )
-                    * 100.0,
-                }
-            )
-        )
+        b, c = m.pop("peak_gflop_per_s_baseline"), m.pop("peak_gflop_per_s_compared")
+        m = m.assign(run=run.label, baseline_run=runs[0].label, peak_baseline_gflop_per_s=b)
+        m = m.assign(peak_compared_gflop_per_s=c, peak_change_pct=(c / b - 1.0) * 100.0)
+        frames.append(m[PEAK_COLUMNS])
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=PEAK_COLUMNS)
