@@ -1,21 +1,9 @@
-"""The deploy answer's plan: from the measured cells (isolated profiles) and the interference
-profile, the configurations each objective measures (docs/deploy.md).
-
-For every objective row (``plan.deploy.objective_rows``) it searches every optimization and
-allocator of the grid and predicts:
-
-- ``latency`` (a request of B images, the machine serving one at a time): per (optimization,
-  allocator), PackRat's dynamic programme over the machine's nodes with the measured
-  interference (``analysis.planner.Planner``: the best configuration of each instance count);
-- ``throughput`` (the whole machine busy): per (optimization, allocator, threads t, batch b),
-  k instances of t threads on every node (k = 1 .. cores // t), each predicted at its alone
-  latency times the slowdown of its node's other busy cores; images per second summed.
-
-The ``candidates`` best predictions of each row are measured, and every applicable baseline
-(``plan.deploy.BASELINES``) beside them. A configuration is the model, optimization, allocator
-and instances (CPUs, threads, batch, memory) it runs; one that two rows (or two baselines) ask
-for is measured once and named by each (``also``). Every instance stays inside one node unless a
-baseline's rule puts it across (marked in its notes).
+"""The deploy answer's plan (docs/deploy.md): from the isolated profiles (the cells) and the
+interference profile, the configurations each objective row measures. ``latency``: per
+(optimization, allocator) the planner's best configuration of each instance count;
+``throughput``: k instances of t threads on every node, each at its alone latency times the
+slowdown of its node's other busy cores. The ``candidates`` best predictions and every applicable
+baseline (``plan.deploy.BASELINES``) are measured, a configuration asked for twice once.
 """
 
 from __future__ import annotations

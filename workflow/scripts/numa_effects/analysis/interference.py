@@ -1,38 +1,16 @@
-"""The interference model: how much concurrent instances slow each other down, and a packing
-plan's latency predicted from the instances' alone latencies and that slowdown (docs/packing.md,
-"Interference"; issue 22).
+"""The interference model (docs/packing.md, "Interference"): an instance whose NUMA node has x
+*other* busy cores runs s(x) = 1 + beta x^2 times slower than alone, and a plan's latency is
+max_j L(t_j, b_j) s(x_j). Assumed, and testable on the profile: the slowdown depends on the
+node's busy cores, not on the instance's own threads or batch; nodes do not slow each other (own
+L3 and memory controllers, memory bound to the node); no linear term (co-runners take L3 and add
+memory traffic, two effects that multiply; a linear curve misses PackRat's CloudLab k = 10 ... 16
+by up to -16 %, this one by -3.8 ... +1.6 %, tests/test_interference.py); beta >= 0.
 
-**Model.** An instance of a plan whose NUMA node has x *other* busy cores (the cores of the
-plan's other instances on the same node) runs
-
-    s(x) = 1 + beta * x^2
-
-times slower than it did alone (its cell). A plan's predicted latency is
-max_j L(t_j, b_j) * s(x_j). Assumptions, each one a thing the profile could show false:
-
-- the slowdown depends on how many other cores of the instance's node are busy, not on the
-  instance's own threads or batch (every busy core running the same model issues a similar
-  memory traffic, so x stands for the traffic the instance competes with);
-- nodes do not slow each other: each has its own L3 and memory controllers, and every instance's
-  memory is bound to its own node, so an instance on another node counts for nothing
-  (the profile measures groups that span nodes; their per-node points show whether that holds);
-- the curve is quadratic and has no linear term: the first neighbour costs little, each further
-  one more. Two effects that each grow with x multiply: co-runners take L3 capacity (the
-  instance misses more) and add memory traffic (each miss waits longer). On PackRat's CloudLab
-  socket this holds: fitted on k <= 8 concurrent instances it predicts k = 10 ... 16 within
-  -3.8 ... +1.6 % (tests/test_interference.py); a linear curve misses by up to -16 %;
-- beta >= 0 (instances do not speed each other up); a fit that would give beta < 0 gives 0.
-
-``fit`` estimates beta from the profile's points (each a measured slowdown with its two-level
-95 % CI): weighted least squares on s - 1 = beta x^2 with weights 1 / var(s), its standard error
-from those variances, inflated by the reduced chi-square when the points scatter more than their
-CIs say. ``predict`` gives a plan's latency with a 95 % interval that carries both
-uncertainties: each instance's alone latency (its cell's two-level CI) and the curve at its x
-(beta's standard error), combined on the log scale with Welch-Satterthwaite degrees of freedom;
-the plan's interval is [max_j low_j, max_j high_j]. The interval is for the plan's true median
-latency *if the model holds*; tests/test_interference.py checks its coverage by simulation.
-
-Pure logic, no I/O.
+``fit``: weighted least squares on s - 1 = beta x^2 (weights 1 / var(s)), its standard error
+inflated by the reduced chi-square when the points scatter more than their CIs say.
+``predict``: a plan's 95 % interval from each instance's alone CI and beta's error on the log
+scale (Welch-Satterthwaite), [max_j low_j, max_j high_j]; valid if the model holds (coverage
+simulated in tests/test_interference.py). Pure logic, no I/O.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
-"""PackRat's question from the user's own grid: for a total batch of B images and a budget of C
-physical cores, which ⟨instances, threads, batch⟩ minimises latency?
+"""PackRat's question from the user's own grid (Bhardwaj et al., ICML 2025, section 4): for B
+images on C physical cores, which k instances of t_j threads and b_j images (Σ t_j ≤ C,
+Σ b_j = B) minimise the predicted latency max_j L(t_j, b_j), L the measured ``sequential`` cells?
+Only measured points are used; a failed or absent one is reported in ``missing``, never
+interpolated. With the interference model: ``analysis.planner``.
 
-A configuration is k concurrent instances, instance j running t_j intra-op threads on its own
-t_j cores and b_j images, with Σ t_j ≤ C and Σ b_j = B (unequal splits allowed). Its predicted
-latency is max_j L(t_j, b_j), where L is the measured latency of the ``sequential`` cell with
-t_j threads and batch b_j (PackRat, Bhardwaj et al., ICML 2025, section 4: a dynamic programme
-over (cores, images)). Only measured (t, b) points are used: a point the grid has but whose
-cell failed or is absent is reported in ``missing``, never interpolated.
-
-Pure logic, no I/O: ``latency_table`` reads a cells table (``tables/cells.csv`` or PackRat's
-imported one), ``optimize`` runs the dynamic programme, ``brute_force`` enumerates every
-configuration (for tests). With the interference model: ``analysis.planner``.
-
-The dynamic programme, for the latency table L over measured points P:
-
-    f(c, 0) = 0;   f(c, n) = min over (t, b) in P, t <= c, b <= n of max(L(t, b), f(c - t, n - b))
-
-f(C, B) is the minimal predicted latency L*. Among the configurations reaching L* a second
-programme picks the fewest instances, then the fewest cores (both additive, so optimal
-substructure holds; a lexicographic tie-break inside the first programme would not).
+The dynamic programme: f(c, 0) = 0; f(c, n) = min over (t, b), t <= c, b <= n of
+max(L(t, b), f(c - t, n - b)). Among the configurations reaching f(C, B) a second programme
+picks the fewest instances, then the fewest cores (additive, so optimal substructure holds; a
+lexicographic tie-break inside the first programme would not).
 """
 
 from __future__ import annotations

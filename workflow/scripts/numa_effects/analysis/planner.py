@@ -1,24 +1,15 @@
-"""PackRat's question with interference (docs/packing.md, "Interference"): the best
-configurations of a latency table on a budget whose nodes slow their instances down
-(``Planner``), and the optimizer's rows for the plan (``choices``).
+"""PackRat's question with interference (docs/packing.md, "Interference"): ``Planner``, the best
+configurations of a latency table on a budget of nodes, and ``choices``, the plan's rows.
 
-With the interference model an instance's latency depends on the other busy cores of its node:
-L(t, b) s(n - t) when its node has n busy cores. For a fixed n that is a table of its own, so per
-node and per n a dynamic programme over (instances k, cores c, images m) with exactly n cores in
-use gives A_n[k][m], the least max-latency of k instances on that node serving m images:
+An instance on a node with n busy cores takes L(t, b) s(n - t): for a fixed n a table of its
+own, so per node and n a programme over (instances k, cores c, images m), vectorised over (c, m):
 
-    f_n[0][0][0] = 0;
-    f_n[k][c][m] = min over (t, b), t <= c, b <= m of
-                   max(L(t, b) s(n - t), f_n[k-1][c-t][m-b]);      A_n = f_n[.][n][.]
+    f_n[0][0][0] = 0;   f_n[k][c][m] = min over (t, b) of max(L(t, b) s(n - t), f_n[k-1][c-t][m-b])
 
-(vectorised over (c, m) with numpy). A node's best for (k, m) is the minimum over n; nodes are
-independent in the model, so a budget of several nodes combines them by a min-max fold over
-the split of instances and images. Then, for each instance count k, a second pass finds the
-fewest cores among the configurations reaching that latency (a min-plus fold of each node's
-fewest n with A_n <= the latency). The result per k is exact in (latency, cores), so the best
-configuration is the least (latency, k, cores), as ``optimize``'s; ``brute_force_nodes``
-enumerates every configuration and node assignment for the tests. An instance wider than every
-node of the budget (it straddles nodes) is only considered alone (k = 1, s = 1).
+gives A_n[k][m] = f_n[k][n][m]. Nodes are independent in the model, so a budget of several nodes
+folds their minima over n by min-max over the split of instances and images; a second pass (a
+min-plus fold of each node's fewest n with A_n <= the latency) finds the fewest cores per k. An
+instance wider than every node straddles nodes and is only considered alone (k = 1, s = 1).
 """
 
 from __future__ import annotations

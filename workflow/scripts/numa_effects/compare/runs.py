@@ -1,18 +1,7 @@
-"""The result folders a comparison reads (config key ``compare``, docs/comparing.md): a run is
-a result folder, measured here (``snakemake all``) or imported (config key ``import``): its
-``tables/cells.csv`` and ``machine.json``, the ``settings`` of its cell JSONs
-(``cells/.../r{k}.json``) when it has them, its peaks (``tables/peak.csv``) and its canary
-(``tables/samples.csv``). Folders are only read. The first run is the baseline; every other run
-is compared with it, cell by cell:
-
-- cells are matched on every key column (``plan.grid.KEYS``: an axis added to the grid joins
-  the match without an edit here) except the axes named in ``across`` (each with one value in
-  each run: the setting under test, e.g. an allocator axis); a cell of one run only is listed in
-  ``unmatched.csv``, never dropped silently (``pair``);
-- ``folder_problem``, ``pair_problem``: why a folder cannot be compared (the config check's
-  lines); ``matched_keys``: the matched cells, from which the figures are planned.
-
-The tables of the comparison: ``compare.tables`` and ``compare.provenance``."""
+"""The result folders a comparison reads (docs/comparing.md), only reading them: a run's
+``tables/cells.csv``, ``machine.json``, the ``settings`` of its cell JSONs, its peaks and its
+canary. Cells are matched on every key column (``plan.grid.KEYS``) but the axes compared across
+(``pair``); a cell of one run only goes to unmatched.csv, never dropped silently."""
 
 from __future__ import annotations
 
@@ -30,10 +19,7 @@ from numa_effects.plan import paths
 from numa_effects.plan.grid import KEYS, keyed
 from numa_effects.tables import speed, tidy
 
-CELLS = paths.table("cells")
-MACHINE = paths.MACHINE
-SAMPLES = paths.table("samples")
-PEAK = paths.table("peak")
+CELLS, MACHINE = paths.table("cells"), paths.MACHINE
 PEAK_KEYS = ["placement", "threads", "dtype"]
 REPLICATE_FILE = re.compile(r"r\d+\.json")
 # The cells.csv columns a comparison reads of each side (absent ones are empty).
@@ -67,17 +53,13 @@ class Run:
     cells: pd.DataFrame
     machine: dict
     settings: dict = field(default_factory=dict)  # setting -> sorted distinct values
-    peaks: pd.DataFrame | None = None  # its tables/peak.csv (ok rows), None without one
-    # its replicates with the canary (``speed.replicates`` of tables/samples.csv), None without
-    speed: pd.DataFrame | None = None
-
-
-# -- reading and checking folders ------------------------------------------------------------------
+    peaks: pd.DataFrame | None = None  # ``read_peaks``
+    speed: pd.DataFrame | None = None  # ``read_speed``
 
 
 def read_cells(path: Path):
-    """cells.csv with every key column: an axis added since the run (e.g. ``allocator``, or
-    PackRat's files) gets its default (``grid.fill_keys``), so older runs still match."""
+    """cells.csv with every key column: an axis added since the run gets its default (``keyed``),
+    so older runs still match."""
     return keyed(tidy.read(path))
 
 
@@ -111,10 +93,7 @@ def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str |
 def _settings(folder: Path) -> dict:
     """setting -> its distinct values over the run's cell JSONs (``settings`` of each)."""
     found: dict[str, set] = {}
-    root = folder / "cells"
-    if not root.is_dir():
-        return {}
-    for path in root.rglob("r*.json"):
+    for path in (folder / "cells").rglob("r*.json"):
         if not REPLICATE_FILE.fullmatch(path.name):
             continue
         try:
@@ -129,16 +108,14 @@ def _settings(folder: Path) -> dict:
 def read_run(
     folder: str | os.PathLike, label: str, settings: bool = True, shown: str | None = None
 ) -> Run:
-    """A result folder (``folder_problem`` says why one cannot be read); ``shown``: the folder
-    as the user gave it (``Run.folder``, in messages). Its cells are its measurements, each
-    once: a row reported from another cell's (``same_binding_as``) is left out, so no change
-    counts twice in the geometric means."""
+    """A result folder (``shown``: as the user gave it, for messages). A row reported from another
+    cell's measurement (``same_binding_as``) is left out, so no change counts twice."""
     why = folder_problem(folder, shown)
     if why:
         raise CompareError(why)
     p = Path(folder)
     cells = read_cells(p / CELLS)
-    if "same_binding_as" in cells:  # each measurement once: its second name repeats it
+    if "same_binding_as" in cells:
         cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
     for col in SIDE_COLUMNS:
         if col not in cells.columns:
@@ -157,18 +134,22 @@ def read_run(
     )
 
 
-def read_peaks(folder: Path) -> pd.DataFrame | None:
-    """The run's measured peaks (``tables/peak.csv``, status ok), or None: an import, a run
-    from before the peak table, or a table without the columns."""
-    path = folder / PEAK
+def _optional(path: Path, lacking: str, read=tidy.read) -> pd.DataFrame | None:
+    """An optional table, or None: absent, or broken (not a failed comparison: says so)."""
     if not path.is_file():
         return None
     try:
-        peaks = tidy.read(path)
-    except Exception as exc:  # a broken table is no peak, not a failed comparison: say so
-        print(f"{path}: not read, no peaks compared ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return read(path)
+    except Exception as exc:
+        print(f"{path}: not read, {lacking} ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
-    if not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
+
+
+def read_peaks(folder: Path) -> pd.DataFrame | None:
+    """The run's measured peaks (``tables/peak.csv``, status ok), or None: an import, a run
+    from before the peak table, or a table without the columns."""
+    peaks = _optional(folder / paths.table("peak"), "no peaks compared")
+    if peaks is None or not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
         return None
     if "status" in peaks.columns:
         peaks = peaks[peaks["status"].fillna("ok") == "ok"]
@@ -179,21 +160,15 @@ def read_peaks(folder: Path) -> pd.DataFrame | None:
     return peaks
 
 
+def _reps(path: Path) -> pd.DataFrame:
+    return speed.replicates(keyed(tidy.read(path)))
+
+
 def read_speed(folder: Path) -> pd.DataFrame | None:
     """The run's replicates with their canary (``speed.replicates`` of ``tables/samples.csv``),
     or None: an import, a run with ``canary: false`` or from before the canary."""
-    path = folder / SAMPLES
-    if not path.is_file():
-        return None
-    try:
-        reps = speed.replicates(keyed(tidy.read(path)))
-    except Exception as exc:  # as a broken peak table: no speed columns, and say so
-        print(
-            f"{path}: not read, no ratio at the reference speed ({type(exc).__name__}: {exc})",
-            file=sys.stderr,
-        )
-        return None
-    return None if reps.empty else reps.astype({"threads": int, "batch_size": int})
+    reps = _optional(folder / paths.table("samples"), "no ratio at the reference speed", _reps)
+    return None if reps is None or reps.empty else reps.astype({"threads": int, "batch_size": int})
 
 
 def match_keys(across=()) -> list[str]:
@@ -231,15 +206,11 @@ def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
         for k in on
         if not set(_values(baseline, k)) & set(_values(compared, k))
     ]
-    hint = (
-        f"; every cell differs in {' and '.join(apart)}: to compare across an axis, name it in "
-        "compare.across"
-        if apart
-        else ""
-    )
-    return (
-        f"{baseline.folder} and {compared.folder} have no cell in common on {', '.join(on)}{hint}"
-    )
+    why = f"{baseline.folder} and {compared.folder} have no cell in common on {', '.join(on)}"
+    if apart:
+        why += f"; every cell differs in {' and '.join(apart)}: to compare across an axis, name it"
+        why += " in compare.across"
+    return why
 
 
 def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
@@ -253,18 +224,11 @@ def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
     return runs
 
 
-# -- matching ------------------------------------------------------------------------------------
-
-
-def _side(run: Run) -> pd.DataFrame:
-    return run.cells[[*KEYS, *SIDE_COLUMNS]].copy()
-
-
 def pair(baseline: Run, compared: Run, across=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(matched cells: the baseline's columns with suffix ``_b``, the compared run's with ``_c``,
     the keys of the baseline; cells of one side only, with ``only_in``)."""
     on = match_keys(across)
-    b, c = _side(baseline), _side(compared)
+    b, c = (r.cells[[*KEYS, *SIDE_COLUMNS]].copy() for r in (baseline, compared))
     m = b.merge(c, on=on, how="outer", suffixes=("_b", "_c"), indicator=True)
     for axis in across:  # the key keeps the baseline's value; the compared one is beside it
         m[axis] = m[f"{axis}_b"].where(m["_merge"] != "right_only", m[f"{axis}_c"])

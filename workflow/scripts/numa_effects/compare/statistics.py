@@ -1,29 +1,14 @@
-"""The statistics of a comparison of runs (config key ``compare``): one cell measured by a
-baseline run and by a compared run (``run_ratio``, ``verdict``), and the geometric mean over the
-matched cells (``geomean_ratio``). The bottom layer, as ``stats``.
+"""The statistics of a comparison of runs (docs/comparing.md): one cell measured by two runs
+(``run_ratio``, ``verdict``) and the geometric mean over the matched cells (``geomean_ratio``).
 
-Each run measured the cell with its own replicates (independent processes) and recorded its
-two-level CI (``combine_replicates``: a t interval on the ln replicate medians, the cell's own
-variance moderated with the run's pooled process-level variance, ``PRIOR_DF``). The two runs'
-processes are independent, so ln(compared / baseline) has the variance se_b^2 + se_c^2, and the
-interval is the Welch-Satterthwaite one of ``log_ratio_interval`` -- the same model as the
-cells' and degradation.csv's CIs. Its level holds: the iterations inside each process, the
-process-to-process variation (memory layout, frequency, neighbours, drift between rounds) of
-each run. It does not hold what every process of one run shares (the machine's state that day,
-a changed setting): that is what a comparison of runs is meant to show.
-
-``significant``: the CI excludes 1. The verdict also asks for a minimum effect: ``slower`` or
-``faster`` when significant and the change is at least ``min_effect_pct`` (default 2 %),
-else ``no significant change``. Without a two-level CI on both sides (one process per cell
-and nothing to pool, PackRat's min/avg/max) nothing covers the process level, so no test is
-made (``not assessed``): a within-process interval would call most cells significant, as
-pooling iterations does (pyperf's t-test on all values; tests/test_stats.py).
-
-The geometric mean over cells (``geomean_ratio``) is exp(mean of the cells' ln ratios) with a
-t interval over the cells (n - 1 degrees of freedom): it treats the matched cells as a sample
-of cells, so it holds each cell's measurement noise and the differences between the cells'
-effects, and it needs no per-cell CI (each cell is its own process on each side: an imported
-PackRat pair has one too). It does not hold a shift shared by every cell of one run.
+The runs' processes are independent, so a cell's ln(compared / baseline) has the variance
+se_b^2 + se_c^2 of the two runs' two-level CIs (Welch-Satterthwaite, ``log_ratio_interval``, the
+cells' own model): it holds the iterations and the process-to-process variation of each run, not
+what every process of one run shares (the machine that day), which is the change shown. Without a
+two-level CI on both sides no test is made (``not assessed``): a within-process interval would
+call most cells significant, as pooling iterations does (tests/test_stats.py). The geometric
+mean's t interval treats the matched cells as a sample of cells (each its own process on each
+side), so it needs no per-cell CI.
 """
 
 from __future__ import annotations
