@@ -9,7 +9,7 @@ baseline (``plan.deploy.BASELINES``) are measured, a configuration asked for twi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.analysis import interference, packing
 from numa_effects.analysis.planner import Planner
@@ -29,12 +29,11 @@ class Instance:
     batch: int
     mem_nodes: tuple[int, ...]  # () = local allocation (no policy)
 
-    def to_dict(self) -> dict:
-        return {
-            "cpus": list(self.cpus),
-            "threads": self.threads,
-            "batch": self.batch,
-            "mem_nodes": list(self.mem_nodes),
+    def to_dict(self, topo: Topology) -> dict:
+        out = {**asdict(self), "cpus": list(self.cpus), "mem_nodes": list(self.mem_nodes)}
+        return out | {
+            "nodes": _nodes(topo, self),
+            "cores": len({topo.cpu(c).siblings for c in self.cpus}),
         }
 
 
@@ -50,33 +49,30 @@ class Config:
         the same binding in effect (local allocation on one node = bound to it)."""
 
         def mem(i: Instance) -> tuple:
-            nodes = tuple(sorted({topo.node_of(c) for c in i.cpus}))
+            nodes = tuple(_nodes(topo, i))
             return i.mem_nodes or (nodes if len(nodes) == 1 else ("local", *nodes))
 
         insts = sorted((tuple(sorted(i.cpus)), i.threads, i.batch, mem(i)) for i in self.instances)
         return (self.model, self.opt, self.allocator, tuple(insts))
 
-    def label(self) -> str:
-        return packing.label(self.instances)
-
-    def to_dict(self, topo: Topology | None = None) -> dict:
-        out = {
+    def to_dict(self, topo: Topology) -> dict:
+        insts = [i.to_dict(topo) for i in self.instances]
+        slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
+        args = launchers.run_cpu_args(slots, topo)
+        return {
             "model": self.model,
             "opt": self.opt,
             "allocator": self.allocator,
-            "label": self.label(),
-            "instances": [i.to_dict() for i in self.instances],
+            "label": packing.label(self.instances),
+            "instances": insts,
+            "nodes": sorted({n for d in insts for n in d["nodes"]}),
+            "run_cpu": f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else "",
+            "notes": launchers.notes(slots, topo),
         }
-        if topo is not None:
-            for d, i in zip(out["instances"], self.instances, strict=True):
-                d["nodes"] = sorted({topo.node_of(c) for c in i.cpus})
-                d["cores"] = len({topo.cpu(c).siblings for c in i.cpus})
-            out["nodes"] = sorted({topo.node_of(c) for i in self.instances for c in i.cpus})
-            slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
-            args = launchers.run_cpu_args(slots, topo)
-            out["run_cpu"] = f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else ""
-            out["notes"] = launchers.notes(slots, topo)
-        return out
+
+
+def _nodes(topo: Topology, i: Instance) -> list[int]:
+    return sorted({topo.node_of(c) for c in i.cpus})
 
 
 class Configs:
@@ -96,23 +92,21 @@ class Configs:
         return self.by_key[key]
 
 
-# -- the profiles --------------------------------------------------------------------------------
-
-
 SPREAD = "interleave"  # the placement whose cells describe an instance across nodes
 
 
 def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the grid's ``placement`` cells (the
-    isolated profiles: ``sequential``) that were measured (or imported), for the optimizations
-    and allocators searched."""
+    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells of
+    the optimizations and allocators searched."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
             table = packing.latency_table(cells, model, opt, placement, alloc)
             if table:
-                alone = packing.alone_table(cells, model, opt, placement, alloc)
-                out[(opt, alloc)] = (table, alone)
+                out[(opt, alloc)] = (
+                    table,
+                    packing.alone_table(cells, model, opt, placement, alloc),
+                )
     return out
 
 

@@ -36,11 +36,6 @@ class Instance:
     slowdown: float = 1.0  # s(x) of the interference model at the instance's co-runner cores
     node: int = 0  # index of its node among the budget's nodes (-1: it straddles nodes)
 
-    @property
-    def predicted_s(self) -> float:
-        """Its latency in the plan: alone latency x slowdown."""
-        return self.latency_s * self.slowdown
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -66,8 +61,7 @@ class Choice:
     @property
     def busy(self) -> tuple[int, ...]:
         """Busy cores per node of the budget (index order); straddling instances not counted."""
-        nodes = [i.node for i in self.instances if i.node >= 0]
-        out = [0] * (max(nodes) + 1 if nodes else 0)
+        out = [0] * (max(i.node for i in self.instances) + 1)
         for i in self.instances:
             if i.node >= 0:
                 out[i.node] += i.threads
@@ -132,18 +126,15 @@ class Choice:
 
 
 def label(instances) -> str:
-    """``2x(t1,b8)`` style: instances (with ``threads`` and ``batch``) grouped, in their order
-    (largest first in a ``Choice``)."""
+    """``2x(t1,b8)`` style: the instances grouped, in their order."""
     groups: dict[tuple[int, int], int] = {}
     for i in instances:
         groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
     return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
 
 
-# -- the latency table -------------------------------------------------------------------------
 def statistic(cells) -> str:
-    """The latency column used: the median, or the mean where no cell has a median (PackRat;
-    ``stats.table_statistic``)."""
+    """The latency column used: the median, or PackRat's mean (``stats.table_statistic``)."""
     col = stats.latency_column(stats.table_statistic(cells))
     if col not in cells.columns or not cells[col].notna().any():
         raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
@@ -151,19 +142,13 @@ def statistic(cells) -> str:
 
 
 def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
-    """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
-    allocator column is glibc's (``default``: ``grid.keyed``). ``allocator`` None: the run's
-    baseline (``plan.allocators.baseline`` of the table's), the one packing groups run with
-    (``plan.build.Plan.packing_job``)."""
+    """The ``ok`` cells of one (model, opt, placement, allocator); ``allocator`` None: the run's
+    baseline, the one packing groups run with (``plan.build.Plan.packing_job``)."""
     cells = grid.keyed(cells)
     if allocator is None:
         allocator = allocators.baseline(cells["allocator"])
-    sel = cells[
-        (cells["model"] == model)
-        & (cells["opt"] == opt)
-        & (cells["placement"] == placement)
-        & (cells["allocator"] == allocator)
-    ]
+    keys = ["model", "opt", "placement", "allocator"]
+    sel = cells[(cells[keys] == [model, opt, placement, allocator]).all(axis=1)]
     if "status" in sel.columns:
         sel = sel[sel["status"] == "ok"]
     return sel
@@ -172,9 +157,7 @@ def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None)
 def latency_table(
     cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
 ) -> dict:
-    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
-    ``allocator`` (None: the run's baseline allocator, which packing groups run with; a table
-    without the column is glibc's)."""
+    """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
     sel = ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:
         return {}
@@ -201,9 +184,7 @@ def missing_points(
 def alone_table(
     cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
 ) -> dict:
-    """{(threads, batch): interference.Alone} of the ``ok`` cells (of ``latency_table``):
-    latency (the table's statistic) and the cell's 95 % CI with its degrees of freedom where
-    the table has them."""
+    """{(threads, batch): interference.Alone} of ``latency_table``'s cells, with their CIs."""
     table = latency_table(cells, model, opt, placement, allocator)
     if not table:
         return {}
@@ -219,16 +200,11 @@ def alone_table(
         ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
         if df != df or df is None or df <= 0:
             df = math.inf  # a within-process (order-statistic) CI: normal quantile
-        out[key] = interference.Alone(
-            table[key],
-            float(lo) / 1e3 if ci_ok else math.nan,
-            float(hi) / 1e3 if ci_ok else math.nan,
-            float(df),
-        )
+        lo, hi = (float(v) / 1e3 if ci_ok else math.nan for v in (lo, hi))
+        out[key] = interference.Alone(table[key], lo, hi, float(df))
     return out
 
 
-# -- the optimizer -----------------------------------------------------------------------------
 def measured_points(table: Table, budget: int, total: int) -> list[tuple[int, int, float]]:
     return sorted(
         (t, b, lat)
@@ -244,11 +220,8 @@ def optimize(
     missing: Iterable[tuple[int, int]] = (),
     min_instances: int = 1,
 ) -> Choice | None:
-    """The configuration of minimal predicted latency for ``total`` images on ``budget``
-    cores, or None when no combination of measured points sums to ``total`` images.
-    ``min_instances`` = 2 asks for the best *split* (at least two instances): what the
-    ``packing`` benchmark measures when the fat instance wins, to test the prediction of
-    concurrent instances."""
+    """The configuration of least predicted latency for ``total`` images on ``budget`` cores
+    (None: no measured points sum to ``total``); ``min_instances`` = 2: the best split."""
     if budget < 1 or total < 1 or min_instances < 1:
         raise ValueError(
             f"budget, batch and min_instances must be >= 1, got {budget}, {total}, {min_instances}"
@@ -288,9 +261,8 @@ def optimize(
 
 
 def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tuple]:
-    """The second programme: fewest instances, then fewest cores, among the configurations of
-    the ``usable`` points (every one at most the least latency) on ``c`` cores serving ``n``
-    images with at least ``need`` instances: (instances, cores, the points chosen)."""
+    """The second programme: (instances, cores, the points chosen) of the fewest instances, then
+    cores, of the ``usable`` points on ``c`` cores, ``n`` images, at least ``need`` instances."""
 
     @cache
     def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
@@ -309,28 +281,3 @@ def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tup
         return out
 
     return fewest(c, n, need)
-
-
-def brute_force(
-    table: Table, budget: int, total: int, min_instances: int = 1
-) -> tuple[float, int, int] | None:
-    """(latency, instances, cores) of the best configuration of at least ``min_instances``
-    instances by enumerating every multiset of measured points; exponential, for tests on small
-    tables."""
-    points = measured_points(table, budget, total)
-    best: tuple[float, int, int] | None = None
-
-    def walk(start: int, cores: int, images: int, lat: float, k: int) -> None:
-        nonlocal best
-        if images == total and k >= min_instances:
-            cand = (lat, k, cores)
-            if best is None or cand < best:
-                best = cand
-            return
-        for i in range(start, len(points)):
-            t, b, pl = points[i]
-            if cores + t <= budget and images + b <= total:
-                walk(i, cores + t, images + b, max(lat, pl), k + 1)
-
-    walk(0, 0, 0, 0.0, 0)
-    return best

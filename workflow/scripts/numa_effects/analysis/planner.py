@@ -55,7 +55,6 @@ class Planner:
     def budget(self) -> int:
         return sum(self.caps)
 
-    # -- one node ----------------------------------------------------------------------------
     def _points(self, n: int) -> list[tuple[int, int, float]]:
         s = self.curve.s
         return sorted(
@@ -114,7 +113,6 @@ class Planner:
             C[A[n] <= target] = n
         return C
 
-    # -- nodes combined ------------------------------------------------------------------------
     @staticmethod
     def _fold(acc, vec, op, target=None):
         """Combine two nodes' (k, m) arrays: out[k][m] = min over ka + kb = k, ma + mb = m of
@@ -176,7 +174,6 @@ class Planner:
                 raise AssertionError("no step back in the packing programme")
         return out
 
-    # -- the answers ---------------------------------------------------------------------------
     def per_k(self, total: int, missing=()) -> dict[int, Choice]:
         """{k: the best configuration of exactly k instances} for ``total`` images: least
         predicted latency, then fewest cores."""
@@ -213,7 +210,7 @@ class Planner:
 
     def _choice(self, total, instances, fat, missing) -> Choice:
         inst = tuple(sorted(instances, reverse=True))
-        latency = max(i.predicted_s for i in inst)
+        latency = max(i.latency_s * i.slowdown for i in inst)
         lo = hi = math.nan
         if self.alone is not None:
             xs = interference.co_runners([i.threads for i in inst], [i.node for i in inst])
