@@ -64,7 +64,15 @@ def _pct(v) -> str:
     return "–" if np.isnan(f) else f"{f:+.1f} %"
 
 
-def machines_banner(machines: dict, labels: Sequence[str]) -> str:
+def _ratio_pct(ratio: float) -> str:
+    return _pct((ratio - 1.0) * 100.0)
+
+
+def _details(summary: str, table: pd.DataFrame, cols, tag: str = "details") -> str:
+    return f"<{tag}><summary>{summary}</summary>{data_table(table, cols)}</details>"
+
+
+def machines_banner(machines: dict) -> str:
     """A comparison across machines says so above everything else; one whose machines are not
     recorded (imports without a description) says that it cannot tell."""
     if machines.get("same") is False:
@@ -85,8 +93,7 @@ def machines_banner(machines: dict, labels: Sequence[str]) -> str:
 def _wide(provenance: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     if provenance.empty:
         return pd.DataFrame(columns=["category", "fact", *labels, "differs"])
-    p = provenance.copy()
-    p["run"] = p["run"].astype(str)
+    p = provenance.astype({"run": str})
     wide = p.pivot_table(
         index=["category", "fact"], columns="run", values="value", aggfunc="first", sort=False
     ).reset_index()
@@ -191,13 +198,9 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
     if summary.empty:
         return parts[0] + "<p>No matched cells.</p>"
     for run, s in summary.groupby("run", sort=False):
-        rows = s.to_dict("records")
-        parts.append(_sentence(rows[0], baseline))
+        parts.append(_sentence(s.to_dict("records")[0], baseline))
         cols = [c for c in SUMMARY_SHOWN if c in s]
-        parts.append(
-            f"<details><summary>summary.csv for {escape(run)} ({len(s)} scopes)</summary>"
-            f"{data_table(s, cols)}</details>"
-        )
+        parts.append(_details(f"summary.csv for {escape(run)} ({len(s)} scopes)", s, cols))
     parts.append(COVERS)
     na = compare[compare["verdict"] == compare_stats.NOT_ASSESSED]
     if not na.empty:
@@ -229,7 +232,7 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         # the kernels' time, compared / baseline (+ = slower, like latency)
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
         time = (ratio.astype(float) - 1.0) * 100.0
-        gm = (compare_stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
+        gm = compare_stats.geomean_ratio(ratio.tolist())["geomean"]
         cells = summary[(summary["run"] == run) & (summary["scope"] == compare_tables.ALL)]
         beside = (
             f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
@@ -239,13 +242,10 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
             f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
-            f"(geometric mean <b>{_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
+            f"(geometric mean <b>{_ratio_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
         )
-        cols = [c for c in p.columns if c not in ("baseline_run",)]
-        parts.append(
-            f"<details><summary>peaks.csv for {escape(run)} ({len(p)} rows)</summary>"
-            f"{data_table(p, cols)}</details>"
-        )
+        cols = [c for c in p.columns if c != "baseline_run"]
+        parts.append(_details(f"peaks.csv for {escape(run)} ({len(p)} rows)", p, cols))
     parts.append(PEAKS_WHY)
     return "".join(parts)
 
@@ -262,9 +262,8 @@ CANARY_WHY = (
 
 
 def canary_section(compare: pd.DataFrame) -> str:
-    """One sentence per compared run: how much slower its processes ran the canary, and the
-    cells' geometric mean change plain and at the baseline's reference speed (empty when no
-    matched cell has a ratio at the reference speed)."""
+    """Per compared run: the canary's change, and the cells' geometric mean change plain and at
+    the baseline's reference speed (empty without a ratio at the reference speed)."""
     if "speed_ratio" not in compare or not compare["speed_ratio"].notna().any():
         return ""
     parts = ['<h3 id="canary">The host\'s speed, as the canary saw it</h3>']
@@ -277,14 +276,12 @@ def canary_section(compare: pd.DataFrame) -> str:
         at = compare_stats.geomean_ratio(c["speed_ratio"].tolist())
 
         def pct(g):
-            return (
-                f"<b>{_pct((g['geomean'] - 1) * 100)}</b> "
-                f"(95 % CI {_pct((g['ci_low'] - 1) * 100)} … {_pct((g['ci_high'] - 1) * 100)})"
-            )
+            ci = f"{_ratio_pct(g['ci_low'])} … {_ratio_pct(g['ci_high'])}"
+            return f"<b>{_ratio_pct(g['geomean'])}</b> (95 % CI {ci})"
 
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline, over the {len(c)} cells both timed with the "
-            f"canary: the canary {_pct((canary['geomean'] - 1) * 100)} (+ = slower); the cells' "
+            f"canary: the canary {_ratio_pct(canary['geomean'])} (+ = slower); the cells' "
             f"latency {pct(plain)}, at the baseline's reference speed {pct(at)}.</p>"
         )
     parts.append(CANARY_WHY)
@@ -302,7 +299,7 @@ def unmatched_section(unmatched: pd.DataFrame) -> str:
     return (
         f"{head}<p>{len(unmatched)} cells have no match ({counts}): they are listed here, not "
         "compared (<code>tables/unmatched.csv</code>).</p>"
-        f"<details open><summary>unmatched cells</summary>{data_table(unmatched, cols)}</details>"
+        + _details("unmatched cells", unmatched, cols, "details open")
     )
 
 
@@ -317,14 +314,13 @@ def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> 
         for run in sorted({f.run for f in mine}):
             for fam in families.page_families(COMPARE_PAGE):
                 group = [f for f in mine if f.family == fam.name and f.run == run]
-                if not group:
-                    continue
-                body.append(
-                    f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
-                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(figure_html(f, figure_dir, page_dir) for f in group)
-                    + "</div>"
-                )
+                if group:
+                    body.append(
+                        f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
+                        f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
+                        + "".join(figure_html(f, figure_dir, page_dir) for f in group)
+                        + "</div>"
+                    )
     return "".join(body)
 
 
@@ -372,7 +368,7 @@ def cells_section(compare: pd.DataFrame, across) -> str:
     return (
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
         "(<code>tables/compare.csv</code> has every column).</p>"
-        f"<details><summary>table of matched cells</summary>{data_table(compare, cols)}</details>"
+        + _details("table of matched cells", compare, cols)
     )
 
 
@@ -389,8 +385,7 @@ def render(
     figure_dir: str,
     peaks: pd.DataFrame | None = None,
 ) -> str:
-    """The page. ``settings``: the resolved compare key (``compare.settings``); ``peaks``:
-    peaks.csv (``compare.tables.peak_table``)."""
+    """The page; ``settings``: ``compare.settings``, ``peaks``: ``compare.tables.peak_table``."""
     labels = list(settings["labels"])
     figs = [from_dict(d) for d in figure_list]
     facts = PageFacts(compare, pd.DataFrame(), [], False)
@@ -398,7 +393,7 @@ def render(
         _header(settings, compare),
         _nav(),
         "<main>",
-        machines_banner(machines, labels),
+        machines_banner(machines),
         differences_section(provenance, labels),
         summary_section(summary, compare, settings["baseline"]),
         peaks_section(peaks, summary),
