@@ -202,32 +202,3 @@ def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
     for t, n in zip(threads, nodes, strict=True):
         busy[n] = busy.get(n, 0) + t
     return [busy[n] - t for t, n in zip(threads, nodes, strict=True)]
-
-
-# -- validation: fit on part of the profile, predict the rest -----------------------------------
-
-
-def holdout(points: Sequence[Point], fit_on, weighted: bool = True) -> list[dict]:
-    """Fit on the points for which ``fit_on(point)`` is true and predict the others: one dict
-    per held-out point with ``x``, ``k``, ``measured``, ``predicted`` and ``error`` =
-    predicted / measured - 1 (of the slowdown, hence of the latency: the same alone latency
-    multiplies both)."""
-    train = [p for p in points if fit_on(p)]
-    curve = fit(train, weighted=weighted)
-    out = []
-    for p in points:
-        if fit_on(p):
-            continue
-        pred = curve.s(p.x)
-        out.append(
-            {
-                "x": p.x,
-                "k": p.k,
-                "threads": p.threads,
-                "measured": p.slowdown,
-                "predicted": pred,
-                "error": pred / p.slowdown - 1.0,
-                "curve": curve,
-            }
-        )
-    return out

@@ -26,7 +26,6 @@ from numa_effects.analysis.packing import (
     Table,
     alone_table,
     latency_table,
-    measured_points,
     missing_points,
     optimize,
 )
@@ -245,52 +244,6 @@ class Planner:
         latency (then fewer instances, fewer cores): the plans worth measuring."""
         got = sorted(self.per_k(total, missing).values(), key=lambda c: (c.latency_s, c.k, c.cores))
         return got[: max(0, int(n))]
-
-
-def brute_force_nodes(table: Table, caps, total: int, curve=None, min_instances: int = 1):
-    """(latency, instances, cores) of the best configuration with interference by enumerating
-    every multiset of measured points and every assignment of its instances to the budget's
-    nodes (an instance wider than every node only alone); exponential, for tests."""
-    curve = curve or interference.NONE
-    caps = tuple(caps)
-    budget = sum(caps)
-    points = measured_points(table, budget, total)
-    best = None
-
-    def consider(lat, k, cores):
-        nonlocal best
-        if k >= min_instances and (best is None or (lat, k, cores) < best):
-            best = (lat, k, cores)
-
-    def finish(chosen, j=0, nodes=()):
-        """Every assignment of the chosen instances to nodes that fits the nodes' cores."""
-        if j == len(chosen):
-            used = [0] * len(caps)
-            for (t, _, _), v in zip(chosen, nodes, strict=True):
-                used[v] += t
-            if all(u <= c for u, c in zip(used, caps, strict=True)):
-                lat = max(
-                    a * curve.s(used[v] - t) for (t, _, a), v in zip(chosen, nodes, strict=True)
-                )
-                consider(lat, len(chosen), sum(used))
-            return
-        for v in range(len(caps)):
-            finish(chosen, j + 1, (*nodes, v))
-
-    def walk(start, cores, images, chosen):
-        if images == total:
-            finish(chosen)
-            return
-        for i in range(start, len(points)):
-            t, b, lat = points[i]
-            if t <= max(caps) and cores + t <= budget and images + b <= total:
-                walk(i, cores + t, images + b, [*chosen, (t, b, lat)])
-
-    walk(0, 0, 0, [])
-    for t, b, lat in points:  # wider than every node: alone only
-        if t > max(caps) and b == total:
-            consider(lat, 1, t)
-    return best
 
 
 def choices(
