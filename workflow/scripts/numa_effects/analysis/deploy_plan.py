@@ -139,9 +139,6 @@ def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
     )
 
 
-# -- predictions ---------------------------------------------------------------------------------
-
-
 # PackRat's dynamic programme over (cores, images) up to this many cores x images; beyond it (a
 # large batch on a large server) the search takes k identical instances (below), which is what
 # a deployment runs and what the programme finds there as well
@@ -244,6 +241,13 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
     return sorted(out, key=lambda x: -x[0])
 
 
+def predictions(row: dict, prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
+    """The objective row's predictions, best first."""
+    if row["objective"] == deploy.LATENCY:
+        return latency_predictions(prof, curves, topo, s, model, row["batch"])
+    return throughput_predictions(prof, curves, topo, s, model, cells)
+
+
 def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
     """{(threads, batch): p99 / median} of the cells: a request's tail relative to its median."""
     sel = packing.ok_cells(cells, model, opt, BASELINE_PLACEMENT, alloc)
@@ -253,9 +257,6 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
         if med == med and p99 == p99 and med > 0:
             out[(int(r.threads), int(r.batch_size))] = float(p99) / float(med)
     return out
-
-
-# -- the baselines ---------------------------------------------------------------------------------
 
 
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
@@ -301,22 +302,15 @@ def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str,
     key = (EAGER, fallback)
     if key not in prof:
         return None, [f"no isolated profile of float32 eager with {fallback} in the grid"]
-    one = {key: prof[key]}
     quiet = {(model, EAGER): interference.NONE}
     plain = {**s, "candidates": 1, "latency_bound_ms": None}
-    if row["objective"] == deploy.LATENCY:
-        preds = latency_predictions(one, quiet, topo, plain, model, row["batch"])
-    else:
-        preds = throughput_predictions(one, quiet, topo, plain, model, None)
+    preds = predictions(row, {key: prof[key]}, quiet, topo, plain, model, None)
     if not preds:
         return None, ["no configuration of measured cells serves it"]
     got = place(topo, preds[0][5], s["use_smt"])
     if isinstance(got, str):
         return None, [got]
     return Config(model, EAGER, fallback, got), ["isolated profiles, no interference"]
-
-
-# -- the plan --------------------------------------------------------------------------------------
 
 
 def _candidate(configs: Configs, model: str, pred, topo: Topology, s: dict) -> dict | None:
@@ -376,22 +370,17 @@ def predict(
         x = max(busy[n] - i.threads // len(on) for n in on)
         parts.append(interference.instance_interval(a, x, curve))
     basis = "" if key == (config.opt, config.allocator) else f"predicted from {key[0]}/{key[1]}"
-    if objective == deploy.LATENCY:
-        value = max(v for v, _, _ in parts)
-        lo, hi = max(p[1] for p in parts), max(p[2] for p in parts)
-    else:
-        value = sum(i.batch / v for i, (v, _, _) in zip(config.instances, parts, strict=True))
-        lo = sum(i.batch / p[2] for i, p in zip(config.instances, parts, strict=True))
-        hi = sum(i.batch / p[1] for i, p in zip(config.instances, parts, strict=True))
+    if objective != deploy.LATENCY:  # images per second: the slow bound gives the low rate
+        per = zip(config.instances, parts, strict=True)
+        parts = [(i.batch / v, i.batch / hi, i.batch / lo) for i, (v, lo, hi) in per]
+    agg = max if objective == deploy.LATENCY else sum
+    value, lo, hi = (agg(column) for column in zip(*parts, strict=True))
     return {"predicted": value, "predicted_low": lo, "predicted_high": hi, "basis": basis}
 
 
 def objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread=None) -> dict:
     """One objective row of the plan: its candidates (predicted, best first) and baselines."""
-    if row["objective"] == deploy.LATENCY:
-        preds = latency_predictions(prof, curves, topo, s, model, row["batch"])
-    else:
-        preds = throughput_predictions(prof, curves, topo, s, model, cells)
+    preds = predictions(row, prof, curves, topo, s, model, cells)
     cands, seen = [], set()
     for pred in preds:
         if len(cands) >= s["candidates"] or (cands and not close(preds[0], pred, row)):

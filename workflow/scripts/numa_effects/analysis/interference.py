@@ -24,9 +24,8 @@ from numa_effects.stats import CONFIDENCE, log_se, t_quantile
 
 @dataclass(frozen=True)
 class Point:
-    """One measured slowdown: instances of ``threads`` threads with ``x`` other busy cores on
-    their node ran ``slowdown`` times slower than one instance alone; ``ci_low``/``ci_high``
-    its 95 % CI (NaN: none), ``df`` the CI's degrees of freedom (inf: normal)."""
+    """One measured slowdown of instances with ``x`` other busy cores on their node, with its
+    95 % CI (NaN: none) and the CI's degrees of freedom (inf: normal)."""
 
     x: int
     slowdown: float
@@ -101,9 +100,8 @@ NONE = Curve()
 
 
 def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
-    """beta of s(x) = 1 + beta x^2 by least squares on the points with x > 0 (see the module
-    docstring); ``NONE`` without any. Points at x = 0 (instances alone on their node while others
-    ran on another node) say nothing about beta: they test the nodes' independence."""
+    """beta of s(x) = 1 + beta x^2 on the points with x > 0 (``NONE`` without any): points at
+    x = 0 (alone on their node, others on another) test the nodes' independence, not beta."""
     pts = [p for p in points if p.x > 0 and p.slowdown == p.slowdown and p.slowdown > 0]
     if not pts:
         return NONE
@@ -131,9 +129,6 @@ def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
     return Curve(beta=max(0.0, beta), se_beta=se, df=df, points=n, method=method)
 
 
-# -- a plan's latency ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Alone:
     """An instance's alone latency (its cell) with the cell's 95 % CI and its degrees of
@@ -156,8 +151,6 @@ class Prediction:
     latency_s: float  # max_j L_j s(x_j)
     ci_low_s: float
     ci_high_s: float
-    alone_s: float  # max_j L_j: the prediction without interference
-    slowdowns: tuple[float, ...]  # s(x_j) per instance
 
 
 def instance_interval(
@@ -187,13 +180,7 @@ def predict(
     if not instances:
         raise ValueError("a plan has at least one instance")
     per = [instance_interval(a, x, curve, confidence) for a, x in instances]
-    return Prediction(
-        latency_s=max(v for v, _, _ in per),
-        ci_low_s=max(lo for _, lo, _ in per),
-        ci_high_s=max(hi for _, _, hi in per),
-        alone_s=max(a.latency_s for a, _ in instances),
-        slowdowns=tuple(curve.s(x) for _, x in instances),
-    )
+    return Prediction(*(max(column) for column in zip(*per, strict=True)))
 
 
 def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
