@@ -19,27 +19,17 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from numa_effects.analysis import interference
-from numa_effects.analysis.packing import (
-    Choice,
-    Instance,
-    Table,
-    alone_table,
-    latency_table,
-    missing_points,
-    optimize,
-)
+from numa_effects.analysis import interference, packing
 
 INF = math.inf
 
 
 class Planner:
     """The best configurations of one latency table on one budget: ``caps`` = the cores of each
-    of the budget's nodes (``budget_nodes``), ``curve`` the interference model (None: s = 1),
-    ``alone`` {(t, b): interference.Alone} for the intervals (None: no intervals), ``max_batch``
-    the largest total batch that will be asked for."""
+    of its nodes, ``curve`` None: s = 1, ``alone`` {(t, b): interference.Alone} for the
+    intervals (None: none), ``max_batch`` the largest total batch asked for."""
 
-    def __init__(self, table: Table, caps, curve=None, alone=None, max_batch: int = 1):
+    def __init__(self, table: packing.Table, caps, curve=None, alone=None, max_batch: int = 1):
         self.table = {k: float(v) for k, v in table.items() if math.isfinite(v) and v > 0}
         self.caps = tuple(int(c) for c in caps if int(c) > 0)
         if not self.caps:
@@ -55,15 +45,8 @@ class Planner:
         return sum(self.caps)
 
     def _points(self, n: int) -> list[tuple[int, int, float]]:
-        s = self.curve.s
-        return sorted(
-            (
-                (t, b, lat * s(n - t))
-                for (t, b), lat in self.table.items()
-                if t <= n and b <= self.M
-            ),
-            reverse=True,
-        )
+        pts = [(t, b, lat * self.curve.s(n - t)) for (t, b), lat in self.table.items() if t <= n]
+        return sorted((p for p in pts if p[1] <= self.M), reverse=True)
 
     def _dp(self, n: int):
         """f_n[k][c][m] for n busy cores on the node (the latencies scaled by s(n - t)): the
@@ -93,9 +76,8 @@ class Planner:
         A[0][0, 0] = 0.0
         for n in range(1, cap + 1):
             f, _ = self._dp(n)
-            a = np.full((K + 1, self.M + 1), INF)
-            a[: f.shape[0]] = f[:, n, :]
-            A[n] = a
+            A[n] = np.full((K + 1, self.M + 1), INF)
+            A[n][: f.shape[0]] = f[:, n, :]
         V = np.full((K + 1, self.M + 1), INF)
         Vn = np.zeros((K + 1, self.M + 1), dtype=int)
         for n in range(0, cap + 1):  # ascending, strictly better: ties go to fewer cores
@@ -159,39 +141,39 @@ class Planner:
             parts.append(per[::-1])
         return np.asarray(values), parts
 
-    def _backtrack(self, n: int, k: int, m: int, target: float, node: int) -> list[Instance]:
+    def _backtrack(
+        self, n: int, k: int, m: int, target: float, node: int
+    ) -> list[packing.Instance]:
         f, pts = self._dp(n)
         out, c = [], n
         while k > 0:
             for t, b, lat in pts:
                 if t <= c and b <= m and lat <= target and f[k - 1, c - t, m - b] <= target:
                     alone = self.table[(t, b)]
-                    out.append(Instance(t, b, alone, lat / alone, node))
+                    out.append(packing.Instance(t, b, alone, lat / alone, node))
                     k, c, m = k - 1, c - t, m - b
                     break
             else:  # pragma: no cover - f[k][c][m] <= target guarantees a step
                 raise AssertionError("no step back in the packing programme")
         return out
 
-    def per_k(self, total: int, missing=()) -> dict[int, Choice]:
+    def per_k(self, total: int, missing=()) -> dict[int, packing.Choice]:
         """{k: the best configuration of exactly k instances} for ``total`` images: least
         predicted latency, then fewest cores."""
         if not 1 <= total <= self.M:
             raise ValueError(f"total batch {total} outside 1..{self.M}")
         caps = self.caps
-        arrays = [self._node(c)[1] for c in caps]
-        op_max, op_add = np.maximum, np.add
-        lat, _ = self._combine(arrays, op_max, total)
-        out: dict[int, Choice] = {}
+        lat, _ = self._combine([self._node(c)[1] for c in caps], np.maximum, total)
+        out: dict[int, packing.Choice] = {}
         fat = self.table.get((self.budget, total), math.nan)
         for k in range(1, len(lat)):
             target = float(lat[k])
             if not math.isfinite(target):
                 continue
             cores = [self._fewest_cores(c, target) for c in caps]
-            fewest, parts = self._combine(cores, op_add, total)
+            fewest, parts = self._combine(cores, np.add, total)
             assert math.isfinite(fewest[k]), "the second pass reaches the first one's optimum"
-            instances: list[Instance] = []
+            instances: list[packing.Instance] = []
             for node, ((kv, mv), cv) in enumerate(zip(parts[k], cores, strict=True)):
                 if kv == 0:
                     continue
@@ -202,12 +184,12 @@ class Planner:
             lat1 = self.table.get((t, total))
             if lat1 is None:
                 continue
-            cand = self._choice(total, [Instance(t, total, lat1, 1.0, -1)], fat, missing)
+            cand = self._choice(total, [packing.Instance(t, total, lat1, 1.0, -1)], fat, missing)
             if 1 not in out or (cand.latency_s, cand.cores) < (out[1].latency_s, out[1].cores):
                 out[1] = cand
         return dict(sorted(out.items()))
 
-    def _choice(self, total, instances, fat, missing) -> Choice:
+    def _choice(self, total, instances, fat, missing) -> packing.Choice:
         inst = tuple(sorted(instances, reverse=True))
         latency = max(i.latency_s * i.slowdown for i in inst)
         lo = hi = math.nan
@@ -220,7 +202,7 @@ class Planner:
                 got.append((a, x))
             pred = interference.predict(got, self.curve)
             lo, hi = pred.ci_low_s, pred.ci_high_s
-        return Choice(
+        return packing.Choice(
             budget=self.budget,
             batch=total,
             instances=inst,
@@ -232,14 +214,14 @@ class Planner:
             ci_high_s=hi,
         )
 
-    def optimize(self, total: int, missing=(), min_instances: int = 1) -> Choice | None:
+    def optimize(self, total: int, missing=(), min_instances: int = 1) -> packing.Choice | None:
         """The least (predicted latency, instances, cores) configuration, or None."""
         got = [c for k, c in self.per_k(total, missing).items() if k >= min_instances]
         if not got:
             return None
         return min(got, key=lambda c: (c.latency_s, c.k, c.cores))
 
-    def candidates(self, total: int, n: int, missing=()) -> list[Choice]:
+    def candidates(self, total: int, n: int, missing=()) -> list[packing.Choice]:
         """The ``n`` best of the best configurations of each instance count, by predicted
         latency (then fewer instances, fewer cores): the plans worth measuring."""
         got = sorted(self.per_k(total, missing).values(), key=lambda c: (c.latency_s, c.k, c.cores))
@@ -258,18 +240,15 @@ def choices(
     curve=None,
     measure: int = 1,
 ) -> list[dict]:
-    """One row per (budget, batch): the best configuration by the prediction with interference
-    (``Choice.to_dict``; ``curve`` None = alone latencies only) with ``candidates``, the
-    ``measure`` best configurations of distinct instance counts (``Planner.candidates``, the
-    best first), ``alone_plan``, the plan ``optimize`` picks from the alone latencies (what this
-    pipeline recommended before interference was measured), and ``curve``; or a row with
-    ``instances: []`` and the reason when no configuration of measured points exists.
-    ``caps``: {budget: the cores of each of its nodes} (``budget_nodes``; None = one node)."""
+    """One row per (budget, batch): the best configuration predicted with interference (``curve``
+    None: alone latencies) with the ``measure`` best ``candidates`` of distinct instance counts
+    and ``alone_plan``, ``optimize``'s from the alone latencies; or ``instances: []`` and the
+    reason. ``caps``: {budget: the cores of each of its nodes} (None = one node)."""
     curve = curve or interference.NONE
-    table = latency_table(cells, model, opt)
-    alone = alone_table(cells, model, opt)
+    table = packing.latency_table(cells, model, opt)
+    alone = packing.alone_table(cells, model, opt)
     batch_sizes = sorted({int(b) for b in batch_sizes})
-    missing = missing_points(table, threads, batch_sizes)
+    missing = packing.missing_points(table, threads, batch_sizes)
     rows = []
     for c in sorted(set(budget_cores)):
         node_caps = list((caps or {}).get(c, [c]))
@@ -278,28 +257,13 @@ def choices(
             base = {"model": model, "opt": opt, "curve": curve.to_dict(), "caps": node_caps}
             cands = planner.candidates(b, max(1, int(measure)), missing) if planner else []
             if not cands:
-                rows.append(
-                    {
-                        **base,
-                        "budget": c,
-                        "batch": b,
-                        "instances": [],
-                        "candidates": [],
-                        "missing": [list(p) for p in missing],
-                        "reason": "no combination of measured (threads, batch) points "
-                        f"serves {b} images on {c} cores",
-                    }
-                )
+                why = f"no combination of measured (threads, batch) points serves {b} images"
+                none = {"budget": c, "batch": b, "instances": [], "candidates": []}
+                missed = [list(p) for p in missing]
+                rows.append(base | none | {"missing": missed, "reason": f"{why} on {c} cores"})
                 continue
-            old = optimize(table, c, b, missing)
-            rows.append(
-                {
-                    **base,
-                    **cands[0].to_dict(),
-                    "candidates": [x.to_dict() for x in cands],
-                    "alone_plan": (
-                        {"label": old.label(), "latency_s": old.latency_s} if old else None
-                    ),
-                }
-            )
+            old = packing.optimize(table, c, b, missing)
+            alone_plan = {"label": old.label(), "latency_s": old.latency_s} if old else None
+            more = {"candidates": [x.to_dict() for x in cands], "alone_plan": alone_plan}
+            rows.append(base | cands[0].to_dict() | more)
     return rows

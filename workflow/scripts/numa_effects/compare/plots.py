@@ -1,10 +1,9 @@
-"""The comparison page's figures (config key ``compare``, docs/comparing.md), drawn from
-``compare/<name>/tables/compare.csv`` (``compare.tables``) and registered with ``@drawer``
-for the registry's Comparison families: a forest plot of every matched cell's change with its
-CI, and a heatmap of the % change over threads x batch size. Imported by ``plots`` (which
-draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``drawing``'s."""
+"""The comparison page's figures (docs/comparing.md) from compare.csv, registered with
+``@drawer``: a forest plot of every matched cell's change, and a heatmap of the % change."""
 
 from __future__ import annotations
+
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,13 +14,7 @@ from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import (
-    clipped_note,
-    footnote,
-    heatmap_grid,
-    subtitle,
-    titles,
-)
+from numa_effects.report.drawing import clipped_note, footnote, heatmap_grid, subtitle, titles
 from numa_effects.report.metrics import Metric
 from numa_effects.report.style import color_limit, opt_label
 
@@ -34,6 +27,8 @@ VERDICT_COLORS = {
 }
 MAX_LABELLED_ROWS = 80  # above this a forest plot labels every other row
 ACROSS_SUFFIX = "_compared"
+CI_BAR = {"fmt": "none", "elinewidth": 1.2, "capsize": 2}
+EDGE_LABEL = {"textcoords": "offset points", "va": "center", "fontsize": 7}
 
 
 def _row_label(r: dict, across: list[str]) -> str:
@@ -86,7 +81,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     notes = _forest_notes(d, ok, beyond) + (
         ["Every other row is labelled (too many to label all)."] if step > 1 else []
     )
-    footnote(ax, [_wrap(t) for t in notes])
+    footnote(ax, [textwrap.fill(t, 110) for t in notes])
     return fig
 
 
@@ -99,15 +94,8 @@ def _verdict_points(ax, pct, lo, hi, y, verdicts) -> None:
             continue
         has_ci = m & ~np.isnan(lo)
         if has_ci.any():
-            ax.errorbar(
-                pct[has_ci],
-                y[has_ci],
-                xerr=np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]])),
-                fmt="none",
-                ecolor=color,
-                elinewidth=1.2,
-                capsize=2,
-            )
+            err = np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]]))
+            ax.errorbar(pct[has_ci], y[has_ci], xerr=err, ecolor=color, **CI_BAR)
         hollow = v == compare_stats.NOT_ASSESSED
         ax.plot(
             pct[m],
@@ -135,16 +123,12 @@ def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
 
 
 def _forest_notes(d, ok, beyond: int) -> list[str]:
-    """What the forest plot does not show as a point: cells not assessed, with no value, or
-    beyond the clipped axis."""
+    """What the forest plot does not show as a point."""
     notes = []
     if (ok["verdict"].astype(str) == compare_stats.NOT_ASSESSED).any():
         why = ok.loc[ok["verdict"] == compare_stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
-        notes.append(
-            "Hollow, no interval: not assessed"
-            + (f" ({why.iloc[0]})" if not why.empty else "")
-            + "."
-        )
+        note = f" ({why.iloc[0]})" if not why.empty else ""
+        notes.append(f"Hollow, no interval: not assessed{note}.")
     no_value = d[d["status"] != "ok"]
     if not no_value.empty:
         counts = ", ".join(f"{k} {s}" for s, k in no_value["status"].value_counts().items())
@@ -159,9 +143,8 @@ def _forest_notes(d, ok, beyond: int) -> list[str]:
 
 
 def _clip_axis(ax, pct, lo, hi, y) -> int:
-    """Clip the x axis when a few outliers would squash every other cell (``style.color_limit``:
-    the 95th percentile of |change| when the largest is over twice it); cells beyond are drawn
-    at the edge with their value. Returns how many."""
+    """Clip the x axis where a few outliers would squash every other cell (``color_limit``); cells
+    beyond are drawn at the edge with their value. Returns how many."""
     vmax, extend = color_limit(pct)
     if extend != "both":
         return 0
@@ -174,22 +157,8 @@ def _clip_axis(ax, pct, lo, hi, y) -> int:
         edge, marker, ha = (right + pad, ">", "right") if x > right else (left - pad, "<", "left")
         ax.plot([edge], [yy], marker=marker, color="0.2", markersize=6, clip_on=False)
         shift = -8 if ha == "right" else 8
-        ax.annotate(
-            f"{x:+.0f} %",
-            (edge, yy),
-            textcoords="offset points",
-            xytext=(shift, 0),
-            ha=ha,
-            va="center",
-            fontsize=7,
-        )
+        ax.annotate(f"{x:+.0f} %", (edge, yy), xytext=(shift, 0), ha=ha, **EDGE_LABEL)
     return int(out.sum())
-
-
-def _wrap(text: str, width: int = 110) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
 
 
 @drawer("compare_heatmap")
