@@ -19,6 +19,15 @@ from numa_effects.compare.runs import PEAK_KEYS, Run, pair
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import speed
 
+SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
+    "speed_ratio": "ratio",
+    "speed_ratio_ci_low": "ci_low",
+    "speed_ratio_ci_high": "ci_high",
+    "speed_ci_df": "df",
+}
+# the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
+SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
+REPLICATE_COLUMNS = [f"{n}_{side}{u}" for n, u in SIDES for side in ("baseline", "compared")]
 # compare.csv: run, baseline_run, the key columns (and <axis>_compared), then these.
 COMPARE_COLUMNS = [
     "latency_statistic",
@@ -42,25 +51,11 @@ COMPARE_COLUMNS = [
     "status_compared",
     "contended",
     "noisy",
-    "replicates_baseline",
-    "replicates_compared",
-    "replicate_medians_baseline_ms",
-    "replicate_medians_compared_ms",
-    "between_sd_baseline_pct",
-    "between_sd_compared_pct",
+    *REPLICATE_COLUMNS,
     "iteration_ranges_overlap",
-    "speed_ratio",
-    "speed_ratio_ci_low",
-    "speed_ratio_ci_high",
-    "speed_ci_df",
+    *SPEED,
     "canary_change_pct",
 ]
-SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
-    "speed_ratio": "ratio",
-    "speed_ratio_ci_low": "ci_low",
-    "speed_ratio_ci_high": "ci_high",
-    "speed_ci_df": "df",
-}
 SUMMARY_COLUMNS = [
     "run",
     "baseline_run",
@@ -93,9 +88,6 @@ PEAK_COLUMNS = [
     "peak_compared_gflop_per_s",
     "peak_change_pct",
 ]
-
-# the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
-SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 
 
 def compare_columns(across=()) -> list[str]:
@@ -164,12 +156,10 @@ def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
 
 def _note(row: dict) -> str:
     """Why a matched cell with a value on both sides has no CI."""
-    for s in ("_b", "_c"):
-        if str(row.get(f"source{s}") or "").startswith("imported"):
-            return PACKRAT_NOTE
-    for s in ("_b", "_c"):
-        if row.get(f"ci_method{s}") == "within-process":
-            return ONE_PROCESS_NOTE
+    if any(str(row.get(f"source{s}") or "").startswith("imported") for s in ("_b", "_c")):
+        return PACKRAT_NOTE
+    if "within-process" in (row.get("ci_method_b"), row.get("ci_method_c")):
+        return ONE_PROCESS_NOTE
     if not (_num(row.get("latency_median_ms_b")) > 0 and _num(row.get("latency_median_ms_c")) > 0):
         return "one side has no median (only the mean): no CI and no test"
     return "one side has no two-level CI (cells.csv without ci_method or ci_df): no test"
@@ -180,8 +170,9 @@ def _either(a, b) -> bool:
 
 
 def _overlap(row: dict) -> bool | None:
-    lo_b, hi_b = _num(row.get("latency_min_ms_b")), _num(row.get("latency_max_ms_b"))
-    lo_c, hi_c = _num(row.get("latency_min_ms_c")), _num(row.get("latency_max_ms_c"))
+    lo_b, hi_b, lo_c, hi_c = (
+        _num(row.get(f"latency_{m}_ms_{x}")) for x in "bc" for m in ("min", "max")
+    )
     if any(math.isnan(v) for v in (lo_b, hi_b, lo_c, hi_c)):
         return None
     return bool(lo_c <= hi_b and lo_b <= hi_c)
@@ -192,9 +183,8 @@ def _pct(r: float) -> float:
 
 
 def _statuses(row: dict) -> tuple[str, str, str, str]:
-    """(the latency statistic, the baseline's status, the compared cell's, the pair's): the
-    median where every cell with a value has one, else the mean (PackRat's); a cell ``ok`` but
-    with no value of that statistic is ``missing``."""
+    """(latency statistic, baseline's status, compared cell's, the pair's): the median where
+    every cell with a value has one, else PackRat's mean; ``ok`` without that value: ``missing``."""
     sb, sc = _status(row, "_b"), _status(row, "_c")
     medians = [row[f"latency_median_ms{x}"] for x, st in (("_b", sb), ("_c", sc)) if st == "ok"]
     stat = stats.latency_statistic(medians or [math.nan], every=True)
@@ -246,14 +236,8 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     method = stats.ratio_ci_method(stat, row.get("ci_method_b"), row.get("ci_method_c"))
     if method == stats.TWO_LEVEL and cb and cc:
         r = compare_stats.run_ratio(cb, cc)
-        out.update(
-            ratio=r["ratio"],
-            ratio_ci_low=r["ci_low"],
-            ratio_ci_high=r["ci_high"],
-            ci_df=r["ci_df"],
-            ci_method=method,
-            significant=r["significant"],
-        )
+        out.update(ratio=r["ratio"], ratio_ci_low=r["ci_low"], ratio_ci_high=r["ci_high"])
+        out.update(ci_df=r["ci_df"], ci_method=method, significant=r["significant"])
     else:
         out["ci_note"] = _note(row)
     out["verdict"] = compare_stats.verdict(out["ratio"], out["significant"], min_effect_pct)
@@ -263,7 +247,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
 def compare_table(
     runs: list[Run], min_effect_pct: float = compare_stats.MIN_EFFECT_PCT, across=()
 ) -> pd.DataFrame:
-    """compare.csv: every compared run against the first (see the module docstring)."""
+    """compare.csv: every compared run against the first."""
     rows = []
     for run in runs[1:]:
         both, _ = pair(runs[0], run, across)
@@ -290,9 +274,8 @@ def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
 
 
 def peak_table(runs: list[Run]) -> pd.DataFrame:
-    """peaks.csv: per compared run, the peaks measured in both runs (placement, threads, data
-    type) and ``peak_change_pct`` = compared / baseline - 1 (+ = the compared run's kernels ran
-    faster); empty where either run has no peak table."""
+    """peaks.csv: per compared run, the peaks both runs measured and ``peak_change_pct`` =
+    compared / baseline - 1 (+ = the compared run's kernels ran faster)."""
     frames = []
     base = runs[0].peaks
     for run in runs[1:]:
