@@ -25,12 +25,7 @@ REPLICATE_FILE = re.compile(r"r\d+\.json")
 # The cells.csv columns a comparison reads of each side (absent ones are empty).
 SIDE_COLUMNS = (
     "status",
-    "latency_median_ms",
-    "latency_mean_ms",
-    "latency_min_ms",
-    "latency_max_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
+    *(f"latency_{s}_ms" for s in ("median", "mean", "min", "max", "ci_low", "ci_high")),
     "ci_df",
     "ci_method",
     "replicates",
@@ -123,15 +118,8 @@ def read_run(
     cells["status"] = cells["status"].fillna("ok")
     cells = cells.astype({"threads": int, "batch_size": int})
     machine = json.loads((p / MACHINE).read_text())
-    return Run(
-        shown or str(folder),
-        label,
-        cells,
-        machine,
-        _settings(p) if settings else {},
-        read_peaks(p),
-        read_speed(p),
-    )
+    found = _settings(p) if settings else {}
+    return Run(shown or str(folder), label, cells, machine, found, read_peaks(p), read_speed(p))
 
 
 def _optional(path: Path, lacking: str, read=tidy.read) -> pd.DataFrame | None:

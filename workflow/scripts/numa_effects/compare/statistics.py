@@ -20,33 +20,19 @@ import numpy as np
 
 from numa_effects.stats import CONFIDENCE, log_ratio_interval, present, t_quantile
 
-FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED = (
-    "faster",
-    "slower",
-    "no significant change",
-    "not assessed",
-)
+FASTER, SLOWER = "faster", "slower"
+NO_CHANGE, NOT_ASSESSED = "no significant change", "not assessed"
+CI = tuple[float, float, float]  # a run's two-level CI of a cell: (ci_low, ci_high, ci_df)
 MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
 
 
-def run_ratio(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
-) -> dict:
-    """compared / baseline of one cell measured by two runs, from each run's two-level CI
-    ``(ci_low, ci_high, ci_df)`` (see above): ``ratio`` (the ratio of the cells' medians, the
-    geometric means of their replicate medians), ``ci_low``, ``ci_high``, ``ci_df``
-    (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
+def run_ratio(baseline: CI, compared: CI, confidence: float = CONFIDENCE) -> dict:
+    """compared / baseline of one cell measured by two runs (the ratio of the cells' medians)
+    with its CI, ``ci_df`` (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
     centre, half, df = log_ratio_interval(baseline, compared, confidence)
     lo, hi = math.exp(centre - half), math.exp(centre + half)
-    return {
-        "ratio": math.exp(centre),
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_df": df,
-        "significant": bool(lo > 1.0 or hi < 1.0),
-    }
+    out = {"ratio": math.exp(centre), "ci_low": lo, "ci_high": hi, "ci_df": df}
+    return out | {"significant": bool(lo > 1.0 or hi < 1.0)}
 
 
 def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_EFFECT_PCT) -> str:
