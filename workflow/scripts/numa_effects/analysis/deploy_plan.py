@@ -274,9 +274,8 @@ def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
 
 
 def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, fallback: str):
-    """(Config or None, notes or the reason it is not measured) of a layout baseline for one
-    objective row: a request on the layout's first instance (latency), or every instance at the
-    grid's largest batch (throughput)."""
+    """(Config or None, notes or why not measured) of a layout baseline: a request on its first
+    instance (latency), or every instance at the grid's largest batch (throughput)."""
     entry = deploy.BASELINES[name]
     try:
         slots = entry.layout(topo)
@@ -335,18 +334,11 @@ def close(top, pred, row) -> bool:
 
 
 def predict(
-    config: Config,
-    objective: str,
-    prof: dict,
-    curves: dict,
-    topo: Topology,
-    spread: dict | None = None,
+    config: Config, objective: str, prof: dict, curves: dict, topo: Topology, spread=None
 ) -> dict:
-    """The prediction of any configuration from the isolated profiles where they have its
-    points: each instance at its (threads, batch) of the configuration's optimization and
-    allocator (else the first profiled one, said in ``basis``) -- an instance within one node
-    from the ``sequential`` cells, one across nodes from the ``interleave`` cells (``spread``)
-    --, times the slowdown of its nodes' other busy cores. {} where a point is missing."""
+    """Any configuration's prediction, {} where the profiles lack a point: each instance at its
+    (threads, batch) of its opt and allocator (else the first profiled, said in ``basis``; across
+    nodes from the ``spread`` cells) times the slowdown of its nodes' other busy cores."""
     key = (config.opt, config.allocator)
     if key not in prof:
         key = next(iter(sorted(prof)), None)
@@ -403,18 +395,13 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got.get("basis"):
             notes = [*notes, got["basis"]]
         bases.append({"baseline": name, "config": cid, "notes": notes, **got})
-    return {
-        **row,
-        "name": deploy.objective_name(row),
-        "model": model,
-        "candidates": cands,
-        "baselines": bases,
-    }
+    out = {**row, "name": deploy.objective_name(row), "model": model}
+    return out | {"candidates": cands, "baselines": bases}
 
 
 def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
-    """The deploy plan (see the module docstring): ``objectives`` (one per row and model) and
-    ``configurations`` (id -> the configuration, each measured once)."""
+    """The deploy plan: ``objectives`` (one per row and model) and ``configurations`` (id ->
+    the configuration, each measured once)."""
     configs = Configs(topo)
     s = from_cells(s, cells) if s.get("imported") else s
     fallback = allocators_mod.baseline(s["allocators"])
@@ -439,14 +426,9 @@ def from_cells(s: dict, cells) -> dict:
     have (the grid keys of an import are ignored)."""
     cells = grid_mod.keyed(cells)
     batches = sorted({int(b) for b in cells["batch_size"]})
-    return {
-        **s,
-        "models": sorted(set(cells["model"])),
-        "optimizations": sorted(set(cells["opt"])),
-        "allocators": sorted(set(cells["allocator"])),
-        "batch_sizes": batches,
-        "throughput_batch": max(batches),
-    }
+    axes = {"models": "model", "optimizations": "opt", "allocators": "allocator"}
+    found = {key: sorted(set(cells[col])) for key, col in axes.items()}
+    return {**s, **found, "batch_sizes": batches, "throughput_batch": max(batches)}
 
 
 def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.stats import CONFIDENCE, log_se, t_quantile
 
@@ -74,13 +74,7 @@ class Curve:
         return f"s(x) = 1 + {self.beta:.3g} x^2 (+- {self.se_beta:.2g}, {self.points} points)"
 
     def to_dict(self) -> dict:
-        return {
-            "beta": self.beta,
-            "se_beta": self.se_beta,
-            "df": None if math.isinf(self.df) else self.df,
-            "points": self.points,
-            "method": self.method,
-        }
+        return {**asdict(self), "df": None if math.isinf(self.df) else self.df}
 
     @classmethod
     def from_dict(cls, d: dict | None) -> Curve:
