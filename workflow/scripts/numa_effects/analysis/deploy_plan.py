@@ -96,8 +96,7 @@ SPREAD = "interleave"  # the placement whose cells describe an instance across n
 
 
 def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells of
-    the optimizations and allocators searched."""
+    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
@@ -111,8 +110,7 @@ def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) ->
 
 
 def curve_for(curves: dict, model: str, opt: str) -> interference.Curve:
-    """The interference model of (model, opt) where profiled, else of the model's profiled
-    optimization (one profile stands for all: docs/deploy.md), else none (alone latencies)."""
+    """The interference model of (model, opt), else of another profiled opt, else ``NONE``."""
     own = curves.get((model, opt))
     if own is not None:
         return own
@@ -126,8 +124,7 @@ def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
 
 
 def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
-    """Instances of ``[(threads, batch, node), ...]`` on their nodes (``placement.pack``: no CPU
-    shared, memory bound to the node), or the reason they do not fit."""
+    """Instances of ``[(threads, batch, node)]`` packed on their nodes, or why they do not fit."""
     budget = sum(k for _, k in node_caps(topo, use_smt))
     got = placement_mod.pack(
         topo, [t for t, _, _ in parts], budget, use_smt, [n for *_, n in parts]
@@ -146,8 +143,8 @@ DP_LIMIT = 4096
 
 
 def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, batch: int):
-    """[(predicted latency s, low, high, opt, allocator, [(threads, batch, node)])] of the best
-    configuration of each instance count, for every (optimization, allocator), best first."""
+    """[(latency s, low, high, opt, allocator, [(threads, batch, node)])], best first: the
+    planner's best of each instance count per (optimization, allocator)."""
     caps = node_caps(topo, s["use_smt"])
     if sum(k for _, k in caps) * batch > DP_LIMIT:
         return even_latency_predictions(prof, curves, caps, model, batch)
@@ -162,9 +159,8 @@ def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model
 
 
 def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | None]:
-    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here),
-    moved to the lowest-numbered nodes of the same size: nodes of one size are interchangeable,
-    and a plan reads best from node 0 on."""
+    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here) moved
+    to the lowest-numbered nodes of their size: those are interchangeable, and read best."""
     used = sorted({i for i in indexes if i >= 0})
     move: dict[int, int] = {}
     for size in sorted({caps[i][1] for i in used}):
@@ -175,9 +171,8 @@ def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | N
 
 
 def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: int):
-    """The request split into k identical instances of (t threads, b images), k x b = B, spread
-    over the nodes as evenly as they hold them: each predicted at its alone latency times the
-    slowdown of its node's other busy cores; the best of each k, best first."""
+    """The request split into k identical instances (k x b = B) spread as evenly as the nodes
+    hold them, each at its alone latency times its slowdown; the best of each k, best first."""
     best: dict = {}
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
@@ -198,8 +193,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
 
 
 def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
-    """[(node, instances)] of k instances over nodes with ``slots`` free places each, as evenly
-    as they hold them (None: they do not fit)."""
+    """[(node, instances)] of k instances spread evenly over ``slots`` (None: they do not fit)."""
     if k > sum(m for _, m in slots):
         return None
     out = {n: 0 for n, _ in slots}
@@ -211,9 +205,8 @@ def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | Non
 
 
 def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
-    """[(predicted images/s, low, high, opt, allocator, [(threads, batch, node)])] of k
-    identical instances per node for every measured (threads, batch), the best k of each,
-    best first; with ``latency_bound_ms``, those whose predicted p99 is within it."""
+    """[(images/s, low, high, opt, allocator, parts)], best first: the best k identical instances
+    per node of each measured (threads, batch), their p99 within ``latency_bound_ms`` if set."""
     caps = node_caps(topo, s["use_smt"])
     bound = s.get("latency_bound_ms")
     out = []
@@ -260,8 +253,7 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
 
 
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
-    """(allocator to run, notes) of a baseline: its rule's, or the run's baseline allocator
-    with a note when the rule's library is not installed here."""
+    """(allocator to run, notes) of a baseline: its rule's, else the run's baseline allocator."""
     alloc, why = deploy.BASELINES[name].allocator()
     alloc = alloc or fallback
     notes = [why]
@@ -296,8 +288,7 @@ def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, f
 
 
 def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str, fallback: str):
-    """PackRat's plan: its optimizer over the float32 eager profile of the run's baseline
-    allocator, interference not counted."""
+    """PackRat's plan: its optimizer on the eager profile, interference not counted."""
     key = (EAGER, fallback)
     if key not in prof:
         return None, [f"no isolated profile of float32 eager with {fallback} in the grid"]
@@ -325,8 +316,7 @@ CLOSE = 0.10  # a runner-up is measured when predicted within 10 % of the best
 
 
 def close(top, pred, row) -> bool:
-    """Is a runner-up worth measuring beside the predicted best: within ``CLOSE`` of it, or
-    their predicted intervals overlapping?"""
+    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping?"""
     (v0, lo0, hi0, *_), (v, lo, hi, *_) = top, pred
     if row["objective"] == deploy.LATENCY:
         return v <= v0 * (1 + CLOSE) or (lo == lo and hi0 == hi0 and lo <= hi0)
@@ -422,8 +412,7 @@ def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
 
 
 def from_cells(s: dict, cells) -> dict:
-    """An import's settings: the models, optimizations, allocators and batch sizes its cells
-    have (the grid keys of an import are ignored)."""
+    """An import's settings: the models, optimizations, allocators and batches its cells have."""
     cells = grid_mod.keyed(cells)
     batches = sorted({int(b) for b in cells["batch_size"]})
     axes = {"models": "model", "optimizations": "opt", "allocators": "allocator"}
@@ -432,8 +421,7 @@ def from_cells(s: dict, cells) -> dict:
 
 
 def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:
-    """The command of each instance of a configuration: its binding, threads and allocator
-    environment, then the user's program."""
+    """Each instance's command: binding, threads and allocator environment, the program."""
     env = " ".join(f"{k}={v}" for k, v in sorted((environ or {}).items()))
     out = []
     for i in config["instances"]:

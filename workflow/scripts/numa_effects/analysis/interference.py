@@ -43,8 +43,7 @@ class Point:
 
 @dataclass(frozen=True)
 class Curve:
-    """s(x) = 1 + beta x^2 with beta's standard error and degrees of freedom. ``points``: how
-    many measured points (x > 0) it was fitted on; 0 = no profile (s = 1 everywhere)."""
+    """s(x) = 1 + beta x^2, fitted on ``points`` points (0 = no profile, s = 1 everywhere)."""
 
     beta: float = 0.0
     se_beta: float = 0.0
@@ -125,8 +124,7 @@ def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
 
 @dataclass(frozen=True)
 class Alone:
-    """An instance's alone latency (its cell) with the cell's 95 % CI and its degrees of
-    freedom; NaN bounds = no CI (PackRat's imported cells have none)."""
+    """An instance's alone latency with its cell's 95 % CI and degrees of freedom (NaN: none)."""
 
     latency_s: float
     ci_low_s: float = math.nan
@@ -150,8 +148,7 @@ class Prediction:
 def instance_interval(
     alone: Alone, x: int, curve: Curve, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
-    """(predicted latency, low, high) of one instance: L s(x), both uncertainties on the log
-    scale, Welch-Satterthwaite degrees of freedom."""
+    """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale."""
     value = alone.latency_s * curve.s(x)
     se_a, se_c = alone.se_ln, curve.se_ln(x)
     if not (se_a == se_a and se_c == se_c):
@@ -169,8 +166,7 @@ def instance_interval(
 def predict(
     instances: Sequence[tuple[Alone, int]], curve: Curve = NONE, confidence: float = CONFIDENCE
 ) -> Prediction:
-    """A plan's latency from its instances ``[(alone latency, x), ...]`` (x: other busy cores on
-    the instance's node): max_j L_j s(x_j), and the 95 % interval [max_j low_j, max_j high_j]."""
+    """A plan's latency max_j L_j s(x_j) of its ``[(Alone, x), ...]`` with its 95 % interval."""
     if not instances:
         raise ValueError("a plan has at least one instance")
     per = [instance_interval(a, x, curve, confidence) for a, x in instances]

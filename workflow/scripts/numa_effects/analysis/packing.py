@@ -142,8 +142,7 @@ def statistic(cells) -> str:
 
 
 def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
-    """The ``ok`` cells of one (model, opt, placement, allocator); ``allocator`` None: the run's
-    baseline, the one packing groups run with (``plan.build.Plan.packing_job``)."""
+    """The ``ok`` cells of one (model, opt, placement, allocator; None: the run's baseline)."""
     cells = grid.keyed(cells)
     if allocator is None:
         allocator = allocators.baseline(cells["allocator"])

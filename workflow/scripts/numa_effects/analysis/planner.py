@@ -158,8 +158,7 @@ class Planner:
         return out
 
     def per_k(self, total: int, missing=()) -> dict[int, packing.Choice]:
-        """{k: the best configuration of exactly k instances} for ``total`` images: least
-        predicted latency, then fewest cores."""
+        """{k: the best (latency, then cores) configuration of k instances} for ``total``."""
         if not 1 <= total <= self.M:
             raise ValueError(f"total batch {total} outside 1..{self.M}")
         caps = self.caps
@@ -222,8 +221,7 @@ class Planner:
         return min(got, key=lambda c: (c.latency_s, c.k, c.cores))
 
     def candidates(self, total: int, n: int, missing=()) -> list[packing.Choice]:
-        """The ``n`` best of the best configurations of each instance count, by predicted
-        latency (then fewer instances, fewer cores): the plans worth measuring."""
+        """The ``n`` best of ``per_k``'s configurations: the plans worth measuring."""
         got = sorted(self.per_k(total, missing).values(), key=lambda c: (c.latency_s, c.k, c.cores))
         return got[: max(0, int(n))]
 
