@@ -23,8 +23,7 @@ WITH_IMPORT = (
 def compare_problems(
     config: dict, workdir: str | Path | None = None, results_ok: bool = True
 ) -> list[Problem]:
-    """The ``compare`` key's problems; ``results_ok``: ``results`` passed its own checks (only
-    then is it checked against the compared folders)."""
+    """The ``compare`` key's problems; ``results_ok``: check ``results`` against the folders."""
     value = config.get("compare")
     if not value:
         return []

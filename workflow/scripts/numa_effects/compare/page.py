@@ -73,8 +73,7 @@ def _details(summary: str, table: pd.DataFrame, cols, tag: str = "details") -> s
 
 
 def machines_banner(machines: dict) -> str:
-    """A comparison across machines says so above everything else; one whose machines are not
-    recorded (imports without a description) says that it cannot tell."""
+    """Across machines, or machines not recorded: said above everything else."""
     if machines.get("same") is False:
         return (
             '<p class="machines" id="across-machines">Across machines: these runs differ in '
@@ -223,8 +222,7 @@ PEAKS_WHY = (
 
 
 def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
-    """One sentence per compared run: how the peak kernels measured in both runs changed,
-    beside the cells' geometric mean (empty when no pair of runs has peaks)."""
+    """Per compared run: how the peak kernels both runs measured changed, beside the cells'."""
     if peaks is None or peaks.empty:
         return ""
     parts = ['<h3 id="peaks">The machine\'s peak kernels</h3>']

@@ -107,8 +107,7 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
 
 
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
-    """provenance.csv: every fact of every run (long: one row per fact and run); ``differs``:
-    the runs disagree (None for the ``when`` facts, which always differ)."""
+    """provenance.csv, one row per fact and run; ``differs`` None for ``when`` (always differs)."""
     rows, values = [], {}
     for run in runs:
         for cat, fact, v in facts(run):
@@ -126,9 +125,7 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
 
 
 def machines(provenance: pd.DataFrame) -> dict:
-    """Whether the runs come from one machine, as far as their records say: ``same``
-    (True, False, or None when a machine fact is recorded by no run) and ``differ`` (the
-    machine facts that differ)."""
+    """``same``: the runs come from one machine (None: not recorded), ``differ``: the facts."""
     p = provenance[provenance["category"] == "machine"]
     p = p[p["fact"].isin(MACHINE_FACTS)]
     differ = sorted(set(p[p["differs"].eq(True)]["fact"]), key=MACHINE_FACTS.index)

@@ -53,14 +53,12 @@ class Run:
 
 
 def read_cells(path: Path):
-    """cells.csv with every key column: an axis added since the run gets its default (``keyed``),
-    so older runs still match."""
+    """cells.csv with every key column (an axis added since gets its default: older runs match)."""
     return keyed(tidy.read(path))
 
 
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:
-    """Why ``folder`` is not a result folder that can be compared, or None (``shown``: the
-    folder as the user gave it, for the message)."""
+    """Why ``folder`` (``shown``: as the user gave it) cannot be compared, or None."""
     p, name = Path(folder), shown or str(folder)
     if not p.exists():
         return f"{name} does not exist"
@@ -134,8 +132,7 @@ def _optional(path: Path, lacking: str, read=tidy.read) -> pd.DataFrame | None:
 
 
 def read_peaks(folder: Path) -> pd.DataFrame | None:
-    """The run's measured peaks (``tables/peak.csv``, status ok), or None: an import, a run
-    from before the peak table, or a table without the columns."""
+    """The run's ``ok`` peaks (``tables/peak.csv``), or None: none, or without the columns."""
     peaks = _optional(folder / paths.table("peak"), "no peaks compared")
     if peaks is None or not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
         return None
@@ -153,8 +150,7 @@ def _reps(path: Path) -> pd.DataFrame:
 
 
 def read_speed(folder: Path) -> pd.DataFrame | None:
-    """The run's replicates with their canary (``speed.replicates`` of ``tables/samples.csv``),
-    or None: an import, a run with ``canary: false`` or from before the canary."""
+    """The run's replicates with their canary (``tables/samples.csv``), or None without one."""
     reps = _optional(folder / paths.table("samples"), "no ratio at the reference speed", _reps)
     return None if reps is None or reps.empty else reps.astype({"threads": int, "batch_size": int})
 
@@ -174,8 +170,7 @@ def _shown(values: list, n: int = 4) -> str:
 
 
 def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
-    """Why ``compared`` cannot be compared with ``baseline``, or None: an axis compared across
-    has several values in one run, or the runs have no cell in common."""
+    """Why ``compared`` cannot be compared with ``baseline`` (the config check's text), or None."""
     for axis in across:
         for run in (baseline, compared):
             values = _values(run, axis)
@@ -202,8 +197,7 @@ def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
 
 
 def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
-    """Every run, checked: a folder that is not a result folder, or a run with nothing in
-    common with the baseline, is a ``CompareError`` (the config check's text)."""
+    """Every run, checked: a ``CompareError`` with the config check's text if one fails."""
     runs = [read_run(f, label, settings) for f, label in zip(folders, labels, strict=True)]
     for run in runs[1:]:
         why = pair_problem(runs[0], run, across)
@@ -233,8 +227,7 @@ def pair(baseline: Run, compared: Run, across=()) -> tuple[pd.DataFrame, pd.Data
 
 
 def matched_keys(folders, labels, across=()) -> list[dict]:
-    """The matched cells' keys with the compared run's label (``run``): what the comparison's
-    figures are planned from (pandas; read at parse time like an import's cells)."""
+    """The matched cells' keys with the compared run's label (``run``): the figures' plan."""
     runs = [read_run(f, label, settings=False) for f, label in zip(folders, labels, strict=True)]
     out = []
     for run in runs[1:]:

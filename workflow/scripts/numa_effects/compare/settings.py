@@ -40,8 +40,8 @@ def derive_labels(runs: list[str]) -> list[str]:
 
 
 def settings(config: dict) -> dict | None:
-    """The resolved key (None when the config compares nothing): ``runs`` (normalised paths),
-    ``labels``, ``baseline`` (the first label), ``name``, ``min_effect_pct``, ``across``."""
+    """The resolved key, or None: ``runs``, ``labels``, ``baseline``, ``name``,
+    ``min_effect_pct``, ``across``."""
     g = config.get("compare")
     if not g:
         return None

@@ -36,8 +36,8 @@ def run_ratio(baseline: CI, compared: CI, confidence: float = CONFIDENCE) -> dic
 
 
 def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_EFFECT_PCT) -> str:
-    """``faster`` / ``slower`` (latency; significant and changed by at least
-    ``min_effect_pct``), ``no significant change``, or ``not assessed`` (no test: None)."""
+    """``faster``/``slower`` (significant and at least ``min_effect_pct``), ``no significant
+    change``, or ``not assessed`` (no test: None)."""
     if significant is None or not present(ratio):
         return NOT_ASSESSED
     change = (float(ratio) - 1.0) * 100.0
@@ -49,9 +49,8 @@ def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_
 
 
 def geomean_ratio(ratios: Sequence[float], confidence: float = CONFIDENCE) -> dict:
-    """The geometric mean of ``ratios`` (one per cell) and its t interval over the cells (see
-    above): ``geomean``, ``ci_low``, ``ci_high``, ``ci_df`` (cells - 1; the bounds are NaN below
-    2 cells), ``cells``, ``significant`` (None without a CI)."""
+    """The geometric mean of ``ratios`` (one per cell) with its t interval over the cells (NaN
+    below 2 cells; ``significant`` None then)."""
     y = np.log(np.asarray([r for r in ratios if present(r) and r > 0], dtype=float))
     n = int(y.size)
     out = {"geomean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_df": max(0, n - 1)}

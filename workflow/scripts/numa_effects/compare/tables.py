@@ -330,8 +330,7 @@ ALL, CLEAN = "all matched cells", "clean cells (neither side contended or noisy)
 def summary_table(
     compare: pd.DataFrame, min_effect_pct: float = compare_stats.MIN_EFFECT_PCT
 ) -> pd.DataFrame:
-    """summary.csv: per compared run, the geometric mean over all matched cells with a value,
-    over the clean ones, and per model/opt/placement, with the verdict counts."""
+    """summary.csv: per compared run and scope (all, clean, per model/opt/placement)."""
     rows = []
     for (run, base), d in compare.groupby(["run", "baseline_run"], sort=False):
         clean = d[~(d["contended"].eq(True) | d["noisy"].eq(True))]
