@@ -1,10 +1,6 @@
-"""The deploy answer's plan (docs/deploy.md): from the isolated profiles (the cells) and the
-interference profile, the configurations each objective row measures. ``latency``: per
-(optimization, allocator) the planner's best configuration of each instance count;
-``throughput``: k instances of t threads on every node, each at its alone latency times the
-slowdown of its node's other busy cores. The ``candidates`` best predictions and every applicable
-baseline (``plan.deploy.BASELINES``) are measured, a configuration asked for twice once.
-"""
+"""The deploy answer's plan (docs/deploy.md): from the isolated profiles and the interference
+profile, the configurations each objective row measures (its best predictions and baselines),
+each configuration once."""
 
 from __future__ import annotations
 

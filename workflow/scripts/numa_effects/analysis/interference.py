@@ -1,16 +1,11 @@
-"""The interference model (docs/packing.md, "Interference"): an instance whose NUMA node has x
-*other* busy cores runs s(x) = 1 + beta x^2 times slower than alone, and a plan's latency is
-max_j L(t_j, b_j) s(x_j). Assumed, and testable on the profile: the slowdown depends on the
-node's busy cores, not on the instance's own threads or batch; nodes do not slow each other (own
-L3 and memory controllers, memory bound to the node); no linear term (co-runners take L3 and add
-memory traffic, two effects that multiply; a linear curve misses PackRat's CloudLab k = 10 ... 16
-by up to -16 %, this one by -3.8 ... +1.6 %, tests/test_interference.py); beta >= 0.
-
-``fit``: weighted least squares on s - 1 = beta x^2 (weights 1 / var(s)), its standard error
-inflated by the reduced chi-square when the points scatter more than their CIs say.
-``predict``: a plan's 95 % interval from each instance's alone CI and beta's error on the log
-scale (Welch-Satterthwaite), [max_j low_j, max_j high_j]; valid if the model holds (coverage
-simulated in tests/test_interference.py). Pure logic, no I/O.
+"""The interference model (docs/packing.md, "Interference"): an instance whose node has x
+*other* busy cores runs s(x) = 1 + beta x^2 times slower than alone (beta >= 0); a plan's latency
+is max_j L(t_j, b_j) s(x_j). Nodes do not slow each other (own L3 and memory controllers); no
+linear term (co-runners take L3 and add memory traffic, two effects that multiply: on PackRat's
+CloudLab profile a linear curve misses by up to -16 %, tests/test_interference.py). ``fit``:
+weighted least squares, its error inflated by the reduced chi-square when the points scatter
+more than their CIs say. ``predict``: the 95 % interval from the alone CIs and beta's error,
+valid if the model holds (coverage simulated in tests/test_interference.py).
 """
 
 from __future__ import annotations

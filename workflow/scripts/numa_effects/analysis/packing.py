@@ -1,13 +1,9 @@
-"""PackRat's question from the user's own grid (Bhardwaj et al., ICML 2025, section 4): for B
-images on C physical cores, which k instances of t_j threads and b_j images (Σ t_j ≤ C,
-Σ b_j = B) minimise the predicted latency max_j L(t_j, b_j), L the measured ``sequential`` cells?
-Only measured points are used; a failed or absent one is reported in ``missing``, never
-interpolated. With the interference model: ``analysis.planner``.
-
-The dynamic programme: f(c, 0) = 0; f(c, n) = min over (t, b), t <= c, b <= n of
-max(L(t, b), f(c - t, n - b)). Among the configurations reaching f(C, B) a second programme
-picks the fewest instances, then the fewest cores (additive, so optimal substructure holds; a
-lexicographic tie-break inside the first programme would not).
+"""PackRat's question from the user's own grid (Bhardwaj et al., ICML 2025, section 4): which k
+instances of t_j threads and b_j images (Σ t_j ≤ C, Σ b_j = B) minimise the predicted latency
+max_j L(t_j, b_j), L the measured ``sequential`` cells (never interpolated: ``missing``)? The
+dynamic programme f(c, n) = min over (t, b) of max(L(t, b), f(c - t, n - b)), then a second
+picking the fewest instances, then cores, among those reaching f(C, B) (additive, so optimal
+substructure holds; a tie-break inside the first would not). With interference: ``planner``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
-"""PackRat's question with interference (docs/packing.md, "Interference"): ``Planner``, the best
-configurations of a latency table on a budget of nodes, and ``choices``, the plan's rows.
+"""PackRat's question with interference (docs/packing.md): ``Planner``, the best configurations
+on a budget of nodes, and ``choices``, the plan's rows. With n busy cores on a node an instance
+takes L(t, b) s(n - t), so per node and n a programme over (instances k, cores c, images m),
+vectorised over (c, m), gives A_n[k][m] = f_n[k][n][m] where
 
-An instance on a node with n busy cores takes L(t, b) s(n - t): for a fixed n a table of its
-own, so per node and n a programme over (instances k, cores c, images m), vectorised over (c, m):
+    f_n[k][c][m] = min over (t, b) of max(L(t, b) s(n - t), f_n[k-1][c-t][m-b])
 
-    f_n[0][0][0] = 0;   f_n[k][c][m] = min over (t, b) of max(L(t, b) s(n - t), f_n[k-1][c-t][m-b])
-
-gives A_n[k][m] = f_n[k][n][m]. Nodes are independent in the model, so a budget of several nodes
-folds their minima over n by min-max over the split of instances and images; a second pass (a
-min-plus fold of each node's fewest n with A_n <= the latency) finds the fewest cores per k. An
-instance wider than every node straddles nodes and is only considered alone (k = 1, s = 1).
+Nodes are independent, so several nodes fold their minima over n by min-max over the split of
+instances and images; a min-plus fold of each node's fewest n then gives the fewest cores per k.
+An instance wider than every node straddles nodes and is only considered alone.
 """
 
 from __future__ import annotations

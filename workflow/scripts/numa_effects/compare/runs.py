@@ -1,7 +1,6 @@
-"""The result folders a comparison reads (docs/comparing.md), only reading them: a run's
-``tables/cells.csv``, ``machine.json``, the ``settings`` of its cell JSONs, its peaks and its
-canary. Cells are matched on every key column (``plan.grid.KEYS``) but the axes compared across
-(``pair``); a cell of one run only goes to unmatched.csv, never dropped silently."""
+"""The result folders a comparison reads, only reading them (docs/comparing.md). Cells are
+matched on every key column but the axes compared across (``pair``); a cell of one run only
+goes to unmatched.csv, never dropped silently."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""The statistics of a comparison of runs (docs/comparing.md): one cell measured by two runs
+"""The statistics of a comparison of runs (docs/comparing.md): a cell's ratio between two runs
 (``run_ratio``, ``verdict``) and the geometric mean over the matched cells (``geomean_ratio``).
-
-The runs' processes are independent, so a cell's ln(compared / baseline) has the variance
-se_b^2 + se_c^2 of the two runs' two-level CIs (Welch-Satterthwaite, ``log_ratio_interval``, the
-cells' own model): it holds the iterations and the process-to-process variation of each run, not
-what every process of one run shares (the machine that day), which is the change shown. Without a
-two-level CI on both sides no test is made (``not assessed``): a within-process interval would
-call most cells significant, as pooling iterations does (tests/test_stats.py). The geometric
-mean's t interval treats the matched cells as a sample of cells (each its own process on each
-side), so it needs no per-cell CI.
+A cell's CI combines both runs' two-level CIs (independent processes), so it holds each run's
+process-to-process variation, not what one run's processes share, which is the change shown.
+Without a two-level CI on both sides no test is made: a within-process interval would call most
+cells significant (tests/test_stats.py). The geometric mean's t interval treats the matched
+cells as a sample of cells, so it needs no per-cell CI.
 """
 
 from __future__ import annotations

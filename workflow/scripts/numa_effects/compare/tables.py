@@ -1,11 +1,8 @@
-"""The tables of a comparison of result folders (docs/comparing.md), every compared run against
-the first (``compare.runs``): ``compare_table`` -> compare.csv (one row per matched cell: the
-ratio compared / baseline with its two-level CI, ``compare.statistics.run_ratio``, and its
-verdict; where both runs timed the canary, the same ratio at the baseline's reference speed),
-``summary_table`` -> summary.csv, ``unmatched_table`` -> unmatched.csv, ``peak_table`` ->
-peaks.csv. A cell without a two-level CI on both sides (one process per cell, PackRat's
-min/avg/max) gets no CI and no test: only the process level could tell its change from
-process-to-process noise, and it was not measured."""
+"""The tables of a comparison (docs/comparing.md), every compared run against the first:
+compare.csv (one row per matched cell: the ratio with its two-level CI and verdict, and with the
+canary the ratio at the baseline's reference speed), summary.csv, unmatched.csv and peaks.csv.
+A cell without a two-level CI on both sides gets no CI and no test: only the process level could
+tell its change from process-to-process noise, and it was not measured."""
 
 from __future__ import annotations
 
