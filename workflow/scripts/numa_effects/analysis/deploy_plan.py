@@ -27,10 +27,8 @@ class Instance:
 
     def to_dict(self, topo: Topology) -> dict:
         out = {**asdict(self), "cpus": list(self.cpus), "mem_nodes": list(self.mem_nodes)}
-        return out | {
-            "nodes": _nodes(topo, self),
-            "cores": len({topo.cpu(c).siblings for c in self.cpus}),
-        }
+        cores = len({topo.cpu(c).siblings for c in self.cpus})
+        return out | {"nodes": _nodes(topo, self), "cores": cores}
 
 
 @dataclass(frozen=True)
@@ -98,10 +96,8 @@ def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) ->
         for alloc in s["allocators"]:
             table = packing.latency_table(cells, model, opt, placement, alloc)
             if table:
-                out[(opt, alloc)] = (
-                    table,
-                    packing.alone_table(cells, model, opt, placement, alloc),
-                )
+                alone = packing.alone_table(cells, model, opt, placement, alloc)
+                out[(opt, alloc)] = (table, alone)
     return out
 
 
@@ -122,9 +118,8 @@ def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
 def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
     """Instances of ``[(threads, batch, node)]`` packed on their nodes, or why they do not fit."""
     budget = sum(k for _, k in node_caps(topo, use_smt))
-    got = placement_mod.pack(
-        topo, [t for t, _, _ in parts], budget, use_smt, [n for *_, n in parts]
-    )
+    threads, nodes = [p[0] for p in parts], [p[2] for p in parts]
+    got = placement_mod.pack(topo, threads, budget, use_smt, nodes)
     if isinstance(got, placement_mod.NotApplicable):
         return got.reason
     return tuple(
@@ -423,7 +418,6 @@ def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[s
     for i in config["instances"]:
         mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
         prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
-        out.append(
-            f"{prefix}numactl --physcpubind={cpulist.format(i['cpus'])} {mem} python serve.py"
-        )
+        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
+        out.append(f"{prefix}{bind} python serve.py")
     return out

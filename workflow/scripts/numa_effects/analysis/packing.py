@@ -150,7 +150,7 @@ def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None)
 
 
 def latency_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
+    cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None
 ) -> dict:
     """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
     sel = ok_cells(cells, model, opt, placement, allocator)
@@ -164,21 +164,13 @@ def latency_table(
     }
 
 
-def missing_points(
-    table: Table, threads: Iterable[int], batch_sizes: Iterable[int]
-) -> list[tuple[int, int]]:
+def missing_points(table: Table, threads: Iterable[int], batch_sizes: Iterable[int]) -> list:
     """Grid points (t, b) with no measured latency (failed, skipped or never run)."""
-    return [
-        (t, b)
-        for t in sorted(set(threads))
-        for b in sorted(set(batch_sizes))
-        if (t, b) not in table
-    ]
+    batches = sorted(set(batch_sizes))
+    return [(t, b) for t in sorted(set(threads)) for b in batches if (t, b) not in table]
 
 
-def alone_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
-) -> dict:
+def alone_table(cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
     """{(threads, batch): interference.Alone} of ``latency_table``'s cells, with their CIs."""
     table = latency_table(cells, model, opt, placement, allocator)
     if not table:
@@ -201,19 +193,12 @@ def alone_table(
 
 
 def measured_points(table: Table, budget: int, total: int) -> list[tuple[int, int, float]]:
-    return sorted(
-        (t, b, lat)
-        for (t, b), lat in table.items()
-        if 1 <= t <= budget and 1 <= b <= total and math.isfinite(lat)
-    )
+    points = ((t, b, lat) for (t, b), lat in table.items() if math.isfinite(lat))
+    return sorted(p for p in points if 1 <= p[0] <= budget and 1 <= p[1] <= total)
 
 
 def optimize(
-    table: Table,
-    budget: int,
-    total: int,
-    missing: Iterable[tuple[int, int]] = (),
-    min_instances: int = 1,
+    table: Table, budget: int, total: int, missing=(), min_instances: int = 1
 ) -> Choice | None:
     """The configuration of least predicted latency for ``total`` images on ``budget`` cores
     (None: no measured points sum to ``total``); ``min_instances`` = 2: the best split."""
@@ -244,15 +229,8 @@ def optimize(
     k, _, chosen = _fewest(tuple(usable), budget, total, min_instances)
     assert math.isfinite(k), "the second programme must reach the first one's optimum"
     instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
-    fat = table.get((budget, total), math.nan)
-    return Choice(
-        budget=budget,
-        batch=total,
-        instances=instances,
-        latency_s=max(i.latency_s for i in instances),
-        fat_latency_s=float(fat),
-        missing=tuple(sorted(set(missing))),
-    )
+    latency, fat = max(i.latency_s for i in instances), table.get((budget, total), math.nan)
+    return Choice(budget, total, instances, latency, float(fat), tuple(sorted(set(missing))))
 
 
 def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tuple]:
