@@ -64,10 +64,10 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
     s = m.get("summary") or {}
     host = m.get("host") or {}
     versions = m.get("versions") or {}
+    tv = versions.get("torchvision") or _distinct(c, "torchvision_version")
     smt = s.get("smt")
-    smt = (
-        None if smt is None else f"{'on' if smt else 'off'} ({s.get('threads_per_core')} per core)"
-    )
+    if smt is not None:
+        smt = f"{'on' if smt else 'off'} ({s.get('threads_per_core')} per core)"
     out: list[tuple[str, str, object]] = [
         ("machine", "cpu_model", s.get("cpu_model")),
         ("machine", "hostname", host.get("hostname") or _distinct(c, "hostname")),
@@ -82,11 +82,7 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
         ("machine", "imported_from", m.get("imported_from")),
         ("versions", "python", versions.get("python")),
         ("versions", "torch", versions.get("torch") or _distinct(c, "torch_version")),
-        (
-            "versions",
-            "torchvision",
-            versions.get("torchvision") or _distinct(c, "torchvision_version"),
-        ),
+        ("versions", "torchvision", tv),
         ("versions", "numpy", versions.get("numpy")),
         ("versions", "numa_effects", versions.get("numa_effects")),
         ("versions", "kernel", host.get("kernel")),
@@ -113,15 +109,13 @@ def provenance_table(runs: list[Run]) -> pd.DataFrame:
         for cat, fact, v in facts(run):
             values.setdefault((cat, fact), {})[run.label] = _text(v)
     for (cat, fact), by_run in values.items():
-        differs = (
-            None if cat == "when" else len({by_run.get(r.label, NOT_RECORDED) for r in runs}) > 1
-        )
+        seen = {by_run.get(r.label, NOT_RECORDED) for r in runs}
+        differs = None if cat == "when" else len(seen) > 1
         rows += [(cat, fact, r.label, by_run.get(r.label, NOT_RECORDED), differs) for r in runs]
     df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
     order = {c: i for i, c in enumerate(CATEGORIES)}
-    return df.sort_values("category", key=lambda s: s.map(order), kind="stable").reset_index(
-        drop=True
-    )
+    df = df.sort_values("category", key=lambda s: s.map(order), kind="stable")
+    return df.reset_index(drop=True)
 
 
 def machines(provenance: pd.DataFrame) -> dict:

@@ -97,9 +97,7 @@ def _settings(folder: Path) -> dict:
     return {k: [json.loads(v) for v in sorted(vs)] for k, vs in sorted(found.items())}
 
 
-def read_run(
-    folder: str | os.PathLike, label: str, settings: bool = True, shown: str | None = None
-) -> Run:
+def read_run(folder, label: str, settings: bool = True, shown: str | None = None) -> Run:
     """A result folder (``shown``: as the user gave it, for messages). A row reported from another
     cell's measurement (``same_binding_as``) is left out, so no change counts twice."""
     why = folder_problem(folder, shown)
@@ -214,13 +212,11 @@ def pair(baseline: Run, compared: Run, across=()) -> tuple[pd.DataFrame, pd.Data
     for axis in across:  # the key keeps the baseline's value; the compared one is beside it
         m[axis] = m[f"{axis}_b"].where(m["_merge"] != "right_only", m[f"{axis}_c"])
     both = m[m["_merge"] == "both"].drop(columns="_merge")
-    left = m[m["_merge"] == "left_only"].assign(
-        only_in=baseline.label, status=lambda d: d["status_b"]
-    )
-    right = m[m["_merge"] == "right_only"].assign(
-        only_in=compared.label, status=lambda d: d["status_c"]
-    )
-    only = pd.concat([left, right], ignore_index=True)[["only_in", *KEYS, "status"]]
+    only = [
+        m[m["_merge"] == side].assign(only_in=run.label).rename(columns={f"status{x}": "status"})
+        for side, run, x in (("left_only", baseline, "_b"), ("right_only", compared, "_c"))
+    ]
+    only = pd.concat(only, ignore_index=True)[["only_in", *KEYS, "status"]]
     both = both.astype({k: int for k in ("threads", "batch_size") if k in on})
     return both.reset_index(drop=True), only.reset_index(drop=True)
 

@@ -13,6 +13,7 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare.runs import PEAK_KEYS, Run, pair
+from numa_effects.compare.statistics import MIN_EFFECT_PCT
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import speed
 
@@ -145,9 +146,8 @@ def _status(row: dict, suffix: str) -> str:
 
 def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
     """One side's CI bounds and degrees of freedom, when they make an interval."""
-    lo, hi, df = (
-        _num(row.get(f"{c}{suffix}")) for c in ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
-    )
+    names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
+    lo, hi, df = (_num(row.get(f"{c}{suffix}")) for c in names)
     return (lo, hi, df) if lo > 0 and hi > 0 and df > 0 else None
 
 
@@ -167,11 +167,10 @@ def _either(a, b) -> bool:
 
 
 def _overlap(row: dict) -> bool | None:
-    lo_b, hi_b, lo_c, hi_c = (
-        _num(row.get(f"latency_{m}_ms_{x}")) for x in "bc" for m in ("min", "max")
-    )
-    if any(math.isnan(v) for v in (lo_b, hi_b, lo_c, hi_c)):
+    ends = [_num(row.get(f"latency_{m}_ms_{x}")) for x in "bc" for m in ("min", "max")]
+    if any(math.isnan(v) for v in ends):
         return None
+    lo_b, hi_b, lo_c, hi_c = ends
     return bool(lo_c <= hi_b and lo_b <= hi_c)
 
 
@@ -199,6 +198,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     col = stats.latency_column(stat)
     lb, lc = _num(row[f"{col}_b"]), _num(row[f"{col}_c"])
     ok = status == "ok"
+    reps = [row[f"{name}{unit}_{x}"] for name, unit in SIDES for x in "bc"]
     out = {
         "run": compared.label,
         "baseline_run": baseline.label,
@@ -215,11 +215,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "status_compared": sc,
         "contended": _either(row["contended_b"], row["contended_c"]),
         "noisy": _either(row["noisy_b"], row["noisy_c"]),
-        **{
-            f"{name}_{side}{unit}": row[f"{name}{unit}_{x}"]
-            for name, unit in SIDES
-            for side, x in (("baseline", "b"), ("compared", "c"))
-        },
+        **dict(zip(REPLICATE_COLUMNS, reps, strict=True)),
         "iteration_ranges_overlap": _overlap(row) if ok else None,
         **dict.fromkeys(SPEED, math.nan),
         "canary_change_pct": math.nan,
@@ -241,9 +237,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     return out
 
 
-def compare_table(
-    runs: list[Run], min_effect_pct: float = compare_stats.MIN_EFFECT_PCT, across=()
-) -> pd.DataFrame:
+def compare_table(runs: list[Run], min_effect_pct=MIN_EFFECT_PCT, across=()) -> pd.DataFrame:
     """compare.csv: every compared run against the first."""
     rows = []
     for run in runs[1:]:
@@ -324,9 +318,7 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
 ALL, CLEAN = "all matched cells", "clean cells (neither side contended or noisy)"
 
 
-def summary_table(
-    compare: pd.DataFrame, min_effect_pct: float = compare_stats.MIN_EFFECT_PCT
-) -> pd.DataFrame:
+def summary_table(compare: pd.DataFrame, min_effect_pct=MIN_EFFECT_PCT) -> pd.DataFrame:
     """summary.csv: per compared run and scope (all, clean, per model/opt/placement)."""
     rows = []
     for (run, base), d in compare.groupby(["run", "baseline_run"], sort=False):
@@ -334,7 +326,6 @@ def summary_table(
         scopes = [(ALL, d), (CLEAN, clean)]
         scopes += [(f"{m}/{o}/{p}", g) for (m, o, p), g in d.groupby(["model", "opt", "placement"])]
         for scope, part in scopes:
-            rows.append(
-                {"run": run, "baseline_run": base, **_summary_row(part, scope, min_effect_pct)}
-            )
+            row = _summary_row(part, scope, min_effect_pct)
+            rows.append({"run": run, "baseline_run": base, **row})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
