@@ -78,12 +78,9 @@ class Configs:
         self.items: dict[str, Config] = {}
 
     def add(self, config: Config) -> str:
-        key = config.key(self.topo)
-        if key not in self.by_key:
-            cid = f"c{len(self.items) + 1}"
-            self.by_key[key] = cid
-            self.items[cid] = config
-        return self.by_key[key]
+        cid = self.by_key.setdefault(config.key(self.topo), f"c{len(self.items) + 1}")
+        self.items.setdefault(cid, config)
+        return cid
 
 
 SPREAD = "interleave"  # the placement whose cells describe an instance across nodes

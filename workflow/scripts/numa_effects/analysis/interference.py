@@ -74,14 +74,10 @@ class Curve:
     def from_dict(cls, d: dict | None) -> Curve:
         if not d:
             return NONE
-        df = d.get("df")
-        return cls(
-            beta=float(d["beta"]),
-            se_beta=float(d["se_beta"]) if d.get("se_beta") is not None else math.nan,
-            df=math.inf if df is None else float(df),
-            points=int(d.get("points", 0)),
-            method=str(d.get("method", "weighted")),
-        )
+        se, df = d.get("se_beta"), d.get("df")
+        se, df = math.nan if se is None else float(se), math.inf if df is None else float(df)
+        points, method = int(d.get("points", 0)), str(d.get("method", "weighted"))
+        return cls(float(d["beta"]), se, df, points, method)
 
 
 NONE = Curve()

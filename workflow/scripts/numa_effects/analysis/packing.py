@@ -173,17 +173,13 @@ def missing_points(table: Table, threads: Iterable[int], batch_sizes: Iterable[i
 def alone_table(cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
     """{(threads, batch): interference.Alone} of ``latency_table``'s cells, with their CIs."""
     table = latency_table(cells, model, opt, placement, allocator)
-    if not table:
-        return {}
-    sel = ok_cells(cells, model, opt, placement, allocator)
     out = {}
-    for r in sel.itertuples(index=False):
+    for r in ok_cells(cells, model, opt, placement, allocator).itertuples(index=False):
         key = (int(r.threads), int(r.batch_size))
         if key not in table:
             continue
-        lo = getattr(r, "latency_ci_low_ms", math.nan)
-        hi = getattr(r, "latency_ci_high_ms", math.nan)
-        df = getattr(r, "ci_df", math.nan)
+        names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
+        lo, hi, df = (getattr(r, c, math.nan) for c in names)
         ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
         if df != df or df is None or df <= 0:
             df = math.inf  # a within-process (order-statistic) CI: normal quantile
