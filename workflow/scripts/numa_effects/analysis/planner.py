@@ -193,23 +193,13 @@ class Planner:
         if self.alone is not None:
             xs = interference.co_runners([i.threads for i in inst], [i.node for i in inst])
             xs = [0 if i.node < 0 else x for i, x in zip(inst, xs, strict=True)]
-            got = []
-            for i, x in zip(inst, xs, strict=True):
-                a = self.alone.get((i.threads, i.batch)) or interference.Alone(i.latency_s)
-                got.append((a, x))
-            pred = interference.predict(got, self.curve)
+            alone = [self.alone.get((i.threads, i.batch)) for i in inst]
+            alone = [a or interference.Alone(i.latency_s) for a, i in zip(alone, inst, strict=True)]
+            pred = interference.predict(list(zip(alone, xs, strict=True)), self.curve)
             lo, hi = pred.ci_low_s, pred.ci_high_s
-        return packing.Choice(
-            budget=self.budget,
-            batch=total,
-            instances=inst,
-            latency_s=latency,
-            fat_latency_s=float(fat),
-            missing=tuple(sorted(set(missing))),
-            alone_latency_s=max(i.latency_s for i in inst),
-            ci_low_s=lo,
-            ci_high_s=hi,
-        )
+        missing, alone_s = tuple(sorted(set(missing))), max(i.latency_s for i in inst)
+        fields = (self.budget, total, inst, latency, float(fat), missing, alone_s, lo, hi)
+        return packing.Choice(*fields)
 
     def optimize(self, total: int, missing=(), min_instances: int = 1) -> packing.Choice | None:
         """The least (predicted latency, instances, cores) configuration, or None."""

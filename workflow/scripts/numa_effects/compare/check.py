@@ -20,9 +20,7 @@ WITH_IMPORT = (
 )
 
 
-def compare_problems(
-    config: dict, workdir: str | Path | None = None, results_ok: bool = True
-) -> list[Problem]:
+def compare_problems(config: dict, workdir=None, results_ok: bool = True) -> list[Problem]:
     """The ``compare`` key's problems; ``results_ok``: check ``results`` against the folders."""
     value = config.get("compare")
     if not value:
@@ -109,9 +107,5 @@ def _pair_problems(config: dict, folders, base: Path, across: list, key) -> list
         runs.read_run(base / run, label, settings=False, shown=run)
         for run, label in zip(folders, labels, strict=True)
     ]
-    problems = []
-    for i, other in enumerate(read[1:], start=1):
-        why = runs.pair_problem(read[0], other, across)
-        if why:
-            problems.append(Problem(key(i), f"{why}; {ALLOWED}, sharing cells"))
-    return problems
+    whys = [runs.pair_problem(read[0], other, across) for other in read[1:]]
+    return [Problem(key(i), f"{w}; {ALLOWED}, sharing cells") for i, w in enumerate(whys, 1) if w]
