@@ -202,21 +202,18 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
         curve = curve_for(curves, model, opt)
         tails = _tail_ratios(cells, model, opt, alloc) if bound else {}
         for (t, b), lat in sorted(table.items()):
-            best = None
+            a, best = alone.get((t, b)) or interference.Alone(lat), None
             for k in range(1, max(c for _, c in caps) // t + 1):
-                per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
-                x = (k - 1) * t
-                a = alone.get((t, b)) or interference.Alone(lat)
-                value, lo, hi = interference.instance_interval(a, x, curve)
+                value, lo, hi = interference.instance_interval(a, (k - 1) * t, curve)
                 if bound and value * tails.get((t, b), 1.0) * 1e3 > bound:
                     continue
-                n_inst = sum(m for _, m in per)
-                ips = n_inst * b / value
-                if best is None or ips > best[0]:
-                    hi_ips = n_inst * b / lo if lo == lo and lo > 0 else math.nan
-                    lo_ips = n_inst * b / hi if hi == hi and hi > 0 else math.nan
+                per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
+                images = sum(m for _, m in per) * b
+                if best is None or images / value > best[0]:
+                    hi_ips = images / lo if lo == lo and lo > 0 else math.nan
+                    lo_ips = images / hi if hi == hi and hi > 0 else math.nan
                     parts = [(t, b, n) for n, m in per for _ in range(m)]
-                    best = (ips, lo_ips, hi_ips, opt, alloc, parts)
+                    best = (images / value, lo_ips, hi_ips, opt, alloc, parts)
             if best:
                 out.append(best)
     return sorted(out, key=lambda x: -x[0])
@@ -243,8 +240,7 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
     """(allocator to run, notes) of a baseline: its rule's, else the run's baseline allocator."""
     alloc, why = deploy.BASELINES[name].allocator()
-    alloc = alloc or fallback
-    notes = [why]
+    alloc, notes = alloc or fallback, [why]
     entry = allocators_mod.get(alloc)
     missing = allocators_mod.skip_reason(entry, allocators_mod.locate(entry))
     if missing:
@@ -256,14 +252,12 @@ def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
 def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, fallback: str):
     """(Config or None, notes or why not measured) of a layout baseline: a request on its first
     instance (latency), or every instance at the grid's largest batch (throughput)."""
-    entry = deploy.BASELINES[name]
     try:
-        slots = entry.layout(topo)
+        slots = deploy.BASELINES[name].layout(topo)
     except launchers.NotRunnable as exc:
         return None, [str(exc)]
     alloc, notes = baseline_allocator(name, fallback)
-    layout = launchers.notes(slots, topo)
-    notes = [*(f"layout: {n}" for n in layout), *notes]
+    notes = [*(f"layout: {n}" for n in launchers.notes(slots, topo)), *notes]
     if row["objective"] == deploy.LATENCY:
         used = slots[:1]
         if len(slots) > 1:

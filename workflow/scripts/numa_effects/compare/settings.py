@@ -40,8 +40,7 @@ def derive_labels(runs: list[str]) -> list[str]:
 
 
 def settings(config: dict) -> dict | None:
-    """The resolved key, or None: ``runs``, ``labels``, ``baseline``, ``name``,
-    ``min_effect_pct``, ``across``."""
+    """The resolved key (None without one), the first label the ``baseline``."""
     g = config.get("compare")
     if not g:
         return None
@@ -50,11 +49,7 @@ def settings(config: dict) -> dict | None:
     labels = [str(label) for label in (g.get("labels") or derive_labels(runs))]
     name = g.get("name") or _safe("-vs-".join(labels)) or "compare"
     min_effect = g.get("min_effect_pct")
-    return {
-        "runs": runs,
-        "labels": labels,
-        "baseline": labels[0],
-        "name": str(name),
-        "min_effect_pct": float(compare_stats.MIN_EFFECT_PCT if min_effect is None else min_effect),
-        "across": [str(a) for a in (g.get("across") or ())],
-    }
+    min_effect = float(compare_stats.MIN_EFFECT_PCT if min_effect is None else min_effect)
+    across = [str(a) for a in (g.get("across") or ())]
+    out = {"runs": runs, "labels": labels, "baseline": labels[0], "name": str(name)}
+    return out | {"min_effect_pct": min_effect, "across": across}
