@@ -120,11 +120,9 @@ class Planner:
         if len(arrays) == 1:
             col = arrays[0][:, total]
             return col, [[(k, total)] for k in range(len(col))]
-        acc = arrays[0]
-        splits = []
+        acc, splits = arrays[0], []
         for i, vec in enumerate(arrays[1:], start=1):
-            last = i == len(arrays) - 1
-            acc, sp = self._fold(acc, vec, op, target=total if last else None)
+            acc, sp = self._fold(acc, vec, op, target=total if i == len(arrays) - 1 else None)
             splits.append(sp)
         values = acc[:, 0]
         parts = []
@@ -172,9 +170,8 @@ class Planner:
             assert math.isfinite(fewest[k]), "the second pass reaches the first one's optimum"
             instances: list[packing.Instance] = []
             for node, ((kv, mv), cv) in enumerate(zip(parts[k], cores, strict=True)):
-                if kv == 0:
-                    continue
-                instances += self._backtrack(int(cv[kv, mv]), kv, mv, target, node)
+                if kv:
+                    instances += self._backtrack(int(cv[kv, mv]), kv, mv, target, node)
             out[k] = self._choice(total, instances, fat, missing)
         # an instance wider than every node, alone: it straddles nodes and has nobody beside it
         for t in range(max(caps) + 1, self.budget + 1):

@@ -92,12 +92,10 @@ def machines_banner(machines: dict) -> str:
 def _wide(provenance: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     if provenance.empty:
         return pd.DataFrame(columns=["category", "fact", *labels, "differs"])
-    p = provenance.astype({"run": str})
-    wide = p.pivot_table(
-        index=["category", "fact"], columns="run", values="value", aggfunc="first", sort=False
-    ).reset_index()
-    differs = p.groupby(["category", "fact"], sort=False)["differs"].first().reset_index()
-    wide = wide.merge(differs, on=["category", "fact"], how="left")
+    p, keys = provenance.astype({"run": str}), ["category", "fact"]
+    wide = p.pivot_table(index=keys, columns="run", values="value", aggfunc="first", sort=False)
+    differs = p.groupby(keys, sort=False)["differs"].first()
+    wide = wide.reset_index().merge(differs.reset_index(), on=keys, how="left")
     return wide.reindex(columns=["category", "fact", *labels, "differs"])
 
 
