@@ -72,11 +72,8 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    titles(
-        ax,
-        f"{run} vs {base}: change per cell (opt={opt})",
-        subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
-    )
+    sub = subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted")
+    titles(ax, f"{run} vs {base}: change per cell (opt={opt})", sub)
     _forest_legend(ax, min_effect, disturbed.any())
     notes = _forest_notes(d, ok, beyond) + (
         ["Every other row is labelled (too many to label all)."] if step > 1 else []
@@ -96,25 +93,17 @@ def _verdict_points(ax, pct, lo, hi, y, verdicts) -> None:
         if has_ci.any():
             err = np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]]))
             ax.errorbar(pct[has_ci], y[has_ci], xerr=err, ecolor=color, **CI_BAR)
-        hollow = v == compare_stats.NOT_ASSESSED
-        ax.plot(
-            pct[m],
-            y[m],
-            linestyle="none",
-            marker="o",
-            markersize=5 if n <= 80 else 3.5,
-            markerfacecolor="white" if hollow else color,
-            markeredgecolor=color,
-            label=f"{v} ({int(m.sum())})",
-        )
+        face = "white" if v == compare_stats.NOT_ASSESSED else color  # not assessed: hollow
+        size = 5 if n <= 80 else 3.5
+        marks = {"markersize": size, "markerfacecolor": face, "markeredgecolor": color}
+        ax.plot(pct[m], y[m], linestyle="none", marker="o", label=f"{v} ({int(m.sum())})", **marks)
 
 
 def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
     handles, _ = ax.get_legend_handles_labels()
     if min_effect:
-        handles.append(
-            Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
-        )
+        dots = Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
+        handles.append(dots)
     if disturbed:
         handles += style.status_legend({style.DISTURBED})
     ax.legend(
@@ -168,16 +157,12 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     d = d[d["placement"] == placement]
     base = d["baseline_run"].dropna()
     base = str(base.iloc[0]) if not base.empty else "the baseline"
-    fig, ax, vmax, extend = heatmap_grid(
-        d, f"% latency change vs {base} (+ = slower)", hatched=lambda sig: sig is not True
-    )
+    label = f"% latency change vs {base} (+ = slower)"
+    fig, ax, vmax, extend = heatmap_grid(d, label, hatched=lambda sig: sig is not True)
     ok = d[d["pct_status"] == "ok"]
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    titles(
-        ax,
-        f"{run} vs {base}: % Latency Change, {placement} (opt={opt})",
-        subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency"),
-    )
+    sub = subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency")
+    titles(ax, f"{run} vs {base}: % Latency Change, {placement} (opt={opt})", sub)
     notes = []
     if ok["sig"].map(lambda s: s is None).all() and not ok.empty:
         notes.append("Not assessed (no CI: one process per cell): every cell is hatched.")
