@@ -136,9 +136,7 @@ class Prediction:
     ci_high_s: float
 
 
-def instance_interval(
-    alone: Alone, x: int, curve: Curve, confidence: float = CONFIDENCE
-) -> tuple[float, float, float]:
+def instance_interval(alone: Alone, x: int, curve: Curve, confidence=CONFIDENCE) -> tuple:
     """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale."""
     value = alone.latency_s * curve.s(x)
     se_a, se_c = alone.se_ln, curve.se_ln(x)
@@ -155,7 +153,7 @@ def instance_interval(
 
 
 def predict(
-    instances: Sequence[tuple[Alone, int]], curve: Curve = NONE, confidence: float = CONFIDENCE
+    instances: Sequence[tuple[Alone, int]], curve=NONE, confidence=CONFIDENCE
 ) -> Prediction:
     """A plan's latency max_j L_j s(x_j) of its ``[(Alone, x), ...]`` with its 95 % interval."""
     if not instances:

@@ -149,9 +149,7 @@ def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None)
     return sel
 
 
-def latency_table(
-    cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None
-) -> dict:
+def latency_table(cells, model, opt, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
     """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
     sel = ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:

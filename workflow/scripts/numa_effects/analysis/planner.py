@@ -137,9 +137,7 @@ class Planner:
             parts.append(per[::-1])
         return np.asarray(values), parts
 
-    def _backtrack(
-        self, n: int, k: int, m: int, target: float, node: int
-    ) -> list[packing.Instance]:
+    def _backtrack(self, n: int, k: int, m: int, target: float, node: int) -> list:
         f, pts = self._dp(n)
         out, c = [], n
         while k > 0:
