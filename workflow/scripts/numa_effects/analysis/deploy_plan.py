@@ -69,17 +69,16 @@ def _nodes(topo: Topology, i: Instance) -> list[int]:
     return sorted({topo.node_of(c) for c in i.cpus})
 
 
-class Configs:
-    """The configurations to measure, each once: ``add`` returns its id (``c1``, ...)."""
+class Configs(dict):
+    """Id (``c1``, ...) -> configuration to measure, each once (``add`` returns its id)."""
 
     def __init__(self, topo: Topology):
-        self.topo = topo
-        self.by_key: dict[tuple, str] = {}
-        self.items: dict[str, Config] = {}
+        super().__init__()
+        self.topo, self.ids = topo, {}
 
     def add(self, config: Config) -> str:
-        cid = self.by_key.setdefault(config.key(self.topo), f"c{len(self.items) + 1}")
-        self.items.setdefault(cid, config)
+        cid = self.ids.setdefault(config.key(self.topo), f"c{len(self) + 1}")
+        self.setdefault(cid, config)
         return cid
 
 
@@ -385,12 +384,9 @@ def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
             rows.append(
                 objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread)
             )
-    return {
-        "objectives": rows,
-        "configurations": {cid: c.to_dict(topo) for cid, c in configs.items.items()},
-        "baseline_allocator": fallback,
-        "topology": topo.summary(),
-    }
+    configurations = {cid: c.to_dict(topo) for cid, c in configs.items()}
+    out = {"objectives": rows, "configurations": configurations, "baseline_allocator": fallback}
+    return out | {"topology": topo.summary()}
 
 
 def from_cells(s: dict, cells) -> dict:
