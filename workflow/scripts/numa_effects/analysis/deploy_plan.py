@@ -310,9 +310,8 @@ def predict(
     """Any configuration's prediction, {} where the profiles lack a point: each instance at its
     (threads, batch) of its opt and allocator (else the first profiled, said in ``basis``; across
     nodes from the ``spread`` cells) times the slowdown of its nodes' other busy cores."""
-    key = (config.opt, config.allocator)
-    if key not in prof:
-        key = next(iter(sorted(prof)), None)
+    own = (config.opt, config.allocator)
+    key = own if own in prof else min(prof, default=None)
     if key is None:
         return {}
     points = []
@@ -332,7 +331,7 @@ def predict(
     for i, (a, on) in zip(config.instances, points, strict=True):
         x = max(busy[n] - i.threads // len(on) for n in on)
         parts.append(interference.instance_interval(a, x, curve))
-    basis = "" if key == (config.opt, config.allocator) else f"predicted from {key[0]}/{key[1]}"
+    basis = "" if key == own else f"predicted from {key[0]}/{key[1]}"
     if objective != deploy.LATENCY:  # images per second: the slow bound gives the low rate
         per = zip(config.instances, parts, strict=True)
         parts = [(i.batch / v, i.batch / hi, i.batch / lo) for i, (v, lo, hi) in per]
