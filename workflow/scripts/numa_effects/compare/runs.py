@@ -51,11 +51,6 @@ class Run:
     speed: pd.DataFrame | None = None  # ``read_speed``
 
 
-def read_cells(path: Path):
-    """cells.csv with every key column (an axis added since gets its default: older runs match)."""
-    return keyed(tidy.read(path))
-
-
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:
     """Why ``folder`` (``shown``: as the user gave it) cannot be compared, or None."""
     p, name = Path(folder), shown or str(folder)
@@ -67,7 +62,7 @@ def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str |
     if missing:
         return f"{name} is not a result folder (no {' and no '.join(missing)})"
     try:
-        cells = read_cells(p / CELLS)
+        cells = keyed(tidy.read(p / CELLS))
     except Exception as exc:  # a broken CSV: say which file
         return f"{name}/{CELLS} cannot be read ({type(exc).__name__}: {exc})"
     lacking = [k for k in KEYS if k not in cells.columns]
@@ -104,7 +99,7 @@ def read_run(folder, label: str, settings: bool = True, shown: str | None = None
     if why:
         raise CompareError(why)
     p = Path(folder)
-    cells = read_cells(p / CELLS)
+    cells = keyed(tidy.read(p / CELLS))  # an axis added since the run gets its default
     if "same_binding_as" in cells:
         cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
     for col in SIDE_COLUMNS:
