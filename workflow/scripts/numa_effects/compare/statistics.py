@@ -18,6 +18,7 @@ from numa_effects.stats import CONFIDENCE, log_ratio_interval, present, t_quanti
 
 FASTER, SLOWER = "faster", "slower"
 NO_CHANGE, NOT_ASSESSED = "no significant change", "not assessed"
+VERDICTS = (FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED)
 CI = tuple[float, float, float]  # a run's two-level CI of a cell: (ci_low, ci_high, ci_df)
 MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
 

@@ -26,17 +26,16 @@ SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.co
 # the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
 SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 REPLICATE_COLUMNS = [f"{n}_{side}{u}" for n, u in SIDES for side in ("baseline", "compared")]
+BOUNDS = ("", "_ci_low", "_ci_high")  # a value and its CI: ratio, ratio_ci_low, ratio_ci_high
+# summary.csv's verdict counts: one column per verdict, named after it
+VERDICT_COLUMNS = {v.replace(" ", "_"): v for v in compare_stats.VERDICTS}
 # compare.csv: run, baseline_run, the key columns (and <axis>_compared), then these.
 COMPARE_COLUMNS = [
     "latency_statistic",
     "latency_baseline_ms",
     "latency_compared_ms",
-    "ratio",
-    "ratio_ci_low",
-    "ratio_ci_high",
-    "latency_change_pct",
-    "latency_change_ci_low_pct",
-    "latency_change_ci_high_pct",
+    *(f"ratio{b}" for b in BOUNDS),
+    *(f"latency_change{b}_pct" for b in BOUNDS),
     "throughput_change_pct",
     "ci_df",
     "ci_method",
@@ -67,10 +66,7 @@ SUMMARY_COLUMNS = [
     "ci_df",
     "significant",
     "cells_significant",
-    "faster",
-    "slower",
-    "no_significant_change",
-    "not_assessed",
+    *VERDICT_COLUMNS,
     "beyond_min_effect_faster",
     "beyond_min_effect_slower",
     "disturbed",
@@ -207,7 +203,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "latency_statistic": stat,
         "latency_baseline_ms": lb if ok else math.nan,
         "latency_compared_ms": lc if ok else math.nan,
-        **dict.fromkeys(("ratio", "ratio_ci_low", "ratio_ci_high", "ci_df"), math.nan),
+        **dict.fromkeys([*(f"ratio{b}" for b in BOUNDS), "ci_df"], math.nan),
         **dict.fromkeys(("ci_method", "ci_note", "significant")),
         "min_effect_pct": float(min_effect_pct),
         "status": status,
@@ -246,8 +242,8 @@ def compare_table(runs: list[Run], min_effect_pct=MIN_EFFECT_PCT, across=()) -> 
         for row in both.to_dict("records"):
             rows.append(_compare_row(row, runs[0], run, fits, min_effect_pct, across))
     df = pd.DataFrame(rows, columns=compare_columns(across))
-    for ratio in ("", "_ci_low", "_ci_high"):
-        df[f"latency_change{ratio}_pct"] = (df[f"ratio{ratio}"].astype(float) - 1.0) * 100.0
+    for b in BOUNDS:
+        df[f"latency_change{b}_pct"] = (df[f"ratio{b}"].astype(float) - 1.0) * 100.0
     df["throughput_change_pct"] = (1.0 / df["ratio"].astype(float) - 1.0) * 100.0
     for c in ("significant", "contended", "noisy", "iteration_ranges_overlap"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
@@ -304,10 +300,7 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
         "ci_df": g["ci_df"],
         "significant": g["significant"],
         "cells_significant": int(ok["significant"].eq(True).sum()),
-        "faster": int(verdicts.get(compare_stats.FASTER, 0)),
-        "slower": int(verdicts.get(compare_stats.SLOWER, 0)),
-        "no_significant_change": int(verdicts.get(compare_stats.NO_CHANGE, 0)),
-        "not_assessed": int(verdicts.get(compare_stats.NOT_ASSESSED, 0)),
+        **{col: int(verdicts.get(v, 0)) for col, v in VERDICT_COLUMNS.items()},
         "beyond_min_effect_faster": int((change <= -min_effect_pct).sum()),
         "beyond_min_effect_slower": int((change >= min_effect_pct).sum()),
         "disturbed": int((ok["contended"].eq(True) | ok["noisy"].eq(True)).sum()),
