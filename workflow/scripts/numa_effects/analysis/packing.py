@@ -220,17 +220,7 @@ def optimize(
         return None
     usable = [(t, b, lat) for t, b, lat in points if lat <= target]
 
-    k, _, chosen = _fewest(tuple(usable), budget, total, min_instances)
-    assert math.isfinite(k), "the second programme must reach the first one's optimum"
-    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
-    latency, fat = max(i.latency_s for i in instances), table.get((budget, total), math.nan)
-    return Choice(budget, total, instances, latency, float(fat), tuple(sorted(set(missing))))
-
-
-def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tuple]:
-    """The second programme: (instances, cores, the points chosen) of the fewest instances, then
-    cores, of the ``usable`` points on ``c`` cores, ``n`` images, at least ``need`` instances."""
-
+    # the second programme: (instances, cores, points chosen), fewest instances then cores
     @cache
     def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
         if n == 0:
@@ -247,4 +237,8 @@ def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tup
                 out = cand
         return out
 
-    return fewest(c, n, need)
+    k, _, chosen = fewest(budget, total, min_instances)
+    assert math.isfinite(k), "the second programme must reach the first one's optimum"
+    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
+    latency, fat = max(i.latency_s for i in instances), table.get((budget, total), math.nan)
+    return Choice(budget, total, instances, latency, float(fat), tuple(sorted(set(missing))))
