@@ -230,11 +230,8 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         time = (ratio.astype(float) - 1.0) * 100.0
         gm = compare_stats.geomean_ratio(ratio.tolist())["geomean"]
         cells = summary[(summary["run"] == run) & (summary["scope"] == compare_tables.ALL)]
-        beside = (
-            f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
-            if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])
-            else ""
-        )
+        shift = cells["geomean_change_pct"].head(1).dropna()  # the one ALL row, if it has a value
+        beside = f"; the cells' latency: {_pct(shift.iloc[0])}" if len(shift) else ""
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
             f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
