@@ -99,11 +99,8 @@ def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) ->
 
 def curve_for(curves: dict, model: str, opt: str) -> interference.Curve:
     """The interference model of (model, opt), else of another profiled opt, else ``NONE``."""
-    own = curves.get((model, opt))
-    if own is not None:
-        return own
     same = [c for (m, _), c in sorted(curves.items()) if m == model]
-    return same[0] if same else interference.NONE
+    return curves.get((model, opt)) or (same[0] if same else interference.NONE)
 
 
 def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
@@ -118,9 +115,8 @@ def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
     got = placement_mod.pack(topo, threads, budget, use_smt, nodes)
     if isinstance(got, placement_mod.NotApplicable):
         return got.reason
-    return tuple(
-        Instance(p.cpus, p.threads, b, p.mem_nodes) for p, (_, b, _) in zip(got, parts, strict=True)
-    )
+    placed = zip(got, parts, strict=True)
+    return tuple(Instance(p.cpus, p.threads, b, p.mem_nodes) for p, (_, b, _) in placed)
 
 
 # PackRat's dynamic programme over (cores, images) up to this many cores x images; beyond it (a
