@@ -14,7 +14,6 @@ from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import families
 from numa_effects.report.empty import PageFacts
-from numa_effects.report.families import COMPARE_PAGE
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
     HIGHLIGHT,
@@ -298,14 +297,14 @@ def unmatched_section(unmatched: pd.DataFrame) -> str:
 
 def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> str:
     body = []
-    for key, sec in families.page_sections(COMPARE_PAGE).items():
+    for key, sec in families.page_sections(families.COMPARE_PAGE).items():
         body.append(f'<h2 id="{sec.anchor}">{escape(sec.heading)}</h2>')
         mine = [f for f in figs if f.spec.section == key]
         if not mine:
             body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
             continue
         for run in sorted({f.run for f in mine}):
-            for fam in families.page_families(COMPARE_PAGE):
+            for fam in families.page_families(families.COMPARE_PAGE):
                 group = [f for f in mine if f.family == fam.name and f.run == run]
                 if group:
                     body.append(
@@ -346,7 +345,7 @@ def _nav() -> str:
         '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
         + "".join(
             f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
-            for s in families.page_sections(COMPARE_PAGE).values()
+            for s in families.page_sections(families.COMPARE_PAGE).values()
         )
         + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
         '<a href="#provenance">Provenance</a></nav>'

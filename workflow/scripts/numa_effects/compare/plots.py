@@ -49,9 +49,8 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     row_h = 0.22 if n <= 40 else 0.14
     fig, ax = plt.subplots(figsize=(9.0, min(80.0, max(3.2, 1.9 + row_h * n))))
     y = np.arange(n)
-    pct = ok["latency_change_pct"].to_numpy(float)
-    lo = ok["latency_change_ci_low_pct"].to_numpy(float)
-    hi = ok["latency_change_ci_high_pct"].to_numpy(float)
+    bounds = ("", "_ci_low", "_ci_high")
+    pct, lo, hi = (ok[f"latency_change{b}_pct"].to_numpy(float) for b in bounds)
     disturbed = flag(ok).to_numpy(bool)
     _verdict_points(ax, pct, lo, hi, y, ok["verdict"].astype(str).to_numpy())
     if disturbed.any():

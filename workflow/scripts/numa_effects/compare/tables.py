@@ -104,10 +104,8 @@ ONE_PROCESS_NOTE = (
 
 
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
-    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): both
-    sides at the baseline's reference speed (``speed.across_runs``; ``fits``: the runs'
-    ``speed.fit``). NaN without a canary on both sides or a baseline fit, or across an axis of
-    the reference group (the canary's threads and CPUs)."""
+    """``SPEED``'s columns and ``canary_change_pct`` of a matched cell (``speed.across_runs``):
+    NaN without a canary on both sides, or across an axis of the canary's reference group."""
     out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
     if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
         return out
