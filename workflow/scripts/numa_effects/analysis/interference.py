@@ -51,9 +51,7 @@ class Curve:
 
     def se_ln(self, x: float) -> float:
         """Standard error of ln s(x) (delta method: d ln s / d beta = x^2 / s(x))."""
-        if x == 0:
-            return 0.0
-        return float(x) ** 2 * self.se_beta / self.s(x)
+        return 0.0 if x == 0 else float(x) ** 2 * self.se_beta / self.s(x)
 
     def ci(self, x: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
         s, se = self.s(x), self.se_ln(x)

@@ -27,9 +27,7 @@ def compare_problems(config: dict, workdir=None, results_ok: bool = True) -> lis
         return []
     listed = isinstance(value, list)
     folders = list(value if listed else value.get("runs") or ())
-
-    def key(i: int) -> str:
-        return f"compare[{i}]" if listed else f"compare.runs[{i}]"
+    key = "compare[{}]".format if listed else "compare.runs[{}]".format  # the i-th folder's key
 
     problems = [Problem("compare", WITH_IMPORT)] if config.get("import") else []
     base = Path(os.path.abspath(workdir or os.getcwd()))
