@@ -31,10 +31,6 @@ class Point:
     k: int = 2
     node: int = 0
 
-    @property
-    def se_ln(self) -> float:
-        return log_se(self.ci_low, self.ci_high, self.df)
-
 
 @dataclass(frozen=True)
 class Curve:
@@ -89,7 +85,7 @@ def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
         return NONE
     x2 = [float(p.x) ** 2 for p in pts]
     y = [p.slowdown - 1.0 for p in pts]
-    sd = [p.slowdown * p.se_ln for p in pts]
+    sd = [p.slowdown * log_se(p.ci_low, p.ci_high, p.df) for p in pts]
     use_weights = weighted and all(v == v and v > 0 for v in sd)
     w = [1.0 / v**2 for v in sd] if use_weights else [1.0] * len(pts)
     sxx = sum(wi * a * a for wi, a in zip(w, x2, strict=True))
