@@ -32,15 +32,12 @@ class Planner:
         self.caps = tuple(int(c) for c in caps if int(c) > 0)
         if not self.caps:
             raise ValueError("a budget has at least one core")
+        self.budget = sum(self.caps)
         self.curve = curve or interference.NONE
         self.alone = alone
         self.M = int(max_batch)
         self._nodes: dict[int, tuple] = {}  # cap -> (A per n, V, Vn)
         self._dp_cache: dict[int, tuple] = {}
-
-    @property
-    def budget(self) -> int:
-        return sum(self.caps)
 
     def _points(self, n: int) -> list[tuple[int, int, float]]:
         pts = [(t, b, lat * self.curve.s(n - t)) for (t, b), lat in self.table.items() if t <= n]
