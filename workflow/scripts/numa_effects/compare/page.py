@@ -141,11 +141,9 @@ def _sentence(row: dict, baseline: str) -> str:
     if n == 0:
         return f"<p><b>{run}</b> vs <b>{escape(baseline)}</b>: no matched cell with a value.</p>"
     gm = _pct(row["geomean_change_pct"])
-    ci = (
-        f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
-        if pd.notna(row["geomean_ci_low_pct"])
-        else " (no CI: fewer than 2 cells)"
-    )
+    ci = " (no CI: fewer than 2 cells)"
+    if pd.notna(row["geomean_ci_low_pct"]):
+        ci = f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
     counts = (
         f"{int(row['cells_significant'])} with a significant change; "
         f'<span class="verdict-faster">{int(row["faster"])} faster</span>, '
