@@ -140,8 +140,7 @@ def statistic(cells) -> str:
 def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
     """The ``ok`` cells of one (model, opt, placement, allocator; None: the run's baseline)."""
     cells = grid.keyed(cells)
-    if allocator is None:
-        allocator = allocators.baseline(cells["allocator"])
+    allocator = allocators.baseline(cells["allocator"]) if allocator is None else allocator
     keys = ["model", "opt", "placement", "allocator"]
     sel = cells[(cells[keys] == [model, opt, placement, allocator]).all(axis=1)]
     if "status" in sel.columns:
