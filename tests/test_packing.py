@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_interference import brute_force_nodes
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
@@ -52,7 +53,7 @@ def test_dp_matches_brute_force_on_random_tables(seed, min_instances):
     for budget in range(1, max(threads) + 2):
         for total in range(1, 11):
             got = packing.optimize(table, budget, total, min_instances=min_instances)
-            want = packing.brute_force(table, budget, total, min_instances)
+            want = brute_force_nodes(table, [budget], total, min_instances=min_instances)
             if want is None:
                 assert got is None
                 continue
@@ -203,7 +204,7 @@ def test_packrat_cloudlab_plans(cloudlab):
                     assert math.isnan(c.fat_latency_s)
                     assert max(i.threads for i in c.instances) <= 16
                 if total <= 8:
-                    assert (c.latency_s, c.k, c.cores) == packing.brute_force(table, budget, total)
+                    assert (c.latency_s, c.k, c.cores) == brute_force_nodes(table, [budget], total)
 
 
 # -- disjoint core sets for concurrent instances (placement.pack) ----------------------------------
@@ -433,7 +434,7 @@ def test_the_benchmark_measures_the_best_split_where_a_single_instance_wins(clou
             split = got[key]
             assert split.k >= 2 and split.cores <= c["budget"]
             assert split.latency_s >= c["latency_s"]  # the plan was the optimum
-            want = packing.brute_force(table, c["budget"], c["batch"], min_instances=2)
+            want = brute_force_nodes(table, [c["budget"]], c["batch"], min_instances=2)
             assert (split.latency_s, split.k, split.cores) == want
 
 

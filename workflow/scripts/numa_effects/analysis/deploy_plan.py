@@ -1,27 +1,11 @@
-"""The deploy answer's plan: from the measured cells (isolated profiles) and the interference
-profile, the configurations each objective measures (docs/deploy.md).
-
-For every objective row (``plan.deploy.objective_rows``) it searches every optimization and
-allocator of the grid and predicts:
-
-- ``latency`` (a request of B images, the machine serving one at a time): per (optimization,
-  allocator), PackRat's dynamic programme over the machine's nodes with the measured
-  interference (``analysis.planner.Planner``: the best configuration of each instance count);
-- ``throughput`` (the whole machine busy): per (optimization, allocator, threads t, batch b),
-  k instances of t threads on every node (k = 1 .. cores // t), each predicted at its alone
-  latency times the slowdown of its node's other busy cores; images per second summed.
-
-The ``candidates`` best predictions of each row are measured, and every applicable baseline
-(``plan.deploy.BASELINES``) beside them. A configuration is the model, optimization, allocator
-and instances (CPUs, threads, batch, memory) it runs; one that two rows (or two baselines) ask
-for is measured once and named by each (``also``). Every instance stays inside one node unless a
-baseline's rule puts it across (marked in its notes).
-"""
+"""The deploy answer's plan (docs/deploy.md): from the isolated profiles and the interference
+profile, the configurations each objective row measures (its best predictions and baselines),
+each configuration once."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.analysis import interference, packing
 from numa_effects.analysis.planner import Planner
@@ -41,13 +25,10 @@ class Instance:
     batch: int
     mem_nodes: tuple[int, ...]  # () = local allocation (no policy)
 
-    def to_dict(self) -> dict:
-        return {
-            "cpus": list(self.cpus),
-            "threads": self.threads,
-            "batch": self.batch,
-            "mem_nodes": list(self.mem_nodes),
-        }
+    def to_dict(self, topo: Topology) -> dict:
+        out = {**asdict(self), "cpus": list(self.cpus), "mem_nodes": list(self.mem_nodes)}
+        cores = len({topo.cpu(c).siblings for c in self.cpus})
+        return out | {"nodes": _nodes(topo, self), "cores": cores}
 
 
 @dataclass(frozen=True)
@@ -62,62 +43,50 @@ class Config:
         the same binding in effect (local allocation on one node = bound to it)."""
 
         def mem(i: Instance) -> tuple:
-            nodes = tuple(sorted({topo.node_of(c) for c in i.cpus}))
+            nodes = tuple(_nodes(topo, i))
             return i.mem_nodes or (nodes if len(nodes) == 1 else ("local", *nodes))
 
         insts = sorted((tuple(sorted(i.cpus)), i.threads, i.batch, mem(i)) for i in self.instances)
         return (self.model, self.opt, self.allocator, tuple(insts))
 
-    def label(self) -> str:
-        return packing.label(self.instances)
-
-    def to_dict(self, topo: Topology | None = None) -> dict:
-        out = {
+    def to_dict(self, topo: Topology) -> dict:
+        insts = [i.to_dict(topo) for i in self.instances]
+        slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
+        args = launchers.run_cpu_args(slots, topo)
+        return {
             "model": self.model,
             "opt": self.opt,
             "allocator": self.allocator,
-            "label": self.label(),
-            "instances": [i.to_dict() for i in self.instances],
+            "label": packing.label(self.instances),
+            "instances": insts,
+            "nodes": sorted({n for d in insts for n in d["nodes"]}),
+            "run_cpu": f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else "",
+            "notes": launchers.notes(slots, topo),
         }
-        if topo is not None:
-            for d, i in zip(out["instances"], self.instances, strict=True):
-                d["nodes"] = sorted({topo.node_of(c) for c in i.cpus})
-                d["cores"] = len({topo.cpu(c).siblings for c in i.cpus})
-            out["nodes"] = sorted({topo.node_of(c) for i in self.instances for c in i.cpus})
-            slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
-            args = launchers.run_cpu_args(slots, topo)
-            out["run_cpu"] = f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else ""
-            out["notes"] = launchers.notes(slots, topo)
-        return out
 
 
-class Configs:
-    """The configurations to measure, each once: ``add`` returns its id (``c1``, ...)."""
+def _nodes(topo: Topology, i: Instance) -> list[int]:
+    return sorted({topo.node_of(c) for c in i.cpus})
+
+
+class Configs(dict):
+    """Id (``c1``, ...) -> configuration to measure, each once (``add`` returns its id)."""
 
     def __init__(self, topo: Topology):
-        self.topo = topo
-        self.by_key: dict[tuple, str] = {}
-        self.items: dict[str, Config] = {}
+        super().__init__()
+        self.topo, self.ids = topo, {}
 
     def add(self, config: Config) -> str:
-        key = config.key(self.topo)
-        if key not in self.by_key:
-            cid = f"c{len(self.items) + 1}"
-            self.by_key[key] = cid
-            self.items[cid] = config
-        return self.by_key[key]
-
-
-# -- the profiles --------------------------------------------------------------------------------
+        cid = self.ids.setdefault(config.key(self.topo), f"c{len(self) + 1}")
+        self.setdefault(cid, config)
+        return cid
 
 
 SPREAD = "interleave"  # the placement whose cells describe an instance across nodes
 
 
 def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the grid's ``placement`` cells (the
-    isolated profiles: ``sequential``) that were measured (or imported), for the optimizations
-    and allocators searched."""
+    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
@@ -129,13 +98,9 @@ def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) ->
 
 
 def curve_for(curves: dict, model: str, opt: str) -> interference.Curve:
-    """The interference model of (model, opt) where profiled, else of the model's profiled
-    optimization (one profile stands for all: docs/deploy.md), else none (alone latencies)."""
-    own = curves.get((model, opt))
-    if own is not None:
-        return own
+    """The interference model of (model, opt), else of another profiled opt, else ``NONE``."""
     same = [c for (m, _), c in sorted(curves.items()) if m == model]
-    return same[0] if same else interference.NONE
+    return curves.get((model, opt)) or (same[0] if same else interference.NONE)
 
 
 def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
@@ -144,20 +109,14 @@ def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
 
 
 def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
-    """Instances of ``[(threads, batch, node), ...]`` on their nodes (``placement.pack``: no CPU
-    shared, memory bound to the node), or the reason they do not fit."""
+    """Instances of ``[(threads, batch, node)]`` packed on their nodes, or why they do not fit."""
     budget = sum(k for _, k in node_caps(topo, use_smt))
-    got = placement_mod.pack(
-        topo, [t for t, _, _ in parts], budget, use_smt, [n for *_, n in parts]
-    )
+    threads, nodes = [p[0] for p in parts], [p[2] for p in parts]
+    got = placement_mod.pack(topo, threads, budget, use_smt, nodes)
     if isinstance(got, placement_mod.NotApplicable):
         return got.reason
-    return tuple(
-        Instance(p.cpus, p.threads, b, p.mem_nodes) for p, (_, b, _) in zip(got, parts, strict=True)
-    )
-
-
-# -- predictions ---------------------------------------------------------------------------------
+    placed = zip(got, parts, strict=True)
+    return tuple(Instance(p.cpus, p.threads, b, p.mem_nodes) for p, (_, b, _) in placed)
 
 
 # PackRat's dynamic programme over (cores, images) up to this many cores x images; beyond it (a
@@ -167,8 +126,8 @@ DP_LIMIT = 4096
 
 
 def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, batch: int):
-    """[(predicted latency s, low, high, opt, allocator, [(threads, batch, node)])] of the best
-    configuration of each instance count, for every (optimization, allocator), best first."""
+    """[(latency s, low, high, opt, allocator, [(threads, batch, node)])], best first: the
+    planner's best of each instance count per (optimization, allocator)."""
     caps = node_caps(topo, s["use_smt"])
     if sum(k for _, k in caps) * batch > DP_LIMIT:
         return even_latency_predictions(prof, curves, caps, model, batch)
@@ -183,9 +142,8 @@ def latency_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model
 
 
 def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | None]:
-    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here),
-    moved to the lowest-numbered nodes of the same size: nodes of one size are interchangeable,
-    and a plan reads best from node 0 on."""
+    """The nodes of a plan's instances (indexes into ``caps``; -1: across nodes, None here) moved
+    to the lowest-numbered nodes of their size: those are interchangeable, and read best."""
     used = sorted({i for i in indexes if i >= 0})
     move: dict[int, int] = {}
     for size in sorted({caps[i][1] for i in used}):
@@ -196,9 +154,8 @@ def first_nodes(indexes: list[int], caps: list[tuple[int, int]]) -> list[int | N
 
 
 def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: int):
-    """The request split into k identical instances of (t threads, b images), k x b = B, spread
-    over the nodes as evenly as they hold them: each predicted at its alone latency times the
-    slowdown of its node's other busy cores; the best of each k, best first."""
+    """The request split into k identical instances (k x b = B) spread as evenly as the nodes
+    hold them, each at its alone latency times its slowdown; the best of each k, best first."""
     best: dict = {}
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
@@ -219,8 +176,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
 
 
 def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
-    """[(node, instances)] of k instances over nodes with ``slots`` free places each, as evenly
-    as they hold them (None: they do not fit)."""
+    """[(node, instances)] of k instances spread evenly over ``slots`` (None: they do not fit)."""
     if k > sum(m for _, m in slots):
         return None
     out = {n: 0 for n, _ in slots}
@@ -232,9 +188,8 @@ def _spread(k: int, slots: list[tuple[int, int]]) -> list[tuple[int, int]] | Non
 
 
 def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
-    """[(predicted images/s, low, high, opt, allocator, [(threads, batch, node)])] of k
-    identical instances per node for every measured (threads, batch), the best k of each,
-    best first; with ``latency_bound_ms``, those whose predicted p99 is within it."""
+    """[(images/s, low, high, opt, allocator, parts)], best first: the best k identical instances
+    per node of each measured (threads, batch), their p99 within ``latency_bound_ms`` if set."""
     caps = node_caps(topo, s["use_smt"])
     bound = s.get("latency_bound_ms")
     out = []
@@ -242,24 +197,28 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
         curve = curve_for(curves, model, opt)
         tails = _tail_ratios(cells, model, opt, alloc) if bound else {}
         for (t, b), lat in sorted(table.items()):
-            best = None
+            a, best = alone.get((t, b)) or interference.Alone(lat), None
             for k in range(1, max(c for _, c in caps) // t + 1):
-                per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
-                x = (k - 1) * t
-                a = alone.get((t, b)) or interference.Alone(lat)
-                value, lo, hi = interference.instance_interval(a, x, curve)
+                value, lo, hi = interference.instance_interval(a, (k - 1) * t, curve)
                 if bound and value * tails.get((t, b), 1.0) * 1e3 > bound:
                     continue
-                n_inst = sum(m for _, m in per)
-                ips = n_inst * b / value
-                if best is None or ips > best[0]:
-                    hi_ips = n_inst * b / lo if lo == lo and lo > 0 else math.nan
-                    lo_ips = n_inst * b / hi if hi == hi and hi > 0 else math.nan
+                per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
+                images = sum(m for _, m in per) * b
+                if best is None or images / value > best[0]:
+                    hi_ips = images / lo if lo == lo and lo > 0 else math.nan
+                    lo_ips = images / hi if hi == hi and hi > 0 else math.nan
                     parts = [(t, b, n) for n, m in per for _ in range(m)]
-                    best = (ips, lo_ips, hi_ips, opt, alloc, parts)
+                    best = (images / value, lo_ips, hi_ips, opt, alloc, parts)
             if best:
                 out.append(best)
     return sorted(out, key=lambda x: -x[0])
+
+
+def predictions(row: dict, prof: dict, curves: dict, topo: Topology, s: dict, model: str, cells):
+    """The objective row's predictions, best first."""
+    if row["objective"] == deploy.LATENCY:
+        return latency_predictions(prof, curves, topo, s, model, row["batch"])
+    return throughput_predictions(prof, curves, topo, s, model, cells)
 
 
 def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
@@ -273,15 +232,10 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
     return out
 
 
-# -- the baselines ---------------------------------------------------------------------------------
-
-
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
-    """(allocator to run, notes) of a baseline: its rule's, or the run's baseline allocator
-    with a note when the rule's library is not installed here."""
+    """(allocator to run, notes) of a baseline: its rule's, else the run's baseline allocator."""
     alloc, why = deploy.BASELINES[name].allocator()
-    alloc = alloc or fallback
-    notes = [why]
+    alloc, notes = alloc or fallback, [why]
     entry = allocators_mod.get(alloc)
     missing = allocators_mod.skip_reason(entry, allocators_mod.locate(entry))
     if missing:
@@ -291,17 +245,14 @@ def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
 
 
 def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, fallback: str):
-    """(Config or None, notes or the reason it is not measured) of a layout baseline for one
-    objective row: a request on the layout's first instance (latency), or every instance at the
-    grid's largest batch (throughput)."""
-    entry = deploy.BASELINES[name]
+    """(Config or None, notes or why not measured) of a layout baseline: a request on its first
+    instance (latency), or every instance at the grid's largest batch (throughput)."""
     try:
-        slots = entry.layout(topo)
+        slots = deploy.BASELINES[name].layout(topo)
     except launchers.NotRunnable as exc:
         return None, [str(exc)]
     alloc, notes = baseline_allocator(name, fallback)
-    layout = launchers.notes(slots, topo)
-    notes = [*(f"layout: {n}" for n in layout), *notes]
+    notes = [*(f"layout: {n}" for n in launchers.notes(slots, topo)), *notes]
     if row["objective"] == deploy.LATENCY:
         used = slots[:1]
         if len(slots) > 1:
@@ -314,27 +265,19 @@ def layout_baseline(name: str, row: dict, topo: Topology, s: dict, model: str, f
 
 
 def packrat_baseline(row: dict, prof: dict, topo: Topology, s: dict, model: str, fallback: str):
-    """PackRat's plan: its optimizer over the float32 eager profile of the run's baseline
-    allocator, interference not counted."""
+    """PackRat's plan: its optimizer on the eager profile, interference not counted."""
     key = (EAGER, fallback)
     if key not in prof:
         return None, [f"no isolated profile of float32 eager with {fallback} in the grid"]
-    one = {key: prof[key]}
     quiet = {(model, EAGER): interference.NONE}
     plain = {**s, "candidates": 1, "latency_bound_ms": None}
-    if row["objective"] == deploy.LATENCY:
-        preds = latency_predictions(one, quiet, topo, plain, model, row["batch"])
-    else:
-        preds = throughput_predictions(one, quiet, topo, plain, model, None)
+    preds = predictions(row, {key: prof[key]}, quiet, topo, plain, model, None)
     if not preds:
         return None, ["no configuration of measured cells serves it"]
     got = place(topo, preds[0][5], s["use_smt"])
     if isinstance(got, str):
         return None, [got]
     return Config(model, EAGER, fallback, got), ["isolated profiles, no interference"]
-
-
-# -- the plan --------------------------------------------------------------------------------------
 
 
 def _candidate(configs: Configs, model: str, pred, topo: Topology, s: dict) -> dict | None:
@@ -350,8 +293,7 @@ CLOSE = 0.10  # a runner-up is measured when predicted within 10 % of the best
 
 
 def close(top, pred, row) -> bool:
-    """Is a runner-up worth measuring beside the predicted best: within ``CLOSE`` of it, or
-    their predicted intervals overlapping?"""
+    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping?"""
     (v0, lo0, hi0, *_), (v, lo, hi, *_) = top, pred
     if row["objective"] == deploy.LATENCY:
         return v <= v0 * (1 + CLOSE) or (lo == lo and hi0 == hi0 and lo <= hi0)
@@ -359,21 +301,13 @@ def close(top, pred, row) -> bool:
 
 
 def predict(
-    config: Config,
-    objective: str,
-    prof: dict,
-    curves: dict,
-    topo: Topology,
-    spread: dict | None = None,
+    config: Config, objective: str, prof: dict, curves: dict, topo: Topology, spread=None
 ) -> dict:
-    """The prediction of any configuration from the isolated profiles where they have its
-    points: each instance at its (threads, batch) of the configuration's optimization and
-    allocator (else the first profiled one, said in ``basis``) -- an instance within one node
-    from the ``sequential`` cells, one across nodes from the ``interleave`` cells (``spread``)
-    --, times the slowdown of its nodes' other busy cores. {} where a point is missing."""
-    key = (config.opt, config.allocator)
-    if key not in prof:
-        key = next(iter(sorted(prof)), None)
+    """Any configuration's prediction, {} where the profiles lack a point: each instance at its
+    (threads, batch) of its opt and allocator (else the first profiled, said in ``basis``; across
+    nodes from the ``spread`` cells) times the slowdown of its nodes' other busy cores."""
+    own = (config.opt, config.allocator)
+    key = own if own in prof else min(prof, default=None)
     if key is None:
         return {}
     points = []
@@ -393,23 +327,18 @@ def predict(
     for i, (a, on) in zip(config.instances, points, strict=True):
         x = max(busy[n] - i.threads // len(on) for n in on)
         parts.append(interference.instance_interval(a, x, curve))
-    basis = "" if key == (config.opt, config.allocator) else f"predicted from {key[0]}/{key[1]}"
-    if objective == deploy.LATENCY:
-        value = max(v for v, _, _ in parts)
-        lo, hi = max(p[1] for p in parts), max(p[2] for p in parts)
-    else:
-        value = sum(i.batch / v for i, (v, _, _) in zip(config.instances, parts, strict=True))
-        lo = sum(i.batch / p[2] for i, p in zip(config.instances, parts, strict=True))
-        hi = sum(i.batch / p[1] for i, p in zip(config.instances, parts, strict=True))
+    basis = "" if key == own else f"predicted from {key[0]}/{key[1]}"
+    if objective != deploy.LATENCY:  # images per second: the slow bound gives the low rate
+        per = zip(config.instances, parts, strict=True)
+        parts = [(i.batch / v, i.batch / hi, i.batch / lo) for i, (v, lo, hi) in per]
+    agg = max if objective == deploy.LATENCY else sum
+    value, lo, hi = (agg(column) for column in zip(*parts, strict=True))
     return {"predicted": value, "predicted_low": lo, "predicted_high": hi, "basis": basis}
 
 
 def objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread=None) -> dict:
     """One objective row of the plan: its candidates (predicted, best first) and baselines."""
-    if row["objective"] == deploy.LATENCY:
-        preds = latency_predictions(prof, curves, topo, s, model, row["batch"])
-    else:
-        preds = throughput_predictions(prof, curves, topo, s, model, cells)
+    preds = predictions(row, prof, curves, topo, s, model, cells)
     cands, seen = [], set()
     for pred in preds:
         if len(cands) >= s["candidates"] or (cands and not close(preds[0], pred, row)):
@@ -432,18 +361,13 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got.get("basis"):
             notes = [*notes, got["basis"]]
         bases.append({"baseline": name, "config": cid, "notes": notes, **got})
-    return {
-        **row,
-        "name": deploy.objective_name(row),
-        "model": model,
-        "candidates": cands,
-        "baselines": bases,
-    }
+    out = {**row, "name": deploy.objective_name(row), "model": model}
+    return out | {"candidates": cands, "baselines": bases}
 
 
 def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
-    """The deploy plan (see the module docstring): ``objectives`` (one per row and model) and
-    ``configurations`` (id -> the configuration, each measured once)."""
+    """The deploy plan: ``objectives`` (one per row and model) and ``configurations`` (id ->
+    the configuration, each measured once)."""
     configs = Configs(topo)
     s = from_cells(s, cells) if s.get("imported") else s
     fallback = allocators_mod.baseline(s["allocators"])
@@ -455,38 +379,27 @@ def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
             rows.append(
                 objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread)
             )
-    return {
-        "objectives": rows,
-        "configurations": {cid: c.to_dict(topo) for cid, c in configs.items.items()},
-        "baseline_allocator": fallback,
-        "topology": topo.summary(),
-    }
+    configurations = {cid: c.to_dict(topo) for cid, c in configs.items()}
+    out = {"objectives": rows, "configurations": configurations, "baseline_allocator": fallback}
+    return out | {"topology": topo.summary()}
 
 
 def from_cells(s: dict, cells) -> dict:
-    """An import's settings: the models, optimizations, allocators and batch sizes its cells
-    have (the grid keys of an import are ignored)."""
+    """An import's settings: the models, optimizations, allocators and batches its cells have."""
     cells = grid_mod.keyed(cells)
     batches = sorted({int(b) for b in cells["batch_size"]})
-    return {
-        **s,
-        "models": sorted(set(cells["model"])),
-        "optimizations": sorted(set(cells["opt"])),
-        "allocators": sorted(set(cells["allocator"])),
-        "batch_sizes": batches,
-        "throughput_batch": max(batches),
-    }
+    axes = {"models": "model", "optimizations": "opt", "allocators": "allocator"}
+    found = {key: sorted(set(cells[col])) for key, col in axes.items()}
+    return {**s, **found, "batch_sizes": batches, "throughput_batch": max(batches)}
 
 
 def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:
-    """The command of each instance of a configuration: its binding, threads and allocator
-    environment, then the user's program."""
+    """Each instance's command: binding, threads and allocator environment, the program."""
     env = " ".join(f"{k}={v}" for k, v in sorted((environ or {}).items()))
     out = []
     for i in config["instances"]:
         mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
         prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
-        out.append(
-            f"{prefix}numactl --physcpubind={cpulist.format(i['cpus'])} {mem} python serve.py"
-        )
+        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
+        out.append(f"{prefix}{bind} python serve.py")
     return out

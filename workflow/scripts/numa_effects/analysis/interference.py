@@ -1,54 +1,26 @@
-"""The interference model: how much concurrent instances slow each other down, and a packing
-plan's latency predicted from the instances' alone latencies and that slowdown (docs/packing.md,
-"Interference"; issue 22).
-
-**Model.** An instance of a plan whose NUMA node has x *other* busy cores (the cores of the
-plan's other instances on the same node) runs
-
-    s(x) = 1 + beta * x^2
-
-times slower than it did alone (its cell). A plan's predicted latency is
-max_j L(t_j, b_j) * s(x_j). Assumptions, each one a thing the profile could show false:
-
-- the slowdown depends on how many other cores of the instance's node are busy, not on the
-  instance's own threads or batch (every busy core running the same model issues a similar
-  memory traffic, so x stands for the traffic the instance competes with);
-- nodes do not slow each other: each has its own L3 and memory controllers, and every instance's
-  memory is bound to its own node, so an instance on another node counts for nothing
-  (the profile measures groups that span nodes; their per-node points show whether that holds);
-- the curve is quadratic and has no linear term: the first neighbour costs little, each further
-  one more. Two effects that each grow with x multiply: co-runners take L3 capacity (the
-  instance misses more) and add memory traffic (each miss waits longer). On PackRat's CloudLab
-  socket this holds: fitted on k <= 8 concurrent instances it predicts k = 10 ... 16 within
-  -3.8 ... +1.6 % (tests/test_interference.py); a linear curve misses by up to -16 %;
-- beta >= 0 (instances do not speed each other up); a fit that would give beta < 0 gives 0.
-
-``fit`` estimates beta from the profile's points (each a measured slowdown with its two-level
-95 % CI): weighted least squares on s - 1 = beta x^2 with weights 1 / var(s), its standard error
-from those variances, inflated by the reduced chi-square when the points scatter more than their
-CIs say. ``predict`` gives a plan's latency with a 95 % interval that carries both
-uncertainties: each instance's alone latency (its cell's two-level CI) and the curve at its x
-(beta's standard error), combined on the log scale with Welch-Satterthwaite degrees of freedom;
-the plan's interval is [max_j low_j, max_j high_j]. The interval is for the plan's true median
-latency *if the model holds*; tests/test_interference.py checks its coverage by simulation.
-
-Pure logic, no I/O.
+"""The interference model (docs/packing.md, "Interference"): an instance whose node has x
+*other* busy cores runs s(x) = 1 + beta x^2 times slower than alone (beta >= 0); a plan's latency
+is max_j L(t_j, b_j) s(x_j). Nodes do not slow each other (own L3 and memory controllers); no
+linear term (co-runners take L3 and add memory traffic, two effects that multiply: on PackRat's
+CloudLab profile a linear curve misses by up to -16 %, tests/test_interference.py). ``fit``:
+weighted least squares, its error inflated by the reduced chi-square when the points scatter
+more than their CIs say. ``predict``: the 95 % interval from the alone CIs and beta's error,
+valid if the model holds (coverage simulated in tests/test_interference.py).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from numa_effects.stats import CONFIDENCE, log_se, t_quantile
 
 
 @dataclass(frozen=True)
 class Point:
-    """One measured slowdown: instances of ``threads`` threads with ``x`` other busy cores on
-    their node ran ``slowdown`` times slower than one instance alone; ``ci_low``/``ci_high``
-    its 95 % CI (NaN: none), ``df`` the CI's degrees of freedom (inf: normal)."""
+    """One measured slowdown of instances with ``x`` other busy cores on their node, with its
+    95 % CI (NaN: none) and the CI's degrees of freedom (inf: normal)."""
 
     x: int
     slowdown: float
@@ -59,15 +31,10 @@ class Point:
     k: int = 2
     node: int = 0
 
-    @property
-    def se_ln(self) -> float:
-        return log_se(self.ci_low, self.ci_high, self.df)
-
 
 @dataclass(frozen=True)
 class Curve:
-    """s(x) = 1 + beta x^2 with beta's standard error and degrees of freedom. ``points``: how
-    many measured points (x > 0) it was fitted on; 0 = no profile (s = 1 everywhere)."""
+    """s(x) = 1 + beta x^2, fitted on ``points`` points (0 = no profile, s = 1 everywhere)."""
 
     beta: float = 0.0
     se_beta: float = 0.0
@@ -80,9 +47,7 @@ class Curve:
 
     def se_ln(self, x: float) -> float:
         """Standard error of ln s(x) (delta method: d ln s / d beta = x^2 / s(x))."""
-        if x == 0:
-            return 0.0
-        return float(x) ** 2 * self.se_beta / self.s(x)
+        return 0.0 if x == 0 else float(x) ** 2 * self.se_beta / self.s(x)
 
     def ci(self, x: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
         s, se = self.s(x), self.se_ln(x)
@@ -97,41 +62,30 @@ class Curve:
         return f"s(x) = 1 + {self.beta:.3g} x^2 (+- {self.se_beta:.2g}, {self.points} points)"
 
     def to_dict(self) -> dict:
-        return {
-            "beta": self.beta,
-            "se_beta": self.se_beta,
-            "df": None if math.isinf(self.df) else self.df,
-            "points": self.points,
-            "method": self.method,
-        }
+        return {**asdict(self), "df": None if math.isinf(self.df) else self.df}
 
     @classmethod
     def from_dict(cls, d: dict | None) -> Curve:
         if not d:
             return NONE
-        df = d.get("df")
-        return cls(
-            beta=float(d["beta"]),
-            se_beta=float(d["se_beta"]) if d.get("se_beta") is not None else math.nan,
-            df=math.inf if df is None else float(df),
-            points=int(d.get("points", 0)),
-            method=str(d.get("method", "weighted")),
-        )
+        se, df = d.get("se_beta"), d.get("df")
+        se, df = math.nan if se is None else float(se), math.inf if df is None else float(df)
+        points, method = int(d.get("points", 0)), str(d.get("method", "weighted"))
+        return cls(float(d["beta"]), se, df, points, method)
 
 
 NONE = Curve()
 
 
 def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
-    """beta of s(x) = 1 + beta x^2 by least squares on the points with x > 0 (see the module
-    docstring); ``NONE`` without any. Points at x = 0 (instances alone on their node while others
-    ran on another node) say nothing about beta: they test the nodes' independence."""
+    """beta of s(x) = 1 + beta x^2 on the points with x > 0 (``NONE`` without any): points at
+    x = 0 (alone on their node, others on another) test the nodes' independence, not beta."""
     pts = [p for p in points if p.x > 0 and p.slowdown == p.slowdown and p.slowdown > 0]
     if not pts:
         return NONE
     x2 = [float(p.x) ** 2 for p in pts]
     y = [p.slowdown - 1.0 for p in pts]
-    sd = [p.slowdown * p.se_ln for p in pts]
+    sd = [p.slowdown * log_se(p.ci_low, p.ci_high, p.df) for p in pts]
     use_weights = weighted and all(v == v and v > 0 for v in sd)
     w = [1.0 / v**2 for v in sd] if use_weights else [1.0] * len(pts)
     sxx = sum(wi * a * a for wi, a in zip(w, x2, strict=True))
@@ -153,13 +107,9 @@ def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
     return Curve(beta=max(0.0, beta), se_beta=se, df=df, points=n, method=method)
 
 
-# -- a plan's latency ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Alone:
-    """An instance's alone latency (its cell) with the cell's 95 % CI and its degrees of
-    freedom; NaN bounds = no CI (PackRat's imported cells have none)."""
+    """An instance's alone latency with its cell's 95 % CI and degrees of freedom (NaN: none)."""
 
     latency_s: float
     ci_low_s: float = math.nan
@@ -178,15 +128,10 @@ class Prediction:
     latency_s: float  # max_j L_j s(x_j)
     ci_low_s: float
     ci_high_s: float
-    alone_s: float  # max_j L_j: the prediction without interference
-    slowdowns: tuple[float, ...]  # s(x_j) per instance
 
 
-def instance_interval(
-    alone: Alone, x: int, curve: Curve, confidence: float = CONFIDENCE
-) -> tuple[float, float, float]:
-    """(predicted latency, low, high) of one instance: L s(x), both uncertainties on the log
-    scale, Welch-Satterthwaite degrees of freedom."""
+def instance_interval(alone: Alone, x: int, curve: Curve, confidence=CONFIDENCE) -> tuple:
+    """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale."""
     value = alone.latency_s * curve.s(x)
     se_a, se_c = alone.se_ln, curve.se_ln(x)
     if not (se_a == se_a and se_c == se_c):
@@ -202,20 +147,13 @@ def instance_interval(
 
 
 def predict(
-    instances: Sequence[tuple[Alone, int]], curve: Curve = NONE, confidence: float = CONFIDENCE
+    instances: Sequence[tuple[Alone, int]], curve=NONE, confidence=CONFIDENCE
 ) -> Prediction:
-    """A plan's latency from its instances ``[(alone latency, x), ...]`` (x: other busy cores on
-    the instance's node): max_j L_j s(x_j), and the 95 % interval [max_j low_j, max_j high_j]."""
+    """A plan's latency max_j L_j s(x_j) of its ``[(Alone, x), ...]`` with its 95 % interval."""
     if not instances:
         raise ValueError("a plan has at least one instance")
     per = [instance_interval(a, x, curve, confidence) for a, x in instances]
-    return Prediction(
-        latency_s=max(v for v, _, _ in per),
-        ci_low_s=max(lo for _, lo, _ in per),
-        ci_high_s=max(hi for _, _, hi in per),
-        alone_s=max(a.latency_s for a, _ in instances),
-        slowdowns=tuple(curve.s(x) for _, x in instances),
-    )
+    return Prediction(*(max(column) for column in zip(*per, strict=True)))
 
 
 def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
@@ -224,32 +162,3 @@ def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
     for t, n in zip(threads, nodes, strict=True):
         busy[n] = busy.get(n, 0) + t
     return [busy[n] - t for t, n in zip(threads, nodes, strict=True)]
-
-
-# -- validation: fit on part of the profile, predict the rest -----------------------------------
-
-
-def holdout(points: Sequence[Point], fit_on, weighted: bool = True) -> list[dict]:
-    """Fit on the points for which ``fit_on(point)`` is true and predict the others: one dict
-    per held-out point with ``x``, ``k``, ``measured``, ``predicted`` and ``error`` =
-    predicted / measured - 1 (of the slowdown, hence of the latency: the same alone latency
-    multiplies both)."""
-    train = [p for p in points if fit_on(p)]
-    curve = fit(train, weighted=weighted)
-    out = []
-    for p in points:
-        if fit_on(p):
-            continue
-        pred = curve.s(p.x)
-        out.append(
-            {
-                "x": p.x,
-                "k": p.k,
-                "threads": p.threads,
-                "measured": p.slowdown,
-                "predicted": pred,
-                "error": pred / p.slowdown - 1.0,
-                "curve": curve,
-            }
-        )
-    return out

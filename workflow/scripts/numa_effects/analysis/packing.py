@@ -1,24 +1,9 @@
-"""PackRat's question from the user's own grid: for a total batch of B images and a budget of C
-physical cores, which ⟨instances, threads, batch⟩ minimises latency?
-
-A configuration is k concurrent instances, instance j running t_j intra-op threads on its own
-t_j cores and b_j images, with Σ t_j ≤ C and Σ b_j = B (unequal splits allowed). Its predicted
-latency is max_j L(t_j, b_j), where L is the measured latency of the ``sequential`` cell with
-t_j threads and batch b_j (PackRat, Bhardwaj et al., ICML 2025, section 4: a dynamic programme
-over (cores, images)). Only measured (t, b) points are used: a point the grid has but whose
-cell failed or is absent is reported in ``missing``, never interpolated.
-
-Pure logic, no I/O: ``latency_table`` reads a cells table (``tables/cells.csv`` or PackRat's
-imported one), ``optimize`` runs the dynamic programme, ``brute_force`` enumerates every
-configuration (for tests). With the interference model: ``analysis.planner``.
-
-The dynamic programme, for the latency table L over measured points P:
-
-    f(c, 0) = 0;   f(c, n) = min over (t, b) in P, t <= c, b <= n of max(L(t, b), f(c - t, n - b))
-
-f(C, B) is the minimal predicted latency L*. Among the configurations reaching L* a second
-programme picks the fewest instances, then the fewest cores (both additive, so optimal
-substructure holds; a lexicographic tie-break inside the first programme would not).
+"""PackRat's question from the user's own grid (Bhardwaj et al., ICML 2025, section 4): which k
+instances of t_j threads and b_j images (Σ t_j ≤ C, Σ b_j = B) minimise the predicted latency
+max_j L(t_j, b_j), L the measured ``sequential`` cells (never interpolated: ``missing``)? The
+dynamic programme f(c, n) = min over (t, b) of max(L(t, b), f(c - t, n - b)), then a second
+picking the fewest instances, then cores, among those reaching f(C, B) (additive, so optimal
+substructure holds; a tie-break inside the first would not). With interference: ``planner``.
 """
 
 from __future__ import annotations
@@ -47,11 +32,6 @@ class Instance:
     slowdown: float = 1.0  # s(x) of the interference model at the instance's co-runner cores
     node: int = 0  # index of its node among the budget's nodes (-1: it straddles nodes)
 
-    @property
-    def predicted_s(self) -> float:
-        """Its latency in the plan: alone latency x slowdown."""
-        return self.latency_s * self.slowdown
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -77,8 +57,7 @@ class Choice:
     @property
     def busy(self) -> tuple[int, ...]:
         """Busy cores per node of the budget (index order); straddling instances not counted."""
-        nodes = [i.node for i in self.instances if i.node >= 0]
-        out = [0] * (max(nodes) + 1 if nodes else 0)
+        out = [0] * (max(i.node for i in self.instances) + 1)
         for i in self.instances:
             if i.node >= 0:
                 out[i.node] += i.threads
@@ -143,18 +122,15 @@ class Choice:
 
 
 def label(instances) -> str:
-    """``2x(t1,b8)`` style: instances (with ``threads`` and ``batch``) grouped, in their order
-    (largest first in a ``Choice``)."""
+    """``2x(t1,b8)`` style: the instances grouped, in their order."""
     groups: dict[tuple[int, int], int] = {}
     for i in instances:
         groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
     return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
 
 
-# -- the latency table -------------------------------------------------------------------------
 def statistic(cells) -> str:
-    """The latency column used: the median, or the mean where no cell has a median (PackRat;
-    ``stats.table_statistic``)."""
+    """The latency column used: the median, or PackRat's mean (``stats.table_statistic``)."""
     col = stats.latency_column(stats.table_statistic(cells))
     if col not in cells.columns or not cells[col].notna().any():
         raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
@@ -162,30 +138,18 @@ def statistic(cells) -> str:
 
 
 def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None):
-    """The ``ok`` cells of one (model, opt, placement, allocator); a table without the
-    allocator column is glibc's (``default``: ``grid.keyed``). ``allocator`` None: the run's
-    baseline (``plan.allocators.baseline`` of the table's), the one packing groups run with
-    (``plan.build.Plan.packing_job``)."""
+    """The ``ok`` cells of one (model, opt, placement, allocator; None: the run's baseline)."""
     cells = grid.keyed(cells)
-    if allocator is None:
-        allocator = allocators.baseline(cells["allocator"])
-    sel = cells[
-        (cells["model"] == model)
-        & (cells["opt"] == opt)
-        & (cells["placement"] == placement)
-        & (cells["allocator"] == allocator)
-    ]
+    allocator = allocators.baseline(cells["allocator"]) if allocator is None else allocator
+    keys = ["model", "opt", "placement", "allocator"]
+    sel = cells[(cells[keys] == [model, opt, placement, allocator]).all(axis=1)]
     if "status" in sel.columns:
         sel = sel[sel["status"] == "ok"]
     return sel
 
 
-def latency_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
-) -> dict:
-    """{(threads, batch): seconds} of the ``ok`` cells of one (model, opt, placement) with
-    ``allocator`` (None: the run's baseline allocator, which packing groups run with; a table
-    without the column is glibc's)."""
+def latency_table(cells, model, opt, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
+    """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
     sel = ok_cells(cells, model, opt, placement, allocator)
     if sel.empty:
         return {}
@@ -197,69 +161,40 @@ def latency_table(
     }
 
 
-def missing_points(
-    table: Table, threads: Iterable[int], batch_sizes: Iterable[int]
-) -> list[tuple[int, int]]:
+def missing_points(table: Table, threads: Iterable[int], batch_sizes: Iterable[int]) -> list:
     """Grid points (t, b) with no measured latency (failed, skipped or never run)."""
-    return [
-        (t, b)
-        for t in sorted(set(threads))
-        for b in sorted(set(batch_sizes))
-        if (t, b) not in table
-    ]
+    batches = sorted(set(batch_sizes))
+    return [(t, b) for t in sorted(set(threads)) for b in batches if (t, b) not in table]
 
 
-def alone_table(
-    cells, model: str, opt: str, placement: str = BASELINE_PLACEMENT, allocator: str | None = None
-) -> dict:
-    """{(threads, batch): interference.Alone} of the ``ok`` cells (of ``latency_table``):
-    latency (the table's statistic) and the cell's 95 % CI with its degrees of freedom where
-    the table has them."""
+def alone_table(cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
+    """{(threads, batch): interference.Alone} of ``latency_table``'s cells, with their CIs."""
     table = latency_table(cells, model, opt, placement, allocator)
-    if not table:
-        return {}
-    sel = ok_cells(cells, model, opt, placement, allocator)
     out = {}
-    for r in sel.itertuples(index=False):
+    for r in ok_cells(cells, model, opt, placement, allocator).itertuples(index=False):
         key = (int(r.threads), int(r.batch_size))
         if key not in table:
             continue
-        lo = getattr(r, "latency_ci_low_ms", math.nan)
-        hi = getattr(r, "latency_ci_high_ms", math.nan)
-        df = getattr(r, "ci_df", math.nan)
+        names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
+        lo, hi, df = (getattr(r, c, math.nan) for c in names)
         ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
         if df != df or df is None or df <= 0:
             df = math.inf  # a within-process (order-statistic) CI: normal quantile
-        out[key] = interference.Alone(
-            table[key],
-            float(lo) / 1e3 if ci_ok else math.nan,
-            float(hi) / 1e3 if ci_ok else math.nan,
-            float(df),
-        )
+        lo, hi = (float(v) / 1e3 if ci_ok else math.nan for v in (lo, hi))
+        out[key] = interference.Alone(table[key], lo, hi, float(df))
     return out
 
 
-# -- the optimizer -----------------------------------------------------------------------------
 def measured_points(table: Table, budget: int, total: int) -> list[tuple[int, int, float]]:
-    return sorted(
-        (t, b, lat)
-        for (t, b), lat in table.items()
-        if 1 <= t <= budget and 1 <= b <= total and math.isfinite(lat)
-    )
+    points = ((t, b, lat) for (t, b), lat in table.items() if math.isfinite(lat))
+    return sorted(p for p in points if 1 <= p[0] <= budget and 1 <= p[1] <= total)
 
 
 def optimize(
-    table: Table,
-    budget: int,
-    total: int,
-    missing: Iterable[tuple[int, int]] = (),
-    min_instances: int = 1,
+    table: Table, budget: int, total: int, missing=(), min_instances: int = 1
 ) -> Choice | None:
-    """The configuration of minimal predicted latency for ``total`` images on ``budget``
-    cores, or None when no combination of measured points sums to ``total`` images.
-    ``min_instances`` = 2 asks for the best *split* (at least two instances): what the
-    ``packing`` benchmark measures when the fat instance wins, to test the prediction of
-    concurrent instances."""
+    """The configuration of least predicted latency for ``total`` images on ``budget`` cores
+    (None: no measured points sum to ``total``); ``min_instances`` = 2: the best split."""
     if budget < 1 or total < 1 or min_instances < 1:
         raise ValueError(
             f"budget, batch and min_instances must be >= 1, got {budget}, {total}, {min_instances}"
@@ -284,25 +219,7 @@ def optimize(
         return None
     usable = [(t, b, lat) for t, b, lat in points if lat <= target]
 
-    k, _, chosen = _fewest(tuple(usable), budget, total, min_instances)
-    assert math.isfinite(k), "the second programme must reach the first one's optimum"
-    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
-    fat = table.get((budget, total), math.nan)
-    return Choice(
-        budget=budget,
-        batch=total,
-        instances=instances,
-        latency_s=max(i.latency_s for i in instances),
-        fat_latency_s=float(fat),
-        missing=tuple(sorted(set(missing))),
-    )
-
-
-def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tuple]:
-    """The second programme: fewest instances, then fewest cores, among the configurations of
-    the ``usable`` points (every one at most the least latency) on ``c`` cores serving ``n``
-    images with at least ``need`` instances: (instances, cores, the points chosen)."""
-
+    # the second programme: (instances, cores, points chosen), fewest instances then cores
     @cache
     def fewest(c: int, n: int, need: int) -> tuple[float, float, tuple]:
         if n == 0:
@@ -319,29 +236,8 @@ def _fewest(usable: tuple, c: int, n: int, need: int) -> tuple[float, float, tup
                 out = cand
         return out
 
-    return fewest(c, n, need)
-
-
-def brute_force(
-    table: Table, budget: int, total: int, min_instances: int = 1
-) -> tuple[float, int, int] | None:
-    """(latency, instances, cores) of the best configuration of at least ``min_instances``
-    instances by enumerating every multiset of measured points; exponential, for tests on small
-    tables."""
-    points = measured_points(table, budget, total)
-    best: tuple[float, int, int] | None = None
-
-    def walk(start: int, cores: int, images: int, lat: float, k: int) -> None:
-        nonlocal best
-        if images == total and k >= min_instances:
-            cand = (lat, k, cores)
-            if best is None or cand < best:
-                best = cand
-            return
-        for i in range(start, len(points)):
-            t, b, pl = points[i]
-            if cores + t <= budget and images + b <= total:
-                walk(i, cores + t, images + b, max(lat, pl), k + 1)
-
-    walk(0, 0, 0, 0.0, 0)
-    return best
+    k, _, chosen = fewest(budget, total, min_instances)
+    assert math.isfinite(k), "the second programme must reach the first one's optimum"
+    instances = tuple(sorted((Instance(t, b, lat) for t, b, lat in chosen), reverse=True))
+    latency, fat = max(i.latency_s for i in instances), table.get((budget, total), math.nan)
+    return Choice(budget, total, instances, latency, float(fat), tuple(sorted(set(missing))))

@@ -1,24 +1,13 @@
-"""PackRat's question with interference (docs/packing.md, "Interference"): the best
-configurations of a latency table on a budget whose nodes slow their instances down
-(``Planner``), and the optimizer's rows for the plan (``choices``).
+"""PackRat's question with interference (docs/packing.md): ``Planner``, the best configurations
+on a budget of nodes, and ``choices``, the plan's rows. With n busy cores on a node an instance
+takes L(t, b) s(n - t), so per node and n a programme over (instances k, cores c, images m),
+vectorised over (c, m), gives A_n[k][m] = f_n[k][n][m] where
 
-With the interference model an instance's latency depends on the other busy cores of its node:
-L(t, b) s(n - t) when its node has n busy cores. For a fixed n that is a table of its own, so per
-node and per n a dynamic programme over (instances k, cores c, images m) with exactly n cores in
-use gives A_n[k][m], the least max-latency of k instances on that node serving m images:
+    f_n[k][c][m] = min over (t, b) of max(L(t, b) s(n - t), f_n[k-1][c-t][m-b])
 
-    f_n[0][0][0] = 0;
-    f_n[k][c][m] = min over (t, b), t <= c, b <= m of
-                   max(L(t, b) s(n - t), f_n[k-1][c-t][m-b]);      A_n = f_n[.][n][.]
-
-(vectorised over (c, m) with numpy). A node's best for (k, m) is the minimum over n; nodes are
-independent in the model, so a budget of several nodes combines them by a min-max fold over
-the split of instances and images. Then, for each instance count k, a second pass finds the
-fewest cores among the configurations reaching that latency (a min-plus fold of each node's
-fewest n with A_n <= the latency). The result per k is exact in (latency, cores), so the best
-configuration is the least (latency, k, cores), as ``optimize``'s; ``brute_force_nodes``
-enumerates every configuration and node assignment for the tests. An instance wider than every
-node of the budget (it straddles nodes) is only considered alone (k = 1, s = 1).
+Nodes are independent, so several nodes fold their minima over n by min-max over the split of
+instances and images; a min-plus fold of each node's fewest n then gives the fewest cores per k.
+An instance wider than every node straddles nodes and is only considered alone.
 """
 
 from __future__ import annotations
@@ -28,53 +17,31 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from numa_effects.analysis import interference
-from numa_effects.analysis.packing import (
-    Choice,
-    Instance,
-    Table,
-    alone_table,
-    latency_table,
-    measured_points,
-    missing_points,
-    optimize,
-)
+from numa_effects.analysis import interference, packing
 
 INF = math.inf
 
 
 class Planner:
     """The best configurations of one latency table on one budget: ``caps`` = the cores of each
-    of the budget's nodes (``budget_nodes``), ``curve`` the interference model (None: s = 1),
-    ``alone`` {(t, b): interference.Alone} for the intervals (None: no intervals), ``max_batch``
-    the largest total batch that will be asked for."""
+    of its nodes, ``curve`` None: s = 1, ``alone`` {(t, b): interference.Alone} for the
+    intervals (None: none), ``max_batch`` the largest total batch asked for."""
 
-    def __init__(self, table: Table, caps, curve=None, alone=None, max_batch: int = 1):
+    def __init__(self, table: packing.Table, caps, curve=None, alone=None, max_batch: int = 1):
         self.table = {k: float(v) for k, v in table.items() if math.isfinite(v) and v > 0}
         self.caps = tuple(int(c) for c in caps if int(c) > 0)
         if not self.caps:
             raise ValueError("a budget has at least one core")
+        self.budget = sum(self.caps)
         self.curve = curve or interference.NONE
         self.alone = alone
         self.M = int(max_batch)
         self._nodes: dict[int, tuple] = {}  # cap -> (A per n, V, Vn)
         self._dp_cache: dict[int, tuple] = {}
 
-    @property
-    def budget(self) -> int:
-        return sum(self.caps)
-
-    # -- one node ----------------------------------------------------------------------------
     def _points(self, n: int) -> list[tuple[int, int, float]]:
-        s = self.curve.s
-        return sorted(
-            (
-                (t, b, lat * s(n - t))
-                for (t, b), lat in self.table.items()
-                if t <= n and b <= self.M
-            ),
-            reverse=True,
-        )
+        pts = [(t, b, lat * self.curve.s(n - t)) for (t, b), lat in self.table.items() if t <= n]
+        return sorted((p for p in pts if p[1] <= self.M), reverse=True)
 
     def _dp(self, n: int):
         """f_n[k][c][m] for n busy cores on the node (the latencies scaled by s(n - t)): the
@@ -104,9 +71,8 @@ class Planner:
         A[0][0, 0] = 0.0
         for n in range(1, cap + 1):
             f, _ = self._dp(n)
-            a = np.full((K + 1, self.M + 1), INF)
-            a[: f.shape[0]] = f[:, n, :]
-            A[n] = a
+            A[n] = np.full((K + 1, self.M + 1), INF)
+            A[n][: f.shape[0]] = f[:, n, :]
         V = np.full((K + 1, self.M + 1), INF)
         Vn = np.zeros((K + 1, self.M + 1), dtype=int)
         for n in range(0, cap + 1):  # ascending, strictly better: ties go to fewer cores
@@ -123,7 +89,6 @@ class Planner:
             C[A[n] <= target] = n
         return C
 
-    # -- nodes combined ------------------------------------------------------------------------
     @staticmethod
     def _fold(acc, vec, op, target=None):
         """Combine two nodes' (k, m) arrays: out[k][m] = min over ka + kb = k, ma + mb = m of
@@ -152,11 +117,9 @@ class Planner:
         if len(arrays) == 1:
             col = arrays[0][:, total]
             return col, [[(k, total)] for k in range(len(col))]
-        acc = arrays[0]
-        splits = []
+        acc, splits = arrays[0], []
         for i, vec in enumerate(arrays[1:], start=1):
-            last = i == len(arrays) - 1
-            acc, sp = self._fold(acc, vec, op, target=total if last else None)
+            acc, sp = self._fold(acc, vec, op, target=total if i == len(arrays) - 1 else None)
             splits.append(sp)
         values = acc[:, 0]
         parts = []
@@ -171,138 +134,76 @@ class Planner:
             parts.append(per[::-1])
         return np.asarray(values), parts
 
-    def _backtrack(self, n: int, k: int, m: int, target: float, node: int) -> list[Instance]:
+    def _backtrack(self, n: int, k: int, m: int, target: float, node: int) -> list:
         f, pts = self._dp(n)
         out, c = [], n
         while k > 0:
             for t, b, lat in pts:
                 if t <= c and b <= m and lat <= target and f[k - 1, c - t, m - b] <= target:
                     alone = self.table[(t, b)]
-                    out.append(Instance(t, b, alone, lat / alone, node))
+                    out.append(packing.Instance(t, b, alone, lat / alone, node))
                     k, c, m = k - 1, c - t, m - b
                     break
             else:  # pragma: no cover - f[k][c][m] <= target guarantees a step
                 raise AssertionError("no step back in the packing programme")
         return out
 
-    # -- the answers ---------------------------------------------------------------------------
-    def per_k(self, total: int, missing=()) -> dict[int, Choice]:
-        """{k: the best configuration of exactly k instances} for ``total`` images: least
-        predicted latency, then fewest cores."""
+    def per_k(self, total: int, missing=()) -> dict[int, packing.Choice]:
+        """{k: the best (latency, then cores) configuration of k instances} for ``total``."""
         if not 1 <= total <= self.M:
             raise ValueError(f"total batch {total} outside 1..{self.M}")
         caps = self.caps
-        arrays = [self._node(c)[1] for c in caps]
-        op_max, op_add = np.maximum, np.add
-        lat, _ = self._combine(arrays, op_max, total)
-        out: dict[int, Choice] = {}
+        lat, _ = self._combine([self._node(c)[1] for c in caps], np.maximum, total)
+        out: dict[int, packing.Choice] = {}
         fat = self.table.get((self.budget, total), math.nan)
         for k in range(1, len(lat)):
             target = float(lat[k])
             if not math.isfinite(target):
                 continue
             cores = [self._fewest_cores(c, target) for c in caps]
-            fewest, parts = self._combine(cores, op_add, total)
+            fewest, parts = self._combine(cores, np.add, total)
             assert math.isfinite(fewest[k]), "the second pass reaches the first one's optimum"
-            instances: list[Instance] = []
+            instances: list[packing.Instance] = []
             for node, ((kv, mv), cv) in enumerate(zip(parts[k], cores, strict=True)):
-                if kv == 0:
-                    continue
-                instances += self._backtrack(int(cv[kv, mv]), kv, mv, target, node)
+                if kv:
+                    instances += self._backtrack(int(cv[kv, mv]), kv, mv, target, node)
             out[k] = self._choice(total, instances, fat, missing)
         # an instance wider than every node, alone: it straddles nodes and has nobody beside it
         for t in range(max(caps) + 1, self.budget + 1):
             lat1 = self.table.get((t, total))
             if lat1 is None:
                 continue
-            cand = self._choice(total, [Instance(t, total, lat1, 1.0, -1)], fat, missing)
+            cand = self._choice(total, [packing.Instance(t, total, lat1, 1.0, -1)], fat, missing)
             if 1 not in out or (cand.latency_s, cand.cores) < (out[1].latency_s, out[1].cores):
                 out[1] = cand
         return dict(sorted(out.items()))
 
-    def _choice(self, total, instances, fat, missing) -> Choice:
+    def _choice(self, total, instances, fat, missing) -> packing.Choice:
         inst = tuple(sorted(instances, reverse=True))
-        latency = max(i.predicted_s for i in inst)
+        latency = max(i.latency_s * i.slowdown for i in inst)
         lo = hi = math.nan
         if self.alone is not None:
             xs = interference.co_runners([i.threads for i in inst], [i.node for i in inst])
             xs = [0 if i.node < 0 else x for i, x in zip(inst, xs, strict=True)]
-            got = []
-            for i, x in zip(inst, xs, strict=True):
-                a = self.alone.get((i.threads, i.batch)) or interference.Alone(i.latency_s)
-                got.append((a, x))
-            pred = interference.predict(got, self.curve)
+            alone = [self.alone.get((i.threads, i.batch)) for i in inst]
+            alone = [a or interference.Alone(i.latency_s) for a, i in zip(alone, inst, strict=True)]
+            pred = interference.predict(list(zip(alone, xs, strict=True)), self.curve)
             lo, hi = pred.ci_low_s, pred.ci_high_s
-        return Choice(
-            budget=self.budget,
-            batch=total,
-            instances=inst,
-            latency_s=latency,
-            fat_latency_s=float(fat),
-            missing=tuple(sorted(set(missing))),
-            alone_latency_s=max(i.latency_s for i in inst),
-            ci_low_s=lo,
-            ci_high_s=hi,
-        )
+        missing, alone_s = tuple(sorted(set(missing))), max(i.latency_s for i in inst)
+        fields = (self.budget, total, inst, latency, float(fat), missing, alone_s, lo, hi)
+        return packing.Choice(*fields)
 
-    def optimize(self, total: int, missing=(), min_instances: int = 1) -> Choice | None:
+    def optimize(self, total: int, missing=(), min_instances: int = 1) -> packing.Choice | None:
         """The least (predicted latency, instances, cores) configuration, or None."""
         got = [c for k, c in self.per_k(total, missing).items() if k >= min_instances]
         if not got:
             return None
         return min(got, key=lambda c: (c.latency_s, c.k, c.cores))
 
-    def candidates(self, total: int, n: int, missing=()) -> list[Choice]:
-        """The ``n`` best of the best configurations of each instance count, by predicted
-        latency (then fewer instances, fewer cores): the plans worth measuring."""
+    def candidates(self, total: int, n: int, missing=()) -> list[packing.Choice]:
+        """The ``n`` best of ``per_k``'s configurations: the plans worth measuring."""
         got = sorted(self.per_k(total, missing).values(), key=lambda c: (c.latency_s, c.k, c.cores))
         return got[: max(0, int(n))]
-
-
-def brute_force_nodes(table: Table, caps, total: int, curve=None, min_instances: int = 1):
-    """(latency, instances, cores) of the best configuration with interference by enumerating
-    every multiset of measured points and every assignment of its instances to the budget's
-    nodes (an instance wider than every node only alone); exponential, for tests."""
-    curve = curve or interference.NONE
-    caps = tuple(caps)
-    budget = sum(caps)
-    points = measured_points(table, budget, total)
-    best = None
-
-    def consider(lat, k, cores):
-        nonlocal best
-        if k >= min_instances and (best is None or (lat, k, cores) < best):
-            best = (lat, k, cores)
-
-    def finish(chosen, j=0, nodes=()):
-        """Every assignment of the chosen instances to nodes that fits the nodes' cores."""
-        if j == len(chosen):
-            used = [0] * len(caps)
-            for (t, _, _), v in zip(chosen, nodes, strict=True):
-                used[v] += t
-            if all(u <= c for u, c in zip(used, caps, strict=True)):
-                lat = max(
-                    a * curve.s(used[v] - t) for (t, _, a), v in zip(chosen, nodes, strict=True)
-                )
-                consider(lat, len(chosen), sum(used))
-            return
-        for v in range(len(caps)):
-            finish(chosen, j + 1, (*nodes, v))
-
-    def walk(start, cores, images, chosen):
-        if images == total:
-            finish(chosen)
-            return
-        for i in range(start, len(points)):
-            t, b, lat = points[i]
-            if t <= max(caps) and cores + t <= budget and images + b <= total:
-                walk(i, cores + t, images + b, [*chosen, (t, b, lat)])
-
-    walk(0, 0, 0, [])
-    for t, b, lat in points:  # wider than every node: alone only
-        if t > max(caps) and b == total:
-            consider(lat, 1, t)
-    return best
 
 
 def choices(
@@ -317,18 +218,15 @@ def choices(
     curve=None,
     measure: int = 1,
 ) -> list[dict]:
-    """One row per (budget, batch): the best configuration by the prediction with interference
-    (``Choice.to_dict``; ``curve`` None = alone latencies only) with ``candidates``, the
-    ``measure`` best configurations of distinct instance counts (``Planner.candidates``, the
-    best first), ``alone_plan``, the plan ``optimize`` picks from the alone latencies (what this
-    pipeline recommended before interference was measured), and ``curve``; or a row with
-    ``instances: []`` and the reason when no configuration of measured points exists.
-    ``caps``: {budget: the cores of each of its nodes} (``budget_nodes``; None = one node)."""
+    """One row per (budget, batch): the best configuration predicted with interference (``curve``
+    None: alone latencies) with the ``measure`` best ``candidates`` of distinct instance counts
+    and ``alone_plan``, ``optimize``'s from the alone latencies; or ``instances: []`` and the
+    reason. ``caps``: {budget: the cores of each of its nodes} (None = one node)."""
     curve = curve or interference.NONE
-    table = latency_table(cells, model, opt)
-    alone = alone_table(cells, model, opt)
+    table = packing.latency_table(cells, model, opt)
+    alone = packing.alone_table(cells, model, opt)
     batch_sizes = sorted({int(b) for b in batch_sizes})
-    missing = missing_points(table, threads, batch_sizes)
+    missing = packing.missing_points(table, threads, batch_sizes)
     rows = []
     for c in sorted(set(budget_cores)):
         node_caps = list((caps or {}).get(c, [c]))
@@ -337,28 +235,13 @@ def choices(
             base = {"model": model, "opt": opt, "curve": curve.to_dict(), "caps": node_caps}
             cands = planner.candidates(b, max(1, int(measure)), missing) if planner else []
             if not cands:
-                rows.append(
-                    {
-                        **base,
-                        "budget": c,
-                        "batch": b,
-                        "instances": [],
-                        "candidates": [],
-                        "missing": [list(p) for p in missing],
-                        "reason": "no combination of measured (threads, batch) points "
-                        f"serves {b} images on {c} cores",
-                    }
-                )
+                why = f"no combination of measured (threads, batch) points serves {b} images"
+                none = {"budget": c, "batch": b, "instances": [], "candidates": []}
+                missed = [list(p) for p in missing]
+                rows.append(base | none | {"missing": missed, "reason": f"{why} on {c} cores"})
                 continue
-            old = optimize(table, c, b, missing)
-            rows.append(
-                {
-                    **base,
-                    **cands[0].to_dict(),
-                    "candidates": [x.to_dict() for x in cands],
-                    "alone_plan": (
-                        {"label": old.label(), "latency_s": old.latency_s} if old else None
-                    ),
-                }
-            )
+            old = packing.optimize(table, c, b, missing)
+            alone_plan = {"label": old.label(), "latency_s": old.latency_s} if old else None
+            more = {"candidates": [x.to_dict() for x in cands], "alone_plan": alone_plan}
+            rows.append(base | cands[0].to_dict() | more)
     return rows

@@ -1,9 +1,5 @@
-"""The ``compare`` key (docs/comparing.md) checked against the file system and the grid's axes:
-every folder is a result folder (``compare.runs.folder_problem``) given once, ``results``
-lies outside every one of them (compared folders are only read), there is one label per folder,
-``across`` names axes of the grid, and every compared run shares cells with the baseline
-(``compare.runs.pair_problem``). One problem per line; relative paths are read from the
-working directory, as Snakemake reads them."""
+"""The ``compare`` key (docs/comparing.md) checked against the file system and the grid's axes,
+one problem per line; relative paths are read from the working directory, as Snakemake does."""
 
 from __future__ import annotations
 
@@ -18,31 +14,22 @@ ALLOWED = (
     "allowed: result folders of a run or an import (holding tables/cells.csv and machine.json), "
     "the baseline first"
 )
+WITH_IMPORT = (
+    "given together with import; allowed: one of them (import PackRat results into a results "
+    "folder first, then compare result folders)"
+)
 
 
-def compare_problems(
-    config: dict, workdir: str | Path | None = None, results_ok: bool = True
-) -> list[Problem]:
-    """The ``compare`` key's problems; ``results_ok``: ``results`` passed its own checks (only
-    then is it checked against the compared folders)."""
+def compare_problems(config: dict, workdir=None, results_ok: bool = True) -> list[Problem]:
+    """The ``compare`` key's problems; ``results_ok``: check ``results`` against the folders."""
     value = config.get("compare")
     if not value:
         return []
     listed = isinstance(value, list)
     folders = list(value if listed else value.get("runs") or ())
+    key = "compare[{}]".format if listed else "compare.runs[{}]".format  # the i-th folder's key
 
-    def key(i: int) -> str:
-        return f"compare[{i}]" if listed else f"compare.runs[{i}]"
-
-    problems = []
-    if config.get("import"):
-        problems.append(
-            Problem(
-                "compare",
-                "given together with import; allowed: one of them (import PackRat results "
-                "into a results folder first, then compare result folders)",
-            )
-        )
+    problems = [Problem("compare", WITH_IMPORT)] if config.get("import") else []
     base = Path(os.path.abspath(workdir or os.getcwd()))
     where = [Path(os.path.realpath(base / r)) for r in folders]
     problems += _folder_problems(folders, where, base, key)
@@ -64,9 +51,8 @@ def _folder_problems(folders, where, base: Path, key) -> list[Problem]:
     for i, run in enumerate(folders):
         first = where.index(where[i])
         if first < i:
-            problems.append(
-                Problem(key(i), f"{shown(run)} is the same folder as {key(first)}; {ALLOWED}")
-            )
+            why = f"{shown(run)} is the same folder as {key(first)}; {ALLOWED}"
+            problems.append(Problem(key(i), why))
             continue
         try:
             why = runs.folder_problem(base / run, shown=run)
@@ -86,45 +72,27 @@ def _results_problems(results: str, folders, where, base: Path, key) -> list[Pro
             continue  # the same folder again: said above
         if out == w or w in out.parents:
             what = "is" if out == w else "is inside"
-            problems.append(
-                Problem(
-                    "results",
-                    f"{shown(results)} {what} the compared folder {run} ({key(i)}), and "
-                    "compared folders are only read; allowed: a folder outside every "
-                    "compared one (e.g. --config results=runs/compare)",
-                )
-            )
+            why = f"{shown(results)} {what} the compared folder {run} ({key(i)}), and compared "
+            why += "folders are only read; allowed: a folder outside every compared one (e.g. "
+            problems.append(Problem("results", why + "--config results=runs/compare)"))
     return problems
 
 
 def _settings_problems(settings: dict, n_folders: int) -> list[Problem]:
     """One label per folder; ``across`` names axes of the grid, not all of them."""
-    problems = []
+    problems, keys = [], ", ".join(KEYS)
     labels = settings.get("labels")
     if labels and len(labels) != n_folders:
-        problems.append(
-            Problem(
-                "compare.labels",
-                f"{len(labels)} labels for {n_folders} folders; allowed: one label per folder",
-            )
-        )
+        why = f"{len(labels)} labels for {n_folders} folders; allowed: one label per folder"
+        problems.append(Problem("compare.labels", why))
     across = list(settings.get("across") or ())
     for i, axis in enumerate(across):
         if axis not in KEYS:
-            problems.append(
-                Problem(
-                    f"compare.across[{i}]",
-                    f"{shown(axis)} is not an axis of the grid; allowed: {', '.join(KEYS)}",
-                )
-            )
+            why = f"{shown(axis)} is not an axis of the grid; allowed: {keys}"
+            problems.append(Problem(f"compare.across[{i}]", why))
     if across and set(across) >= set(KEYS):
-        problems.append(
-            Problem(
-                "compare.across",
-                "names every axis, so no cell could be matched; allowed: some of "
-                f"{', '.join(KEYS)}",
-            )
-        )
+        why = f"names every axis, so no cell could be matched; allowed: some of {keys}"
+        problems.append(Problem("compare.across", why))
     return problems
 
 
@@ -137,9 +105,5 @@ def _pair_problems(config: dict, folders, base: Path, across: list, key) -> list
         runs.read_run(base / run, label, settings=False, shown=run)
         for run, label in zip(folders, labels, strict=True)
     ]
-    problems = []
-    for i, other in enumerate(read[1:], start=1):
-        why = runs.pair_problem(read[0], other, across)
-        if why:
-            problems.append(Problem(key(i), f"{why}; {ALLOWED}, sharing cells"))
-    return problems
+    whys = [runs.pair_problem(read[0], other, across) for other in read[1:]]
+    return [Problem(key(i), f"{w}; {ALLOWED}, sharing cells") for i, w in enumerate(whys, 1) if w]

@@ -1,10 +1,5 @@
-"""The comparison page ``<results>/compare/<name>/index.html`` (config key ``compare``,
-docs/comparing.md): one self-contained HTML file like the run's report (``page``: same style,
-same figure blocks), in this order: what differs between the runs (a comparison across machines
-says so first), the summary (the verdict counts and the geometric mean with its CI, and what
-each interval covers), the machine's peak kernels in both runs (``peaks_section``), the
-Comparison section's figures (``families.page_sections(COMPARE_PAGE)``), the cells of one run
-only, the matched cells, and every provenance fact."""
+"""The comparison page ``<results>/compare/<name>/index.html`` (docs/comparing.md): one
+self-contained HTML file in the run report's style, what differs between the runs first."""
 
 from __future__ import annotations
 
@@ -15,11 +10,10 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
-from numa_effects.compare.tables import ALL
+from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import families
 from numa_effects.report.empty import PageFacts
-from numa_effects.report.families import COMPARE_PAGE
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
     HIGHLIGHT,
@@ -56,22 +50,9 @@ CELL_COLUMNS = [
     "status",
     "ci_note",
 ]
-SUMMARY_COLUMNS = [
-    "scope",
-    "cells",
-    "geomean_change_pct",
-    "geomean_ci_low_pct",
-    "geomean_ci_high_pct",
-    "significant",
-    "cells_significant",
-    "faster",
-    "slower",
-    "no_significant_change",
-    "not_assessed",
-    "beyond_min_effect_faster",
-    "beyond_min_effect_slower",
-    "disturbed",
-]
+# summary.csv's columns the page shows
+HIDDEN = ("run", "baseline_run", "latency_statistic", "geomean_ratio", "ci_df", "min_effect_pct")
+SUMMARY_SHOWN = [c for c in compare_tables.SUMMARY_COLUMNS if c not in HIDDEN]
 
 
 def _pct(v) -> str:
@@ -82,9 +63,16 @@ def _pct(v) -> str:
     return "–" if np.isnan(f) else f"{f:+.1f} %"
 
 
-def machines_banner(machines: dict, labels: Sequence[str]) -> str:
-    """A comparison across machines says so above everything else; one whose machines are not
-    recorded (imports without a description) says that it cannot tell."""
+def _ratio_pct(ratio: float) -> str:
+    return _pct((ratio - 1.0) * 100.0)
+
+
+def _details(summary: str, table: pd.DataFrame, cols, tag: str = "details") -> str:
+    return f"<{tag}><summary>{summary}</summary>{data_table(table, cols)}</details>"
+
+
+def machines_banner(machines: dict) -> str:
+    """Across machines, or machines not recorded: said above everything else."""
     if machines.get("same") is False:
         return (
             '<p class="machines" id="across-machines">Across machines: these runs differ in '
@@ -103,13 +91,10 @@ def machines_banner(machines: dict, labels: Sequence[str]) -> str:
 def _wide(provenance: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
     if provenance.empty:
         return pd.DataFrame(columns=["category", "fact", *labels, "differs"])
-    p = provenance.copy()
-    p["run"] = p["run"].astype(str)
-    wide = p.pivot_table(
-        index=["category", "fact"], columns="run", values="value", aggfunc="first", sort=False
-    ).reset_index()
-    differs = p.groupby(["category", "fact"], sort=False)["differs"].first().reset_index()
-    wide = wide.merge(differs, on=["category", "fact"], how="left")
+    p, keys = provenance.astype({"run": str}), ["category", "fact"]
+    wide = p.pivot_table(index=keys, columns="run", values="value", aggfunc="first", sort=False)
+    differs = p.groupby(keys, sort=False)["differs"].first()
+    wide = wide.reset_index().merge(differs.reset_index(), on=keys, how="left")
     return wide.reindex(columns=["category", "fact", *labels, "differs"])
 
 
@@ -156,11 +141,9 @@ def _sentence(row: dict, baseline: str) -> str:
     if n == 0:
         return f"<p><b>{run}</b> vs <b>{escape(baseline)}</b>: no matched cell with a value.</p>"
     gm = _pct(row["geomean_change_pct"])
-    ci = (
-        f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
-        if pd.notna(row["geomean_ci_low_pct"])
-        else " (no CI: fewer than 2 cells)"
-    )
+    ci = " (no CI: fewer than 2 cells)"
+    if pd.notna(row["geomean_ci_low_pct"]):
+        ci = f" (95 % CI {_pct(row['geomean_ci_low_pct'])} … {_pct(row['geomean_ci_high_pct'])})"
     counts = (
         f"{int(row['cells_significant'])} with a significant change; "
         f'<span class="verdict-faster">{int(row["faster"])} faster</span>, '
@@ -209,13 +192,9 @@ def summary_section(summary: pd.DataFrame, compare: pd.DataFrame, baseline: str)
     if summary.empty:
         return parts[0] + "<p>No matched cells.</p>"
     for run, s in summary.groupby("run", sort=False):
-        rows = s.to_dict("records")
-        parts.append(_sentence(rows[0], baseline))
-        cols = [c for c in SUMMARY_COLUMNS if c in s]
-        parts.append(
-            f"<details><summary>summary.csv for {escape(run)} ({len(s)} scopes)</summary>"
-            f"{data_table(s, cols)}</details>"
-        )
+        parts.append(_sentence(s.to_dict("records")[0], baseline))
+        cols = [c for c in SUMMARY_SHOWN if c in s]
+        parts.append(_details(f"summary.csv for {escape(run)} ({len(s)} scopes)", s, cols))
     parts.append(COVERS)
     na = compare[compare["verdict"] == compare_stats.NOT_ASSESSED]
     if not na.empty:
@@ -238,8 +217,7 @@ PEAKS_WHY = (
 
 
 def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
-    """One sentence per compared run: how the peak kernels measured in both runs changed,
-    beside the cells' geometric mean (empty when no pair of runs has peaks)."""
+    """Per compared run: how the peak kernels both runs measured changed, beside the cells'."""
     if peaks is None or peaks.empty:
         return ""
     parts = ['<h3 id="peaks">The machine\'s peak kernels</h3>']
@@ -247,23 +225,17 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
         # the kernels' time, compared / baseline (+ = slower, like latency)
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
         time = (ratio.astype(float) - 1.0) * 100.0
-        gm = (compare_stats.geomean_ratio(ratio.tolist())["geomean"] - 1.0) * 100.0
-        cells = summary[(summary["run"] == run) & (summary["scope"] == ALL)]
-        beside = (
-            f"; the cells' latency: {_pct(cells['geomean_change_pct'].iloc[0])}"
-            if not cells.empty and pd.notna(cells["geomean_change_pct"].iloc[0])
-            else ""
-        )
+        gm = compare_stats.geomean_ratio(ratio.tolist())["geomean"]
+        cells = summary[(summary["run"] == run) & (summary["scope"] == compare_tables.ALL)]
+        shift = cells["geomean_change_pct"].head(1).dropna()  # the one ALL row, if it has a value
+        beside = f"; the cells' latency: {_pct(shift.iloc[0])}" if len(shift) else ""
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
             f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
-            f"(geometric mean <b>{_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
+            f"(geometric mean <b>{_ratio_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
         )
-        cols = [c for c in p.columns if c not in ("baseline_run",)]
-        parts.append(
-            f"<details><summary>peaks.csv for {escape(run)} ({len(p)} rows)</summary>"
-            f"{data_table(p, cols)}</details>"
-        )
+        cols = [c for c in p.columns if c != "baseline_run"]
+        parts.append(_details(f"peaks.csv for {escape(run)} ({len(p)} rows)", p, cols))
     parts.append(PEAKS_WHY)
     return "".join(parts)
 
@@ -280,9 +252,8 @@ CANARY_WHY = (
 
 
 def canary_section(compare: pd.DataFrame) -> str:
-    """One sentence per compared run: how much slower its processes ran the canary, and the
-    cells' geometric mean change plain and at the baseline's reference speed (empty when no
-    matched cell has a ratio at the reference speed)."""
+    """Per compared run: the canary's change, and the cells' geometric mean change plain and at
+    the baseline's reference speed (empty without a ratio at the reference speed)."""
     if "speed_ratio" not in compare or not compare["speed_ratio"].notna().any():
         return ""
     parts = ['<h3 id="canary">The host\'s speed, as the canary saw it</h3>']
@@ -295,14 +266,12 @@ def canary_section(compare: pd.DataFrame) -> str:
         at = compare_stats.geomean_ratio(c["speed_ratio"].tolist())
 
         def pct(g):
-            return (
-                f"<b>{_pct((g['geomean'] - 1) * 100)}</b> "
-                f"(95 % CI {_pct((g['ci_low'] - 1) * 100)} … {_pct((g['ci_high'] - 1) * 100)})"
-            )
+            ci = f"{_ratio_pct(g['ci_low'])} … {_ratio_pct(g['ci_high'])}"
+            return f"<b>{_ratio_pct(g['geomean'])}</b> (95 % CI {ci})"
 
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline, over the {len(c)} cells both timed with the "
-            f"canary: the canary {_pct((canary['geomean'] - 1) * 100)} (+ = slower); the cells' "
+            f"canary: the canary {_ratio_pct(canary['geomean'])} (+ = slower); the cells' "
             f"latency {pct(plain)}, at the baseline's reference speed {pct(at)}.</p>"
         )
     parts.append(CANARY_WHY)
@@ -320,29 +289,28 @@ def unmatched_section(unmatched: pd.DataFrame) -> str:
     return (
         f"{head}<p>{len(unmatched)} cells have no match ({counts}): they are listed here, not "
         "compared (<code>tables/unmatched.csv</code>).</p>"
-        f"<details open><summary>unmatched cells</summary>{data_table(unmatched, cols)}</details>"
+        + _details("unmatched cells", unmatched, cols, "details open")
     )
 
 
 def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> str:
     body = []
-    for key, sec in families.page_sections(COMPARE_PAGE).items():
+    for key, sec in families.page_sections(families.COMPARE_PAGE).items():
         body.append(f'<h2 id="{sec.anchor}">{escape(sec.heading)}</h2>')
         mine = [f for f in figs if f.spec.section == key]
         if not mine:
             body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
             continue
         for run in sorted({f.run for f in mine}):
-            for fam in families.page_families(COMPARE_PAGE):
+            for fam in families.page_families(families.COMPARE_PAGE):
                 group = [f for f in mine if f.family == fam.name and f.run == run]
-                if not group:
-                    continue
-                body.append(
-                    f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
-                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(figure_html(f, figure_dir, page_dir) for f in group)
-                    + "</div>"
-                )
+                if group:
+                    body.append(
+                        f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
+                        f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
+                        + "".join(figure_html(f, figure_dir, page_dir) for f in group)
+                        + "</div>"
+                    )
     return "".join(body)
 
 
@@ -375,7 +343,7 @@ def _nav() -> str:
         '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
         + "".join(
             f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
-            for s in families.page_sections(COMPARE_PAGE).values()
+            for s in families.page_sections(families.COMPARE_PAGE).values()
         )
         + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
         '<a href="#provenance">Provenance</a></nav>'
@@ -390,7 +358,7 @@ def cells_section(compare: pd.DataFrame, across) -> str:
     return (
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
         "(<code>tables/compare.csv</code> has every column).</p>"
-        f"<details><summary>table of matched cells</summary>{data_table(compare, cols)}</details>"
+        + _details("table of matched cells", compare, cols)
     )
 
 
@@ -407,8 +375,7 @@ def render(
     figure_dir: str,
     peaks: pd.DataFrame | None = None,
 ) -> str:
-    """The page. ``settings``: the resolved compare key (``compare.settings``); ``peaks``:
-    peaks.csv (``compare.tables.peak_table``)."""
+    """The page; ``settings``: ``compare.settings``, ``peaks``: ``compare.tables.peak_table``."""
     labels = list(settings["labels"])
     figs = [from_dict(d) for d in figure_list]
     facts = PageFacts(compare, pd.DataFrame(), [], False)
@@ -416,7 +383,7 @@ def render(
         _header(settings, compare),
         _nav(),
         "<main>",
-        machines_banner(machines, labels),
+        machines_banner(machines),
         differences_section(provenance, labels),
         summary_section(summary, compare, settings["baseline"]),
         peaks_section(peaks, summary),

@@ -1,10 +1,9 @@
-"""The comparison page's figures (config key ``compare``, docs/comparing.md), drawn from
-``compare/<name>/tables/compare.csv`` (``compare.tables``) and registered with ``@drawer``
-for the registry's Comparison families: a forest plot of every matched cell's change with its
-CI, and a heatmap of the % change over threads x batch size. Imported by ``plots`` (which
-draws them through ``plots.draw``); the look is ``style``'s and the heatmap ``drawing``'s."""
+"""The comparison page's figures (docs/comparing.md) from compare.csv, registered with
+``@drawer``: a forest plot of every matched cell's change, and a heatmap of the % change."""
 
 from __future__ import annotations
+
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,13 +14,7 @@ from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import (
-    clipped_note,
-    footnote,
-    heatmap_grid,
-    subtitle,
-    titles,
-)
+from numa_effects.report.drawing import clipped_note, footnote, heatmap_grid, subtitle, titles
 from numa_effects.report.metrics import Metric
 from numa_effects.report.style import color_limit, opt_label
 
@@ -34,6 +27,8 @@ VERDICT_COLORS = {
 }
 MAX_LABELLED_ROWS = 80  # above this a forest plot labels every other row
 ACROSS_SUFFIX = "_compared"
+CI_BAR = {"fmt": "none", "elinewidth": 1.2, "capsize": 2}
+EDGE_LABEL = {"textcoords": "offset points", "va": "center", "fontsize": 7}
 
 
 def _row_label(r: dict, across: list[str]) -> str:
@@ -54,9 +49,8 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     row_h = 0.22 if n <= 40 else 0.14
     fig, ax = plt.subplots(figsize=(9.0, min(80.0, max(3.2, 1.9 + row_h * n))))
     y = np.arange(n)
-    pct = ok["latency_change_pct"].to_numpy(float)
-    lo = ok["latency_change_ci_low_pct"].to_numpy(float)
-    hi = ok["latency_change_ci_high_pct"].to_numpy(float)
+    bounds = ("", "_ci_low", "_ci_high")
+    pct, lo, hi = (ok[f"latency_change{b}_pct"].to_numpy(float) for b in bounds)
     disturbed = flag(ok).to_numpy(bool)
     _verdict_points(ax, pct, lo, hi, y, ok["verdict"].astype(str).to_numpy())
     if disturbed.any():
@@ -77,16 +71,13 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    titles(
-        ax,
-        f"{run} vs {base}: change per cell (opt={opt})",
-        subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted"),
-    )
+    sub = subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted")
+    titles(ax, f"{run} vs {base}: change per cell (opt={opt})", sub)
     _forest_legend(ax, min_effect, disturbed.any())
     notes = _forest_notes(d, ok, beyond) + (
         ["Every other row is labelled (too many to label all)."] if step > 1 else []
     )
-    footnote(ax, [_wrap(t) for t in notes])
+    footnote(ax, [textwrap.fill(t, 110) for t in notes])
     return fig
 
 
@@ -99,34 +90,19 @@ def _verdict_points(ax, pct, lo, hi, y, verdicts) -> None:
             continue
         has_ci = m & ~np.isnan(lo)
         if has_ci.any():
-            ax.errorbar(
-                pct[has_ci],
-                y[has_ci],
-                xerr=np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]])),
-                fmt="none",
-                ecolor=color,
-                elinewidth=1.2,
-                capsize=2,
-            )
-        hollow = v == compare_stats.NOT_ASSESSED
-        ax.plot(
-            pct[m],
-            y[m],
-            linestyle="none",
-            marker="o",
-            markersize=5 if n <= 80 else 3.5,
-            markerfacecolor="white" if hollow else color,
-            markeredgecolor=color,
-            label=f"{v} ({int(m.sum())})",
-        )
+            err = np.abs(np.vstack([pct[has_ci] - lo[has_ci], hi[has_ci] - pct[has_ci]]))
+            ax.errorbar(pct[has_ci], y[has_ci], xerr=err, ecolor=color, **CI_BAR)
+        face = "white" if v == compare_stats.NOT_ASSESSED else color  # not assessed: hollow
+        size = 5 if n <= 80 else 3.5
+        marks = {"markersize": size, "markerfacecolor": face, "markeredgecolor": color}
+        ax.plot(pct[m], y[m], linestyle="none", marker="o", label=f"{v} ({int(m.sum())})", **marks)
 
 
 def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
     handles, _ = ax.get_legend_handles_labels()
     if min_effect:
-        handles.append(
-            Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
-        )
+        dots = Line2D([], [], color="0.45", linestyle=":", label=f"±{min_effect:g} % (min. effect)")
+        handles.append(dots)
     if disturbed:
         handles += style.status_legend({style.DISTURBED})
     ax.legend(
@@ -135,16 +111,12 @@ def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
 
 
 def _forest_notes(d, ok, beyond: int) -> list[str]:
-    """What the forest plot does not show as a point: cells not assessed, with no value, or
-    beyond the clipped axis."""
+    """What the forest plot does not show as a point."""
     notes = []
     if (ok["verdict"].astype(str) == compare_stats.NOT_ASSESSED).any():
         why = ok.loc[ok["verdict"] == compare_stats.NOT_ASSESSED, "ci_note"].dropna().astype(str)
-        notes.append(
-            "Hollow, no interval: not assessed"
-            + (f" ({why.iloc[0]})" if not why.empty else "")
-            + "."
-        )
+        note = f" ({why.iloc[0]})" if not why.empty else ""
+        notes.append(f"Hollow, no interval: not assessed{note}.")
     no_value = d[d["status"] != "ok"]
     if not no_value.empty:
         counts = ", ".join(f"{k} {s}" for s, k in no_value["status"].value_counts().items())
@@ -159,9 +131,8 @@ def _forest_notes(d, ok, beyond: int) -> list[str]:
 
 
 def _clip_axis(ax, pct, lo, hi, y) -> int:
-    """Clip the x axis when a few outliers would squash every other cell (``style.color_limit``:
-    the 95th percentile of |change| when the largest is over twice it); cells beyond are drawn
-    at the edge with their value. Returns how many."""
+    """Clip the x axis where a few outliers would squash every other cell (``color_limit``); cells
+    beyond are drawn at the edge with their value. Returns how many."""
     vmax, extend = color_limit(pct)
     if extend != "both":
         return 0
@@ -174,22 +145,8 @@ def _clip_axis(ax, pct, lo, hi, y) -> int:
         edge, marker, ha = (right + pad, ">", "right") if x > right else (left - pad, "<", "left")
         ax.plot([edge], [yy], marker=marker, color="0.2", markersize=6, clip_on=False)
         shift = -8 if ha == "right" else 8
-        ax.annotate(
-            f"{x:+.0f} %",
-            (edge, yy),
-            textcoords="offset points",
-            xytext=(shift, 0),
-            ha=ha,
-            va="center",
-            fontsize=7,
-        )
+        ax.annotate(f"{x:+.0f} %", (edge, yy), xytext=(shift, 0), ha=ha, **EDGE_LABEL)
     return int(out.sum())
-
-
-def _wrap(text: str, width: int = 110) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
 
 
 @drawer("compare_heatmap")
@@ -199,16 +156,12 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     d = d[d["placement"] == placement]
     base = d["baseline_run"].dropna()
     base = str(base.iloc[0]) if not base.empty else "the baseline"
-    fig, ax, vmax, extend = heatmap_grid(
-        d, f"% latency change vs {base} (+ = slower)", hatched=lambda sig: sig is not True
-    )
+    label = f"% latency change vs {base} (+ = slower)"
+    fig, ax, vmax, extend = heatmap_grid(d, label, hatched=lambda sig: sig is not True)
     ok = d[d["pct_status"] == "ok"]
     stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
-    titles(
-        ax,
-        f"{run} vs {base}: % Latency Change, {placement} (opt={opt})",
-        subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency"),
-    )
+    sub = subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency")
+    titles(ax, f"{run} vs {base}: % Latency Change, {placement} (opt={opt})", sub)
     notes = []
     if ok["sig"].map(lambda s: s is None).all() and not ok.empty:
         notes.append("Not assessed (no CI: one process per cell): every cell is hatched.")

@@ -1,7 +1,5 @@
-"""The provenance of compared result folders: every recorded fact of each run (machine,
-versions, kernel, config, load, when) and whether the runs agree (``provenance_table`` ->
-``provenance.csv``; the comparison page shows what differs first), and whether they come from one
-machine (``machines``)."""
+"""The provenance of compared result folders: every recorded fact of each run and whether the
+runs agree (``provenance_table`` -> provenance.csv), and whether they share a machine."""
 
 from __future__ import annotations
 
@@ -32,22 +30,20 @@ def _text(v) -> str:
     return str(v)
 
 
+def _values(cells: pd.DataFrame, col: str) -> pd.Series:
+    return cells[col].dropna() if col in cells else pd.Series(dtype=object)
+
+
 def _distinct(cells: pd.DataFrame, col: str):
-    if col not in cells or cells[col].dropna().empty:
-        return None
-    values = sorted({_text(v) for v in cells[col].dropna()}, key=str)
-    return values[0] if len(values) == 1 else values
+    values = sorted({_text(v) for v in _values(cells, col)}, key=str)
+    return (values[0] if len(values) == 1 else values) if values else None
 
 
 def _load(cells: pd.DataFrame) -> list[tuple[str, object]]:
     ok = cells[cells["status"].isin(["ok", "contended"])]
 
     def agg(col, fn):
-        v = (
-            pd.to_numeric(ok[col], errors="coerce").dropna()
-            if col in ok
-            else pd.Series(dtype=float)
-        )
+        v = pd.to_numeric(_values(ok, col), errors="coerce").dropna()
         return None if v.empty else round(float(fn(v)), 2)
 
     n_cont = int(ok["contended"].map(stats.as_bool).eq(True).sum()) if "contended" in ok else None
@@ -68,7 +64,10 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
     s = m.get("summary") or {}
     host = m.get("host") or {}
     versions = m.get("versions") or {}
+    tv = versions.get("torchvision") or _distinct(c, "torchvision_version")
     smt = s.get("smt")
+    if smt is not None:
+        smt = f"{'on' if smt else 'off'} ({s.get('threads_per_core')} per core)"
     out: list[tuple[str, str, object]] = [
         ("machine", "cpu_model", s.get("cpu_model")),
         ("machine", "hostname", host.get("hostname") or _distinct(c, "hostname")),
@@ -76,24 +75,14 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
         ("machine", "sockets", s.get("packages")),
         ("machine", "physical_cores", s.get("physical_cores")),
         ("machine", "logical_cpus", s.get("logical_cpus")),
-        (
-            "machine",
-            "smt",
-            None
-            if smt is None
-            else f"{'on' if smt else 'off'} ({s.get('threads_per_core')} per core)",
-        ),
+        ("machine", "smt", smt),
         ("machine", "arch", host.get("machine")),
         ("machine", "emulated", m.get("emulated")),
         ("machine", "source", m.get("source") or _distinct(c, "source") or "measured"),
         ("machine", "imported_from", m.get("imported_from")),
         ("versions", "python", versions.get("python")),
         ("versions", "torch", versions.get("torch") or _distinct(c, "torch_version")),
-        (
-            "versions",
-            "torchvision",
-            versions.get("torchvision") or _distinct(c, "torchvision_version"),
-        ),
+        ("versions", "torchvision", tv),
         ("versions", "numpy", versions.get("numpy")),
         ("versions", "numa_effects", versions.get("numa_effects")),
         ("versions", "kernel", host.get("kernel")),
@@ -102,57 +91,35 @@ def facts(run: Run) -> list[tuple[str, str, object]]:
     for col in ("protocol", "target_rel_ci", "image_size", "use_smt", "replicates"):
         out.append(("config", col, _distinct(c, col)))
     for col in ("allocator", "pinning", "interop_threads"):  # PackRat's own settings
-        if col in c and c[col].notna().any():
+        if len(_values(c, col)):
             out.append(("config", col, _distinct(c, col)))
     out += [("config", k, v[0] if len(v) == 1 else v) for k, v in run.settings.items()]
     out += [("load", k, v) for k, v in _load(c)]
-    start = (
-        c["started_at"].dropna().min()
-        if "started_at" in c and c["started_at"].notna().any()
-        else None
-    )
-    end = (
-        c["finished_at"].dropna().max()
-        if "finished_at" in c and c["finished_at"].notna().any()
-        else None
-    )
-    out += [("when", "first cell started", start), ("when", "last cell finished", end)]
+    start, end = _values(c, "started_at"), _values(c, "finished_at")
+    out.append(("when", "first cell started", start.min() if len(start) else None))
+    out.append(("when", "last cell finished", end.max() if len(end) else None))
     out.append(("when", "machine recorded", m.get("recorded_at")))
     return out
 
 
 def provenance_table(runs: list[Run]) -> pd.DataFrame:
-    """provenance.csv: every fact of every run (long: one row per fact and run); ``differs``:
-    the runs disagree (None for the ``when`` facts, which always differ)."""
+    """provenance.csv, one row per fact and run; ``differs`` None for ``when`` (always differs)."""
     rows, values = [], {}
     for run in runs:
         for cat, fact, v in facts(run):
             values.setdefault((cat, fact), {})[run.label] = _text(v)
     for (cat, fact), by_run in values.items():
-        differs = (
-            None if cat == "when" else len({by_run.get(r.label, NOT_RECORDED) for r in runs}) > 1
-        )
-        for run in runs:
-            rows.append(
-                {
-                    "category": cat,
-                    "fact": fact,
-                    "run": run.label,
-                    "value": by_run.get(run.label, NOT_RECORDED),
-                    "differs": differs,
-                }
-            )
+        seen = {by_run.get(r.label, NOT_RECORDED) for r in runs}
+        differs = None if cat == "when" else len(seen) > 1
+        rows += [(cat, fact, r.label, by_run.get(r.label, NOT_RECORDED), differs) for r in runs]
     df = pd.DataFrame(rows, columns=PROVENANCE_COLUMNS)
     order = {c: i for i, c in enumerate(CATEGORIES)}
-    return df.sort_values("category", key=lambda s: s.map(order), kind="stable").reset_index(
-        drop=True
-    )
+    df = df.sort_values("category", key=lambda s: s.map(order), kind="stable")
+    return df.reset_index(drop=True)
 
 
 def machines(provenance: pd.DataFrame) -> dict:
-    """Whether the runs come from one machine, as far as their records say: ``same``
-    (True, False, or None when a machine fact is recorded by no run) and ``differ`` (the
-    machine facts that differ)."""
+    """``same``: the runs come from one machine (None: not recorded), ``differ``: the facts."""
     p = provenance[provenance["category"] == "machine"]
     p = p[p["fact"].isin(MACHINE_FACTS)]
     differ = sorted(set(p[p["differs"].eq(True)]["fact"]), key=MACHINE_FACTS.index)

@@ -1,18 +1,6 @@
-"""The result folders a comparison reads (config key ``compare``, docs/comparing.md): a run is
-a result folder, measured here (``snakemake all``) or imported (config key ``import``): its
-``tables/cells.csv`` and ``machine.json``, the ``settings`` of its cell JSONs
-(``cells/.../r{k}.json``) when it has them, its peaks (``tables/peak.csv``) and its canary
-(``tables/samples.csv``). Folders are only read. The first run is the baseline; every other run
-is compared with it, cell by cell:
-
-- cells are matched on every key column (``plan.grid.KEYS``: an axis added to the grid joins
-  the match without an edit here) except the axes named in ``across`` (each with one value in
-  each run: the setting under test, e.g. an allocator axis); a cell of one run only is listed in
-  ``unmatched.csv``, never dropped silently (``pair``);
-- ``folder_problem``, ``pair_problem``: why a folder cannot be compared (the config check's
-  lines); ``matched_keys``: the matched cells, from which the figures are planned.
-
-The tables of the comparison: ``compare.tables`` and ``compare.provenance``."""
+"""The result folders a comparison reads, only reading them (docs/comparing.md). Cells are
+matched on every key column but the axes compared across (``pair``); a cell of one run only
+goes to unmatched.csv, never dropped silently."""
 
 from __future__ import annotations
 
@@ -30,21 +18,13 @@ from numa_effects.plan import paths
 from numa_effects.plan.grid import KEYS, keyed
 from numa_effects.tables import speed, tidy
 
-CELLS = paths.table("cells")
-MACHINE = paths.MACHINE
-SAMPLES = paths.table("samples")
-PEAK = paths.table("peak")
+CELLS, MACHINE = paths.table("cells"), paths.MACHINE
 PEAK_KEYS = ["placement", "threads", "dtype"]
 REPLICATE_FILE = re.compile(r"r\d+\.json")
 # The cells.csv columns a comparison reads of each side (absent ones are empty).
 SIDE_COLUMNS = (
     "status",
-    "latency_median_ms",
-    "latency_mean_ms",
-    "latency_min_ms",
-    "latency_max_ms",
-    "latency_ci_low_ms",
-    "latency_ci_high_ms",
+    *(f"latency_{s}_ms" for s in ("median", "mean", "min", "max", "ci_low", "ci_high")),
     "ci_df",
     "ci_method",
     "replicates",
@@ -67,23 +47,12 @@ class Run:
     cells: pd.DataFrame
     machine: dict
     settings: dict = field(default_factory=dict)  # setting -> sorted distinct values
-    peaks: pd.DataFrame | None = None  # its tables/peak.csv (ok rows), None without one
-    # its replicates with the canary (``speed.replicates`` of tables/samples.csv), None without
-    speed: pd.DataFrame | None = None
-
-
-# -- reading and checking folders ------------------------------------------------------------------
-
-
-def read_cells(path: Path):
-    """cells.csv with every key column: an axis added since the run (e.g. ``allocator``, or
-    PackRat's files) gets its default (``grid.fill_keys``), so older runs still match."""
-    return keyed(tidy.read(path))
+    peaks: pd.DataFrame | None = None  # ``read_peaks``
+    speed: pd.DataFrame | None = None  # ``read_speed``
 
 
 def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str | None:
-    """Why ``folder`` is not a result folder that can be compared, or None (``shown``: the
-    folder as the user gave it, for the message)."""
+    """Why ``folder`` (``shown``: as the user gave it) cannot be compared, or None."""
     p, name = Path(folder), shown or str(folder)
     if not p.exists():
         return f"{name} does not exist"
@@ -93,7 +62,7 @@ def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str |
     if missing:
         return f"{name} is not a result folder (no {' and no '.join(missing)})"
     try:
-        cells = read_cells(p / CELLS)
+        cells = keyed(tidy.read(p / CELLS))
     except Exception as exc:  # a broken CSV: say which file
         return f"{name}/{CELLS} cannot be read ({type(exc).__name__}: {exc})"
     lacking = [k for k in KEYS if k not in cells.columns]
@@ -111,10 +80,7 @@ def folder_problem(folder: str | os.PathLike, shown: str | None = None) -> str |
 def _settings(folder: Path) -> dict:
     """setting -> its distinct values over the run's cell JSONs (``settings`` of each)."""
     found: dict[str, set] = {}
-    root = folder / "cells"
-    if not root.is_dir():
-        return {}
-    for path in root.rglob("r*.json"):
+    for path in (folder / "cells").rglob("r*.json"):
         if not REPLICATE_FILE.fullmatch(path.name):
             continue
         try:
@@ -126,19 +92,15 @@ def _settings(folder: Path) -> dict:
     return {k: [json.loads(v) for v in sorted(vs)] for k, vs in sorted(found.items())}
 
 
-def read_run(
-    folder: str | os.PathLike, label: str, settings: bool = True, shown: str | None = None
-) -> Run:
-    """A result folder (``folder_problem`` says why one cannot be read); ``shown``: the folder
-    as the user gave it (``Run.folder``, in messages). Its cells are its measurements, each
-    once: a row reported from another cell's (``same_binding_as``) is left out, so no change
-    counts twice in the geometric means."""
+def read_run(folder, label: str, settings: bool = True, shown: str | None = None) -> Run:
+    """A result folder (``shown``: as the user gave it, for messages). A row reported from another
+    cell's measurement (``same_binding_as``) is left out, so no change counts twice."""
     why = folder_problem(folder, shown)
     if why:
         raise CompareError(why)
     p = Path(folder)
-    cells = read_cells(p / CELLS)
-    if "same_binding_as" in cells:  # each measurement once: its second name repeats it
+    cells = keyed(tidy.read(p / CELLS))  # an axis added since the run gets its default
+    if "same_binding_as" in cells:
         cells = cells[cells["same_binding_as"].isna()].reset_index(drop=True)
     for col in SIDE_COLUMNS:
         if col not in cells.columns:
@@ -146,29 +108,25 @@ def read_run(
     cells["status"] = cells["status"].fillna("ok")
     cells = cells.astype({"threads": int, "batch_size": int})
     machine = json.loads((p / MACHINE).read_text())
-    return Run(
-        shown or str(folder),
-        label,
-        cells,
-        machine,
-        _settings(p) if settings else {},
-        read_peaks(p),
-        read_speed(p),
-    )
+    found = _settings(p) if settings else {}
+    return Run(shown or str(folder), label, cells, machine, found, read_peaks(p), read_speed(p))
 
 
-def read_peaks(folder: Path) -> pd.DataFrame | None:
-    """The run's measured peaks (``tables/peak.csv``, status ok), or None: an import, a run
-    from before the peak table, or a table without the columns."""
-    path = folder / PEAK
+def _optional(path: Path, lacking: str, read=tidy.read) -> pd.DataFrame | None:
+    """An optional table, or None: absent, or broken (not a failed comparison: says so)."""
     if not path.is_file():
         return None
     try:
-        peaks = tidy.read(path)
-    except Exception as exc:  # a broken table is no peak, not a failed comparison: say so
-        print(f"{path}: not read, no peaks compared ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return read(path)
+    except Exception as exc:
+        print(f"{path}: not read, {lacking} ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
-    if not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
+
+
+def read_peaks(folder: Path) -> pd.DataFrame | None:
+    """The run's ``ok`` peaks (``tables/peak.csv``), or None: none, or without the columns."""
+    peaks = _optional(folder / paths.table("peak"), "no peaks compared")
+    if peaks is None or not {*PEAK_KEYS, "peak_gflop_per_s"} <= set(peaks.columns):
         return None
     if "status" in peaks.columns:
         peaks = peaks[peaks["status"].fillna("ok") == "ok"]
@@ -179,21 +137,14 @@ def read_peaks(folder: Path) -> pd.DataFrame | None:
     return peaks
 
 
+def _reps(path: Path) -> pd.DataFrame:
+    return speed.replicates(keyed(tidy.read(path)))
+
+
 def read_speed(folder: Path) -> pd.DataFrame | None:
-    """The run's replicates with their canary (``speed.replicates`` of ``tables/samples.csv``),
-    or None: an import, a run with ``canary: false`` or from before the canary."""
-    path = folder / SAMPLES
-    if not path.is_file():
-        return None
-    try:
-        reps = speed.replicates(keyed(tidy.read(path)))
-    except Exception as exc:  # as a broken peak table: no speed columns, and say so
-        print(
-            f"{path}: not read, no ratio at the reference speed ({type(exc).__name__}: {exc})",
-            file=sys.stderr,
-        )
-        return None
-    return None if reps.empty else reps.astype({"threads": int, "batch_size": int})
+    """The run's replicates with their canary (``tables/samples.csv``), or None without one."""
+    reps = _optional(folder / paths.table("samples"), "no ratio at the reference speed", _reps)
+    return None if reps is None or reps.empty else reps.astype({"threads": int, "batch_size": int})
 
 
 def match_keys(across=()) -> list[str]:
@@ -211,8 +162,7 @@ def _shown(values: list, n: int = 4) -> str:
 
 
 def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
-    """Why ``compared`` cannot be compared with ``baseline``, or None: an axis compared across
-    has several values in one run, or the runs have no cell in common."""
+    """Why ``compared`` cannot be compared with ``baseline`` (the config check's text), or None."""
     for axis in across:
         for run in (baseline, compared):
             values = _values(run, axis)
@@ -231,20 +181,15 @@ def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
         for k in on
         if not set(_values(baseline, k)) & set(_values(compared, k))
     ]
-    hint = (
-        f"; every cell differs in {' and '.join(apart)}: to compare across an axis, name it in "
-        "compare.across"
-        if apart
-        else ""
-    )
-    return (
-        f"{baseline.folder} and {compared.folder} have no cell in common on {', '.join(on)}{hint}"
-    )
+    why = f"{baseline.folder} and {compared.folder} have no cell in common on {', '.join(on)}"
+    if apart:
+        why += f"; every cell differs in {' and '.join(apart)}: to compare across an axis, name it"
+        why += " in compare.across"
+    return why
 
 
 def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
-    """Every run, checked: a folder that is not a result folder, or a run with nothing in
-    common with the baseline, is a ``CompareError`` (the config check's text)."""
+    """Every run, checked: a ``CompareError`` with the config check's text if one fails."""
     runs = [read_run(f, label, settings) for f, label in zip(folders, labels, strict=True)]
     for run in runs[1:]:
         why = pair_problem(runs[0], run, across)
@@ -253,36 +198,26 @@ def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
     return runs
 
 
-# -- matching ------------------------------------------------------------------------------------
-
-
-def _side(run: Run) -> pd.DataFrame:
-    return run.cells[[*KEYS, *SIDE_COLUMNS]].copy()
-
-
 def pair(baseline: Run, compared: Run, across=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(matched cells: the baseline's columns with suffix ``_b``, the compared run's with ``_c``,
     the keys of the baseline; cells of one side only, with ``only_in``)."""
     on = match_keys(across)
-    b, c = _side(baseline), _side(compared)
+    b, c = (r.cells[[*KEYS, *SIDE_COLUMNS]].copy() for r in (baseline, compared))
     m = b.merge(c, on=on, how="outer", suffixes=("_b", "_c"), indicator=True)
     for axis in across:  # the key keeps the baseline's value; the compared one is beside it
         m[axis] = m[f"{axis}_b"].where(m["_merge"] != "right_only", m[f"{axis}_c"])
     both = m[m["_merge"] == "both"].drop(columns="_merge")
-    left = m[m["_merge"] == "left_only"].assign(
-        only_in=baseline.label, status=lambda d: d["status_b"]
-    )
-    right = m[m["_merge"] == "right_only"].assign(
-        only_in=compared.label, status=lambda d: d["status_c"]
-    )
-    only = pd.concat([left, right], ignore_index=True)[["only_in", *KEYS, "status"]]
+    only = [
+        m[m["_merge"] == side].assign(only_in=run.label).rename(columns={f"status{x}": "status"})
+        for side, run, x in (("left_only", baseline, "_b"), ("right_only", compared, "_c"))
+    ]
+    only = pd.concat(only, ignore_index=True)[["only_in", *KEYS, "status"]]
     both = both.astype({k: int for k in ("threads", "batch_size") if k in on})
     return both.reset_index(drop=True), only.reset_index(drop=True)
 
 
 def matched_keys(folders, labels, across=()) -> list[dict]:
-    """The matched cells' keys with the compared run's label (``run``): what the comparison's
-    figures are planned from (pandas; read at parse time like an import's cells)."""
+    """The matched cells' keys with the compared run's label (``run``): the figures' plan."""
     runs = [read_run(f, label, settings=False) for f, label in zip(folders, labels, strict=True)]
     out = []
     for run in runs[1:]:

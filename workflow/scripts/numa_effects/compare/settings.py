@@ -1,13 +1,5 @@
-"""The ``compare`` config key resolved (docs/comparing.md): the result folders compared, their
-labels, the comparison's name (its folder ``<results>/compare/<name>/``), the minimum effect of a
-verdict and the axes compared across. Pure: paths only; the folders are read by
-``compare.runs`` (and checked by ``compare.check``).
-
-The key is a list of folders (``compare='[runs/a/results, runs/b/results]'``) or a mapping with
-``runs`` and the options. The first folder is the baseline; every other one is compared with it.
-Labels default to the part of each path that tells the folders apart (``runs/a/results``,
-``runs/b/results`` -> ``a``, ``b``) and the name to the labels joined by ``-vs-``.
-"""
+"""The ``compare`` config key resolved (docs/comparing.md): a list of result folders or a
+mapping with ``runs`` and the options, the first folder the baseline. Pure: paths only."""
 
 from __future__ import annotations
 
@@ -20,23 +12,15 @@ LABEL = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a label or name: one path segment, no 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def given(config: dict) -> dict | None:
-    """The key as a mapping (``{"runs": [...]}`` for the list form), or None when not set."""
-    value = config.get("compare")
-    if not value:
-        return None
-    return {"runs": list(value)} if isinstance(value, list) else dict(value)
-
-
 def _safe(text: str) -> str:
     return _UNSAFE.sub("_", text).lstrip("._-")
 
 
 def derive_labels(runs: list[str]) -> list[str]:
-    """One label per folder: the last path segment left once the segments every folder ends
-    with are dropped (``runs/a/results``, ``runs/b/results`` -> ``a``, ``b``); a label that is
-    still another's gets the segment before it (``results``, ``/tmp/x/results`` -> ``results``,
-    ``x-results``), then a number."""
+    """One label per folder: the last segment once those every folder ends with are dropped
+    (``runs/a/results``, ``runs/b/results`` -> ``a``, ``b``); a label still another's gets the
+    segment before it (``results``, ``/tmp/x/results`` -> ``results``, ``x-results``), then a
+    number."""
     parts = [[p for p in os.path.normpath(r).split(os.sep) if p not in ("", ".")] for r in runs]
     common = 0
     while all(len(p) > common + 1 for p in parts) and len({p[-1 - common] for p in parts}) == 1:
@@ -56,20 +40,16 @@ def derive_labels(runs: list[str]) -> list[str]:
 
 
 def settings(config: dict) -> dict | None:
-    """The resolved key (None when the config compares nothing): ``runs`` (normalised paths),
-    ``labels``, ``baseline`` (the first label), ``name``, ``min_effect_pct``, ``across``."""
-    g = given(config)
-    if g is None:
+    """The resolved key (None without one), the first label the ``baseline``."""
+    g = config.get("compare")
+    if not g:
         return None
+    g = {"runs": list(g)} if isinstance(g, list) else dict(g)
     runs = [os.path.normpath(str(r)) for r in g["runs"]]
     labels = [str(label) for label in (g.get("labels") or derive_labels(runs))]
     name = g.get("name") or _safe("-vs-".join(labels)) or "compare"
     min_effect = g.get("min_effect_pct")
-    return {
-        "runs": runs,
-        "labels": labels,
-        "baseline": labels[0],
-        "name": str(name),
-        "min_effect_pct": float(compare_stats.MIN_EFFECT_PCT if min_effect is None else min_effect),
-        "across": [str(a) for a in (g.get("across") or ())],
-    }
+    min_effect = float(compare_stats.MIN_EFFECT_PCT if min_effect is None else min_effect)
+    across = [str(a) for a in (g.get("across") or ())]
+    out = {"runs": runs, "labels": labels, "baseline": labels[0], "name": str(name)}
+    return out | {"min_effect_pct": min_effect, "across": across}

@@ -1,29 +1,10 @@
-"""The statistics of a comparison of runs (config key ``compare``): one cell measured by a
-baseline run and by a compared run (``run_ratio``, ``verdict``), and the geometric mean over the
-matched cells (``geomean_ratio``). The bottom layer, as ``stats``.
-
-Each run measured the cell with its own replicates (independent processes) and recorded its
-two-level CI (``combine_replicates``: a t interval on the ln replicate medians, the cell's own
-variance moderated with the run's pooled process-level variance, ``PRIOR_DF``). The two runs'
-processes are independent, so ln(compared / baseline) has the variance se_b^2 + se_c^2, and the
-interval is the Welch-Satterthwaite one of ``log_ratio_interval`` -- the same model as the
-cells' and degradation.csv's CIs. Its level holds: the iterations inside each process, the
-process-to-process variation (memory layout, frequency, neighbours, drift between rounds) of
-each run. It does not hold what every process of one run shares (the machine's state that day,
-a changed setting): that is what a comparison of runs is meant to show.
-
-``significant``: the CI excludes 1. The verdict also asks for a minimum effect: ``slower`` or
-``faster`` when significant and the change is at least ``min_effect_pct`` (default 2 %),
-else ``no significant change``. Without a two-level CI on both sides (one process per cell
-and nothing to pool, PackRat's min/avg/max) nothing covers the process level, so no test is
-made (``not assessed``): a within-process interval would call most cells significant, as
-pooling iterations does (pyperf's t-test on all values; tests/test_stats.py).
-
-The geometric mean over cells (``geomean_ratio``) is exp(mean of the cells' ln ratios) with a
-t interval over the cells (n - 1 degrees of freedom): it treats the matched cells as a sample
-of cells, so it holds each cell's measurement noise and the differences between the cells'
-effects, and it needs no per-cell CI (each cell is its own process on each side: an imported
-PackRat pair has one too). It does not hold a shift shared by every cell of one run.
+"""The statistics of a comparison of runs (docs/comparing.md): a cell's ratio between two runs
+(``run_ratio``, ``verdict``) and the geometric mean over the matched cells (``geomean_ratio``).
+A cell's CI combines both runs' two-level CIs (independent processes), so it holds each run's
+process-to-process variation, not what one run's processes share, which is the change shown.
+Without a two-level CI on both sides no test is made: a within-process interval would call most
+cells significant (tests/test_stats.py). The geometric mean's t interval treats the matched
+cells as a sample of cells, so it needs no per-cell CI.
 """
 
 from __future__ import annotations
@@ -35,38 +16,25 @@ import numpy as np
 
 from numa_effects.stats import CONFIDENCE, log_ratio_interval, present, t_quantile
 
-FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED = (
-    "faster",
-    "slower",
-    "no significant change",
-    "not assessed",
-)
+FASTER, SLOWER = "faster", "slower"
+NO_CHANGE, NOT_ASSESSED = "no significant change", "not assessed"
+VERDICTS = (FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED)
+CI = tuple[float, float, float]  # a run's two-level CI of a cell: (ci_low, ci_high, ci_df)
 MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
 
 
-def run_ratio(
-    baseline: tuple[float, float, float],
-    compared: tuple[float, float, float],
-    confidence: float = CONFIDENCE,
-) -> dict:
-    """compared / baseline of one cell measured by two runs, from each run's two-level CI
-    ``(ci_low, ci_high, ci_df)`` (see above): ``ratio`` (the ratio of the cells' medians, the
-    geometric means of their replicate medians), ``ci_low``, ``ci_high``, ``ci_df``
-    (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
+def run_ratio(baseline: CI, compared: CI, confidence: float = CONFIDENCE) -> dict:
+    """compared / baseline of one cell measured by two runs (the ratio of the cells' medians)
+    with its CI, ``ci_df`` (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
     centre, half, df = log_ratio_interval(baseline, compared, confidence)
     lo, hi = math.exp(centre - half), math.exp(centre + half)
-    return {
-        "ratio": math.exp(centre),
-        "ci_low": lo,
-        "ci_high": hi,
-        "ci_df": df,
-        "significant": bool(lo > 1.0 or hi < 1.0),
-    }
+    out = {"ratio": math.exp(centre), "ci_low": lo, "ci_high": hi, "ci_df": df}
+    return out | {"significant": bool(lo > 1.0 or hi < 1.0)}
 
 
 def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_EFFECT_PCT) -> str:
-    """``faster`` / ``slower`` (latency; significant and changed by at least
-    ``min_effect_pct``), ``no significant change``, or ``not assessed`` (no test: None)."""
+    """``faster``/``slower`` (significant and at least ``min_effect_pct``), ``no significant
+    change``, or ``not assessed`` (no test: None)."""
     if significant is None or not present(ratio):
         return NOT_ASSESSED
     change = (float(ratio) - 1.0) * 100.0
@@ -78,9 +46,8 @@ def verdict(ratio: float, significant: bool | None, min_effect_pct: float = MIN_
 
 
 def geomean_ratio(ratios: Sequence[float], confidence: float = CONFIDENCE) -> dict:
-    """The geometric mean of ``ratios`` (one per cell) and its t interval over the cells (see
-    above): ``geomean``, ``ci_low``, ``ci_high``, ``ci_df`` (cells - 1; the bounds are NaN below
-    2 cells), ``cells``, ``significant`` (None without a CI)."""
+    """The geometric mean of ``ratios`` (one per cell) with its t interval over the cells (NaN
+    below 2 cells; ``significant`` None then)."""
     y = np.log(np.asarray([r for r in ratios if present(r) and r > 0], dtype=float))
     n = int(y.size)
     out = {"geomean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_df": max(0, n - 1)}

@@ -1,35 +1,8 @@
-"""The tables of a comparison of result folders (config key ``compare``, docs/comparing.md),
-every compared run against the first (``compare.runs``):
-
-- ``compare_table`` -> ``compare.csv``, one row per matched cell: both latencies (the median, else
-  the mean: ``stats.latency_statistic``), ``ratio`` = compared / baseline with its CI
-  (``compare.statistics.run_ratio``: the cells' two-level model over both runs' replicate medians),
-  ``significant``, ``verdict`` (``compare.statistics.verdict`` with ``min_effect_pct``),
-  ``contended`` and ``noisy`` when either cell is. A cell without a two-level CI on both sides (one
-  process per cell and nothing to pool; PackRat's min/avg/max) gets no CI and no test (``ci_method``
-  empty, ``ci_note`` says why, ``verdict`` ``not assessed``): only the process level could say
-  whether its change is more than process-to-process noise, and it was not measured;
-- where both runs timed the canary (config key ``canary``; their ``tables/samples.csv``), the
-  same ratio at the baseline run's reference speed (``speed_ratio`` with its CI, ``tables.speed``:
-  each side moved there along its own run's slope of the cell's series, Welch's interval,
-  ``speed.between``; the baseline's fit for both where the compared run has none) and
-  ``canary_change_pct``, how much slower (+) the compared run's processes ran the canary: the
-  host's speed between the runs as the canary saw it, out of ``speed_ratio``. Right for a
-  change that leaves the canary alone (the model, the harness, a setting on the same machine
-  and torch); across machines or torch versions the canary's own change is part of the change
-  under test (docs/comparing.md). Not across ``threads`` or ``placement`` (the canary's own CPUs
-  differ);
-- ``summary_table`` -> ``summary.csv``: per compared run the verdict counts and the geometric mean
-  of the ratios with its CI (``compare.statistics.geomean_ratio``) over all matched cells with a
-  value, over the clean ones (neither side contended or noisy), and per model, opt and placement;
-- ``unmatched_table`` -> ``unmatched.csv``: the cells of one side only;
-- ``peak_table`` -> ``peaks.csv``: the machine's peak kernels (each run's ``tables/peak.csv``,
-  the same kernels of torch in one process per run) per placement, thread count and data type
-  in both runs, and their change: a second, weak view of the host's speed beside the cells'
-  shared shift (the summary's geometric mean): one process of a few seconds per peak, but
-  blind to the change under test unless it is torch or the machine (docs/comparing.md).
-
-The provenance of each run: ``compare.provenance``."""
+"""The tables of a comparison (docs/comparing.md), every compared run against the first:
+compare.csv (one row per matched cell: the ratio with its two-level CI and verdict, and with the
+canary the ratio at the baseline's reference speed), summary.csv, unmatched.csv and peaks.csv.
+A cell without a two-level CI on both sides gets no CI and no test: only the process level could
+tell its change from process-to-process noise, and it was not measured."""
 
 from __future__ import annotations
 
@@ -40,20 +13,29 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare.runs import PEAK_KEYS, Run, pair
+from numa_effects.compare.statistics import MIN_EFFECT_PCT
 from numa_effects.plan.grid import KEYS
 from numa_effects.tables import speed
 
+SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
+    "speed_ratio": "ratio",
+    "speed_ratio_ci_low": "ci_low",
+    "speed_ratio_ci_high": "ci_high",
+    "speed_ci_df": "df",
+}
+# the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
+SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
+REPLICATE_COLUMNS = [f"{n}_{side}{u}" for n, u in SIDES for side in ("baseline", "compared")]
+BOUNDS = ("", "_ci_low", "_ci_high")  # a value and its CI: ratio, ratio_ci_low, ratio_ci_high
+# summary.csv's verdict counts: one column per verdict, named after it
+VERDICT_COLUMNS = {v.replace(" ", "_"): v for v in compare_stats.VERDICTS}
 # compare.csv: run, baseline_run, the key columns (and <axis>_compared), then these.
 COMPARE_COLUMNS = [
     "latency_statistic",
     "latency_baseline_ms",
     "latency_compared_ms",
-    "ratio",
-    "ratio_ci_low",
-    "ratio_ci_high",
-    "latency_change_pct",
-    "latency_change_ci_low_pct",
-    "latency_change_ci_high_pct",
+    *(f"ratio{b}" for b in BOUNDS),
+    *(f"latency_change{b}_pct" for b in BOUNDS),
     "throughput_change_pct",
     "ci_df",
     "ci_method",
@@ -66,25 +48,11 @@ COMPARE_COLUMNS = [
     "status_compared",
     "contended",
     "noisy",
-    "replicates_baseline",
-    "replicates_compared",
-    "replicate_medians_baseline_ms",
-    "replicate_medians_compared_ms",
-    "between_sd_baseline_pct",
-    "between_sd_compared_pct",
+    *REPLICATE_COLUMNS,
     "iteration_ranges_overlap",
-    "speed_ratio",
-    "speed_ratio_ci_low",
-    "speed_ratio_ci_high",
-    "speed_ci_df",
+    *SPEED,
     "canary_change_pct",
 ]
-SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.contrast's
-    "speed_ratio": "ratio",
-    "speed_ratio_ci_low": "ci_low",
-    "speed_ratio_ci_high": "ci_high",
-    "speed_ci_df": "df",
-}
 SUMMARY_COLUMNS = [
     "run",
     "baseline_run",
@@ -98,10 +66,7 @@ SUMMARY_COLUMNS = [
     "ci_df",
     "significant",
     "cells_significant",
-    "faster",
-    "slower",
-    "no_significant_change",
-    "not_assessed",
+    *VERDICT_COLUMNS,
     "beyond_min_effect_faster",
     "beyond_min_effect_slower",
     "disturbed",
@@ -117,10 +82,6 @@ PEAK_COLUMNS = [
     "peak_compared_gflop_per_s",
     "peak_change_pct",
 ]
-
-
-# the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
-SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 
 
 def compare_columns(across=()) -> list[str]:
@@ -143,13 +104,8 @@ ONE_PROCESS_NOTE = (
 
 
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
-    """``SPEED``'s columns and ``canary_change_pct`` of one matched cell (``pair``'s row): the
-    compared cell's replicates against the baseline's at the baseline's reference speed, each
-    moved along its own run's fit of its series, or both along the baseline's where the compared
-    run's series has no fit of its own (``speed.across_runs``). ``fits``:
-    the two runs' ``speed.fit``. NaN where either run has no canary for the cell, the baseline's
-    series no fit, or ``across`` is an axis of the reference group (the canary's threads and
-    CPUs)."""
+    """``SPEED``'s columns and ``canary_change_pct`` of a matched cell (``speed.across_runs``):
+    NaN without a canary on both sides, or across an axis of the canary's reference group."""
     out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
     if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
         return out
@@ -170,10 +126,9 @@ def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=(
 
 def _num(v) -> float:
     try:
-        f = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return f
 
 
 def _status(row: dict, suffix: str) -> str:
@@ -185,20 +140,17 @@ def _status(row: dict, suffix: str) -> str:
 
 def _ci(row: dict, suffix: str) -> tuple[float, float, float] | None:
     """One side's CI bounds and degrees of freedom, when they make an interval."""
-    lo, hi, df = (
-        _num(row.get(f"{c}{suffix}")) for c in ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
-    )
+    names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
+    lo, hi, df = (_num(row.get(f"{c}{suffix}")) for c in names)
     return (lo, hi, df) if lo > 0 and hi > 0 and df > 0 else None
 
 
 def _note(row: dict) -> str:
     """Why a matched cell with a value on both sides has no CI."""
-    for s in ("_b", "_c"):
-        if str(row.get(f"source{s}") or "").startswith("imported"):
-            return PACKRAT_NOTE
-    for s in ("_b", "_c"):
-        if row.get(f"ci_method{s}") == "within-process":
-            return ONE_PROCESS_NOTE
+    if any(str(row.get(f"source{s}") or "").startswith("imported") for s in ("_b", "_c")):
+        return PACKRAT_NOTE
+    if "within-process" in (row.get("ci_method_b"), row.get("ci_method_c")):
+        return ONE_PROCESS_NOTE
     if not (_num(row.get("latency_median_ms_b")) > 0 and _num(row.get("latency_median_ms_c")) > 0):
         return "one side has no median (only the mean): no CI and no test"
     return "one side has no two-level CI (cells.csv without ci_method or ci_df): no test"
@@ -209,10 +161,10 @@ def _either(a, b) -> bool:
 
 
 def _overlap(row: dict) -> bool | None:
-    lo_b, hi_b = _num(row.get("latency_min_ms_b")), _num(row.get("latency_max_ms_b"))
-    lo_c, hi_c = _num(row.get("latency_min_ms_c")), _num(row.get("latency_max_ms_c"))
-    if any(math.isnan(v) for v in (lo_b, hi_b, lo_c, hi_c)):
+    ends = [_num(row.get(f"latency_{m}_ms_{x}")) for x in "bc" for m in ("min", "max")]
+    if any(math.isnan(v) for v in ends):
         return None
+    lo_b, hi_b, lo_c, hi_c = ends
     return bool(lo_c <= hi_b and lo_b <= hi_c)
 
 
@@ -220,20 +172,9 @@ def _pct(r: float) -> float:
     return (r - 1.0) * 100.0 if r == r else math.nan
 
 
-def compare_rows(baseline: Run, compared: Run, min_effect_pct: float, across=()) -> list[dict]:
-    """One row per matched cell of ``compared`` against ``baseline`` (``compare_columns``)."""
-    both, _ = pair(baseline, compared, across)
-    fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (baseline, compared))
-    return [
-        _compare_row(row, baseline, compared, fits, min_effect_pct, across)
-        for row in both.to_dict("records")
-    ]
-
-
 def _statuses(row: dict) -> tuple[str, str, str, str]:
-    """(the latency statistic, the baseline's status, the compared cell's, the pair's): the
-    median where every cell with a value has one, else the mean (PackRat's); a cell ``ok`` but
-    with no value of that statistic is ``missing``."""
+    """(latency statistic, baseline's status, compared cell's, the pair's): the median where
+    every cell with a value has one, else PackRat's mean; ``ok`` without that value: ``missing``."""
     sb, sc = _status(row, "_b"), _status(row, "_c")
     medians = [row[f"latency_median_ms{x}"] for x, st in (("_b", sb), ("_c", sc)) if st == "ok"]
     stat = stats.latency_statistic(medians or [math.nan], every=True)
@@ -251,6 +192,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     col = stats.latency_column(stat)
     lb, lc = _num(row[f"{col}_b"]), _num(row[f"{col}_c"])
     ok = status == "ok"
+    reps = [row[f"{name}{unit}_{x}"] for name, unit in SIDES for x in "bc"]
     out = {
         "run": compared.label,
         "baseline_run": baseline.label,
@@ -259,7 +201,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "latency_statistic": stat,
         "latency_baseline_ms": lb if ok else math.nan,
         "latency_compared_ms": lc if ok else math.nan,
-        **dict.fromkeys(("ratio", "ratio_ci_low", "ratio_ci_high", "ci_df"), math.nan),
+        **dict.fromkeys([*(f"ratio{b}" for b in BOUNDS), "ci_df"], math.nan),
         **dict.fromkeys(("ci_method", "ci_note", "significant")),
         "min_effect_pct": float(min_effect_pct),
         "status": status,
@@ -267,11 +209,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "status_compared": sc,
         "contended": _either(row["contended_b"], row["contended_c"]),
         "noisy": _either(row["noisy_b"], row["noisy_c"]),
-        **{
-            f"{name}_{side}{unit}": row[f"{name}{unit}_{x}"]
-            for name, unit in SIDES
-            for side, x in (("baseline", "b"), ("compared", "c"))
-        },
+        **dict(zip(REPLICATE_COLUMNS, reps, strict=True)),
         "iteration_ranges_overlap": _overlap(row) if ok else None,
         **dict.fromkeys(SPEED, math.nan),
         "canary_change_pct": math.nan,
@@ -285,37 +223,29 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
     method = stats.ratio_ci_method(stat, row.get("ci_method_b"), row.get("ci_method_c"))
     if method == stats.TWO_LEVEL and cb and cc:
         r = compare_stats.run_ratio(cb, cc)
-        out.update(
-            ratio=r["ratio"],
-            ratio_ci_low=r["ci_low"],
-            ratio_ci_high=r["ci_high"],
-            ci_df=r["ci_df"],
-            ci_method=method,
-            significant=r["significant"],
-        )
+        out.update(ratio=r["ratio"], ratio_ci_low=r["ci_low"], ratio_ci_high=r["ci_high"])
+        out.update(ci_df=r["ci_df"], ci_method=method, significant=r["significant"])
     else:
         out["ci_note"] = _note(row)
     out["verdict"] = compare_stats.verdict(out["ratio"], out["significant"], min_effect_pct)
     return out
 
 
-def compare_table(
-    runs: list[Run], min_effect_pct: float = compare_stats.MIN_EFFECT_PCT, across=()
-) -> pd.DataFrame:
-    """compare.csv: every compared run against the first (see the module docstring)."""
-    rows = [r for run in runs[1:] for r in compare_rows(runs[0], run, min_effect_pct, across)]
+def compare_table(runs: list[Run], min_effect_pct=MIN_EFFECT_PCT, across=()) -> pd.DataFrame:
+    """compare.csv: every compared run against the first."""
+    rows = []
+    for run in runs[1:]:
+        both, _ = pair(runs[0], run, across)
+        fits = tuple(speed.fit(r.speed) if r.speed is not None else {} for r in (runs[0], run))
+        for row in both.to_dict("records"):
+            rows.append(_compare_row(row, runs[0], run, fits, min_effect_pct, across))
     df = pd.DataFrame(rows, columns=compare_columns(across))
-    df["latency_change_pct"] = _pct_series(df["ratio"])
-    df["latency_change_ci_low_pct"] = _pct_series(df["ratio_ci_low"])
-    df["latency_change_ci_high_pct"] = _pct_series(df["ratio_ci_high"])
+    for b in BOUNDS:
+        df[f"latency_change{b}_pct"] = (df[f"ratio{b}"].astype(float) - 1.0) * 100.0
     df["throughput_change_pct"] = (1.0 / df["ratio"].astype(float) - 1.0) * 100.0
     for c in ("significant", "contended", "noisy", "iteration_ranges_overlap"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     return df.sort_values(["run", *KEYS], kind="stable").reset_index(drop=True)
-
-
-def _pct_series(s: pd.Series) -> pd.Series:
-    return (s.astype(float) - 1.0) * 100.0
 
 
 def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
@@ -329,32 +259,18 @@ def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
 
 
 def peak_table(runs: list[Run]) -> pd.DataFrame:
-    """peaks.csv: per compared run, the peaks measured in both runs (placement, threads, data
-    type) and ``peak_change_pct`` = compared / baseline - 1 (+ = the compared run's kernels ran
-    faster); empty where either run has no peak table."""
+    """peaks.csv: per compared run, the peaks both runs measured and ``peak_change_pct`` =
+    compared / baseline - 1 (+ = the compared run's kernels ran faster)."""
     frames = []
     base = runs[0].peaks
     for run in runs[1:]:
         if base is None or run.peaks is None:
             continue
         m = base.merge(run.peaks, on=PEAK_KEYS, suffixes=("_baseline", "_compared"))
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": run.label,
-                    "baseline_run": runs[0].label,
-                    **{k: m[k] for k in PEAK_KEYS},
-                    "peak_kernel_baseline": m["peak_kernel_baseline"],
-                    "peak_kernel_compared": m["peak_kernel_compared"],
-                    "peak_baseline_gflop_per_s": m["peak_gflop_per_s_baseline"],
-                    "peak_compared_gflop_per_s": m["peak_gflop_per_s_compared"],
-                    "peak_change_pct": (
-                        m["peak_gflop_per_s_compared"] / m["peak_gflop_per_s_baseline"] - 1.0
-                    )
-                    * 100.0,
-                }
-            )
-        )
+        b, c = m.pop("peak_gflop_per_s_baseline"), m.pop("peak_gflop_per_s_compared")
+        m = m.assign(run=run.label, baseline_run=runs[0].label, peak_baseline_gflop_per_s=b)
+        m = m.assign(peak_compared_gflop_per_s=c, peak_change_pct=(c / b - 1.0) * 100.0)
+        frames.append(m[PEAK_COLUMNS])
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=PEAK_COLUMNS)
@@ -382,10 +298,7 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
         "ci_df": g["ci_df"],
         "significant": g["significant"],
         "cells_significant": int(ok["significant"].eq(True).sum()),
-        "faster": int(verdicts.get(compare_stats.FASTER, 0)),
-        "slower": int(verdicts.get(compare_stats.SLOWER, 0)),
-        "no_significant_change": int(verdicts.get(compare_stats.NO_CHANGE, 0)),
-        "not_assessed": int(verdicts.get(compare_stats.NOT_ASSESSED, 0)),
+        **{col: int(verdicts.get(v, 0)) for col, v in VERDICT_COLUMNS.items()},
         "beyond_min_effect_faster": int((change <= -min_effect_pct).sum()),
         "beyond_min_effect_slower": int((change >= min_effect_pct).sum()),
         "disturbed": int((ok["contended"].eq(True) | ok["noisy"].eq(True)).sum()),
@@ -396,18 +309,14 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
 ALL, CLEAN = "all matched cells", "clean cells (neither side contended or noisy)"
 
 
-def summary_table(
-    compare: pd.DataFrame, min_effect_pct: float = compare_stats.MIN_EFFECT_PCT
-) -> pd.DataFrame:
-    """summary.csv: per compared run, the geometric mean over all matched cells with a value,
-    over the clean ones, and per model/opt/placement, with the verdict counts."""
+def summary_table(compare: pd.DataFrame, min_effect_pct=MIN_EFFECT_PCT) -> pd.DataFrame:
+    """summary.csv: per compared run and scope (all, clean, per model/opt/placement)."""
     rows = []
     for (run, base), d in compare.groupby(["run", "baseline_run"], sort=False):
         clean = d[~(d["contended"].eq(True) | d["noisy"].eq(True))]
         scopes = [(ALL, d), (CLEAN, clean)]
         scopes += [(f"{m}/{o}/{p}", g) for (m, o, p), g in d.groupby(["model", "opt", "placement"])]
         for scope, part in scopes:
-            rows.append(
-                {"run": run, "baseline_run": base, **_summary_row(part, scope, min_effect_pct)}
-            )
+            row = _summary_row(part, scope, min_effect_pct)
+            rows.append({"run": run, "baseline_run": base, **row})
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
