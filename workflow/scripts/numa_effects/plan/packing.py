@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from numa_effects.plan import placement
+
 BASELINE_PLACEMENT = "sequential"  # the placement whose cells the optimizer predicts from
 
 BUDGET_NAMES = ("node", "all")
@@ -83,8 +85,6 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
 
 def profile_plan(topo, budget: int, threads: int, k: int, use_smt: bool):
     """``k`` instances of ``threads`` threads packed on ``budget`` cores (``placement.pack``)."""
-    from numa_effects.plan import placement
-
     return placement.pack(topo, [threads] * k, budget, use_smt)
 
 
