@@ -15,6 +15,7 @@ grid altogether (``excluded``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import random
 from collections.abc import Callable, Iterable
@@ -214,29 +215,23 @@ def expand(
     host = host or host_mod.Host()
     cells: dict[CellKey, placement_mod.Plan] = {}
     skipped: dict[CellKey, str] = {}
-    plans: dict[tuple, placement_mod.Plan | placement_mod.NotApplicable] = {}
-    opt_reasons: dict[str, str | None] = {}
-    alloc_reasons: dict[str, str | None] = {}
+    # each placement, optimization and allocator is planned and checked once
+    plan_of = functools.cache(functools.partial(placement_mod.plan, topo))
+    opt_reason = functools.cache(host.optimization_reason)
+    alloc_reason = functools.cache(host.allocator_reason)
     left_out = excluded(config, topo)
     for values in itertools.product(*(a.values(config, topo) for a in AXES)):
         key = CellKey(*values)
         if left_out(key):
             continue
-        where = (key.placement, key.threads)
-        if where not in plans:
-            plans[where] = placement_mod.plan(topo, key.threads, key.placement, use_smt)
-        planned = plans[where]
-        if key.opt not in opt_reasons:
-            opt_reasons[key.opt] = host.optimization_reason(key.opt, bf16)
-        if key.allocator not in alloc_reasons:
-            alloc_reasons[key.allocator] = host.allocator_reason(key.allocator)
+        planned = plan_of(key.threads, key.placement, use_smt)
         opt = optimizations_mod.OPTIMIZATIONS.get(key.opt)
         per = opt.bytes_per_element if opt else memory_mod.FLOAT32_BYTES
         reason = (
             planned.reason
             if isinstance(planned, placement_mod.NotApplicable)
-            else opt_reasons[key.opt]
-            or alloc_reasons[key.allocator]
+            else opt_reason(key.opt, bf16)
+            or alloc_reason(key.allocator)
             or memory_mod.skip_reason(key.model, key.batch_size, image_size, memory_bytes, per)
         )
         if reason:
