@@ -188,8 +188,7 @@ class Plan:
         return [{"model": m, "batch_size": b, "image_size": size} for m, b in keys]
 
     def packing_plan_paths(self) -> list[str]:
-        pairs = sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
-        return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in pairs]
+        return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in self.packed()]
 
     def packing_run_paths(self) -> list[str]:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]

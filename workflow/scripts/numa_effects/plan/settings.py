@@ -67,9 +67,9 @@ def of(config: dict) -> dict:
     return {k: config.get(k) for k in KEYS} | {k: True for k in OPTIONAL_KEYS if config.get(k)}
 
 
-def with_defaults(settings: dict) -> dict:
-    """``settings`` with every missing (or null) timing key set to its default."""
-    return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
+def with_defaults(settings: dict, defaults: dict = DEFAULTS) -> dict:
+    """``settings`` with every missing (or null) key of ``defaults`` set to its default."""
+    return {k: v if settings.get(k) is None else settings[k] for k, v in defaults.items()}
 
 
 def _margin(config: dict, default: float) -> float:

@@ -196,11 +196,11 @@ def from_sysfs(root: str | os.PathLike = "/") -> Topology:
         online = tuple(
             sorted(int(p.name[3:]) for p in cpu_dir.glob("cpu[0-9]*") if p.name[3:].isdigit())
         )
-    node_of: dict[int, int] = {}
-    if node_dir.is_dir():
-        for nd in sorted(node_dir.glob("node[0-9]*")):
-            for cpu in cpulist.parse(_read(nd / "cpulist")):
-                node_of[cpu] = int(nd.name[4:])
+    node_of = {
+        cpu: node
+        for node, d in _node_dirs(node_dir).items()
+        for cpu in cpulist.parse(_read(d / "cpulist"))
+    }
     memory_nodes, distances = _node_memory(node_dir), _node_distances(node_dir)
     cpus = []
     for cpu in online:
