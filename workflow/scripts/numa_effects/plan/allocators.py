@@ -222,12 +222,6 @@ def _foreign(entry: str) -> bool:
     return any(key in base for key in FOREIGN_KEYS)
 
 
-def _without_malloc_tunables(tunables: str) -> str:
-    """``GLIBC_TUNABLES`` (``name=value`` joined by ``:``) without its ``glibc.malloc.*``."""
-    kept = [t for t in tunables.split(":") if t and not t.startswith("glibc.malloc.")]
-    return ":".join(kept)
-
-
 def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) -> dict[str, str]:
     """The environment of a pinned child running with ``alloc``: ``environ`` without inherited
     allocator preloads and glibc malloc settings, ``path`` preloaded first, ``alloc.env`` set."""
@@ -245,12 +239,11 @@ def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) ->
         env.pop("MALLOC_CONF", None)
     for key in GLIBC_MALLOC_ENV:
         env.pop(key, None)
-    if "GLIBC_TUNABLES" in env:
-        tunables = _without_malloc_tunables(env["GLIBC_TUNABLES"])
-        if tunables:
-            env["GLIBC_TUNABLES"] = tunables
-        else:
-            del env["GLIBC_TUNABLES"]
+    # GLIBC_TUNABLES is ``name=value`` joined by ``:``; its glibc.malloc.* ones go too
+    tunables = env.pop("GLIBC_TUNABLES", "").split(":")
+    kept = [t for t in tunables if t and not t.startswith("glibc.malloc.")]
+    if kept:
+        env["GLIBC_TUNABLES"] = ":".join(kept)
     env.update(alloc.env)
     return env
 
