@@ -85,11 +85,6 @@ class Allocator:
     def legend(self) -> str:
         return self.label or self.name
 
-    def install_line(self) -> str:
-        if not self.package:
-            return ""
-        return f"{INSTALL_SCRIPT} (apt-get install {self.package})"
-
 
 ALLOCATORS: dict[str, Allocator] = by_name(
     Allocator(
@@ -213,7 +208,8 @@ def skip_reason(alloc: Allocator, path: str | None) -> str | None:
         return None
     return (
         f"allocator {alloc.name}: {' or '.join(alloc.sonames)} not found (ldconfig -p, "
-        f"{', '.join(STANDARD_DIRS[:2])}); install it with {alloc.install_line()}"
+        f"{', '.join(STANDARD_DIRS[:2])}); install it with {INSTALL_SCRIPT} "
+        f"(apt-get install {alloc.package})"
     )
 
 
