@@ -48,11 +48,19 @@ class Axis:
     def values(self, config: dict, topo: Topology) -> list:
         if self.name == "threads":
             return thread_counts(config, topo)
-        if self.name == "placement":
-            return _placement_labels(config["placements"], config, topo)
         if self.default is not None and config.get(self.config_key) is None:
             return [self.default]
-        return [self.type(v) for v in config[self.config_key]]
+        return self.named(config[self.config_key], config, topo)
+
+    def named(self, values, config: dict, topo: Topology) -> list:
+        """The cell values that config values of this axis name: a placement family's name
+        stands for its members, ``+smt`` labels with ``use_smt``."""
+        if self.name == "placement":
+            use_smt = bool(config.get("use_smt", False))
+            return [
+                placement_mod.label(p, use_smt) for p in placement_mod.expand(values, config, topo)
+            ]
+        return [self.type(v) for v in values]
 
 
 AXES: tuple[Axis, ...] = (
@@ -153,24 +161,10 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
-def _placement_labels(names, config: dict, topo: Topology) -> list[str]:
-    """The cell labels of config placements: a family's name stands for its members, ``+smt``
-    with ``use_smt``."""
-    use_smt = bool(config.get("use_smt", False))
-    return [placement_mod.label(p, use_smt) for p in placement_mod.expand(names, config, topo)]
-
-
-def axis_values(axis: Axis, values, config: dict, topo: Topology) -> set:
-    """The cell values that config values of ``axis`` name."""
-    if axis.name == "placement":
-        return set(_placement_labels(values, config, topo))
-    return {axis.type(v) for v in values}
-
-
 def excluded(config: dict, topo: Topology) -> Callable[[CellKey], bool]:
     """Whether a cell matches an entry of config key ``exclude`` (every axis the entry names)."""
     entries = [
-        {a.name: axis_values(a, e[a.config_key], config, topo) for a in AXES if a.config_key in e}
+        {a.name: set(a.named(e[a.config_key], config, topo)) for a in AXES if a.config_key in e}
         for e in config.get("exclude") or ()
     ]
     return lambda key: any(
