@@ -85,7 +85,7 @@ def test_a_memory_only_pair_is_bound_to_the_memory_only_node():
         }
     )
     assert inst.workload == spec_mod.MEMORY and spec.code == "m"
-    assert spec.settings == settings.memory_settings(p.config)
+    assert spec.settings == settings.with_contention(settings.MEMORY_SETTINGS, p.config)
     assert inst.options["probe"]["cache_dir"].endswith(paths.MEMORY_PROBE_CACHE)
 
 

@@ -85,11 +85,6 @@ class Allocator:
     def legend(self) -> str:
         return self.label or self.name
 
-    def install_line(self) -> str:
-        if not self.package:
-            return ""
-        return f"{INSTALL_SCRIPT} (apt-get install {self.package})"
-
 
 ALLOCATORS: dict[str, Allocator] = by_name(
     Allocator(
@@ -213,19 +208,14 @@ def skip_reason(alloc: Allocator, path: str | None) -> str | None:
         return None
     return (
         f"allocator {alloc.name}: {' or '.join(alloc.sonames)} not found (ldconfig -p, "
-        f"{', '.join(STANDARD_DIRS[:2])}); install it with {alloc.install_line()}"
+        f"{', '.join(STANDARD_DIRS[:2])}); install it with {INSTALL_SCRIPT} "
+        f"(apt-get install {alloc.package})"
     )
 
 
 def _foreign(entry: str) -> bool:
     base = os.path.basename(entry)
     return any(key in base for key in FOREIGN_KEYS)
-
-
-def _without_malloc_tunables(tunables: str) -> str:
-    """``GLIBC_TUNABLES`` (``name=value`` joined by ``:``) without its ``glibc.malloc.*``."""
-    kept = [t for t in tunables.split(":") if t and not t.startswith("glibc.malloc.")]
-    return ":".join(kept)
 
 
 def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) -> dict[str, str]:
@@ -245,12 +235,11 @@ def child_env(alloc: Allocator, path: str | None, environ: Mapping[str, str]) ->
         env.pop("MALLOC_CONF", None)
     for key in GLIBC_MALLOC_ENV:
         env.pop(key, None)
-    if "GLIBC_TUNABLES" in env:
-        tunables = _without_malloc_tunables(env["GLIBC_TUNABLES"])
-        if tunables:
-            env["GLIBC_TUNABLES"] = tunables
-        else:
-            del env["GLIBC_TUNABLES"]
+    # GLIBC_TUNABLES is ``name=value`` joined by ``:``; its glibc.malloc.* ones go too
+    tunables = env.pop("GLIBC_TUNABLES", "").split(":")
+    kept = [t for t in tunables if t and not t.startswith("glibc.malloc.")]
+    if kept:
+        env["GLIBC_TUNABLES"] = ":".join(kept)
     env.update(alloc.env)
     return env
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 from numa_effects.compare import settings as compare_mod
 from numa_effects.plan import allocators as allocators_mod
+from numa_effects.plan import cost, paths
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import host as host_mod
 from numa_effects.plan import manifest as manifest_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import packing as packing_mod
-from numa_effects.plan import paths
 from numa_effects.plan import peaks as peaks_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan import settings as settings_mod
@@ -27,7 +27,6 @@ from numa_effects.plan import stages as stages_mod
 from numa_effects.plan.topology import Topology
 
 PEAK_TIMEOUT_S = settings_mod.PEAK_TIMEOUT_S
-MEMORY_TIMEOUT_S = settings_mod.MEMORY_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,7 @@ class Plan:
     ) -> spec_mod.Spec:
         """What the pinned peak process of one dtype's window needs."""
         plan = self.peak[(placement, int(threads), dtype)]
-        settings = settings_mod.peak_settings(self.config)
+        settings = settings_mod.with_contention(settings_mod.PEAK_SETTINGS, self.config)
         code = self.code.get("measure")
         return spec_mod.peak(plan, dtype, settings, code=code, window=int(window))
 
@@ -178,7 +177,7 @@ class Plan:
         """What the pinned memory probe of one node pair needs; its compiled probe cached under
         the results folder (relative like the compile cache)."""
         plan = self.memory[(int(cpu), int(mem))]
-        settings = settings_mod.memory_settings(self.config)
+        settings = settings_mod.with_contention(settings_mod.MEMORY_SETTINGS, self.config)
         cache = self.path(paths.MEMORY_PROBE_CACHE)
         return spec_mod.memory(cpu, mem, plan, settings, cache, code=self.code.get("measure"))
 
@@ -189,8 +188,7 @@ class Plan:
         return [{"model": m, "batch_size": b, "image_size": size} for m, b in keys]
 
     def packing_plan_paths(self) -> list[str]:
-        pairs = sorted({(j["model"], j["opt"]) for j in self.packing_jobs})
-        return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in pairs]
+        return [self.path(paths.PACKING_PLANS, model=m, opt=o) for m, o in self.packed()]
 
     def packing_run_paths(self) -> list[str]:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
@@ -271,8 +269,6 @@ class Plan:
 
     def deploy_timeout_s(self) -> float:
         """The deploy job's wall-time bound: a generous plan's cell timeouts in every round."""
-        from numa_effects.plan import cost
-
         searched, plain = cost.deploy_configurations(self.deploy)
         return (2 * (searched + plain) + 4) * self.deploy["max_rounds"] * self.cell_timeout_s
 

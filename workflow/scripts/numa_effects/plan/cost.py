@@ -14,9 +14,12 @@ with the deploy answer at its fewest rounds, which then get the time left (``_fi
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 
+from numa_effects.plan import deploy, grid
+from numa_effects.plan import optimizations as opts
 from numa_effects.plan.optimizations import EAGER
 
 JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
@@ -124,8 +127,6 @@ def process_s(
 
 def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
     """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
-    from numa_effects.plan import optimizations as opts
-
     est = Estimate()
     settings = plan.config
     size = int(settings.get("image_size", 224))
@@ -151,8 +152,6 @@ def _processes_per_cell(plan) -> int:
 
 
 def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
-    from numa_effects.plan import optimizations as opts
-
     models = plan.config.get("models") or ["resnet50"]
     dtype = opts.OPTIMIZATIONS[opt].dtype if opt in opts.OPTIMIZATIONS else "float32"
     return step_s(models[0], opt, dtype, threads, batch, size, caps)
@@ -183,8 +182,6 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     """A priori count of the configurations the deploy job measures (its plan is made after the
     cells): (searched, plain). Per objective row the best prediction and a runner-up about every
     other time; about two distinct eager baselines per row, the throughput row sharing one."""
-    from numa_effects.plan import deploy
-
     rows = len(deploy.objective_rows(s))
     searched = rows * (1 + (0.5 if s["candidates"] > 1 else 0.0))
     plain = max(0, rows * min(2, len(s["baselines"])) - (1 if rows > 1 else 0))
@@ -200,10 +197,9 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
         scale = configs / max(1.0, searched + plain)
         searched, plain = searched * scale, plain * scale
     cores = _cores(plan)
-    opts = s["optimizations"] or [EAGER]
     batch = s["throughput_batch"]
     # a searched configuration: the dearest optimization to prepare; a baseline: eager
-    dear = max(opts, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     per = {}
     for opt in (dear, EAGER):
         step = _typical_step(plan, caps, size, opt, cores, batch)
@@ -231,18 +227,10 @@ def deploy_seconds(plan, caps=None) -> float:
     return est.total_s
 
 
-def _powers_and_nodes(threads: list[int], node_sizes: set[int], base: int = 2) -> list[int]:
-    def power(t: int) -> bool:
-        while t % base == 0:
-            t //= base
-        return t == 1
-
-    return [t for t in threads if power(t) or t in node_sizes]
-
-
-def _drop_middle(batches: list[int]) -> list[int]:
-    b = sorted(batches)
-    return b if len(b) <= 2 else b[: len(b) // 2] + b[len(b) // 2 + 1 :]
+def _power_of(t: int, base: int) -> bool:
+    while t % base == 0:
+        t //= base
+    return t == 1
 
 
 # The budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None when
@@ -265,17 +253,12 @@ def _deploy_rounds(c: dict, topo):
 
 
 def _threads(c: dict, topo, base: int = 2):
-    from numa_effects.plan import grid
-
     have = grid.thread_counts(c, topo)
-    keep = _powers_and_nodes(have, set(topo.cores_per_node().values()), base)
+    sizes = set(topo.cores_per_node().values())
+    keep = [t for t in have if _power_of(t, base) or t in sizes]
     if keep == have or not keep:
         return None
     return {**c, "threads": keep}, f"threads: {keep} (powers of {base} and node sizes)"
-
-
-def _sparser_threads(c: dict, topo):
-    return _threads(c, topo, base=4)
 
 
 def _profile_threads(c: dict, topo):
@@ -289,7 +272,7 @@ def _profile_threads(c: dict, topo):
 
 def _batches(c: dict, topo):
     have = sorted(int(b) for b in c.get("batch_sizes") or ())
-    keep = _drop_middle(have)
+    keep = have if len(have) <= 2 else have[: len(have) // 2] + have[len(have) // 2 + 1 :]
     if keep == have:
         return None
     return {**c, "batch_sizes": keep}, f"batch_sizes: {keep}"
@@ -319,7 +302,7 @@ STEPS = (
     _candidates,
     _no_packing,
     _profile_threads,
-    _sparser_threads,
+    functools.partial(_threads, base=4),  # sparser threads
 )
 
 

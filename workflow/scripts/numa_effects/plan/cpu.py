@@ -89,10 +89,7 @@ def parse_cpuinfo(text: str, source: str = "") -> CpuInfo:
     if not blocks or "flags" not in blocks[0]:
         raise CpuInfoError(f"{source or 'text'}: no x86 processor block with flags")
     first = blocks[0]
-    flags = set(first["flags"].split())
-    for b in blocks[1:]:
-        if "flags" in b:
-            flags &= set(b["flags"].split())
+    flags = set.intersection(*(set(b["flags"].split()) for b in blocks if "flags" in b))
     return CpuInfo(
         vendor=first.get("vendor_id", ""),
         model_name=first.get("model name", ""),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from numa_effects.plan import launchers
 from numa_effects.plan.optimizations import by_name
+from numa_effects.plan.settings import with_defaults
 from numa_effects.plan.topology import Topology
 
 LATENCY, THROUGHPUT = "latency", "throughput"
@@ -107,8 +108,7 @@ DEFAULTS = {
 def settings(config: dict, measured: bool) -> dict:
     """The resolved ``deploy`` key (config/README.md, "Deploy"); ``measured``: the answer is
     measured here (else predicted, e.g. from an import's cells)."""
-    given = {k: v for k, v in (config.get("deploy") or {}).items() if v is not None}
-    s = {**DEFAULTS, **given}
+    s = with_defaults(config.get("deploy") or {}, DEFAULTS)
     enabled = s["enabled"]
     if enabled == "auto":
         enabled = "sequential" in (config.get("placements") or ()) or bool(config.get("import"))

@@ -15,6 +15,7 @@ grid altogether (``excluded``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import random
 from collections.abc import Callable, Iterable
@@ -47,11 +48,19 @@ class Axis:
     def values(self, config: dict, topo: Topology) -> list:
         if self.name == "threads":
             return thread_counts(config, topo)
-        if self.name == "placement":
-            return _placement_labels(config["placements"], config, topo)
         if self.default is not None and config.get(self.config_key) is None:
             return [self.default]
-        return [self.type(v) for v in config[self.config_key]]
+        return self.named(config[self.config_key], config, topo)
+
+    def named(self, values, config: dict, topo: Topology) -> list:
+        """The cell values that config values of this axis name: a placement family's name
+        stands for its members, ``+smt`` labels with ``use_smt``."""
+        if self.name == "placement":
+            use_smt = bool(config.get("use_smt", False))
+            return [
+                placement_mod.label(p, use_smt) for p in placement_mod.expand(values, config, topo)
+            ]
+        return [self.type(v) for v in values]
 
 
 AXES: tuple[Axis, ...] = (
@@ -152,24 +161,10 @@ def thread_counts(config: dict, topo: Topology) -> list[int]:
     return sorted(int(t) for t in threads)
 
 
-def _placement_labels(names, config: dict, topo: Topology) -> list[str]:
-    """The cell labels of config placements: a family's name stands for its members, ``+smt``
-    with ``use_smt``."""
-    use_smt = bool(config.get("use_smt", False))
-    return [placement_mod.label(p, use_smt) for p in placement_mod.expand(names, config, topo)]
-
-
-def axis_values(axis: Axis, values, config: dict, topo: Topology) -> set:
-    """The cell values that config values of ``axis`` name."""
-    if axis.name == "placement":
-        return set(_placement_labels(values, config, topo))
-    return {axis.type(v) for v in values}
-
-
 def excluded(config: dict, topo: Topology) -> Callable[[CellKey], bool]:
     """Whether a cell matches an entry of config key ``exclude`` (every axis the entry names)."""
     entries = [
-        {a.name: axis_values(a, e[a.config_key], config, topo) for a in AXES if a.config_key in e}
+        {a.name: set(a.named(e[a.config_key], config, topo)) for a in AXES if a.config_key in e}
         for e in config.get("exclude") or ()
     ]
     return lambda key: any(
@@ -214,29 +209,23 @@ def expand(
     host = host or host_mod.Host()
     cells: dict[CellKey, placement_mod.Plan] = {}
     skipped: dict[CellKey, str] = {}
-    plans: dict[tuple, placement_mod.Plan | placement_mod.NotApplicable] = {}
-    opt_reasons: dict[str, str | None] = {}
-    alloc_reasons: dict[str, str | None] = {}
+    # each placement, optimization and allocator is planned and checked once
+    plan_of = functools.cache(functools.partial(placement_mod.plan, topo))
+    opt_reason = functools.cache(host.optimization_reason)
+    alloc_reason = functools.cache(host.allocator_reason)
     left_out = excluded(config, topo)
     for values in itertools.product(*(a.values(config, topo) for a in AXES)):
         key = CellKey(*values)
         if left_out(key):
             continue
-        where = (key.placement, key.threads)
-        if where not in plans:
-            plans[where] = placement_mod.plan(topo, key.threads, key.placement, use_smt)
-        planned = plans[where]
-        if key.opt not in opt_reasons:
-            opt_reasons[key.opt] = host.optimization_reason(key.opt, bf16)
-        if key.allocator not in alloc_reasons:
-            alloc_reasons[key.allocator] = host.allocator_reason(key.allocator)
+        planned = plan_of(key.threads, key.placement, use_smt)
         opt = optimizations_mod.OPTIMIZATIONS.get(key.opt)
         per = opt.bytes_per_element if opt else memory_mod.FLOAT32_BYTES
         reason = (
             planned.reason
             if isinstance(planned, placement_mod.NotApplicable)
-            else opt_reasons[key.opt]
-            or alloc_reasons[key.allocator]
+            else opt_reason(key.opt, bf16)
+            or alloc_reason(key.allocator)
             or memory_mod.skip_reason(key.model, key.batch_size, image_size, memory_bytes, per)
         )
         if reason:

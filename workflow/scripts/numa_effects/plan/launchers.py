@@ -20,7 +20,6 @@ import os
 from dataclasses import dataclass
 from os.path import expanduser
 
-from numa_effects.plan import cpulist
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
@@ -44,10 +43,6 @@ class Slot:
         cores = len({topo.cpu(c).siblings for c in self.cpus})
         nodes = self.nodes(topo)
         return placement_mod.pinned(label, self.cpus, self.threads, nodes, self.mem_nodes, cores)
-
-    def numactl(self) -> str:
-        mem = f"--membind={cpulist.format(self.mem_nodes)}" if self.mem_nodes else "--localalloc"
-        return f"numactl --physcpubind={cpulist.format(self.cpus)} {mem}"
 
 
 class NotRunnable(ValueError):
@@ -98,11 +93,6 @@ class CpuInfo:
         return [c for node in self.node_physical_cores for c in node]
 
 
-def _chunks(cores: list[int], sizes: list[int]) -> list[list[int]]:
-    starts = itertools.accumulate(sizes, initial=0)
-    return [cores[start : start + n] for start, n in zip(starts, sizes, strict=False)]
-
-
 def run_cpu_layout(
     topo: Topology,
     *,
@@ -137,8 +127,9 @@ def run_cpu_layout(
         cores = _skip_leftovers(info, sizes)
     if sum(sizes) > len(cores):
         raise NotRunnable("run_cpu: the sum of ncores_per_instance exceeds the physical cores")
-    slots = []
-    for core_list in _chunks(sorted(cores), sizes):
+    slots, cores = [], sorted(cores)
+    for start, n in zip(itertools.accumulate(sizes, initial=0), sizes, strict=False):
+        core_list = cores[start : start + n]
         if not core_list:
             raise NotRunnable("run_cpu would start an instance with no cores")
         missing = [c for c in core_list if c not in info.logical_core_node]

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from numa_effects.plan import placement
+from numa_effects.plan.settings import with_defaults
+
 BASELINE_PLACEMENT = "sequential"  # the placement whose cells the optimizer predicts from
 
 BUDGET_NAMES = ("node", "all")
@@ -83,8 +86,6 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
 
 def profile_plan(topo, budget: int, threads: int, k: int, use_smt: bool):
     """``k`` instances of ``threads`` threads packed on ``budget`` cores (``placement.pack``)."""
-    from numa_effects.plan import placement
-
     return placement.pack(topo, [threads] * k, budget, use_smt)
 
 
@@ -131,7 +132,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     with ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of its nodes}) and
     the interference profile's jobs (``profiles``)."""
     given = config.get("packing") or {}
-    s = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    s = with_defaults(given, DEFAULTS)
     use_smt = bool(config.get("use_smt", False))
     # the grid measures the cells packing predicts from
     measured = BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
@@ -152,8 +153,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
         "measure_plans": int(s["measure_plans"]),
     }
     out["caps"] = {c: [k for _, k in budget_nodes(topo, c, use_smt)] for c in out["budgets"]}
-    ig = {**INTERFERENCE_DEFAULTS, **{k: v for k, v in (s["interference"] or {}).items()}}
-    ig = {k: INTERFERENCE_DEFAULTS[k] if v is None else v for k, v in ig.items()}
+    ig = with_defaults(s["interference"] or {}, INTERFERENCE_DEFAULTS)
     batch = ig["batch"]
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1

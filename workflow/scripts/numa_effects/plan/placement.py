@@ -18,7 +18,7 @@ import string
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from numa_effects.plan import cpulist
+from numa_effects.plan import cpulist, topology
 from numa_effects.plan.node_pairs import node_list, node_pair_members, node_pair_problems
 from numa_effects.plan.optimizations import by_name
 from numa_effects.plan.topology import Topology
@@ -120,12 +120,12 @@ def _make(topo, placement, t, cpus, mem_policy, mem_nodes, use_smt) -> Plan:
     return Plan(placement, t, cpus, cpu_nodes, mem_policy, mem_nodes, use_smt, cores)
 
 
-def _node0_cpus(topo: Topology, threads: int, use_smt: bool, what: str) -> list[int] | str:
-    node0 = topo.nodes[0]
-    cpus = topo.node_cpus(node0, use_smt)
-    if threads > len(cpus):
-        return f"{what} needs {threads} {_unit(use_smt)} on node {node0}, which has {len(cpus)}"
-    return cpus[:threads]
+def _on_node(topo, name, node, t, use_smt, mem_policy, mem_nodes) -> Plan | str:
+    """The first ``t`` usable CPUs of ``node``, memory as given."""
+    cpus = topo.node_cpus(node, use_smt)
+    if t > len(cpus):
+        return f"{name} needs {t} {_unit(use_smt)} on node {node}, which has {len(cpus)}"
+    return _make(topo, name, t, cpus[:t], mem_policy, mem_nodes, use_smt)
 
 
 def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
@@ -156,17 +156,11 @@ def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
 def _remote(topo: Topology, t: int, use_smt: bool) -> Plan | str:
     if len(topo.nodes) < 2:
         return f"remote needs at least 2 NUMA nodes; this machine has {len(topo.nodes)}"
-    cpus = _node0_cpus(topo, t, use_smt, "remote")
-    if isinstance(cpus, str):
-        return cpus
-    return _make(topo, "remote", t, cpus, "bind", topo.nodes[1:2], use_smt)
+    return _on_node(topo, "remote", topo.nodes[0], t, use_smt, "bind", topo.nodes[1:2])
 
 
 def _mem_interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    cpus = _node0_cpus(topo, t, use_smt, "mem-interleave")
-    if isinstance(cpus, str):
-        return cpus
-    return _make(topo, "mem-interleave", t, cpus, "interleave", topo.nodes, use_smt)
+    return _on_node(topo, "mem-interleave", topo.nodes[0], t, use_smt, "interleave", topo.nodes)
 
 
 def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Plan | str:
@@ -184,10 +178,7 @@ def _node_pair(topo: Topology, t: int, use_smt: bool, cpu: int, mem: int) -> Pla
     if mem not in topo.memory_nodes:
         has = "has no memory" if mem in topo.all_nodes else "does not exist"
         return f"{name}: node {mem} {has}; memory nodes: {node_list(topo.memory_nodes)}"
-    cpus = topo.node_cpus(cpu, use_smt)
-    if t > len(cpus):
-        return f"{name} needs {t} {_unit(use_smt)} on node {cpu}, which has {len(cpus)}"
-    return _make(topo, name, t, cpus[:t], "bind", (mem,), use_smt)
+    return _on_node(topo, name, cpu, t, use_smt, "bind", (mem,))
 
 
 NODE_PAIR = "n{cpu}m{mem}"  # the family's registry name
@@ -463,8 +454,6 @@ def node_pairs_markdown(
 
 def main(argv=None) -> int:
     import argparse
-
-    from numa_effects.plan import topology
 
     ap = argparse.ArgumentParser(
         prog="python -m numa_effects.plan.placement",

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from numa_effects.plan import paths
+from numa_effects.plan import cost, cpu, paths
 from numa_effects.plan import settings as settings_mod
 
 # rule -> the pattern of the record it writes: every measurement of the workflow
@@ -87,16 +87,12 @@ def default_seconds(rule: str, plan) -> float:
         each = float((packing.get("interference") or {}).get("max_seconds") or 0) + START_S
         return (1 + most) * plan.replicates * each
     if rule == "deploy_run":
-        from numa_effects.plan import cost
-
         return cost.deploy_seconds(plan)
     raise KeyError(rule)
 
 
 def defaults(plan) -> dict[str, float]:
     """{rule: seconds of one of its jobs} by the run's cost model (``plan.cost``)."""
-    from numa_effects.plan import cost, cpu
-
     try:  # the clock of the machine that measures (where a run's line is printed)
         caps = cpu.of_machine()
     except OSError:

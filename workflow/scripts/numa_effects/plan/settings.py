@@ -28,7 +28,7 @@ TIMEOUT_MARGIN_S = 120.0
 
 # One window of a peak (measure.workloads.dtype_peaks): at least 2 untimed steps, then at least
 # PEAK_SECONDS and 6 timed ones (the smallest n with a 95 % CI of the median). The contention
-# keys are the config's, as for the cells it is the denominator of (``peak_settings``).
+# keys are the config's, as for the cells it is the denominator of (``with_contention``).
 PEAK_SECONDS = 1.0
 PEAK_TIMEOUT_S = 300
 PEAK_SETTINGS = {
@@ -62,37 +62,28 @@ def with_contention(base: dict, config: dict) -> dict:
     return {**base, **{k: config[k] for k in CONTENTION_KEYS if config.get(k) is not None}}
 
 
-def peak_settings(config: dict) -> dict:
-    """``PEAK_SETTINGS`` with the config's contention keys (where it sets them)."""
-    return with_contention(PEAK_SETTINGS, config)
-
-
-def memory_settings(config: dict) -> dict:
-    """``MEMORY_SETTINGS`` with the config's contention keys (where it sets them)."""
-    return with_contention(MEMORY_SETTINGS, config)
-
-
 def of(config: dict) -> dict:
     """The measurement settings of a (checked) config."""
     return {k: config.get(k) for k in KEYS} | {k: True for k in OPTIONAL_KEYS if config.get(k)}
 
 
-def with_defaults(settings: dict) -> dict:
-    """``settings`` with every missing (or null) timing key set to its default."""
-    return {k: v if settings.get(k) is None else settings[k] for k, v in DEFAULTS.items()}
+def with_defaults(settings: dict, defaults: dict = DEFAULTS) -> dict:
+    """``settings`` with every missing (or null) key of ``defaults`` set to its default."""
+    return {k: v if settings.get(k) is None else settings[k] for k, v in defaults.items()}
+
+
+def _margin(config: dict, default: float) -> float:
+    margin = config.get("cell_timeout_margin_s")
+    return float(default if margin is None else margin)
 
 
 def memory_timeout_s(config: dict) -> float:
     """Seconds before a memory job is killed, with the config's ``cell_timeout_margin_s``."""
-    margin = config.get("cell_timeout_margin_s")
-    return MEMORY_TIMEOUT_S + (float(margin) if margin is not None else 0.0)
+    return MEMORY_TIMEOUT_S + _margin(config, 0.0)
 
 
 def cell_timeout_s(config: dict) -> float:
     """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``. Read
     from the config by the cell job itself (not a rule parameter), so raising it re-runs
     nothing."""
-    margin = config.get("cell_timeout_margin_s")
-    return 3 * float(config["max_seconds_per_cell"]) + float(
-        TIMEOUT_MARGIN_S if margin is None else margin
-    )
+    return 3 * float(config["max_seconds_per_cell"]) + _margin(config, TIMEOUT_MARGIN_S)

@@ -52,9 +52,6 @@ class Topology:
         if not self.memory_nodes:
             object.__setattr__(self, "memory_nodes", tuple(sorted({c.node for c in self.cpus})))
         object.__setattr__(self, "memory_nodes", tuple(sorted(set(self.memory_nodes))))
-        for i, row in self.distances.items():
-            if not isinstance(i, int) or not all(isinstance(j, int) for j in row):
-                raise TopologyError("node distances must be keyed by node numbers")
         for c in self.cpus:
             for what, number in (("number", c.cpu), ("NUMA node", c.node), ("package", c.package)):
                 if number < 0:
@@ -196,11 +193,11 @@ def from_sysfs(root: str | os.PathLike = "/") -> Topology:
         online = tuple(
             sorted(int(p.name[3:]) for p in cpu_dir.glob("cpu[0-9]*") if p.name[3:].isdigit())
         )
-    node_of: dict[int, int] = {}
-    if node_dir.is_dir():
-        for nd in sorted(node_dir.glob("node[0-9]*")):
-            for cpu in cpulist.parse(_read(nd / "cpulist")):
-                node_of[cpu] = int(nd.name[4:])
+    node_of = {
+        cpu: node
+        for node, d in _node_dirs(node_dir).items()
+        for cpu in cpulist.parse(_read(d / "cpulist"))
+    }
     memory_nodes, distances = _node_memory(node_dir), _node_distances(node_dir)
     cpus = []
     for cpu in online:
@@ -277,6 +274,10 @@ def _cpu_model(root: Path) -> str:
     return (platform.processor() or "") if root.resolve() == Path("/") else ""
 
 
+# lscpu's numbered columns: numbers >= 0 ("-" and "" mean none, read as 0).
+LSCPU_NUMBERS = {"cpu": "CPU", "core": "core", "socket": "socket", "node": "NUMA node"}
+
+
 def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topology:
     """Parse ``lscpu -p`` (columns from the ``# CPU,Core,Socket,Node,...`` header) or ``lscpu
     -e`` (the ``CPU NODE SOCKET CORE ...`` header; offline CPUs left out). Siblings are the CPUs
@@ -301,7 +302,10 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
         row = dict(zip(header, values, strict=False))
         if row.get("online", "yes").lower() == "no":
             continue
-        _negative_fields(row, f"{source} line {number}")
+        for key, what in LSCPU_NUMBERS.items():
+            value = (row.get(key) or "").strip()
+            if value.startswith("-") and value != "-":
+                raise TopologyError(f"{source} line {number}: {what} {value} is negative")
         rows.append(row)
     if not rows:
         raise TopologyError("lscpu output lists no CPUs")
@@ -327,17 +331,6 @@ def from_lscpu(text: str, cpu_model: str = "", source: str = "lscpu") -> Topolog
     except (KeyError, ValueError) as exc:
         raise TopologyError(f"malformed lscpu output: {exc!r}") from exc
     return Topology(cpus=tuple(sorted(cpus)), cpu_model=cpu_model, source=source)
-
-
-# lscpu's numbered columns: numbers >= 0 ("-" and "" mean none, read as 0).
-LSCPU_NUMBERS = {"cpu": "CPU", "core": "core", "socket": "socket", "node": "NUMA node"}
-
-
-def _negative_fields(row: dict[str, str], where: str) -> None:
-    for key, what in LSCPU_NUMBERS.items():
-        value = (row.get(key) or "").strip()
-        if value.startswith("-") and value != "-":
-            raise TopologyError(f"{where}: {what} {value} is negative")
 
 
 def load(path: str | os.PathLike) -> Topology:
