@@ -385,7 +385,6 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
         label=colorbar,
         extend=extend,
         center=0.0,
-        text=style.pct1,
         hatched=_by_cell(d, "sig", bss, threads).map(hatched).astype(bool),
         disturbed=_by_cell(d, "disturbed", bss, threads).eq(True),
         fontsize=9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6,

@@ -119,14 +119,13 @@ def _times(cells: pd.DataFrame, sources: list[str]) -> list[tuple[str, object]]:
         start = pd.to_datetime(cells["started_at"], utc=True, errors="coerce", format="ISO8601")
         end = pd.to_datetime(cells["finished_at"], utc=True, errors="coerce", format="ISO8601")
         if start.notna().any() and end.notna().any():
-            rows.append(("first cell started", start.min().isoformat(timespec="seconds")))
-            rows.append(("last cell finished", end.max().isoformat(timespec="seconds")))
-            rows.append(
-                ("wall-clock time of the run", _duration((end.max() - start.min()).total_seconds()))
-            )
-            rows.append(
-                ("time in cell processes", _duration((end - start).dt.total_seconds().sum()))
-            )
+            wall = (end.max() - start.min()).total_seconds()
+            rows += [
+                ("first cell started", start.min().isoformat(timespec="seconds")),
+                ("last cell finished", end.max().isoformat(timespec="seconds")),
+                ("wall-clock time of the run", _duration(wall)),
+                ("time in cell processes", _duration((end - start).dt.total_seconds().sum())),
+            ]
     else:
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
