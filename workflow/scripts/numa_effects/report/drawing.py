@@ -181,21 +181,22 @@ def _no_value_marks(ax, marks: dict) -> None:
     ax.tick_params(axis="x", pad=plt.rcParams["xtick.major.pad"] + style.STATUS_STEP_PT * depth + 1)
 
 
-def loss_lines(ax, d: pd.DataFrame, hue: str, order: list, color_of, label_of, ylabel: str):
-    """The % degradation (``pct``) over the threads, one line per ``hue`` value, with its CI,
-    hollow points where not significant and a line at 0; returns the marks drawn."""
+def loss_figure(d, hue: str, order: list, color_of, label_of, metric, *, vs, title, extra=None):
+    """The % degradation (``pct``) vs ``vs`` over the threads, one line per ``hue`` value,
+    with its CI, hollow points where not significant and a line at 0; ``title``: (title,
+    subtitle); ``extra``: more legend entries."""
+    fig, ax = new_figure()
     drawn = draw_lines(
         ax, d, hue, order, color_of, label_of, "pct", annotate=True, fmt=style.pct1, sig="sig"
     )
     ax.axhline(0.0, color="black", linewidth=1)
     ax.margins(y=0.15)
     threads_axis(ax, sorted(d["threads"].unique()))
-    ax.set_ylabel(ylabel)
-    return drawn
-
-
-def loss_notes(d: pd.DataFrame) -> list[str]:
-    return sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status")
+    ax.set_ylabel(f"% {metric.name} degradation vs {vs}\n(+ = {metric.worse}, − = better)")
+    titles(ax, *title)
+    notes = sig_notes(d, "Hollow markers") + not_value_note(d, "pct_status")
+    finish(fig, ax, drawn, notes, extra=extra)
+    return fig
 
 
 def y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
@@ -241,12 +242,19 @@ def subtitle(model: str, *parts: str) -> str:
     return " · ".join([model, *parts])
 
 
-def threads_metric_axes(ax, tables: Tables, d, metric: Metric) -> str:
-    """x = threads, y = the metric's label, unit and scale; returns "Latency" or "Throughput"."""
+def metric_figure(
+    tables: Tables, d, metric: Metric, lines: tuple, title: str, sub: str, notes=(), **kw
+):
+    """``metric`` over the threads, one line per value of ``lines`` = (hue, order, color_of,
+    label_of) (``draw_lines``, ``kw`` its options), with the notes on cells with no value."""
+    fig, ax = new_figure()
+    drawn = draw_lines(ax, d, *lines, metric.key, **kw)
     threads_axis(ax, sorted(d["threads"].unique()))
     scale = y_scale(ax, d[metric.key])
     ax.set_ylabel(metric.axis_label(tables.latency_stat) + scale)
-    return metric.title
+    titles(ax, title, sub)
+    finish(fig, ax, drawn, not_value_note(d, f"{metric.key}_status") + list(notes))
+    return fig
 
 
 def non_native(tables: Tables, model: str) -> dict:
@@ -377,7 +385,6 @@ def heatmap_grid(d: pd.DataFrame, colorbar: str, hatched=lambda sig: sig is Fals
         label=colorbar,
         extend=extend,
         center=0.0,
-        text=style.pct1,
         hatched=_by_cell(d, "sig", bss, threads).map(hatched).astype(bool),
         disturbed=_by_cell(d, "disturbed", bss, threads).eq(True),
         fontsize=9 if len(threads) <= 12 else 8 if len(threads) <= 20 else 6,

@@ -40,6 +40,13 @@ def _panel(ax, val, status, **kw) -> None:
     ax.set_yticklabels([str(r) for r in rows], rotation=0)
 
 
+def _limits(values: np.ndarray) -> dict:
+    """A value panel's colour scale: the range of the finite ``values`` (never empty)."""
+    finite = values[np.isfinite(values)]
+    lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    return {"vmin": lo, "vmax": hi if hi > lo else lo + 1}
+
+
 def _suptitle(fig, text: str) -> None:
     fig.suptitle(text, fontsize=13, fontweight="bold")
 
@@ -55,9 +62,8 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
     side = 1.2 + 0.75 * len(cols)
     fig, axes = plt.subplots(n, 2, figsize=(2 * side + 4.5, n * (0.9 + 0.7 * len(rows)) + 1.2))
     axes = np.atleast_2d(axes)
-    values = d[metric.key].to_numpy(float)
+    limits = _limits(d[metric.key].to_numpy(float))
     pcts = d["pct"].where(d["pct_status"].eq("ok")).to_numpy(float)
-    lo, hi = (np.nanmin(values), np.nanmax(values)) if np.isfinite(values).any() else (0, 1)
     vmax, _ = style.color_limit(pcts)
     for (ax_v, ax_p), t in zip(axes, threads, strict=False):
         dt = d[d["threads"] == t]
@@ -67,8 +73,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             _matrix(dt, metric.key, rows, cols),
             vstatus,
             cmap="mako_r",
-            vmin=lo,
-            vmax=hi if hi > lo else lo + 1,
+            **limits,
             label=f"{metric.axis_label(tables.latency_stat)}",
             text=style.fmt,
         )
@@ -123,18 +128,7 @@ def memory(tables: Tables, model: str, metric: Metric = LATENCY):
     for ax, (column, label, cmap, status, form) in zip(axes, panels, strict=True):
         val = _matrix(m, column, rows, cols).astype(float)
         status = status.mask(val.isna() & status.eq("ok"), "missing")
-        finite = val.to_numpy()[np.isfinite(val.to_numpy())]
-        lo, hi = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
-        _panel(
-            ax,
-            val,
-            status,
-            cmap=cmap,
-            vmin=lo,
-            vmax=hi if hi > lo else lo + 1,
-            label=label,
-            text=form.format,
-        )
+        _panel(ax, val, status, cmap=cmap, label=label, text=form.format, **_limits(val.to_numpy()))
         ax.set_title(label, fontsize=10)
     _suptitle(fig, "This machine's memory matrix")
     failed = m[~m["status"].eq("ok")]
@@ -215,19 +209,12 @@ def scatter(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
 
 def _scatter_handles(threads: list, bss: list) -> list:
     """The scatter's legend: a colour per thread count, a marker per batch size."""
-    return [
-        plt.Line2D(
-            [],
-            [],
-            color=style.thread_color(t, threads),
-            marker="o",
-            ls="",
-            label=drawing.threads_label(t),
-        )
-        for t in threads
-    ] + [
-        plt.Line2D(
-            [], [], color="0.3", marker=MARKERS[i % len(MARKERS)], ls="", label=f"batch {bs}"
-        )
-        for i, bs in enumerate(bss)
+
+    def mark(color, marker, label):
+        return plt.Line2D([], [], color=color, marker=marker, ls="", label=label)
+
+    by_threads = [
+        mark(style.thread_color(t, threads), "o", drawing.threads_label(t)) for t in threads
     ]
+    by_batch = [mark("0.3", MARKERS[i % len(MARKERS)], f"batch {bs}") for i, bs in enumerate(bss)]
+    return by_threads + by_batch

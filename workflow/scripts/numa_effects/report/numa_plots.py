@@ -51,18 +51,15 @@ def numa_per_batch(tables: Tables, model: str, opt: str, batch_size: int, metric
     u = tables.universe(model)
     d = u[(u["opt"] == opt) & (u["batch_size"] == batch_size)]
     places = sorted(d["placement"].unique(), key=placement_order)
-    fig, ax = drawing.new_figure()
-    drawn = drawing.draw_lines(
-        ax, d, "placement", places, placement_color, str, metric.key, annotate=True
-    )
-    name = drawing.threads_metric_axes(ax, tables, d, metric)
-    drawing.titles(
-        ax,
-        f"Threads vs {name} by Placement (BS={batch_size}, opt={opt})",
+    return drawing.metric_figure(
+        tables,
+        d,
+        metric,
+        ("placement", places, placement_color, str),
+        f"Threads vs {metric.title} by Placement (BS={batch_size}, opt={opt})",
         drawing.subtitle(model, opt_label(opt), "one line per placement"),
+        annotate=True,
     )
-    drawing.finish(fig, ax, drawn, drawing.not_value_note(d, f"{metric.key}_status"))
-    return fig
 
 
 @drawer("numa_latency_loss", "numa_throughput_loss")
@@ -71,26 +68,22 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Met
     d = comparison(tables, model, opt, metric)
     d = d[d["batch_size"] == batch_size]
     places = sorted(d["placement"].unique(), key=placement_order)
-    fig, ax = drawing.new_figure()
-    drawn = drawing.loss_lines(
-        ax,
+    return drawing.loss_figure(
         d,
         "placement",
         places,
         placement_color,
         lambda p: f"{p} vs {placement_mod.baseline_of(p)}",
-        f"% {metric.name} degradation vs {_baselines(places)}\n(+ = {metric.worse}, − = better)",
-    )
-    drawing.titles(
-        ax,
-        f"Threads vs % {metric.title} Loss (BS={batch_size}, opt={opt})",
-        drawing.subtitle(
-            model,
-            opt_label(opt),
-            metric.of(deg_stat(d, tables)),
-            "error bars: CI where samples exist",
+        metric,
+        vs=_baselines(places),
+        title=(
+            f"Threads vs % {metric.title} Loss (BS={batch_size}, opt={opt})",
+            drawing.subtitle(
+                model,
+                opt_label(opt),
+                metric.of(deg_stat(d, tables)),
+                "error bars: CI where samples exist",
+            ),
         ),
+        extra=drawing.not_significant_legend(d["sig"]),
     )
-    extra = drawing.not_significant_legend(d["sig"])
-    drawing.finish(fig, ax, drawn, drawing.loss_notes(d), extra=extra)
-    return fig

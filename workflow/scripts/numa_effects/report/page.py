@@ -96,17 +96,14 @@ def _duration(seconds: float) -> str:
 
 def _run_facts(cells: pd.DataFrame, skipped: pd.DataFrame) -> list[tuple[str, object]]:
     """The run's counts of cells by status, where they come from, and its times."""
-    status = cells["status"] if "status" in cells else pd.Series(dtype=object)
-    # contended: no replicate had a clean iteration, so the cell has no value (not a failure)
-    no_clean = status.eq("contended")
-    ok, failed = int((status == "ok").sum()), int((~status.isin(["ok", "contended"])).sum())
-    rows: list[tuple[str, object]] = [("cells measured", ok), ("cells failed", failed)]
-    if no_clean.any():
-        rows.append(("cells contended, no clean iteration", int(no_clean.sum())))
+    failed, no_clean, disturbed = _by_status(cells)
+    ok = int(cells["status"].eq("ok").sum()) if "status" in cells else 0
+    rows: list[tuple[str, object]] = [("cells measured", ok), ("cells failed", len(failed))]
+    if len(no_clean):
+        rows.append(("cells contended, no clean iteration", len(no_clean)))
     rows.append(("cells skipped", len(skipped)))
-    n_disturbed = len(_disturbed(cells, no_clean))
-    if n_disturbed:
-        rows.append(("cells contended or noisy", n_disturbed))
+    if len(disturbed):
+        rows.append(("cells contended or noisy", len(disturbed)))
     sources = sorted(cells["source"].dropna().astype(str).unique()) if "source" in cells else []
     if sources:
         rows.append(("source", ", ".join(sources)))
@@ -122,14 +119,13 @@ def _times(cells: pd.DataFrame, sources: list[str]) -> list[tuple[str, object]]:
         start = pd.to_datetime(cells["started_at"], utc=True, errors="coerce", format="ISO8601")
         end = pd.to_datetime(cells["finished_at"], utc=True, errors="coerce", format="ISO8601")
         if start.notna().any() and end.notna().any():
-            rows.append(("first cell started", start.min().isoformat(timespec="seconds")))
-            rows.append(("last cell finished", end.max().isoformat(timespec="seconds")))
-            rows.append(
-                ("wall-clock time of the run", _duration((end.max() - start.min()).total_seconds()))
-            )
-            rows.append(
-                ("time in cell processes", _duration((end - start).dt.total_seconds().sum()))
-            )
+            wall = (end.max() - start.min()).total_seconds()
+            rows += [
+                ("first cell started", start.min().isoformat(timespec="seconds")),
+                ("last cell finished", end.max().isoformat(timespec="seconds")),
+                ("wall-clock time of the run", _duration(wall)),
+                ("time in cell processes", _duration((end - start).dt.total_seconds().sum())),
+            ]
     else:
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
@@ -137,15 +133,24 @@ def _times(cells: pd.DataFrame, sources: list[str]) -> list[tuple[str, object]]:
     return rows
 
 
-def _disturbed(cells: pd.DataFrame, no_clean: pd.Series) -> pd.DataFrame:
-    """The cells with a value whose timing was contended or noisy."""
-    return cells[flag(cells) & ~no_clean.reindex(cells.index, fill_value=False)]
+def _by_status(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The cells that failed, that are contended (no replicate had a clean iteration, so no
+    value, not a failure), and that have a value whose timing was contended or noisy."""
+    if "status" not in cells:
+        return cells.iloc[0:0], cells.iloc[0:0], cells[flag(cells)]
+    no_clean = cells["status"].eq("contended")
+    failed = cells[~cells["status"].isin(["ok", "contended"])]
+    return failed, cells[no_clean], cells[flag(cells) & ~no_clean]
 
 
-def _items(rows: pd.DataFrame, text) -> str:
-    return "".join(
+def _cell_list(intro: str, rows: pd.DataFrame, text) -> str:
+    """``intro`` (a paragraph) and the list of ``rows``' keys, each followed by ``text(row)``."""
+    if rows.empty:
+        return ""
+    items = "".join(
         f"<li><code>{escape(_key(r))}</code>{text(r)}</li>" for r in rows.to_dict("records")
     )
+    return f"{intro}<ul>{items}</ul>"
 
 
 def _why_failed(r: dict) -> str:
@@ -162,8 +167,7 @@ def _how_disturbed(r: dict) -> str:
 
 
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
-    status = cells["status"] if "status" in cells else pd.Series(dtype=object)
-    no_clean = status.eq("contended")
+    failed, no_clean, disturbed = _by_status(cells)
     parts = [f'<h2 id="run">Run</h2>{facts_table(_run_facts(cells, skipped))}']
     if not skipped.empty and "reason" in skipped:
         items = "".join(
@@ -171,28 +175,26 @@ def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFra
             for reason, g in skipped.groupby("reason")
         )
         parts.append(f"<p>Skipped (this machine cannot run them):</p><ul>{items}</ul>")
-    bad = cells[~status.isin(["ok", "contended"])] if "status" in cells else cells.iloc[0:0]
-    if not bad.empty:
-        items = _items(bad, _why_failed)
-        parts.append(
-            f"<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p><ul>{items}</ul>"
-        )
-    if no_clean.any():
-        items = _items(cells[no_clean], _why_contended)
-        parts.append(
-            f'<p id="contended">Contended, no clean iteration ({int(no_clean.sum())}: other tasks '
+    parts += [
+        _cell_list(
+            "<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p>",
+            failed,
+            _why_failed,
+        ),
+        _cell_list(
+            f'<p id="contended">Contended, no clean iteration ({len(no_clean)}: other tasks '
             "used the cell's CPUs during every timed iteration of every attempt; shown as "
-            "<em>contended</em> in every figure, never as a number):</p>"
-            f"<ul>{items}</ul>"
-        )
-    disturbed = _disturbed(cells, no_clean)
-    if not disturbed.empty:
-        items = _items(disturbed, _how_disturbed)
-        parts.append(
+            "<em>contended</em> in every figure, never as a number):</p>",
+            no_clean,
+            _why_contended,
+        ),
+        _cell_list(
             f'<p id="disturbed">Contended or noisy ({len(disturbed)}; their timing is disturbed, '
-            "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>"
-            f"<ul>{items}</ul>"
-        )
+            "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>",
+            disturbed,
+            _how_disturbed,
+        ),
+    ]
     if failures is not None and not failures.empty:
         parts.append(
             f"<details><summary>failures.csv ({len(failures)} rows)</summary>"

@@ -58,21 +58,16 @@ def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: 
     def label(o):
         return f"{opt_label(o)} [{dtype_of(o)}]" + (f" · {style.NON_NATIVE}" if o in marked else "")
 
-    baseline = placement_mod.baseline_of(placement)
-    fig, ax = drawing.new_figure()
-    drawn = drawing.loss_lines(
-        ax,
+    return drawing.loss_figure(
         d,
         "opt",
         opts,
         opt_color,
         label,
-        f"% {metric.name} degradation vs {baseline}\n(+ = {metric.worse}, − = better)",
+        metric,
+        vs=placement_mod.baseline_of(placement),
+        title=(
+            f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
+            drawing.subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
+        ),
     )
-    drawing.titles(
-        ax,
-        f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
-        drawing.subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
-    )
-    drawing.finish(fig, ax, drawn, drawing.loss_notes(d))
-    return fig

@@ -17,22 +17,21 @@ def per_batch(tables: Tables, model: str, batch_size: int, metric: Metric):
     u = sequential(tables.universe(model, every_allocator=True))
     d = u[u["batch_size"] == batch_size]
     d, order, color, label, dash, notes = drawing.variants(d, drawing.non_native(tables, model))
-    fig, ax = drawing.new_figure()
-    drawn = drawing.draw_lines(
-        ax, d, "variant", order, color, label, metric.key, annotate=True, style_of=dash
-    )
-    name = drawing.threads_metric_axes(ax, tables, d, metric)
-    drawing.titles(
-        ax,
-        f"Threads vs {name} (BS={batch_size})",
+    return drawing.metric_figure(
+        tables,
+        d,
+        metric,
+        ("variant", order, color, label),
+        f"Threads vs {metric.title} (BS={batch_size})",
         drawing.subtitle(
             model,
             "placement sequential",
             "one line per optimization" + (" and allocator" if dash else ""),
         ),
+        notes,
+        annotate=True,
+        style_of=dash,
     )
-    drawing.finish(fig, ax, drawn, drawing.not_value_note(d, f"{metric.key}_status") + notes)
-    return fig
 
 
 @drawer("latency_per_opt", "throughput_per_opt")
@@ -41,18 +40,14 @@ def per_opt(tables: Tables, model: str, opt: str, metric: Metric):
     u = sequential(tables.universe(model))
     d = u[u["opt"] == opt]
     bss = sorted(d["batch_size"].unique())
-    fig, ax = drawing.new_figure()
-    drawn = drawing.draw_lines(
-        ax, d, "batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}", metric.key
-    )
-    name = drawing.threads_metric_axes(ax, tables, d, metric)
-    drawing.titles(
-        ax,
-        f"Threads vs {name} (opt={opt})",
+    return drawing.metric_figure(
+        tables,
+        d,
+        metric,
+        ("batch_size", bss, lambda b: batch_color(b, bss), lambda b: f"BS={b}"),
+        f"Threads vs {metric.title} (opt={opt})",
         drawing.subtitle(model, opt_label(opt), "placement sequential", "one line per batch size"),
     )
-    drawing.finish(fig, ax, drawn, drawing.not_value_note(d, f"{metric.key}_status"))
-    return fig
 
 
 @drawer("speedup")
