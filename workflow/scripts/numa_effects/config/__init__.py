@@ -36,12 +36,11 @@ def check(
     configfiles: Iterable[str | Path] = (),
     workdir: str | Path | None = None,
     workflow_dir: str | Path | None = None,
-    schema_path: str | Path = schema.SCHEMA_PATH,
 ) -> Checked:
     """Check ``config`` (normalised in place) or raise ``ConfigError`` with every problem.
     ``configfiles`` (``workflow.configfiles``) are re-read for keys given twice; relative paths
     are read from ``workdir`` (default: the current directory, as in Snakemake)."""
-    sch = schema.load(schema_path)
+    sch = schema.load()
     problems = files.duplicate_problems(configfiles, workdir)
     if not isinstance(config, dict):
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"

@@ -11,9 +11,10 @@ not answer (``numa_effects.slurmconf``).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
-from contextlib import chdir, redirect_stdout
+from contextlib import chdir, nullcontext, redirect_stdout
 from pathlib import Path
 
 from numa_effects import slurmconf
@@ -106,7 +107,8 @@ def _command(argv: list[str], run: bool) -> int:
     if parsed is not None:
         directory = str(parsed.directory) if parsed.directory else None
         given = ([str(f) for f in parsed.configfile], list(parsed.config or []), directory)
-        rc = _check_quietly(*given) if run else _check(*given, False)
+        with redirect_stdout(io.StringIO()) if run else nullcontext():  # run: Snakemake speaks next
+            rc = _check(*given, False)
         if rc or not run:
             return rc
     sys.stdout.flush()
@@ -114,9 +116,3 @@ def _command(argv: list[str], run: bool) -> int:
     exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
     cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
     os.execve(cmd[0], [*cmd, *argv], env)
-
-
-def _check_quietly(given: list[str], config_items: list[str], directory: str | None) -> int:
-    """``_check`` without its ``ok:`` line (Snakemake speaks next)."""
-    with open(os.devnull, "w") as null, redirect_stdout(null):
-        return _check(given, config_items, directory, False)

@@ -91,13 +91,13 @@ def workflow_files(files: Iterable[str | Path], directory: str | Path | None = N
     return out
 
 
-def load(configfiles: Iterable[str | Path], directory: str | Path | None = None) -> dict:
+def load(configfiles: Iterable[str | Path]) -> dict:
     """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first."""
     files = list(configfiles)
     own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
     config: dict = {}
     for f in own + [f for f in files if str(f) != WORKFLOW_CONFIGFILE]:
-        merge(config, read(Path(directory or ".", f)))
+        merge(config, read(Path(f)))
     return config
 
 

@@ -52,13 +52,12 @@ def sections(schema: dict) -> list[str]:
     return list(dict.fromkeys(p.get("x-section", "other") for p in schema["properties"].values()))
 
 
-def markdown(section: str, schema: dict | None = None, defaults: dict | None = None) -> str:
+def markdown(section: str, schema: dict | None = None) -> str:
     """The key table of one section."""
     import yaml
 
     schema = schema or load()
-    if defaults is None:
-        defaults = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    defaults = yaml.safe_load(DEFAULT_CONFIG.read_text())
     rows = ["| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
     for path, prop, required in properties(schema):
         top = schema["properties"][path.split(".")[0]]
