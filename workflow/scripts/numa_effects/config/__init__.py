@@ -15,7 +15,7 @@ from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import checks, coerce, files, messages, paths, schema
-from numa_effects.config.problem import ConfigError, Kind, Problem, failed_keys
+from numa_effects.config.problem import ConfigError, Problem, failed_keys
 from numa_effects.config.registries import REGISTRIES
 from numa_effects.plan.topology import Topology
 
@@ -44,7 +44,7 @@ def check(
     problems = files.duplicate_problems(configfiles, workdir)
     if not isinstance(config, dict):
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"
-        raise ConfigError([*problems, Problem("", what, Kind.GENERAL)])
+        raise ConfigError([*problems, Problem("", what)])
     coerce.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}

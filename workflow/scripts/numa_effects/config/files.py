@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from numa_effects.config.problem import ConfigError, Kind, Problem, key_path
+from numa_effects.config.problem import ConfigError, Problem, key_path
 from numa_effects.config.schema import type_of
 
 # The Snakefile's `configfile:`, read from the working directory before any --configfile.
@@ -45,7 +45,7 @@ def _text(path: str | Path) -> str:
 
 
 def _error(text: str) -> ConfigError:
-    return ConfigError([Problem("", text, Kind.GENERAL)])
+    return ConfigError([Problem("", text)])
 
 
 def read(path: str | Path) -> dict:

@@ -7,7 +7,10 @@ sits between ``begin(section)`` and ``END``; tests/test_validation.py fails when
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import yaml
 
 from numa_effects.config.schema import SCHEMA_PATH, describe, load, properties
 
@@ -21,16 +24,9 @@ def begin(section: str) -> str:
 
 
 def _yaml(value) -> str:
-    """A value as flow-style YAML."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return "[" + ", ".join(_yaml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in value.items()) + "}"
-    return str(value)
+    """A value as flow-style YAML on one line."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, sort_keys=False)
+    return text.removesuffix("...\n").strip()  # a scalar is a document of its own
 
 
 def _cell(text: str) -> str:
@@ -54,8 +50,6 @@ def sections(schema: dict) -> list[str]:
 
 def markdown(section: str, schema: dict | None = None) -> str:
     """The key table of one section."""
-    import yaml
-
     schema = schema or load()
     defaults = yaml.safe_load(DEFAULT_CONFIG.read_text())
     rows = ["| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
