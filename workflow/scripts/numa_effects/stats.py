@@ -271,15 +271,13 @@ def ratio_ci_method(
     baseline: str | None,
     compared: str | None,
     *,
-    paired: bool = False,
     rounds: bool = False,
 ) -> str | None:
-    """Which CI the ratio compared / baseline gets, for every table of ratios: ``paired`` or
-    ``two-level`` when both cells' ``ci_method`` is a t interval of the median (``paired``:
-    their rounds pair and pairing pays), else the bootstrap where the cells have samples
+    """Which CI an unpaired ratio compared / baseline gets: ``two-level`` when both cells'
+    ``ci_method`` is a t interval of the median, else the bootstrap where the cells have samples
     (``rounds``), else None (no CI, no test)."""
     if statistic == MEDIAN and baseline in T_INTERVALS and compared in T_INTERVALS:
-        return PAIRED if paired else TWO_LEVEL
+        return TWO_LEVEL
     return BOOTSTRAP if rounds else None
 
 
