@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(given: list, config_items: list[str], directory: str | None, traceback: bool) -> int:
     """Check the files and --config items as Snakemake will read them; 0, or 1 and the lines."""
+    from snakemake.utils import update_config
+
     if directory and not os.path.isdir(directory):
         print(f"invalid configuration: --directory {directory} is not a folder", file=sys.stderr)
         return 1
@@ -75,7 +77,7 @@ def _check(given: list, config_items: list[str], directory: str | None, tracebac
     try:
         with chdir(directory or "."):
             config = files.load(configfiles)
-            files.merge(config, files.parse_config_args(config_items))
+            update_config(config, files.parse_config_args(config_items))
             run = check if traceback else check_or_exit
             checked = run(config, configfiles=configfiles)
     except ConfigError as exc:

@@ -70,15 +70,6 @@ def read(path: str | Path) -> dict:
     return data
 
 
-def merge(config: dict, update: dict) -> None:
-    """Nested keys merged, later values winning (as Snakemake's ``update_config``)."""
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(config.get(key), dict):
-            merge(config[key], value)
-        else:
-            config[key] = value
-
-
 def workflow_files(files: Iterable[str | Path], directory: str | Path | None = None) -> list:
     """The files Snakemake reads, as ``workflow.configfiles`` lists them: every ``--configfile``
     made absolute, then the workflow's own when it exists in ``directory`` or no file is given
@@ -92,12 +83,15 @@ def workflow_files(files: Iterable[str | Path], directory: str | Path | None = N
 
 
 def load(configfiles: Iterable[str | Path]) -> dict:
-    """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first."""
+    """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first,
+    nested keys merged by Snakemake's own ``update_config``."""
+    from snakemake.utils import update_config
+
     files = list(configfiles)
     own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
     config: dict = {}
     for f in own + [f for f in files if str(f) != WORKFLOW_CONFIGFILE]:
-        merge(config, read(Path(f)))
+        update_config(config, read(Path(f)))
     return config
 
 
