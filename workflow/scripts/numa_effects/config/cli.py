@@ -22,8 +22,15 @@ from numa_effects.config import check, check_or_exit, command, files, readme
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.registries import REGISTRIES
 
+# The entry points' flags: each takes the rest of the command line as Snakemake's.
+COMMAND_FLAGS = {
+    "--snakemake": "check this snakemake command line (its options, --configfile, --config, "
+    "--directory and targets) and the config it makes; everything after it is its",
+    "--run": "as --snakemake, then run snakemake with these arguments",
+}
 
-def _arguments() -> argparse.ArgumentParser:
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m numa_effects.config",
         description="Check a config as the workflow will, with the same messages: "
@@ -36,24 +43,9 @@ def _arguments() -> argparse.ArgumentParser:
     ap.add_argument("--list", choices=list(REGISTRIES), help="print every allowed name")
     ap.add_argument("--readme", action="store_true", help="regenerate config/README.md's tables")
     ap.add_argument("--traceback", action="store_true", help="let an unexpected error raise")
-    ap.add_argument(
-        "--snakemake",
-        nargs=argparse.REMAINDER,
-        metavar="ARG",
-        help="check this snakemake command line (its options, --configfile, --config, "
-        "--directory and targets) and the config it makes; everything after it is its",
-    )
-    ap.add_argument(
-        "--run",
-        nargs=argparse.REMAINDER,
-        metavar="ARG",
-        help="as --snakemake, then run snakemake with these arguments",
-    )
-    return ap
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments().parse_args(argv)
+    for flag, what in COMMAND_FLAGS.items():
+        ap.add_argument(flag, nargs=argparse.REMAINDER, metavar="ARG", help=what)
+    args = ap.parse_args(argv)
     if args.list:
         print("\n".join(REGISTRIES[args.list].names()))
         return 0
