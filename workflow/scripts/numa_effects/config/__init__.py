@@ -15,7 +15,7 @@ from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import checks, coerce, files, messages, paths, schema
-from numa_effects.config.problem import ConfigError, Problem, failed_keys
+from numa_effects.config.problem import ConfigError, Problem
 from numa_effects.config.registries import REGISTRIES
 from numa_effects.plan.topology import Topology
 
@@ -52,7 +52,7 @@ def check(
     nonfinite = {p.key for p in found}
     found += [p for p in messages.schema_problems(config, sch) if p.key not in nonfinite]
     found += checks.name_problems(config) + checks.iteration_problems(config)
-    failed = failed_keys(found)  # the checks below read only keys that passed these
+    failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
         problems += paths.results_problems(

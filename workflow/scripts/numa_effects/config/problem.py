@@ -53,11 +53,6 @@ class ConfigError(ValueError):
         super().__init__(text)
 
 
-def failed_keys(problems: Iterable[Problem]) -> set[str]:
-    """The top-level keys some problem is about."""
-    return {p.top for p in problems if p.key}
-
-
 def key_path(path: Iterable) -> str:
     """``import.packrat[0]`` from a path of keys and list indices."""
     out = ""

@@ -26,10 +26,6 @@ def _yaml(value) -> str:
     return text.removesuffix("...\n").strip()  # a scalar is a document of its own
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _default(path: str, prop: dict, required: bool, defaults: dict) -> str:
     if "default" in prop:
         given = f"`{_yaml(prop['default'])}`"
@@ -56,7 +52,8 @@ def markdown(section: str, schema: dict | None = None) -> str:
             continue
         default = _default(path, prop, required, defaults)
         cells = (f"`{path}`", describe(prop), default, prop.get("description", ""))
-        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        text = " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells)
+        rows.append(f"| {text} |")
     return "\n".join(rows)
 
 
