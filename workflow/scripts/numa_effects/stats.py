@@ -435,8 +435,7 @@ def latency_statistic(medians, *, every: bool = False) -> str:
 
 def table_statistic(table) -> str:
     """``latency_statistic`` of a DataFrame of cells."""
-    col = latency_column(MEDIAN)
-    return latency_statistic(table.get(col, ()))
+    return latency_statistic(table.get(latency_column(MEDIAN), ()))
 
 
 # -- the tables' booleans ----------------------------------------------------------------------

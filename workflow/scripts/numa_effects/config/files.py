@@ -87,10 +87,8 @@ def load(configfiles: Iterable[str | Path]) -> dict:
     nested keys merged by Snakemake's own ``update_config``."""
     from snakemake.utils import update_config
 
-    files = list(configfiles)
-    own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
     config: dict = {}
-    for f in own + [f for f in files if str(f) != WORKFLOW_CONFIGFILE]:
+    for f in sorted(configfiles, key=lambda f: str(f) != WORKFLOW_CONFIGFILE):  # a stable sort
         update_config(config, read(Path(f)))
     return config
 
