@@ -128,10 +128,10 @@ def load_topology(config: dict) -> tuple[topology_mod.Topology | None, list[Prob
 def import_problems(config: dict) -> list[Problem]:
     """The PackRat sources of ``import.packrat`` exist, have rows, hold possible values (at most
     ``MAX_ROWS_NAMED`` named per file) and map to cells; ``import.interference`` is a folder."""
-    imported = config.get("import")
-    sources = imported.get("packrat") if isinstance(imported, dict) else None
-    if not isinstance(sources, list) or not sources:
+    imported = config.get("import")  # null, or a mapping with packrat (the schema says so)
+    if not imported:
         return []
+    sources = imported["packrat"]
     from numa_effects.tables import packrat  # pandas: only when importing
 
     allowed = (
