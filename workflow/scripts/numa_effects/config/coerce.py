@@ -61,9 +61,7 @@ def normalize(config: dict, schema: dict) -> None:
     for key, prop in props.items():
         if key not in config and "default" in prop:
             config[key] = copy.deepcopy(prop["default"])
-    for key, value in list(config.items()):
-        if key in props:
-            config[key] = coerce(value, props[key])
+    config.update(coerce(config, schema))  # the config is the schema's top-level mapping
     if isinstance(config.get("results"), str) and config["results"].strip():
         # one spelling per folder (./results/ -> results), so output paths never differ by it
         config["results"] = os.path.normpath(config["results"])
