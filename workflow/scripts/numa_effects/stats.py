@@ -159,6 +159,22 @@ def pooled_var(groups) -> tuple[float, int]:
     return (ss / df, df) if df else (math.nan, 0)
 
 
+def _moderated(
+    y: np.ndarray, pooled: tuple[float, int], prior_df: int, confidence: float
+) -> tuple[float, int, float]:
+    """(the variance of ``y`` moderated with the run's ``pooled`` variance at ``prior_df``, its
+    df, the half-width of mean(y)'s CI); NaN, 0 and NaN when nothing estimates the variance."""
+    r = int(y.size)
+    pool_var, pool_df = pooled
+    d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
+    df = r - 1 + d0
+    if not df:
+        return math.nan, 0, math.nan
+    own = (r - 1) * float(y.var(ddof=1)) if r > 1 else 0.0
+    var = (own + (d0 * pool_var if d0 else 0.0)) / df
+    return var, df, t_quantile(df, confidence) * math.sqrt(var / r)
+
+
 def combine_replicates(
     medians_s: Sequence[float],
     within_vars: Sequence[float] = (),
@@ -176,24 +192,15 @@ def combine_replicates(
     wv = np.asarray([v for v in within_vars if v == v], dtype=float)
     w = float(wv.mean()) if wv.size else math.nan
     s2 = float(y.var(ddof=1)) if r >= 2 else math.nan
-    pool_var, pool_df = pooled
-    d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
-    df_c = r - 1
-    if df_c + d0 == 0:
-        var, df, method = math.nan, 0, "within-process"
-    else:
-        own = df_c * s2 if df_c else 0.0
-        var = (own + (d0 * pool_var if d0 else 0.0)) / (df_c + d0)
-        df, method = df_c + d0, "two-level"
+    var, df, half = _moderated(y, pooled, prior_df, confidence)
     centre = float(y.mean())
-    half = t_quantile(df, confidence) * math.sqrt(var / r) if df else math.nan
     total = s2 if r >= 2 else var
     return {
         "median_s": math.exp(centre),
         "ci_low_s": math.exp(centre - half),
         "ci_high_s": math.exp(centre + half),
         "ci_df": df,
-        "ci_method": method,
+        "ci_method": "two-level" if df else "within-process",
         "replicates": r,
         "replicate_sd_pct": 100 * math.sqrt(total) if total == total else math.nan,
         "within_sd_pct": 100 * math.sqrt(w) if w == w else math.nan,
@@ -264,15 +271,13 @@ def ratio_ci_method(
     baseline: str | None,
     compared: str | None,
     *,
-    paired: bool = False,
     rounds: bool = False,
 ) -> str | None:
-    """Which CI the ratio compared / baseline gets, for every table of ratios: ``paired`` or
-    ``two-level`` when both cells' ``ci_method`` is a t interval of the median (``paired``:
-    their rounds pair and pairing pays), else the bootstrap where the cells have samples
+    """Which CI an unpaired ratio compared / baseline gets: ``two-level`` when both cells'
+    ``ci_method`` is a t interval of the median, else the bootstrap where the cells have samples
     (``rounds``), else None (no CI, no test)."""
     if statistic == MEDIAN and baseline in T_INTERVALS and compared in T_INTERVALS:
-        return PAIRED if paired else TWO_LEVEL
+        return TWO_LEVEL
     return BOOTSTRAP if rounds else None
 
 
@@ -379,18 +384,10 @@ def paired_ratio_ci(
     """The ratio and its CI from the per-round log ratios ``d``, moderated with ``pooled`` as
     ``combine_replicates`` does (NaN bounds and df 0 when nothing estimates the variance)."""
     d = np.asarray(d, dtype=float)
-    r = int(d.size)
-    if r == 0:
+    if d.size == 0:
         raise ValueError("no paired rounds")
-    pool_var, pool_df = pooled
-    d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
-    df_c = r - 1
+    _, df, half = _moderated(d, pooled, prior_df, confidence)
     centre = float(d.mean())
-    df, half = df_c + d0, math.nan
-    if df:
-        own = df_c * float(d.var(ddof=1)) if df_c else 0.0
-        var = (own + (d0 * pool_var if d0 else 0.0)) / df
-        half = t_quantile(df, confidence) * math.sqrt(var / r)
     return {
         "ratio": math.exp(centre),
         "ci_low": math.exp(centre - half),
@@ -438,8 +435,7 @@ def latency_statistic(medians, *, every: bool = False) -> str:
 
 def table_statistic(table) -> str:
     """``latency_statistic`` of a DataFrame of cells."""
-    col = latency_column(MEDIAN)
-    return latency_statistic(table.get(col, ()))
+    return latency_statistic(table.get(latency_column(MEDIAN), ()))
 
 
 # -- the tables' booleans ----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import checks, coerce, files, messages, paths, schema
-from numa_effects.config.problem import ConfigError, Kind, Problem, failed_keys
+from numa_effects.config.problem import ConfigError, Problem
 from numa_effects.config.registries import REGISTRIES
 from numa_effects.plan.topology import Topology
 
@@ -36,16 +36,15 @@ def check(
     configfiles: Iterable[str | Path] = (),
     workdir: str | Path | None = None,
     workflow_dir: str | Path | None = None,
-    schema_path: str | Path = schema.SCHEMA_PATH,
 ) -> Checked:
     """Check ``config`` (normalised in place) or raise ``ConfigError`` with every problem.
     ``configfiles`` (``workflow.configfiles``) are re-read for keys given twice; relative paths
     are read from ``workdir`` (default: the current directory, as in Snakemake)."""
-    sch = schema.load(schema_path)
+    sch = schema.load()
     problems = files.duplicate_problems(configfiles, workdir)
     if not isinstance(config, dict):
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"
-        raise ConfigError([*problems, Problem("", what, Kind.GENERAL)])
+        raise ConfigError([*problems, Problem("", what)])
     coerce.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}
@@ -53,7 +52,7 @@ def check(
     nonfinite = {p.key for p in found}
     found += [p for p in messages.schema_problems(config, sch) if p.key not in nonfinite]
     found += checks.name_problems(config) + checks.iteration_problems(config)
-    failed = failed_keys(found)  # the checks below read only keys that passed these
+    failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
         problems += paths.results_problems(

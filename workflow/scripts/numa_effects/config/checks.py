@@ -138,7 +138,7 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
         problems.append(Problem("packing.enabled", what + "placements"))
     total, machine = usable_cpus(topo, bool(config.get("use_smt"))), _machine(config)
     for i, b in enumerate(given.get("budgets") or ()):
-        if isinstance(b, int) and not isinstance(b, bool) and b > total:
+        if isinstance(b, int) and b > total:
             what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "
             problems.append(
                 Problem(f"packing.budgets[{i}]", f"{what}core count between 1 and {total}")

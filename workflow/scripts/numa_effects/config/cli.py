@@ -11,9 +11,10 @@ not answer (``numa_effects.slurmconf``).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
-from contextlib import chdir, redirect_stdout
+from contextlib import chdir, nullcontext, redirect_stdout
 from pathlib import Path
 
 from numa_effects import slurmconf
@@ -21,8 +22,15 @@ from numa_effects.config import check, check_or_exit, command, files, readme
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.registries import REGISTRIES
 
+# The entry points' flags: each takes the rest of the command line as Snakemake's.
+COMMAND_FLAGS = {
+    "--snakemake": "check this snakemake command line (its options, --configfile, --config, "
+    "--directory and targets) and the config it makes; everything after it is its",
+    "--run": "as --snakemake, then run snakemake with these arguments",
+}
 
-def _arguments() -> argparse.ArgumentParser:
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m numa_effects.config",
         description="Check a config as the workflow will, with the same messages: "
@@ -35,24 +43,9 @@ def _arguments() -> argparse.ArgumentParser:
     ap.add_argument("--list", choices=list(REGISTRIES), help="print every allowed name")
     ap.add_argument("--readme", action="store_true", help="regenerate config/README.md's tables")
     ap.add_argument("--traceback", action="store_true", help="let an unexpected error raise")
-    ap.add_argument(
-        "--snakemake",
-        nargs=argparse.REMAINDER,
-        metavar="ARG",
-        help="check this snakemake command line (its options, --configfile, --config, "
-        "--directory and targets) and the config it makes; everything after it is its",
-    )
-    ap.add_argument(
-        "--run",
-        nargs=argparse.REMAINDER,
-        metavar="ARG",
-        help="as --snakemake, then run snakemake with these arguments",
-    )
-    return ap
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments().parse_args(argv)
+    for flag, what in COMMAND_FLAGS.items():
+        ap.add_argument(flag, nargs=argparse.REMAINDER, metavar="ARG", help=what)
+    args = ap.parse_args(argv)
     if args.list:
         print("\n".join(REGISTRIES[args.list].names()))
         return 0
@@ -67,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(given: list, config_items: list[str], directory: str | None, traceback: bool) -> int:
     """Check the files and --config items as Snakemake will read them; 0, or 1 and the lines."""
+    from snakemake.utils import update_config
+
     if directory and not os.path.isdir(directory):
         print(f"invalid configuration: --directory {directory} is not a folder", file=sys.stderr)
         return 1
@@ -74,7 +69,7 @@ def _check(given: list, config_items: list[str], directory: str | None, tracebac
     try:
         with chdir(directory or "."):
             config = files.load(configfiles)
-            files.merge(config, files.parse_config_args(config_items))
+            update_config(config, files.parse_config_args(config_items))
             run = check if traceback else check_or_exit
             checked = run(config, configfiles=configfiles)
     except ConfigError as exc:
@@ -106,7 +101,8 @@ def _command(argv: list[str], run: bool) -> int:
     if parsed is not None:
         directory = str(parsed.directory) if parsed.directory else None
         given = ([str(f) for f in parsed.configfile], list(parsed.config or []), directory)
-        rc = _check_quietly(*given) if run else _check(*given, False)
+        with redirect_stdout(io.StringIO()) if run else nullcontext():  # run: Snakemake speaks next
+            rc = _check(*given, False)
         if rc or not run:
             return rc
     sys.stdout.flush()
@@ -114,9 +110,3 @@ def _command(argv: list[str], run: bool) -> int:
     exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
     cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
     os.execve(cmd[0], [*cmd, *argv], env)
-
-
-def _check_quietly(given: list[str], config_items: list[str], directory: str | None) -> int:
-    """``_check`` without its ``ok:`` line (Snakemake speaks next)."""
-    with open(os.devnull, "w") as null, redirect_stdout(null):
-        return _check(given, config_items, directory, False)

@@ -16,31 +16,20 @@ NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 BOOLEAN_STRINGS = {"true": True, "false": False}
 
 
-def _types(schema: dict) -> set[str]:
-    """The JSON types a schema allows, its branches included."""
+def _branches(schema: dict) -> list[tuple[dict, set[str]]]:
+    """The schema and its oneOf/anyOf branches, depth first, each with the JSON types it allows."""
     t = schema.get("type")
-    out = {t} if isinstance(t, str) else set(t or ())
+    out = [(schema, {t} if isinstance(t, str) else set(t or ()))]
     for branch in schema.get("oneOf", []) + schema.get("anyOf", []):
-        out |= _types(branch)
+        out += _branches(branch)
     return out
-
-
-def _branch(schema: dict, kind: str) -> dict | None:
-    """The (sub-)schema that describes ``kind`` ('array' or 'object') values."""
-    t = schema.get("type")
-    if t == kind or (isinstance(t, list) and kind in t):
-        return schema
-    for branch in schema.get("oneOf", []) + schema.get("anyOf", []):
-        found = _branch(branch, kind)
-        if found is not None:
-            return found
-    return None
 
 
 def coerce(value, schema: dict):
     """``value`` normalised to the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False,
     lists and mappings item by item); anything else unchanged, for the schema check to refuse."""
-    types = _types(schema)
+    branches = _branches(schema)
+    types = set().union(*(t for _, t in branches))
     if isinstance(value, str):
         text = value.strip()
         if "null" in types and text.lower() in NULL_STRINGS:
@@ -55,11 +44,11 @@ def coerce(value, schema: dict):
     if isinstance(value, float) and "integer" in types and value.is_integer():
         return int(value)  # is_integer() is false for nan and inf
     if isinstance(value, list):
-        array = _branch(schema, "array")
+        array = next((b for b, t in branches if "array" in t), None)
         if array is not None and "items" in array:
             return [coerce(v, array["items"]) for v in value]
     if isinstance(value, dict):
-        obj = _branch(schema, "object")
+        obj = next((b for b, t in branches if "object" in t), None)
         if obj is not None:
             props = obj.get("properties", {})
             return {k: coerce(v, props[k]) if k in props else v for k, v in value.items()}
@@ -72,9 +61,7 @@ def normalize(config: dict, schema: dict) -> None:
     for key, prop in props.items():
         if key not in config and "default" in prop:
             config[key] = copy.deepcopy(prop["default"])
-    for key, value in list(config.items()):
-        if key in props:
-            config[key] = coerce(value, props[key])
+    config.update(coerce(config, schema))  # the config is the schema's top-level mapping
     if isinstance(config.get("results"), str) and config["results"].strip():
         # one spelling per folder (./results/ -> results), so output paths never differ by it
         config["results"] = os.path.normpath(config["results"])

@@ -16,7 +16,8 @@ import os
 import re
 from pathlib import Path
 
-from numa_effects.config.problem import ConfigError, Kind, Problem, suggest
+from numa_effects.config import files
+from numa_effects.config.problem import ConfigError, Problem, suggest
 
 # A --config key as Snakemake accepts it (snakemake.cli.parse_config).
 CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")
@@ -24,10 +25,6 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 PAIRS = {"[": "]", "{": "}", "(": ")"}
 HELP = "`snakemake --help` lists every option"
 ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
-
-
-def _problem(text: str) -> Problem:
-    return Problem("", text, Kind.GENERAL)
 
 
 class _ParseError(Exception):
@@ -56,12 +53,12 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     except SystemExit as exc:
         if not exc.code:  # --help, --version: printed and done
             return None
-        raise ConfigError([_problem(f"snakemake's command line: {_last(said)}")]) from None
+        raise ConfigError([Problem("", f"snakemake's command line: {_last(said)}")]) from None
     except _ParseError as exc:
-        raise ConfigError([_problem(_usage_line(str(exc), parser))]) from None
+        raise ConfigError([Problem("", _usage_line(str(exc), parser))]) from None
     except Exception as exc:  # a profile Snakemake cannot read, say
         text = _last(said) or f"{type(exc).__name__}: {exc}"
-        raise ConfigError([_problem(f"snakemake's command line: {text}")]) from None
+        raise ConfigError([Problem("", f"snakemake's command line: {text}")]) from None
     finally:
         argparse.ArgumentParser.error = error
 
@@ -80,7 +77,7 @@ def _one_dash(argv: list[str], parser: argparse.ArgumentParser) -> list[Problem]
     """``-config``: argparse reads it as ``-c onfig`` (cores) and the rest as targets."""
     options = set(_options(parser))
     return [
-        _problem(f"option {arg} has one dash; allowed: -{arg} ({HELP})")
+        Problem("", f"option {arg} has one dash; allowed: -{arg} ({HELP})")
         for arg in argv
         if re.fullmatch(r"-[a-zA-Z][\w-]+", arg) and f"-{arg}" in options
     ]
@@ -128,7 +125,7 @@ def config_item_problems(items: list[str]) -> list[Problem]:
                 "with a key of config/README.md"
             )
         i = split
-    return [_problem(t) for t in texts]
+    return [Problem("", t) for t in texts]
 
 
 def _nested(path: str, value: str) -> str:
@@ -157,37 +154,33 @@ def _shell_split(items: list[str], i: int) -> int:
 
 def configfile_problems(configfiles: list[Path]) -> list[Problem]:
     """One line for each ``--configfile`` that cannot be read (``files.read``)."""
-    from numa_effects.config import files
-
     problems = []
     for path in configfiles:
         missing = not os.path.exists(path)
         if missing and ITEM.fullmatch(path.name):
-            problems.append(
-                _problem(
-                    f"config file {path.name!r} is a KEY=VALUE item (after --configfile, it "
-                    f"is read as a file name); allowed: --config {path.name}"
-                )
+            text = (
+                f"config file {path.name!r} is a KEY=VALUE item (after --configfile, it is read "
+                f"as a file name); allowed: --config {path.name}"
             )
         elif missing and path.suffix not in CONFIG_SUFFIXES:
-            problems.append(
-                _problem(
-                    f"config file {path} does not exist (a target after --configfile is read "
-                    "as a config file: put targets before --configfile, e.g. snakemake all "
-                    "--configfile my.yaml)"
-                )
+            text = (
+                f"config file {path} does not exist (a target after --configfile is read as a "
+                "config file: put targets before --configfile, e.g. snakemake all --configfile "
+                "my.yaml)"
             )
         else:
             try:
                 files.read(path)
             except ConfigError as exc:
                 problems += exc.problems
+            continue
+        problems.append(Problem("", text))
     return problems
 
 
 def target_problems(targets: list[str]) -> list[Problem]:
     return [
-        _problem(f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)")
+        Problem("", f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)")
         for t in targets
         if ITEM.fullmatch(t)
     ]

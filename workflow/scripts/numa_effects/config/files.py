@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from numa_effects.config.problem import ConfigError, Kind, Problem, key_path
+from numa_effects.config.problem import ConfigError, Problem, key_path
 from numa_effects.config.schema import type_of
 
 # The Snakefile's `configfile:`, read from the working directory before any --configfile.
@@ -45,7 +45,7 @@ def _text(path: str | Path) -> str:
 
 
 def _error(text: str) -> ConfigError:
-    return ConfigError([Problem("", text, Kind.GENERAL)])
+    return ConfigError([Problem("", text)])
 
 
 def read(path: str | Path) -> dict:
@@ -70,15 +70,6 @@ def read(path: str | Path) -> dict:
     return data
 
 
-def merge(config: dict, update: dict) -> None:
-    """Nested keys merged, later values winning (as Snakemake's ``update_config``)."""
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(config.get(key), dict):
-            merge(config[key], value)
-        else:
-            config[key] = value
-
-
 def workflow_files(files: Iterable[str | Path], directory: str | Path | None = None) -> list:
     """The files Snakemake reads, as ``workflow.configfiles`` lists them: every ``--configfile``
     made absolute, then the workflow's own when it exists in ``directory`` or no file is given
@@ -91,13 +82,14 @@ def workflow_files(files: Iterable[str | Path], directory: str | Path | None = N
     return out
 
 
-def load(configfiles: Iterable[str | Path], directory: str | Path | None = None) -> dict:
-    """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first."""
-    files = list(configfiles)
-    own = [f for f in files if str(f) == WORKFLOW_CONFIGFILE]
+def load(configfiles: Iterable[str | Path]) -> dict:
+    """Merge ``configfiles`` (``workflow_files``) in Snakemake's order: the workflow's own first,
+    nested keys merged by Snakemake's own ``update_config``."""
+    from snakemake.utils import update_config
+
     config: dict = {}
-    for f in own + [f for f in files if str(f) != WORKFLOW_CONFIGFILE]:
-        merge(config, read(Path(directory or ".", f)))
+    for f in sorted(configfiles, key=lambda f: str(f) != WORKFLOW_CONFIGFILE):  # a stable sort
+        update_config(config, read(Path(f)))
     return config
 
 

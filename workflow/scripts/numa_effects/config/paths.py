@@ -25,10 +25,6 @@ ROOM_INSIDE = 256
 MAX_ROWS_NAMED = 5
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def results_problems(
     results: str,
     workdir: str | Path | None = None,
@@ -84,10 +80,10 @@ def _protected(given: Path, workdir: Path, workflow_dir: Path) -> str | None:
     for path in (given, Path(os.path.realpath(given))):  # symlinks resolved too
         if path == Path("/"):
             return "the root folder"
-        if _inside(workflow_dir, path) or _inside(workdir, path):
+        if workflow_dir.is_relative_to(path) or workdir.is_relative_to(path):
             return "the working directory or a folder that holds it or the workflow"
         for folder, what in protected:
-            if _inside(path, folder):
+            if path.is_relative_to(folder):
                 return f"{'' if path == folder else 'inside '}{what} ({folder})"
     return None
 
@@ -132,10 +128,10 @@ def load_topology(config: dict) -> tuple[topology_mod.Topology | None, list[Prob
 def import_problems(config: dict) -> list[Problem]:
     """The PackRat sources of ``import.packrat`` exist, have rows, hold possible values (at most
     ``MAX_ROWS_NAMED`` named per file) and map to cells; ``import.interference`` is a folder."""
-    imported = config.get("import")
-    sources = imported.get("packrat") if isinstance(imported, dict) else None
-    if not isinstance(sources, list) or not sources:
+    imported = config.get("import")  # null, or a mapping with packrat (the schema says so)
+    if not imported:
         return []
+    sources = imported["packrat"]
     from numa_effects.tables import packrat  # pandas: only when importing
 
     allowed = (

@@ -20,7 +20,6 @@ class Kind(StrEnum):
     VALUE = "config key '{key}': {text}"
     MISSING = "config key '{key}' is missing; allowed: {text}"
     UNKNOWN = "unknown config key '{key}'{text}"  # text: a "did you mean" and the allowed keys
-    GENERAL = "{text}"  # about no one key: a file, or the config as a whole
 
 
 @dataclass(frozen=True)
@@ -29,8 +28,8 @@ class Problem:
     text: str
     kind: Kind = Kind.VALUE
 
-    def __str__(self) -> str:
-        return self.kind.value.format(key=self.key, text=self.text)
+    def __str__(self) -> str:  # without a key: the text alone
+        return self.kind.value.format(key=self.key, text=self.text) if self.key else self.text
 
     @property
     def top(self) -> str:
@@ -52,11 +51,6 @@ class ConfigError(ValueError):
             head = f"invalid configuration ({len(self.lines)} problems; {README}):"
             text = "\n".join([head, *(f"  - {p}" for p in seen)])
         super().__init__(text)
-
-
-def failed_keys(problems: Iterable[Problem]) -> set[str]:
-    """The top-level keys some problem is about."""
-    return {p.top for p in problems if p.key}
 
 
 def key_path(path: Iterable) -> str:
