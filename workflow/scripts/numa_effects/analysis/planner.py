@@ -189,9 +189,17 @@ class Planner:
             alone = [a or interference.Alone(i.latency_s) for a, i in zip(alone, inst, strict=True)]
             pred = interference.predict(list(zip(alone, xs, strict=True)), self.curve)
             lo, hi = pred.ci_low_s, pred.ci_high_s
-        missing, alone_s = tuple(sorted(set(missing))), max(i.latency_s for i in inst)
-        fields = (self.budget, total, inst, latency, float(fat), missing, alone_s, lo, hi)
-        return packing.Choice(*fields)
+        return packing.Choice(
+            budget=self.budget,
+            batch=total,
+            instances=inst,
+            latency_s=latency,
+            fat_latency_s=float(fat),
+            missing=tuple(sorted(set(missing))),
+            alone_latency_s=max(i.latency_s for i in inst),
+            ci_low_s=lo,
+            ci_high_s=hi,
+        )
 
     def optimize(self, total: int, missing=(), min_instances: int = 1) -> packing.Choice | None:
         """The least (predicted latency, instances, cores) configuration, or None."""
