@@ -270,7 +270,9 @@ def test_the_tables_use_the_first_stages_variance_on_real_replicates(tmp_path):
     of freedom (``ci_method`` ``two-stage``), centred on the geometric mean of all five; the
     cell whose first stage spread most is the one that needs most."""
     files = _fixture_cells(tmp_path)
-    first = stages.first_stage(p for paths in files.values() for p in paths[:2])
+    first = stages.round_order(
+        stages.first_stage_rounds(p for paths in files.values() for p in paths[:2])
+    )
     assert {k: len(v) for k, v in first.items()} == {k: 2 for k in files}
     settings = {"first_stage": 2, "target_pct": 3.0, "cap": 5}
     records = stages.decide(first, settings)
@@ -283,7 +285,8 @@ def test_the_tables_use_the_first_stages_variance_on_real_replicates(tmp_path):
     paths = [p for k, ps in files.items() for p in ps[: counts[k]]]
     cells, _ = tidy.tables(paths, stages.read_records(out))
     plain, _ = tidy.tables(paths)
-    every = stages.first_stage(paths)  # every replicate's median, not only the first stage's
+    # every replicate's median, not only the first stage's
+    every = stages.round_order(stages.first_stage_rounds(paths))
     for rec in records:
         key = grid_mod.CellKey.from_record(rec)
         row = cells[

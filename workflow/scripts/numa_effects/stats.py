@@ -85,10 +85,23 @@ def summarize(latencies_s: Sequence[float], confidence: float = CONFIDENCE) -> d
         "ci_high_s": hi,
         "ci_level": confidence,
         "ci_coverage": ranks[2] if ranks else math.nan,
-        # half the CI width relative to the median, in percent (the adaptive target's unit)
-        "ci_halfwidth_pct": (hi - lo) / 2.0 / q50 * 100.0 if q50 > 0 else math.nan,
+        "ci_halfwidth_pct": halfwidth_pct(q50, lo, hi),
         "cv": std / mean if mean > 0 else float("nan"),
         "noisy": bool(q50 > 0 and iqr / q50 > NOISY_IQR_OVER_MEDIAN),
+    }
+
+
+def halfwidth_pct(median: float, low: float, high: float) -> float:
+    """Half the CI's width relative to the median, in percent (the adaptive target's unit)."""
+    return (high - low) / 2.0 / median * 100.0 if median > 0 else math.nan
+
+
+def rates(images: float, median: float, low: float, high: float) -> dict:
+    """Images per time unit: ``images`` / the median latency, its CI from the latency's."""
+    return {
+        "ips": images / median,
+        "ci_low_ips": images / high if high > 0 else math.nan,
+        "ci_high_ips": images / low if low > 0 else math.nan,
     }
 
 
@@ -97,9 +110,7 @@ def throughput(batch_size: int, latencies_s: Sequence[float], median_s: float) -
     total = float(np.sum(latencies_s))
     lo, hi = median_ci(latencies_s)
     return {
-        "ips": batch_size / median_s,
-        "ci_low_ips": batch_size / hi if hi > 0 else math.nan,
-        "ci_high_ips": batch_size / lo if lo > 0 else math.nan,
+        **rates(batch_size, median_s, lo, hi),
         "total_ips": batch_size * len(latencies_s) / total,
     }
 
@@ -132,8 +143,11 @@ def ci_within(
 # pool under-covers the noisiest cells (tests/test_stats.py).
 
 PRIOR_DF = 2
-# The ``ci_method``s of a t interval of a cell's ln-median with ``ci_df`` degrees of freedom.
-T_INTERVALS = ("two-level", "two-stage")
+# The ``ci_method``s of a cell's or a ratio's CI (tables' column ``ci_method``).
+TWO_LEVEL, TWO_STAGE, WITHIN = "two-level", "two-stage", "within-process"
+PAIRED, BOOTSTRAP = "paired", "within-process bootstrap"
+# those that are a t interval of a cell's ln-median with ``ci_df`` degrees of freedom
+T_INTERVALS = (TWO_LEVEL, TWO_STAGE)
 
 
 def within_log_var(median_s: float, ci_low_s: float, ci_high_s: float) -> float:
@@ -200,7 +214,7 @@ def combine_replicates(
         "ci_low_s": math.exp(centre - half),
         "ci_high_s": math.exp(centre + half),
         "ci_df": df,
-        "ci_method": "two-level" if df else "within-process",
+        "ci_method": TWO_LEVEL if df else WITHIN,
         "replicates": r,
         "replicate_sd_pct": 100 * math.sqrt(total) if total == total else math.nan,
         "within_sd_pct": 100 * math.sqrt(w) if w == w else math.nan,
@@ -262,7 +276,6 @@ def stein_interval(
 # per cell, a percentile bootstrap of both cells' samples, which covers only the within-process
 # noise. The tables say which (``ci_method``).
 
-PAIRED, TWO_LEVEL, BOOTSTRAP = "paired", "two-level", "within-process bootstrap"
 CellCI = tuple[float, float, float]  # a cell's (ci_low, ci_high, ci_df)
 
 
@@ -393,7 +406,7 @@ def paired_ratio_ci(
         "ci_low": math.exp(centre - half),
         "ci_high": math.exp(centre + half),
         "ci_df": df,
-        "ci_method": "paired",
+        "ci_method": PAIRED,
     }
 
 

@@ -36,15 +36,8 @@ def cell_row(rec: Record, path: str = "") -> dict:
     row["use_smt"] = cell.get("use_smt", False)
     row["placement_base"] = placement_mod.parse_label(str(cell["placement"]))[0]
     row["status"] = rec.status
-    for key, value in (rec.stats or {}).items():
-        if key.endswith("_s"):
-            row[f"latency_{key[:-2]}_ms"] = value * 1000.0
-        else:
-            row[key] = value
-    for key, value in (rec.throughput or {}).items():
-        row["throughput_ips" if key == "ips" else f"throughput_{key.removesuffix('_ips')}_ips"] = (
-            value
-        )
+    row.update(latency_columns(rec.stats or {}))
+    row.update(throughput_columns(rec.throughput or {}))
     row.update(measurement_columns(rec.measurement))
     row.update(precision_columns(rec))
     row.update(allocator_columns(rec))
@@ -74,6 +67,22 @@ def cell_row(rec: Record, path: str = "") -> dict:
     row["source"] = "measured"
     row["cell_json"] = path
     return row
+
+
+def latency_columns(summary: dict) -> dict:
+    """``stats.summarize``'s dict as columns: its ``<name>_s`` seconds as ``latency_<name>_ms``."""
+    row = {}
+    for key, value in summary.items():
+        if key.endswith("_s"):
+            row[f"latency_{key[:-2]}_ms"] = value * 1000.0
+        else:
+            row[key] = value
+    return row
+
+
+def throughput_columns(rates: dict) -> dict:
+    """``stats.throughput``'s (or ``stats.rates``') dict as ``throughput_<key>`` columns."""
+    return {f"throughput_{key}": value for key, value in rates.items()}
 
 
 def measurement_columns(m: dict) -> dict:
@@ -308,14 +317,7 @@ def fault_columns(good: pd.DataFrame) -> dict:
 
 # columns an older record or a cell with no successful replicate may lack: NaN, or None
 OPTIONAL_NAN = ("latency_median_ms", "latency_ci_low_ms", "latency_ci_high_ms", "noisy")
-OPTIONAL_NONE = (
-    "contended",
-    "contended_reason",
-    "stop_reason",
-    "load_1m",
-    "foreign_cpu_pct",
-    "other_cpus_busy_pct",
-)
+OPTIONAL_NONE = ("stop_reason",)  # (``contention_columns`` are in every row)
 
 
 def combine_replicates(
@@ -366,20 +368,13 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
     meds = good["latency_median_ms"].to_numpy() / 1000.0
     c = replicate_interval(good, meds, pooled_var, stage, row)
     if latencies is not None and latencies.size:
-        for k, v in stats.summarize(latencies / 1000.0).items():
-            if k.endswith("_s"):
-                row[f"latency_{k[:-2]}_ms"] = v * 1000.0
-            else:
-                row[k] = v
+        row.update(latency_columns(stats.summarize(latencies / 1000.0)))
     contended = bool(g["contended"].fillna(False).astype(bool).any())
     row.update(interval_columns(c, good, meds))
     row.update(noise_columns(good, row, contended, reasons))
     row.update(summed_columns(good))
-    bs, med = float(row["batch_size"]), row["latency_median_ms"]
-    lo, hi = row["latency_ci_low_ms"], row["latency_ci_high_ms"]
-    row["throughput_ips"] = bs * 1000.0 / med
-    row["throughput_ci_low_ips"] = bs * 1000.0 / hi if hi > 0 else math.nan
-    row["throughput_ci_high_ips"] = bs * 1000.0 / lo if lo > 0 else math.nan
+    latency = [row[f"latency_{k}_ms"] for k in ("median", "ci_low", "ci_high")]
+    row.update(throughput_columns(stats.rates(float(row["batch_size"]) * 1000.0, *latency)))
     return row
 
 
@@ -402,7 +397,7 @@ def replicate_interval(good, meds, pooled_var, stage, row: dict) -> dict:
         if stage.get("log_var") is not None:  # Stein's second stage (tables.stages)
             m, lo_s, hi_s = stats.stein_interval(meds, stage["log_var"], int(stage["df"]))
             c.update(median_s=m, ci_low_s=lo_s, ci_high_s=hi_s, ci_df=stage["df"])
-            c["ci_method"] = "two-stage"
+            c["ci_method"] = stats.TWO_STAGE
     return c
 
 
@@ -410,7 +405,7 @@ def interval_columns(c: dict, good: pd.DataFrame, meds) -> dict:
     """The latency median and CI columns (ms) of the combined replicates ``c``."""
     med = c["median_s"] * 1000.0
     lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
-    if c["ci_method"] == "within-process":  # one replicate, nothing to pool: its own CI
+    if c["ci_method"] == stats.WITHIN:  # one replicate, nothing to pool: its own CI
         lo, hi = (
             float(good["latency_ci_low_ms"].iloc[0]),
             float(good["latency_ci_high_ms"].iloc[0]),
@@ -419,7 +414,7 @@ def interval_columns(c: dict, good: pd.DataFrame, meds) -> dict:
         "latency_median_ms": med,
         "latency_ci_low_ms": lo,
         "latency_ci_high_ms": hi,
-        "ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0 if med > 0 else math.nan,
+        "ci_halfwidth_pct": stats.halfwidth_pct(med, lo, hi),
         "ci_method": c["ci_method"],
         "ci_df": c["ci_df"],
         "replicates": c["replicates"],

@@ -224,32 +224,32 @@ def pair_choices(merged: pd.DataFrame, reps: dict, vary: tuple[str, ...]) -> dic
 
 def pair_interval(r: pd.Series, stat: str, vary, index: dict, reps: dict, choice: dict):
     """(low, high, method, adjacent correlation) of the ratio of one pair: paired where the
-    run shows the two processes share their noise and both ran the same rounds, two-level with
-    t intervals on both sides, a within-process bootstrap with samples, else none."""
+    run shows the two processes share their noise and both ran the same rounds, else
+    ``stats.ratio_ci_method``'s (two-level, a within-process bootstrap, or none)."""
     kb, kc = _key(r, "_b", vary), _key(r, "", vary)
-    sb, sc = index.get(kb), index.get(kc)
     use, pool, rho = choice.get(int(r["threads"]), (False, None, np.nan))
+    if kb == kc:  # one measurement under two names
+        return np.nan, np.nan, binding_mod.IDENTICAL, rho
+    sb, sc = index.get(kb), index.get(kc)
+    samples = sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1
+    method = stats.ratio_ci_method(stat, r["ci_method_b"], r["ci_method"], rounds=samples)
     b_reps, c_reps = reps.get(kb), reps.get(kc)
-    # t intervals on both sides: two-level, or two-stage (config key two_stage)
-    two_level = r["ci_method"] in stats.T_INTERVALS and r["ci_method_b"] in stats.T_INTERVALS
     # the same rounds in both cells: then the paired centre is the table's ratio (the
     # cells' medians are the geometric means of the same replicates' medians)
     same_rounds = bool(b_reps) and bool(c_reps) and set(b_reps) == set(c_reps)
-    if kb == kc:  # one measurement under two names
-        return np.nan, np.nan, binding_mod.IDENTICAL, rho
-    if stat == stats.MEDIAN and two_level and use and same_rounds:
+    if method == stats.TWO_LEVEL and use and same_rounds:
         ci = stats.paired_ratio_ci(stats.paired_log_ratios(b_reps, c_reps), pool)
-        return ci["ci_low"], ci["ci_high"], "paired", rho
-    if stat == stats.MEDIAN and two_level:
+        return ci["ci_low"], ci["ci_high"], ci["ci_method"], rho
+    if method == stats.TWO_LEVEL:
         lo, hi = stats.two_level_ratio_ci(
             (r["latency_ci_low_ms_b"], r["latency_ci_high_ms_b"], r["ci_df_b"]),
             (r["latency_ci_low_ms"], r["latency_ci_high_ms"], r["ci_df"]),
         )
-        return lo, hi, "two-level", rho
-    if sb is not None and sc is not None and len(sb) > 1 and len(sc) > 1:
+    elif method == stats.BOOTSTRAP:
         lo, hi = stats.bootstrap_ratio(sb, sc, stat)
-        return lo, hi, "within-process bootstrap", rho
-    return np.nan, np.nan, None, rho
+    else:
+        lo, hi = np.nan, np.nan
+    return lo, hi, method, rho
 
 
 def pair_row(r: pd.Series, vary, index: dict, reps: dict, choice: dict) -> dict:

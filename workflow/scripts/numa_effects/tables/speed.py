@@ -124,7 +124,7 @@ def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDEN
                 "speed_latency_ms": med,
                 "speed_ci_low_ms": lo,
                 "speed_ci_high_ms": hi,
-                "speed_ci_halfwidth_pct": (hi - lo) / 2.0 / med * 100.0,
+                "speed_ci_halfwidth_pct": stats.halfwidth_pct(med, lo, hi),
                 "speed_ci_df": f["df"],
                 "speed_slope": f["slope"],
                 "speed_canary_ref_ms": math.exp(f["ref"]),

@@ -1,7 +1,7 @@
 """Replicates where the noise is (config key ``two_stage``): the data side of Stein's two-stage
 rule (the plan's side: ``plan.stages``; the statistics: ``stats.stein_replicates``).
 
-After the first stage the checkpoint reads its records (``first_stage``) and ``decide`` gives
+After the first stage the checkpoint reads its records (``first_stage_rounds``) and ``decide`` gives
 every cell its replicates in all: Stein's N from the cell's first-stage two-level log variance
 (its own replicates moderated with its batch-size series' pool), at most ``cap``; the cells of
 a comparison that pays for pairing take the most any of them needs, so they keep whole rounds
@@ -26,13 +26,9 @@ from numa_effects.measure import record
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import stages as plan_stages
 from numa_effects.tables import degradation
-from numa_effects.tables.cells import KEY_COLUMNS, cell_row, pooled_variances
+from numa_effects.tables.cells import cell_row, pooled_variances
 
 UNCAPPED = 10**6
-
-
-def _tuple(key) -> tuple:
-    return tuple(getattr(key, c) for c in KEY_COLUMNS)
 
 
 def first_stage_rounds(paths: Iterable[str]) -> dict:
@@ -53,12 +49,6 @@ def round_order(rounds: dict) -> dict:
     """``first_stage_rounds``' result as ``decide`` takes it: CellKey -> the medians in round
     order."""
     return {k: [r[i] for i in sorted(r)] for k, r in rounds.items()}
-
-
-def first_stage(paths: Iterable[str]) -> dict:
-    """CellKey -> the medians (s) of its measured first-stage replicates in round order ([] when
-    none)."""
-    return round_order(first_stage_rounds(paths))
 
 
 def _partners(key, keys) -> Iterable[tuple[str, object]]:
@@ -132,10 +122,10 @@ def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> li
     ``sd_pct``, ``expected_halfwidth_pct``. ``pairs``: ``pairing``'s result (None: all pair)."""
     r0, cap, target = settings["first_stage"], settings["cap"], settings["target_pct"] / 100.0
     measured = {k: m for k, m in medians.items() if len(m)}
-    pooled = pooled_variances({_tuple(k): m for k, m in measured.items()})
+    pooled = pooled_variances({dataclasses.astuple(k): m for k, m in measured.items()})
     first = {}  # the measured cells' Stein N and first-stage fields of their record
     for key, meds in measured.items():
-        c = stats.combine_replicates(meds, (), pooled[_tuple(key)])
+        c = stats.combine_replicates(meds, (), pooled[dataclasses.astuple(key)])
         log_var, df = c["log_var"], int(c["ci_df"])
         if not (log_var == log_var and df >= 1):
             continue  # nothing measures the spread (one replicate, no pool): as if unmeasured
@@ -169,7 +159,7 @@ def write(
 
 def read_records(file: str | os.PathLike) -> dict:
     """Key tuple (``KEY_COLUMNS``) -> the cell's record, from a counts file."""
-    return {_tuple(grid_mod.CellKey.from_record(r)): r for r in plan_stages.load(file)}
+    return {dataclasses.astuple(grid_mod.CellKey.from_record(r)): r for r in plan_stages.load(file)}
 
 
 def pairing_text(pairs: list[dict]) -> str:
