@@ -266,21 +266,17 @@ SAMPLE_COLUMNS = [
 SUMMED = ("measure_s", *TIMES[1:], "reference_s", "conversion_s", "inspect_s", "cost_s")
 
 
-# A cell's spread between processes is pooled over its batch-size series: the cells sharing
-# what sets that spread (the code, the binding, the allocator; bf16's processes spread 2 - 6 %
-# beside eager's 1 - 2 % on the same CPUs).
-POOL_VARIES = ("batch_size",)
-
-
 def pooled_variances(medians: dict) -> dict:
     """Each cell's process-level variance pool (``stats.pooled_replicate_var``): over its
-    batch-size series (``POOL_VARIES``) where at least two of its cells have two replicates
-    (one would pool a cell with itself), else over its thread count, else the whole run.
-    ``medians``: key tuple -> the replicates' medians (s); returns key tuple -> (variance, df).
-    Wider pools let noisy cells (2-thread on 2 cores, bf16) widen quiet cells' CIs and took
-    their own too narrow (``tests/test_pools.py``)."""
+    batch-size series (``speed.SERIES``: the cells sharing what sets that spread, the code, the
+    binding, the allocator; bf16's processes spread 2 - 6 % beside eager's 1 - 2 % on the same
+    CPUs) where at least two of its cells have two replicates (one would pool a cell with
+    itself), else over its thread count, else the whole run. ``medians``: key tuple -> the
+    replicates' medians (s); returns key tuple -> (variance, df). Wider pools let noisy cells
+    (2-thread on 2 cores, bf16) widen quiet cells' CIs and took their own too narrow
+    (``tests/test_pools.py``)."""
     t_at = KEY_COLUMNS.index("threads")
-    fixed = [i for i, k in enumerate(KEY_COLUMNS) if k not in POOL_VARIES]
+    fixed = [KEY_COLUMNS.index(k) for k in speed.SERIES]
 
     def pool(keys):
         spread = [medians[k] for k in keys if len(medians[k]) >= 2]

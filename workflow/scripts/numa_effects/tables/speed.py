@@ -23,7 +23,8 @@ from numa_effects.plan.grid import KEYS
 
 KEY_COLUMNS = list(KEYS)
 REFERENCE = ("threads", "placement")  # one reference speed: the canary's threads and CPUs
-SERIES = tuple(c for c in KEY_COLUMNS if c != "batch_size")  # one slope and residual variance
+# a batch-size series: one slope and residual variance (and ``cells.pooled_variances``' pool)
+SERIES = tuple(c for c in KEY_COLUMNS if c != "batch_size")
 COLUMNS = [
     "speed_latency_ms",
     "speed_ci_low_ms",
