@@ -351,8 +351,7 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
         for r, why in zip(g["replicate"], g["contended_reason"], strict=True)
         if isinstance(why, str) and why
     )
-    first = (good if good is not None else failed if len(failed) else g).iloc[0].to_dict()
-    row = dict(first)
+    row = (good if good is not None else failed if len(failed) else g).iloc[0].to_dict()
     row["replicate"] = None
     row["replicates_failed"] = len(failed)
     if good is None:
@@ -402,10 +401,7 @@ def interval_columns(c: dict, good: pd.DataFrame, meds) -> dict:
     med = c["median_s"] * 1000.0
     lo, hi = c["ci_low_s"] * 1000.0, c["ci_high_s"] * 1000.0
     if c["ci_method"] == stats.WITHIN:  # one replicate, nothing to pool: its own CI
-        lo, hi = (
-            float(good["latency_ci_low_ms"].iloc[0]),
-            float(good["latency_ci_high_ms"].iloc[0]),
-        )
+        lo, hi = (float(good[f"latency_ci_{end}_ms"].iloc[0]) for end in ("low", "high"))
     return {
         "latency_median_ms": med,
         "latency_ci_low_ms": lo,

@@ -1,16 +1,15 @@
 """Replicates where the noise is (config key ``two_stage``): the data side of Stein's two-stage
 rule (the plan's side: ``plan.stages``; the statistics: ``stats.stein_replicates``).
 
-After the first stage the checkpoint reads its records (``first_stage_rounds``) and ``decide`` gives
-every cell its replicates in all: Stein's N from the cell's first-stage two-level log variance
-(its own replicates moderated with its batch-size series' pool), at most ``cap``; the cells of
-a comparison that pays for pairing take the most any of them needs, so they keep whole rounds
-in ABBA order for their paired interval. Which comparisons pay is the first stage's answer
-(``pairing``), by the very test the tables use (``degradation.paired_choice``); elsewhere each
-cell takes its own N. More replicates than N only narrow the interval. The tables then combine
-a cell's replicates with the first stage's variance, never re-estimated (``ci_method``
-``two-stage``): what makes the coverage exact (Stein 1945; tests/test_stages.py simulates it).
-A cell with no measured first-stage replicate gets no more.
+After the first stage the checkpoint reads its records (``first_stage_rounds``) and ``decide``
+gives every cell its replicates in all: Stein's N from the cell's first-stage two-level log
+variance (its own replicates moderated with its batch-size series' pool), at most ``cap``; the
+cells of a comparison that pays for pairing take the most any of them needs, so they keep whole
+rounds in ABBA order for their paired interval. Which comparisons pay is the first stage's
+answer (``pairing``), by the very test the tables use (``degradation.paired_choice``); elsewhere
+each cell takes its own N. More replicates than N only narrow the interval. The tables then
+combine a cell's replicates with the first stage's variance (``stats.stein_interval``); a cell
+with no measured first-stage replicate gets no more.
 """
 
 from __future__ import annotations
