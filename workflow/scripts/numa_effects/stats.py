@@ -30,6 +30,11 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
 
 
+def t_halfwidth(var: float, df: float, n: int, confidence: float = CONFIDENCE) -> float:
+    """The half-width of the t interval of a mean of ``n`` values: t(df) * sqrt(var / n)."""
+    return t_quantile(df, confidence) * math.sqrt(var / n)
+
+
 @functools.lru_cache(maxsize=8192)
 def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, float] | None:
     """0-based ranks ``(lo, hi)`` bounding the median's CI and its exact coverage, or None when
@@ -186,7 +191,7 @@ def _moderated(
         return math.nan, 0, math.nan
     own = (r - 1) * float(y.var(ddof=1)) if r > 1 else 0.0
     var = (own + (d0 * pool_var if d0 else 0.0)) / df
-    return var, df, t_quantile(df, confidence) * math.sqrt(var / r)
+    return var, df, t_halfwidth(var, df, r, confidence)
 
 
 def combine_replicates(
@@ -254,11 +259,6 @@ def stein_replicates(
     return int(min(cap, max(r0, need)))
 
 
-def stein_halfwidth(log_var: float, df: int, n: int, confidence: float = CONFIDENCE) -> float:
-    """The log half-width of ``n`` replicates' CI: t(df) * sqrt(log_var / n)."""
-    return t_quantile(df, confidence) * math.sqrt(log_var / n)
-
-
 def stein_interval(
     medians_s: Sequence[float], log_var: float, df: int, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
@@ -266,7 +266,7 @@ def stein_interval(
     medians, with the first stage's ``log_var`` and ``df``."""
     y = np.log(np.asarray(medians_s, dtype=float))
     centre = float(y.mean())
-    half = stein_halfwidth(log_var, df, y.size, confidence)
+    half = t_halfwidth(log_var, df, y.size, confidence)
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 

@@ -141,7 +141,7 @@ def decide(medians: dict, settings: dict, pairs: list[dict] | None = None) -> li
             need, f = first[key]
             n = group_n[linked[key]]
             reason = _reason(need, cap, n, min(need, cap), r0)
-            half = 100.0 * math.expm1(stats.stein_halfwidth(f["log_var"], f["df"], n))
+            half = 100.0 * math.expm1(stats.t_halfwidth(f["log_var"], f["df"], n))
         else:
             n, need, reason, half = r0, None, plan_stages.UNMEASURED, None
             f = dict(measured=len(medians[key]), log_var=None, df=None, sd_pct=None)
