@@ -36,23 +36,20 @@ def eager_baseline(opt: str) -> str | None:
 # comparisons its first stage shows to pay for it (tables.stages.pairing).
 PAIRED: dict[str, Callable] = {"placement": placement_mod.baseline_of, "opt": eager_baseline}
 
+BOUNDS = ("", "_ci_low", "_ci_high")  # a value and its CI: ratio, ratio_ci_low, ratio_ci_high
 # The columns every comparison table shares (``compared``), in their order.
 LATENCIES = ("latency_statistic", "latency_baseline_ms", "latency_compared_ms")
 THROUGHPUTS = ("throughput_baseline_ips", "throughput_compared_ips")
-SPEEDUPS = ("speedup", "speedup_ci_low", "speedup_ci_high")
+SPEEDUPS = tuple(f"speedup{b}" for b in BOUNDS)
 TAIL = ("significant", "ci_method", "adjacent_correlation", "contended", "noisy")
 
 DEGRADATION_COLUMNS = [
     *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
     *LATENCIES,
-    "latency_degradation_pct",
-    "latency_degradation_ci_low_pct",
-    "latency_degradation_ci_high_pct",
+    *(f"latency_degradation{b}_pct" for b in BOUNDS),
     *THROUGHPUTS,
-    "throughput_degradation_pct",
-    "throughput_degradation_ci_low_pct",
-    "throughput_degradation_ci_high_pct",
+    *(f"throughput_degradation{b}_pct" for b in BOUNDS),
     *TAIL,
 ]
 
@@ -66,9 +63,7 @@ OPT_SPEEDUP_COLUMNS = [
     "opt",
     *LATENCIES,
     *SPEEDUPS,
-    "speed_speedup",
-    "speed_speedup_ci_low",
-    "speed_speedup_ci_high",
+    *(f"speed_{c}" for c in SPEEDUPS),
     *THROUGHPUTS,
     *TAIL,
 ]
@@ -166,10 +161,8 @@ def pair_table(
     ``baseline_of`` maps tuples), with the statistic, both values and the CI of compared / baseline;
     ``baseline`` holds the baseline's value (``/``-joined for several keys)."""
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
-    cols = ["baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "latency_statistic"]
-    cols += ["ci_method", "adjacent_correlation"]
-    cols += ["contended", "noisy", SAME, f"{SAME}_b"]
-    columns = [*KEYS, "latency_baseline_ms", "latency_compared_ms", *cols]
+    ratios = [f"ratio{b}" for b in BOUNDS]
+    columns = [*KEYS, "baseline", *LATENCIES, *ratios, *TAIL[1:], SAME, f"{SAME}_b"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=columns)
     merged = merged_pairs(pair_frame(cells), vary, baseline_of)
@@ -316,21 +309,12 @@ def compared(p: pd.DataFrame) -> dict:
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
     p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
-    r, lo, hi = p["ratio"], p["ratio_ci_low"], p["ratio_ci_high"]
-    return pd.DataFrame(
-        {
-            **compared(p),
-            "latency_degradation_pct": (r - 1.0) * 100.0,
-            "latency_degradation_ci_low_pct": (lo - 1.0) * 100.0,
-            "latency_degradation_ci_high_pct": (hi - 1.0) * 100.0,
-            "throughput_degradation_pct": (1.0 - 1.0 / r) * 100.0,
-            "throughput_degradation_ci_low_pct": (1.0 - 1.0 / lo) * 100.0,
-            "throughput_degradation_ci_high_pct": (1.0 - 1.0 / hi) * 100.0,
-            "significant": significant(lo, hi, 1.0, p["ci_method"]),
-            "adjacent_correlation": p["adjacent_correlation"],
-        },
-        columns=DEGRADATION_COLUMNS,
-    )
+    out = {**compared(p), "adjacent_correlation": p["adjacent_correlation"]}
+    out["significant"] = significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"])
+    for b in BOUNDS:
+        out[f"latency_degradation{b}_pct"] = (p[f"ratio{b}"] - 1.0) * 100.0
+        out[f"throughput_degradation{b}_pct"] = (1.0 - 1.0 / p[f"ratio{b}"]) * 100.0
+    return pd.DataFrame(out, columns=DEGRADATION_COLUMNS)
 
 
 def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
@@ -340,7 +324,7 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
 
     reps = speed.replicates(samples) if samples is not None else pd.DataFrame()
     fits = speed.fit(reps) if not reps.empty else {}
-    cols = {c: [] for c in ("speed_speedup", "speed_speedup_ci_low", "speed_speedup_ci_high")}
+    cols = {f"speed_{c}": [] for c in SPEEDUPS}
     for _, r in p.iterrows():
         # the cells that measured them (``same_binding_as``)
         compared = dict(zip(KEYS, _key(r, "", ()), strict=True))
