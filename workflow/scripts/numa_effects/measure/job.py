@@ -96,9 +96,26 @@ def prepare(conf: Configuration, topo, found: dict | None = None, where: str = "
                 return Failure(Cause.ALLOCATOR_NOT_LOADED, why)
         insts.append(replace(inst, resolved=resolved))
         environs.append(env)
-    allocs = {json.dumps(i.resolved.get("allocator"), sort_keys=True) for i in insts}
-    alloc = insts[0].resolved.get("allocator") if len(allocs) == 1 else None
+    alloc = shared([i.resolved.get("allocator") for i in insts])
     return Ready(Configuration(tuple(insts), conf.packing), tuple(environs), alloc)
+
+
+def shared(allocators_found: list[dict | None]) -> dict | None:
+    """The allocator every instance (or configuration) ran with, None when they differ."""
+    distinct = {json.dumps(a, sort_keys=True) for a in allocators_found}
+    return allocators_found[0] if len(distinct) == 1 else None
+
+
+def _head(spec: Spec) -> dict:
+    """What every record of ``spec`` names, measured or not."""
+    return {
+        "cell": spec.cell,
+        "workload": spec.instances[0].workload,
+        "replicate": spec.replicate,
+        "plan": spec.plan.to_dict() if spec.plan else None,
+        "settings": dict(spec.settings),
+        "code": spec.code,
+    }
 
 
 def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
@@ -113,42 +130,17 @@ def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
     if failure is None and (bad := runtime.check(summary)):
         failure = Failure(*bad, command_line=got.provenance.get("command_line"))
     status = "failed" if failure else "ok" if got.stats is not None else "contended"
-    return Record(
-        status=status,
-        cell=spec.cell,
-        workload=w.name,
-        replicate=spec.replicate,
-        plan=spec.plan.to_dict() if spec.plan else None,
-        settings=dict(spec.settings),
-        measurement=got.measurement,
-        stats=None if failure else got.stats,
-        throughput=None if failure else got.throughput,
-        binding=got.binding,
-        contention=got.contention,
-        provenance=got.provenance,
-        failure=failure,
-        instances=got.instances,
-        allocator=allocator,
-        summary=summary,
-        report=got.report if w.keep_report else None,
-        code=spec.code,
-    )
+    kept = {**vars(got), "failure": failure, "report": got.report if w.keep_report else None}
+    if failure:  # the timings stay, never their statistics
+        kept.update(stats=None, throughput=None)
+    return Record(status=status, **_head(spec), **kept, allocator=allocator, summary=summary)
 
 
 def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
     """The record of a measurement that could not start here: failed, or skipped."""
-    skipped = isinstance(stop, Skip)
-    return Record(
-        status="skipped" if skipped else "failed",
-        cell=spec.cell,
-        workload=spec.instances[0].workload,
-        replicate=spec.replicate,
-        plan=spec.plan.to_dict() if spec.plan else None,
-        settings=dict(spec.settings),
-        failure=None if skipped else stop,
-        skip_reason=str(stop) if skipped else None,
-        code=spec.code,
-    )
+    if isinstance(stop, Skip):
+        return Record(status="skipped", **_head(spec), skip_reason=str(stop))
+    return Record(status="failed", **_head(spec), failure=stop)
 
 
 def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, **kw) -> Record:
@@ -214,8 +206,7 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw)
             spec.measurements(), readies, Path(logdir), timeout_s, until, **kw
         )
         started["finished_at"] = provenance.now()
-        allocs = {json.dumps(r.allocator, sort_keys=True) for r in readies.values()}
-        alloc = next(iter(readies.values())).allocator if len(allocs) == 1 else None
+        alloc = shared([r.allocator for r in readies.values()])
     failed = [(n, r.failure) for n, recs in runs.items() for r in recs if r.failure]
     stop = stop or (failed[0][1].prefixed(failed[0][0]) if failed else None)
     return GroupRecord(

@@ -366,18 +366,10 @@ def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) ->
         "command_line": inst.command_line,
         "log": str(inst.member.log),
         **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
-        "reference_s": rdy.get("reference_s"),
-        "model_import": rdy.get("model_import"),  # builder: lean | package
-        "threads_info": rdy.get("threads_info"),
+        **{k: rdy.get(k) for k in ("reference_s", "model_import", "threads_info")},
         "latencies_s": own,
         "stats": stats.summarize(kept) if kept else None,
-        "binding": chk["binding"],
-        "verification": chk["verification"],
-        # the workload's report: a cell's inspection, the peak's per-kernel times
-        "report": chk.get("report"),
-        "peak_rss_kb": chk.get("peak_rss_kb"),
-        "warnings": chk.get("warnings", []),
-        "finished_at": chk.get("finished_at"),
+        **chk,  # the ``verify`` reply: binding, verification, report, peak RSS, warnings
     }
 
 
