@@ -1,16 +1,9 @@
 """The front door of every measurement job: a ``plan.spec.Spec`` (a cell's replicate, a dtype's
-peak, a node pair's memory probe: one record) or a ``GroupSpec`` (a packing or interference
-group: one group record). For each it
-
-1. checks where the job runs (``prepare``): numactl on PATH, the plan still holds
-   (``Configuration.recheck``), each workload resolved (``measure.workloads.WORKLOADS``) and
-   each allocator found here (``allocator_here``);
-2. measures (``runner.measure``), the spec kept beside each instance's log (``python -m
-   numa_effects.measure.job --spec S`` re-runs it as the pipeline ran it);
-3. takes the workload's summary and check (outputs that disagree with float32 eager fail with
-   cause ``numerics``, the timings stay);
-4. decides the status once (``decide``: ok, contended, failed, skipped) and builds the record;
-5. writes it atomically (``record.write``).
+peak, a node pair's memory probe: one record) or a ``GroupSpec`` (a packing, interference or
+deploy group: one group record). It checks where the job runs (``prepare``), measures
+(``runner.measure``), applies the workload's summary and check and decides the status once
+(``decide``), and writes the record atomically. ``python -m numa_effects.measure.job --spec S``
+re-runs a job as the pipeline ran it, from the spec kept beside each instance's log.
 
 Every failure becomes the record and the job succeeds, so the grid goes on; an interruption
 raises ``supervise.Interrupted`` instead (no record, measured again by the next run)."""
@@ -70,8 +63,9 @@ class Ready:
 
 
 def prepare(conf: Configuration, topo, found: dict | None = None, where: str = ""):
-    """``Ready``, or the ``Failure`` or ``Skip`` that ends the job before anything runs.
-    ``found``: allocators already looked up; ``where``: a prefix for messages."""
+    """``Ready`` (numactl on PATH, the plan holds here, each workload and allocator resolved),
+    or the ``Failure`` or ``Skip`` that ends the job before anything runs. ``found``:
+    allocators already looked up; ``where``: a prefix for messages."""
     if shutil.which("numactl") is None:
         return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
     why = conf.recheck(topo)
