@@ -137,14 +137,14 @@ def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
     return Record(status="failed", **_head(spec), failure=stop)
 
 
-def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, **kw) -> Record:
-    """Measure a prepared ``spec``, its instances logging to ``logs``."""
+def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, max_memory_mb=None):
+    """The ``Record`` of a prepared ``spec``, its instances logging to ``logs``."""
     spec = replace(spec, configuration=ready.configuration)
     members = [
         runner.Member(inst.plan, spec_path(log), log, env, j)
         for j, (inst, log, env) in enumerate(zip(spec.instances, logs, ready.environs, strict=True))
     ]
-    return decide(spec, runner.measure(spec, members, timeout_s, **kw), ready.allocator)
+    return decide(spec, runner.measure(spec, members, timeout_s, max_memory_mb), ready.allocator)
 
 
 def run(
@@ -153,22 +153,20 @@ def run(
     log: str | os.PathLike,
     timeout_s: float,
     max_memory_mb: int | None = None,
-    sleep=None,
     until=None,
 ) -> Record | GroupRecord:
     """Measure one job and write its record atomically to ``out``. A group's instances log to
     the folder ``log`` without its suffix; ``max_memory_mb``: each instance's RLIMIT_AS."""
     out, log = Path(out), Path(log)
-    kw = {"max_memory_mb": max_memory_mb, "sleep": sleep}
     if isinstance(spec, GroupSpec):
-        done = run_group(spec, log.parent / log.stem, timeout_s, until, **kw)
+        done = run_group(spec, log.parent / log.stem, timeout_s, max_memory_mb, until)
     else:
         log.parent.mkdir(parents=True, exist_ok=True)
         ready = prepare(spec.configuration, topology_mod.current())
         # leftovers of an earlier attempt killed mid-way (temp files) are removed first
         supervise.remove_leftovers(out)
         if isinstance(ready, Ready):
-            done = measure(spec, ready, [log], timeout_s, **kw)
+            done = measure(spec, ready, [log], timeout_s, max_memory_mb)
         else:
             done = unmeasured(spec, ready)
     record.write(out, done)
@@ -176,8 +174,9 @@ def run(
     return done
 
 
-def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw) -> GroupRecord:
-    """A group job: every configuration prepared first (before anything runs), then measured."""
+def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=None, until=None):
+    """A group job's ``GroupRecord``: every configuration prepared first (before anything
+    runs), then measured."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),
@@ -197,7 +196,7 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw)
     runs, alloc, stopped = {}, None, None
     if stop is None:
         runs, stopped = measure_all(
-            spec.measurements(), readies, Path(logdir), timeout_s, until, **kw
+            spec.measurements(), readies, logdir, timeout_s, max_memory_mb, until
         )
         started["finished_at"] = provenance.now()
         alloc = shared([r.allocator for r in readies.values()])
@@ -227,8 +226,8 @@ def measure_all(
     readies: dict,
     logdir: Path,
     timeout_s: float,
+    max_memory_mb: int | None = None,
     until=None,
-    **kw,
 ) -> tuple[dict[str, tuple[Record, ...]], str | None]:
     """(``{name: records in replicate order}``, why it stopped early or None), measured in the
     order given; ``until(runs, replicate)``, called between replicates, may stop it."""
@@ -237,7 +236,7 @@ def measure_all(
     for k, (name, s) in enumerate(measurements):
         tag = f"{name}-r{s.replicate}"
         logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
-        runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
+        runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, max_memory_mb))
         more = k + 1 < len(measurements)
         if until is not None and more and measurements[k + 1][1].replicate != s.replicate:
             stopped = until(runs, s.replicate)
