@@ -164,9 +164,10 @@ def verified(inst, built, info: dict, caught: list) -> dict:
     if inst.resolved.get("allocator"):
         verify.check_allocator(verification, inst.resolved["allocator"])
     return {
-        "report": inspected,
-        "verification": verification,
         "binding": {**provenance.binding(), **info},
+        "verification": verification,
+        # the workload's report: a cell's inspection, the peak's per-kernel times
+        "report": inspected,
         "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "warnings": caught,
         "finished_at": provenance.now(),

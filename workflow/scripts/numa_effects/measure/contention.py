@@ -240,20 +240,10 @@ class IterationProbe:
     ``end()`` returns the larger of the /proc/stat share and the run-queue delay share of
     ``pids`` (``last_run_delay_pct``). ``read``, ``own`` and ``delay``: injectable (tests)."""
 
-    def __init__(
-        self,
-        cpus,
-        proc_stat="/proc/stat",
-        read=None,
-        own=None,
-        clock=None,
-        hz=None,
-        pids=(),
-        delay=None,
-    ):
+    def __init__(self, cpus, read=None, own=None, clock=None, hz=None, pids=(), delay=None):
         self.cpus = tuple(int(c) for c in cpus)
         self.all = self.cpus + siblings_of(self.cpus)
-        self._read = read or (lambda: cpu_busy(proc_stat))
+        self._read = read or cpu_busy
         self._own = own or process_cpu_s
         self._clock = clock or time.monotonic
         self.hz = hz or clock_ticks()

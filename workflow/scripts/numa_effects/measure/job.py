@@ -1,16 +1,9 @@
 """The front door of every measurement job: a ``plan.spec.Spec`` (a cell's replicate, a dtype's
-peak, a node pair's memory probe: one record) or a ``GroupSpec`` (a packing or interference
-group: one group record). For each it
-
-1. checks where the job runs (``prepare``): numactl on PATH, the plan still holds
-   (``Configuration.recheck``), each workload resolved (``measure.workloads.WORKLOADS``) and
-   each allocator found here (``allocator_here``);
-2. measures (``runner.measure``), the spec kept beside each instance's log (``python -m
-   numa_effects.measure.job --spec S`` re-runs it as the pipeline ran it);
-3. takes the workload's summary and check (outputs that disagree with float32 eager fail with
-   cause ``numerics``, the timings stay);
-4. decides the status once (``decide``: ok, contended, failed, skipped) and builds the record;
-5. writes it atomically (``record.write``).
+peak, a node pair's memory probe: one record) or a ``GroupSpec`` (a packing, interference or
+deploy group: one group record). It checks where the job runs (``prepare``), measures
+(``runner.measure``), applies the workload's summary and check and decides the status once
+(``decide``), and writes the record atomically. ``python -m numa_effects.measure.job --spec S``
+re-runs a job as the pipeline ran it, from the spec kept beside each instance's log.
 
 Every failure becomes the record and the job succeeds, so the grid goes on; an interruption
 raises ``supervise.Interrupted`` instead (no record, measured again by the next run)."""
@@ -70,8 +63,9 @@ class Ready:
 
 
 def prepare(conf: Configuration, topo, found: dict | None = None, where: str = ""):
-    """``Ready``, or the ``Failure`` or ``Skip`` that ends the job before anything runs.
-    ``found``: allocators already looked up; ``where``: a prefix for messages."""
+    """``Ready`` (numactl on PATH, the plan holds here, each workload and allocator resolved),
+    or the ``Failure`` or ``Skip`` that ends the job before anything runs. ``found``:
+    allocators already looked up; ``where``: a prefix for messages."""
     if shutil.which("numactl") is None:
         return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
     why = conf.recheck(topo)
@@ -96,9 +90,26 @@ def prepare(conf: Configuration, topo, found: dict | None = None, where: str = "
                 return Failure(Cause.ALLOCATOR_NOT_LOADED, why)
         insts.append(replace(inst, resolved=resolved))
         environs.append(env)
-    allocs = {json.dumps(i.resolved.get("allocator"), sort_keys=True) for i in insts}
-    alloc = insts[0].resolved.get("allocator") if len(allocs) == 1 else None
+    alloc = shared([i.resolved.get("allocator") for i in insts])
     return Ready(Configuration(tuple(insts), conf.packing), tuple(environs), alloc)
+
+
+def shared(allocators_found: list[dict | None]) -> dict | None:
+    """The allocator every instance (or configuration) ran with, None when they differ."""
+    distinct = {json.dumps(a, sort_keys=True) for a in allocators_found}
+    return allocators_found[0] if len(distinct) == 1 else None
+
+
+def _head(spec: Spec) -> dict:
+    """What every record of ``spec`` names, measured or not."""
+    return {
+        "cell": spec.cell,
+        "workload": spec.instances[0].workload,
+        "replicate": spec.replicate,
+        "plan": spec.plan.to_dict() if spec.plan else None,
+        "settings": dict(spec.settings),
+        "code": spec.code,
+    }
 
 
 def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
@@ -113,52 +124,27 @@ def decide(spec: Spec, got: runner.Measured, allocator: dict | None) -> Record:
     if failure is None and (bad := runtime.check(summary)):
         failure = Failure(*bad, command_line=got.provenance.get("command_line"))
     status = "failed" if failure else "ok" if got.stats is not None else "contended"
-    return Record(
-        status=status,
-        cell=spec.cell,
-        workload=w.name,
-        replicate=spec.replicate,
-        plan=spec.plan.to_dict() if spec.plan else None,
-        settings=dict(spec.settings),
-        measurement=got.measurement,
-        stats=None if failure else got.stats,
-        throughput=None if failure else got.throughput,
-        binding=got.binding,
-        contention=got.contention,
-        provenance=got.provenance,
-        failure=failure,
-        instances=got.instances,
-        allocator=allocator,
-        summary=summary,
-        report=got.report if w.keep_report else None,
-        code=spec.code,
-    )
+    kept = {**vars(got), "failure": failure, "report": got.report if w.keep_report else None}
+    if failure:  # the timings stay, never their statistics
+        kept.update(stats=None, throughput=None)
+    return Record(status=status, **_head(spec), **kept, allocator=allocator, summary=summary)
 
 
 def unmeasured(spec: Spec, stop: Failure | Skip) -> Record:
     """The record of a measurement that could not start here: failed, or skipped."""
-    skipped = isinstance(stop, Skip)
-    return Record(
-        status="skipped" if skipped else "failed",
-        cell=spec.cell,
-        workload=spec.instances[0].workload,
-        replicate=spec.replicate,
-        plan=spec.plan.to_dict() if spec.plan else None,
-        settings=dict(spec.settings),
-        failure=None if skipped else stop,
-        skip_reason=str(stop) if skipped else None,
-        code=spec.code,
-    )
+    if isinstance(stop, Skip):
+        return Record(status="skipped", **_head(spec), skip_reason=str(stop))
+    return Record(status="failed", **_head(spec), failure=stop)
 
 
-def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, **kw) -> Record:
-    """Measure a prepared ``spec``, its instances logging to ``logs``."""
+def measure(spec: Spec, ready: Ready, logs: list[Path], timeout_s: float, max_memory_mb=None):
+    """The ``Record`` of a prepared ``spec``, its instances logging to ``logs``."""
     spec = replace(spec, configuration=ready.configuration)
     members = [
         runner.Member(inst.plan, spec_path(log), log, env, j)
         for j, (inst, log, env) in enumerate(zip(spec.instances, logs, ready.environs, strict=True))
     ]
-    return decide(spec, runner.measure(spec, members, timeout_s, **kw), ready.allocator)
+    return decide(spec, runner.measure(spec, members, timeout_s, max_memory_mb), ready.allocator)
 
 
 def run(
@@ -167,22 +153,20 @@ def run(
     log: str | os.PathLike,
     timeout_s: float,
     max_memory_mb: int | None = None,
-    sleep=None,
     until=None,
 ) -> Record | GroupRecord:
     """Measure one job and write its record atomically to ``out``. A group's instances log to
     the folder ``log`` without its suffix; ``max_memory_mb``: each instance's RLIMIT_AS."""
     out, log = Path(out), Path(log)
-    kw = {"max_memory_mb": max_memory_mb, "sleep": sleep}
     if isinstance(spec, GroupSpec):
-        done = run_group(spec, log.parent / log.stem, timeout_s, until, **kw)
+        done = run_group(spec, log.parent / log.stem, timeout_s, max_memory_mb, until)
     else:
         log.parent.mkdir(parents=True, exist_ok=True)
         ready = prepare(spec.configuration, topology_mod.current())
         # leftovers of an earlier attempt killed mid-way (temp files) are removed first
         supervise.remove_leftovers(out)
         if isinstance(ready, Ready):
-            done = measure(spec, ready, [log], timeout_s, **kw)
+            done = measure(spec, ready, [log], timeout_s, max_memory_mb)
         else:
             done = unmeasured(spec, ready)
     record.write(out, done)
@@ -190,8 +174,9 @@ def run(
     return done
 
 
-def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw) -> GroupRecord:
-    """A group job: every configuration prepared first (before anything runs), then measured."""
+def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=None, until=None):
+    """A group job's ``GroupRecord``: every configuration prepared first (before anything
+    runs), then measured."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),
@@ -211,11 +196,10 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, until=None, **kw)
     runs, alloc, stopped = {}, None, None
     if stop is None:
         runs, stopped = measure_all(
-            spec.measurements(), readies, Path(logdir), timeout_s, until, **kw
+            spec.measurements(), readies, logdir, timeout_s, max_memory_mb, until
         )
         started["finished_at"] = provenance.now()
-        allocs = {json.dumps(r.allocator, sort_keys=True) for r in readies.values()}
-        alloc = next(iter(readies.values())).allocator if len(allocs) == 1 else None
+        alloc = shared([r.allocator for r in readies.values()])
     failed = [(n, r.failure) for n, recs in runs.items() for r in recs if r.failure]
     stop = stop or (failed[0][1].prefixed(failed[0][0]) if failed else None)
     return GroupRecord(
@@ -242,8 +226,8 @@ def measure_all(
     readies: dict,
     logdir: Path,
     timeout_s: float,
+    max_memory_mb: int | None = None,
     until=None,
-    **kw,
 ) -> tuple[dict[str, tuple[Record, ...]], str | None]:
     """(``{name: records in replicate order}``, why it stopped early or None), measured in the
     order given; ``until(runs, replicate)``, called between replicates, may stop it."""
@@ -252,7 +236,7 @@ def measure_all(
     for k, (name, s) in enumerate(measurements):
         tag = f"{name}-r{s.replicate}"
         logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
-        runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, **kw))
+        runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, max_memory_mb))
         more = k + 1 < len(measurements)
         if until is not None and more and measurements[k + 1][1].replicate != s.replicate:
             stopped = until(runs, s.replicate)

@@ -264,9 +264,8 @@ def measure(
     members: list[Member],
     timeout_s: float,
     max_memory_mb: int | None = None,
-    sleep=None,
 ) -> Measured:
-    """Measure ``spec``'s instances, one per member, as one replicate (``sleep``: tests)."""
+    """Measure ``spec``'s instances, one per member, as one replicate."""
     started = provenance.now()
     before = contention.preflight()
     deadline = time.monotonic() + timeout_s
@@ -279,7 +278,7 @@ def measure(
                 insts.append(Instance(len(members), member, text, guard, max_memory_mb, ooms))
             ready = [inst.read(deadline, timeout_s) for inst in insts]
             rounds = Rounds(insts, spec.settings, deadline, timeout_s)
-            m, attempts, window, first_call_s = _time(insts, rounds, spec.settings, sleep, guard)
+            m, attempts, window, first_call_s = _time(insts, rounds, spec.settings, guard)
             for inst in insts:
                 inst.send("verify")
             checks = [inst.read(deadline, timeout_s) for inst in insts]
@@ -316,7 +315,7 @@ def measure(
     )
 
 
-def _time(insts, rounds: Rounds, settings: dict, sleep, guard):
+def _time(insts, rounds: Rounds, settings: dict, guard):
     """(measurement, attempts, the window's verdict, first call seconds)."""
 
     def own() -> float:
@@ -327,7 +326,7 @@ def _time(insts, rounds: Rounds, settings: dict, sleep, guard):
     watch = contention.Watch(cpus, own=own)
     probe = contention.IterationProbe(cpus, own=own, pids=[inst.proc.pid for inst in insts])
     m, attempts = timing.run_with_retries(
-        rounds, settings, probe=probe, first_call_s=first_call_s, sleep=sleep or guard.sleep
+        rounds, settings, probe=probe, first_call_s=first_call_s, sleep=guard.sleep
     )
     return m, attempts, watch.stop(), first_call_s
 
@@ -366,18 +365,10 @@ def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) ->
         "command_line": inst.command_line,
         "log": str(inst.member.log),
         **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
-        "reference_s": rdy.get("reference_s"),
-        "model_import": rdy.get("model_import"),  # builder: lean | package
-        "threads_info": rdy.get("threads_info"),
+        **{k: rdy.get(k) for k in ("reference_s", "model_import", "threads_info")},
         "latencies_s": own,
         "stats": stats.summarize(kept) if kept else None,
-        "binding": chk["binding"],
-        "verification": chk["verification"],
-        # the workload's report: a cell's inspection, the peak's per-kernel times
-        "report": chk.get("report"),
-        "peak_rss_kb": chk.get("peak_rss_kb"),
-        "warnings": chk.get("warnings", []),
-        "finished_at": chk.get("finished_at"),
+        **chk,  # the ``verify`` reply: binding, verification, report, peak RSS, warnings
     }
 
 

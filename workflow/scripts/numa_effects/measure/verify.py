@@ -277,15 +277,14 @@ def anon_huge_kb(smaps_rollup: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def run(plan: dict, binding: dict | None = None, proc: str | os.PathLike = "/proc/self") -> dict:
-    """Read the live process and evaluate it against ``plan`` (``binding``: read now if None)."""
-    binding = binding or provenance.binding()
-    tasks = read_tasks(proc)
-    mappings = parse_numa_maps(Path(proc, "numa_maps").read_text())
-    result = evaluate(plan, binding, tasks, anon_kb_by_node(mappings))
+def run(plan: dict) -> dict:
+    """This process, read now, evaluated against ``plan``."""
+    binding = provenance.binding()
+    mappings = parse_numa_maps(Path("/proc/self/numa_maps").read_text())
+    result = evaluate(plan, binding, read_tasks(), anon_kb_by_node(mappings))
     result["pages"]["mappings"] = sum(1 for m in mappings if m.anonymous)
     try:  # Linux >= 4.14
-        result["pages"]["anon_huge_kb"] = anon_huge_kb(Path(proc, "smaps_rollup").read_text())
+        result["pages"]["anon_huge_kb"] = anon_huge_kb(Path("/proc/self/smaps_rollup").read_text())
     except OSError:
         result["pages"]["anon_huge_kb"] = None
     return {**result, **_kept(binding)}

@@ -1,18 +1,9 @@
-"""The ``model`` workload: a torchvision model with its optimization applied, and the
-optimizations' runtime code.
-
-``build`` builds the model and input (``make``), computes the float32 eager reference before
-the conversion when the instance is inspected, and applies the optimization: ``optimize`` runs
-the steps its registry entry names (``plan.optimizations``) from ``STEPS``. An exception there
-is a ``conversion-error``, one before it a ``build-error`` (``supervise.classify`` reads this
-module's frames). A compiled entry compiles at its first call, so its conversion cost is
-``prepare_s`` plus ``first_call_s``; freezing is a process-wide inductor setting: one cell per
-process. ``bf16_aot`` loads an AOTInductor package built once per model, input, thread count and
-CPU (``aot_package``), as a server would. ``check`` fails a cell whose outputs disagree with
-float32 eager (cause ``numerics``): a broken conversion is never a speedup.
-
-``python -m numa_effects.measure.workloads.model`` prints ``plan.memory.FOOTPRINT`` measured on
-the meta device (paste it there after a torchvision upgrade)."""
+"""The ``model`` workload: a torchvision model with its optimization applied (``optimize`` runs
+the steps its ``plan.optimizations`` entry names, from ``STEPS``), and the optimizations'
+runtime code. An exception in ``convert`` is a ``conversion-error``, one before it a
+``build-error`` (``supervise.classify`` reads this module's frames). A compiled entry compiles
+at its first call, so its conversion cost is ``prepare_s`` plus ``first_call_s``; freezing is a
+process-wide inductor setting: one cell per process."""
 
 from __future__ import annotations
 
@@ -93,7 +84,7 @@ class AotPackage(UserWarning):
 
 
 def aot_bf16(model, x, settings):
-    """``bf16``'s recipe packaged by AOTInductor (``aot_package``) and loaded."""
+    """``bf16``'s recipe packaged by AOTInductor (``aot_package``) and loaded, as a server would."""
     import tempfile
 
     import torch
