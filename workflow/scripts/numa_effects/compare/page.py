@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from numa_effects import stats
@@ -55,11 +54,7 @@ SUMMARY_SHOWN = [c for c in compare_tables.SUMMARY_COLUMNS if c not in HIDDEN]
 
 
 def _pct(v) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "–"
-    return "–" if np.isnan(f) else f"{f:+.1f} %"
+    return f"{float(v):+.1f} %" if stats.present(v) else "–"
 
 
 def _ratio_pct(ratio: float) -> str:
