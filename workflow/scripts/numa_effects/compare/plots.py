@@ -70,7 +70,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     ax.set_ylim(-0.8, max(n - 0.2, 0.8))
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
-    stat = compare_tables.statistics_of(ok, "median")
+    stat = compare_tables.latency_statistics(ok, "median")
     sub = subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted")
     titles(ax, f"{run} vs {base}: change per cell (opt={opt})", sub)
     _forest_legend(ax, min_effect, disturbed.any())
@@ -159,7 +159,7 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     label = f"% latency change vs {base} (+ = slower)"
     fig, ax, vmax, extend = heatmap_grid(d, label, hatched=lambda sig: sig is not True)
     ok = d[d["pct_status"] == "ok"]
-    stat = compare_tables.statistics_of(ok, "median")
+    stat = compare_tables.latency_statistics(ok, "median")
     sub = subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency")
     titles(ax, f"{run} vs {base}: % Latency Change, {placement} (opt={opt})", sub)
     notes = []
