@@ -84,7 +84,7 @@ def test_cells_are_matched_on_every_key_and_the_others_listed(two):
     assert c["batch_size"].tolist() == [1, 2] and set(c["run"]) == {"b"}
     u = compare_tables.unmatched_table(rs)
     assert sorted(zip(u["only_in"], u["batch_size"], strict=True)) == [("a", 4), ("b", 8)]
-    assert list(u.columns) == compare_tables.unmatched_columns()
+    assert list(u.columns) == compare_tables.UNMATCHED_COLUMNS
 
 
 def test_the_ratio_is_the_two_level_interval_of_both_cells(two):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from numa_effects import stats
@@ -31,9 +30,8 @@ EXTRA_CSS = """
 .verdict-faster{color:#0173b2;font-weight:600}
 td.differs{background:#fff3e0}
 """
+# compare.csv's columns the page shows after run, the keys and each axis compared across
 CELL_COLUMNS = [
-    "run",
-    *KEYS,
     "latency_statistic",
     "latency_baseline_ms",
     "latency_compared_ms",
@@ -56,11 +54,7 @@ SUMMARY_SHOWN = [c for c in compare_tables.SUMMARY_COLUMNS if c not in HIDDEN]
 
 
 def _pct(v) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return "–"
-    return "–" if np.isnan(f) else f"{f:+.1f} %"
+    return f"{float(v):+.1f} %" if stats.present(v) else "–"
 
 
 def _ratio_pct(ratio: float) -> str:
@@ -224,14 +218,14 @@ def peaks_section(peaks: pd.DataFrame | None, summary: pd.DataFrame) -> str:
     for run, p in peaks.groupby("run", sort=False):
         # the kernels' time, compared / baseline (+ = slower, like latency)
         ratio = p["peak_baseline_gflop_per_s"] / p["peak_compared_gflop_per_s"]
-        time = (ratio.astype(float) - 1.0) * 100.0
+        low, high = _ratio_pct(ratio.min()), _ratio_pct(ratio.max())
         gm = compare_stats.geomean_ratio(ratio.tolist())["geomean"]
         cells = summary[(summary["run"] == run) & (summary["scope"] == compare_tables.ALL)]
         shift = cells["geomean_change_pct"].head(1).dropna()  # the one ALL row, if it has a value
         beside = f"; the cells' latency: {_pct(shift.iloc[0])}" if len(shift) else ""
         parts.append(
             f"<p><b>{escape(run)}</b> vs the baseline: the time of the {len(p)} peak kernels "
-            f"measured in both runs changed by {_pct(time.min())} … {_pct(time.max())} "
+            f"measured in both runs changed by {low} … {high} "
             f"(geometric mean <b>{_ratio_pct(gm)}</b>; + = slower, like latency){beside}.</p>"
         )
         cols = [c for c in p.columns if c != "baseline_run"]
@@ -285,7 +279,7 @@ def unmatched_section(unmatched: pd.DataFrame) -> str:
     counts = "; ".join(
         f"{n} only in {escape(k)}" for k, n in unmatched["only_in"].value_counts(sort=False).items()
     )
-    cols = ["run", "only_in", *KEYS, "status"]
+    cols = [c for c in compare_tables.UNMATCHED_COLUMNS if c != "baseline_run"]
     return (
         f"{head}<p>{len(unmatched)} cells have no match ({counts}): they are listed here, not "
         "compared (<code>tables/unmatched.csv</code>).</p>"
@@ -324,7 +318,7 @@ def _header(settings: dict, compare: pd.DataFrame) -> str:
         for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
     )
     across = settings.get("across") or []
-    stat = "/".join(sorted(compare["latency_statistic"].dropna().astype(str).unique())) or "median"
+    stat = compare_tables.latency_statistics(compare, "median")
     matched = "every axis" if not across else f"every axis but {', '.join(across)}"
     return (
         f"<header><h1>{escape(_title(settings))}</h1><p>Each run's cells against the baseline's, "
@@ -352,9 +346,8 @@ def _nav() -> str:
 
 def cells_section(compare: pd.DataFrame, across) -> str:
     """The matched cells, their keys (and each axis compared across) first."""
-    cols = [c for c in dict.fromkeys([*CELL_COLUMNS[:1], *KEYS]) if c in compare]
-    cols += [f"{a}_compared" for a in across if f"{a}_compared" in compare]
-    cols += [c for c in CELL_COLUMNS if c in compare and c not in cols]
+    cols = ["run", *KEYS, *(f"{a}_compared" for a in across), *CELL_COLUMNS]
+    cols = [c for c in cols if c in compare]
     return (
         f'<h2 id="cells">Matched cells</h2><p class="small">{len(compare)} rows '
         "(<code>tables/compare.csv</code> has every column).</p>"

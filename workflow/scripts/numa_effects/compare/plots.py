@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from numa_effects.compare import statistics as compare_stats
+from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
@@ -49,8 +50,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     row_h = 0.22 if n <= 40 else 0.14
     fig, ax = plt.subplots(figsize=(9.0, min(80.0, max(3.2, 1.9 + row_h * n))))
     y = np.arange(n)
-    bounds = ("", "_ci_low", "_ci_high")
-    pct, lo, hi = (ok[f"latency_change{b}_pct"].to_numpy(float) for b in bounds)
+    pct, lo, hi = (ok[f"latency_change{b}_pct"].to_numpy(float) for b in compare_tables.BOUNDS)
     disturbed = flag(ok).to_numpy(bool)
     _verdict_points(ax, pct, lo, hi, y, ok["verdict"].astype(str).to_numpy())
     if disturbed.any():
@@ -70,7 +70,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     ax.set_ylim(-0.8, max(n - 0.2, 0.8))
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
-    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
+    stat = compare_tables.latency_statistics(ok, "median")
     sub = subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted")
     titles(ax, f"{run} vs {base}: change per cell (opt={opt})", sub)
     _forest_legend(ax, min_effect, disturbed.any())
@@ -159,7 +159,7 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     label = f"% latency change vs {base} (+ = slower)"
     fig, ax, vmax, extend = heatmap_grid(d, label, hatched=lambda sig: sig is not True)
     ok = d[d["pct_status"] == "ok"]
-    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique())) or "median"
+    stat = compare_tables.latency_statistics(ok, "median")
     sub = subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency")
     titles(ax, f"{run} vs {base}: % Latency Change, {placement} (opt={opt})", sub)
     notes = []

@@ -1,8 +1,6 @@
 """The tables of a comparison (docs/comparing.md), every compared run against the first:
 compare.csv (one row per matched cell: the ratio with its two-level CI and verdict, and with the
-canary the ratio at the baseline's reference speed), summary.csv, unmatched.csv and peaks.csv.
-A cell without a two-level CI on both sides gets no CI and no test: only the process level could
-tell its change from process-to-process noise, and it was not measured."""
+canary the ratio at the baseline's reference speed), summary.csv, unmatched.csv and peaks.csv."""
 
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ SPEED = {  # compare.csv's columns at the baseline's reference speed <- speed.co
     "speed_ratio_ci_high": "ci_high",
     "speed_ci_df": "df",
 }
+NO_SPEED = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}  # no canary on both
 # the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
 SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 REPLICATE_COLUMNS = [f"{n}_{side}{u}" for n, u in SIDES for side in ("baseline", "compared")]
@@ -82,15 +81,12 @@ PEAK_COLUMNS = [
     "peak_compared_gflop_per_s",
     "peak_change_pct",
 ]
+UNMATCHED_COLUMNS = ["run", "baseline_run", "only_in", *KEYS, "status"]
 
 
 def compare_columns(across=()) -> list[str]:
     """compare.csv's columns: an axis added to the grid is a key column here too."""
     return ["run", "baseline_run", *KEYS, *(f"{a}_compared" for a in across), *COMPARE_COLUMNS]
-
-
-def unmatched_columns() -> list[str]:
-    return ["run", "baseline_run", "only_in", *KEYS, "status"]
 
 
 PACKRAT_NOTE = (
@@ -106,7 +102,7 @@ ONE_PROCESS_NOTE = (
 def speed_columns(row: dict, baseline: Run, compared: Run, fits: tuple, across=()) -> dict:
     """``SPEED``'s columns and ``canary_change_pct`` of a matched cell (``speed.across_runs``):
     NaN without a canary on both sides, or across an axis of the canary's reference group."""
-    out = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}
+    out = dict(NO_SPEED)
     if baseline.speed is None or compared.speed is None or set(across) & set(speed.REFERENCE):
         return out
     key_b = {k: row[f"{k}_b"] if k in across else row[k] for k in KEYS}
@@ -132,9 +128,9 @@ def _num(v) -> float:
 
 
 def _status(row: dict, suffix: str) -> str:
-    """A cell's status as the figures know it: ok, failed, contended or skipped."""
-    s = row.get(f"status{suffix}")
-    s = "ok" if s is None or (isinstance(s, float) and math.isnan(s)) else str(s)
+    """A cell's status as the figures know it: ok, failed, contended or skipped (``read_run``
+    makes a blank one ``ok``)."""
+    s = str(row[f"status{suffix}"])
     return s if s in ("ok", "contended", "skipped") else "failed"
 
 
@@ -211,8 +207,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "noisy": _either(row["noisy_b"], row["noisy_c"]),
         **dict(zip(REPLICATE_COLUMNS, reps, strict=True)),
         "iteration_ranges_overlap": _overlap(row) if ok else None,
-        **dict.fromkeys(SPEED, math.nan),
-        "canary_change_pct": math.nan,
+        **NO_SPEED,
     }
     if not ok:
         side, what = ("baseline", sb) if sb != "ok" else ("compared", sc)
@@ -255,7 +250,7 @@ def unmatched_table(runs: list[Run], across=()) -> pd.DataFrame:
         _, only = pair(runs[0], run, across)
         frames.append(only.assign(run=run.label, baseline_run=runs[0].label))
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return df.reindex(columns=unmatched_columns())
+    return df.reindex(columns=UNMATCHED_COLUMNS)
 
 
 def peak_table(runs: list[Run]) -> pd.DataFrame:
@@ -281,16 +276,21 @@ def peak_table(runs: list[Run]) -> pd.DataFrame:
 # -- the summary -----------------------------------------------------------------------------------
 
 
+def latency_statistics(d: pd.DataFrame, blank=None) -> str | None:
+    """The latency statistics ``d``'s cells were compared on (``median``, ``mean`` or
+    ``mean/median``); ``blank`` without one."""
+    return "/".join(sorted(d["latency_statistic"].dropna().astype(str).unique())) or blank
+
+
 def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
     ok = d[d["status"] == "ok"]
     g = compare_stats.geomean_ratio(ok["ratio"].astype(float).tolist())
     verdicts = ok["verdict"].value_counts()
     change = ok["latency_change_pct"].astype(float)
-    stat = "/".join(sorted(ok["latency_statistic"].dropna().astype(str).unique()))
     return {
         "scope": scope,
         "cells": g["cells"],
-        "latency_statistic": stat or None,
+        "latency_statistic": latency_statistics(ok),
         "geomean_ratio": g["geomean"],
         "geomean_change_pct": _pct(g["geomean"]),
         "geomean_ci_low_pct": _pct(g["ci_low"]),

@@ -38,6 +38,7 @@ LAYERS = {
         "numa_effects/compare/runs.py",
         "numa_effects/compare/tables.py",
         "numa_effects/compare/provenance.py",
+        "numa_effects/compare/statistics.py",  # compare.csv's ratios, verdicts and geomeans
         "numa_effects/stats.py",
         "numa_effects/plan/stages.py",
         "aggregate_cells.py",

@@ -1,8 +1,6 @@
 """What a run is about to measure, why, and how long it takes: the one line a dry run (and a
 run, before its first job) prints. Pure: the jobs come in as plain data from Snakemake's DAG
-(``workflow/rules/history.smk``). A job's reason (``REASONS``) says whether it is new, forced,
-interrupted, or replaces a record of other code (``plan.code``), another spec or other inputs;
-its time is its previous record's where there is one, else its rule's default."""
+(``workflow/rules/history.smk``)."""
 
 from __future__ import annotations
 

@@ -4,11 +4,10 @@ measures into another machine's results folder.
 Snakemake deletes a job's output before the job runs. So before the first job of a run that
 measures, ``keep`` hard-links (else copies) every measured record (``plan.remeasure.RULES``) into
 ``<results>/history/<digest>/<its path>``, ``<digest>`` the measuring code's that made it
-(``plan.code``; ``<digest>.2``, ... where that path is taken by another record);
-``history/index.json`` says what is kept. A snapshot whose records are replaced gets its own
-tables and machine.json, for ``compare`` as the "before" side. A folder whose ``machine.json``
-describes another machine than both the planning topology and this one is refused
-(``Refused``) before anything in it changes.
+(``plan.code``); ``history/index.json`` says what is kept. A snapshot whose records are replaced
+gets its own tables and machine.json, for ``compare`` as the "before" side. A folder whose
+``machine.json`` describes another machine than both the planning topology and this one is
+refused (``Refused``) before anything in it changes.
 """
 
 from __future__ import annotations

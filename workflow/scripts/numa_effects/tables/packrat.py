@@ -4,9 +4,8 @@
 PackRat (msr-fiddle/packrat) appends one row per cell to ``resnet_latency.csv`` (latency min /
 avg / max in ms per batch, hardware-counter GFLOP/s: 0 = unavailable) and
 ``resnet_throughput.csv`` (images/s = batch x iterations / total time). ``benchmark`` is
-``<model>_<runtype|local|remote>_<opt>`` (``resnet`` is ResNet-50); ``local`` / ``remote`` are
-the ``sequential`` / ``remote`` placements. PackRat has no median, percentiles or samples: those
-stay empty, never invented. Files without ``allocator`` ran with glibc's (``default``).
+``<model>_<runtype|local|remote>_<opt>`` (``parse_benchmark``, ``placement``). PackRat has no
+median, percentiles or samples: those stay empty, never invented.
 """
 
 from __future__ import annotations
