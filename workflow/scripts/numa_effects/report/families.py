@@ -2,14 +2,9 @@
 
 Pure and cheap (no matplotlib, no pandas): the workflow imports it at parse time to generate the
 ``plot_<name>`` rules (workflow/rules/report.smk) and list the figure targets
-(``report.figures``). A family's entry holds its section, title, file ``pattern`` (its fields
-are the wildcards), ``plan`` (a function of ``report.figures.PLANS``), ``caption`` (RST with
-only ````code```` and ``*emphasis*``: the page and ``snakemake --report`` both show it),
-``metric`` and input ``tables``; its draw function is registered with ``@drawer(name)``
-(``report.drawers``). A section is on one page (``Section.page``): the run's report or the
-comparison of result folders; a family is planned from and drawn with that page's cells and
-tables. Adding a family = one entry here + one ``@drawer`` function + its test; a new wildcard
-also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
+(``report.figures``). A family's draw function is registered with ``@drawer(name)``
+(``report.drawers``). Adding a family = one entry here + one ``@drawer`` function + its test; a
+new wildcard also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
 """
 
 from __future__ import annotations
@@ -79,7 +74,7 @@ class Family:
     title: str  # heading in the page and subcategory in `snakemake --report`
     pattern: str  # file path below report/figures/, without extension; its fields = wildcards
     plan: str  # key of PLANS: the cells that support one figure
-    caption: str  # RST, one text for the page and `snakemake --report`
+    caption: str  # RST (``code``, *emphasis* only): the page and `snakemake --report` show it
     metric: Metric = LATENCY  # passed to the draw function
     tables: tuple[str, ...] = TABLES
 

@@ -86,10 +86,6 @@ def facts_table(rows: Sequence[tuple[str, object]]) -> str:
     return f'<table class="facts">{body}</table>'
 
 
-def given(v) -> bool:
-    return v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))
-
-
 def data_table(df: pd.DataFrame, columns: list[str], row_class: str | None = None) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = []

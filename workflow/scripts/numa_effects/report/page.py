@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import deploy_section, families
 from numa_effects.report.data import DISTURBED, flag
@@ -21,7 +22,6 @@ from numa_effects.report.markup import (
     escape,
     facts_table,
     figure_html,
-    given,
 )
 from numa_effects.tables import stages
 
@@ -159,11 +159,11 @@ def _why_failed(r: dict) -> str:
 
 def _why_contended(r: dict) -> str:
     why = r.get("contended_reason")
-    return f": {escape(why)}" if given(why) else ""
+    return f": {escape(why)}" if pd.notna(why) else ""
 
 
 def _how_disturbed(r: dict) -> str:
-    return ": " + " and ".join(c for c in DISTURBED if flag(pd.DataFrame([r]), [c]).iloc[0])
+    return ": " + " and ".join(c for c in DISTURBED if stats.as_bool(r.get(c)) is True)
 
 
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
@@ -215,7 +215,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     if rows.empty:
         return '<h2 id="cells">Cells</h2><p>No cells.</p>'
     rows = rows.sort_values(list(KEYS), kind="stable")
-    lat = f"latency_{latency_stat}_ms"
+    lat = stats.latency_column(latency_stat)
     timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
     rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
     # replicates_reason (two_stage): how many replicates the cell was given and why
