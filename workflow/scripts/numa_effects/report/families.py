@@ -95,7 +95,7 @@ class Family:
 
 # Each section's shared fields
 _latency = partial(Family, section="latency", plan="sequential")
-_throughput = partial(Family, section="throughput", plan="sequential")
+_throughput = partial(Family, section="throughput", plan="sequential", metric=THROUGHPUT)
 _numa = partial(Family, section="numa", plan="comparison")
 _precision = partial(Family, section="precision")
 _node_pairs = partial(Family, section="node_pairs")
@@ -126,7 +126,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_batch",
         title="Throughput per batch",
         pattern="{model}/throughput_per_batch/bs{batch_size}",
-        metric=THROUGHPUT,
         caption="One figure per batch size: images per second against the intra-op threads, "
         "one line per optimization, placement ``sequential``.",
     ),
@@ -134,7 +133,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_opt",
         title="Throughput per optimization",
         pattern="{model}/throughput_per_opt/{opt}",
-        metric=THROUGHPUT,
         caption="One figure per optimization: images per second against the intra-op threads, "
         "one line per batch size, placement ``sequential``.",
     ),
@@ -142,7 +140,6 @@ FAMILIES: tuple[Family, ...] = (
         name="speedup",
         title="Speedup over one thread",
         pattern="{model}/speedup/{opt}",
-        metric=THROUGHPUT,
         caption="Throughput at t threads divided by throughput at the fewest threads measured, "
         "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
         "without a one-thread value has no line.",
@@ -151,7 +148,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_batch_size",
         title="Throughput per batch size",
         pattern="{model}/throughput_per_batch_size/{opt}",
-        metric=THROUGHPUT,
         caption="Images per second against the batch size (log2 axis), one line per intra-op "
         "thread count, placement ``sequential``.",
     ),

@@ -16,12 +16,11 @@ from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
     HIGHLIGHT,
-    caption_html,
     data_table,
     document,
     escape,
     facts_table,
-    figure_html,
+    family_blocks,
 )
 from numa_effects.tables import stages
 
@@ -259,15 +258,7 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             continue
         if len(models) > 1:
             body.append(f"<h3>{escape(model)}</h3>")
-        for fam in families.FAMILIES:
-            group = [f for f in mine if f.family == fam.name]
-            if group:
-                body.append(
-                    f'<h3 id="{escape(model)}-{fam.name}">{escape(fam.title)}</h3>'
-                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(figure_html(f, dirs[0], dirs[1]) for f in group)
-                    + "</div>"
-                )
+        body += family_blocks(mine, model, dirs)
     for name in sec.tables:
         table = shown.get(name)
         if table is not None and not table.empty:
