@@ -118,6 +118,14 @@ def figure_html(fig, figure_dir: str, page_dir: str) -> str:
     )
 
 
+def section_links(page: str) -> str:
+    """The navigation's links to the sections of ``page``; the one it is about stands out."""
+    return "".join(
+        f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
+        for s in families.page_sections(page).values()
+    )
+
+
 def family_blocks(figs, anchor: str, dirs: tuple[str, str], suffix: str = "") -> list[str]:
     """Per family with figures among ``figs``, in registry order: its heading (id
     ``<anchor>-<family>``, its title and ``suffix``), caption and figures; ``dirs``: the figure

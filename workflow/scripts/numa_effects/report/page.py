@@ -15,12 +15,12 @@ from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
-    HIGHLIGHT,
     data_table,
     document,
     escape,
     facts_table,
     family_blocks,
+    section_links,
 )
 from numa_effects.tables import stages
 
@@ -233,16 +233,11 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     )
 
 
-def _nav(sections, answer: bool) -> str:
+def _nav(answer: bool) -> str:
     first = f'<a href="#{deploy_section.ANCHOR}">{deploy_section.HEADING}</a>' if answer else ""
     return (
-        "<nav>"
-        + first
-        + "".join(
-            f'<a{HIGHLIGHT if sec.highlight else ""} href="#{sec.anchor}">{escape(sec.heading)}</a>'
-            for sec in sections.values()
-        )
-        + '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
+        f"<nav>{first}{section_links(families.RUN_PAGE)}"
+        '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
     )
 
 
@@ -309,7 +304,7 @@ def render(
     body = [
         f"<header><h1>{escape(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
         f"(ms); throughput in images per second.{jump}</p></header>",
-        _nav(sections, recommendation is not None),
+        _nav(recommendation is not None),
         "<main>",
         emulated_banner(machine),
     ]
