@@ -16,7 +16,7 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.baselines import base_variant, figure_allocator, is_sequential
-from numa_effects.report.metrics import METRICS, Metric
+from numa_effects.report.metrics import METRICS, Metric, pct_columns
 from numa_effects.tables import tidy
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
@@ -259,8 +259,8 @@ def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
     c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
     c = c.astype({"threads": int, "batch_size": int})
     d = _by_threads_and_batch(c, ["placement"]).merge(c, on=["placement", *AXES], how="left")
-    for to, col in (("pct", ""), ("pct_lo", "_ci_low"), ("pct_hi", "_ci_high")):
-        d[to] = d[f"latency_change{col}_pct"].astype(float)
+    for col, to in pct_columns("latency_change").items():
+        d[to] = d[col].astype(float)
     d["sig"] = d["significant"].map(stats.as_bool)
     status = d["status"].where(d["status"].notna(), "missing").astype(str)
     d["pct_status"] = np.where(status.eq("ok") & d["pct"].isna(), "missing", status)

@@ -1,5 +1,5 @@
 """The HTML both pages (``report.page``, ``compare.page``) are made of: the style sheet,
-escaping, captions, tables, figure blocks and the document around a page's body."""
+escaping, captions, tables, section links, figure blocks and the document around a body."""
 
 from __future__ import annotations
 
