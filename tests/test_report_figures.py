@@ -115,7 +115,7 @@ def test_paths_and_round_trip():
 @pytest.mark.parametrize("family", [f.name for f in families.FAMILIES])
 def test_every_family_has_a_caption(family):
     """One caption per family, in the registry: `snakemake --report` renders it through
-    workflow/report/figure.rst, the page through report_html.caption_html."""
+    workflow/report/figure.rst, the page through markup.caption_html."""
     fam = families.BY_NAME[family]
     assert len(fam.caption) > 40 and fam.section in families.SECTIONS
     assert (

@@ -9,7 +9,7 @@ import pytest
 
 from numa_effects.plan import grid
 from numa_effects.report import data as figure_data
-from numa_effects.report import families, figures
+from numa_effects.report import families, figures, markup
 from numa_effects.report import page as report_html
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
@@ -68,7 +68,7 @@ def test_sections_and_navigation_follow_the_registry(tmp_path):
         # grid (these cells) has nothing beyond float32 eager and TorchScript with glibc;
         # node_pairs: these cells have no node-pair placement (tests/test_node_pair_report.py)
         if fam.section not in ("packing", "precision", "node_pairs"):
-            assert report_html.caption_html(fam.caption) in html
+            assert markup.caption_html(fam.caption) in html
 
 
 def test_a_cell_contended_without_a_clean_iteration_is_listed_apart(tmp_path):

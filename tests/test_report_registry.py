@@ -20,6 +20,7 @@ from numa_effects.report import (
     empty,
     families,
     figures,
+    markup,
     metrics,
     plots,
     sequential_plots,
@@ -123,7 +124,7 @@ def test_families_name_their_metric_and_sections_say_why_they_are_empty():
 
 
 def test_caption_html_renders_code_and_emphasis():
-    html = report_html.caption_html("a ``b < c`` and *d*, x * y")
+    html = markup.caption_html("a ``b < c`` and *d*, x * y")
     assert html == "a <code>b &lt; c</code> and <em>d</em>, x * y"
 
 

@@ -1,10 +1,6 @@
 """The report's data: the tidy tables loaded and shaped for the figures (pandas, no matplotlib,
-so the report page loads them cheaply). ``Tables.universe`` knows every cell a figure of a model
-should show with its status (``ok``, ``failed``, ``skipped``, ``contended``: no clean
-iteration, or ``missing``), so the drawing never shows a cell without a value as 0, and whether
-its timing was disturbed; ``comparison`` pairs each placement's cell with its baseline's and
-the row of degradation.csv (a pair that is one measurement under two names has the status
-``same binding``)."""
+so the report page loads them cheaply). Every cell a figure should show has a status, so the
+drawing never shows a cell without a value as 0."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.baselines import base_variant, figure_allocator, is_sequential
-from numa_effects.report.metrics import METRICS, Metric
+from numa_effects.report.metrics import METRICS, Metric, pct_columns
 from numa_effects.tables import tidy
 
 DISTURBED = ("contended", "noisy")  # boolean cells.csv columns: the timing is not clean
@@ -166,12 +162,16 @@ def sequential(u: pd.DataFrame) -> pd.DataFrame:
     return u[u["placement"].map(is_sequential)]
 
 
-def pair_status(a: pd.Series, b: pd.Series) -> pd.Series:
-    """Status of a comparison of two cells: the worse of theirs."""
-    out = pd.Series("ok", index=a.index, dtype=object)
+def with_baseline(d: pd.DataFrame, base: pd.DataFrame, on: list[str], status: str):
+    """``d`` beside its baseline's rows ``base`` (``<column>_base``, matched on ``on``):
+    ``disturbed`` when either is, ``pair_status`` the worse of the two cells' ``status``."""
+    d = d.merge(base, on=on, how="left", suffixes=("", "_base"))
+    d["disturbed"] = d["disturbed"] | d.pop("disturbed_base").eq(True)
+    a, b = d[status], d[f"{status}_base"].fillna("missing")
+    d["pair_status"] = pd.Series("ok", index=d.index, dtype=object)
     for s in NO_VALUE:
-        out = out.mask(a.eq(s) | b.eq(s), s)
-    return out
+        d["pair_status"] = d["pair_status"].mask(a.eq(s) | b.eq(s), s)
+    return d
 
 
 def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataFrame:
@@ -188,11 +188,7 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     base = base.rename(columns={"placement": "baseline_label"})
     other = u[~is_base].copy()
     other["baseline_label"] = other["placement"].map(placement_mod.baseline_of)
-    on = ["baseline_label", "threads", "batch_size", "allocator"]
-    d = other.merge(base, on=on, how="left", suffixes=("", "_base"))
-    d["disturbed"] = d["disturbed"] | d["disturbed_base"].eq(True)
-    d = d.drop(columns="disturbed_base")
-    d["pair_status"] = pair_status(d[status], d[f"{status}_base"].fillna("missing"))
+    d = with_baseline(other, base, ["baseline_label", "threads", "batch_size", "allocator"], status)
     g = tables.degradation
     g = g[(g["model"] == model) & (g["opt"] == opt) & (g["allocator"] == tables.allocator)]
     if "baseline" in g:
@@ -207,20 +203,20 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     # one measurement under two names (degradation.csv ``identical binding``): no difference
     same = d.pop("deg_method").eq(binding_mod.IDENTICAL) if "deg_method" in d else False
     d["pair_status"] = d["pair_status"].mask(same & d["pair_status"].eq("ok"), style.SAME_BINDING)
-    return with_status(d, "pct", "pair_status")
+    return with_status(d, "pct")
 
 
-def with_status(d: pd.DataFrame, value: str, pair: str) -> pd.DataFrame:
-    """``value``, its CI (``_lo``, ``_hi``) and ``sig`` only where the pair's status (column
-    ``pair``) is ok, and ``<value>_status``: the pair's status, else ``missing`` without a value."""
+def with_status(d: pd.DataFrame, value: str) -> pd.DataFrame:
+    """``value``, its CI (``_lo``, ``_hi``) and ``sig`` only where ``pair_status`` is ok, and
+    ``<value>_status``: the pair's status, else ``missing`` without a value."""
     cols = [value, f"{value}_lo", f"{value}_hi"]
     for c in cols:
         if c not in d:
             d[c] = np.nan
     if "sig" not in d:
         d["sig"] = None
-    d.loc[d[pair] != "ok", cols] = np.nan
-    d[f"{value}_status"] = value_status(d[pair], d[value])
+    d.loc[d["pair_status"] != "ok", cols] = np.nan
+    d[f"{value}_status"] = value_status(d["pair_status"], d[value])
     return d
 
 
@@ -263,8 +259,8 @@ def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
     c = c[(c["run"].astype(str) == str(run)) & (c["model"] == model) & (c["opt"] == opt)]
     c = c.astype({"threads": int, "batch_size": int})
     d = _by_threads_and_batch(c, ["placement"]).merge(c, on=["placement", *AXES], how="left")
-    for to, col in (("pct", ""), ("pct_lo", "_ci_low"), ("pct_hi", "_ci_high")):
-        d[to] = d[f"latency_change{col}_pct"].astype(float)
+    for col, to in pct_columns("latency_change").items():
+        d[to] = d[col].astype(float)
     d["sig"] = d["significant"].map(stats.as_bool)
     status = d["status"].where(d["status"].notna(), "missing").astype(str)
     d["pct_status"] = np.where(status.eq("ok") & d["pct"].isna(), "missing", status)
@@ -290,13 +286,11 @@ def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
     base_opt, base_alloc = base_variant(u["allocator"])
     is_base = (u["opt"] == base_opt) & (u["allocator"] == base_alloc)
     base = u[is_base][["placement", "threads", st, "disturbed"]]
-    d = u[~is_base].merge(base, on=["placement", "threads"], how="left", suffixes=("", "_b"))
-    d["disturbed"] = d["disturbed"] | d["disturbed_b"].eq(True)
-    d["pair"] = pair_status(d[st], d[f"{st}_b"].fillna("missing"))
+    d = with_baseline(u[~is_base], base, ["placement", "threads"], st)
     p = tables.precision
     p = p[(p["model"] == model) & (p["batch_size"] == batch_size)]
     on = ["placement", "threads", "opt", "allocator"]
     cols = {"speedup_ci_low": "speedup_lo", "speedup_ci_high": "speedup_hi", "significant": "sig"}
     p = p[[c for c in [*on, "speedup", *cols] if c in p]].rename(columns=cols)
     d = d.merge(p.astype({"threads": int}), on=on, how="left")
-    return with_status(d, "speedup", "pair"), base_alloc
+    return with_status(d, "speedup"), base_alloc

@@ -2,14 +2,9 @@
 
 Pure and cheap (no matplotlib, no pandas): the workflow imports it at parse time to generate the
 ``plot_<name>`` rules (workflow/rules/report.smk) and list the figure targets
-(``report.figures``). A family's entry holds its section, title, file ``pattern`` (its fields
-are the wildcards), ``plan`` (a function of ``report.figures.PLANS``), ``caption`` (RST with
-only ````code```` and ``*emphasis*``: the page and ``snakemake --report`` both show it),
-``metric`` and input ``tables``; its draw function is registered with ``@drawer(name)``
-(``report.drawers``). A section is on one page (``Section.page``): the run's report or the
-comparison of result folders; a family is planned from and drawn with that page's cells and
-tables. Adding a family = one entry here + one ``@drawer`` function + its test; a new wildcard
-also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
+(``report.figures``). A family's draw function is registered with ``@drawer(name)``
+(``report.drawers``). Adding a family = one entry here + one ``@drawer`` function + its test; a
+new wildcard also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
 """
 
 from __future__ import annotations
@@ -79,7 +74,7 @@ class Family:
     title: str  # heading in the page and subcategory in `snakemake --report`
     pattern: str  # file path below report/figures/, without extension; its fields = wildcards
     plan: str  # key of PLANS: the cells that support one figure
-    caption: str  # RST, one text for the page and `snakemake --report`
+    caption: str  # RST (``code``, *emphasis* only): the page and `snakemake --report` show it
     metric: Metric = LATENCY  # passed to the draw function
     tables: tuple[str, ...] = TABLES
 
@@ -100,7 +95,7 @@ class Family:
 
 # Each section's shared fields
 _latency = partial(Family, section="latency", plan="sequential")
-_throughput = partial(Family, section="throughput", plan="sequential")
+_throughput = partial(Family, section="throughput", plan="sequential", metric=THROUGHPUT)
 _numa = partial(Family, section="numa", plan="comparison")
 _precision = partial(Family, section="precision")
 _node_pairs = partial(Family, section="node_pairs")
@@ -131,7 +126,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_batch",
         title="Throughput per batch",
         pattern="{model}/throughput_per_batch/bs{batch_size}",
-        metric=THROUGHPUT,
         caption="One figure per batch size: images per second against the intra-op threads, "
         "one line per optimization, placement ``sequential``.",
     ),
@@ -139,7 +133,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_opt",
         title="Throughput per optimization",
         pattern="{model}/throughput_per_opt/{opt}",
-        metric=THROUGHPUT,
         caption="One figure per optimization: images per second against the intra-op threads, "
         "one line per batch size, placement ``sequential``.",
     ),
@@ -147,7 +140,6 @@ FAMILIES: tuple[Family, ...] = (
         name="speedup",
         title="Speedup over one thread",
         pattern="{model}/speedup/{opt}",
-        metric=THROUGHPUT,
         caption="Throughput at t threads divided by throughput at the fewest threads measured, "
         "one line per batch size, their mean (dashed) and linear scaling (dotted). A batch size "
         "without a one-thread value has no line.",
@@ -156,7 +148,6 @@ FAMILIES: tuple[Family, ...] = (
         name="throughput_per_batch_size",
         title="Throughput per batch size",
         pattern="{model}/throughput_per_batch_size/{opt}",
-        metric=THROUGHPUT,
         caption="Images per second against the batch size (log2 axis), one line per intra-op "
         "thread count, placement ``sequential``.",
     ),

@@ -37,8 +37,8 @@ class Figure:
         return f"{folder}/{self.spec.pattern.format(**self.wildcards)}.{ext}"
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        return {"family": d.pop("family"), "section": self.spec.section, **d}
+        """Its fields, for a rule's params (``from_dict`` reads them back)."""
+        return asdict(self)
 
 
 def _order(fig: Figure) -> tuple:
@@ -48,7 +48,7 @@ def _order(fig: Figure) -> tuple:
 def _key_values(keys: Iterable) -> list[dict]:
     out = []
     for k in keys:
-        get = k.get if isinstance(k, dict) else lambda a, k=k: getattr(k, a, None)
+        get = (k if isinstance(k, dict) else k.as_dict()).get
         v = {a: get(a) for a in ("model", "opt", "placement")}
         v["batch_size"] = int(get("batch_size"))
         v["run"] = get("run") or ""
@@ -157,5 +157,4 @@ def figures(
 
 
 def from_dict(d: dict) -> Figure:
-    given = {k: d[k] for k in ("opt", "placement", "run") if k in d}
-    return Figure(d["family"], d["model"], batch_size=int(d.get("batch_size", 0)), **given)
+    return Figure(**d)

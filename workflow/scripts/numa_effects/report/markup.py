@@ -1,5 +1,5 @@
 """The HTML both pages (``report.page``, ``compare.page``) are made of: the style sheet,
-escaping, captions, tables, figure blocks and the document around a page's body."""
+escaping, captions, tables, section links, figure blocks and the document around a body."""
 
 from __future__ import annotations
 
@@ -11,16 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from numa_effects.report import families
+from numa_effects.tables.tidy import INTEGER_COLUMNS
+
 HIGHLIGHT = ' class="numa"'  # the section the page is about stands out in the navigation
-INT_COLUMNS = {
-    "threads",
-    "batch_size",
-    "n",
-    "interop_threads",
-    "instance_id",
-    "returncode",
-    "replicates",
-}
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -86,11 +80,8 @@ def facts_table(rows: Sequence[tuple[str, object]]) -> str:
     return f'<table class="facts">{body}</table>'
 
 
-def given(v) -> bool:
-    return v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))
-
-
 def data_table(df: pd.DataFrame, columns: list[str], row_class: str | None = None) -> str:
+    """``columns`` of ``df``; an integer column a blank made float still prints integers."""
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = []
     for r in df.to_dict("records"):
@@ -98,7 +89,7 @@ def data_table(df: pd.DataFrame, columns: list[str], row_class: str | None = Non
         tds = []
         for c in columns:
             v = r.get(c)
-            if isinstance(v, float) and c in INT_COLUMNS and v.is_integer():
+            if isinstance(v, float) and c in INTEGER_COLUMNS and v.is_integer():
                 tds.append(f"<td>{int(v)}</td>")
             elif isinstance(v, float):
                 tds.append(f"<td>{number(v, 2 if abs(v) < 100 else 1)}</td>")
@@ -125,6 +116,31 @@ def figure_html(fig, figure_dir: str, page_dir: str) -> str:
         f'<figcaption>{escape(what or fig.model)} · <a href="{escape(png)}">PNG</a> · '
         f'<a href="{escape(svg)}">SVG</a></figcaption></figure>'
     )
+
+
+def section_links(page: str) -> str:
+    """The navigation's links to the sections of ``page``; the one it is about stands out."""
+    return "".join(
+        f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
+        for s in families.page_sections(page).values()
+    )
+
+
+def family_blocks(figs, anchor: str, dirs: tuple[str, str], suffix: str = "") -> list[str]:
+    """Per family with figures among ``figs``, in registry order: its heading (id
+    ``<anchor>-<family>``, its title and ``suffix``), caption and figures; ``dirs``: the figure
+    and page folders."""
+    out = []
+    for fam in families.FAMILIES:
+        group = [f for f in figs if f.family == fam.name]
+        if group:
+            out.append(
+                f'<h3 id="{escape(anchor)}-{fam.name}">{escape(fam.title)}{suffix}</h3>'
+                f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
+                + "".join(figure_html(f, *dirs) for f in group)
+                + "</div>"
+            )
+    return out
 
 
 def document(title: str, body: Sequence[str], css: str = "") -> str:

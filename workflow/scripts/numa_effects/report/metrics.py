@@ -43,12 +43,12 @@ class Metric:
     @property
     def degradation_columns(self) -> dict[str, str]:
         """degradation.csv columns of this metric -> the figure data's."""
-        stem = f"{self.name}_degradation"
-        return {
-            f"{stem}_pct": "pct",
-            f"{stem}_ci_low_pct": "pct_lo",
-            f"{stem}_ci_high_pct": "pct_hi",
-        }
+        return pct_columns(f"{self.name}_degradation")
+
+
+def pct_columns(stem: str) -> dict[str, str]:
+    """A table's % change ``<stem>_pct`` and its CI's columns -> the figure data's."""
+    return {f"{stem}_pct": "pct", f"{stem}_ci_low_pct": "pct_lo", f"{stem}_ci_high_pct": "pct_hi"}
 
 
 LATENCY = Metric(

@@ -8,20 +8,19 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import deploy_section, families
 from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
-    HIGHLIGHT,
-    caption_html,
     data_table,
     document,
     escape,
     facts_table,
-    figure_html,
-    given,
+    family_blocks,
+    section_links,
 )
 from numa_effects.tables import stages
 
@@ -159,11 +158,11 @@ def _why_failed(r: dict) -> str:
 
 def _why_contended(r: dict) -> str:
     why = r.get("contended_reason")
-    return f": {escape(why)}" if given(why) else ""
+    return f": {escape(why)}" if pd.notna(why) else ""
 
 
 def _how_disturbed(r: dict) -> str:
-    return ": " + " and ".join(c for c in DISTURBED if flag(pd.DataFrame([r]), [c]).iloc[0])
+    return ": " + " and ".join(c for c in DISTURBED if stats.as_bool(r.get(c)) is True)
 
 
 def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
@@ -215,7 +214,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     if rows.empty:
         return '<h2 id="cells">Cells</h2><p>No cells.</p>'
     rows = rows.sort_values(list(KEYS), kind="stable")
-    lat = f"latency_{latency_stat}_ms"
+    lat = stats.latency_column(latency_stat)
     timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
     rates = ("throughput_ips", "gflop_per_s", "hw_gflop_per_s", "efficiency")
     # replicates_reason (two_stage): how many replicates the cell was given and why
@@ -234,16 +233,11 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
     )
 
 
-def _nav(sections, answer: bool) -> str:
+def _nav(answer: bool) -> str:
     first = f'<a href="#{deploy_section.ANCHOR}">{deploy_section.HEADING}</a>' if answer else ""
     return (
-        "<nav>"
-        + first
-        + "".join(
-            f'<a{HIGHLIGHT if sec.highlight else ""} href="#{sec.anchor}">{escape(sec.heading)}</a>'
-            for sec in sections.values()
-        )
-        + '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
+        f"<nav>{first}{section_links(families.RUN_PAGE)}"
+        '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
     )
 
 
@@ -259,15 +253,7 @@ def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) 
             continue
         if len(models) > 1:
             body.append(f"<h3>{escape(model)}</h3>")
-        for fam in families.FAMILIES:
-            group = [f for f in mine if f.family == fam.name]
-            if group:
-                body.append(
-                    f'<h3 id="{escape(model)}-{fam.name}">{escape(fam.title)}</h3>'
-                    f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                    + "".join(figure_html(f, dirs[0], dirs[1]) for f in group)
-                    + "</div>"
-                )
+        body += family_blocks(mine, model, dirs)
     for name in sec.tables:
         table = shown.get(name)
         if table is not None and not table.empty:
@@ -318,7 +304,7 @@ def render(
     body = [
         f"<header><h1>{escape(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
         f"(ms); throughput in images per second.{jump}</p></header>",
-        _nav(sections, recommendation is not None),
+        _nav(recommendation is not None),
         "<main>",
         emulated_banner(machine),
     ]

@@ -25,16 +25,9 @@ from numa_effects.report.style import DPI
 
 def draw(family: str, tables: Tables, wildcards: dict):
     """The matplotlib figure of ``family`` for ``wildcards``: its draw function with its metric."""
-    if family not in families.BY_NAME:
-        raise ValueError(f"unknown figure family {family!r}")
     fam = families.BY_NAME[family]
-    fn = drawers.DRAWERS.get(family)
-    if fn is None:
-        raise ValueError(f"figure family {family!r} has no draw function (drawers.drawer)")
     w = {k: wildcards[k] for k in fam.wildcards}
-    if "batch_size" in w:
-        w["batch_size"] = int(w["batch_size"])
-    return fn(tables, metric=fam.metric, **w)
+    return drawers.DRAWERS[family](tables, metric=fam.metric, **w)
 
 
 def save(fig, png: str, svg: str | None = None) -> None:

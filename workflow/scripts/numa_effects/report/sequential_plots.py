@@ -56,10 +56,10 @@ def speedup(tables: Tables, model: str, opt: str, metric: Metric = THROUGHPUT):
     u = sequential(tables.universe(model))
     d = u[u["opt"] == opt].copy()
     t0 = int(d["threads"].min())
-    base = d[d["threads"] == t0].set_index("batch_size")[metric.key]
+    first = d[d["threads"] == t0].set_index("batch_size")
+    base = first[metric.key]
     d["speedup"] = d[metric.key] / d["batch_size"].map(base)
-    base_disturbed = d[d["threads"] == t0].set_index("batch_size")["disturbed"]
-    d["disturbed"] = d["disturbed"] | d["batch_size"].map(base_disturbed).eq(True)
+    d["disturbed"] = d["disturbed"] | d["batch_size"].map(first["disturbed"]).eq(True)
     d["speedup_status"] = value_status(d[f"{metric.key}_status"], d["speedup"])
     bss = sorted(d["batch_size"].unique())
     fig, ax = drawing.new_figure()
