@@ -361,7 +361,7 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got.get("basis"):
             notes = [*notes, got["basis"]]
         bases.append({"baseline": name, "config": cid, "notes": notes, **got})
-    out = {**row, "name": deploy.objective_name(row), "model": model}
+    out = {**row, "model": model}
     return out | {"candidates": cands, "baselines": bases}
 
 
