@@ -25,10 +25,12 @@ class Instance:
     batch: int
     mem_nodes: tuple[int, ...]  # () = local allocation (no policy)
 
+    def slot(self) -> launchers.Slot:
+        return launchers.Slot(self.cpus, self.threads, self.mem_nodes)
+
     def to_dict(self, topo: Topology) -> dict:
         out = {**asdict(self), "cpus": list(self.cpus), "mem_nodes": list(self.mem_nodes)}
-        cores = len({topo.cpu(c).siblings for c in self.cpus})
-        return out | {"nodes": _nodes(topo, self), "cores": cores}
+        return out | {"nodes": list(self.slot().nodes(topo)), "cores": self.slot().cores(topo)}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Config:
         the same binding in effect (local allocation on one node = bound to it)."""
 
         def mem(i: Instance) -> tuple:
-            nodes = tuple(_nodes(topo, i))
+            nodes = i.slot().nodes(topo)
             return i.mem_nodes or (nodes if len(nodes) == 1 else ("local", *nodes))
 
         insts = sorted((tuple(sorted(i.cpus)), i.threads, i.batch, mem(i)) for i in self.instances)
@@ -51,7 +53,7 @@ class Config:
 
     def to_dict(self, topo: Topology) -> dict:
         insts = [i.to_dict(topo) for i in self.instances]
-        slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
+        slots = [i.slot() for i in self.instances]
         args = launchers.run_cpu_args(slots, topo)
         return {
             "model": self.model,
@@ -63,10 +65,6 @@ class Config:
             "run_cpu": f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else "",
             "notes": launchers.notes(slots, topo),
         }
-
-
-def _nodes(topo: Topology, i: Instance) -> list[int]:
-    return sorted({topo.node_of(c) for c in i.cpus})
 
 
 class Configs(dict):
@@ -312,7 +310,7 @@ def predict(
         return {}
     points = []
     for i in config.instances:
-        on = sorted({topo.node_of(c) for c in i.cpus})
+        on = i.slot().nodes(topo)
         table, alone = prof[key] if len(on) == 1 else (spread or {}).get(key, ({}, {}))
         if (i.threads, i.batch) not in table:
             return {}

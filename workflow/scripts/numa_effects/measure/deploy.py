@@ -19,8 +19,7 @@ from numa_effects import stats
 from numa_effects.measure import job as job_mod
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import spec as spec_mod
-
-LATENCY, THROUGHPUT = "latency", "throughput"
+from numa_effects.plan.deploy import LATENCY
 
 
 def metric(rec: Record, objective: str) -> float:

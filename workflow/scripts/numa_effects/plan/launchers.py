@@ -38,10 +38,13 @@ class Slot:
     def nodes(self, topo: Topology) -> tuple[int, ...]:
         return tuple(sorted({topo.node_of(c) for c in self.cpus}))
 
+    def cores(self, topo: Topology) -> int:
+        """How many physical cores its CPUs lie on."""
+        return len({topo.cpu(c).siblings for c in self.cpus})
+
     def plan(self, topo: Topology, label: str = placement_mod.PACKED) -> placement_mod.Plan:
         """The binding the measuring stack enforces and verifies (``numactl_args``)."""
-        cores = len({topo.cpu(c).siblings for c in self.cpus})
-        nodes = self.nodes(topo)
+        nodes, cores = self.nodes(topo), self.cores(topo)
         return placement_mod.pinned(label, self.cpus, self.threads, nodes, self.mem_nodes, cores)
 
 

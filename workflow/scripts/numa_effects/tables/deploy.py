@@ -72,22 +72,15 @@ def value_ci(runs: dict, cid: str, objective: str) -> dict:
     """The measured value of one configuration over its rounds: the mean on the log scale
     (the geometric mean) with the t interval of the rounds (each round a new set of processes:
     the interval covers process-to-process and round-to-round spread); NaN without rounds."""
-    vals = np.asarray(list(measured.round_values(runs, cid, objective).values()), dtype=float)
-    if vals.size == 0:
-        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "rounds": 0}
+    vals = list(measured.round_values(runs, cid, objective).values())
+    if not vals:
+        return {**dict.fromkeys(VALUE, math.nan), "rounds": 0}
     logs = np.log(vals)
-    centre = float(logs.mean())
-    if vals.size < 2:
-        lo = hi = math.nan
-    else:
-        half = stats.t_quantile(vals.size - 1) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
-        lo, hi = math.exp(centre - half), math.exp(centre + half)
-    return {
-        "value": _shown(objective, math.exp(centre)),
-        "ci_low": _shown(objective, lo),
-        "ci_high": _shown(objective, hi),
-        "rounds": int(vals.size),
-    }
+    centre, half = float(logs.mean()), math.nan
+    if len(vals) > 1:
+        half = stats.t_quantile(len(vals) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(vals))
+    shown = (_shown(objective, math.exp(x)) for x in (centre, centre - half, centre + half))
+    return {**dict(zip(VALUE, shown, strict=True)), "rounds": len(vals)}
 
 
 def simplicity(config: dict) -> tuple:
@@ -105,7 +98,7 @@ def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | 
     top = measured.best(runs, cids, row["objective"])
     if top is None:
         return None, "no configuration was measured"
-    ties = [c for c, g in gains.items() if _significant(g) is False]
+    ties = [c for c, g in gains.items() if _significant(g["ci_low"], g["ci_high"]) is False]
     if not ties:
         return top, "the measured best"
     pick = min([top, *ties], key=lambda c: simplicity(configs[c]))
@@ -117,11 +110,9 @@ def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | 
     )
 
 
-def _significant(g: dict) -> bool | None:
-    lo, hi = g.get("ci_low", math.nan), g.get("ci_high", math.nan)
-    if not (lo == lo and hi == hi):
-        return None
-    return bool(lo > 1.0 or hi < 1.0)
+def _significant(lo: float, hi: float) -> bool | None:
+    """Does the gain's CI exclude 1 (None: no interval)?"""
+    return bool(lo > 1.0 or hi < 1.0) if lo == lo and hi == hi else None
 
 
 def _config_columns(config: dict, topo=None) -> dict:
@@ -235,16 +226,16 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
     """Without a measurement: the gain of the predictions, with an interval from both
     predicted intervals (log scale, independent)."""
-    if rec_row is None or base.get("predicted") != base.get("predicted"):
+    if rec_row is None:
         return
     a, b = rec_row["predicted"], base["predicted"]
-    if not (a == a and a > 0 and b > 0):
+    if not (a > 0 and b > 0):  # also where either is NaN
         return
     gain = b / a if objective == deploy_mod.LATENCY else a / b
     half = 0.0
     for r in (rec_row, base):
-        lo, hi = r.get("predicted_low", math.nan), r.get("predicted_high", math.nan)
-        if not (lo == lo and hi == hi and lo > 0):
+        lo, hi = r["predicted_low"], r["predicted_high"]
+        if not (lo > 0 and hi == hi):
             return base.update(gain=gain)
         half = math.hypot(half, math.log(hi / lo) / 2)
     _set_gain(base, gain, gain * math.exp(-half), gain * math.exp(half))
@@ -252,7 +243,7 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
 
 def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
     base.update(zip(GAIN, (gain, lo, hi), strict=True))
-    base["significant"] = _significant({"ci_low": lo, "ci_high": hi})
+    base["significant"] = _significant(lo, hi)
 
 
 def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
@@ -311,13 +302,24 @@ def gain_words(r, objective: str) -> str:
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
 
 
+def shown(r) -> tuple[float, float, float, bool]:
+    """(value, low, high, measured) of a table row: measured, else its prediction."""
+    got = r["source"] == "measured"
+    return (*(r[c] for c in (VALUE if got else PREDICTED)), got)
+
+
+def text(v) -> str:
+    """A text column's value, "" where the CSV read back a blank (NaN)."""
+    return v if isinstance(v, str) else ""
+
+
 def answer_lines(df: pd.DataFrame) -> list[str]:
     """The summary's first lines: per objective row the recommendation, its value, its gains
     over the baselines and the command."""
     if df is None or df.empty:
         return []
     source = (
-        "predicted from imported results" if (df["source"] == "predicted").all() else ("measured")
+        "predicted from imported results" if (df["source"] == "predicted").all() else "measured"
     )
     lines = [f"What to deploy ({source}; tables/recommendation.csv, docs/deploy.md):"]
     for (model, objective), g in df.groupby(["model", "objective"], sort=False):
@@ -326,13 +328,8 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(f"  {model} {objective}: no configuration measured")
             continue
         r = rec.iloc[0]
-        got = r["source"] == "measured"
-        value, lo, hi = (r[c] for c in (VALUE if got else PREDICTED))
-        same = (
-            f" (the layout of {r['baseline']})"
-            if isinstance(r["baseline"], str) and r["baseline"]
-            else ""
-        )
+        value, lo, hi, got = shown(r)
+        same = f" (the layout of {r['baseline']})" if text(r["baseline"]) else ""
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
             f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")
@@ -340,6 +337,6 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
         for b in g[g["role"] == "baseline"].itertuples():
             lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")
         lines.append(f"    run: {r['command']}")
-        if isinstance(r["run_cpu"], str) and r["run_cpu"]:
+        if text(r["run_cpu"]):
             lines.append(f"    or: {r['run_cpu']}")
     return lines
