@@ -74,10 +74,11 @@ def best(runs: dict, cids: list[str], objective: str) -> str | None:
     return pick(means, key=means.get) if means else None
 
 
-def _row_rounds(runs: dict, row: dict) -> tuple[str | None, dict[str, np.ndarray]]:
-    """(the best configuration of an objective row, ``gain_rounds`` over each other one)."""
+def _row_rounds(runs: dict, row: dict, top=None) -> tuple[str | None, dict[str, np.ndarray]]:
+    """(``top``, by default the best configuration of an objective row; ``gain_rounds`` over
+    each other one)."""
     cids = row_configs(row)
-    top = best(runs, cids, row["objective"])
+    top = top or best(runs, cids, row["objective"])
     others = [c for c in cids if top is not None and c != top]
     return top, {c: gain_rounds(runs, top, c, row["objective"]) for c in others}
 
@@ -95,14 +96,11 @@ def row_configs(row: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def gains(runs: dict, row: dict, pool=(math.nan, 0)) -> dict[str, dict]:
-    """{configuration: the best one's gain over it with its paired CI} for one objective row."""
-    top, rounds = _row_rounds(runs, row)
-    return {
-        cid: {**stats.paired_ratio_ci(d, pool), "rounds": int(d.size), "best": top}
-        for cid, d in rounds.items()
-        if d.size
-    }
+def gains(runs: dict, row: dict, pool=(math.nan, 0), top=None) -> dict[str, dict]:
+    """{configuration: ``top``'s (by default the best one's) gain over it with its paired CI}
+    for one objective row."""
+    _, rounds = _row_rounds(runs, row, top)
+    return {cid: stats.paired_ratio_ci(d, pool) for cid, d in rounds.items() if d.size}
 
 
 def widest_pct(runs: dict, rows: list[dict]) -> float:

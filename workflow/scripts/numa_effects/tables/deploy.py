@@ -183,6 +183,7 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
     roles = _roles(row)
     g = measured.gains(runs, row, pool) if runs else {}
     rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row)
+    over = measured.gains(runs, row, pool, rec) if runs else {}  # the recommendation's gains
     out = []
     for cid, info in roles.items():
         config = configs[cid]
@@ -209,7 +210,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
                 base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
-        _gain_columns(base, cid, rec, runs, row, pool)
+        if cid in over:
+            _set_gain(base, *(over[cid][k] for k in ("ratio", "ci_low", "ci_high")))
         notes = [*info["notes"], *(n for n in config.get("notes") or () if n not in info["notes"])]
         if cid == rec:
             notes.insert(0, why)
@@ -244,17 +246,6 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
 def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
     base.update(zip(GAIN, (gain, lo, hi), strict=True))
     base["significant"] = _significant(lo, hi)
-
-
-def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
-    """The recommended configuration's gain over this one, with its paired CI over rounds."""
-    if not runs or rec is None or cid == rec:
-        return
-    d = measured.gain_rounds(runs, rec, cid, row["objective"])
-    if d.size == 0:
-        return
-    g = stats.paired_ratio_ci(d, pool)
-    _set_gain(base, g["ratio"], g["ci_low"], g["ci_high"])
 
 
 def _predicted_pick(row: dict) -> tuple[str | None, str]:
