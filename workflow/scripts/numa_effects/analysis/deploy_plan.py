@@ -84,7 +84,8 @@ SPREAD = "interleave"  # the placement whose cells describe an instance across n
 
 
 def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells."""
+    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells (the
+    alone table has every point of the latency table)."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
@@ -157,7 +158,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
     best: dict = {}
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
-        for (t, b), lat in table.items():
+        for t, b in table:
             if batch % b:
                 continue
             k = batch // b
@@ -165,8 +166,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
             if per is None:
                 continue
             x = (max(m for _, m in per) - 1) * t
-            a = alone.get((t, b)) or interference.Alone(lat)
-            value, lo, hi = interference.instance_interval(a, x, curve)
+            value, lo, hi = interference.instance_interval(alone[(t, b)], x, curve)
             parts = [(t, b, n) for n, m in per for _ in range(m)]
             if k not in best or value < best[k][0]:
                 best[k] = (value, lo, hi, opt, alloc, parts)
@@ -194,8 +194,8 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
         tails = _tail_ratios(cells, model, opt, alloc) if bound else {}
-        for (t, b), lat in sorted(table.items()):
-            a, best = alone.get((t, b)) or interference.Alone(lat), None
+        for t, b in sorted(table):
+            a, best = alone[(t, b)], None
             for k in range(1, max(c for _, c in caps) // t + 1):
                 value, lo, hi = interference.instance_interval(a, (k - 1) * t, curve)
                 if bound and value * tails.get((t, b), 1.0) * 1e3 > bound:
@@ -314,8 +314,7 @@ def predict(
         table, alone = prof[key] if len(on) == 1 else (spread or {}).get(key, ({}, {}))
         if (i.threads, i.batch) not in table:
             return {}
-        a = alone.get((i.threads, i.batch)) or interference.Alone(table[(i.threads, i.batch)])
-        points.append((a, on))
+        points.append((alone[(i.threads, i.batch)], on))
     busy: dict[int, int] = {}
     for i, (_, on) in zip(config.instances, points, strict=True):
         for n in on:
