@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from numa_effects.analysis import interference, packing
 from numa_effects.analysis.planner import Planner
 from numa_effects.plan import allocators as allocators_mod
-from numa_effects.plan import cpulist, deploy, launchers
+from numa_effects.plan import deploy, launchers
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import EAGER
@@ -388,15 +388,3 @@ def from_cells(s: dict, cells) -> dict:
     axes = {"models": "model", "optimizations": "opt", "allocators": "allocator"}
     found = {key: sorted(set(cells[col])) for key, col in axes.items()}
     return {**s, **found, "batch_sizes": batches, "throughput_batch": max(batches)}
-
-
-def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:
-    """Each instance's command: binding, threads and allocator environment, the program."""
-    env = " ".join(f"{k}={v}" for k, v in sorted((environ or {}).items()))
-    out = []
-    for i in config["instances"]:
-        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
-        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
-        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
-        out.append(f"{prefix}{bind} python serve.py")
-    return out

@@ -1,12 +1,8 @@
-"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side, every
-configuration once per round in ABBA order, so that drift moves every configuration alike and
-each gain is a paired ratio over rounds (docs/deploy.md). The job is a group of the front door
-(``measure.job``); after ``rounds`` rounds it goes on up to ``max_rounds`` while a gain is known
-less precisely than ``target_pct`` and the next round fits the time allowance (``until``).
-
-The judging (``metric``, ``gains``, ``best``) is pure, on the records: ``tables.deploy`` reads
-the same functions.
-"""
+"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side through
+the front door (``measure.job``), every configuration once per round in ABBA order, so that
+drift moves every configuration alike and each gain is a paired ratio over rounds; the rounds
+stop by ``until`` (docs/deploy.md). The judging (``metric``, ``gains``, ``best``) is pure, on
+the records: ``tables.deploy`` reads the same functions."""
 
 from __future__ import annotations
 

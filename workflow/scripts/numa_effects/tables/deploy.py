@@ -1,12 +1,7 @@
-"""``tables/recommendation.csv``: what to deploy, per objective row, with the evidence
-(docs/deploy.md, "Reading recommendation.csv").
-
-One row per configuration an objective row compares (``role``: ``recommended``, ``candidate`` or
-``baseline``), with its value and CI over rounds, its prediction, and the recommended
-configuration's gain over it with the paired CI over the rounds (``measure.deploy.gains``). The
-recommended one is the measured best or, where simpler ones are not significantly different from
-it, the simplest of them. An imported run has predictions only (``source`` ``predicted``).
-"""
+"""``tables/recommendation.csv``: what to deploy, per objective row, with the evidence: one row
+per configuration the objective row compares, with its value over the rounds, its prediction,
+the recommendation's gain over it (``measure.deploy.gains``) and the commands that start it
+(docs/deploy.md, "Reading recommendation.csv"). An import has predictions only."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import GroupRecord
 from numa_effects.plan import allocators as allocators_mod
@@ -115,7 +109,7 @@ def _significant(lo: float, hi: float) -> bool | None:
     return bool(lo > 1.0 or hi < 1.0) if lo == lo and hi == hi else None
 
 
-def _config_columns(config: dict, topo=None) -> dict:
+def _config_columns(config: dict) -> dict:
     opt = optimizations_mod.OPTIMIZATIONS.get(config["opt"])
     insts = config["instances"]
     return {
@@ -129,7 +123,7 @@ def _config_columns(config: dict, topo=None) -> dict:
         "mem_nodes": " ".join(
             cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
         ),
-        "command": " ; ".join(deploy_plan.numactl_lines(config, allocator_env(config))),
+        "command": " ; ".join(numactl_lines(config)),
         "run_cpu": run_cpu_line(config),
     }
 
@@ -158,6 +152,18 @@ def allocator_env(config: dict) -> dict[str, str]:
     if entry.preloaded:
         env["LD_PRELOAD"] = f"<path of {entry.sonames[0]}>"
     return env
+
+
+def numactl_lines(config: dict) -> list[str]:
+    """Each instance's command: binding, threads and allocator environment, the program."""
+    env = " ".join(f"{k}={v}" for k, v in sorted(allocator_env(config).items()))
+    out = []
+    for i in config["instances"]:
+        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
+        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
+        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
+        out.append(f"{prefix}{bind} python serve.py")
+    return out
 
 
 def _roles(row: dict) -> dict[str, dict]:
