@@ -346,7 +346,7 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
             cands.append(got)
     bases = []
     for name in s["baselines"]:
-        if not deploy.applies(name, row["objective"]):
+        if row["objective"] not in deploy.BASELINES[name].objectives:
             bases.append({"baseline": name, "config": None, "notes": ["not this objective's"]})
             continue
         if name == "packrat":

@@ -46,7 +46,7 @@ def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
     out = {}
     for rec in runs.get(cid) or ():
         v = metric(rec, objective)
-        if v == v and v > 0:
+        if v > 0:  # not NaN
             out[rec.replicate] = v
     return out
 

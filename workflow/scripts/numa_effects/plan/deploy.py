@@ -119,10 +119,6 @@ def settings(config: dict, measured: bool) -> dict:
     }
 
 
-def applies(baseline: str, objective: str) -> bool:
-    return objective in BASELINES[baseline].objectives
-
-
 def objective_rows(s: dict) -> list[dict]:
     """One row per question: ``latency`` for each batch size (named ``latency b16``),
     ``throughput`` once."""
