@@ -232,7 +232,8 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
 
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
     """(allocator to run, notes) of a baseline: its rule's, else the run's baseline allocator."""
-    alloc, why = deploy.BASELINES[name].allocator()
+    rule = deploy.BASELINES[name].allocator
+    alloc, why = rule() if callable(rule) else rule
     alloc, notes = alloc or fallback, [why]
     entry = allocators_mod.get(alloc)
     missing = allocators_mod.skip_reason(entry, allocators_mod.locate(entry))

@@ -29,16 +29,8 @@ class Baseline:
     objectives: tuple[str, ...]
     # (topology) -> the instances; None: planned from the profiles (``analysis.deploy_plan``)
     layout: Callable[[Topology], list[launchers.Slot]] | None
-    allocator: Callable[[], tuple[str, str]]  # -> (allocator registry name, why)
-
-
-def _fixed(name: str, why: str) -> Callable[[], tuple[str, str]]:
-    """An allocator rule that always answers ``(name, why)``."""
-
-    def allocator() -> tuple[str, str]:
-        return name, why
-
-    return allocator
+    # (allocator registry name, why), or the rule that finds them (``run_cpu``'s search)
+    allocator: tuple[str, str] | Callable[[], tuple[str, str]]
 
 
 BASELINES: dict[str, Baseline] = by_name(
@@ -46,7 +38,7 @@ BASELINES: dict[str, Baseline] = by_name(
         "all-cores",
         OBJECTIVES,
         launchers.all_cores,
-        _fixed("default", "glibc as it comes: nothing preloaded"),
+        ("default", "glibc as it comes: nothing preloaded"),
     ),
     Baseline(
         "run_cpu-latency",
@@ -64,14 +56,9 @@ BASELINES: dict[str, Baseline] = by_name(
         "mlperf",
         (THROUGHPUT,),
         launchers.one_core_each,
-        _fixed("jemalloc", "MLPerf's submissions preload jemalloc"),
+        ("jemalloc", "MLPerf's submissions preload jemalloc"),
     ),
-    Baseline(
-        "packrat",
-        OBJECTIVES,
-        None,
-        _fixed("", "the allocator of the run's isolated profiles"),
-    ),
+    Baseline("packrat", OBJECTIVES, None, ("", "the allocator of the run's isolated profiles")),
 )
 
 DEFAULTS = {
