@@ -225,7 +225,7 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
     out = {}
     for r in sel.itertuples(index=False):
         med, p99 = getattr(r, "latency_median_ms", math.nan), getattr(r, "latency_p99_ms", math.nan)
-        if med == med and p99 == p99 and med > 0:
+        if med > 0 and p99 == p99:
             out[(int(r.threads), int(r.batch_size))] = float(p99) / float(med)
     return out
 
@@ -292,11 +292,12 @@ CLOSE = 0.10  # a runner-up is measured when predicted within 10 % of the best
 
 
 def close(top, pred, row) -> bool:
-    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping?"""
+    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping (a
+    NaN bound compares false)?"""
     (v0, lo0, hi0, *_), (v, lo, hi, *_) = top, pred
     if row["objective"] == deploy.LATENCY:
-        return v <= v0 * (1 + CLOSE) or (lo == lo and hi0 == hi0 and lo <= hi0)
-    return v >= v0 / (1 + CLOSE) or (hi == hi and lo0 == lo0 and hi >= lo0)
+        return v <= v0 * (1 + CLOSE) or lo <= hi0
+    return v >= v0 / (1 + CLOSE) or hi >= lo0
 
 
 def predict(
