@@ -70,19 +70,19 @@ def best(runs: dict, cids: list[str], objective: str) -> str | None:
     return pick(means, key=means.get) if means else None
 
 
-def _row_rounds(runs: dict, row: dict, top=None) -> tuple[str | None, dict[str, np.ndarray]]:
-    """(``top``, by default the best configuration of an objective row; ``gain_rounds`` over
-    each other one)."""
+def _row_rounds(runs: dict, row: dict, top=None) -> dict[str, np.ndarray]:
+    """``gain_rounds`` of ``top`` (by default the row's best configuration) over each other one."""
     cids = row_configs(row)
     top = top or best(runs, cids, row["objective"])
-    others = [c for c in cids if top is not None and c != top]
-    return top, {c: gain_rounds(runs, top, c, row["objective"]) for c in others}
+    if top is None:
+        return {}
+    return {c: gain_rounds(runs, top, c, row["objective"]) for c in cids if c != top}
 
 
 def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
     """The pooled variance of the per-round log gains over every comparison of the job: the
     prior that moderates a comparison's own (``stats.paired_ratio_ci``)."""
-    return stats.pooled_paired_var([d for row in rows for d in _row_rounds(runs, row)[1].values()])
+    return stats.pooled_paired_var([d for row in rows for d in _row_rounds(runs, row).values()])
 
 
 def row_configs(row: dict) -> list[str]:
@@ -95,7 +95,7 @@ def row_configs(row: dict) -> list[str]:
 def gains(runs: dict, row: dict, pool=(math.nan, 0), top=None) -> dict[str, dict]:
     """{configuration: ``top``'s (by default the best one's) gain over it with its paired CI}
     for one objective row."""
-    _, rounds = _row_rounds(runs, row, top)
+    rounds = _row_rounds(runs, row, top)
     return {cid: stats.paired_ratio_ci(d, pool) for cid, d in rounds.items() if d.size}
 
 
