@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from numa_effects.analysis import interference, packing
 from numa_effects.analysis.planner import Planner
 from numa_effects.plan import allocators as allocators_mod
-from numa_effects.plan import cpulist, deploy, launchers
+from numa_effects.plan import deploy, launchers
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.optimizations import EAGER
@@ -25,10 +25,12 @@ class Instance:
     batch: int
     mem_nodes: tuple[int, ...]  # () = local allocation (no policy)
 
+    def slot(self) -> launchers.Slot:
+        return launchers.Slot(self.cpus, self.threads, self.mem_nodes)
+
     def to_dict(self, topo: Topology) -> dict:
         out = {**asdict(self), "cpus": list(self.cpus), "mem_nodes": list(self.mem_nodes)}
-        cores = len({topo.cpu(c).siblings for c in self.cpus})
-        return out | {"nodes": _nodes(topo, self), "cores": cores}
+        return out | {"nodes": list(self.slot().nodes(topo)), "cores": self.slot().cores(topo)}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Config:
         the same binding in effect (local allocation on one node = bound to it)."""
 
         def mem(i: Instance) -> tuple:
-            nodes = tuple(_nodes(topo, i))
+            nodes = i.slot().nodes(topo)
             return i.mem_nodes or (nodes if len(nodes) == 1 else ("local", *nodes))
 
         insts = sorted((tuple(sorted(i.cpus)), i.threads, i.batch, mem(i)) for i in self.instances)
@@ -51,7 +53,7 @@ class Config:
 
     def to_dict(self, topo: Topology) -> dict:
         insts = [i.to_dict(topo) for i in self.instances]
-        slots = [launchers.Slot(i.cpus, i.threads, i.mem_nodes) for i in self.instances]
+        slots = [i.slot() for i in self.instances]
         args = launchers.run_cpu_args(slots, topo)
         return {
             "model": self.model,
@@ -63,10 +65,6 @@ class Config:
             "run_cpu": f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else "",
             "notes": launchers.notes(slots, topo),
         }
-
-
-def _nodes(topo: Topology, i: Instance) -> list[int]:
-    return sorted({topo.node_of(c) for c in i.cpus})
 
 
 class Configs(dict):
@@ -86,7 +84,8 @@ SPREAD = "interleave"  # the placement whose cells describe an instance across n
 
 
 def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) -> dict:
-    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells."""
+    """{(opt, allocator): (latency table, alone table)} of the measured ``placement`` cells (the
+    alone table has every point of the latency table)."""
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
@@ -159,7 +158,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
     best: dict = {}
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
-        for (t, b), lat in table.items():
+        for t, b in table:
             if batch % b:
                 continue
             k = batch // b
@@ -167,8 +166,7 @@ def even_latency_predictions(prof: dict, curves: dict, caps, model: str, batch: 
             if per is None:
                 continue
             x = (max(m for _, m in per) - 1) * t
-            a = alone.get((t, b)) or interference.Alone(lat)
-            value, lo, hi = interference.instance_interval(a, x, curve)
+            value, lo, hi = interference.instance_interval(alone[(t, b)], x, curve)
             parts = [(t, b, n) for n, m in per for _ in range(m)]
             if k not in best or value < best[k][0]:
                 best[k] = (value, lo, hi, opt, alloc, parts)
@@ -196,8 +194,8 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
     for (opt, alloc), (table, alone) in prof.items():
         curve = curve_for(curves, model, opt)
         tails = _tail_ratios(cells, model, opt, alloc) if bound else {}
-        for (t, b), lat in sorted(table.items()):
-            a, best = alone.get((t, b)) or interference.Alone(lat), None
+        for t, b in sorted(table):
+            a, best = alone[(t, b)], None
             for k in range(1, max(c for _, c in caps) // t + 1):
                 value, lo, hi = interference.instance_interval(a, (k - 1) * t, curve)
                 if bound and value * tails.get((t, b), 1.0) * 1e3 > bound:
@@ -227,14 +225,15 @@ def _tail_ratios(cells, model: str, opt: str, alloc: str) -> dict:
     out = {}
     for r in sel.itertuples(index=False):
         med, p99 = getattr(r, "latency_median_ms", math.nan), getattr(r, "latency_p99_ms", math.nan)
-        if med == med and p99 == p99 and med > 0:
+        if med > 0 and p99 == p99:
             out[(int(r.threads), int(r.batch_size))] = float(p99) / float(med)
     return out
 
 
 def baseline_allocator(name: str, fallback: str) -> tuple[str, list[str]]:
     """(allocator to run, notes) of a baseline: its rule's, else the run's baseline allocator."""
-    alloc, why = deploy.BASELINES[name].allocator()
+    rule = deploy.BASELINES[name].allocator
+    alloc, why = rule() if callable(rule) else rule
     alloc, notes = alloc or fallback, [why]
     entry = allocators_mod.get(alloc)
     missing = allocators_mod.skip_reason(entry, allocators_mod.locate(entry))
@@ -293,11 +292,12 @@ CLOSE = 0.10  # a runner-up is measured when predicted within 10 % of the best
 
 
 def close(top, pred, row) -> bool:
-    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping?"""
+    """Is a runner-up within ``CLOSE`` of the predicted best, or their intervals overlapping (a
+    NaN bound compares false)?"""
     (v0, lo0, hi0, *_), (v, lo, hi, *_) = top, pred
     if row["objective"] == deploy.LATENCY:
-        return v <= v0 * (1 + CLOSE) or (lo == lo and hi0 == hi0 and lo <= hi0)
-    return v >= v0 / (1 + CLOSE) or (hi == hi and lo0 == lo0 and hi >= lo0)
+        return v <= v0 * (1 + CLOSE) or lo <= hi0
+    return v >= v0 / (1 + CLOSE) or hi >= lo0
 
 
 def predict(
@@ -312,12 +312,11 @@ def predict(
         return {}
     points = []
     for i in config.instances:
-        on = sorted({topo.node_of(c) for c in i.cpus})
+        on = i.slot().nodes(topo)
         table, alone = prof[key] if len(on) == 1 else (spread or {}).get(key, ({}, {}))
         if (i.threads, i.batch) not in table:
             return {}
-        a = alone.get((i.threads, i.batch)) or interference.Alone(table[(i.threads, i.batch)])
-        points.append((a, on))
+        points.append((alone[(i.threads, i.batch)], on))
     busy: dict[int, int] = {}
     for i, (_, on) in zip(config.instances, points, strict=True):
         for n in on:
@@ -349,7 +348,7 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
             cands.append(got)
     bases = []
     for name in s["baselines"]:
-        if not deploy.applies(name, row["objective"]):
+        if row["objective"] not in deploy.BASELINES[name].objectives:
             bases.append({"baseline": name, "config": None, "notes": ["not this objective's"]})
             continue
         if name == "packrat":
@@ -361,7 +360,7 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got.get("basis"):
             notes = [*notes, got["basis"]]
         bases.append({"baseline": name, "config": cid, "notes": notes, **got})
-    out = {**row, "name": deploy.objective_name(row), "model": model}
+    out = {**row, "model": model}
     return out | {"candidates": cands, "baselines": bases}
 
 
@@ -391,15 +390,3 @@ def from_cells(s: dict, cells) -> dict:
     axes = {"models": "model", "optimizations": "opt", "allocators": "allocator"}
     found = {key: sorted(set(cells[col])) for key, col in axes.items()}
     return {**s, **found, "batch_sizes": batches, "throughput_batch": max(batches)}
-
-
-def numactl_lines(config: dict, environ: dict[str, str] | None = None) -> list[str]:
-    """Each instance's command: binding, threads and allocator environment, the program."""
-    env = " ".join(f"{k}={v}" for k, v in sorted((environ or {}).items()))
-    out = []
-    for i in config["instances"]:
-        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
-        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
-        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
-        out.append(f"{prefix}{bind} python serve.py")
-    return out

@@ -204,9 +204,7 @@ class Planner:
     def optimize(self, total: int, missing=(), min_instances: int = 1) -> packing.Choice | None:
         """The least (predicted latency, instances, cores) configuration, or None."""
         got = [c for k, c in self.per_k(total, missing).items() if k >= min_instances]
-        if not got:
-            return None
-        return min(got, key=lambda c: (c.latency_s, c.k, c.cores))
+        return min(got, key=lambda c: (c.latency_s, c.k, c.cores), default=None)
 
     def candidates(self, total: int, n: int, missing=()) -> list[packing.Choice]:
         """The ``n`` best of ``per_k``'s configurations: the plans worth measuring."""

@@ -1,12 +1,8 @@
-"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side, every
-configuration once per round in ABBA order, so that drift moves every configuration alike and
-each gain is a paired ratio over rounds (docs/deploy.md). The job is a group of the front door
-(``measure.job``); after ``rounds`` rounds it goes on up to ``max_rounds`` while a gain is known
-less precisely than ``target_pct`` and the next round fits the time allowance (``until``).
-
-The judging (``metric``, ``gains``, ``best``) is pure, on the records: ``tables.deploy`` reads
-the same functions.
-"""
+"""Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side through
+the front door (``measure.job``), every configuration once per round in ABBA order, so that
+drift moves every configuration alike and each gain is a paired ratio over rounds; the rounds
+stop by ``until`` (docs/deploy.md). The judging (``metric``, ``gains``, ``best``) is pure, on
+the records: ``tables.deploy`` reads the same functions."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ from numa_effects import stats
 from numa_effects.measure import job as job_mod
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import spec as spec_mod
-
-LATENCY, THROUGHPUT = "latency", "throughput"
+from numa_effects.plan.deploy import LATENCY
 
 
 def metric(rec: Record, objective: str) -> float:
@@ -51,7 +46,7 @@ def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
     out = {}
     for rec in runs.get(cid) or ():
         v = metric(rec, objective)
-        if v == v and v > 0:
+        if v > 0:  # not NaN
             out[rec.replicate] = v
     return out
 
@@ -75,18 +70,19 @@ def best(runs: dict, cids: list[str], objective: str) -> str | None:
     return pick(means, key=means.get) if means else None
 
 
-def _row_rounds(runs: dict, row: dict) -> tuple[str | None, dict[str, np.ndarray]]:
-    """(the best configuration of an objective row, ``gain_rounds`` over each other one)."""
+def _row_rounds(runs: dict, row: dict, top=None) -> dict[str, np.ndarray]:
+    """``gain_rounds`` of ``top`` (by default the row's best configuration) over each other one."""
     cids = row_configs(row)
-    top = best(runs, cids, row["objective"])
-    others = [c for c in cids if top is not None and c != top]
-    return top, {c: gain_rounds(runs, top, c, row["objective"]) for c in others}
+    top = top or best(runs, cids, row["objective"])
+    if top is None:
+        return {}
+    return {c: gain_rounds(runs, top, c, row["objective"]) for c in cids if c != top}
 
 
 def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
     """The pooled variance of the per-round log gains over every comparison of the job: the
     prior that moderates a comparison's own (``stats.paired_ratio_ci``)."""
-    return stats.pooled_paired_var([d for row in rows for d in _row_rounds(runs, row)[1].values()])
+    return stats.pooled_paired_var([d for row in rows for d in _row_rounds(runs, row).values()])
 
 
 def row_configs(row: dict) -> list[str]:
@@ -96,14 +92,11 @@ def row_configs(row: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def gains(runs: dict, row: dict, pool=(math.nan, 0)) -> dict[str, dict]:
-    """{configuration: the best one's gain over it with its paired CI} for one objective row."""
-    top, rounds = _row_rounds(runs, row)
-    return {
-        cid: {**stats.paired_ratio_ci(d, pool), "rounds": int(d.size), "best": top}
-        for cid, d in rounds.items()
-        if d.size
-    }
+def gains(runs: dict, row: dict, pool=(math.nan, 0), top=None) -> dict[str, dict]:
+    """{configuration: ``top``'s (by default the best one's) gain over it with its paired CI}
+    for one objective row."""
+    rounds = _row_rounds(runs, row, top)
+    return {cid: stats.paired_ratio_ci(d, pool) for cid, d in rounds.items() if d.size}
 
 
 def widest_pct(runs: dict, rows: list[dict]) -> float:

@@ -2,14 +2,15 @@
 batch size B; ``throughput`` of the whole machine, optionally under ``latency_bound_ms``), the
 baselines it measures the recommendation against (``BASELINES``: the layouts users get by a
 fixed rule, run through the same measuring stack in float32 eager), and the resolved ``deploy``
-config key (docs/deploy.md). Pure: candidates are searched and judged by ``tables.deploy`` and
-measured by ``measure.deploy``.
+config key (docs/deploy.md). Pure: candidates are searched by ``analysis.deploy_plan``,
+measured by ``measure.deploy`` and judged by ``tables.deploy``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from numa_effects.plan import launchers
 from numa_effects.plan.optimizations import by_name
@@ -22,72 +23,42 @@ OBJECTIVES = (LATENCY, THROUGHPUT)
 
 @dataclass(frozen=True)
 class Baseline:
-    """A layout chosen by a rule, measured beside the recommendation."""
+    """A layout chosen by a rule, measured beside the recommendation (docs/deploy.md's table)."""
 
     name: str
-    description: str
     objectives: tuple[str, ...]
-    # (topology) -> the instances; None: planned from the measured profiles (``tables.deploy``)
+    # (topology) -> the instances; None: planned from the profiles (``analysis.deploy_plan``)
     layout: Callable[[Topology], list[launchers.Slot]] | None
-    allocator: Callable[[], tuple[str, str]]  # -> (allocator registry name, why)
-    command: str  # how a user starts it (the program is theirs: serve.py)
-
-
-def _fixed(name: str, why: str) -> Callable[[], tuple[str, str]]:
-    """An allocator rule that always answers ``(name, why)``."""
-
-    def allocator() -> tuple[str, str]:
-        return name, why
-
-    return allocator
+    # (allocator registry name, why), or the rule that finds them (``run_cpu``'s search)
+    allocator: tuple[str, str] | Callable[[], tuple[str, str]]
 
 
 BASELINES: dict[str, Baseline] = by_name(
     Baseline(
         "all-cores",
-        "one process started without thinking: no binding, torch's default threads "
-        "(one per physical core)",
         OBJECTIVES,
         launchers.all_cores,
-        _fixed("default", "glibc as it comes: nothing preloaded"),
-        "python serve.py",
+        ("default", "glibc as it comes: nothing preloaded"),
     ),
     Baseline(
         "run_cpu-latency",
-        "PyTorch's launcher, --latency-mode: 4 cores per instance over all physical "
-        "cores, regardless of NUMA nodes",
         OBJECTIVES,
-        lambda topo: launchers.run_cpu_layout(topo, latency_mode=True),
+        partial(launchers.run_cpu_layout, latency_mode=True),
         launchers.run_cpu_allocator,
-        f"{launchers.RUN_CPU} --latency-mode serve.py",
     ),
     Baseline(
         "run_cpu-throughput",
-        "PyTorch's launcher, --throughput-mode: one instance per NUMA node with all its "
-        "physical cores",
         OBJECTIVES,
-        lambda topo: launchers.run_cpu_layout(topo, throughput_mode=True),
+        partial(launchers.run_cpu_layout, throughput_mode=True),
         launchers.run_cpu_allocator,
-        f"{launchers.RUN_CPU} --throughput-mode serve.py",
     ),
     Baseline(
         "mlperf",
-        "MLPerf Offline's layout: one instance per physical core, the grid's largest "
-        "batch, jemalloc",
         (THROUGHPUT,),
         launchers.one_core_each,
-        _fixed("jemalloc", "MLPerf's submissions preload jemalloc"),
-        "one `numactl --physcpubind=<core> --membind=<its node> python serve.py` per core",
+        ("jemalloc", "MLPerf's submissions preload jemalloc"),
     ),
-    Baseline(
-        "packrat",
-        "PackRat's optimizer: the best plan by the isolated profiles (the cells), "
-        "interference not measured",
-        OBJECTIVES,
-        None,
-        _fixed("", "the allocator of the run's isolated profiles"),
-        "the plan's numactl lines (PackRat's launcher)",
-    ),
+    Baseline("packrat", OBJECTIVES, None, ("", "the allocator of the run's isolated profiles")),
 )
 
 DEFAULTS = {
@@ -135,21 +106,13 @@ def settings(config: dict, measured: bool) -> dict:
     }
 
 
-def applies(baseline: str, objective: str) -> bool:
-    return objective in BASELINES[baseline].objectives
-
-
 def objective_rows(s: dict) -> list[dict]:
-    """One row per question: ``latency`` for each batch size, ``throughput`` once."""
+    """One row per question: ``latency`` for each batch size (named ``latency b16``),
+    ``throughput`` once."""
     out = []
     for o in s["objectives"]:
         if o == LATENCY:
-            out += [{"objective": LATENCY, "batch": b} for b in s["batch_sizes"]]
+            out += [{"objective": o, "batch": b, "name": f"{o} b{b}"} for b in s["batch_sizes"]]
         else:
-            out.append({"objective": THROUGHPUT, "batch": None})
+            out.append({"objective": o, "batch": None, "name": o})
     return out
-
-
-def objective_name(row: dict) -> str:
-    """``latency b16`` / ``throughput``: how tables and the report name an objective row."""
-    return f"{row['objective']} b{row['batch']}" if row.get("batch") else row["objective"]

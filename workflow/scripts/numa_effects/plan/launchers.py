@@ -5,8 +5,7 @@ them: the baselines the deploy answer is measured against (``plan.deploy``, docs
   ``run_cpu_layout``: it takes lscpu's ``Core`` column as CPU numbers for ``numactl -C`` (where
   they are not, its instances run on the wrong CPUs: reproduced, and said in the notes), with
   ``-m`` the nodes of those CPUs.
-- ``all-cores``: one process, no binding, torch's default threads, memory first-touch.
-- ``mlperf``: Intel's MLPerf ResNet-50 Offline layout: one instance per physical core.
+- ``all_cores`` and ``one_core_each`` (MLPerf ResNet-50 Offline's layout).
 
 A layout is a list of ``Slot``s, run through ``placement.Plan`` (``Slot.plan``). Pure except
 ``run_cpu_allocator``, which looks for the libraries where ``run_cpu`` looks.
@@ -38,10 +37,13 @@ class Slot:
     def nodes(self, topo: Topology) -> tuple[int, ...]:
         return tuple(sorted({topo.node_of(c) for c in self.cpus}))
 
+    def cores(self, topo: Topology) -> int:
+        """How many physical cores its CPUs lie on."""
+        return len({topo.cpu(c).siblings for c in self.cpus})
+
     def plan(self, topo: Topology, label: str = placement_mod.PACKED) -> placement_mod.Plan:
         """The binding the measuring stack enforces and verifies (``numactl_args``)."""
-        cores = len({topo.cpu(c).siblings for c in self.cpus})
-        nodes = self.nodes(topo)
+        nodes, cores = self.nodes(topo), self.cores(topo)
         return placement_mod.pinned(label, self.cpus, self.threads, nodes, self.mem_nodes, cores)
 
 
@@ -66,11 +68,10 @@ def lscpu_text(topo: Topology) -> str:
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """``run_cpu``'s ``_CPUinfo``: the ``Core`` numbers per node and the node of each logical
-    CPU, parsed as ``run_cpu`` does (one digit of the node column)."""
+    """What ``run_cpu``'s ``_CPUinfo`` gives it: the ``Core`` numbers per node and the node of each
+    logical CPU, parsed as ``run_cpu`` does (one digit of the node column)."""
 
     node_physical_cores: tuple[tuple[int, ...], ...]
-    node_logical_cores: tuple[tuple[int, ...], ...]
     logical_core_node: dict
 
     @classmethod
@@ -78,15 +79,13 @@ class CpuInfo:
         rows = [(cpu, core, str(node)[:1]) for cpu, core, _, node in lscpu_rows(topo)]
         node_nums = int(max(n for *_, n in rows)) + 1
         phys: list[list[int]] = [[] for _ in range(node_nums)]
-        logical: list[list[int]] = [[] for _ in range(node_nums)]
         node_of = {}
         for cpu, core, nid in rows:
             n = int(nid or "0")
             if core not in phys[n]:
                 phys[n].append(core)
-            logical[n].append(cpu)
             node_of[cpu] = n
-        return cls(tuple(map(tuple, phys)), tuple(map(tuple, logical)), node_of)
+        return cls(tuple(map(tuple, phys)), node_of)
 
     @property
     def all_physical_cores(self) -> list[int]:

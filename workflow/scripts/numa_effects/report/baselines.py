@@ -1,8 +1,5 @@
-"""Which cells the figures show and compare with. A figure that does not tell allocators apart
-shows the run's baseline allocator's cells (``figure_allocator``); the per-batch figures draw one
-line per optimization and allocator; the Precision and runtime section compares every variant
-with float32 eager on that allocator (``base_variant``) and exists only beyond PackRat's grid
-(``beyond_packrat``)."""
+"""Which cells the figures show and compare with: the baseline allocator, the base variant, the
+``sequential`` cells, and whether the grid goes beyond PackRat's."""
 
 from __future__ import annotations
 
@@ -12,9 +9,7 @@ from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import placement as placement_mod
 
-# PackRat's grid: a run with only these optimizations and one allocator has no Precision and
-# runtime figures (there is nothing beyond PackRat's question to show)
-PACKRAT_OPTS = (optimizations_mod.EAGER, "script")
+PACKRAT_OPTS = (optimizations_mod.EAGER, "script")  # the optimizations PackRat measured
 
 
 def figure_allocator(names: Iterable[str]) -> str:
@@ -35,7 +30,8 @@ def is_sequential(label: str) -> bool:
 
 
 def beyond_packrat(keys: list[dict]) -> bool:
-    """The grid measures more than PackRat's eager and TorchScript with one allocator."""
+    """The grid measures more than PackRat's eager and TorchScript with one allocator: else
+    there is no Precision and runtime section (nothing beyond PackRat's question to show)."""
     return len({k["allocator"] for k in keys}) > 1 or any(
         k["opt"] not in PACKRAT_OPTS for k in keys
     )

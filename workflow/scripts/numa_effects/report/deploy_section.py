@@ -22,11 +22,7 @@ def _n(v) -> str:
 
 
 def _value(r) -> str:
-    measured = r["source"] == "measured"
-    if measured:
-        v, lo, hi = r["value"], r["ci_low"], r["ci_high"]
-    else:
-        v, lo, hi = r["predicted"], r["predicted_low"], r["predicted_high"]
+    v, lo, hi, measured = deploy.shown(r)
     ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
     return f"{_n(v)}{ci}" + ("" if measured else " (predicted)")
 
@@ -35,7 +31,7 @@ def _who(r) -> str:
     if r["role"] == "baseline":
         return _e(r["baseline"])
     who = "<b>recommended</b>" if r["role"] == "recommended" else "candidate"
-    same = r["baseline"] if isinstance(r["baseline"], str) and r["baseline"] else ""
+    same = deploy.text(r["baseline"])
     return who + (f" (= {_e(same)})" if same else "")
 
 

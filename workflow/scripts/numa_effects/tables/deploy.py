@@ -1,12 +1,7 @@
-"""``tables/recommendation.csv``: what to deploy, per objective row, with the evidence
-(docs/deploy.md, "Reading recommendation.csv").
-
-One row per configuration an objective row compares (``role``: ``recommended``, ``candidate`` or
-``baseline``), with its value and CI over rounds, its prediction, and the recommended
-configuration's gain over it with the paired CI over the rounds (``measure.deploy.gains``). The
-recommended one is the measured best or, where simpler ones are not significantly different from
-it, the simplest of them. An imported run has predictions only (``source`` ``predicted``).
-"""
+"""``tables/recommendation.csv``: what to deploy, per objective row, with the evidence: one row
+per configuration the objective row compares, with its value over the rounds, its prediction,
+the recommendation's gain over it (``measure.deploy.gains``) and the commands that start it
+(docs/deploy.md, "Reading recommendation.csv"). An import has predictions only."""
 
 from __future__ import annotations
 
@@ -16,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import GroupRecord
 from numa_effects.plan import allocators as allocators_mod
@@ -72,22 +66,15 @@ def value_ci(runs: dict, cid: str, objective: str) -> dict:
     """The measured value of one configuration over its rounds: the mean on the log scale
     (the geometric mean) with the t interval of the rounds (each round a new set of processes:
     the interval covers process-to-process and round-to-round spread); NaN without rounds."""
-    vals = np.asarray(list(measured.round_values(runs, cid, objective).values()), dtype=float)
-    if vals.size == 0:
-        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "rounds": 0}
+    vals = list(measured.round_values(runs, cid, objective).values())
+    if not vals:
+        return {**dict.fromkeys(VALUE, math.nan), "rounds": 0}
     logs = np.log(vals)
-    centre = float(logs.mean())
-    if vals.size < 2:
-        lo = hi = math.nan
-    else:
-        half = stats.t_quantile(vals.size - 1) * float(logs.std(ddof=1)) / math.sqrt(vals.size)
-        lo, hi = math.exp(centre - half), math.exp(centre + half)
-    return {
-        "value": _shown(objective, math.exp(centre)),
-        "ci_low": _shown(objective, lo),
-        "ci_high": _shown(objective, hi),
-        "rounds": int(vals.size),
-    }
+    centre, half = float(logs.mean()), math.nan
+    if len(vals) > 1:
+        half = stats.t_quantile(len(vals) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(vals))
+    shown = (_shown(objective, math.exp(x)) for x in (centre, centre - half, centre + half))
+    return {**dict(zip(VALUE, shown, strict=True)), "rounds": len(vals)}
 
 
 def simplicity(config: dict) -> tuple:
@@ -105,7 +92,7 @@ def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | 
     top = measured.best(runs, cids, row["objective"])
     if top is None:
         return None, "no configuration was measured"
-    ties = [c for c, g in gains.items() if _significant(g) is False]
+    ties = [c for c, g in gains.items() if _significant(g["ci_low"], g["ci_high"]) is False]
     if not ties:
         return top, "the measured best"
     pick = min([top, *ties], key=lambda c: simplicity(configs[c]))
@@ -117,14 +104,12 @@ def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | 
     )
 
 
-def _significant(g: dict) -> bool | None:
-    lo, hi = g.get("ci_low", math.nan), g.get("ci_high", math.nan)
-    if not (lo == lo and hi == hi):
-        return None
-    return bool(lo > 1.0 or hi < 1.0)
+def _significant(lo: float, hi: float) -> bool | None:
+    """Does the gain's CI exclude 1 (None: no interval)?"""
+    return bool(lo > 1.0 or hi < 1.0) if lo == lo and hi == hi else None
 
 
-def _config_columns(config: dict, topo=None) -> dict:
+def _config_columns(config: dict) -> dict:
     opt = optimizations_mod.OPTIMIZATIONS.get(config["opt"])
     insts = config["instances"]
     return {
@@ -138,7 +123,7 @@ def _config_columns(config: dict, topo=None) -> dict:
         "mem_nodes": " ".join(
             cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
         ),
-        "command": " ; ".join(deploy_plan.numactl_lines(config, allocator_env(config))),
+        "command": " ; ".join(numactl_lines(config)),
         "run_cpu": run_cpu_line(config),
     }
 
@@ -169,6 +154,18 @@ def allocator_env(config: dict) -> dict[str, str]:
     return env
 
 
+def numactl_lines(config: dict) -> list[str]:
+    """Each instance's command: binding, threads and allocator environment, the program."""
+    env = " ".join(f"{k}={v}" for k, v in sorted(allocator_env(config).items()))
+    out = []
+    for i in config["instances"]:
+        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
+        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
+        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
+        out.append(f"{prefix}{bind} python serve.py")
+    return out
+
+
 def _roles(row: dict) -> dict[str, dict]:
     """{configuration: {"role", "baseline" names, "prediction", "notes"}} of one row."""
     out: dict[str, dict] = {}
@@ -192,6 +189,7 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
     roles = _roles(row)
     g = measured.gains(runs, row, pool) if runs else {}
     rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row)
+    over = measured.gains(runs, row, pool, rec) if runs else {}  # the recommendation's gains
     out = []
     for cid, info in roles.items():
         config = configs[cid]
@@ -218,7 +216,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
             base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
             if bound_ms:
                 base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
-        _gain_columns(base, cid, rec, runs, row, pool)
+        if cid in over:
+            _set_gain(base, *(over[cid][k] for k in ("ratio", "ci_low", "ci_high")))
         notes = [*info["notes"], *(n for n in config.get("notes") or () if n not in info["notes"])]
         if cid == rec:
             notes.insert(0, why)
@@ -235,16 +234,16 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
     """Without a measurement: the gain of the predictions, with an interval from both
     predicted intervals (log scale, independent)."""
-    if rec_row is None or base.get("predicted") != base.get("predicted"):
+    if rec_row is None:
         return
     a, b = rec_row["predicted"], base["predicted"]
-    if not (a == a and a > 0 and b > 0):
+    if not (a > 0 and b > 0):  # also where either is NaN
         return
     gain = b / a if objective == deploy_mod.LATENCY else a / b
     half = 0.0
     for r in (rec_row, base):
-        lo, hi = r.get("predicted_low", math.nan), r.get("predicted_high", math.nan)
-        if not (lo == lo and hi == hi and lo > 0):
+        lo, hi = r["predicted_low"], r["predicted_high"]
+        if not (lo > 0 and hi == hi):
             return base.update(gain=gain)
         half = math.hypot(half, math.log(hi / lo) / 2)
     _set_gain(base, gain, gain * math.exp(-half), gain * math.exp(half))
@@ -252,18 +251,7 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
 
 def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
     base.update(zip(GAIN, (gain, lo, hi), strict=True))
-    base["significant"] = _significant({"ci_low": lo, "ci_high": hi})
-
-
-def _gain_columns(base: dict, cid: str, rec: str | None, runs, row, pool) -> None:
-    """The recommended configuration's gain over this one, with its paired CI over rounds."""
-    if not runs or rec is None or cid == rec:
-        return
-    d = measured.gain_rounds(runs, rec, cid, row["objective"])
-    if d.size == 0:
-        return
-    g = stats.paired_ratio_ci(d, pool)
-    _set_gain(base, g["ratio"], g["ci_low"], g["ci_high"])
+    base["significant"] = _significant(lo, hi)
 
 
 def _predicted_pick(row: dict) -> tuple[str | None, str]:
@@ -311,13 +299,24 @@ def gain_words(r, objective: str) -> str:
     return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
 
 
+def shown(r) -> tuple[float, float, float, bool]:
+    """(value, low, high, measured) of a table row: measured, else its prediction."""
+    got = r["source"] == "measured"
+    return (*(r[c] for c in (VALUE if got else PREDICTED)), got)
+
+
+def text(v) -> str:
+    """A text column's value, "" where the CSV read back a blank (NaN)."""
+    return v if isinstance(v, str) else ""
+
+
 def answer_lines(df: pd.DataFrame) -> list[str]:
     """The summary's first lines: per objective row the recommendation, its value, its gains
     over the baselines and the command."""
     if df is None or df.empty:
         return []
     source = (
-        "predicted from imported results" if (df["source"] == "predicted").all() else ("measured")
+        "predicted from imported results" if (df["source"] == "predicted").all() else "measured"
     )
     lines = [f"What to deploy ({source}; tables/recommendation.csv, docs/deploy.md):"]
     for (model, objective), g in df.groupby(["model", "objective"], sort=False):
@@ -326,13 +325,8 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(f"  {model} {objective}: no configuration measured")
             continue
         r = rec.iloc[0]
-        got = r["source"] == "measured"
-        value, lo, hi = (r[c] for c in (VALUE if got else PREDICTED))
-        same = (
-            f" (the layout of {r['baseline']})"
-            if isinstance(r["baseline"], str) and r["baseline"]
-            else ""
-        )
+        value, lo, hi, got = shown(r)
+        same = f" (the layout of {r['baseline']})" if text(r["baseline"]) else ""
         lines.append(
             f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
             f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")
@@ -340,6 +334,6 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
         for b in g[g["role"] == "baseline"].itertuples():
             lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")
         lines.append(f"    run: {r['command']}")
-        if isinstance(r["run_cpu"], str) and r["run_cpu"]:
+        if text(r["run_cpu"]):
             lines.append(f"    or: {r['run_cpu']}")
     return lines
