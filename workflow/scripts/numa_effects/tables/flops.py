@@ -46,28 +46,13 @@ def count(model_name: str, batch_size: int, image_size: int) -> tuple[int, str]:
         return _count("cpu"), "cpu"
 
 
-def combos(grid, image_size: int) -> list[dict]:
-    """The distinct (model, batch_size, image_size) of a ``grid.Grid``'s runnable cells."""
-    keys = sorted({(k.model, k.batch_size) for k in grid.cells})
-    return [{"model": m, "batch_size": b, "image_size": int(image_size)} for m, b in keys]
-
-
 def table(combos: Iterable[dict]) -> pd.DataFrame:
     """One row per distinct (model, batch_size, image_size) in ``combos``."""
     keys = sorted({(c["model"], int(c["batch_size"]), int(c["image_size"])) for c in combos})
     rows = []
     for model, bs, size in keys:
         flops, device = count(model, bs, size)
-        rows.append(
-            {
-                "model": model,
-                "batch_size": bs,
-                "image_size": size,
-                "flops": flops,
-                "gflop": flops / 1e9,
-                "counted_on": device,
-            }
-        )
+        rows.append((model, bs, size, flops, flops / 1e9, device))
     return pd.DataFrame(rows, columns=FLOPS_COLUMNS)
 
 

@@ -47,8 +47,6 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
         "status": rec.status,
         **{k: mem.get(k) if ok else None for k in MEASURED},
         "distance": topology.distance(cpu_node, mem_node) if topology is not None else None,
-        "latency_ratio": None,
-        "bandwidth_ratio": None,
         "reason": rec.skip_reason or (rec.failure.message if rec.failure else None),
         "failure_cause": rec.failure.cause if rec.failure else None,
         **{k: mem.get(k) for k in FACTS},

@@ -13,6 +13,8 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+# the peak entry's numbers (``measure.workloads.dtype_peaks.summary``)
+MEASURED = ("peak_gflop_per_s", "median_gflop_per_s", "peak_kernel", "reps", "measure_s")
 # the theoretical peak and how it was computed (``plan.cpu``)
 THEORETICAL = (
     "theoretical_gflop_per_s",
@@ -79,16 +81,12 @@ def row(rec: Record, path: str = "") -> dict:
         "threads": int(rec.cell["threads"]),
         "dtype": rec.cell.get("dtype", "float32"),
         "status": rec.status,
-        "peak_gflop_per_s": peak.get("peak_gflop_per_s"),
+        **{k: peak.get(k) for k in MEASURED},
         "best_window": int(rec.cell.get("window") or 1),
-        "median_gflop_per_s": peak.get("median_gflop_per_s"),
-        "peak_kernel": peak.get("peak_kernel"),
         "kernels": kernels_text(kernels),
         # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
         "mm_gflop_per_s": (kernels.get("mm") or {}).get("peak_gflop_per_s"),
         **{k: theo.get(k) for k in THEORETICAL},
-        "reps": peak.get("reps"),
-        "measure_s": peak.get("measure_s"),
         "planned_cpus": (rec.plan or {}).get("cpu_list"),
         "cpus_allowed": rec.binding.get("cpus_allowed_list"),
         "mempolicy": rec.mempolicy,

@@ -72,8 +72,3 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     out = out.merge(base, on=[k for k in KEYS if k not in VARY], how="left")
     out = out.reindex(columns=COLUMNS)
     return out.sort_values(ORDER, kind="stable").reset_index(drop=True)
-
-
-def variant(opt: str, allocator: str) -> str:
-    """How the report and the tables name an (optimization, allocator) pair."""
-    return opt if allocator == grid.DEFAULTS["allocator"] else f"{opt}+{allocator}"

@@ -357,12 +357,11 @@ def check(peak) -> None:
     return None
 
 
-def theoretical(dtype: str, cores: int, caps=None) -> dict:
+def theoretical(dtype: str, cores: int) -> dict:
     """The nominal peak of ``cores`` physical cores in ``dtype`` on this CPU (``plan.cpu``)."""
     from numa_effects.plan import cpu
 
     try:
-        caps = caps or cpu.of_machine()
-        return caps.theoretical_peak(dtype, cores)
+        return cpu.of_machine().theoretical_peak(dtype, cores)
     except (OSError, ValueError) as exc:
         return {"dtype": dtype, "theoretical_gflop_per_s": None, "cores": cores, "error": str(exc)}
