@@ -5,9 +5,7 @@
 ReLU, pooling and residual additions (well under 1 % of a ResNet) are not counted. One count per
 (model, batch size, image size) on the ``meta`` device, on the eager model: folding removes only
 uncounted work and other dtypes do the same multiply-accumulates, so every optimization of a
-model shares it and its efficiency is against its own dtype's peak. A cell faster than
-``EFFICIENCY_MAX`` x its peak means the peak is under-measured: its efficiency stays empty, and
-``efficiency_note`` says why.
+model shares it and its efficiency is against its own dtype's peak.
 """
 
 from __future__ import annotations
