@@ -61,11 +61,10 @@ def kernels_text(kernels: dict) -> str | None:
             parts.append(f"{name} {k['peak_gflop_per_s']:.1f}")
         elif k.get("dropped"):
             parts.append(f"{name} dropped ({k['dropped']})")
-        elif k.get("skipped") or k.get("error"):
-            parts.append(
-                f"{name} {'skipped' if k.get('skipped') else 'error'}: "
-                f"{k.get('skipped') or k.get('error')}"
-            )
+        elif k.get("skipped"):
+            parts.append(f"{name} skipped: {k['skipped']}")
+        elif k.get("error"):
+            parts.append(f"{name} error: {k['error']}")
         else:
             parts.append(f"{name} no clean step")
     return "; ".join(parts) or None
