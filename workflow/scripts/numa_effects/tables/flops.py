@@ -105,17 +105,15 @@ def add_efficiency(
         where = out["placement"].map(placement_mod.peak_placement)  # a node pair: its diagonal
         idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)
-    peak_v = pd.to_numeric(looked["peak_gflop_per_s"], errors="coerce").astype(float)
-    efficiency, note = capped(gflop_per_s / peak_v, peak_v, looked)
+    num = looked.drop(columns="peak_kernel").apply(pd.to_numeric, errors="coerce").astype(float)
+    efficiency, note = capped(gflop_per_s / num["peak_gflop_per_s"], num)
     new = pd.DataFrame(
         {
             "gflop": gflop,
             "gflop_per_s": gflop_per_s,
-            "peak_gflop_per_s": peak_v,
+            "peak_gflop_per_s": num["peak_gflop_per_s"],
             "peak_kernel": looked["peak_kernel"],
-            "theoretical_gflop_per_s": pd.to_numeric(
-                looked["theoretical_gflop_per_s"], errors="coerce"
-            ).astype(float),
+            "theoretical_gflop_per_s": num["theoretical_gflop_per_s"],
             "efficiency": efficiency,
             "efficiency_note": note,
         },
@@ -127,22 +125,21 @@ def add_efficiency(
     return pd.concat([left, new, right], axis=1)
 
 
-def capped(ratio: pd.Series, peak: pd.Series, looked: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def capped(ratio: pd.Series, peak: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(efficiency, efficiency_note): ``ratio`` where it is at most ``EFFICIENCY_MAX``, else
-    empty with why, quoting the peak's clean windows and their spread from its ``looked`` row
-    (a peak table from before the windows has neither)."""
+    empty with why, quoting the peak (each cell's ``peak`` row, numbers only), its clean windows
+    and their spread (a peak table from before the windows has neither)."""
     over = ratio > EFFICIENCY_MAX
     note = pd.Series([None] * len(ratio), index=ratio.index, dtype=object)
-    numbers = looked[WINDOW_COLUMNS].apply(pd.to_numeric, errors="coerce").astype(float)
     for i in ratio.index[over]:
-        clean, spread = numbers.loc[i]
+        clean, spread, rate = peak.loc[i, [*WINDOW_COLUMNS, "peak_gflop_per_s"]]
         if pd.isna(clean):
             windows = "one window"
         else:
             windows = f"{int(clean)} clean window{'' if int(clean) == 1 else 's'}"
         spread_txt = "" if pd.isna(spread) else f", spread {spread:.0f} %"
         note[i] = (
-            f"efficiency unknown: the cell ran at {ratio[i]:.2f} x its peak ({peak[i]:.1f} "
-            f"GFLOP/s, the best of {windows}{spread_txt}): the peak is under-measured"
+            f"efficiency unknown: the cell ran at {ratio[i]:.2f} x its peak ({rate:.1f} GFLOP/s, "
+            f"the best of {windows}{spread_txt}): the peak is under-measured"
         )
     return ratio.where(~over), note
