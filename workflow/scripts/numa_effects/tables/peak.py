@@ -106,8 +106,7 @@ def clean(window: dict) -> bool:
 
 
 def combine(windows: list[dict]) -> dict:
-    """A peak's row from its windows' rows (``row``): the best clean window's row with the
-    windows' columns; the first window's (its status and failure) when none is clean."""
+    """A peak's row from its windows' rows (``row``): the best clean window's, else the first's."""
     windows = sorted(windows, key=lambda w: w["best_window"])
     good = [w for w in windows if clean(w)]
     rates = [w["peak_gflop_per_s"] for w in good]
