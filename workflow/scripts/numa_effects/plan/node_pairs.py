@@ -13,10 +13,6 @@ def node_list(nodes) -> str:
     return cpulist.format(nodes) if nodes else "none"
 
 
-NODE_PAIRS_ALL = "all"
-NODE_PAIRS_DIAGONAL_ROW0 = "diagonal+row0"
-
-
 def node_pairs(value, topo: Topology) -> list[tuple[int, int]]:
     """The (CPU node, memory node) pairs of config key ``node_pairs`` on ``topo``, in order:
     ``all`` (None) every CPU node x every node, row by row; ``diagonal+row0`` each CPU node's
@@ -28,9 +24,9 @@ def node_pairs(value, topo: Topology) -> list[tuple[int, int]]:
         for c, m in ((int(c), int(m)) for c, m in value):
             pairs += [p for p in ((c, c), (c, m)) if p not in pairs]
         return pairs
-    if value in (None, NODE_PAIRS_ALL):
+    if value in (None, "all"):
         pairs = [(c, m) for c in topo.nodes for m in topo.all_nodes]
-    elif value == NODE_PAIRS_DIAGONAL_ROW0:
+    elif value == "diagonal+row0":
         row0 = topo.nodes[0]
         pairs = [(c, c) for c in topo.nodes]
         pairs += [(row0, m) for m in topo.all_nodes if m != row0]

@@ -74,7 +74,7 @@ def heatmap(tables: Tables, model: str, opt: str, batch_size: int, metric: Metri
             vstatus,
             cmap="mako_r",
             **limits,
-            label=f"{metric.axis_label(tables.latency_stat)}",
+            label=metric.axis_label(tables.latency_stat),
             text=style.fmt,
         )
         ax_v.set_title(f"{drawing.threads_label(t)}: {metric.name}", fontsize=10)

@@ -17,9 +17,8 @@ from numa_effects.report.style import opt_color, opt_label, opt_order
 
 @drawer("precision_speedup")
 def precision_speedup(tables: Tables, model: str, batch_size: int, metric: Metric):
-    """x = threads, y = speedup over float32 eager on the run's baseline allocator
-    (``base_variant``), one line per other (opt, allocator), sequential placement; from
-    precision.csv, statuses from the cells."""
+    """x = threads, y = speedup over the baseline variant, one line per other (opt, allocator),
+    sequential placement; statuses from the cells."""
     d, base_alloc = precision_rows(tables, model, batch_size, metric)
     d, order, color, label, dash, notes = drawing.variants(d, drawing.non_native(tables, model))
     fig, ax = drawing.new_figure()

@@ -5,9 +5,7 @@
 ReLU, pooling and residual additions (well under 1 % of a ResNet) are not counted. One count per
 (model, batch size, image size) on the ``meta`` device, on the eager model: folding removes only
 uncounted work and other dtypes do the same multiply-accumulates, so every optimization of a
-model shares it and its efficiency is against its own dtype's peak. A cell faster than
-``EFFICIENCY_MAX`` x its peak means the peak is under-measured: its efficiency stays empty, and
-``efficiency_note`` says why.
+model shares it and its efficiency is against its own dtype's peak.
 """
 
 from __future__ import annotations
@@ -46,28 +44,13 @@ def count(model_name: str, batch_size: int, image_size: int) -> tuple[int, str]:
         return _count("cpu"), "cpu"
 
 
-def combos(grid, image_size: int) -> list[dict]:
-    """The distinct (model, batch_size, image_size) of a ``grid.Grid``'s runnable cells."""
-    keys = sorted({(k.model, k.batch_size) for k in grid.cells})
-    return [{"model": m, "batch_size": b, "image_size": int(image_size)} for m, b in keys]
-
-
 def table(combos: Iterable[dict]) -> pd.DataFrame:
     """One row per distinct (model, batch_size, image_size) in ``combos``."""
     keys = sorted({(c["model"], int(c["batch_size"]), int(c["image_size"])) for c in combos})
     rows = []
     for model, bs, size in keys:
         flops, device = count(model, bs, size)
-        rows.append(
-            {
-                "model": model,
-                "batch_size": bs,
-                "image_size": size,
-                "flops": flops,
-                "gflop": flops / 1e9,
-                "counted_on": device,
-            }
-        )
+        rows.append((model, bs, size, flops, flops / 1e9, device))
     return pd.DataFrame(rows, columns=FLOPS_COLUMNS)
 
 
@@ -122,17 +105,15 @@ def add_efficiency(
         where = out["placement"].map(placement_mod.peak_placement)  # a node pair: its diagonal
         idx = pd.MultiIndex.from_arrays([where, out["threads"].astype(int), cell_dtypes(out)])
         looked = ok.reindex(idx).set_axis(out.index)
-    peak_v = pd.to_numeric(looked["peak_gflop_per_s"], errors="coerce").astype(float)
-    efficiency, note = capped(gflop_per_s / peak_v, peak_v, looked)
+    num = looked.drop(columns="peak_kernel").apply(pd.to_numeric, errors="coerce").astype(float)
+    efficiency, note = capped(gflop_per_s / num["peak_gflop_per_s"], num)
     new = pd.DataFrame(
         {
             "gflop": gflop,
             "gflop_per_s": gflop_per_s,
-            "peak_gflop_per_s": peak_v,
+            "peak_gflop_per_s": num["peak_gflop_per_s"],
             "peak_kernel": looked["peak_kernel"],
-            "theoretical_gflop_per_s": pd.to_numeric(
-                looked["theoretical_gflop_per_s"], errors="coerce"
-            ).astype(float),
+            "theoretical_gflop_per_s": num["theoretical_gflop_per_s"],
             "efficiency": efficiency,
             "efficiency_note": note,
         },
@@ -144,22 +125,21 @@ def add_efficiency(
     return pd.concat([left, new, right], axis=1)
 
 
-def capped(ratio: pd.Series, peak: pd.Series, looked: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def capped(ratio: pd.Series, peak: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(efficiency, efficiency_note): ``ratio`` where it is at most ``EFFICIENCY_MAX``, else
-    empty with why, quoting the peak's clean windows and their spread from its ``looked`` row
-    (a peak table from before the windows has neither)."""
+    empty with why, quoting the peak (each cell's ``peak`` row, numbers only), its clean windows
+    and their spread (a peak table from before the windows has neither)."""
     over = ratio > EFFICIENCY_MAX
     note = pd.Series([None] * len(ratio), index=ratio.index, dtype=object)
-    numbers = looked[WINDOW_COLUMNS].apply(pd.to_numeric, errors="coerce").astype(float)
     for i in ratio.index[over]:
-        clean, spread = numbers.loc[i]
+        clean, spread, rate = peak.loc[i, [*WINDOW_COLUMNS, "peak_gflop_per_s"]]
         if pd.isna(clean):
             windows = "one window"
         else:
             windows = f"{int(clean)} clean window{'' if int(clean) == 1 else 's'}"
         spread_txt = "" if pd.isna(spread) else f", spread {spread:.0f} %"
         note[i] = (
-            f"efficiency unknown: the cell ran at {ratio[i]:.2f} x its peak ({peak[i]:.1f} "
-            f"GFLOP/s, the best of {windows}{spread_txt}): the peak is under-measured"
+            f"efficiency unknown: the cell ran at {ratio[i]:.2f} x its peak ({rate:.1f} GFLOP/s, "
+            f"the best of {windows}{spread_txt}): the peak is under-measured"
         )
     return ratio.where(~over), note

@@ -47,8 +47,6 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
         "status": rec.status,
         **{k: mem.get(k) if ok else None for k in MEASURED},
         "distance": topology.distance(cpu_node, mem_node) if topology is not None else None,
-        "latency_ratio": None,
-        "bandwidth_ratio": None,
         "reason": rec.skip_reason or (rec.failure.message if rec.failure else None),
         "failure_cause": rec.failure.cause if rec.failure else None,
         **{k: mem.get(k) for k in FACTS},
@@ -61,8 +59,7 @@ def row(rec: Record, path: str = "", topology=None) -> dict:
 
 
 def table(paths, topology=None) -> pd.DataFrame:
-    """The memory matrix of the memory jobs' records, by CPU node then memory node, with the
-    ratios against the CPU node's diagonal (empty where it has no number)."""
+    """The memory matrix of the memory jobs' records, by CPU node then memory node."""
     rows = [row(record.read(p), str(p), topology) for p in paths]
     df = pd.DataFrame(rows, columns=MEMORY_COLUMNS)
     df = df.sort_values(["cpu_node", "mem_node"], kind="stable").reset_index(drop=True)

@@ -13,6 +13,8 @@ import pandas as pd
 from numa_effects.measure import record
 from numa_effects.measure.record import Record
 
+# the peak entry's numbers (``measure.workloads.dtype_peaks.summary``)
+MEASURED = ("peak_gflop_per_s", "median_gflop_per_s", "peak_kernel", "reps", "measure_s")
 # the theoretical peak and how it was computed (``plan.cpu``)
 THEORETICAL = (
     "theoretical_gflop_per_s",
@@ -59,11 +61,10 @@ def kernels_text(kernels: dict) -> str | None:
             parts.append(f"{name} {k['peak_gflop_per_s']:.1f}")
         elif k.get("dropped"):
             parts.append(f"{name} dropped ({k['dropped']})")
-        elif k.get("skipped") or k.get("error"):
-            parts.append(
-                f"{name} {'skipped' if k.get('skipped') else 'error'}: "
-                f"{k.get('skipped') or k.get('error')}"
-            )
+        elif k.get("skipped"):
+            parts.append(f"{name} skipped: {k['skipped']}")
+        elif k.get("error"):
+            parts.append(f"{name} error: {k['error']}")
         else:
             parts.append(f"{name} no clean step")
     return "; ".join(parts) or None
@@ -79,16 +80,12 @@ def row(rec: Record, path: str = "") -> dict:
         "threads": int(rec.cell["threads"]),
         "dtype": rec.cell.get("dtype", "float32"),
         "status": rec.status,
-        "peak_gflop_per_s": peak.get("peak_gflop_per_s"),
+        **{k: peak.get(k) for k in MEASURED},
         "best_window": int(rec.cell.get("window") or 1),
-        "median_gflop_per_s": peak.get("median_gflop_per_s"),
-        "peak_kernel": peak.get("peak_kernel"),
         "kernels": kernels_text(kernels),
         # torch.mm alone (float32: the denominator of efficiency before per-dtype peaks)
         "mm_gflop_per_s": (kernels.get("mm") or {}).get("peak_gflop_per_s"),
         **{k: theo.get(k) for k in THEORETICAL},
-        "reps": peak.get("reps"),
-        "measure_s": peak.get("measure_s"),
         "planned_cpus": (rec.plan or {}).get("cpu_list"),
         "cpus_allowed": rec.binding.get("cpus_allowed_list"),
         "mempolicy": rec.mempolicy,
@@ -109,8 +106,7 @@ def clean(window: dict) -> bool:
 
 
 def combine(windows: list[dict]) -> dict:
-    """A peak's row from its windows' rows (``row``): the best clean window's row with the
-    windows' columns; the first window's (its status and failure) when none is clean."""
+    """A peak's row from its windows' rows (``row``): the best clean window's, else the first's."""
     windows = sorted(windows, key=lambda w: w["best_window"])
     good = [w for w in windows if clean(w)]
     rates = [w["peak_gflop_per_s"] for w in good]

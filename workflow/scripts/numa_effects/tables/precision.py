@@ -66,14 +66,9 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     info = grid.fill_keys(cells).reindex(columns=[*KEYS, *CELL_INFO])
     info = info.astype({"threads": int, "batch_size": int})
     out = out.merge(info, on=list(KEYS), how="left")
+    same = [k for k in KEYS if k not in VARY]
     base = info[(info["opt"] == base_variant[0]) & (info["allocator"] == base_variant[1])]
-    base = base[[k for k in KEYS if k not in VARY] + ["efficiency"]]
-    base = base.rename(columns={"efficiency": "baseline_efficiency"})
-    out = out.merge(base, on=[k for k in KEYS if k not in VARY], how="left")
+    base = base[[*same, "efficiency"]].rename(columns={"efficiency": "baseline_efficiency"})
+    out = out.merge(base, on=same, how="left")
     out = out.reindex(columns=COLUMNS)
     return out.sort_values(ORDER, kind="stable").reset_index(drop=True)
-
-
-def variant(opt: str, allocator: str) -> str:
-    """How the report and the tables name an (optimization, allocator) pair."""
-    return opt if allocator == grid.DEFAULTS["allocator"] else f"{opt}+{allocator}"

@@ -177,15 +177,13 @@ def time_kernel(
     """Best and median rate of ``call`` (GFLOP/s) after ``warmup`` untimed calls, for
     ``seconds`` and at least ``min_reps`` calls. A kernel whose first call takes more than half
     of ``seconds`` gets two timed calls: a slow path costs seconds, not minutes."""
-    first = None
+    slow = False
     for i in range(warmup):
         t0 = clock()
         call()
-        if i == 0:
-            first = clock() - t0
-            if first > seconds / 2:
-                break
-    slow = first is not None and first > seconds / 2
+        if i == 0 and clock() - t0 > seconds / 2:
+            slow = True
+            break
     need = 2 if slow else min_reps
     times: list[float] = []
     start = clock()
@@ -235,8 +233,7 @@ def prepare(instance) -> dict:
 
 
 def build(instance, settings: dict, available: dict | None = None) -> Built:
-    """The peak workload of a pinned instance: every kernel probed; per step the ones that can
-    be the peak called ``calls`` times each, the fastest call kept (``times_s``)."""
+    """The peak workload of a pinned instance, timed as the module docstring says."""
     from numa_effects.plan import optimizations as opts
 
     dtype = instance.cell["dtype"]
@@ -357,12 +354,11 @@ def check(peak) -> None:
     return None
 
 
-def theoretical(dtype: str, cores: int, caps=None) -> dict:
+def theoretical(dtype: str, cores: int) -> dict:
     """The nominal peak of ``cores`` physical cores in ``dtype`` on this CPU (``plan.cpu``)."""
     from numa_effects.plan import cpu
 
     try:
-        caps = caps or cpu.of_machine()
-        return caps.theoretical_peak(dtype, cores)
+        return cpu.of_machine().theoretical_peak(dtype, cores)
     except (OSError, ValueError) as exc:
         return {"dtype": dtype, "theoretical_gflop_per_s": None, "cores": cores, "error": str(exc)}

@@ -124,17 +124,14 @@ def compiler(environ=None) -> tuple[str | None, str | None]:
     )
 
 
-def default_cache_dir() -> Path:
-    return Path(tempfile.gettempdir()) / f"numa-effects-{os.getuid()}" / "memory_probe"
-
-
 def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
     """The probe's shared library, compiled with ``cc`` once per (source, compiler, flags) into
     ``cache_dir`` under a name of this host and process, then renamed (concurrent jobs sharing
     the folder never load half a file). Raises ``ProbeError`` with the compiler's message."""
     digest = hashlib.sha256("\0".join((SOURCE, cc, *FLAGS)).encode()).hexdigest()[:16]
     # a relative folder (the plan's) is the job's run directory's: made absolute for dlopen
-    cache = Path(os.path.abspath(cache_dir)) if cache_dir else default_cache_dir()
+    default = Path(tempfile.gettempdir(), f"numa-effects-{os.getuid()}", "memory_probe")
+    cache = Path(os.path.abspath(cache_dir or default))
     lib = cache / f"memory_probe-{digest}.so"
     if lib.exists():
         return str(lib)
