@@ -194,28 +194,18 @@ class Plan:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
 
     def interference_run_paths(self) -> list[str]:
-        keys = ("model", "opt", "budget", "threads")
-        return [
-            self.path(paths.INTERFERENCE_RUN, **{k: j[k] for k in keys})
-            for j in self.interference_jobs
-        ]
+        return [self.path(paths.INTERFERENCE_RUN, **j) for j in self.interference_jobs]
 
     def interference_spec(
         self, model: str, opt: str, budget: int, threads: int
     ) -> spec_mod.GroupSpec:
         """What an interference profile job measures (``spec.interference``), placed on the
         planning topology (the job re-makes them where it runs and compares)."""
-        (job,) = [
-            j
-            for j in self.interference_jobs
-            if (j["model"], j["opt"], j["budget"], j["threads"])
-            == (model, opt, int(budget), int(threads))
-        ]
+        wanted = {"model": model, "opt": opt, "budget": int(budget), "threads": int(threads)}
+        (job,) = [j for j in self.interference_jobs if wanted.items() <= j.items()]
         ig = self.packing["interference"]
-        base = self.packing_job(model, opt)
-        group = {**base, "budget": int(budget), "threads": int(threads), "batch": ig["batch"]}
-        group |= {"instances": list(job["instances"]), "settings": self._settings(ig)}
-        return spec_mod.interference(group, self.topology)
+        group = {**self.packing_job(model, opt), **job, "batch": ig["batch"]}
+        return spec_mod.interference(group | {"settings": self._settings(ig)}, self.topology)
 
     def packing_timeout_s(self) -> float:
         """A packing job's wall-time bound: every configuration's cell timeout, per replicate."""
