@@ -80,15 +80,11 @@ def _machine(config: dict) -> str:
     return f"topology file {config['topology']}" if config.get("topology") else "this machine"
 
 
-def usable_cpus(topo: Topology, use_smt: bool) -> int:
-    return sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
-
-
 def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
     """The most threads a fixed placement can run on ``topo`` (0 if none); a family's members
     use cores a fixed placement can use too."""
     fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
-    for t in range(usable_cpus(topo, use_smt), 0, -1):
+    for t in range(len(topo.usable_cpus(use_smt)), 0, -1):
         for name in fixed:
             if isinstance(placement_mod.plan(topo, t, name, use_smt), placement_mod.Plan):
                 return t
@@ -104,8 +100,7 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
     too_many = sorted(t for t in threads if t > limit)
     if not too_many:
         return []
-    unit = "logical CPUs" if use_smt else "physical cores"
-    nodes = len(topo.nodes)
+    unit, nodes = placement_mod.unit(use_smt), len(topo.nodes)
     what = (
         f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
         f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
@@ -136,7 +131,7 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
         what = f"true, but packing predicts from the '{base}' cells and placements "
         what += f"({', '.join(placements)}) has none; allowed: auto or false, or add {base} to "
         problems.append(Problem("packing.enabled", what + "placements"))
-    total, machine = usable_cpus(topo, bool(config.get("use_smt"))), _machine(config)
+    total, machine = len(topo.usable_cpus(bool(config.get("use_smt")))), _machine(config)
     for i, b in enumerate(given.get("budgets") or ()):
         if isinstance(b, int) and b > total:
             what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from numa_effects.plan import deploy, grid
 from numa_effects.plan import optimizations as opts
+from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.optimizations import EAGER
 
 JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
@@ -97,14 +98,13 @@ def step_s(
 def windows_s(settings: dict, step: float, cap_s: float | None = None) -> float:
     """Warm-up and timed seconds of one process under the timing settings (adaptive: the
     minimum windows, stretched by ``ADAPTIVE_FACTOR``, within the cap; fixed: the counts)."""
-    if settings.get("protocol") == "fixed":
-        return (int(settings.get("warmup", 2)) + int(settings.get("fixed_iterations", 100))) * step
-    warm = max(float(settings.get("min_warmup_seconds", 2)), 3 * step)
-    timed = max(
-        float(settings.get("min_timed_seconds", 2)), int(settings.get("min_iterations", 6)) * step
-    )
-    cap = float(cap_s or settings.get("max_seconds_per_cell", 12))
-    floor = warm + int(settings.get("min_iterations", 6)) * step  # always run
+    s = settings_mod.with_defaults(settings)
+    if s["protocol"] == "fixed":
+        return (int(s["warmup"]) + int(s["fixed_iterations"])) * step
+    warm = max(float(s["min_warmup_seconds"]), 3 * step)
+    timed = max(float(s["min_timed_seconds"]), int(s["min_iterations"]) * step)
+    cap = float(cap_s or s["max_seconds_per_cell"])
+    floor = warm + int(s["min_iterations"]) * step  # always run
     return max(min(warm + timed * ADAPTIVE_FACTOR, cap), floor)
 
 
@@ -146,9 +146,7 @@ def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
 
 def _processes_per_cell(plan) -> int:
     """Processes per cell: the first stage, or the cap when a second stage may add them."""
-    if plan.two_stage:
-        return int(plan.two_stage.get("cap", plan.replicates))
-    return int(plan.replicates)
+    return plan.two_stage["cap"] if plan.two_stage else plan.replicates
 
 
 def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
@@ -158,7 +156,7 @@ def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> 
 
 
 def _cores(plan) -> int:
-    return max(1, sum(len(plan.topology.node_cpus(n)) for n in plan.topology.nodes))
+    return max(1, len(plan.topology.usable_cpus()))
 
 
 def _packing(est: Estimate, plan, caps, size: int) -> None:

@@ -113,6 +113,10 @@ class Topology:
             by_rank.setdefault(sorted(c.siblings).index(c.cpu), []).append(c.cpu)
         return tuple(cpu for rank in sorted(by_rank) for cpu in by_rank[rank])
 
+    def usable_cpus(self, use_smt: bool = False) -> tuple[int, ...]:
+        """Every CPU a placement may use, node by node (the order ``sequential`` fills)."""
+        return tuple(c for n in self.nodes for c in self.node_cpus(n, use_smt))
+
     def cores_per_node(self) -> dict[int, int]:
         return {n: len(self.node_cpus(n)) for n in self.nodes}
 
