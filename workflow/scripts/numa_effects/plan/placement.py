@@ -235,16 +235,17 @@ class Placement:
 
     @property
     def regex(self) -> str:
-        """The names this entry stands for, as a regular expression (wildcard constraints)."""
+        """The names this entry stands for, as a regular expression (wildcard constraints, the
+        schema's pattern), a group per field."""
         out = ""
         for text, f, _, _ in string.Formatter().parse(self.name):
-            out += re.escape(text) + (rf"(?P<{f}>\d+)" if f else "")
+            out += re.escape(text) + (r"(\d+)" if f else "")
         return out
 
     def match(self, name: str) -> dict | None:
         """The field values of ``name`` if this entry stands for it, else None."""
         m = re.fullmatch(self.regex, name)
-        return None if m is None else {k: int(v) for k, v in m.groupdict().items()}
+        return None if m is None else dict(zip(self.fields, map(int, m.groups()), strict=True))
 
     def baseline_name(self, fields: dict) -> str | None:
         return None if self.baseline is None else self.baseline.format(**fields)
@@ -324,8 +325,7 @@ def known(name: str) -> bool:
 
 def names_regex() -> str:
     """Every placement label (``+smt`` included) as one regular expression (wildcards)."""
-    bare = [re.sub(r"\?P<\w+>", "", p.regex) for p in PLACEMENTS.values()]
-    alternatives = "|".join(f"(?:{b})" for b in bare)
+    alternatives = "|".join(f"(?:{p.regex})" for p in PLACEMENTS.values())
     return f"(?:{alternatives})(?:{re.escape(SMT_SUFFIX)})?"
 
 
