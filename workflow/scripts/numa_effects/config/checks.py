@@ -152,9 +152,9 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
     return problems + _not_in_grid(config, "packing", given, "optimizations")
 
 
-def _not_in_grid(config: dict, key: str, given: dict, grid_key: str, default=()) -> list[Problem]:
+def _not_in_grid(config: dict, key: str, given: dict, grid_key: str) -> list[Problem]:
     """Each name of ``key``'s list ``grid_key`` that the grid's list of that name lacks."""
-    allowed = list(config.get(grid_key) or default)
+    allowed = list(config.get(grid_key) or ())
     return [
         Problem(
             f"{key}.{grid_key}[{i}]",
@@ -169,7 +169,7 @@ def deploy_problems(config: dict) -> list[Problem]:
     """The ``deploy`` key against the grid: what it searches must be measured."""
     given = config.get("deploy") or {}
     problems = _not_in_grid(config, "deploy", given, "optimizations")
-    problems += _not_in_grid(config, "deploy", given, "allocators", ["default"])
+    problems += _not_in_grid(config, "deploy", given, "allocators")
     rounds, most = given.get("rounds"), given.get("max_rounds")
     if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
         problems.append(
