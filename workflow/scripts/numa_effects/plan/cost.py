@@ -81,10 +81,10 @@ class Estimate:
         return text
 
 
-def step_s(
-    model: str, opt: str, dtype: str, threads: int, batch: int, image_size: int, caps
-) -> float:
-    """A step's predicted latency: FLOPs / (theoretical peak of ``threads`` cores x efficiency)."""
+def step_s(model: str, opt: str, threads: int, batch: int, image_size: int, caps) -> float:
+    """A step's predicted latency: FLOPs / (theoretical peak of ``threads`` cores in ``opt``'s
+    dtype x efficiency)."""
+    dtype = opts.OPTIMIZATIONS[opt].dtype
     gflop = GFLOP_PER_IMAGE.get(model, GFLOP_DEFAULT) * batch * (image_size / 224) ** 2
     peak = None
     if caps is not None:
@@ -132,8 +132,7 @@ def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
     size = int(settings.get("image_size", 224))
     per_cell = _processes_per_cell(plan)
     for key in plan.grid.cells:
-        dtype = opts.OPTIMIZATIONS[key.opt].dtype
-        step = step_s(key.model, key.opt, dtype, key.threads, key.batch_size, size, caps)
+        step = step_s(key.model, key.opt, key.threads, key.batch_size, size, caps)
         est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, settings)), jobs=per_cell)
     windows = len(plan.peak_outputs())  # every window of every peak
     est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
@@ -150,9 +149,7 @@ def _processes_per_cell(plan) -> int:
 
 
 def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
-    models = plan.config.get("models") or ["resnet50"]
-    dtype = opts.OPTIMIZATIONS[opt].dtype if opt in opts.OPTIMIZATIONS else "float32"
-    return step_s(models[0], opt, dtype, threads, batch, size, caps)
+    return step_s(plan.config["models"][0], opt, threads, batch, size, caps)
 
 
 def _cores(plan) -> int:
