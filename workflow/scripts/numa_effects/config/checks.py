@@ -10,6 +10,7 @@ import math
 
 from numa_effects.config.problem import Problem, key_path, shown, suggest
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.plan import grid
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
@@ -56,8 +57,6 @@ def name_problems(config: dict) -> list[Problem]:
 
 def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
     """``exclude`` must leave at least one cell of the grid on the planning machine."""
-    from numa_effects.plan import grid
-
     if not config.get("exclude"):
         return []
     cells = itertools.product(*(a.values(config, topo) for a in grid.AXES))
