@@ -209,8 +209,7 @@ class Plan:
 
     def packing_timeout_s(self) -> float:
         """A packing job's wall-time bound: every configuration's cell timeout, per replicate."""
-        configs = 1 + int(self.packing.get("measure_plans", 1))
-        return configs * self.replicates * self.cell_timeout_s
+        return (1 + self.packing["measure_plans"]) * self.replicates * self.cell_timeout_s
 
     def interference_timeout_s(self) -> float:
         """A profile job's wall-time bound: alone and each group, per replicate."""

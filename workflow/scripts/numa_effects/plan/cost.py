@@ -157,16 +157,14 @@ def _cores(plan) -> int:
 
 
 def _packing(est: Estimate, plan, caps, size: int) -> None:
-    ig = plan.packing.get("interference") or {}
-    cores, cfg = _cores(plan), plan.config
+    ig, cores, cfg = plan.packing["interference"], _cores(plan), plan.config
     for job in plan.interference_jobs:
-        step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig.get("batch", 1))
+        step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig["batch"])
         for k in (1, *job["instances"]):
-            one = process_s(job["opt"], step, cfg, ig.get("max_seconds"), k, cores, inspect=False)
+            one = process_s(job["opt"], step, cfg, ig["max_seconds"], k, cores, inspect=False)
             est.add("interference", plan.replicates * one)
         est.add("interference", JOB_S, jobs=1)
-    cap = plan.packing.get("max_seconds")
-    configs = 1 + int(plan.packing.get("measure_plans", 1))
+    cap, configs = plan.packing["max_seconds"], 1 + plan.packing["measure_plans"]
     for job in plan.packing_jobs:
         step = _typical_step(plan, caps, size, job["opt"], job["budget"], job["batch_size"])
         one = process_s(job["opt"], step, cfg, cap, 2, cores, inspect=False)
