@@ -236,13 +236,17 @@ def _no_second_stage(c: dict, topo):
     return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
 
 
+def _deploy_given(c: dict) -> dict:
+    """The config's ``deploy`` key with its defaults (``plan.deploy``'s)."""
+    return settings_mod.with_defaults(c.get("deploy") or {}, deploy.DEFAULTS)
+
+
 def _deploy_rounds(c: dict, topo):
-    d = dict(c.get("deploy") or {})
-    rounds = int(d.get("rounds") or 3)
-    if int(d.get("max_rounds") or 6) <= rounds:
+    given = _deploy_given(c)
+    if given["max_rounds"] <= given["rounds"]:
         return None
-    d["max_rounds"] = rounds
-    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+    d = {**(c.get("deploy") or {}), "max_rounds": given["rounds"]}
+    return {**c, "deploy": d}, f"deploy.max_rounds: {given['rounds']}"
 
 
 def _threads(c: dict, topo, base: int = 2):
@@ -272,10 +276,9 @@ def _batches(c: dict, topo):
 
 
 def _candidates(c: dict, topo):
-    d = dict(c.get("deploy") or {})
-    if int(d.get("candidates") or 2) <= 1:
+    if _deploy_given(c)["candidates"] <= 1:
         return None
-    return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
+    return {**c, "deploy": {**(c.get("deploy") or {}), "candidates": 1}}, "deploy.candidates: 1"
 
 
 def _no_packing(c: dict, topo):
@@ -335,11 +338,10 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
 
 def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
     """The deploy answer's rounds in the time the budget leaves: (config, what was said)."""
-    given = dict(config.get("deploy") or {})
     d = dict(current.get("deploy") or {})
     if not plan.deploy.get("measured") or "deploy" not in est.parts:
         return current, []
-    rounds, most = int(plan.deploy["rounds"]), int(given.get("max_rounds") or 6)
+    rounds, most = int(plan.deploy["rounds"]), _deploy_given(config)["max_rounds"]
     per_round = est.parts["deploy"] / max(1, int(plan.deploy["max_rounds"]))
     spare = float(budget) * 60 - (est.total_s - est.parts["deploy"])
     fit = max(rounds, min(most, int(spare // per_round) if per_round > 0 else most))
