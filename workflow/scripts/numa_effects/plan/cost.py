@@ -18,7 +18,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-from numa_effects.plan import deploy, grid
+from numa_effects.plan import deploy, grid, stages
 from numa_effects.plan import optimizations as opts
 from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.optimizations import EAGER
@@ -229,10 +229,10 @@ def _power_of(t: int, base: int) -> bool:
 # The budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None when
 # the step changes nothing.
 def _no_second_stage(c: dict, topo):
-    ts = dict(c.get("two_stage") or {})
-    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+    s = stages.settings(c)  # resolved: a cap left to its default, one process per cell
+    if s is None or s["cap"] <= s["first_stage"]:
         return None
-    ts["cap"] = int(c.get("replicates", 1))
+    ts = {**c["two_stage"], "cap": s["first_stage"]}
     return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
 
 
