@@ -127,17 +127,14 @@ def process_s(
 
 def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
     """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
-    est = Estimate()
-    settings = plan.config
-    size = int(settings.get("image_size", 224))
-    per_cell = _processes_per_cell(plan)
+    est, per_cell = Estimate(), _processes_per_cell(plan)
     for key in plan.grid.cells:
-        step = step_s(key.model, key.opt, key.threads, key.batch_size, size, caps)
-        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, settings)), jobs=per_cell)
+        step = _step(plan, caps, key.opt, key.threads, key.batch_size, key.model)
+        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, plan.config)), jobs=per_cell)
     windows = len(plan.peak_outputs())  # every window of every peak
     est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
-    _packing(est, plan, caps, size)
-    _deploy(est, plan, caps, size, deploy_configs)
+    _packing(est, plan, caps)
+    _deploy(est, plan, caps, deploy_configs)
     figures = len(plan.figure_keys()) // 4 + 10
     est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
     return est
@@ -148,25 +145,27 @@ def _processes_per_cell(plan) -> int:
     return plan.two_stage["cap"] if plan.two_stage else plan.replicates
 
 
-def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
-    return step_s(plan.config["models"][0], opt, threads, batch, size, caps)
+def _step(plan, caps, opt: str, threads: int, batch: int, model: str | None = None) -> float:
+    """``step_s`` at the plan's image size, of ``model`` or else the grid's first."""
+    model = model or plan.config["models"][0]
+    return step_s(model, opt, threads, batch, plan.config["image_size"], caps)
 
 
 def _cores(plan) -> int:
     return max(1, len(plan.topology.usable_cpus()))
 
 
-def _packing(est: Estimate, plan, caps, size: int) -> None:
+def _packing(est: Estimate, plan, caps) -> None:
     ig, cores, cfg = plan.packing["interference"], _cores(plan), plan.config
     for job in plan.interference_jobs:
-        step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig["batch"])
+        step = _step(plan, caps, job["opt"], job["threads"], ig["batch"])
         for k in (1, *job["instances"]):
             one = process_s(job["opt"], step, cfg, ig["max_seconds"], k, cores, inspect=False)
             est.add("interference", plan.replicates * one)
         est.add("interference", JOB_S, jobs=1)
     cap, configs = plan.packing["max_seconds"], 1 + plan.packing["measure_plans"]
     for job in plan.packing_jobs:
-        step = _typical_step(plan, caps, size, job["opt"], job["budget"], job["batch_size"])
+        step = _step(plan, caps, job["opt"], job["budget"], job["batch_size"])
         one = process_s(job["opt"], step, cfg, cap, 2, cores, inspect=False)
         est.add("packing", JOB_S + plan.replicates * configs * one, jobs=1)
 
@@ -181,7 +180,7 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     return searched, float(plain)
 
 
-def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
+def _deploy(est: Estimate, plan, caps, configs: int | None) -> None:
     s = plan.deploy
     if not s.get("measured"):
         return
@@ -195,7 +194,7 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     per = {}
     for opt in (dear, EAGER):
-        step = _typical_step(plan, caps, size, opt, cores, batch)
+        step = _step(plan, caps, opt, cores, batch)
         per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False)
     rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
     seconds = rounds * (searched * per[dear] + plain * per[EAGER])
@@ -216,7 +215,7 @@ def jobs_per_part(plan) -> dict[str, int]:
 def deploy_seconds(plan, caps=None) -> float:
     """The deploy job's estimate alone (``remeasure``'s default for it)."""
     est = Estimate()
-    _deploy(est, plan, caps, int(plan.config.get("image_size", 224)), None)
+    _deploy(est, plan, caps, None)
     return est.total_s
 
 
