@@ -39,7 +39,6 @@ class Topology:
     cpus: tuple[LogicalCpu, ...]
     cpu_model: str = ""
     source: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
     # NUMA nodes that have memory, ascending; () = not known (lscpu): the CPU nodes
     memory_nodes: tuple[int, ...] = ()
     # the firmware's node distances, {from node: {to node: distance}} (sysfs node*/distance;
