@@ -83,9 +83,9 @@ class Optimization:
         return DTYPE_BYTES[self.dtype]
 
 
-def availability() -> dict[str, bool]:
+def availability(names=None) -> dict[str, bool]:
     """``{requirement: available}`` on this machine (no import of the packages themselves)."""
-    return {n: r.found() is not None for n, r in REQUIREMENTS.items()}
+    return {n: REQUIREMENTS[n].found() is not None for n in (names or REQUIREMENTS)}
 
 
 def skip_reason(opt: Optimization, available: Mapping[str, bool]) -> str | None:
