@@ -358,8 +358,9 @@ def build(
         grid_mod.expand(config, topology, memory_bytes, host) if measures else grid_mod.Grid({}, {})
     )
     replicates = grid_mod.replicates(config)
+    two_stage = stages_mod.settings(config) if measures else None
     # under two_stage the order is planned up to the cap; the first rounds are the same
-    rounds = stages_mod.rounds(config)
+    rounds = two_stage["cap"] if two_stage else replicates
     order = tuple(grid_mod.job_order(grid.cells, rounds, int(config.get("order_seed") or 0)))
     peak = {}
     if config.get("peak", True) and measures:
@@ -392,7 +393,7 @@ def build(
         code=dict(code or {}),
         compare=compare,
         compare_keys=tuple(compare_keys or ()),
-        two_stage=stages_mod.settings(config) if measures else None,
+        two_stage=two_stage,
         deploy=deploy,
     )
 

@@ -49,12 +49,6 @@ def settings(config: dict) -> dict | None:
     }
 
 
-def rounds(config: dict) -> int:
-    """How many rounds of replicates the job order plans: the cap under ``two_stage``."""
-    s = settings(config)
-    return s["cap"] if s else grid_mod.replicates(config)
-
-
 def path(results: str, manifest_path: str) -> str:
     """The counts file of a grid: named after its manifest (``grid/manifest-<digest>.json``),
     so a changed grid or ``two_stage`` setting decides again."""
