@@ -302,6 +302,17 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
     assert "within the budget of 60 min" in est.line(60)
 
 
+def test_the_budget_drops_the_second_stage_the_plan_would_run():
+    """The budget's first step reads the resolved ``two_stage`` key: a cap left to its default
+    is dropped too, and one process per cell has no second stage to drop."""
+    (first, *_) = cost.shrink_steps({}, None)
+    shrunk, what = first({"replicates": 2, "two_stage": {"enabled": True}})
+    assert shrunk["two_stage"] == {"enabled": True, "cap": 2}
+    assert what == "two_stage.cap: 2 (no second stage)"
+    assert first({"replicates": 1, "two_stage": {"enabled": True, "cap": 4}}) is None
+    assert first({"replicates": 2, "two_stage": {"enabled": True, "cap": 2}}) is None
+
+
 def test_without_a_budget_nothing_shrinks_and_the_estimate_grows_with_the_grid():
     checked, make = plan_of(default_config(topology=str(SHAPES["2x32-smt"]), budget=None))
     _, est = cost.fit(checked.config, checked.topology, make)

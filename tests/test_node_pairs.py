@@ -203,6 +203,13 @@ def test_an_exclude_that_leaves_no_cell_or_names_nothing_known_is_refused():
     assert key == "exclude[0].thread" and "did you mean 'threads'?" in line
 
 
+def test_an_exclude_beside_a_refused_grid_key_is_not_planned():
+    """The exclude check plans the grid from every axis' key: one the schema refused is said
+    once, never planned (``batch_sizes: [a]`` is not read as a number)."""
+    ((key, line),) = problems(TWO, batch_sizes=["a"], exclude=[{"threads": [1]}])
+    assert key == "batch_sizes[0]" and "'a' is a string" in line
+
+
 @pytest.mark.parametrize("value", ["all", "diagonal+row0"])
 def test_a_one_node_machine_plans_the_diagonal_and_says_why(value):
     p = make(ONE, threads=[1, 2], node_pairs=value)

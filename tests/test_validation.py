@@ -34,6 +34,8 @@ from numa_effects.plan import (
     optimizations,
     packing,
     placement,
+    settings,
+    stages,
     topology,
 )
 
@@ -767,6 +769,18 @@ def test_validation_never_imports_torch():
         check=True,
         env={"PYTHONPATH": str(REPO / "workflow" / "scripts"), "PATH": "/usr/bin:/bin"},
     )
+
+
+def test_the_plans_own_defaults_are_the_schemas():
+    """The plan reads configs the check did not fill (a nested key left out, a test's): its
+    fallbacks are the schema's defaults, which config/README.md shows."""
+    props = schema.load()["properties"]
+    assert {k: props[k]["default"] for k in settings.DEFAULTS} == settings.DEFAULTS
+    assert props["cell_timeout_margin_s"]["default"] == settings.TIMEOUT_MARGIN_S
+    assert props["replicates"]["default"] == grid.DEFAULT_REPLICATES
+    two = props["two_stage"]["properties"]
+    got = stages.settings({"replicates": 2, "two_stage": {"enabled": True}})
+    assert [got["target_pct"], got["cap"]] == [two["target_pct"]["default"], two["cap"]["default"]]
 
 
 def test_defaults_are_filled_and_strings_normalised():

@@ -16,7 +16,7 @@ from pathlib import Path
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import checks, coerce, files, messages, paths, schema
 from numa_effects.config.problem import ConfigError, Problem
-from numa_effects.config.registries import REGISTRIES
+from numa_effects.plan import grid
 from numa_effects.plan.topology import Topology
 
 __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
@@ -68,7 +68,7 @@ def check(
         problems += checks.thread_problems(config, topo)
     if topo is not None:
         problems += checks.family_problems(config, topo, failed)
-    grid_keys = {"exclude", "threads", "placements", "use_smt", "node_pairs", *REGISTRIES}
+    grid_keys = {"exclude", "use_smt", "node_pairs", *(a.config_key for a in grid.AXES)}
     if topo is not None and not failed & grid_keys:
         problems += checks.exclude_problems(config, topo)
     if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:

@@ -10,6 +10,7 @@ import math
 
 from numa_effects.config.problem import Problem, key_path, shown, suggest
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.plan import grid
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
@@ -56,8 +57,6 @@ def name_problems(config: dict) -> list[Problem]:
 
 def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
     """``exclude`` must leave at least one cell of the grid on the planning machine."""
-    from numa_effects.plan import grid
-
     if not config.get("exclude"):
         return []
     cells = itertools.product(*(a.values(config, topo) for a in grid.AXES))
@@ -80,15 +79,11 @@ def _machine(config: dict) -> str:
     return f"topology file {config['topology']}" if config.get("topology") else "this machine"
 
 
-def usable_cpus(topo: Topology, use_smt: bool) -> int:
-    return sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
-
-
 def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
     """The most threads a fixed placement can run on ``topo`` (0 if none); a family's members
     use cores a fixed placement can use too."""
     fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
-    for t in range(usable_cpus(topo, use_smt), 0, -1):
+    for t in range(len(topo.usable_cpus(use_smt)), 0, -1):
         for name in fixed:
             if isinstance(placement_mod.plan(topo, t, name, use_smt), placement_mod.Plan):
                 return t
@@ -104,8 +99,7 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
     too_many = sorted(t for t in threads if t > limit)
     if not too_many:
         return []
-    unit = "logical CPUs" if use_smt else "physical cores"
-    nodes = len(topo.nodes)
+    unit, nodes = placement_mod.unit(use_smt), len(topo.nodes)
     what = (
         f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
         f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
@@ -136,7 +130,7 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
         what = f"true, but packing predicts from the '{base}' cells and placements "
         what += f"({', '.join(placements)}) has none; allowed: auto or false, or add {base} to "
         problems.append(Problem("packing.enabled", what + "placements"))
-    total, machine = usable_cpus(topo, bool(config.get("use_smt"))), _machine(config)
+    total, machine = len(topo.usable_cpus(bool(config.get("use_smt")))), _machine(config)
     for i, b in enumerate(given.get("budgets") or ()):
         if isinstance(b, int) and b > total:
             what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "
@@ -157,9 +151,9 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
     return problems + _not_in_grid(config, "packing", given, "optimizations")
 
 
-def _not_in_grid(config: dict, key: str, given: dict, grid_key: str, default=()) -> list[Problem]:
+def _not_in_grid(config: dict, key: str, given: dict, grid_key: str) -> list[Problem]:
     """Each name of ``key``'s list ``grid_key`` that the grid's list of that name lacks."""
-    allowed = list(config.get(grid_key) or default)
+    allowed = list(config.get(grid_key) or ())
     return [
         Problem(
             f"{key}.{grid_key}[{i}]",
@@ -174,7 +168,7 @@ def deploy_problems(config: dict) -> list[Problem]:
     """The ``deploy`` key against the grid: what it searches must be measured."""
     given = config.get("deploy") or {}
     problems = _not_in_grid(config, "deploy", given, "optimizations")
-    problems += _not_in_grid(config, "deploy", given, "allocators", ["default"])
+    problems += _not_in_grid(config, "deploy", given, "allocators")
     rounds, most = given.get("rounds"), given.get("max_rounds")
     if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
         problems.append(

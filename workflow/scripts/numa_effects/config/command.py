@@ -1,10 +1,9 @@
 """A Snakemake command line checked before Snakemake reads it, one line per problem.
 
 Snakemake answers some mistakes itself, before any workflow code runs, with a traceback, a page
-of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md). The
-entry points (``python -m numa_effects.config --run|--snakemake ARGS...``) run this first: the
-arguments parsed by Snakemake's own parser, each ``--config`` item, ``--configfile`` and target;
-then the config they make is checked by the one checker.
+of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md):
+``cli``'s ``--run|--snakemake ARGS...`` parse them with Snakemake's own parser and check each
+``--config`` item, ``--configfile`` and target here first.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from numa_effects.config.problem import Problem
-from numa_effects.config.schema import SCHEMA_PATH
+from numa_effects.config.schema import REPO_DIR
 from numa_effects.plan import paths as results_paths
 from numa_effects.plan import topology as topology_mod
 
@@ -18,7 +18,6 @@ SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/bo
 SYSTEM_DIRS += ("/proc", "/sys", "/run")
 WORKFLOW_DIRS = ("workflow", "config", "profiles", "tests", "docs", "envs", "tools")
 WORKFLOW_DIRS += ("benchmarks", ".ci", ".git", ".snakemake", ".venv", ".test")
-REPO_DIR = SCHEMA_PATH.parents[2]
 # Bytes of path a run writes inside `results` (cells/<model>/<opt>/.../r1.json and its log).
 ROOM_INSIDE = 256
 # Lines of impossible values named per PackRat file; the rest are counted in one more line.

@@ -59,7 +59,7 @@ def _placement_pattern() -> str | None:
     entries = placement.PLACEMENTS.values()
     if not any(p.fields for p in entries):
         return None
-    names = [re.sub(r"\?P<\w+>", "", p.regex) for p in entries]
+    names = [p.regex for p in entries]
     names += [re.escape(name) for name in placement.families()]
     return "^(?:" + "|".join(names) + ")$"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.yaml"
+REPO_DIR = Path(__file__).resolve().parents[4]
+SCHEMA_PATH = REPO_DIR / "workflow" / "schemas" / "config.schema.yaml"
 REGISTRY = "x-registry"
 # bool before int: a boolean is an int to isinstance.
 TYPE_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 
 from numa_effects.plan import placement as placement_mod
 
-ONCE = "once"  # config key same_bindings: measure a binding once (the default)
-EACH = "each"  # every placement measured on its own
+EACH = "each"  # config key same_bindings: every placement measured on its own (default: once)
 IDENTICAL = "identical binding"  # a comparison of a cell with itself (degradation.csv ci_method)
 
 
@@ -63,11 +62,3 @@ def compared_with_itself(key, same: Mapping) -> bool:
         return False
     other = dataclasses.replace(key, placement=base)
     return same.get(key, key) == same.get(other, other)
-
-
-def setting(config: Mapping) -> str:
-    """Config key ``same_bindings``: ``once`` (default) or ``each``."""
-    value = config.get("same_bindings") or ONCE
-    if value not in (ONCE, EACH):
-        raise ValueError(f"same_bindings: {value!r} is not {ONCE} or {EACH}")
-    return value

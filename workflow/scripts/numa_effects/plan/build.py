@@ -194,33 +194,22 @@ class Plan:
         return [self.path(paths.PACKING_RUN, **j) for j in self.packing_jobs]
 
     def interference_run_paths(self) -> list[str]:
-        keys = ("model", "opt", "budget", "threads")
-        return [
-            self.path(paths.INTERFERENCE_RUN, **{k: j[k] for k in keys})
-            for j in self.interference_jobs
-        ]
+        return [self.path(paths.INTERFERENCE_RUN, **j) for j in self.interference_jobs]
 
     def interference_spec(
         self, model: str, opt: str, budget: int, threads: int
     ) -> spec_mod.GroupSpec:
         """What an interference profile job measures (``spec.interference``), placed on the
         planning topology (the job re-makes them where it runs and compares)."""
-        (job,) = [
-            j
-            for j in self.interference_jobs
-            if (j["model"], j["opt"], j["budget"], j["threads"])
-            == (model, opt, int(budget), int(threads))
-        ]
+        wanted = {"model": model, "opt": opt, "budget": int(budget), "threads": int(threads)}
+        (job,) = [j for j in self.interference_jobs if wanted.items() <= j.items()]
         ig = self.packing["interference"]
-        base = self.packing_job(model, opt)
-        group = {**base, "budget": int(budget), "threads": int(threads), "batch": ig["batch"]}
-        group |= {"instances": list(job["instances"]), "settings": self._settings(ig)}
-        return spec_mod.interference(group, self.topology)
+        group = {**self.packing_job(model, opt), **job, "batch": ig["batch"]}
+        return spec_mod.interference(group | {"settings": self._settings(ig)}, self.topology)
 
     def packing_timeout_s(self) -> float:
         """A packing job's wall-time bound: every configuration's cell timeout, per replicate."""
-        configs = 1 + int(self.packing.get("measure_plans", 1))
-        return configs * self.replicates * self.cell_timeout_s
+        return (1 + self.packing["measure_plans"]) * self.replicates * self.cell_timeout_s
 
     def interference_timeout_s(self) -> float:
         """A profile job's wall-time bound: alone and each group, per replicate."""
@@ -369,8 +358,9 @@ def build(
         grid_mod.expand(config, topology, memory_bytes, host) if measures else grid_mod.Grid({}, {})
     )
     replicates = grid_mod.replicates(config)
+    two_stage = stages_mod.settings(config) if measures else None
     # under two_stage the order is planned up to the cap; the first rounds are the same
-    rounds = stages_mod.rounds(config)
+    rounds = two_stage["cap"] if two_stage else replicates
     order = tuple(grid_mod.job_order(grid.cells, rounds, int(config.get("order_seed") or 0)))
     peak = {}
     if config.get("peak", True) and measures:
@@ -403,7 +393,7 @@ def build(
         code=dict(code or {}),
         compare=compare,
         compare_keys=tuple(compare_keys or ()),
-        two_stage=stages_mod.settings(config) if measures else None,
+        two_stage=two_stage,
         deploy=deploy,
     )
 

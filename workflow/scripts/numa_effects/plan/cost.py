@@ -18,8 +18,9 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-from numa_effects.plan import deploy, grid
+from numa_effects.plan import deploy, grid, stages
 from numa_effects.plan import optimizations as opts
+from numa_effects.plan import settings as settings_mod
 from numa_effects.plan.optimizations import EAGER
 
 JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
@@ -80,10 +81,10 @@ class Estimate:
         return text
 
 
-def step_s(
-    model: str, opt: str, dtype: str, threads: int, batch: int, image_size: int, caps
-) -> float:
-    """A step's predicted latency: FLOPs / (theoretical peak of ``threads`` cores x efficiency)."""
+def step_s(model: str, opt: str, threads: int, batch: int, image_size: int, caps) -> float:
+    """A step's predicted latency: FLOPs / (theoretical peak of ``threads`` cores in ``opt``'s
+    dtype x efficiency)."""
+    dtype = opts.OPTIMIZATIONS[opt].dtype
     gflop = GFLOP_PER_IMAGE.get(model, GFLOP_DEFAULT) * batch * (image_size / 224) ** 2
     peak = None
     if caps is not None:
@@ -97,14 +98,13 @@ def step_s(
 def windows_s(settings: dict, step: float, cap_s: float | None = None) -> float:
     """Warm-up and timed seconds of one process under the timing settings (adaptive: the
     minimum windows, stretched by ``ADAPTIVE_FACTOR``, within the cap; fixed: the counts)."""
-    if settings.get("protocol") == "fixed":
-        return (int(settings.get("warmup", 2)) + int(settings.get("fixed_iterations", 100))) * step
-    warm = max(float(settings.get("min_warmup_seconds", 2)), 3 * step)
-    timed = max(
-        float(settings.get("min_timed_seconds", 2)), int(settings.get("min_iterations", 6)) * step
-    )
-    cap = float(cap_s or settings.get("max_seconds_per_cell", 12))
-    floor = warm + int(settings.get("min_iterations", 6)) * step  # always run
+    s = settings_mod.with_defaults(settings)
+    if s["protocol"] == "fixed":
+        return (int(s["warmup"]) + int(s["fixed_iterations"])) * step
+    warm = max(float(s["min_warmup_seconds"]), 3 * step)
+    timed = max(float(s["min_timed_seconds"]), int(s["min_iterations"]) * step)
+    cap = float(cap_s or s["max_seconds_per_cell"])
+    floor = warm + int(s["min_iterations"]) * step  # always run
     return max(min(warm + timed * ADAPTIVE_FACTOR, cap), floor)
 
 
@@ -127,18 +127,14 @@ def process_s(
 
 def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
     """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
-    est = Estimate()
-    settings = plan.config
-    size = int(settings.get("image_size", 224))
-    per_cell = _processes_per_cell(plan)
+    est, per_cell = Estimate(), _processes_per_cell(plan)
     for key in plan.grid.cells:
-        dtype = opts.OPTIMIZATIONS[key.opt].dtype
-        step = step_s(key.model, key.opt, dtype, key.threads, key.batch_size, size, caps)
-        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, settings)), jobs=per_cell)
+        step = _step(plan, caps, key.opt, key.threads, key.batch_size, key.model)
+        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, plan.config)), jobs=per_cell)
     windows = len(plan.peak_outputs())  # every window of every peak
     est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
-    _packing(est, plan, caps, size)
-    _deploy(est, plan, caps, size, deploy_configs)
+    _packing(est, plan, caps)
+    _deploy(est, plan, caps, deploy_configs)
     figures = len(plan.figure_keys()) // 4 + 10
     est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
     return est
@@ -146,34 +142,30 @@ def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
 
 def _processes_per_cell(plan) -> int:
     """Processes per cell: the first stage, or the cap when a second stage may add them."""
-    if plan.two_stage:
-        return int(plan.two_stage.get("cap", plan.replicates))
-    return int(plan.replicates)
+    return plan.two_stage["cap"] if plan.two_stage else plan.replicates
 
 
-def _typical_step(plan, caps, size: int, opt: str, threads: int, batch: int) -> float:
-    models = plan.config.get("models") or ["resnet50"]
-    dtype = opts.OPTIMIZATIONS[opt].dtype if opt in opts.OPTIMIZATIONS else "float32"
-    return step_s(models[0], opt, dtype, threads, batch, size, caps)
+def _step(plan, caps, opt: str, threads: int, batch: int, model: str | None = None) -> float:
+    """``step_s`` at the plan's image size, of ``model`` or else the grid's first."""
+    model = model or plan.config["models"][0]
+    return step_s(model, opt, threads, batch, plan.config["image_size"], caps)
 
 
 def _cores(plan) -> int:
-    return max(1, sum(len(plan.topology.node_cpus(n)) for n in plan.topology.nodes))
+    return max(1, len(plan.topology.usable_cpus()))
 
 
-def _packing(est: Estimate, plan, caps, size: int) -> None:
-    ig = plan.packing.get("interference") or {}
-    cores, cfg = _cores(plan), plan.config
+def _packing(est: Estimate, plan, caps) -> None:
+    ig, cores, cfg = plan.packing["interference"], _cores(plan), plan.config
     for job in plan.interference_jobs:
-        step = _typical_step(plan, caps, size, job["opt"], job["threads"], ig.get("batch", 1))
+        step = _step(plan, caps, job["opt"], job["threads"], ig["batch"])
         for k in (1, *job["instances"]):
-            one = process_s(job["opt"], step, cfg, ig.get("max_seconds"), k, cores, inspect=False)
+            one = process_s(job["opt"], step, cfg, ig["max_seconds"], k, cores, inspect=False)
             est.add("interference", plan.replicates * one)
         est.add("interference", JOB_S, jobs=1)
-    cap = plan.packing.get("max_seconds")
-    configs = 1 + int(plan.packing.get("measure_plans", 1))
+    cap, configs = plan.packing["max_seconds"], 1 + plan.packing["measure_plans"]
     for job in plan.packing_jobs:
-        step = _typical_step(plan, caps, size, job["opt"], job["budget"], job["batch_size"])
+        step = _step(plan, caps, job["opt"], job["budget"], job["batch_size"])
         one = process_s(job["opt"], step, cfg, cap, 2, cores, inspect=False)
         est.add("packing", JOB_S + plan.replicates * configs * one, jobs=1)
 
@@ -188,7 +180,7 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     return searched, float(plain)
 
 
-def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
+def _deploy(est: Estimate, plan, caps, configs: int | None) -> None:
     s = plan.deploy
     if not s.get("measured"):
         return
@@ -202,7 +194,7 @@ def _deploy(est: Estimate, plan, caps, size: int, configs: int | None) -> None:
     dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     per = {}
     for opt in (dear, EAGER):
-        step = _typical_step(plan, caps, size, opt, cores, batch)
+        step = _step(plan, caps, opt, cores, batch)
         per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False)
     rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
     seconds = rounds * (searched * per[dear] + plain * per[EAGER])
@@ -223,7 +215,7 @@ def jobs_per_part(plan) -> dict[str, int]:
 def deploy_seconds(plan, caps=None) -> float:
     """The deploy job's estimate alone (``remeasure``'s default for it)."""
     est = Estimate()
-    _deploy(est, plan, caps, int(plan.config.get("image_size", 224)), None)
+    _deploy(est, plan, caps, None)
     return est.total_s
 
 
@@ -236,20 +228,24 @@ def _power_of(t: int, base: int) -> bool:
 # The budget's steps: (config, topology) -> (the config shrunk, what was shrunk), or None when
 # the step changes nothing.
 def _no_second_stage(c: dict, topo):
-    ts = dict(c.get("two_stage") or {})
-    if not ts.get("enabled") or int(ts.get("cap", 0)) <= int(c.get("replicates", 1)):
+    s = stages.settings(c)  # resolved: a cap left to its default, one process per cell
+    if s is None or s["cap"] <= s["first_stage"]:
         return None
-    ts["cap"] = int(c.get("replicates", 1))
+    ts = {**c["two_stage"], "cap": s["first_stage"]}
     return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
 
 
+def _deploy_given(c: dict) -> dict:
+    """The config's ``deploy`` key with its defaults (``plan.deploy``'s)."""
+    return settings_mod.with_defaults(c.get("deploy") or {}, deploy.DEFAULTS)
+
+
 def _deploy_rounds(c: dict, topo):
-    d = dict(c.get("deploy") or {})
-    rounds = int(d.get("rounds") or 3)
-    if int(d.get("max_rounds") or 6) <= rounds:
+    given = _deploy_given(c)
+    if given["max_rounds"] <= given["rounds"]:
         return None
-    d["max_rounds"] = rounds
-    return {**c, "deploy": d}, f"deploy.max_rounds: {rounds}"
+    d = {**(c.get("deploy") or {}), "max_rounds": given["rounds"]}
+    return {**c, "deploy": d}, f"deploy.max_rounds: {given['rounds']}"
 
 
 def _threads(c: dict, topo, base: int = 2):
@@ -279,10 +275,9 @@ def _batches(c: dict, topo):
 
 
 def _candidates(c: dict, topo):
-    d = dict(c.get("deploy") or {})
-    if int(d.get("candidates") or 2) <= 1:
+    if _deploy_given(c)["candidates"] <= 1:
         return None
-    return {**c, "deploy": {**d, "candidates": 1}}, "deploy.candidates: 1"
+    return {**c, "deploy": {**(c.get("deploy") or {}), "candidates": 1}}, "deploy.candidates: 1"
 
 
 def _no_packing(c: dict, topo):
@@ -342,11 +337,10 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
 
 def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
     """The deploy answer's rounds in the time the budget leaves: (config, what was said)."""
-    given = dict(config.get("deploy") or {})
     d = dict(current.get("deploy") or {})
     if not plan.deploy.get("measured") or "deploy" not in est.parts:
         return current, []
-    rounds, most = int(plan.deploy["rounds"]), int(given.get("max_rounds") or 6)
+    rounds, most = int(plan.deploy["rounds"]), _deploy_given(config)["max_rounds"]
     per_round = est.parts["deploy"] / max(1, int(plan.deploy["max_rounds"]))
     spare = float(budget) * 60 - (est.total_s - est.parts["deploy"])
     fit = max(rounds, min(most, int(spare // per_round) if per_round > 0 else most))

@@ -232,9 +232,8 @@ def expand(
             skipped[key] = reason
         else:
             cells[key] = planned
-    same = (
-        binding_mod.measured_once(cells) if binding_mod.setting(config) == binding_mod.ONCE else {}
-    )
+    each = config.get("same_bindings") == binding_mod.EACH
+    same = {} if each else binding_mod.measured_once(cells)
     measured = {k: p for k, p in sorted(cells.items()) if k not in same}
     return Grid(measured, dict(sorted(skipped.items())), dict(sorted(same.items())))
 

@@ -29,37 +29,32 @@ class Host:
     libraries: Mapping[str, str | None] = field(default_factory=dict)  # allocator -> path
 
     def optimization_reason(self, opt: str, bf16: str = BF16_AUTO) -> str | None:
-        """Why ``opt``'s cells are skipped here (None: they run)."""
-        entry = optimizations_mod.OPTIMIZATIONS.get(opt)
+        """Why ``opt``'s cells are skipped here (None: they run): a requirement is missing, or
+        under ``bf16: auto`` it computes in bf16 and this CPU has no native bf16 (emulated or
+        reference kernels, slower than float32). int8 without VNNI/AMX still runs oneDNN's
+        integer kernels and is always measured (marked)."""
+        entry, caps = optimizations_mod.OPTIMIZATIONS.get(opt), self.capabilities
         if entry is None:
             return None
         if self.available is not None:
             why = optimizations_mod.skip_reason(entry, self.available)
             if why:
                 return why
-        return bf16_reason(entry, self.capabilities, bf16)
+        if caps is None or bf16 == BF16_ALWAYS or entry.native != "bf16":
+            return None
+        note = optimizations_mod.precision_note(entry, caps)  # None where bf16 is native
+        if note is None:
+            return None
+        return (
+            f"{note} ({caps.model_name or caps.isa}; plan.cpu from its flags); skipped under "
+            "bf16: auto, set bf16: always to measure it anyway"
+        )
 
     def allocator_reason(self, name: str) -> str | None:
         alloc = allocators_mod.ALLOCATORS.get(name)
         if alloc is None or not alloc.preloaded or name not in self.libraries:
             return None
         return allocators_mod.skip_reason(alloc, self.libraries[name])
-
-
-def bf16_reason(entry, caps, bf16: str = BF16_AUTO) -> str | None:
-    """Why ``entry``'s cells are skipped under ``bf16: auto``: it computes in bf16 and this CPU
-    has no native bf16 (emulated or reference kernels, slower than float32). int8 without
-    VNNI/AMX still runs oneDNN's integer kernels and is always measured (marked)."""
-    if caps is None or bf16 == BF16_ALWAYS or entry.native != "bf16":
-        return None
-    if optimizations_mod.native_on(entry, caps):
-        return None
-    cpu = caps.model_name or caps.isa
-    note = optimizations_mod.precision_note(entry, caps)
-    return (
-        f"{note} ({cpu}; plan.cpu from its flags); skipped under bf16: auto, set bf16: always "
-        "to measure it anyway"
-    )
 
 
 def current(allocators: Iterable[str] = (), cpuinfo: str = "/proc/cpuinfo") -> Host:

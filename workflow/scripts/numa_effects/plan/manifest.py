@@ -13,10 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from numa_effects.plan import paths
 from numa_effects.plan.grid import Grid
-
-FOLDER = "grid"
-PREFIX = "manifest-"
 
 
 def content(grid: Grid, replicates: int, two_stage: dict | None = None) -> dict:
@@ -39,13 +37,14 @@ def digest(data: dict) -> str:
 
 
 def path(results: str, data: dict) -> str:
-    return f"{results}/{FOLDER}/{PREFIX}{digest(data)}.json"
+    return f"{results}/" + paths.MANIFEST.format(digest=digest(data))
 
 
-def write(output: str | os.PathLike, data: dict, prefix: str = PREFIX) -> list[Path]:
+def write(output: str | os.PathLike, data: dict) -> list[Path]:
     """Write the manifest (temp file, then rename) and remove (and return) the folder's other
-    ``prefix*.json`` files."""
+    files of its kind (the same name before the digest: ``manifest-*``, ``replicates-*``)."""
     output = Path(output)
+    prefix = output.name.rsplit("-", 1)[0] + "-"
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(f".{output.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -38,9 +38,6 @@ class Requirement:
             return next((t for t in self.targets if importlib.util.find_spec(t) is not None), None)
         return next((p for p in (shutil.which(t, path=path) for t in self.targets) if p), None)
 
-    def available(self) -> bool:
-        return self.found() is not None
-
 
 def by_name(*entries) -> dict:
     """A registry: each entry under its ``name``, in the order given."""
@@ -88,7 +85,7 @@ class Optimization:
 
 def availability(names=None) -> dict[str, bool]:
     """``{requirement: available}`` on this machine (no import of the packages themselves)."""
-    return {n: REQUIREMENTS[n].available() for n in (names or REQUIREMENTS)}
+    return {n: REQUIREMENTS[n].found() is not None for n in (names or REQUIREMENTS)}
 
 
 def skip_reason(opt: Optimization, available: Mapping[str, bool]) -> str | None:

@@ -10,6 +10,8 @@ MACHINE = "machine.json"
 SUMMARY = "summary.txt"
 TABLE = "tables/{name}.csv"
 MANIFEST = "grid/manifest-{digest}.json"
+# each cell's replicates in all under two_stage (plan.stages), named after the manifest's digest
+REPLICATES = "grid/replicates-{digest}.json"
 CELL = grid.CELL_PATTERN
 CELL_LOG = grid.LOG_PATTERN
 # one window of a dtype's peak at a placement and thread count (plan.peaks)

@@ -107,7 +107,7 @@ class NotApplicable:
     reason: str
 
 
-def _unit(use_smt: bool) -> str:
+def unit(use_smt: bool) -> str:
     return "logical CPUs" if use_smt else "physical cores"
 
 
@@ -124,15 +124,14 @@ def _on_node(topo, name, node, t, use_smt, mem_policy, mem_nodes) -> Plan | str:
     """The first ``t`` usable CPUs of ``node``, memory as given."""
     cpus = topo.node_cpus(node, use_smt)
     if t > len(cpus):
-        return f"{name} needs {t} {_unit(use_smt)} on node {node}, which has {len(cpus)}"
+        return f"{name} needs {t} {unit(use_smt)} on node {node}, which has {len(cpus)}"
     return _make(topo, name, t, cpus[:t], mem_policy, mem_nodes, use_smt)
 
 
 def _sequential(topo: Topology, t: int, use_smt: bool) -> Plan | str:
-    # Node 0 is filled before node 1 is touched.
-    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
+    order = topo.usable_cpus(use_smt)  # node 0 is filled before node 1 is touched
     if t > len(order):
-        return f"sequential needs {t} {_unit(use_smt)}, this machine has {len(order)}"
+        return f"sequential needs {t} {unit(use_smt)}, this machine has {len(order)}"
     return _make(topo, "sequential", t, order[:t], "bind", None, use_smt)
 
 
@@ -146,7 +145,7 @@ def _interleave(topo: Topology, t: int, use_smt: bool) -> Plan | str:
         if not per_node[node]:
             need = len([j for j in range(t) if nodes[j % len(nodes)] == node])
             return (
-                f"interleave needs {need} {_unit(use_smt)} on node {node}, which has "
+                f"interleave needs {need} {unit(use_smt)} on node {node}, which has "
                 f"{len(topo.node_cpus(node, use_smt))}"
             )
         picked.append(per_node[node].pop(0))
@@ -236,16 +235,17 @@ class Placement:
 
     @property
     def regex(self) -> str:
-        """The names this entry stands for, as a regular expression (wildcard constraints)."""
+        """The names this entry stands for, as a regular expression (wildcard constraints, the
+        schema's pattern), a group per field."""
         out = ""
         for text, f, _, _ in string.Formatter().parse(self.name):
-            out += re.escape(text) + (rf"(?P<{f}>\d+)" if f else "")
+            out += re.escape(text) + (r"(\d+)" if f else "")
         return out
 
     def match(self, name: str) -> dict | None:
         """The field values of ``name`` if this entry stands for it, else None."""
         m = re.fullmatch(self.regex, name)
-        return None if m is None else {k: int(v) for k, v in m.groupdict().items()}
+        return None if m is None else dict(zip(self.fields, map(int, m.groups()), strict=True))
 
     def baseline_name(self, fields: dict) -> str | None:
         return None if self.baseline is None else self.baseline.format(**fields)
@@ -325,8 +325,7 @@ def known(name: str) -> bool:
 
 def names_regex() -> str:
     """Every placement label (``+smt`` included) as one regular expression (wildcards)."""
-    bare = [re.sub(r"\?P<\w+>", "", p.regex) for p in PLACEMENTS.values()]
-    alternatives = "|".join(f"(?:{b})" for b in bare)
+    alternatives = "|".join(f"(?:{p.regex})" for p in PLACEMENTS.values())
     return f"(?:{alternatives})(?:{re.escape(SMT_SUFFIX)})?"
 
 
@@ -373,10 +372,10 @@ def pack(
     instance straddles nodes (taking the lowest free cores) only when no node has room.
     ``nodes``: each instance's node when the caller chose them (None: best fit). Memory is bound
     to the cores' nodes. The plans in the order of ``threads``, or ``NotApplicable``."""
-    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)]
+    order = topo.usable_cpus(use_smt)
     if budget > len(order):
         return NotApplicable(
-            PACKED, budget, f"a budget of {budget} {_unit(use_smt)}; this machine has {len(order)}"
+            PACKED, budget, f"a budget of {budget} {unit(use_smt)}; this machine has {len(order)}"
         )
     if any(t < 1 for t in threads) or sum(threads) > budget:
         return NotApplicable(

@@ -83,7 +83,5 @@ def memory_timeout_s(config: dict) -> float:
 
 
 def cell_timeout_s(config: dict) -> float:
-    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``. Read
-    from the config by the cell job itself (not a rule parameter), so raising it re-runs
-    nothing."""
+    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``."""
     return 3 * float(config["max_seconds_per_cell"]) + _margin(config, TIMEOUT_MARGIN_S)

@@ -1,7 +1,7 @@
 """Replicates where the noise is (config key ``two_stage``): the plan's side of Stein's two-stage
 rule. ``replicates`` processes of every cell are the first stage; a checkpoint job
 (``tables.stages.decide``) writes how many replicates each cell takes in all
-(``grid/replicates-<digest>.json``, the grid manifest's digest), and the plan reads it back
+(``paths.REPLICATES``, named by the grid manifest's digest), and the plan reads it back
 (``read``) to ask for the further replicates, which run in ``grid.job_order``'s order. The
 statistics are in ``stats.stein_replicates``. Pure except ``read``.
 """
@@ -14,9 +14,7 @@ from pathlib import Path
 
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import manifest as manifest_mod
-
-FOLDER = "grid"
-PREFIX = "replicates-"
+from numa_effects.plan import paths
 
 # Why a cell stopped where it did (``replicates_reason`` in cells.csv, the report's cells table)
 FIRST_STAGE = "first stage"  # the first stage's spread already meets the target
@@ -51,17 +49,11 @@ def settings(config: dict) -> dict | None:
     }
 
 
-def rounds(config: dict) -> int:
-    """How many rounds of replicates the job order plans: the cap under ``two_stage``."""
-    s = settings(config)
-    return s["cap"] if s else grid_mod.replicates(config)
-
-
 def path(results: str, manifest_path: str) -> str:
     """The counts file of a grid: named after its manifest (``grid/manifest-<digest>.json``),
     so a changed grid or ``two_stage`` setting decides again."""
     digest = Path(manifest_path).stem.rsplit("-", 1)[-1]
-    return f"{results}/{FOLDER}/{PREFIX}{digest}.json"
+    return f"{results}/" + paths.REPLICATES.format(digest=digest)
 
 
 def load(file: str | os.PathLike) -> list[dict]:
@@ -76,4 +68,4 @@ def read(file: str | os.PathLike) -> dict:
 
 def write(output: str | os.PathLike, data: dict) -> None:
     """Write a counts file and remove the folder's older ones (as the manifest is written)."""
-    manifest_mod.write(output, data, PREFIX)
+    manifest_mod.write(output, data)

@@ -39,7 +39,6 @@ class Topology:
     cpus: tuple[LogicalCpu, ...]
     cpu_model: str = ""
     source: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
     # NUMA nodes that have memory, ascending; () = not known (lscpu): the CPU nodes
     memory_nodes: tuple[int, ...] = ()
     # the firmware's node distances, {from node: {to node: distance}} (sysfs node*/distance;
@@ -112,6 +111,10 @@ class Topology:
         for c in on_node:
             by_rank.setdefault(sorted(c.siblings).index(c.cpu), []).append(c.cpu)
         return tuple(cpu for rank in sorted(by_rank) for cpu in by_rank[rank])
+
+    def usable_cpus(self, use_smt: bool = False) -> tuple[int, ...]:
+        """Every CPU a placement may use, node by node (the order ``sequential`` fills)."""
+        return tuple(c for n in self.nodes for c in self.node_cpus(n, use_smt))
 
     def cores_per_node(self) -> dict[int, int]:
         return {n: len(self.node_cpus(n)) for n in self.nodes}
