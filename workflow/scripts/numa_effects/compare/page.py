@@ -15,12 +15,11 @@ from numa_effects.report import families
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
 from numa_effects.report.markup import (
-    HIGHLIGHT,
-    caption_html,
     data_table,
     document,
     escape,
-    figure_html,
+    family_blocks,
+    section_links,
 )
 
 EXTRA_CSS = """
@@ -296,15 +295,8 @@ def figures_sections(figs, page_dir: str, figure_dir: str, facts: PageFacts) -> 
             body.append(f'<p class="why">No figures: {sec.empty(facts)}</p>')
             continue
         for run in sorted({f.run for f in mine}):
-            for fam in families.page_families(families.COMPARE_PAGE):
-                group = [f for f in mine if f.family == fam.name and f.run == run]
-                if group:
-                    body.append(
-                        f'<h3 id="{escape(run)}-{fam.name}">{escape(fam.title)}: {escape(run)}</h3>'
-                        f'<p class="small">{caption_html(fam.caption)}</p><div class="grid">'
-                        + "".join(figure_html(f, figure_dir, page_dir) for f in group)
-                        + "</div>"
-                    )
+            run_figs = [f for f in mine if f.run == run]
+            body += family_blocks(run_figs, run, (figure_dir, page_dir), f": {escape(run)}")
     return "".join(body)
 
 
@@ -335,10 +327,7 @@ def _title(settings: dict) -> str:
 def _nav() -> str:
     return (
         '<nav><a href="#differences">Differences</a><a href="#summary">Summary</a>'
-        + "".join(
-            f'<a{HIGHLIGHT if s.highlight else ""} href="#{s.anchor}">{escape(s.heading)}</a>'
-            for s in families.page_sections(families.COMPARE_PAGE).values()
-        )
+        + section_links(families.COMPARE_PAGE)
         + '<a href="#unmatched">One run only</a><a href="#cells">Cells</a>'
         '<a href="#provenance">Provenance</a></nav>'
     )

@@ -15,7 +15,15 @@ from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
 from numa_effects.report.drawers import drawer
-from numa_effects.report.drawing import clipped_note, footnote, heatmap_grid, subtitle, titles
+from numa_effects.report.drawing import (
+    LEGEND,
+    clipped_note,
+    disturbed_note,
+    footnote,
+    heatmap_grid,
+    subtitle,
+    titles,
+)
 from numa_effects.report.metrics import Metric
 from numa_effects.report.style import color_limit, opt_label
 
@@ -105,9 +113,7 @@ def _forest_legend(ax, min_effect: float, disturbed: bool) -> None:
         handles.append(dots)
     if disturbed:
         handles += style.status_legend({style.DISTURBED})
-    ax.legend(
-        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
-    )
+    ax.legend(handles=handles, **LEGEND)
 
 
 def _forest_notes(d, ok, beyond: int) -> list[str]:
@@ -168,12 +174,7 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     else:
         notes.append("Hatched cells: not significant (the CI of the change includes 0).")
     notes += clipped_note(vmax, extend)
-    n_disturbed = int((d["disturbed"] & d["pct_status"].eq("ok")).sum())
-    if n_disturbed:
-        notes.append(
-            f"Cross-hatched, red-framed cells ({n_disturbed}): {style.DISTURBED_TEXT} in either "
-            "run; read their values with care."
-        )
+    notes += disturbed_note(d["disturbed"] & d["pct_status"].eq("ok"), "either run")
     bad = d[d["pct_status"] != "ok"]
     if not bad.empty:
         counts = ", ".join(f"{k} {s}" for s, k in bad["pct_status"].value_counts().items())

@@ -4,7 +4,7 @@ Pure and cheap (no matplotlib, no pandas): the workflow imports it at parse time
 ``plot_<name>`` rules (workflow/rules/report.smk) and list the figure targets
 (``report.figures``). A family's draw function is registered with ``@drawer(name)``
 (``report.drawers``). Adding a family = one entry here + one ``@drawer`` function + its test; a
-new wildcard also needs a field of ``figures.Figure`` and an entry of ``WILDCARD_CONSTRAINTS``.
+new wildcard also needs a field of ``figures.Figure``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from numa_effects.compare import settings as compare_plan
-from numa_effects.plan import placement as placement_mod
 from numa_effects.report.empty import (
     PageFacts,
     no_node_pairs,
@@ -345,16 +343,6 @@ FAMILIES: tuple[Family, ...] = (
     ),
 )
 BY_NAME = {f.name: f for f in FAMILIES}
-
-# Wildcard values never contain a slash; numbers are plain integers.
-WILDCARD_CONSTRAINTS = {
-    "model": r"[A-Za-z0-9_.-]+",
-    "opt": r"[A-Za-z0-9_.-]+",
-    "placement": placement_mod.names_regex(),  # the registry's names and families (+smt)
-    "batch_size": r"\d+",
-    "run": compare_plan.LABEL,  # a compared run's label (compare.settings)
-    "compare": compare_plan.LABEL,  # the comparison's name: its folder
-}
 
 
 def page_sections(page: str = RUN_PAGE) -> dict[str, Section]:
