@@ -38,18 +38,28 @@ def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, in
     return [(n, k) for n, k in out if k > 0]
 
 
+def candidates(row: dict) -> list[tuple[str, int, dict]]:
+    """(name, rank, candidate) of a ``choices`` row's candidates, by the names its records and
+    tables use: ``fat`` for the fat instance, else ``plan``, ``plan2``, ... by rank (a row of
+    before the candidates, one plan, is its own candidate)."""
+    cands = row.get("candidates")
+    if cands is None:
+        cands = [row] if row.get("instances") else []
+    out = []
+    for i, c in enumerate(cands):
+        name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
+        out.append((name, i, c))
+    return out
+
+
 def configurations(row: dict) -> dict[str, dict]:
     """The configurations a packing job measures for one ``choices`` row, by name: ``fat`` (one
-    instance of every budget core and the whole batch) and each candidate (``plan``, ``plan2``,
-    ...), each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
+    instance of every budget core and the whole batch) and each other ``candidates``' one,
+    each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
     out = {"fat": {"instances": [(int(row["budget"]), int(row["batch"]))], "nodes": None}}
-    cands = row.get("candidates")
-    if cands is None:  # a row of before the candidates (one plan): the row itself
-        cands = [row] if row.get("instances") else []
-    for i, cand in enumerate(cands):
-        if cand.get("is_fat"):
+    for name, i, cand in candidates(row):
+        if name == "fat":
             continue
-        name = "plan" if i == 0 else f"plan{i + 1}"
         inst = cand["instances"]
         nodes = [int(x.get("node", 0)) for x in inst]
         out[name] = {
@@ -58,12 +68,6 @@ def configurations(row: dict) -> dict[str, dict]:
             "candidate": i,
         }
     return out
-
-
-def _powers_up_to(limit: int) -> list[int]:
-    """2, 4, 8, ... below ``limit``, and ``limit`` (from 2)."""
-    powers = [2**i for i in range(1, limit.bit_length()) if 2**i < limit]
-    return [*powers, limit] if limit >= 2 else powers
 
 
 def profile_threads(given, threads: list[int], budget: int) -> list[int]:
@@ -80,7 +84,7 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
     2, 4, 8, ... and the most that fit."""
     most = budget // threads
     if given in (None, "auto"):
-        return _powers_up_to(most)
+        given = [*(2**i for i in range(1, most.bit_length())), most]
     return sorted({int(k) for k in given if 2 <= int(k) <= most})
 
 
@@ -183,15 +187,13 @@ def jobs(s: dict) -> list[dict]:
 
 def interference_jobs(s: dict) -> list[dict]:
     """One profile job per (model, opt, budget, threads): its wildcards and group sizes."""
-    ig = s.get("interference") or {}
-    if not ig.get("enabled"):
+    if not s["interference"]["enabled"]:
         return []
     return [
-        {"model": m, "opt": o, "budget": p["budget"], "threads": p["threads"]}
-        | {"instances": list(p["instances"])}
+        {"model": m, "opt": o, **p, "instances": list(p["instances"])}
         for m in s["models"]
         for o in s["optimizations"]
-        for p in ig["profiles"]
+        for p in s["interference"]["profiles"]
     ]
 
 
