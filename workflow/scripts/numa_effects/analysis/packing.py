@@ -177,8 +177,8 @@ def alone_table(cells, model: str, opt: str, placement=BASELINE_PLACEMENT, alloc
             continue
         names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
         lo, hi, df = (getattr(r, c, math.nan) for c in names)
-        ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
-        if df != df or df is None or df <= 0:
+        ci_ok = stats.present(lo) and stats.present(hi) and lo > 0 and hi > 0
+        if not stats.present(df) or df <= 0:
             df = math.inf  # a within-process (order-statistic) CI: normal quantile
         lo, hi = (float(v) / 1e3 if ci_ok else math.nan for v in (lo, hi))
         out[key] = interference.Alone(table[key], lo, hi, float(df))

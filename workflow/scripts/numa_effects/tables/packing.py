@@ -103,11 +103,11 @@ CANDIDATE_COLUMNS = [
 ]
 
 
-def clean_rounds(rec: Record) -> list[float]:
-    """The timed rounds the contention probe did not exclude (none when all were)."""
-    xs, excluded = rec.measurement["latencies_s"], rec.measurement.get("excluded") or []
-    if not excluded:
-        return list(xs)
+def clean_rounds(rec: Record, rounds: list | None = None) -> list[float]:
+    """The timed rounds the contention probe did not exclude (none when all were): of the
+    record's latencies, or of ``rounds`` (a value per round)."""
+    xs = rec.measurement["latencies_s"] if rounds is None else rounds
+    excluded = rec.measurement.get("excluded") or [False] * len(xs)
     return [x for x, e in zip(xs, excluded, strict=True) if not e]
 
 
@@ -127,8 +127,7 @@ def replicate_stats(recs) -> list[dict]:
 
 
 def estimate(recs, pooled) -> dict | None:
-    """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
-    median round (within-process); several, ``stats.combine_replicates`` (two-level); None
+    """Median and 95 % CI of one configuration (``ci_method``: the module docstring); None
     when no replicate has a clean round."""
     reps = replicate_stats(recs)
     if not reps:
@@ -155,16 +154,13 @@ def _kind(name: str) -> str:
 
 
 def _ratio_ci(num: dict, den: dict) -> tuple[float, float]:
-    """CI of ``num``'s latency over ``den``'s (two measured configurations, ``evaluate``'s):
-    two-level when both estimates are, else a bootstrap over their clean rounds (round-to-round
-    only)."""
+    """CI of ``num``'s latency over ``den``'s (two of ``evaluate``'s measured configurations):
+    two-level when both estimates are, else a bootstrap over their clean rounds."""
     a, b = num["est"], den["est"]
     if a is b:
         return 1.0, 1.0
     method = stats.ratio_ci_method(stats.MEDIAN, b["ci_method"], a["ci_method"], rounds=True)
     if method == stats.TWO_LEVEL:
-        # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
-        # process-to-process variation counts
         return two_level_ratio_ci(
             (b["ci_low_s"], b["ci_high_s"], b["ci_df"]), (a["ci_low_s"], a["ci_high_s"], a["ci_df"])
         )
