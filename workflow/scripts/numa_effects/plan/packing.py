@@ -101,14 +101,11 @@ def profiles(s: dict, topo, given: dict) -> list[dict]:
         for t in profile_threads(given.get("threads"), s["threads"], c):
             ks = []
             for k in profile_instances(given.get("instances"), t, c):
-                got = profile_plan(topo, c, t, k, s["use_smt"])
-                if not isinstance(got, list):
-                    continue
-                key = tuple(p.cpus for p in got)
-                if key in seen:
-                    continue
-                seen.add(key)
-                ks.append(k)
+                got = profile_plan(topo, c, t, k, s["use_smt"])  # a list, or why it does not fit
+                key = tuple(p.cpus for p in got) if isinstance(got, list) else None
+                if key is not None and key not in seen:
+                    seen.add(key)
+                    ks.append(k)
             if ks:
                 out.append({"budget": c, "threads": t, "instances": ks})
     return out
@@ -135,8 +132,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     """The resolved ``packing`` config key of a checked config (config/README.md, "Packing"),
     with ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of its nodes}) and
     the interference profile's jobs (``profiles``)."""
-    given = config.get("packing") or {}
-    s = with_defaults(given, DEFAULTS)
+    s = with_defaults(config.get("packing") or {}, DEFAULTS)
     use_smt = bool(config.get("use_smt", False))
     # the grid measures the cells packing predicts from
     measured = BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
@@ -157,7 +153,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
         "measure_plans": int(s["measure_plans"]),
     }
     out["caps"] = {c: [k for _, k in budget_nodes(topo, c, use_smt)] for c in out["budgets"]}
-    ig = with_defaults(s["interference"] or {}, INTERFERENCE_DEFAULTS)
+    ig = with_defaults(s["interference"], INTERFERENCE_DEFAULTS)
     batch = ig["batch"]
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1
