@@ -57,7 +57,7 @@ def configurations(row: dict) -> dict[str, dict]:
     instance of every budget core and the whole batch) and each other ``candidates``' one,
     each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
     out = {"fat": {"instances": [(int(row["budget"]), int(row["batch"]))], "nodes": None}}
-    for name, i, cand in candidates(row):
+    for name, _, cand in candidates(row):
         if name == "fat":
             continue
         inst = cand["instances"]
@@ -65,7 +65,6 @@ def configurations(row: dict) -> dict[str, dict]:
         out[name] = {
             "instances": [(int(x["threads"]), int(x["batch"])) for x in inst],
             "nodes": None if any(n < 0 for n in nodes) else nodes,
-            "candidate": i,
         }
     return out
 
