@@ -9,6 +9,7 @@ substructure holds; a tie-break inside the first would not). With interference: 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -120,9 +121,7 @@ class Choice:
 
 def label(instances) -> str:
     """``2x(t1,b8)`` style: the instances grouped, in their order."""
-    groups: dict[tuple[int, int], int] = {}
-    for i in instances:
-        groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
+    groups = Counter((i.threads, i.batch) for i in instances)
     return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
 
 
