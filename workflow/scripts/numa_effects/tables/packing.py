@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.analysis import interference
+from numa_effects.analysis import interference, packing
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import packing as packing_jobs
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
@@ -175,7 +175,7 @@ def _candidates(choice: dict) -> dict[str, dict]:
     if "fat" not in out:
         b, batch = int(choice["budget"]), int(choice["batch"])
         out["fat"] = {
-            "label": f"1x(t{b},b{batch})",
+            "label": packing.label([packing.Instance(b, batch, choice["fat_latency_s"])]),
             "instances": [{"threads": b, "batch": batch}],
             "k": 1,
             "cores": b,
