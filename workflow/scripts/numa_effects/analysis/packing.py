@@ -9,6 +9,7 @@ substructure holds; a tie-break inside the first would not). With interference: 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -17,9 +18,6 @@ from numa_effects import stats
 from numa_effects.analysis import interference
 from numa_effects.plan import allocators, grid
 from numa_effects.plan.packing import BASELINE_PLACEMENT
-
-# The latency statistic of a cell: the median; PackRat's imported cells have only the mean.
-STATISTICS = ("latency_median_ms", "latency_mean_ms")
 
 Table = Mapping[tuple[int, int], float]  # (threads, batch) -> latency in seconds
 
@@ -123,9 +121,7 @@ class Choice:
 
 def label(instances) -> str:
     """``2x(t1,b8)`` style: the instances grouped, in their order."""
-    groups: dict[tuple[int, int], int] = {}
-    for i in instances:
-        groups[(i.threads, i.batch)] = groups.get((i.threads, i.batch), 0) + 1
+    groups = Counter((i.threads, i.batch) for i in instances)
     return " + ".join(f"{n}x(t{t},b{b})" for (t, b), n in groups.items())
 
 
@@ -133,7 +129,8 @@ def statistic(cells) -> str:
     """The latency column used: the median, or PackRat's mean (``stats.table_statistic``)."""
     col = stats.latency_column(stats.table_statistic(cells))
     if col not in cells.columns or not cells[col].notna().any():
-        raise ValueError(f"the cells table has none of {', '.join(STATISTICS)}")
+        names = (stats.latency_column(s) for s in (stats.MEDIAN, stats.MEAN))
+        raise ValueError(f"the cells table has none of {', '.join(names)}")
     return col
 
 
@@ -150,15 +147,8 @@ def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None)
 
 def latency_table(cells, model, opt, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
     """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
-    sel = ok_cells(cells, model, opt, placement, allocator)
-    if sel.empty:
-        return {}
-    col = statistic(sel)
-    sel = sel[sel[col].notna() & (sel[col] > 0)]
-    return {
-        (int(r.threads), int(r.batch_size)): float(getattr(r, col)) / 1e3
-        for r in sel.itertuples(index=False)
-    }
+    alone = alone_table(cells, model, opt, placement, allocator)
+    return {key: a.latency_s for key, a in alone.items()}
 
 
 def missing_points(table: Table, threads: Iterable[int], batch_sizes: Iterable[int]) -> list:
@@ -168,20 +158,22 @@ def missing_points(table: Table, threads: Iterable[int], batch_sizes: Iterable[i
 
 
 def alone_table(cells, model: str, opt: str, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
-    """{(threads, batch): interference.Alone} of ``latency_table``'s cells, with their CIs."""
-    table = latency_table(cells, model, opt, placement, allocator)
+    """{(threads, batch): interference.Alone} of the ``ok`` cells with a latency, with their
+    CIs."""
+    sel = ok_cells(cells, model, opt, placement, allocator)
+    if sel.empty:
+        return {}
+    col = statistic(sel)
     out = {}
-    for r in ok_cells(cells, model, opt, placement, allocator).itertuples(index=False):
-        key = (int(r.threads), int(r.batch_size))
-        if key not in table:
-            continue
+    for r in sel[sel[col].notna() & (sel[col] > 0)].itertuples(index=False):
         names = ("latency_ci_low_ms", "latency_ci_high_ms", "ci_df")
         lo, hi, df = (getattr(r, c, math.nan) for c in names)
-        ci_ok = all(v == v and v is not None for v in (lo, hi)) and lo > 0 and hi > 0
-        if df != df or df is None or df <= 0:
+        ci_ok = stats.present(lo) and stats.present(hi) and lo > 0 and hi > 0
+        if not stats.present(df) or df <= 0:
             df = math.inf  # a within-process (order-statistic) CI: normal quantile
         lo, hi = (float(v) / 1e3 if ci_ok else math.nan for v in (lo, hi))
-        out[key] = interference.Alone(table[key], lo, hi, float(df))
+        latency = float(getattr(r, col)) / 1e3
+        out[(int(r.threads), int(r.batch_size))] = interference.Alone(latency, lo, hi, float(df))
     return out
 
 

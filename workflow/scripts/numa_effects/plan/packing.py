@@ -38,32 +38,35 @@ def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, in
     return [(n, k) for n, k in out if k > 0]
 
 
+def candidates(row: dict) -> list[tuple[str, int, dict]]:
+    """(name, rank, candidate) of a ``choices`` row's candidates, by the names its records and
+    tables use: ``fat`` for the fat instance, else ``plan``, ``plan2``, ... by rank (a row of
+    before the candidates, one plan, is its own candidate)."""
+    cands = row.get("candidates")
+    if cands is None:
+        cands = [row] if row.get("instances") else []
+    out = []
+    for i, c in enumerate(cands):
+        name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
+        out.append((name, i, c))
+    return out
+
+
 def configurations(row: dict) -> dict[str, dict]:
     """The configurations a packing job measures for one ``choices`` row, by name: ``fat`` (one
-    instance of every budget core and the whole batch) and each candidate (``plan``, ``plan2``,
-    ...), each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
+    instance of every budget core and the whole batch) and each other ``candidates``' one,
+    each ``{"instances": [(threads, batch)], "nodes": [budget node index] or None}``."""
     out = {"fat": {"instances": [(int(row["budget"]), int(row["batch"]))], "nodes": None}}
-    cands = row.get("candidates")
-    if cands is None:  # a row of before the candidates (one plan): the row itself
-        cands = [row] if row.get("instances") else []
-    for i, cand in enumerate(cands):
-        if cand.get("is_fat"):
+    for name, _, cand in candidates(row):
+        if name == "fat":
             continue
-        name = "plan" if i == 0 else f"plan{i + 1}"
         inst = cand["instances"]
         nodes = [int(x.get("node", 0)) for x in inst]
         out[name] = {
             "instances": [(int(x["threads"]), int(x["batch"])) for x in inst],
             "nodes": None if any(n < 0 for n in nodes) else nodes,
-            "candidate": i,
         }
     return out
-
-
-def _powers_up_to(limit: int) -> list[int]:
-    """2, 4, 8, ... below ``limit``, and ``limit`` (from 2)."""
-    powers = [2**i for i in range(1, limit.bit_length()) if 2**i < limit]
-    return [*powers, limit] if limit >= 2 else powers
 
 
 def profile_threads(given, threads: list[int], budget: int) -> list[int]:
@@ -80,7 +83,7 @@ def profile_instances(given, threads: int, budget: int) -> list[int]:
     2, 4, 8, ... and the most that fit."""
     most = budget // threads
     if given in (None, "auto"):
-        return _powers_up_to(most)
+        given = [*(2**i for i in range(1, most.bit_length())), most]
     return sorted({int(k) for k in given if 2 <= int(k) <= most})
 
 
@@ -97,14 +100,11 @@ def profiles(s: dict, topo, given: dict) -> list[dict]:
         for t in profile_threads(given.get("threads"), s["threads"], c):
             ks = []
             for k in profile_instances(given.get("instances"), t, c):
-                got = profile_plan(topo, c, t, k, s["use_smt"])
-                if not isinstance(got, list):
-                    continue
-                key = tuple(p.cpus for p in got)
-                if key in seen:
-                    continue
-                seen.add(key)
-                ks.append(k)
+                got = profile_plan(topo, c, t, k, s["use_smt"])  # a list, or why it does not fit
+                key = tuple(p.cpus for p in got) if isinstance(got, list) else None
+                if key is not None and key not in seen:
+                    seen.add(key)
+                    ks.append(k)
             if ks:
                 out.append({"budget": c, "threads": t, "instances": ks})
     return out
@@ -131,8 +131,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
     """The resolved ``packing`` config key of a checked config (config/README.md, "Packing"),
     with ``budgets`` ({cores: [names]}), ``caps`` ({cores: the cores of each of its nodes}) and
     the interference profile's jobs (``profiles``)."""
-    given = config.get("packing") or {}
-    s = with_defaults(given, DEFAULTS)
+    s = with_defaults(config.get("packing") or {}, DEFAULTS)
     use_smt = bool(config.get("use_smt", False))
     # the grid measures the cells packing predicts from
     measured = BASELINE_PLACEMENT in (config.get("placements") or ()) and not config.get("import")
@@ -153,7 +152,7 @@ def settings(config: dict, topo, threads: list[int], profile: bool = False) -> d
         "measure_plans": int(s["measure_plans"]),
     }
     out["caps"] = {c: [k for _, k in budget_nodes(topo, c, use_smt)] for c in out["budgets"]}
-    ig = with_defaults(s["interference"] or {}, INTERFERENCE_DEFAULTS)
+    ig = with_defaults(s["interference"], INTERFERENCE_DEFAULTS)
     batch = ig["batch"]
     if batch == "auto":
         batch = batch_sizes[(len(batch_sizes) - 1) // 2] if batch_sizes else 1
@@ -183,15 +182,13 @@ def jobs(s: dict) -> list[dict]:
 
 def interference_jobs(s: dict) -> list[dict]:
     """One profile job per (model, opt, budget, threads): its wildcards and group sizes."""
-    ig = s.get("interference") or {}
-    if not ig.get("enabled"):
+    if not s["interference"]["enabled"]:
         return []
     return [
-        {"model": m, "opt": o, "budget": p["budget"], "threads": p["threads"]}
-        | {"instances": list(p["instances"])}
+        {"model": m, "opt": o, **p, "instances": list(p["instances"])}
         for m in s["models"]
         for o in s["optimizations"]
-        for p in ig["profiles"]
+        for p in s["interference"]["profiles"]
     ]
 
 

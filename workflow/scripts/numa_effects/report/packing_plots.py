@@ -42,9 +42,8 @@ def _rows(tables: Tables, model: str, opt: str):
 def latency(tables: Tables, model: str, opt: str, metric: Metric = LATENCY):
     d = _rows(tables, model, opt)
     budgets = sorted(d["budget"].unique())
-    fig, axes = plt.subplots(
-        1, max(1, len(budgets)), figsize=(7.5 * max(1, len(budgets)), 5.0), squeeze=False
-    )
+    n = max(1, len(budgets))
+    fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 5.0), squeeze=False)
     contended = other = False
     for ax, c in zip(axes[0], budgets, strict=False):
         b = d[d["budget"] == c]
@@ -146,27 +145,12 @@ def interference_curve(tables: Tables, model: str, opt: str, metric: Metric = LA
 
     d = tables.interference
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
-    sel = d[(d["model"] == model) & (d["opt"] == opt)] if d is not None and not d.empty else None
-    curve = profile.curve(sel, model, opt) if sel is not None else None
+    curve = profile.curve(d, model, opt)  # NONE without a profile
     xmax = 1.0
-    if sel is not None and not sel.empty:
-        ok = sel[sel["status"] == "ok"]
-        for (t, node), g in ok.groupby(["threads", "node"]):
-            x = g["x"].to_numpy(dtype=float)
-            y = g["slowdown"].to_numpy(dtype=float)
-            yerr = ci_error_bars(g, y, ("slowdown_ci_low", "slowdown_ci_high"))
-            ax.errorbar(x, y, yerr=yerr, fmt="o", capsize=3, label=f"t = {t}, node {node}")
-            for xi, yi, k in zip(x, y, g["k"], strict=True):
-                ax.annotate(f"k={k}", (xi, yi), textcoords="offset points", xytext=(5, -10),
-                            fontsize=7)  # fmt: skip
-            xmax = max(xmax, float(np.nanmax(x)))
-        bad = sel[sel["status"] != "ok"]
-        if len(bad):
-            ax.text(0.02, 0.02, f"{len(bad)} group(s) without a value: "
-                    + ", ".join(sorted(set(bad["status"].astype(str)))),
-                    transform=ax.transAxes, fontsize=8)  # fmt: skip
-    xs = np.linspace(0, max(xmax, 1.0) * 1.1, 100)
-    if curve is not None and curve.points:
+    if d is not None and not d.empty:
+        xmax = _profile_points(ax, d[(d["model"] == model) & (d["opt"] == opt)])
+    xs = np.linspace(0, xmax * 1.1, 100)
+    if curve.points:
         ys = np.array([curve.s(v) for v in xs])
         band = np.array([curve.ci(v) for v in xs])
         ax.plot(xs, ys, "-", color="black", label=curve.label())
@@ -185,6 +169,27 @@ def interference_curve(tables: Tables, model: str, opt: str, metric: Metric = LA
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def _profile_points(ax, sel) -> float:
+    """The profile's slowdowns per (threads, node) with their CIs, and how many groups have
+    none; the largest x drawn (1 at least)."""
+    xmax = 1.0
+    for (t, node), g in sel[sel["status"] == "ok"].groupby(["threads", "node"]):
+        x = g["x"].to_numpy(dtype=float)
+        y = g["slowdown"].to_numpy(dtype=float)
+        yerr = ci_error_bars(g, y, ("slowdown_ci_low", "slowdown_ci_high"))
+        ax.errorbar(x, y, yerr=yerr, fmt="o", capsize=3, label=f"t = {t}, node {node}")
+        for xi, yi, k in zip(x, y, g["k"], strict=True):
+            ax.annotate(f"k={k}", (xi, yi), textcoords="offset points", xytext=(5, -10),
+                        fontsize=7)  # fmt: skip
+        xmax = max(xmax, float(np.nanmax(x)))
+    bad = sel[sel["status"] != "ok"]
+    if len(bad):
+        ax.text(0.02, 0.02, f"{len(bad)} group(s) without a value: "
+                + ", ".join(sorted(set(bad["status"].astype(str)))),
+                transform=ax.transAxes, fontsize=8)  # fmt: skip
+    return xmax
 
 
 @drawer("packing_core_map")

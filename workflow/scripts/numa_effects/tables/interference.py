@@ -63,9 +63,8 @@ def _node_of(inst: dict) -> str:
 def node_rounds(rec: Record, node: str) -> list[float]:
     """Per clean round of a group record, the slowest of one node's instances' durations."""
     insts = [i for i in rec.instances if _node_of(i) == node]
-    excluded = rec.measurement.get("excluded") or []
-    per = zip(*(i["latencies_s"] for i in insts), strict=True)
-    return [max(row) for j, row in enumerate(per) if not (excluded and excluded[j])]
+    slowest = [max(r) for r in zip(*(i["latencies_s"] for i in insts), strict=True)]
+    return packing_table.clean_rounds(rec, slowest)
 
 
 def _wall_s(result: GroupRecord) -> float:
@@ -203,14 +202,10 @@ def points(df: pd.DataFrame, model: str | None = None, opt: str | None = None) -
     out = []
 
     def num(v, default=math.nan) -> float:
-        try:
-            v = float(v)
-        except (TypeError, ValueError):
-            return default
-        return v if v == v else default
+        return float(v) if stats.present(v) else default
 
     for r in sel.itertuples(index=False):
-        if num(r.slowdown) != num(r.slowdown):
+        if not stats.present(r.slowdown):
             continue
         node = str(r.node) if r.node is not None and r.node == r.node else "0"
         out.append(

@@ -20,13 +20,27 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.analysis import interference
+from numa_effects.analysis import interference, packing
 from numa_effects.measure.record import GroupRecord, Record
+from numa_effects.plan import packing as packing_jobs
 from numa_effects.stats import bootstrap_ratio, two_level_ratio_ci
 
+
+def latency_columns(prefix: str) -> tuple[str, str, str]:
+    """A measured latency's columns: ``<prefix>_latency_ms`` (``latency_ms`` for ``latency``)
+    and its CI's, ``<prefix>_ci_low_ms`` and ``<prefix>_ci_high_ms``."""
+    value = "latency_ms" if prefix == "latency" else f"{prefix}_latency_ms"
+    return value, f"{prefix}_ci_low_ms", f"{prefix}_ci_high_ms"
+
+
+def ratio_columns(name: str) -> tuple[str, str, str]:
+    return name, f"{name}_ci_low", f"{name}_ci_high"
+
+
 # The column groups both tables share (``_predicted``, ``_errors``).
+PLAN = ("plan", "instances", "k", "cores")
 PREDICTED = ("predicted_alone_ms", "predicted_ms", "predicted_ci_low_ms", "predicted_ci_high_ms")
-LATENCY = ("latency_ms", "latency_ci_low_ms", "latency_ci_high_ms")
+LATENCY = latency_columns("latency")
 ERRORS = ("prediction_error", "prediction_error_alone")
 COLUMNS = [
     "model",
@@ -34,10 +48,7 @@ COLUMNS = [
     "budget",
     "budget_names",
     "batch_size",
-    "plan",
-    "instances",
-    "k",
-    "cores",
+    *PLAN,
     "is_fat",
     "statistic",
     "interference_model",
@@ -46,26 +57,16 @@ COLUMNS = [
     "predicted_speedup",
     "alone_plan",
     *LATENCY,
-    "fat_latency_ms",
-    "fat_ci_low_ms",
-    "fat_ci_high_ms",
+    *latency_columns("fat"),
     *ERRORS,
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
+    *ratio_columns("speedup"),
     "ci_method",
     "candidates",
     "measured_ranking",
     "recommended_plan",
-    "recommended_latency_ms",
-    "recommended_ci_low_ms",
-    "recommended_ci_high_ms",
-    "recommended_speedup",
-    "recommended_speedup_ci_low",
-    "recommended_speedup_ci_high",
-    "recommended_gain",
-    "recommended_gain_ci_low",
-    "recommended_gain_ci_high",
+    *latency_columns("recommended"),
+    *ratio_columns("recommended_speedup"),
+    *ratio_columns("recommended_gain"),
     "recommended_is_predicted",
     "rounds",
     "fat_rounds",
@@ -84,10 +85,7 @@ CANDIDATE_COLUMNS = [
     "budget",
     "batch_size",
     "name",
-    "plan",
-    "instances",
-    "k",
-    "cores",
+    *PLAN,
     "is_fat",
     "busy",
     "predicted_rank",
@@ -105,11 +103,11 @@ CANDIDATE_COLUMNS = [
 ]
 
 
-def clean_rounds(rec: Record) -> list[float]:
-    """The timed rounds the contention probe did not exclude (none when all were)."""
-    xs, excluded = rec.measurement["latencies_s"], rec.measurement.get("excluded") or []
-    if not excluded:
-        return list(xs)
+def clean_rounds(rec: Record, rounds: list | None = None) -> list[float]:
+    """The timed rounds the contention probe did not exclude (none when all were): of the
+    record's latencies, or of ``rounds`` (a value per round)."""
+    xs = rec.measurement["latencies_s"] if rounds is None else rounds
+    excluded = rec.measurement.get("excluded") or [False] * len(xs)
     return [x for x, e in zip(xs, excluded, strict=True) if not e]
 
 
@@ -129,15 +127,13 @@ def replicate_stats(recs) -> list[dict]:
 
 
 def estimate(recs, pooled) -> dict | None:
-    """Median and 95 % CI of one configuration: one replicate, the order-statistic CI of its
-    median round (within-process); several, ``stats.combine_replicates`` (two-level); None
+    """Median and 95 % CI of one configuration (``ci_method``: the module docstring); None
     when no replicate has a clean round."""
     reps = replicate_stats(recs)
     if not reps:
         return None
     if len(reps) == 1:
-        s = reps[0]
-        return {**s, "ci_method": "within-process"}
+        return {**reps[0], "ci_method": "within-process"}
     return stats.combine_replicates(
         [r["median_s"] for r in reps],
         [stats.within_log_var(r["median_s"], r["ci_low_s"], r["ci_high_s"]) for r in reps],
@@ -158,16 +154,13 @@ def _kind(name: str) -> str:
 
 
 def _ratio_ci(num: dict, den: dict) -> tuple[float, float]:
-    """CI of ``num``'s latency over ``den``'s (two measured configurations, ``evaluate``'s):
-    two-level when both estimates are, else a bootstrap over their clean rounds (round-to-round
-    only)."""
+    """CI of ``num``'s latency over ``den``'s (two of ``evaluate``'s measured configurations):
+    two-level when both estimates are, else a bootstrap over their clean rounds."""
     a, b = num["est"], den["est"]
     if a is b:
         return 1.0, 1.0
     method = stats.ratio_ci_method(stats.MEDIAN, b["ci_method"], a["ci_method"], rounds=True)
     if method == stats.TWO_LEVEL:
-        # Welch-Satterthwaite on the log scale, as degradation.csv: both configurations'
-        # process-to-process variation counts
         return two_level_ratio_ci(
             (b["ci_low_s"], b["ci_high_s"], b["ci_df"]), (a["ci_low_s"], a["ci_high_s"], a["ci_df"])
         )
@@ -176,26 +169,18 @@ def _ratio_ci(num: dict, den: dict) -> tuple[float, float]:
 
 
 def _candidates(choice: dict) -> dict[str, dict]:
-    """{configuration name: its choice dict} (``packing.configurations``' names), the fat
-    instance among them (measured though it was no candidate: then without a ``rank``)."""
-    cands = choice.get("candidates")
-    if cands is None:
-        cands = [choice]
-    out = {}
-    for i, c in enumerate(cands):
-        name = "fat" if c.get("is_fat") else ("plan" if i == 0 else f"plan{i + 1}")
-        out[name] = {**c, "rank": i}
+    """{configuration name: its choice dict}, the fat instance among them (measured though it
+    was no candidate: then without a ``rank``)."""
+    out = {name: {**c, "rank": i} for name, i, c in packing_jobs.candidates(choice)}
     if "fat" not in out:
         b, batch = int(choice["budget"]), int(choice["batch"])
         out["fat"] = {
-            "label": f"1x(t{b},b{batch})",
+            "label": packing.label([packing.Instance(b, batch, choice["fat_latency_s"])]),
             "instances": [{"threads": b, "batch": batch}],
             "k": 1,
             "cores": b,
             "is_fat": True,
-            "busy": [],
             "latency_s": choice["fat_latency_s"],
-            "alone_latency_s": choice["fat_latency_s"],
         }
     return out
 
@@ -227,17 +212,14 @@ def _errors(out: dict, est: dict) -> None:
 
 
 def _prefixed(out: dict, prefix: str, est: dict | None) -> None:
-    if est is None:
-        return
-    key = "latency_ms" if prefix == "latency" else f"{prefix}_latency_ms"
-    out[key] = est["median_s"] * 1e3
-    out[f"{prefix}_ci_low_ms"] = est["ci_low_s"] * 1e3
-    out[f"{prefix}_ci_high_ms"] = est["ci_high_s"] * 1e3
+    if est is not None:
+        values = (est[k] * 1e3 for k in ("median_s", "ci_low_s", "ci_high_s"))
+        out.update(zip(latency_columns(prefix), values, strict=True))
 
 
-def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
-    """The measured configurations of one job: {name: {"est", "rounds", "contended", "rank",
-    "choice"}} (est None: no clean round), and the names by measured latency."""
+def evaluate(choice: dict, result: GroupRecord, pooled) -> tuple[dict, list[str]]:
+    """The measured configurations of one job: {name: {"est", "rounds", "contended",
+    "replicates", "choice"}} (est None: no clean round), and the names by measured latency."""
     cands = _candidates(choice)
     got = {}
     for name, recs in result.runs.items():
@@ -252,7 +234,7 @@ def evaluate(choice: dict, result: GroupRecord, pooled) -> dict:
         (n for n, g in got.items() if g["est"] is not None),
         key=lambda n: got[n]["est"]["median_s"],
     )
-    return {"configs": got, "ranked": ranked}
+    return got, ranked
 
 
 def row(choice: dict, result: GroupRecord | None, budget_names: list | None, pooled: dict) -> dict:
@@ -294,8 +276,7 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
     """``row``'s measured columns: the plan's and the fat instance's latencies and CIs, the
     prediction errors, the recommendation, the speedup; contended without both estimates."""
     placements = result.placements
-    ev = evaluate(choice, result, pooled)
-    got, ranked = ev["configs"], ev["ranked"]
+    got, ranked = evaluate(choice, result, pooled)
     plan_name = "plan" if "plan" in got else "fat"
     fat, plan = got["fat"], got[plan_name]
     out["fat_core_map"] = core_map_text(placements.get("fat"))
@@ -319,13 +300,13 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
         _prefixed(out, "recommended", b["est"])
         for col, than in (("recommended_speedup", fat), ("recommended_gain", plan)):
             if than["est"] is not None:
-                out[col] = than["est"]["median_s"] / b["est"]["median_s"]
-                out[f"{col}_ci_low"], out[f"{col}_ci_high"] = _ratio_ci(than, b)
+                value = than["est"]["median_s"] / b["est"]["median_s"]
+                out.update(zip(ratio_columns(col), (value, *_ratio_ci(than, b)), strict=True))
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
-    out["speedup"] = out["fat_latency_ms"] / out["latency_ms"]
-    out["speedup_ci_low"], out["speedup_ci_high"] = _ratio_ci(fat, plan)
+    speedup = out["fat_latency_ms"] / out["latency_ms"]
+    out.update(zip(ratio_columns("speedup"), (speedup, *_ratio_ci(fat, plan)), strict=True))
     return out
 
 
@@ -338,8 +319,7 @@ def candidate_rows(choice: dict, result: GroupRecord | None, pooled) -> list[dic
     """One row of ``packing_candidates.csv`` per configuration the job measured."""
     if not choice.get("instances") or result is None or result.status != "ok":
         return []
-    ev = evaluate(choice, result, pooled)
-    got, ranked = ev["configs"], ev["ranked"]
+    got, ranked = evaluate(choice, result, pooled)
     placements = result.placements
     rows = []
     for name, g in got.items():
