@@ -39,6 +39,7 @@ from numa_effects.analysis.planner import Planner
 from numa_effects.measure import job as job_mod
 from numa_effects.measure import provenance
 from numa_effects.measure.record import Record
+from numa_effects.plan import packing as plan_packing
 from numa_effects.plan import paths
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
@@ -160,10 +161,7 @@ def split_candidates(doc: dict, cells: pd.DataFrame) -> list[tuple[dict, packing
     for choice in doc["choices"]:
         if not choice.get("instances"):
             continue
-        cands = choice.get("candidates")
-        if cands is None:
-            cands = [choice]
-        if any(c.get("k", 1) >= 2 for c in cands):
+        if any(c.get("k", 1) >= 2 for _, _, c in plan_packing.candidates(choice)):
             continue  # a split was measured by the pipeline
         key = (choice["model"], choice["opt"], choice["budget"])
         if key not in planners:

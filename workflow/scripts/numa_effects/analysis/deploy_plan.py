@@ -109,7 +109,7 @@ def node_caps(topo: Topology, use_smt: bool) -> list[tuple[int, int]]:
 
 def place(topo: Topology, parts: list[tuple[int, int, int]], use_smt: bool):
     """Instances of ``[(threads, batch, node)]`` packed on their nodes, or why they do not fit."""
-    budget = sum(k for _, k in node_caps(topo, use_smt))
+    budget = len(topo.usable_cpus(use_smt))
     threads, nodes = [p[0] for p in parts], [p[2] for p in parts]
     got = placement_mod.pack(topo, threads, budget, use_smt, nodes)
     if isinstance(got, placement_mod.NotApplicable):

@@ -41,15 +41,12 @@ class Choice:
     latency_s: float  # predicted latency: max over instances of alone x slowdown
     fat_latency_s: float  # L(budget, batch): one instance on all budget cores; nan if unmeasured
     missing: tuple[tuple[int, int], ...] = field(default=())
-    alone_latency_s: float = math.nan  # max over instances of the alone latency (nan: = latency_s)
     ci_low_s: float = math.nan  # 95 % interval of latency_s (analysis.interference.predict)
     ci_high_s: float = math.nan
 
     @property
     def alone_s(self) -> float:
         """The prediction from the alone latencies only (no interference)."""
-        if self.alone_latency_s == self.alone_latency_s:
-            return self.alone_latency_s
         return max(i.latency_s for i in self.instances)
 
     @property
@@ -113,7 +110,6 @@ class Choice:
             latency_s=float(d["latency_s"]),
             fat_latency_s=float(d["fat_latency_s"]),
             missing=tuple(tuple(p) for p in d.get("missing", ())),
-            alone_latency_s=num("alone_latency_s"),
             ci_low_s=num("ci_low_s"),
             ci_high_s=num("ci_high_s"),
         )

@@ -196,7 +196,6 @@ class Planner:
             latency_s=latency,
             fat_latency_s=float(fat),
             missing=tuple(sorted(set(missing))),
-            alone_latency_s=max(i.latency_s for i in inst),
             ci_low_s=lo,
             ci_high_s=hi,
         )

@@ -227,7 +227,7 @@ def all_cores(topo: Topology) -> list[Slot]:
 
 def one_core_each(topo: Topology) -> list[Slot]:
     """One 1-thread instance per physical core, memory on its node (MLPerf Offline's layout)."""
-    return [Slot((cpu,), 1, (n,)) for n in topo.nodes for cpu in topo.node_cpus(n, use_smt=False)]
+    return [Slot((cpu,), 1, (topo.node_of(cpu),)) for cpu in topo.usable_cpus()]
 
 
 def straddling(slots: list[Slot], topo: Topology) -> list[int]:

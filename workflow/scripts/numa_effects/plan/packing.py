@@ -24,7 +24,7 @@ def budgets(topo, names: Iterable[str | int] = BUDGET_NAMES, use_smt: bool = Fal
         if name == "node":
             cores = len(topo.node_cpus(topo.nodes[0], use_smt))
         elif name == "all":
-            cores = sum(len(topo.node_cpus(n, use_smt)) for n in topo.nodes)
+            cores = len(topo.usable_cpus(use_smt))
         else:
             cores = int(name)
         out.setdefault(cores, []).append(str(name))
@@ -33,7 +33,7 @@ def budgets(topo, names: Iterable[str | int] = BUDGET_NAMES, use_smt: bool = Fal
 
 def budget_nodes(topo, budget: int, use_smt: bool = False) -> list[tuple[int, int]]:
     """[(node, cores)] of the nodes holding the first ``budget`` cores in ``sequential`` order."""
-    order = [c for n in topo.nodes for c in topo.node_cpus(n, use_smt)][: int(budget)]
+    order = topo.usable_cpus(use_smt)[: int(budget)]
     out = [(n, sum(1 for c in order if topo.node_of(c) == n)) for n in topo.nodes]
     return [(n, k) for n, k in out if k > 0]
 

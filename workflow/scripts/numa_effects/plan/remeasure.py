@@ -76,13 +76,13 @@ def default_seconds(rule: str, plan) -> float:
         return settings_mod.PEAK_SETTINGS["max_seconds_per_cell"] + START_S
     if rule == "memory":
         return settings_mod.MEMORY_SETTINGS["max_seconds_per_cell"] + START_S
-    packing = plan.packing or {}
+    packing = plan.packing  # resolved: every key set (plan.packing.settings)
     if rule == "packing_run":
-        configs = 1 + int(packing.get("measure_plans", 1))
-        return configs * plan.replicates * (float(packing.get("max_seconds") or 0) + START_S)
+        configs = 1 + packing["measure_plans"]
+        return configs * plan.replicates * (packing["max_seconds"] + START_S)
     if rule == "interference_run":
         most = max((len(j["instances"]) for j in plan.interference_jobs), default=1)
-        each = float((packing.get("interference") or {}).get("max_seconds") or 0) + START_S
+        each = packing["interference"]["max_seconds"] + START_S
         return (1 + most) * plan.replicates * each
     if rule == "deploy_run":
         return cost.deploy_seconds(plan)
