@@ -4,6 +4,7 @@ that the rule files only read. Captured topologies of real machines; no Snakemak
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import json
@@ -279,6 +280,43 @@ def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
     monkeypatch.setattr(code, "file_digest", lambda p: calls.append(p) or "x")
     assert code.digests(cache_file=cache) == first and calls == []
     assert set(first) == set(code.LAYERS) and all(len(d) == 16 for d in first.values())
+
+
+def imported_closure(entries: list[Path]) -> set[Path]:
+    """Every package module the files ``entries`` import, directly or not (lazy imports too)."""
+    seen, todo = set(), list(entries)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for name in (n for n in names if n.startswith("numa_effects.")):
+                module = code.SCRIPTS / f"{name.replace('.', '/')}.py"
+                todo += [module] if module.exists() else []
+    return seen
+
+
+def test_the_tables_and_report_digests_cover_the_code_their_scripts_import():
+    """An edit of a module a tables or report job imports re-runs that job. A layer's digest
+    need not list what a layer below it covers: a measure edit re-measures the cells, which
+    re-runs the tables, whose new files re-run the report."""
+
+    def listed(layer):
+        return {p for pattern in code.LAYERS[layer] for p in code.SCRIPTS.glob(pattern)}
+
+    below = listed("measure")  # kept to the code that runs in the cell (plan.code)
+    for layer in ("tables", "report"):
+        entries = [p for p in listed(layer) if p.parent == code.SCRIPTS]
+        missing = imported_closure(entries) - listed(layer) - below
+        assert not sorted(str(p.relative_to(code.SCRIPTS)) for p in missing), layer
+        below |= listed(layer)
 
 
 def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():

@@ -40,7 +40,8 @@ LAYERS = {
         "numa_effects/compare/provenance.py",
         "numa_effects/compare/statistics.py",  # compare.csv's ratios, verdicts and geomeans
         "numa_effects/stats.py",
-        "numa_effects/plan/stages.py",
+        # the plans they write (packing, deploy) and the keys they read: every plan module
+        "numa_effects/plan/*.py",
         "aggregate_cells.py",
         "plan_replicates.py",
         "tabulate_degradation.py",
