@@ -426,6 +426,15 @@ def prefer_paired(
 # -- which latency statistic: the median, else the mean (PackRat's cells have no median) ----------
 
 
+BOUNDS = ("", "_ci_low", "_ci_high")  # the suffixes of a value's column and its CI's (``with_ci``)
+
+
+def with_ci(stem: str, unit: str = "") -> tuple[str, str, str]:
+    """A value's column and its CI's: ``<stem><unit>``, ``<stem>_ci_low<unit>`` and
+    ``<stem>_ci_high<unit>``."""
+    return f"{stem}{unit}", f"{stem}_ci_low{unit}", f"{stem}_ci_high{unit}"
+
+
 def latency_column(statistic: str) -> str:
     """The cells.csv column of a latency statistic: ``latency_median_ms``, ``latency_mean_ms``."""
     return f"latency_{statistic}_ms"

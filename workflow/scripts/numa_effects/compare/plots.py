@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
+from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
 from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
@@ -58,7 +59,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     row_h = 0.22 if n <= 40 else 0.14
     fig, ax = plt.subplots(figsize=(9.0, min(80.0, max(3.2, 1.9 + row_h * n))))
     y = np.arange(n)
-    pct, lo, hi = (ok[f"latency_change{b}_pct"].to_numpy(float) for b in compare_tables.BOUNDS)
+    pct, lo, hi = (ok[c].to_numpy(float) for c in stats.with_ci("latency_change", "_pct"))
     disturbed = flag(ok).to_numpy(bool)
     _verdict_points(ax, pct, lo, hi, y, ok["verdict"].astype(str).to_numpy())
     if disturbed.any():

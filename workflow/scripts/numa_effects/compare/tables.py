@@ -25,7 +25,6 @@ NO_SPEED = {**dict.fromkeys(SPEED, math.nan), "canary_change_pct": math.nan}  # 
 # the replicate columns of each side: (name, unit) -> <name>_baseline<unit>, <name>_compared<unit>
 SIDES = (("replicates", ""), ("replicate_medians", "_ms"), ("between_sd", "_pct"))
 REPLICATE_COLUMNS = [f"{n}_{side}{u}" for n, u in SIDES for side in ("baseline", "compared")]
-BOUNDS = ("", "_ci_low", "_ci_high")  # a value and its CI: ratio, ratio_ci_low, ratio_ci_high
 # summary.csv's verdict counts: one column per verdict, named after it
 VERDICT_COLUMNS = {v.replace(" ", "_"): v for v in compare_stats.VERDICTS}
 # compare.csv: run, baseline_run, the key columns (and <axis>_compared), then these.
@@ -33,8 +32,8 @@ COMPARE_COLUMNS = [
     "latency_statistic",
     "latency_baseline_ms",
     "latency_compared_ms",
-    *(f"ratio{b}" for b in BOUNDS),
-    *(f"latency_change{b}_pct" for b in BOUNDS),
+    *stats.with_ci("ratio"),
+    *stats.with_ci("latency_change", "_pct"),
     "throughput_change_pct",
     "ci_df",
     "ci_method",
@@ -197,7 +196,7 @@ def _compare_row(row: dict, baseline: Run, compared: Run, fits, min_effect_pct, 
         "latency_statistic": stat,
         "latency_baseline_ms": lb if ok else math.nan,
         "latency_compared_ms": lc if ok else math.nan,
-        **dict.fromkeys([*(f"ratio{b}" for b in BOUNDS), "ci_df"], math.nan),
+        **dict.fromkeys([*stats.with_ci("ratio"), "ci_df"], math.nan),
         **dict.fromkeys(("ci_method", "ci_note", "significant")),
         "min_effect_pct": float(min_effect_pct),
         "status": status,
@@ -235,7 +234,7 @@ def compare_table(runs: list[Run], min_effect_pct=MIN_EFFECT_PCT, across=()) -> 
         for row in both.to_dict("records"):
             rows.append(_compare_row(row, runs[0], run, fits, min_effect_pct, across))
     df = pd.DataFrame(rows, columns=compare_columns(across))
-    for b in BOUNDS:
+    for b in stats.BOUNDS:
         df[f"latency_change{b}_pct"] = (df[f"ratio{b}"].astype(float) - 1.0) * 100.0
     df["throughput_change_pct"] = (1.0 / df["ratio"].astype(float) - 1.0) * 100.0
     for c in ("significant", "contended", "noisy", "iteration_ranges_overlap"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from numa_effects import stats
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -48,7 +50,7 @@ class Metric:
 
 def pct_columns(stem: str) -> dict[str, str]:
     """A table's % change ``<stem>_pct`` and its CI's columns -> the figure data's."""
-    return {f"{stem}_pct": "pct", f"{stem}_ci_low_pct": "pct_lo", f"{stem}_ci_high_pct": "pct_hi"}
+    return dict(zip(stats.with_ci(stem, "_pct"), ("pct", "pct_lo", "pct_hi"), strict=True))
 
 
 LATENCY = Metric(

@@ -36,20 +36,19 @@ def eager_baseline(opt: str) -> str | None:
 # comparisons its first stage shows to pay for it (tables.stages.pairing).
 PAIRED: dict[str, Callable] = {"placement": placement_mod.baseline_of, "opt": eager_baseline}
 
-BOUNDS = ("", "_ci_low", "_ci_high")  # a value and its CI: ratio, ratio_ci_low, ratio_ci_high
 # The columns every comparison table shares (``compared``), in their order.
 LATENCIES = ("latency_statistic", "latency_baseline_ms", "latency_compared_ms")
 THROUGHPUTS = ("throughput_baseline_ips", "throughput_compared_ips")
-SPEEDUPS = tuple(f"speedup{b}" for b in BOUNDS)
+SPEEDUPS = stats.with_ci("speedup")
 TAIL = ("significant", "ci_method", "adjacent_correlation", "contended", "noisy")
 
 DEGRADATION_COLUMNS = [
     *KEYS,  # model, opt, placement, threads, batch_size, allocator
     "baseline",
     *LATENCIES,
-    *(f"latency_degradation{b}_pct" for b in BOUNDS),
+    *stats.with_ci("latency_degradation", "_pct"),
     *THROUGHPUTS,
-    *(f"throughput_degradation{b}_pct" for b in BOUNDS),
+    *stats.with_ci("throughput_degradation", "_pct"),
     *TAIL,
 ]
 
@@ -161,7 +160,7 @@ def pair_table(
     ``baseline_of`` maps tuples), with the statistic, both values and the CI of compared / baseline;
     ``baseline`` holds the baseline's value (``/``-joined for several keys)."""
     vary = (vary,) if isinstance(vary, str) else tuple(vary)
-    ratios = [f"ratio{b}" for b in BOUNDS]
+    ratios = stats.with_ci("ratio")
     columns = [*KEYS, "baseline", *LATENCIES, *ratios, *TAIL[1:], SAME, f"{SAME}_b"]
     if cells is None or cells.empty:
         return pd.DataFrame(columns=columns)
@@ -311,7 +310,7 @@ def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) 
     p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
     out = {**compared(p), "adjacent_correlation": p["adjacent_correlation"]}
     out["significant"] = significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"])
-    for b in BOUNDS:
+    for b in stats.BOUNDS:
         out[f"latency_degradation{b}_pct"] = (p[f"ratio{b}"] - 1.0) * 100.0
         out[f"throughput_degradation{b}_pct"] = (1.0 - 1.0 / p[f"ratio{b}"]) * 100.0
     return pd.DataFrame(out, columns=DEGRADATION_COLUMNS)

@@ -33,10 +33,6 @@ def latency_columns(prefix: str) -> tuple[str, str, str]:
     return value, f"{prefix}_ci_low_ms", f"{prefix}_ci_high_ms"
 
 
-def ratio_columns(name: str) -> tuple[str, str, str]:
-    return name, f"{name}_ci_low", f"{name}_ci_high"
-
-
 # The column groups both tables share (``_predicted``, ``_errors``).
 PLAN = ("plan", "instances", "k", "cores")
 PREDICTED = ("predicted_alone_ms", "predicted_ms", "predicted_ci_low_ms", "predicted_ci_high_ms")
@@ -59,14 +55,14 @@ COLUMNS = [
     *LATENCY,
     *latency_columns("fat"),
     *ERRORS,
-    *ratio_columns("speedup"),
+    *stats.with_ci("speedup"),
     "ci_method",
     "candidates",
     "measured_ranking",
     "recommended_plan",
     *latency_columns("recommended"),
-    *ratio_columns("recommended_speedup"),
-    *ratio_columns("recommended_gain"),
+    *stats.with_ci("recommended_speedup"),
+    *stats.with_ci("recommended_gain"),
     "recommended_is_predicted",
     "rounds",
     "fat_rounds",
@@ -301,12 +297,12 @@ def _measured(out: dict, choice: dict, result: GroupRecord, pooled) -> dict:
         for col, than in (("recommended_speedup", fat), ("recommended_gain", plan)):
             if than["est"] is not None:
                 value = than["est"]["median_s"] / b["est"]["median_s"]
-                out.update(zip(ratio_columns(col), (value, *_ratio_ci(than, b)), strict=True))
+                out.update(zip(stats.with_ci(col), (value, *_ratio_ci(than, b)), strict=True))
     if plan["est"] is None or fat["est"] is None:
         out["status"] = "contended"
         return out
     speedup = out["fat_latency_ms"] / out["latency_ms"]
-    out.update(zip(ratio_columns("speedup"), (speedup, *_ratio_ci(fat, plan)), strict=True))
+    out.update(zip(stats.with_ci("speedup"), (speedup, *_ratio_ci(fat, plan)), strict=True))
     return out
 
 
