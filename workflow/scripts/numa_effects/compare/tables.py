@@ -144,7 +144,7 @@ def _note(row: dict) -> str:
     """Why a matched cell with a value on both sides has no CI."""
     if any(str(row.get(f"source{s}") or "").startswith("imported") for s in ("_b", "_c")):
         return PACKRAT_NOTE
-    if "within-process" in (row.get("ci_method_b"), row.get("ci_method_c")):
+    if stats.WITHIN in (row.get("ci_method_b"), row.get("ci_method_c")):
         return ONE_PROCESS_NOTE
     if not (_num(row.get("latency_median_ms_b")) > 0 and _num(row.get("latency_median_ms_c")) > 0):
         return "one side has no median (only the mean): no CI and no test"

@@ -180,10 +180,10 @@ def _slowdown(p: dict, pooled) -> dict:
         "latency_ms": math.exp(np.mean(np.log(p["g"]))) * 1e3,
     }
     est = stats.combine_replicates(p["q"], p["w"], pooled)
-    got = (est["median_s"], est["ci_low_s"], est["ci_high_s"], est["ci_df"], "two-level")
-    if est["ci_method"] != "two-level":  # one replicate, nothing to pool: its rounds
+    got = (est["median_s"], est["ci_low_s"], est["ci_high_s"], est["ci_df"], stats.TWO_LEVEL)
+    if est["ci_method"] != stats.TWO_LEVEL:  # one replicate, nothing to pool: its rounds
         lo, hi = stats.bootstrap_ratio(np.array(p["alone_rounds"]), np.array(p["rounds"]))
-        got = (p["q"][0], lo, hi, math.inf, "within-process")
+        got = (p["q"][0], lo, hi, math.inf, stats.WITHIN)
     return out | dict(zip(SLOWDOWN, got, strict=True))
 
 

@@ -129,7 +129,7 @@ def estimate(recs, pooled) -> dict | None:
     if not reps:
         return None
     if len(reps) == 1:
-        return {**reps[0], "ci_method": "within-process"}
+        return {**reps[0], "ci_method": stats.WITHIN}
     return stats.combine_replicates(
         [r["median_s"] for r in reps],
         [stats.within_log_var(r["median_s"], r["ci_low_s"], r["ci_high_s"]) for r in reps],
