@@ -440,6 +440,14 @@ def latency_column(statistic: str) -> str:
     return f"latency_{statistic}_ms"
 
 
+def compared_statistics(rows, blank=None):
+    """The latency statistics ``rows`` (a table of comparisons) were compared on, from its
+    ``latency_statistic`` column: ``median``, ``mean`` or ``mean/median``; ``blank`` when it names
+    none."""
+    named = rows["latency_statistic"].dropna() if "latency_statistic" in rows else ()
+    return "/".join(sorted({str(s) for s in named})) or blank
+
+
 def present(v) -> bool:
     """A number, not None or NaN."""
     try:

@@ -310,7 +310,7 @@ def _header(settings: dict, compare: pd.DataFrame) -> str:
         for i, (label, folder) in enumerate(zip(labels, settings["runs"], strict=True))
     )
     across = settings.get("across") or []
-    stat = compare_tables.latency_statistics(compare, "median")
+    stat = stats.compared_statistics(compare, "median")
     matched = "every axis" if not across else f"every axis but {', '.join(across)}"
     return (
         f"<header><h1>{escape(_title(settings))}</h1><p>Each run's cells against the baseline's, "

@@ -11,7 +11,6 @@ from matplotlib.lines import Line2D
 
 from numa_effects import stats
 from numa_effects.compare import statistics as compare_stats
-from numa_effects.compare import tables as compare_tables
 from numa_effects.plan.grid import KEYS
 from numa_effects.report import style
 from numa_effects.report.data import Tables, flag, run_change
@@ -79,7 +78,7 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     ax.set_ylim(-0.8, max(n - 0.2, 0.8))
     base = str(d["baseline_run"].iloc[0]) if len(d) else "the baseline"
     ax.set_xlabel(f"% latency change of {run} vs {base} (+ = slower)")
-    stat = compare_tables.latency_statistics(ok, "median")
+    stat = stats.compared_statistics(ok, "median")
     sub = subtitle(model, opt_label(opt), f"{stat} latency", f"{n} matched cells, sorted")
     titles(ax, f"{run} vs {base}: change per cell (opt={opt})", sub)
     _forest_legend(ax, min_effect, disturbed.any())
@@ -166,7 +165,7 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
     label = f"% latency change vs {base} (+ = slower)"
     fig, ax, vmax, extend = heatmap_grid(d, label, hatched=lambda sig: sig is not True)
     ok = d[d["pct_status"] == "ok"]
-    stat = compare_tables.latency_statistics(ok, "median")
+    stat = stats.compared_statistics(ok, "median")
     sub = subtitle(model, f"({run} − {base}) / {base} × 100 of the {stat} latency")
     titles(ax, f"{run} vs {base}: % Latency Change, {placement} (opt={opt})", sub)
     notes = []

@@ -275,12 +275,6 @@ def peak_table(runs: list[Run]) -> pd.DataFrame:
 # -- the summary -----------------------------------------------------------------------------------
 
 
-def latency_statistics(d: pd.DataFrame, blank=None) -> str | None:
-    """The latency statistics ``d``'s cells were compared on (``median``, ``mean`` or
-    ``mean/median``); ``blank`` without one."""
-    return "/".join(sorted(d["latency_statistic"].dropna().astype(str).unique())) or blank
-
-
 def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
     ok = d[d["status"] == "ok"]
     g = compare_stats.geomean_ratio(ok["ratio"].astype(float).tolist())
@@ -289,7 +283,7 @@ def _summary_row(d: pd.DataFrame, scope: str, min_effect_pct: float) -> dict:
     return {
         "scope": scope,
         "cells": g["cells"],
-        "latency_statistic": latency_statistics(ok),
+        "latency_statistic": stats.compared_statistics(ok),
         "geomean_ratio": g["geomean"],
         "geomean_change_pct": _pct(g["geomean"]),
         "geomean_ci_low_pct": _pct(g["ci_low"]),

@@ -268,12 +268,6 @@ def run_change(tables: Tables, run: str, model: str, opt: str) -> pd.DataFrame:
     return d.reset_index(drop=True)
 
 
-def deg_stat(d: pd.DataFrame, tables: Tables) -> str:
-    if "latency_statistic" in d and d["latency_statistic"].notna().any():
-        return "/".join(sorted(d["latency_statistic"].dropna().astype(str).unique()))
-    return tables.latency_stat
-
-
 def precision_rows(tables: Tables, model: str, batch_size: int, metric: Metric):
     """The ``sequential`` cells of one batch size but the baseline variant (``base_variant``),
     with their speedup over it (precision.csv: ``speedup``, ``_lo``, ``_hi``, ``sig``) and

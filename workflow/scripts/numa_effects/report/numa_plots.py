@@ -4,9 +4,10 @@ as the % loss per placement. Registered for their families with ``@drawer``."""
 
 from __future__ import annotations
 
+from numa_effects import stats
 from numa_effects.plan import placement as placement_mod
 from numa_effects.report import drawing, style
-from numa_effects.report.data import Tables, comparison, deg_stat
+from numa_effects.report.data import Tables, comparison
 from numa_effects.report.drawers import drawer
 from numa_effects.report.metrics import Metric
 from numa_effects.report.style import opt_label, placement_color, placement_order
@@ -27,10 +28,11 @@ def heatmap(tables: Tables, model: str, opt: str, placement: str, metric: Metric
     fig, ax, vmax, extend = drawing.heatmap_grid(
         d, f"% {metric.name} degradation (+ = {metric.worse})"
     )
+    stat = stats.compared_statistics(d, tables.latency_stat)
     drawing.titles(
         ax,
         f"% {metric.title} Degradation, {placement} (opt={opt})",
-        drawing.subtitle(model, metric.degradation(placement, baseline, deg_stat(d, tables))),
+        drawing.subtitle(model, metric.degradation(placement, baseline, stat)),
     )
     notes = drawing.sig_notes(d, "Hatched cells") + drawing.clipped_note(vmax, extend)
     notes += drawing.disturbed_note(
@@ -81,7 +83,7 @@ def numa_loss(tables: Tables, model: str, opt: str, batch_size: int, metric: Met
             drawing.subtitle(
                 model,
                 opt_label(opt),
-                metric.of(deg_stat(d, tables)),
+                metric.of(stats.compared_statistics(d, tables.latency_stat)),
                 "error bars: CI where samples exist",
             ),
         ),

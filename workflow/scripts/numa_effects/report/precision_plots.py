@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from numa_effects import stats
 from numa_effects.plan import placement as placement_mod
 from numa_effects.report import drawing, style
 from numa_effects.report.baselines import dtype_of
-from numa_effects.report.data import Tables, comparison, deg_stat, precision_rows
+from numa_effects.report.data import Tables, comparison, precision_rows
 from numa_effects.report.drawers import drawer
 from numa_effects.report.metrics import Metric
 from numa_effects.report.style import opt_color, opt_label, opt_order
@@ -53,6 +54,7 @@ def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: 
     d = pd.concat(parts, ignore_index=True)
     d = d[(d["placement"] == placement) & (d["batch_size"] == batch_size)]
     marked = {o for o, a in drawing.non_native(tables, model) if a == tables.allocator}
+    stat = stats.compared_statistics(d, tables.latency_stat)
 
     def label(o):
         return f"{opt_label(o)} [{dtype_of(o)}]" + (f" · {style.NON_NATIVE}" if o in marked else "")
@@ -67,6 +69,6 @@ def precision_numa_loss(tables: Tables, model: str, placement: str, batch_size: 
         vs=placement_mod.baseline_of(placement),
         title=(
             f"% {metric.title} Loss per dtype, {placement} (BS={batch_size})",
-            drawing.subtitle(model, metric.of(deg_stat(d, tables)), "one line per optimization"),
+            drawing.subtitle(model, metric.of(stat), "one line per optimization"),
         ),
     )
