@@ -83,5 +83,6 @@ def memory_timeout_s(config: dict) -> float:
 
 
 def cell_timeout_s(config: dict) -> float:
-    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``."""
+    """Seconds before a cell is killed: 3 x its time budget plus ``cell_timeout_margin_s``. The
+    cell job reads it from the config, never as a rule parameter: raising it re-runs nothing."""
     return 3 * float(config["max_seconds_per_cell"]) + _margin(config, TIMEOUT_MARGIN_S)
