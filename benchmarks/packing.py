@@ -165,11 +165,10 @@ def split_candidates(doc: dict, cells: pd.DataFrame) -> list[tuple[dict, packing
             continue  # a split was measured by the pipeline
         key = (choice["model"], choice["opt"], choice["budget"])
         if key not in planners:
-            table = packing.latency_table(cells, choice["model"], choice["opt"])
-            caps = choice.get("caps") or [choice["budget"]]
             alone = packing.alone_table(cells, choice["model"], choice["opt"])
+            caps = choice.get("caps") or [choice["budget"]]
             top = max(int(b) for b in cells["batch_size"])
-            planners[key] = Planner(table, caps, curve, alone, top)
+            planners[key] = Planner(packing.latencies(alone), caps, curve, alone, top)
         split = planners[key].optimize(choice["batch"], min_instances=2)
         if split is not None:
             out.append((choice, split))

@@ -89,10 +89,9 @@ def profiles(cells, model: str, s: dict, placement: str = BASELINE_PLACEMENT) ->
     out = {}
     for opt in s["optimizations"]:
         for alloc in s["allocators"]:
-            table = packing.latency_table(cells, model, opt, placement, alloc)
-            if table:
-                alone = packing.alone_table(cells, model, opt, placement, alloc)
-                out[(opt, alloc)] = (table, alone)
+            alone = packing.alone_table(cells, model, opt, placement, alloc)
+            if alone:
+                out[(opt, alloc)] = (packing.latencies(alone), alone)
     return out
 
 

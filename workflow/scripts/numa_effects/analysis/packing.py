@@ -143,7 +143,11 @@ def ok_cells(cells, model: str, opt: str, placement: str, allocator: str | None)
 
 def latency_table(cells, model, opt, placement=BASELINE_PLACEMENT, allocator=None) -> dict:
     """{(threads, batch): seconds} of the ``ok`` cells (``ok_cells``)."""
-    alone = alone_table(cells, model, opt, placement, allocator)
+    return latencies(alone_table(cells, model, opt, placement, allocator))
+
+
+def latencies(alone: Mapping) -> dict:
+    """An ``alone_table``'s latencies: the ``latency_table`` of the same cells."""
     return {key: a.latency_s for key, a in alone.items()}
 
 

@@ -228,8 +228,8 @@ def choices(
     and ``alone_plan``, ``optimize``'s from the alone latencies; or ``instances: []`` and the
     reason. ``caps``: {budget: the cores of each of its nodes} (None = one node)."""
     curve = curve or interference.NONE
-    table = packing.latency_table(cells, model, opt)
     alone = packing.alone_table(cells, model, opt)
+    table = packing.latencies(alone)
     batch_sizes = sorted({int(b) for b in batch_sizes})
     missing = packing.missing_points(table, threads, batch_sizes)
     rows = []
