@@ -188,19 +188,27 @@ def test_abba_order():
     assert [r for _, r in got] == [1] * 3 + [2] * 3 + [3] * 3
 
 
-def test_the_simplest_of_the_not_significantly_different_is_recommended():
+def tie():
+    """Three configurations measured over four rounds: ``a`` the best, ``b`` as good and
+    simpler, ``c`` clearly slower; and the noise of a round."""
+    inst = {"threads": 1, "cpus": [0], "mem_nodes": [0]}
     configs = {
-        "a": {"opt": "bf16", "allocator": "jemalloc", "instances": [{}, {}], "label": "2x"},
-        "b": {"opt": "none", "allocator": "default", "instances": [{}], "label": "1x"},
-        "c": {"opt": "none", "allocator": "default", "instances": [{}], "label": "1x"},
+        "a": {"opt": "bf16", "allocator": "jemalloc", "instances": [inst] * 2, "label": "2x"},
+        "b": {"opt": "none", "allocator": "default", "instances": [inst], "label": "1x"},
+        "c": {"opt": "none", "allocator": "default", "instances": [inst], "label": "1x"},
     }
     rng = np.random.default_rng(1)
     noise = lambda: float(np.exp(rng.normal(0, 0.002)))  # noqa: E731
     runs = {
-        "a": rounds([0.100 * noise() for _ in range(4)]),  # the best
-        "b": rounds([0.1002 * noise() for _ in range(4)]),  # as good, simpler
-        "c": rounds([0.200 * noise() for _ in range(4)]),  # clearly slower
+        "a": rounds([0.100 * noise() for _ in range(4)]),
+        "b": rounds([0.1002 * noise() for _ in range(4)]),
+        "c": rounds([0.200 * noise() for _ in range(4)]),
     }
+    return configs, runs, noise
+
+
+def test_the_simplest_of_the_not_significantly_different_is_recommended():
+    configs, runs, noise = tie()
     r = row()
     gains = measured.gains(runs, r, measured.pooled(runs, [r]))
     pick, why = judged.recommend(runs, r, configs, gains)
@@ -212,6 +220,28 @@ def test_the_simplest_of_the_not_significantly_different_is_recommended():
     runs["b"] = runs["b"][:1]  # one round: no interval, so no tie is claimed
     gains = measured.gains(runs, r)
     assert judged.recommend(runs, r, configs, gains)[0] == "a"
+
+
+def test_the_table_gives_the_recommendations_gains_over_the_others():
+    """A simpler configuration picked for a tie states its own gains, not the measured best's;
+    the measured best, its gains over the others."""
+    configs, runs, noise = tie()
+    r = row()
+    for pick, others in (("b", "ac"), ("a", "bc")):
+        pool = measured.pooled(runs, [r])
+        got = {
+            o["config"]: o
+            for o in judged.objective_rows(r, {"configurations": configs}, runs, pool, None)
+        }
+        assert got[pick]["role"] == "recommended" and "gain" not in got[pick]
+        want = measured.gains(runs, r, pool, pick)
+        for cid in others:
+            assert got[cid]["gain"] == want[cid]["ratio"]
+            assert (got[cid]["gain_ci_low"], got[cid]["gain_ci_high"]) == (
+                want[cid]["ci_low"],
+                want[cid]["ci_high"],
+            )
+        runs["b"] = rounds([0.130 * noise() for _ in range(4)])  # now clearly slower
 
 
 def test_throughput_is_the_instances_images_per_second():

@@ -189,7 +189,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> 
     roles = _roles(row)
     g = measured.gains(runs, row, pool) if runs else {}
     rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row)
-    over = measured.gains(runs, row, pool, rec) if runs else {}  # the recommendation's gains
+    # the recommendation's gains: ``g`` when it is the measured best (``g`` has no row of it)
+    over = measured.gains(runs, row, pool, rec) if rec in g else g
     out = []
     for cid, info in roles.items():
         config = configs[cid]
