@@ -125,7 +125,7 @@ def process_s(
     return fixed + windows_s(settings, step, cap_s) + inspect_s
 
 
-def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
+def estimate(plan, caps=None) -> Estimate:
     """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
     est, per_cell = Estimate(), _processes_per_cell(plan)
     for key in plan.grid.cells:
@@ -134,7 +134,7 @@ def estimate(plan, caps=None, deploy_configs: int | None = None) -> Estimate:
     windows = len(plan.peak_outputs())  # every window of every peak
     est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
     _packing(est, plan, caps)
-    _deploy(est, plan, caps, deploy_configs)
+    _deploy(est, plan, caps)
     figures = len(plan.figure_keys()) // 4 + 10
     est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
     return est
@@ -180,14 +180,11 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     return searched, float(plain)
 
 
-def _deploy(est: Estimate, plan, caps, configs: int | None) -> None:
+def _deploy(est: Estimate, plan, caps) -> None:
     s = plan.deploy
     if not s.get("measured"):
         return
     searched, plain = deploy_configurations(s)
-    if configs is not None:  # the plan is known: its count, the same mix
-        scale = configs / max(1.0, searched + plain)
-        searched, plain = searched * scale, plain * scale
     cores = _cores(plan)
     batch = s["throughput_batch"]
     # a searched configuration: the dearest optimization to prepare; a baseline: eager
@@ -215,7 +212,7 @@ def jobs_per_part(plan) -> dict[str, int]:
 def deploy_seconds(plan, caps=None) -> float:
     """The deploy job's estimate alone (``remeasure``'s default for it)."""
     est = Estimate()
-    _deploy(est, plan, caps, None)
+    _deploy(est, plan, caps)
     return est.total_s
 
 
