@@ -247,9 +247,6 @@ class Placement:
         m = re.fullmatch(self.regex, name)
         return None if m is None else dict(zip(self.fields, map(int, m.groups()), strict=True))
 
-    def baseline_name(self, fields: dict) -> str | None:
-        return None if self.baseline is None else self.baseline.format(**fields)
-
 
 # The registry: adding a placement (or a family of them) is one entry here.
 PLACEMENTS: dict[str, Placement] = by_name(
@@ -334,8 +331,10 @@ def baseline_of(label_text: str) -> str | None:
     an SMT cell; a family's own baseline), or None for a baseline (``n0m0`` is one)."""
     name, smt = parse_label(str(label_text))
     entry, fields = lookup(name)
-    base = entry.baseline_name(fields)
-    return None if base is None or base == name else label(base, smt)
+    if entry.baseline is None:
+        return None
+    base = entry.baseline.format(**fields)
+    return None if base == name else label(base, smt)
 
 
 def is_baseline(label_text: str) -> bool:
