@@ -261,12 +261,8 @@ def job_order(keys: Iterable[CellKey], n_replicates: int, seed: int = 0) -> list
     groups: dict[tuple, list[CellKey]] = {}
     for k in keys:
         groups.setdefault(comparison_group(k), []).append(k)
-
-    def baseline_first(k: CellKey) -> tuple:
-        return (not placement_mod.is_baseline(k.placement), k)
-
-    for members in groups.values():
-        members.sort(key=baseline_first)
+    for members in groups.values():  # the baseline first
+        members.sort(key=lambda k: (not placement_mod.is_baseline(k.placement), k))
     rng = random.Random(seed)
     order: list[tuple] = []
     last = None
