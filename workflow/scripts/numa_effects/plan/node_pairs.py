@@ -53,10 +53,7 @@ def node_pair_problems(value, topo: Topology, machine: str = "this machine"):
         f"memory node of {node_list(topo.memory_nodes)}"
     )
     out = []
-    for i, pair in enumerate(value):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)):
-            continue  # the schema says what is wrong with it
-        cpu, mem = pair
+    for i, (cpu, mem) in enumerate(value):  # integer pairs: checked only once the schema passed
         if cpu not in topo.nodes:
             why = (
                 f"node {cpu} has no CPUs (a memory-only node: a memory node only)"
