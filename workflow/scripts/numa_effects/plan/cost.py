@@ -237,12 +237,12 @@ def _deploy_given(c: dict) -> dict:
     return settings_mod.with_defaults(c.get("deploy") or {}, deploy.DEFAULTS)
 
 
-def _deploy_rounds(c: dict, topo):
+def _fewest_rounds(c: dict) -> dict:
     given = _deploy_given(c)
     if given["max_rounds"] <= given["rounds"]:
-        return None
+        return c
     d = {**(c.get("deploy") or {}), "max_rounds": given["rounds"]}
-    return {**c, "deploy": d}, f"deploy.max_rounds: {given['rounds']}"
+    return {**c, "deploy": d}
 
 
 def _threads(c: dict, topo, base: int = 2):
@@ -311,9 +311,8 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
     current = copy.deepcopy(config)
     if not budget:
         return current, estimate(build(current), caps)
-    most = _deploy_rounds(current, topo)
-    if most:  # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
-        current = most[0]
+    # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
+    current = _fewest_rounds(current)
     est = estimate(build(current), caps)
     shrunk = []
     for step in shrink_steps(current, topo):
