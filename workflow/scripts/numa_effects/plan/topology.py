@@ -48,9 +48,8 @@ class Topology:
     def __post_init__(self):
         if not self.cpus:
             raise TopologyError("topology has no CPUs")
-        if not self.memory_nodes:
-            object.__setattr__(self, "memory_nodes", tuple(sorted({c.node for c in self.cpus})))
-        object.__setattr__(self, "memory_nodes", tuple(sorted(set(self.memory_nodes))))
+        memory_nodes = self.memory_nodes or {c.node for c in self.cpus}  # not known: CPU nodes
+        object.__setattr__(self, "memory_nodes", tuple(sorted(set(memory_nodes))))
         for c in self.cpus:
             for what, number in (("number", c.cpu), ("NUMA node", c.node), ("package", c.package)):
                 if number < 0:
