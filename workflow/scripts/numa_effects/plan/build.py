@@ -307,7 +307,7 @@ class Plan:
         out = [self.compare_table(t, name) for t in paths.COMPARE_TABLES]
         return [*out, self.compare_path(paths.COMPARE_PAGE, name)]
 
-    def targets(self, figures: list[str] = ()) -> list[str]:
+    def targets(self) -> list[str]:
         """Every output of a complete run (a changed grid's new manifest re-runs the
         aggregations); a comparison's own outputs only."""
         if self.compare:
