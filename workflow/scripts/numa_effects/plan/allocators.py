@@ -319,8 +319,7 @@ def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -
 
 def parse_dpkg_version(text: str) -> str | None:
     """The version from ``dpkg-query -W -f='${Version}' PKG`` output."""
-    text = text.strip()
-    return text or None
+    return text.strip() or None
 
 
 def version(alloc: Allocator) -> str | None:
