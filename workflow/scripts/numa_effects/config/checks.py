@@ -92,7 +92,7 @@ def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
 
 def thread_problems(config: dict, topo: Topology) -> list[Problem]:
     threads = config.get("threads")
-    if not isinstance(threads, list) or not all(isinstance(t, int) for t in threads):
+    if not isinstance(threads, list):  # auto
         return []
     use_smt = bool(config.get("use_smt"))
     limit = max_runnable_threads(topo, use_smt)
@@ -139,12 +139,12 @@ def packing_problems(config: dict, topo: Topology) -> list[Problem]:
             )
     ig = given.get("interference") or {}
     for i, t in enumerate(ig.get("threads") if isinstance(ig.get("threads"), list) else ()):
-        if isinstance(t, int) and 2 * t > total:
+        if 2 * t > total:
             what = f"{t}: two instances of {t} threads need {2 * t} cores, and {machine} has "
             what += f"{total}; allowed: auto or counts up to {total // 2}"
             problems.append(Problem(f"packing.interference.threads[{i}]", what))
     for i, k in enumerate(ig.get("instances") if isinstance(ig.get("instances"), list) else ()):
-        if isinstance(k, int) and k > total:
+        if k > total:
             what = f"{k} instances need at least {k} cores, and {machine} has {total}; allowed: "
             what += f"auto or sizes between 2 and {total}"
             problems.append(Problem(f"packing.interference.instances[{i}]", what))
