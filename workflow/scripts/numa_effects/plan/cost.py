@@ -324,16 +324,15 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
         current, what = got
         shrunk.append(what)
         est = estimate(build(current), caps)
-    current, more = _fill_rounds(current, config, budget, build(current), caps, est)
+    current, more = _fill_rounds(current, config, budget, build(current), est)
     if more:
         est = estimate(build(current), caps)
     est.shrunk = [*shrunk, *more]
     return current, est
 
 
-def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Estimate):
+def _fill_rounds(current: dict, config: dict, budget: float, plan, est: Estimate):
     """The deploy answer's rounds in the time the budget leaves: (config, what was said)."""
-    d = dict(current.get("deploy") or {})
     if not plan.deploy.get("measured") or "deploy" not in est.parts:
         return current, []
     rounds, most = int(plan.deploy["rounds"]), _deploy_given(config)["max_rounds"]
@@ -342,9 +341,8 @@ def _fill_rounds(current: dict, config: dict, budget: float, plan, caps, est: Es
     fit = max(rounds, min(most, int(spare // per_round) if per_round > 0 else most))
     if fit == int(plan.deploy["max_rounds"]):
         return current, []
-    return {**current, "deploy": {**d, "max_rounds": fit}}, [
-        f"deploy.max_rounds: {fit} (the rounds the budget leaves)"
-    ]
+    d = {**(current.get("deploy") or {}), "max_rounds": fit}
+    return {**current, "deploy": d}, [f"deploy.max_rounds: {fit} (the rounds the budget leaves)"]
 
 
 def deploy_allowance_s(est: Estimate, budget_min: float | None) -> float | None:
