@@ -272,23 +272,23 @@ def _either(a, b) -> bool:
     return stats.as_bool(a) is True or stats.as_bool(b) is True
 
 
-def significant(
-    lo: pd.Series, hi: pd.Series, null: float, method: pd.Series | None = None
-) -> pd.Series:
-    """The CI excludes ``null``; None without a CI; False for one measurement under two names
-    (``method`` ``identical binding``)."""
+def significant(p: pd.DataFrame) -> pd.Series:
+    """Whether each pair's ratio CI excludes 1; None without a CI; False for one measurement
+    under two names (``ci_method`` ``identical binding``)."""
+    lo, hi = p["ratio_ci_low"], p["ratio_ci_high"]
     has = lo.notna() & hi.notna()
-    sig = (lo > null) | (hi < null)
-    same = method.eq(binding_mod.IDENTICAL) if method is not None else has & False
+    sig = (lo > 1.0) | (hi < 1.0)
+    same = p["ci_method"].eq(binding_mod.IDENTICAL)
     return pd.Series(
         [False if i else bool(s) if h else None for s, h, i in zip(sig, has, same, strict=True)],
-        index=lo.index,
+        index=p.index,
         dtype=object,
     )
 
 
 def compared(p: pd.DataFrame) -> dict:
-    """The columns of a ``pair_table`` every comparison table shows."""
+    """The columns the comparison tables take from their ``pair_table`` (each keeps those of its
+    own columns)."""
     bs = p["batch_size"].astype(float)
     return {
         **{k: p[k] for k in KEYS},
@@ -299,7 +299,9 @@ def compared(p: pd.DataFrame) -> dict:
         "speedup_ci_high": 1.0 / p["ratio_ci_low"],
         "throughput_baseline_ips": bs * 1000.0 / p["latency_baseline_ms"],
         "throughput_compared_ips": bs * 1000.0 / p["latency_compared_ms"],
+        "significant": significant(p),
         "ci_method": p["ci_method"],
+        "adjacent_correlation": p["adjacent_correlation"],
         "contended": p["contended"].astype(bool),
         "noisy": p["noisy"].astype(bool),
     }
@@ -308,8 +310,7 @@ def compared(p: pd.DataFrame) -> dict:
 def degradation_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Placement vs its baseline (see the module docstring); works on cells.csv alone."""
     p = pair_table(cells, samples, "placement", PAIRED["placement"], paired=True)
-    out = {**compared(p), "adjacent_correlation": p["adjacent_correlation"]}
-    out["significant"] = significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0, p["ci_method"])
+    out = compared(p)
     for b in stats.BOUNDS:
         out[f"latency_degradation{b}_pct"] = (p[f"ratio{b}"] - 1.0) * 100.0
         out[f"throughput_degradation{b}_pct"] = (1.0 - 1.0 / p[f"ratio{b}"]) * 100.0
@@ -337,13 +338,5 @@ def _speed_speedups(p: pd.DataFrame, samples: pd.DataFrame | None) -> dict:
 def opt_speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every optimization vs eager (``none``); see the module docstring."""
     p = pair_table(cells, samples, "opt", PAIRED["opt"], paired=True)
-    out = pd.DataFrame(
-        {
-            **compared(p),
-            **_speed_speedups(p, samples),
-            "significant": significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0),
-            "adjacent_correlation": p["adjacent_correlation"],
-        },
-        columns=OPT_SPEEDUP_COLUMNS,
-    )
+    out = pd.DataFrame({**compared(p), **_speed_speedups(p, samples)}, columns=OPT_SPEEDUP_COLUMNS)
     return out.sort_values(list(KEYS)).reset_index(drop=True)

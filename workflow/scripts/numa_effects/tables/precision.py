@@ -61,8 +61,7 @@ def precision_table(cells: pd.DataFrame, samples: pd.DataFrame | None = None) ->
     p = degradation.pair_table(cells, samples, VARY, baseline_of)
     if p.empty:
         return pd.DataFrame(columns=COLUMNS)
-    sig = degradation.significant(p["ratio_ci_low"], p["ratio_ci_high"], 1.0)
-    out = pd.DataFrame({**degradation.compared(p), "significant": sig})
+    out = pd.DataFrame(degradation.compared(p))
     info = grid.fill_keys(cells).reindex(columns=[*KEYS, *CELL_INFO])
     info = info.astype({"threads": int, "batch_size": int})
     out = out.merge(info, on=list(KEYS), how="left")
