@@ -189,9 +189,7 @@ def across_runs(
     return between(compared, f_compared, baseline, f_baseline, f_baseline["ref"], confidence)
 
 
-def ratio(
-    reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict, confidence=stats.CONFIDENCE
-) -> dict | None:
+def ratio(reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict) -> dict | None:
     """The latency ratio compared / baseline (the cells' keys) of two fitted cells of one
     ``REFERENCE`` group at its reference speed: ``contrast`` within one series, ``between`` two;
     None when that cannot be computed."""
@@ -202,7 +200,7 @@ def ratio(
     if fc is None or fb is None or c.empty or b.empty:
         return None
     one_fit = series_of(compared) == series_of(baseline)  # then its common slope
-    return across_runs(c, None if one_fit else fc, b, fb, confidence)
+    return across_runs(c, None if one_fit else fc, b, fb)
 
 
 def join(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
