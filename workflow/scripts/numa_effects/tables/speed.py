@@ -157,23 +157,6 @@ def contrast(
     return _interval(est, var, f["df"], confidence)
 
 
-def between(
-    compared: pd.DataFrame,
-    f_compared: dict,
-    baseline: pd.DataFrame,
-    f_baseline: dict,
-    ref: float,
-    confidence=stats.CONFIDENCE,
-) -> dict:
-    """The latency ratio of two cells of different series, each moved to the reference ``ref``
-    along its own series' fit: their estimates' difference, with the variances added (the fits
-    are independent) and Welch-Satterthwaite's degrees of freedom. ``contrast``'s dict."""
-    ec, vc = _at(compared, f_compared, ref)
-    eb, vb = _at(baseline, f_baseline, ref)
-    df = (vc + vb) ** 2 / (vc**2 / f_compared["df"] + vb**2 / f_baseline["df"])
-    return _interval(ec - eb, vc + vb, df, confidence)
-
-
 def across_runs(
     compared: pd.DataFrame,
     f_compared: dict | None,
@@ -181,18 +164,24 @@ def across_runs(
     f_baseline: dict,
     confidence=stats.CONFIDENCE,
 ) -> dict:
-    """The latency ratio of one cell's replicates in two runs at the baseline run's reference
-    speed: each side along its own run's fit (``between``: a run whose processes spread more widens
-    it), or both along the baseline's where the compared run has none (``contrast``)."""
+    """The latency ratio of one cell's replicates in two runs (or of two series' cells,
+    ``ratio``) at the baseline's reference speed: each side moved to it along its own fit, their
+    estimates' difference with the variances added (the fits are independent: a run whose
+    processes spread more widens it) and Welch-Satterthwaite's degrees of freedom; both along
+    the baseline's fit where the compared side has none (``contrast``). ``contrast``'s dict."""
     if f_compared is None:
         return contrast(compared, baseline, f_baseline, confidence)
-    return between(compared, f_compared, baseline, f_baseline, f_baseline["ref"], confidence)
+    ref = f_baseline["ref"]
+    ec, vc = _at(compared, f_compared, ref)
+    eb, vb = _at(baseline, f_baseline, ref)
+    df = (vc + vb) ** 2 / (vc**2 / f_compared["df"] + vb**2 / f_baseline["df"])
+    return _interval(ec - eb, vc + vb, df, confidence)
 
 
 def ratio(reps: pd.DataFrame, fits: dict, compared: dict, baseline: dict) -> dict | None:
     """The latency ratio compared / baseline (the cells' keys) of two fitted cells of one
-    ``REFERENCE`` group at its reference speed: ``contrast`` within one series, ``between`` two;
-    None when that cannot be computed."""
+    ``REFERENCE`` group at its reference speed: ``contrast`` within one series, ``across_runs``
+    between two; None when that cannot be computed."""
     if any(compared[c] != baseline[c] for c in REFERENCE):
         return None
     fc, fb = fits.get(series_of(compared)), fits.get(series_of(baseline))
