@@ -220,7 +220,7 @@ def cells_table(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
     frames = [read(p) for p in paths]
     if not frames:
         raise PackratError("PackRat import: no source folder given")
-    cells = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    cells = pd.concat(frames, ignore_index=True)
     dup = cells.duplicated(list(KEYS), keep=False)
     if dup.any():
         files = sorted({f.split(":")[0] for f in cells[dup]["source_file"]})
