@@ -266,9 +266,7 @@ def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None)
     runs = result.runs if result is not None and result.runs else None
     rows = plan["objectives"]
     pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
-    out = []
-    for row in rows:
-        out += objective_rows(row, plan, runs, pool, bound_ms)
+    out = [r for row in rows for r in objective_rows(row, plan, runs, pool, bound_ms)]
     df = pd.DataFrame(out, columns=COLUMNS)
     order = {"recommended": 0, "candidate": 1, "baseline": 2}
     df["_o"] = df["role"].map(order)
