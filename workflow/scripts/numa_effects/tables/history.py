@@ -297,12 +297,11 @@ def comparable(results: str | os.PathLike) -> list[str]:
 def summary_lines(results: str, most: int = 3) -> list[str]:
     """The ``most`` recent snapshots a re-run replaced, each with its compare command."""
     names = comparable(results)
-    lines = []
-    for name in names[:most]:
-        lines.append(
-            f"  previous records (replaced by a re-run): {results}/{HISTORY}/{name}/; "
-            f"before vs after: {compare_command(results, name)}"
-        )
+    lines = [
+        f"  previous records (replaced by a re-run): {results}/{HISTORY}/{name}/; "
+        f"before vs after: {compare_command(results, name)}"
+        for name in names[:most]
+    ]
     if len(names) > most:
         lines.append(f"  and {len(names) - most} earlier snapshot(s) in {results}/{HISTORY}/")
     return lines
