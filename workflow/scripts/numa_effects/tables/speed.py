@@ -137,10 +137,7 @@ def estimates(reps: pd.DataFrame, fits: dict, confidence: float = stats.CONFIDEN
 
 def cell(reps: pd.DataFrame, key: dict) -> pd.DataFrame:
     """The rows of ``reps`` (``replicates``' rows) of the cell ``key`` (its ``KEY_COLUMNS``)."""
-    sel = np.ones(len(reps), dtype=bool)
-    for c in KEY_COLUMNS:
-        sel &= (reps[c] == key[c]).to_numpy()
-    return reps[sel]
+    return reps[(reps[KEY_COLUMNS] == [key[c] for c in KEY_COLUMNS]).all(axis=1)]
 
 
 def contrast(
