@@ -302,7 +302,7 @@ def pooled_variances(medians: dict) -> dict:
 def fault_columns(good: pd.DataFrame) -> dict:
     """A cell's page faults per timed step: the median over its replicates, and each one's in
     replicate order (glibc leaves each process in its own state: docs/precision.md)."""
-    per = good["minor_faults_per_step"] if "minor_faults_per_step" in good.columns else None
+    per = good.get("minor_faults_per_step")
     if per is None or per.isna().any():
         return {"minor_faults_per_step": None, "replicate_faults_per_step": None}
     return {
