@@ -56,16 +56,6 @@ def escape(v) -> str:
     return html.escape("" if v is None else str(v))
 
 
-def number(v, digits: int = 1) -> str:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return escape(v)
-    if np.isnan(f):
-        return ""
-    return f"{f:,.{digits}f}"
-
-
 def caption_html(rst: str) -> str:
     """A family's caption (RST with ``code`` and *emphasis* only) as HTML."""
     out = escape(" ".join(rst.split()))
@@ -91,8 +81,10 @@ def data_table(df: pd.DataFrame, columns: list[str], row_class: str | None = Non
             v = r.get(c)
             if isinstance(v, float) and c in INTEGER_COLUMNS and v.is_integer():
                 tds.append(f"<td>{int(v)}</td>")
+            elif isinstance(v, float) and np.isnan(v):
+                tds.append("<td></td>")
             elif isinstance(v, float):
-                tds.append(f"<td>{number(v, 2 if abs(v) < 100 else 1)}</td>")
+                tds.append(f"<td>{v:,.{2 if abs(v) < 100 else 1}f}</td>")
             elif isinstance(v, bool | np.bool_ | int | np.integer):
                 tds.append(f"<td>{escape(v)}</td>")
             else:
