@@ -199,15 +199,14 @@ def loss_figure(d, hue: str, order: list, color_of, label_of, metric, *, vs, tit
     return fig
 
 
-def y_scale(ax, values: pd.Series, *, zero: bool = True) -> str:
+def y_scale(ax, values: pd.Series) -> str:
     v = values.dropna()
     v = v[v > 0]
     if len(v) and v.max() / v.min() > style.LOG_Y_RATIO:
         ax.set_yscale("log")
         return " (log scale)"
-    if zero:
-        ax.set_ylim(bottom=0)
-        ax.margins(y=0.12)
+    ax.set_ylim(bottom=0)
+    ax.margins(y=0.12)
     return ""
 
 
