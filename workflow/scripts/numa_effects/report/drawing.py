@@ -334,7 +334,7 @@ def _annotate_cells(ax, val, status, cmap, norm, text, hatched=None, disturbed=N
 
 
 def heatmap_panel(
-    ax, val, status, *, cmap, vmin, vmax, label, extend=None, center=None, text=style.pct1, **marks
+    ax, val, status, *, cmap, vmin, vmax, label, extend, center=None, text=style.pct1, **marks
 ):
     """A seaborn heatmap of ``val`` (``cmap``: a seaborn palette's name; colour bar ``label``);
     over it each cell's value (``text(value)``) in a colour readable on its fill, a cell whose
@@ -343,9 +343,6 @@ def heatmap_panel(
     import seaborn as sns
 
     cmap = sns.color_palette(cmap, as_cmap=True)
-    cbar = {"label": label, "shrink": 0.9}
-    if extend is not None:
-        cbar["extend"] = extend
     sns.heatmap(
         val.astype(float),
         ax=ax,
@@ -356,7 +353,7 @@ def heatmap_panel(
         mask=val.isna(),
         linewidths=0.6,
         linecolor="white",
-        cbar_kws=cbar,
+        cbar_kws={"label": label, "shrink": 0.9, "extend": extend},
     )
     norm = matplotlib.colors.Normalize(vmin, vmax)
     _annotate_cells(ax, val, status, cmap, norm, text, **marks)

@@ -32,7 +32,7 @@ def _matrix(d: pd.DataFrame, column: str, rows: list, cols: list) -> pd.DataFram
 
 
 def _panel(ax, val, status, **kw) -> None:
-    drawing.heatmap_panel(ax, val, status, **kw)
+    drawing.heatmap_panel(ax, val, status, extend="neither", **kw)
     rows, cols = list(val.index), list(val.columns)
     ax.set_xlabel("Memory node")
     ax.set_ylabel("CPU node")
