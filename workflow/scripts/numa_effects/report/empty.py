@@ -81,11 +81,9 @@ def _reasons(skipped) -> str:
 def same_as_baseline(cells, placements) -> list[str]:
     """The ``placements`` whose every cell in ``cells`` is reported from its baseline's
     measurement (``same_binding_as``: ``plan.binding``); [] when any other has a cell."""
-    if cells.empty or "same_binding_as" not in cells or "placement" not in cells:
+    if "same_binding_as" not in cells or "placement" not in cells:
         return []
     rows = cells[cells["placement"].isin(placements)]
-    if rows.empty:
-        return []
     base = rows["placement"].map(placement_mod.baseline_of)
     if not rows["same_binding_as"].eq(base).all():
         return []
