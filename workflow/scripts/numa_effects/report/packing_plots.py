@@ -28,9 +28,6 @@ SERIES = (
 )
 
 
-RECOMMENDED_CI = ("recommended_ci_low_ms", "recommended_ci_high_ms")
-
-
 def _rows(tables: Tables, model: str, opt: str):
     p = tables.packing
     if p is None:
@@ -108,7 +105,7 @@ def _recommended(ax, b, x) -> bool:
     ax.errorbar(
         x[diff],
         y[diff],
-        yerr=ci_error_bars(b, y, RECOMMENDED_CI)[:, diff],
+        yerr=ci_error_bars(b, y, ("recommended_ci_low_ms", "recommended_ci_high_ms"))[:, diff],
         fmt="*",
         markersize=12,
         capsize=3,
