@@ -36,7 +36,7 @@ class Planner:
         self.curve = curve or interference.NONE
         self.alone = alone
         self.M = int(max_batch)
-        self._nodes: dict[int, tuple] = {}  # cap -> (A per n, V, Vn)
+        self._nodes: dict[int, tuple] = {}  # cap -> (A per n, V)
         self._dp_cache: dict[int, tuple] = {}
 
     def _points(self, n: int) -> list[tuple[int, int, float]]:
@@ -63,7 +63,7 @@ class Planner:
         return f, pts
 
     def _node(self, cap: int):
-        """(A: {n: array (k, m)} for n = 0..cap, V = min over n, Vn = its least n)."""
+        """(A: {n: array (k, m)} for n = 0..cap, V = min over n)."""
         if cap in self._nodes:
             return self._nodes[cap]
         K = min(cap, self.M)
@@ -73,17 +73,13 @@ class Planner:
             f, _ = self._dp(n)
             A[n] = np.full((K + 1, self.M + 1), INF)
             A[n][: f.shape[0]] = f[:, n, :]
-        V = np.full((K + 1, self.M + 1), INF)
-        Vn = np.zeros((K + 1, self.M + 1), dtype=int)
-        for n in range(0, cap + 1):  # ascending, strictly better: ties go to fewer cores
-            better = A[n] < V
-            V[better], Vn[better] = A[n][better], n
-        self._nodes[cap] = (A, V, Vn)
+        V = np.min(list(A.values()), axis=0)
+        self._nodes[cap] = (A, V)
         return self._nodes[cap]
 
     def _fewest_cores(self, cap: int, target: float):
         """C[k][m]: the fewest cores n of the node with A_n[k][m] <= target (INF: none)."""
-        A, V, _ = self._node(cap)
+        A, V = self._node(cap)
         C = np.full(V.shape, INF)
         for n in range(cap, -1, -1):  # descending: the last one written is the least n
             C[A[n] <= target] = n
