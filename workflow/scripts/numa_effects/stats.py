@@ -30,9 +30,9 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     return float(stdtrit(df if df == df and df > 0 else math.inf, 0.5 + confidence / 2))
 
 
-def t_halfwidth(var: float, df: float, n: int, confidence: float = CONFIDENCE) -> float:
+def t_halfwidth(var: float, df: float, n: int) -> float:
     """The half-width of the t interval of a mean of ``n`` values: t(df) * sqrt(var / n)."""
-    return t_quantile(df, confidence) * math.sqrt(var / n)
+    return t_quantile(df) * math.sqrt(var / n)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -54,10 +54,10 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, f
     return (k - 1, n - k, 1.0 - 2.0 * cdf) if k >= 1 else None
 
 
-def median_ci(latencies: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def median_ci(latencies: Sequence[float]) -> tuple[float, float]:
     """Order-statistic confidence interval of the median; (nan, nan) when n is too small."""
     a = np.asarray(latencies, dtype=float)
-    ranks = median_ci_ranks(int(a.size), confidence)
+    ranks = median_ci_ranks(int(a.size))
     if ranks is None:
         return math.nan, math.nan
     lo, hi, _ = ranks
@@ -65,7 +65,7 @@ def median_ci(latencies: Sequence[float], confidence: float = CONFIDENCE) -> tup
     return float(part[lo]), float(part[hi])
 
 
-def summarize(latencies_s: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+def summarize(latencies_s: Sequence[float]) -> dict:
     a = np.asarray(latencies_s, dtype=float)
     if a.size == 0:
         raise ValueError("no latency samples to summarize")
@@ -73,8 +73,8 @@ def summarize(latencies_s: Sequence[float], confidence: float = CONFIDENCE) -> d
     mean = float(a.mean())
     std = float(a.std(ddof=1)) if a.size > 1 else 0.0
     iqr = float(q75 - q25)
-    lo, hi = median_ci(a, confidence)
-    ranks = median_ci_ranks(int(a.size), confidence)
+    lo, hi = median_ci(a)
+    ranks = median_ci_ranks(int(a.size))
     return {
         "n": int(a.size),
         "min_s": float(a.min()),
@@ -88,7 +88,7 @@ def summarize(latencies_s: Sequence[float], confidence: float = CONFIDENCE) -> d
         "iqr_s": iqr,
         "ci_low_s": lo,
         "ci_high_s": hi,
-        "ci_level": confidence,
+        "ci_level": CONFIDENCE,
         "ci_coverage": ranks[2] if ranks else math.nan,
         "ci_halfwidth_pct": halfwidth_pct(q50, lo, hi),
         "cv": std / mean if mean > 0 else float("nan"),
@@ -120,14 +120,12 @@ def throughput(batch_size: int, latencies_s: Sequence[float], median_s: float) -
     }
 
 
-def ci_within(
-    latencies: Sequence[float], rel: float, confidence: float = CONFIDENCE
-) -> tuple[bool, float]:
+def ci_within(latencies: Sequence[float], rel: float) -> tuple[bool, float]:
     """(both bounds of the median's CI lie within ``rel`` of the median, median). One partial
     sort: the adaptive loop calls this after every timed iteration."""
     a = np.asarray(latencies, dtype=float)
     n = int(a.size)
-    ranks = median_ci_ranks(n, confidence)
+    ranks = median_ci_ranks(n)
     lo_i, hi_i = (ranks[0], ranks[1]) if ranks else (0, n - 1)
     mid_hi, mid_lo = n // 2, (n - 1) // 2
     part = np.partition(a, sorted({lo_i, hi_i, mid_lo, mid_hi}))
@@ -178,28 +176,24 @@ def pooled_var(groups) -> tuple[float, int]:
     return (ss / df, df) if df else (math.nan, 0)
 
 
-def _moderated(
-    y: np.ndarray, pooled: tuple[float, int], prior_df: int, confidence: float
-) -> tuple[float, int, float]:
-    """(the variance of ``y`` moderated with the run's ``pooled`` variance at ``prior_df``, its
+def _moderated(y: np.ndarray, pooled: tuple[float, int]) -> tuple[float, int, float]:
+    """(the variance of ``y`` moderated with the run's ``pooled`` variance at ``PRIOR_DF``, its
     df, the half-width of mean(y)'s CI); NaN, 0 and NaN when nothing estimates the variance."""
     r = int(y.size)
     pool_var, pool_df = pooled
-    d0 = min(prior_df, pool_df) if pool_var == pool_var else 0
+    d0 = min(PRIOR_DF, pool_df) if pool_var == pool_var else 0
     df = r - 1 + d0
     if not df:
         return math.nan, 0, math.nan
     own = (r - 1) * float(y.var(ddof=1)) if r > 1 else 0.0
     var = (own + (d0 * pool_var if d0 else 0.0)) / df
-    return var, df, t_halfwidth(var, df, r, confidence)
+    return var, df, t_halfwidth(var, df, r)
 
 
 def combine_replicates(
     medians_s: Sequence[float],
     within_vars: Sequence[float] = (),
     pooled: tuple[float, int] = (math.nan, 0),
-    confidence: float = CONFIDENCE,
-    prior_df: int = PRIOR_DF,
 ) -> dict:
     """The cell's median and two-level CI from its replicates' medians (see above), with
     ``pooled`` the run's ``pooled_replicate_var``; ``within_vars`` (each replicate's
@@ -211,7 +205,7 @@ def combine_replicates(
     wv = np.asarray([v for v in within_vars if v == v], dtype=float)
     w = float(wv.mean()) if wv.size else math.nan
     s2 = float(y.var(ddof=1)) if r >= 2 else math.nan
-    var, df, half = _moderated(y, pooled, prior_df, confidence)
+    var, df, half = _moderated(y, pooled)
     centre = float(y.mean())
     total = s2 if r >= 2 else var
     return {
@@ -241,32 +235,25 @@ def combine_replicates(
 # small and under-covers (tests/test_stats.py simulates both).
 
 
-def stein_replicates(
-    log_var: float,
-    df: int,
-    target_rel: float,
-    r0: int,
-    cap: int,
-    confidence: float = CONFIDENCE,
-) -> int:
+def stein_replicates(log_var: float, df: int, target_rel: float, r0: int, cap: int) -> int:
     """The smallest N >= r0 with t(df) * sqrt(log_var / N) <= ln(1 + target_rel), at most
     ``cap``, from the first stage's ``log_var`` and ``df``."""
     if not (log_var == log_var and df >= 1):
         return cap  # nothing estimates the spread: as many as allowed
     h = math.log1p(target_rel)
-    t = t_quantile(df, confidence)
+    t = t_quantile(df)
     need = math.ceil(t * t * log_var / (h * h) - 1e-12)
     return int(min(cap, max(r0, need)))
 
 
 def stein_interval(
-    medians_s: Sequence[float], log_var: float, df: int, confidence: float = CONFIDENCE
+    medians_s: Sequence[float], log_var: float, df: int
 ) -> tuple[float, float, float]:
     """(median, low, high) after Stein's second stage: the geometric mean of all replicates'
     medians, with the first stage's ``log_var`` and ``df``."""
     y = np.log(np.asarray(medians_s, dtype=float))
     centre = float(y.mean())
-    half = t_halfwidth(log_var, df, y.size, confidence)
+    half = t_halfwidth(log_var, df, y.size)
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
@@ -299,33 +286,29 @@ SEED = 0
 CHUNK = 4_000_000  # resampled values held in memory at once
 
 
-def log_se(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> float:
+def log_se(low: float, high: float, df: float) -> float:
     """The standard error of ln(value) from its log-symmetric t interval; NaN without one."""
     if not (low > 0 and high > 0):
         return math.nan
-    return float((np.log(high) - np.log(low)) / 2.0 / t_quantile(df, confidence))
+    return float((np.log(high) - np.log(low)) / 2.0 / t_quantile(df))
 
 
-def log_ratio_interval(
-    baseline: CellCI, compared: CellCI, confidence: float = CONFIDENCE
-) -> tuple[float, float, float]:
+def log_ratio_interval(baseline: CellCI, compared: CellCI) -> tuple[float, float, float]:
     """(ln(compared / baseline), its CI's half-width t x sqrt(se_c^2 + se_b^2), Welch's df)
     from each cell's two-level CI ``(ci_low, ci_high, ci_df)``, centred on the CIs' log-centres."""
     (bl, bh, bdf), (cl, ch, cdf) = baseline, compared
-    sb, sc = log_se(bl, bh, bdf, confidence), log_se(cl, ch, cdf, confidence)
+    sb, sc = log_se(bl, bh, bdf), log_se(cl, ch, cdf)
     centre = float((np.log(cl) + np.log(ch)) / 2.0 - (np.log(bl) + np.log(bh)) / 2.0)
     var = float(sb**2 + sc**2)
     if var == 0:
         return centre, 0.0, math.inf
     df = var**2 / (sb**4 / bdf + sc**4 / cdf)  # Welch-Satterthwaite
-    return centre, t_quantile(df, confidence) * math.sqrt(var), float(df)
+    return centre, t_quantile(df) * math.sqrt(var), float(df)
 
 
-def two_level_ratio_ci(
-    baseline: CellCI, compared: CellCI, confidence: float = CONFIDENCE
-) -> tuple[float, float]:
+def two_level_ratio_ci(baseline: CellCI, compared: CellCI) -> tuple[float, float]:
     """CI of compared / baseline (``log_ratio_interval``)."""
-    centre, half, _ = log_ratio_interval(baseline, compared, confidence)
+    centre, half, _ = log_ratio_interval(baseline, compared)
     return float(np.exp(centre - half)), float(np.exp(centre + half))
 
 
@@ -334,7 +317,6 @@ def bootstrap_ratio(
     compared: np.ndarray,
     statistic: str = "median",
     n_boot: int = N_BOOTSTRAP,
-    confidence: float = CONFIDENCE,
     seed: int = SEED,
 ) -> tuple[float, float]:
     """Percentile-bootstrap CI of stat(compared) / stat(baseline), each resampled alone."""
@@ -351,7 +333,7 @@ def bootstrap_ratio(
         return np.concatenate(out)
 
     ratio = boot(compared) / boot(baseline)
-    alpha = 1.0 - confidence
+    alpha = 1.0 - CONFIDENCE
     lo, hi = np.quantile(ratio, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
 
@@ -388,18 +370,13 @@ def adjacent_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> floa
     return sbc / math.sqrt(sbb * scc) if sbb > 0 and scc > 0 else math.nan
 
 
-def paired_ratio_ci(
-    d: np.ndarray,
-    pooled: tuple[float, int] = (math.nan, 0),
-    confidence: float = CONFIDENCE,
-    prior_df: int = PRIOR_DF,
-) -> dict:
+def paired_ratio_ci(d: np.ndarray, pooled: tuple[float, int] = (math.nan, 0)) -> dict:
     """The ratio and its CI from the per-round log ratios ``d``, moderated with ``pooled`` as
     ``combine_replicates`` does (NaN bounds and df 0 when nothing estimates the variance)."""
     d = np.asarray(d, dtype=float)
     if d.size == 0:
         raise ValueError("no paired rounds")
-    _, df, half = _moderated(d, pooled, prior_df, confidence)
+    _, df, half = _moderated(d, pooled)
     centre = float(d.mean())
     return {
         "ratio": math.exp(centre),

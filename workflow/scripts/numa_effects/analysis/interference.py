@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from numa_effects.stats import CONFIDENCE, log_se, t_quantile
+from numa_effects.stats import log_se, t_quantile
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,11 @@ class Curve:
         """Standard error of ln s(x) (delta method: d ln s / d beta = x^2 / s(x))."""
         return 0.0 if x == 0 else float(x) ** 2 * self.se_beta / self.s(x)
 
-    def ci(self, x: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    def ci(self, x: float) -> tuple[float, float]:
         s, se = self.s(x), self.se_ln(x)
         if se != se:
             return math.nan, math.nan
-        half = t_quantile(self.df, confidence) * se
+        half = t_quantile(self.df) * se
         return s * math.exp(-half), s * math.exp(half)
 
     def label(self) -> str:
@@ -130,7 +130,7 @@ class Prediction:
     ci_high_s: float
 
 
-def instance_interval(alone: Alone, x: int, curve: Curve, confidence=CONFIDENCE) -> tuple:
+def instance_interval(alone: Alone, x: int, curve: Curve) -> tuple:
     """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale."""
     value = alone.latency_s * curve.s(x)
     se_a, se_c = alone.se_ln, curve.se_ln(x)
@@ -142,17 +142,15 @@ def instance_interval(alone: Alone, x: int, curve: Curve, confidence=CONFIDENCE)
     parts = [(se_a, alone.df), (se_c, curve.df)]
     denom = sum(s**4 / d for s, d in parts if s > 0 and not math.isinf(d) and d == d and d > 0)
     df = var**2 / denom if denom > 0 else math.inf
-    half = t_quantile(df, confidence) * math.sqrt(var)
+    half = t_quantile(df) * math.sqrt(var)
     return value, value * math.exp(-half), value * math.exp(half)
 
 
-def predict(
-    instances: Sequence[tuple[Alone, int]], curve=NONE, confidence=CONFIDENCE
-) -> Prediction:
+def predict(instances: Sequence[tuple[Alone, int]], curve=NONE) -> Prediction:
     """A plan's latency max_j L_j s(x_j) of its ``[(Alone, x), ...]`` with its 95 % interval."""
     if not instances:
         raise ValueError("a plan has at least one instance")
-    per = [instance_interval(a, x, curve, confidence) for a, x in instances]
+    per = [instance_interval(a, x, curve) for a, x in instances]
     return Prediction(*(max(column) for column in zip(*per, strict=True)))
 
 

@@ -23,10 +23,10 @@ CI = tuple[float, float, float]  # a run's two-level CI of a cell: (ci_low, ci_h
 MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
 
 
-def run_ratio(baseline: CI, compared: CI, confidence: float = CONFIDENCE) -> dict:
+def run_ratio(baseline: CI, compared: CI) -> dict:
     """compared / baseline of one cell measured by two runs (the ratio of the cells' medians)
     with its CI, ``ci_df`` (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
-    centre, half, df = log_ratio_interval(baseline, compared, confidence)
+    centre, half, df = log_ratio_interval(baseline, compared)
     lo, hi = math.exp(centre - half), math.exp(centre + half)
     out = {"ratio": math.exp(centre), "ci_low": lo, "ci_high": hi, "ci_df": df}
     return out | {"significant": bool(lo > 1.0 or hi < 1.0)}
