@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from numa_effects import stats
 from numa_effects.analysis import interference, packing
 from numa_effects.analysis.planner import Planner
 from numa_effects.plan import allocators as allocators_mod
@@ -202,10 +203,9 @@ def throughput_predictions(prof: dict, curves: dict, topo: Topology, s: dict, mo
                 per = [(n, min(k, c // t)) for n, c in caps if c // t >= 1]
                 images = sum(m for _, m in per) * b
                 if best is None or images / value > best[0]:
-                    hi_ips = images / lo if lo == lo and lo > 0 else math.nan
-                    lo_ips = images / hi if hi == hi and hi > 0 else math.nan
+                    r = stats.rates(images, value, lo, hi)
                     parts = [(t, b, n) for n, m in per for _ in range(m)]
-                    best = (images / value, lo_ips, hi_ips, opt, alloc, parts)
+                    best = (r["ips"], r["ci_low_ips"], r["ci_high_ips"], opt, alloc, parts)
             if best:
                 out.append(best)
     return sorted(out, key=lambda x: -x[0])
