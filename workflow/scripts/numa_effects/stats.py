@@ -406,10 +406,9 @@ def prefer_paired(
 BOUNDS = ("", "_ci_low", "_ci_high")  # the suffixes of a value's column and its CI's (``with_ci``)
 
 
-def with_ci(stem: str, unit: str = "") -> tuple[str, str, str]:
-    """A value's column and its CI's: ``<stem><unit>``, ``<stem>_ci_low<unit>`` and
-    ``<stem>_ci_high<unit>``."""
-    return f"{stem}{unit}", f"{stem}_ci_low{unit}", f"{stem}_ci_high{unit}"
+def with_ci(stem: str, unit: str = "") -> tuple[str, ...]:
+    """A value's column and its CI's: ``<stem><bound><unit>`` for each bound of ``BOUNDS``."""
+    return tuple(f"{stem}{bound}{unit}" for bound in BOUNDS)
 
 
 def latency_column(statistic: str) -> str:
