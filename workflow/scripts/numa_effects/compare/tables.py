@@ -164,7 +164,7 @@ def _overlap(row: dict) -> bool | None:
 
 
 def _pct(r: float) -> float:
-    return (r - 1.0) * 100.0 if r == r else math.nan
+    return (r - 1.0) * 100.0
 
 
 def _statuses(row: dict) -> tuple[str, str, str, str]:
