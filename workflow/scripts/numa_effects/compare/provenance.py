@@ -46,8 +46,8 @@ def _load(cells: pd.DataFrame) -> list[tuple[str, object]]:
         v = pd.to_numeric(_values(ok, col), errors="coerce").dropna()
         return None if v.empty else round(float(fn(v)), 2)
 
-    n_cont = int(ok["contended"].map(stats.as_bool).eq(True).sum()) if "contended" in ok else None
-    n_noisy = int(ok["noisy"].map(stats.as_bool).eq(True).sum()) if "noisy" in ok else None
+    n_cont = int(ok["contended"].map(stats.as_bool).eq(True).sum())  # read_run adds both columns
+    n_noisy = int(ok["noisy"].map(stats.as_bool).eq(True).sum())
     has_load = "load_1m" in ok and ok["load_1m"].notna().any()
     return [
         ("load_1m median before a cell", agg("load_1m", np.median)),
