@@ -69,8 +69,8 @@ def forest(tables: Tables, run: str, model: str, opt: str, metric: Metric):
     beyond = _clip_axis(ax, pct, lo, hi, y)
     ax.grid(axis="y", visible=False)
     ax.axvline(0.0, color="black", linewidth=1)
-    for x in (-min_effect, min_effect):
-        if min_effect:
+    if min_effect:
+        for x in (-min_effect, min_effect):
             ax.axvline(x, color="0.45", linewidth=0.8, linestyle=":")
     labels = [_row_label(r, across) for r in ok.to_dict("records")]
     step = 1 if n <= MAX_LABELLED_ROWS else 2
