@@ -140,7 +140,7 @@ def instance_interval(alone: Alone, x: int, curve: Curve) -> tuple:
     if var == 0:
         return value, value, value
     parts = [(se_a, alone.df), (se_c, curve.df)]
-    denom = sum(s**4 / d for s, d in parts if s > 0 and not math.isinf(d) and d == d and d > 0)
+    denom = sum(s**4 / d for s, d in parts if s > 0 and 0 < d < math.inf)
     df = var**2 / denom if denom > 0 else math.inf
     half = t_quantile(df) * math.sqrt(var)
     return value, value * math.exp(-half), value * math.exp(half)
