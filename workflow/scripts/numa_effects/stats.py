@@ -387,17 +387,15 @@ def paired_ratio_ci(d: np.ndarray, pooled: tuple[float, int] = (math.nan, 0)) ->
     }
 
 
-def prefer_paired(
-    paired_pool: tuple[float, int], cells_pool: tuple[float, int], alpha: float = 0.05
-) -> bool:
+def prefer_paired(paired_pool: tuple[float, int], cells_pool: tuple[float, int]) -> bool:
     """Whether the paired pool's variance is clearly below two independent cells' (twice the
-    cells' pool): a one-sided F test at ``alpha``. False when either pool is empty."""
+    cells' pool): a one-sided F test at the 5 % level. False when either pool is empty."""
     from scipy.special import fdtri
 
     (vd, dfd), (vc, dfc) = paired_pool, cells_pool
     if not (dfd and dfc and vd == vd and vc == vc and vc > 0):
         return False
-    return bool(vd / (2.0 * vc) < float(fdtri(dfd, dfc, alpha)))
+    return bool(vd / (2.0 * vc) < float(fdtri(dfd, dfc, 0.05)))
 
 
 # -- which latency statistic: the median, else the mean (PackRat's cells have no median) ----------
