@@ -188,9 +188,9 @@ def pair_problem(baseline: Run, compared: Run, across=()) -> str | None:
     return why
 
 
-def read_runs(folders, labels, across=(), settings: bool = True) -> list[Run]:
+def read_runs(folders, labels, across=()) -> list[Run]:
     """Every run, checked: a ``CompareError`` with the config check's text if one fails."""
-    runs = [read_run(f, label, settings) for f, label in zip(folders, labels, strict=True)]
+    runs = [read_run(f, label) for f, label in zip(folders, labels, strict=True)]
     for run in runs[1:]:
         why = pair_problem(runs[0], run, across)
         if why:
