@@ -76,14 +76,14 @@ def _first_number(given: list[str] | None, default: int) -> int:
     return int(m.group()) if m else default
 
 
-def answers(controllers: tuple[tuple[str, int], ...], timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
-    """Whether any controller accepts a TCP connection within ``timeout_s``, name lookups
-    included (threads not waited for beyond it)."""
+def answers(controllers: tuple[tuple[str, int], ...]) -> bool:
+    """Whether any controller accepts a TCP connection within ``CONNECT_TIMEOUT_S``, name
+    lookups included (threads not waited for beyond it)."""
     answered = threading.Event()
 
     def connect(host: str, port: int) -> None:
         try:
-            with socket.create_connection((host, port), timeout=timeout_s):
+            with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
                 answered.set()
         except OSError:
             pass
@@ -91,7 +91,7 @@ def answers(controllers: tuple[tuple[str, int], ...], timeout_s: float = CONNECT
     threads = [threading.Thread(target=connect, args=c, daemon=True) for c in controllers]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
     for t in threads:  # a refusal ends its thread at once; a silent host at the deadline
         t.join(max(0.0, deadline - time.monotonic()))
         if answered.is_set():
