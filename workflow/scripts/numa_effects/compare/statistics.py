@@ -14,16 +14,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numa_effects.stats import CONFIDENCE, log_ratio_interval, present, t_quantile
+from numa_effects.stats import CONFIDENCE, CellCI, log_ratio_interval, present, t_quantile
 
 FASTER, SLOWER = "faster", "slower"
 NO_CHANGE, NOT_ASSESSED = "no significant change", "not assessed"
 VERDICTS = (FASTER, SLOWER, NO_CHANGE, NOT_ASSESSED)
-CI = tuple[float, float, float]  # a run's two-level CI of a cell: (ci_low, ci_high, ci_df)
 MIN_EFFECT_PCT = 2.0  # the default minimum effect of a verdict (config key compare.min_effect_pct)
 
 
-def run_ratio(baseline: CI, compared: CI) -> dict:
+def run_ratio(baseline: CellCI, compared: CellCI) -> dict:
     """compared / baseline of one cell measured by two runs (the ratio of the cells' medians)
     with its CI, ``ci_df`` (Welch-Satterthwaite) and ``significant`` (the CI excludes 1)."""
     centre, half, df = log_ratio_interval(baseline, compared)
