@@ -149,7 +149,8 @@ def start(
 
 
 def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL to the child's process group (everything it started), then reap it."""
+    """SIGKILL to the child's process group (everything it started, also after the child
+    itself ended: compile workers), then reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
@@ -193,11 +194,7 @@ class Guard:
 
     def kill_all(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                kill_group(proc)
-            else:  # the group may hold processes the child started (compile workers)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(proc)
 
     def check(self) -> None:
         if self.received:
