@@ -45,11 +45,9 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def command(
-    plan: placement_mod.Plan, spec: str, numactl: str = "numactl", instance: int = 0
-) -> list[str]:
+def command(plan: placement_mod.Plan, spec: str, instance: int = 0) -> list[str]:
     """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it)."""
-    cmd = [numactl, *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
+    cmd = ["numactl", *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
     return cmd + (["--instance", str(instance)] if instance else [])
 
 
