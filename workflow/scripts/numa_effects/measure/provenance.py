@@ -78,16 +78,14 @@ def address_randomization(
         return "unknown"
 
 
-def relevant_env(environ=None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
+def relevant_env(environ) -> dict[str, str]:
     return {
         k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
     }
 
 
-def slurm(environ=None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
-    return {k: environ[k] for k in SLURM_KEYS if k in environ}
+def slurm() -> dict[str, str]:
+    return {k: os.environ[k] for k in SLURM_KEYS if k in os.environ}
 
 
 def versions(packages=("torch", "torchvision", "numpy")) -> dict[str, str]:
