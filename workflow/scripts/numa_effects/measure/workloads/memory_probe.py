@@ -250,14 +250,13 @@ def measure(
     steps: int = 5,
     cache_dir=None,
     environ=None,
-    cpu: int = 0,
 ) -> dict:
     """The probe in this process: one untimed step, then ``steps`` timed ones (or skipped)."""
     cc, why = compiler(environ)
     if cc is None:
         return {"status": "skipped", "reason": why}
     lib = library(cc, cache_dir)
-    llc = llc_bytes(cpu)
+    llc = llc_bytes()
     size = size or buffer_bytes(llc)
     t0 = time.perf_counter()
     probe = Probe(lib, size)
