@@ -51,15 +51,11 @@ class Measurement:
     exclude_foreign_pct: float | None = None
     min_clean: int = 1
 
-    def clean_mask(self) -> list[bool]:
-        """Per timed iteration: does it count? (All of them without a probe.)"""
-        if not self.excluded:
-            return [True] * len(self.latencies_s)
-        return [not e for e in self.excluded]
-
     def keep(self, xs: list) -> list:
-        """The entries of ``xs`` (one per timed iteration) of the clean iterations."""
-        return [x for x, ok in zip(xs, self.clean_mask(), strict=True) if ok]
+        """The entries of ``xs`` (one per timed iteration) of the clean iterations (all of them
+        without a probe)."""
+        excluded = self.excluded or [False] * len(self.latencies_s)
+        return [x for x, e in zip(xs, excluded, strict=True) if not e]
 
     def clean_latencies(self) -> list[float]:
         """The timed iterations the statistics use; none when every one was excluded."""
