@@ -213,14 +213,12 @@ def best(per_kernel: dict[str, dict]) -> dict:
     return {"peak_gflop_per_s": ok[name]["peak_gflop_per_s"], "peak_kernel": name}
 
 
-def measure(
-    dtype: str, seconds: float = SECONDS, available: dict | None = None, threads: int = 1
-) -> dict:
-    """Every kernel of ``dtype`` for ``threads`` timed in this process, and the best."""
+def measure(dtype: str, seconds: float = SECONDS, available: dict | None = None) -> dict:
+    """Every kernel of ``dtype`` for one thread timed in this process, and the best."""
     from numa_effects.plan import optimizations as opts
 
     available = opts.availability() if available is None else available
-    kernels, _ = _timed(dtype, available, seconds, threads)
+    kernels, _ = _timed(dtype, available, seconds)
     return {"dtype": dtype, "kernels": kernels, **best(kernels)}
 
 
