@@ -51,11 +51,9 @@ def command(plan: placement_mod.Plan, spec: str, instance: int = 0) -> list[str]
     return cmd + (["--instance", str(instance)] if instance else [])
 
 
-def command_line(cmd: list[str], threads: int, env: dict | None = None) -> str:
+def command_line(cmd: list[str], threads: int, env: dict) -> str:
     """The command as one shell line to paste, with the thread and allocator variables."""
-    extra = "".join(
-        f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env is not None and env.get(k)
-    )
+    extra = "".join(f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env.get(k))
     prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS} "
     return prefix + shlex.join(cmd)
 
