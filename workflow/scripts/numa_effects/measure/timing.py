@@ -174,12 +174,12 @@ def min_clean(settings: dict) -> int:
     return int(s["min_iterations"]) if s["protocol"] == "adaptive" else 1
 
 
-def stable(window: list[float], tolerance: float = STABLE_TOLERANCE) -> bool:
-    """True when the last ``STABLE_WINDOW`` iterations are within ``tolerance`` of each other."""
+def stable(window: list[float]) -> bool:
+    """The last ``STABLE_WINDOW`` iterations are within ``STABLE_TOLERANCE`` of each other."""
     if len(window) < STABLE_WINDOW:
         return False
     last = window[-STABLE_WINDOW:]
-    return max(last) <= (1.0 + tolerance) * min(last)
+    return max(last) <= (1.0 + STABLE_TOLERANCE) * min(last)
 
 
 def run(
