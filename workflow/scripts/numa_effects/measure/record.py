@@ -12,7 +12,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from numa_effects.measure.workloads import WORKLOADS
@@ -52,7 +52,7 @@ class Failure:
 
     def prefixed(self, where: str) -> Failure:
         """The same failure, its message prefixed with ``where`` (a configuration's name)."""
-        return Failure(**{**vars(self), "message": f"{where}: {self.message}"})
+        return replace(self, message=f"{where}: {self.message}")
 
 
 @dataclass(frozen=True)
