@@ -200,8 +200,8 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=Non
         )
         started["finished_at"] = provenance.now()
         alloc = shared([r.allocator for r in readies.values()])
-    failed = [(n, r.failure) for n, recs in runs.items() for r in recs if r.failure]
-    stop = stop or (failed[0][1].prefixed(failed[0][0]) if failed else None)
+    failed = [r.failure.prefixed(n) for n, recs in runs.items() for r in recs if r.failure]
+    stop = stop or (failed[0] if failed else None)
     return GroupRecord(
         kind=spec.kind,
         job=dict(spec.job),
