@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,11 +85,10 @@ def parse_numa_maps(text: str) -> list[Mapping]:
 
 def anon_kb_by_node(mappings: list[Mapping]) -> dict[int, int]:
     """Resident anonymous memory per NUMA node, in KiB."""
-    total: dict[int, int] = {}
+    total: Counter = Counter()
     for m in mappings:
         if m.anonymous:
-            for node, kb in m.kb_by_node().items():
-                total[node] = total.get(node, 0) + kb
+            total.update(m.kb_by_node())
     return dict(sorted(total.items()))
 
 
