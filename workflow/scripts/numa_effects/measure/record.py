@@ -233,8 +233,11 @@ def write(path: str | os.PathLike, record: Record | GroupRecord | dict) -> None:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
-        # mkstemp creates 0600; give the file the mode a plain open() would (shared folders).
-        os.chmod(tmp, 0o666 & ~_umask())
+        # mkstemp creates 0600; give the file the mode a plain open() would (shared folders):
+        # the umask can only be read by setting it
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -251,9 +254,3 @@ def read_group(path: str | os.PathLike) -> GroupRecord:
     """The record of a packing or interference job's result file."""
     with open(path) as fh:
         return GroupRecord.from_json(json.load(fh), str(path))
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
