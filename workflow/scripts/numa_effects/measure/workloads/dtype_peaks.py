@@ -266,12 +266,11 @@ def build(instance, settings: dict, available: dict | None = None) -> Built:
         times.append(row)
 
     def report() -> dict:
-        order = [n for n, _ in timed]
         return {
             "dtype": dtype,
             "threads": threads,
             "kernels": kernels,
-            "order": order,
+            "order": [n for n, _ in timed],
             "times_s": times,
         }
 
