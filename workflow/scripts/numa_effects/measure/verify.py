@@ -153,12 +153,8 @@ def check_mempolicy(plan: dict, mempolicy: dict, mems_allowed_list: str) -> str 
     if mode != want_mode or tuple(mempolicy.get("nodes", ())) != want_nodes:
         got = f"{mode}:{cpulist.format(mempolicy.get('nodes', ()))}"
         return f"memory policy is {got}, the plan is {want_mode}:{plan['mem_list']}"
-    if mems_allowed_list:
-        allowed = set(cpulist.parse(mems_allowed_list))
-        if not set(want_nodes) <= allowed:
-            return (
-                f"Mems_allowed_list {mems_allowed_list} excludes planned nodes {plan['mem_list']}"
-            )
+    if mems_allowed_list and not set(want_nodes) <= set(cpulist.parse(mems_allowed_list)):
+        return f"Mems_allowed_list {mems_allowed_list} excludes planned nodes {plan['mem_list']}"
     return None
 
 
