@@ -348,7 +348,6 @@ def summary(instance, report, measurement: dict, clean: bool) -> dict:
 
 def check(peak) -> None:
     """A peak is never refused after its measurement."""
-    return None
 
 
 def theoretical(dtype: str, cores: int) -> dict:

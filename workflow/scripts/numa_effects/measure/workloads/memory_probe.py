@@ -325,7 +325,6 @@ def summary(instance, report, measurement: dict, clean: bool) -> dict:
 
 def check(memory) -> None:
     """A probe is never refused after its measurement."""
-    return None
 
 
 def main(argv=None) -> int:
