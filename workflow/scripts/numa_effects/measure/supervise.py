@@ -83,15 +83,13 @@ class Outcome:
 
 def _own_cgroup_dirs() -> list[Path]:
     dirs = []
-    try:
+    with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, controllers, path = line.split(":", 2)
             if controllers == "":  # cgroup v2
                 dirs.append(Path("/sys/fs/cgroup") / path.lstrip("/"))
             elif "memory" in controllers.split(","):  # cgroup v1
                 dirs.append(Path("/sys/fs/cgroup/memory") / path.lstrip("/"))
-    except (OSError, ValueError):
-        pass
     return dirs
 
 
