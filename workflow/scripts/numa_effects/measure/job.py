@@ -175,8 +175,7 @@ def run(
 
 
 def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=None, until=None):
-    """A group job's ``GroupRecord``: every configuration prepared first (before anything
-    runs), then measured."""
+    """A group job's ``GroupRecord``: every configuration prepared before any is measured."""
     started = {
         "started_at": provenance.now(),
         "host": provenance.host(),
