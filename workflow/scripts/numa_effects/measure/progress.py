@@ -28,11 +28,6 @@ def start(results: str | os.PathLike, estimates: list[float]) -> None:
     (Path(results) / DONE).unlink(missing_ok=True)
 
 
-def results_of(out: str | os.PathLike) -> Path | None:
-    """The results folder of a run started above ``out``, or None."""
-    return next((p for p in Path(out).resolve().parents if (p / START).is_file()), None)
-
-
 def line(started: float, estimates: list[float], done: int, now: float) -> str:
     """The progress line: ``done`` of the run's jobs finished ``now``."""
     n = max(len(estimates), done)  # a two-stage checkpoint adds jobs the start did not know
@@ -49,7 +44,8 @@ def line(started: float, estimates: list[float], done: int, now: float) -> str:
 
 def done(out: str | os.PathLike, stream=None) -> str | None:
     """A measuring job has written ``out``: count it and print the line (None outside a run)."""
-    results = results_of(out)
+    # the results folder of the run started above ``out``
+    results = next((p for p in Path(out).resolve().parents if (p / START).is_file()), None)
     if results is None:
         return None
     try:
