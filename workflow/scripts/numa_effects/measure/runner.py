@@ -126,11 +126,9 @@ class Instance:
         return "" if self.k == 1 else f"instance {self.j} ({' '.join(self.plan.numactl_args())}): "
 
     def send(self, line: str) -> None:
-        try:
+        with contextlib.suppress(BrokenPipeError, ValueError):  # noticed by the next read
             self.proc.stdin.write(line.encode() + b"\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # noticed by the next read
 
     def _line(self, deadline: float, timeout_s: float) -> bytes:
         fd = self.proc.stdout.fileno()
