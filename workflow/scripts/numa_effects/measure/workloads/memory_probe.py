@@ -154,7 +154,7 @@ def library(cc: str, cache_dir: str | os.PathLike | None = None) -> str:
 
 def llc_bytes(cpu: int = 0, sysfs: str = "/sys/devices/system/cpu") -> int | None:
     """The size of the highest cache level ``cpu`` sees (sysfs ``cache/index*``), or None."""
-    best: tuple[int, int] | None = None
+    caches: list[tuple[int, int]] = []  # (level, size)
     for index in Path(sysfs, f"cpu{cpu}", "cache").glob("index*"):
         try:
             level = int((index / "level").read_text())
@@ -163,9 +163,8 @@ def llc_bytes(cpu: int = 0, sysfs: str = "/sys/devices/system/cpu") -> int | Non
             size = int(text.rstrip("KMG")) * mult
         except (OSError, ValueError):
             continue
-        if best is None or (level, size) > best:
-            best = (level, size)
-    return best[1] if best else None
+        caches.append((level, size))
+    return max(caches)[1] if caches else None
 
 
 def buffer_bytes(llc: int | None) -> int:
