@@ -326,8 +326,7 @@ def build(instance, settings: dict) -> Built:
             fn(x)
 
     report = (lambda: inspect(opt, fn, x, ref)) if instance.options.get("inspect") else None
-    compiles = OPTIMIZATIONS[opt].graph == "inductor"
-    return Built(step, timings, caught, report, compiles)
+    return Built(step, timings, caught, report, compiles=OPTIMIZATIONS[opt].graph == "inductor")
 
 
 def summary(instance, report, measurement, clean) -> dict | None:
