@@ -137,13 +137,13 @@ def compute_dtypes(parsed: dict) -> list[str]:
     return list(dict.fromkeys(pairs))
 
 
-def traced_call(fn, *args, **kwargs) -> tuple[object, dict]:
+def traced_call(fn, *args) -> tuple[object, dict]:
     """(result, ``parse`` of what oneDNN printed) of one call with verbose on; meant for an
     untimed call after warm-up (a first call also creates primitives)."""
     import torch
 
     with capture_fd1() as box, torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-        out = fn(*args, **kwargs)
+        out = fn(*args)
     return out, parse(box["text"])
 
 
