@@ -178,7 +178,7 @@ def buffer_bytes(llc: int | None) -> int:
 class Probe:
     """The linked buffer (first touched here, under the memory policy) and the timed loops."""
 
-    def __init__(self, lib_path: str, size: int, seed: int = SEED):
+    def __init__(self, lib_path: str, size: int):
         if size < 2 * LINE_BYTES:
             raise ValueError(f"a buffer of {size} bytes holds fewer than 2 cache lines")
         lib = ctypes.CDLL(lib_path)
@@ -197,7 +197,7 @@ class Probe:
         self.buf = lib.probe_alloc(size)
         if not self.buf:
             raise ProbeError(f"could not allocate the probe's buffer of {size} bytes")
-        lib.probe_link(self.buf, self.lines, LINE_BYTES // WORD_BYTES, seed)
+        lib.probe_link(self.buf, self.lines, LINE_BYTES // WORD_BYTES, SEED)
         self.pos = 0
 
     def chase(self, loads: int) -> float:
