@@ -4,10 +4,12 @@ real kernels of each dtype as integration tests (short: a fraction of a second e
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import pytest
 
 from numa_effects.measure.workloads import dtype_peaks as dp
+from numa_effects.measure.workloads import error_text, warning_entries
 
 
 class FakeClock:
@@ -80,6 +82,34 @@ def test_measure_skips_kernels_whose_requirements_are_missing_and_survives_error
     assert got["kernels"]["needs_ao"] == {"skipped": "needs torchao"}
     assert got["kernels"]["fails"] == {"error": "RuntimeError: oneDNN refused"}
     assert got["peak_kernel"] == "works" and got["dtype"] == "int8"
+
+
+def test_a_kernel_raising_without_a_message_is_recorded_and_the_others_still_run(monkeypatch):
+    def silent(threads):
+        raise AssertionError  # str(exc) == "": no first line to take
+
+    def ok(threads):
+        return (lambda: None), 1e6
+
+    kernels = (dp.Kernel("silent", "int8", silent), dp.Kernel("works", "int8", ok))
+    monkeypatch.setitem(dp.KERNELS, "int8", kernels)
+    got = dp.measure("int8", seconds=0.01, available={})
+    assert got["kernels"]["silent"] == {"error": "AssertionError"}
+    assert got["peak_kernel"] == "works"
+
+
+def test_warnings_and_errors_keep_their_first_line_and_survive_an_empty_message():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("", UserWarning, stacklevel=1)
+        warnings.warn("first\nsecond", UserWarning, stacklevel=1)
+        warnings.warn("first\nother", UserWarning, stacklevel=1)
+    assert warning_entries(caught) == [
+        {"category": "UserWarning", "message": ""},
+        {"category": "UserWarning", "message": "first"},
+    ]
+    assert error_text(RuntimeError("no\nmore")) == "RuntimeError: no"
+    assert error_text(RuntimeError()) == "RuntimeError"
 
 
 def test_kernel_sizes_grow_with_the_threads_so_each_thread_keeps_its_work():

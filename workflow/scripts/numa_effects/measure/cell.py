@@ -33,7 +33,7 @@ import traceback
 import warnings
 
 from numa_effects.measure import contention, provenance, verify
-from numa_effects.measure.workloads import CompileError, warning_entries
+from numa_effects.measure.workloads import CompileError, error_text, warning_entries
 from numa_effects.plan.spec import Spec
 
 EXIT_MISMATCH = 3
@@ -103,9 +103,7 @@ def first_call(step) -> None:
     try:
         step()
     except Exception as exc:
-        raise CompileError(
-            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        ) from exc
+        raise CompileError(error_text(exc)) from exc
 
 
 def start(spec: Spec, j: int, reply):

@@ -26,9 +26,20 @@ class CompileError(RuntimeError):
     """A compiled model's first call (where inductor compiles) raised."""
 
 
+def first_line(text) -> str:
+    """The first line of ``str(text)``; empty for an empty message (``RuntimeError()``)."""
+    return next(iter(str(text).splitlines()), "")
+
+
+def error_text(exc: BaseException) -> str:
+    """What a record says about an exception: ``Type: first line``, or ``Type`` alone."""
+    line = first_line(exc)
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+
+
 def warning_entries(caught) -> list[dict]:
     """The distinct ``warnings.WarningMessage``s as a record keeps them: category, first line."""
-    seen = dict.fromkeys((w.category.__name__, str(w.message).splitlines()[0]) for w in caught)
+    seen = dict.fromkeys((w.category.__name__, first_line(w.message)) for w in caught)
     return [{"category": c, "message": m} for c, m in seen]
 
 

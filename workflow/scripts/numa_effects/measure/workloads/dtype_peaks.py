@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from numa_effects.measure.workloads import Built
+from numa_effects.measure.workloads import Built, error_text
 
 # Sizes at one thread (``scaled`` and ``matrix_size`` grow them with the threads)
 MATRIX_SIZE = 1024  # 2.1 GFLOP per call: ~20 ms on one core in float32
@@ -293,7 +293,7 @@ def _timed(
             call, flop = k.build(threads)
             kernels[k.name] = time_kernel(call, flop, seconds, **kw)
         except Exception as exc:  # a kernel this torch cannot run must not sink the others
-            kernels[k.name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+            kernels[k.name] = {"error": error_text(exc)}
             continue
         built.append((k.name, call))
     return kernels, built
