@@ -320,7 +320,7 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
     fewest = make(checked.config).deploy["rounds"]
     less["deploy"] = {**(less.get("deploy") or {}), "max_rounds": fewest}
     applied = 0
-    for step in cost.shrink_steps(less, checked.topology):
+    for step in cost.shrink_steps(checked.topology):
         if applied == len(steps) - 1:
             break
         got = step(less)
@@ -335,7 +335,7 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
 def test_the_budget_drops_the_second_stage_the_plan_would_run():
     """The budget's first step reads the resolved ``two_stage`` key: a cap left to its default
     is dropped too, and one process per cell has no second stage to drop."""
-    (first, *_) = cost.shrink_steps({}, None)
+    (first, *_) = cost.shrink_steps(None)
     shrunk, what = first({"replicates": 2, "two_stage": {"enabled": True}})
     assert shrunk["two_stage"] == {"enabled": True, "cap": 2}
     assert what == "two_stage.cap: 2 (no second stage)"

@@ -298,7 +298,7 @@ STEPS = (
 )
 
 
-def shrink_steps(config: dict, topo) -> list:
+def shrink_steps(topo) -> list:
     """The budget's steps in order, each ``config -> (config, what) or None``."""
     return [lambda c, step=step: step(c, topo) for step in STEPS]
 
@@ -315,7 +315,7 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
     current = _fewest_rounds(current)
     est = estimate(build(current), caps)
     shrunk = []
-    for step in shrink_steps(current, topo):
+    for step in shrink_steps(topo):
         if est.total_s <= float(budget) * 60:
             break
         got = step(current)
