@@ -1,16 +1,19 @@
-"""The run's progress in one line, with an ETA: ``start`` before the first job (the measuring
-jobs' estimates), ``done`` by every measuring job as it ends (``measure.job``):
+"""The run's progress in one line, with an ETA: ``start`` before the first job (each measuring
+job's estimate, by the record it writes), ``done`` by every measuring job as it ends
+(``measure.job``):
 
     progress: 12/30 measuring jobs done in 4.1 min; about 6.2 min left (estimated 10.3 min)
 
-The ETA scales the remaining jobs' estimate by how long the done ones took against theirs. Each
-finished job appends one line to ``results/logs/progress.jsonl`` (appends of one short line are
-atomic, so jobs running at once on a cluster each count once)."""
+The ETA scales the estimate of the jobs not yet done by how long the done ones took against
+theirs. Snakemake runs the jobs in an order of its own, so each done job is matched to its own
+estimate by its record. Each finished job appends one line to ``results/logs/progress.jsonl``
+(appends of one short line are atomic, so jobs running at once on a cluster each count once)."""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -19,26 +22,35 @@ START = "logs/progress.json"
 DONE = "logs/progress.jsonl"
 
 
-def start(results: str | os.PathLike, estimates: list[float]) -> None:
-    """Before the first job: the measuring jobs' estimated seconds, in the order they run."""
+def _key(results: Path, out: str | os.PathLike) -> str:
+    """A record's path within the results folder: the same from the run's and a job's side."""
+    return os.path.relpath(Path(out).resolve(), results.resolve())
+
+
+def start(results: str | os.PathLike, estimates: dict[str, float]) -> None:
+    """Before the first job: the estimated seconds of each measuring job, by the record it
+    writes (a path, as the job will name it)."""
     path = Path(results) / START
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"started": time.time(), "estimates": [float(s) for s in estimates]}
-    path.write_text(json.dumps(data))
+    keyed = {_key(Path(results), out): float(s) for out, s in estimates.items()}
+    path.write_text(json.dumps({"started": time.time(), "estimates": keyed}))
     (Path(results) / DONE).unlink(missing_ok=True)
 
 
-def line(started: float, estimates: list[float], done: int, now: float) -> str:
-    """The progress line: ``done`` of the run's jobs finished ``now``."""
-    n = max(len(estimates), done)  # a two-stage checkpoint adds jobs the start did not know
+def line(started: float, estimates: dict[str, float], finished: list[str], now: float) -> str:
+    """The progress line at ``now``: the jobs whose records are ``finished`` are done. A job the
+    start did not know (a replicate the two-stage checkpoint added) counts at the median
+    estimate."""
+    done = dict.fromkeys(finished)  # a record written twice counts once
+    typical = statistics.median(estimates.values()) if estimates else 0.0
+    expected_done = sum(estimates.get(k, typical) for k in done)
+    rest = sum(s for k, s in estimates.items() if k not in done)
+    n = len(estimates) + sum(k not in estimates for k in done)
     elapsed = now - started
-    expected_done = sum(estimates[:done])
-    rest = sum(estimates[done:])
     speed = elapsed / expected_done if expected_done > 0 else 1.0
-    left = max(0.0, rest * speed)
     return (
-        f"progress: {done}/{n} measuring jobs done in {elapsed / 60:.1f} min; about "
-        f"{left / 60:.1f} min left (estimated {sum(estimates) / 60:.1f} min)"
+        f"progress: {len(done)}/{n} measuring jobs done in {elapsed / 60:.1f} min; about "
+        f"{rest * speed / 60:.1f} min left (estimated {sum(estimates.values()) / 60:.1f} min)"
     )
 
 
@@ -50,11 +62,12 @@ def done(out: str | os.PathLike, stream=None) -> str | None:
         return None
     try:
         data = json.loads((results / START).read_text())
+        estimates = dict(data["estimates"])
         with open(results / DONE, "a") as fh:
-            fh.write(json.dumps({"t": time.time(), "out": str(out)}) + "\n")
-        count = len((results / DONE).read_text().splitlines())
-    except (OSError, ValueError):
+            fh.write(json.dumps({"t": time.time(), "out": _key(results, out)}) + "\n")
+        finished = [json.loads(ln)["out"] for ln in (results / DONE).read_text().splitlines()]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    text = line(data["started"], data["estimates"], count, time.time())
+    text = line(data["started"], estimates, finished, time.time())
     print(text, file=stream or sys.stderr, flush=True)
     return text

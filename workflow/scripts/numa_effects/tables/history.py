@@ -357,6 +357,6 @@ def start(plan, raw: list[dict], more_later: bool = False) -> list[str]:
             f"numa-effects: cannot keep the records of {plan.results}/ before measuring "
             f"({exc}); nothing was measured and no record replaced"
         ) from exc
-    progress.start(plan.results, [remeasure.estimate_seconds([j]) for j in found])
+    progress.start(plan.results, {j.output: remeasure.estimate_seconds([j]) for j in found})
     lines = [remeasure.line(found, False, more_later)]
     return lines + [t for t in [kept_line(plan.results, kept)] if t]
