@@ -272,6 +272,18 @@ def test_code_digests_follow_content_not_comments_docstrings_or_times(tmp_path):
     assert code.digest(layers["measure"], root) != first
 
 
+def test_an_edit_of_the_progress_line_re_measures_nothing(tmp_path):
+    root = tmp_path / "scripts"
+    (root / "numa_effects" / "measure").mkdir(parents=True)
+    for name in ("job.py", "progress.py"):
+        (root / "numa_effects" / "measure" / name).write_text("X = 1\n")
+    first = code.digest(code.LAYERS["measure"], root)
+    (root / "numa_effects" / "measure" / "progress.py").write_text("X = 2\n")
+    assert code.digest(code.LAYERS["measure"], root) == first
+    (root / "numa_effects" / "measure" / "job.py").write_text("X = 2\n")
+    assert code.digest(code.LAYERS["measure"], root) != first
+
+
 def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
     cache = tmp_path / "digests.json"
     first = code.digests(cache_file=cache)
