@@ -22,6 +22,14 @@ def env(**extra: str) -> dict:
     return e
 
 
+def own_tmp(workdir: Path) -> dict:
+    """``env()`` with TMPDIR inside ``workdir``: a Snakemake killed with SIGKILL cannot remove
+    its temporary folder, which then stays in the test's folder instead of /tmp."""
+    tmp = workdir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return env(TMPDIR=str(tmp))
+
+
 def command(workdir: Path, config: dict | None, *args: str, snakefile: Path | None = None):
     workdir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile or REPO / "Snakefile")]

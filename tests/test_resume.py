@@ -84,7 +84,7 @@ def resume_and_check(work: Path, cfg: dict, target: str, done: dict[Path, int]):
 def test_kill_9_of_snakemake_resumes_without_rerunning_finished_cells(tmp_path):
     results = tmp_path / "results"
     cfg, target = grid(results), str(results / "tables" / "cells.csv")
-    proc = robust.start(tmp_path, cfg, "--cores", "1", target)
+    proc = robust.start(tmp_path, cfg, "--cores", "1", target, env=robust.own_tmp(tmp_path))
     done, running = robust.wait_for(
         lambda: one_done_one_running(results), 900, what="a finished and a running cell"
     )
@@ -128,7 +128,7 @@ def test_a_result_written_but_not_recorded_is_rerun(tmp_path):
     re-runs it from scratch; without that profile Snakemake would refuse to go on."""
     results = tmp_path / "results"
     cfg, target = grid(results), str(results / "tables" / "cells.csv")
-    proc = robust.start(tmp_path, cfg, "--cores", "1", target)
+    proc = robust.start(tmp_path, cfg, "--cores", "1", target, env=robust.own_tmp(tmp_path))
     running = robust.wait_for(
         lambda: robust.cell_processes(results / "logs" / "cells"), 900, what="a cell"
     )
