@@ -17,6 +17,7 @@ import yaml
 from conftest import FIXTURES, REPO
 from test_packrat import PACKRAT
 
+from benchmarks import advise
 from numa_effects import config as config_mod
 from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
@@ -330,6 +331,24 @@ def test_budget_60_on_2x32_plans_a_grid_estimated_within_it():
     rounds = make(fitted).deploy
     assert fewest == rounds["rounds"] <= rounds["max_rounds"] <= deploy.DEFAULTS["max_rounds"]
     assert "within the budget of 60 min" in est.line(60)
+
+
+def test_a_long_estimate_also_reads_in_hours_and_keeps_its_minutes():
+    """A run of days is also said in hours; the minutes stay first (``benchmarks/advise.py``
+    reads them back)."""
+    est = cost.Estimate()
+    est.add("cells", 16_675.3 * 60, jobs=5866)
+    line = est.line()
+    assert line.startswith(
+        "the whole run is estimated at 16675.3 min (about 277 h 55 min; 5866 jobs"
+    )
+    assert float(advise.ESTIMATE.search(line).group(1)) == 16675.3
+    short = cost.Estimate()
+    short.add("cells", 13.7 * 60, jobs=53)
+    assert short.line(15) == (
+        "the whole run is estimated at 13.7 min (53 jobs; cells 13.7 min); "
+        "within the budget of 15 min"
+    )
 
 
 def test_the_budget_drops_the_second_stage_the_plan_would_run():

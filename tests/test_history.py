@@ -15,7 +15,7 @@ import pytest
 from test_plan import ONE_NODE, TWO_NODES, make
 
 from numa_effects.compare import runs as compare_runs
-from numa_effects.plan import grid, paths, remeasure
+from numa_effects.plan import cost, grid, paths, remeasure
 from numa_effects.plan import topology as topology_mod
 from numa_effects.tables import history
 
@@ -241,7 +241,7 @@ def test_the_estimate_takes_previous_times_else_the_settings_default():
     assert "the 1 record(s) it replaces are kept in results/history/ first" in line
     assert "nothing" in remeasure.line([], dry_run=False)
     assert "two-stage" in remeasure.line(jobs, dry_run=True, more_later=True)
-    durations = [remeasure.duration_text(s) for s in (45, 600, 12_000)]
+    durations = [cost.duration_text(s) for s in (45, 600, 12_000)]
     assert durations == ["45 s", "10 min", "3 h 20 min"]
 
 

@@ -53,6 +53,17 @@ PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
 ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
 
 
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 20 min``."""
+    s = round(seconds)
+    if s < 90:
+        return f"{s} s"
+    minutes = round(s / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 @dataclass
 class Estimate:
     """Seconds by part of the run, and what a budget shrank."""
@@ -71,9 +82,10 @@ class Estimate:
 
     def line(self, budget_min: float | None = None) -> str:
         parts = ", ".join(f"{k} {v / 60:.1f}" for k, v in self.parts.items() if v > 0)
+        hours = f"about {duration_text(self.total_s)}; " if self.total_s >= 90 * 60 else ""
         text = (
             f"the whole run is estimated at {self.total_s / 60:.1f} min "
-            f"({self.jobs} jobs; {parts} min)"
+            f"({hours}{self.jobs} jobs; {parts} min)"
         )
         if budget_min:
             verdict = "within" if self.total_s <= budget_min * 60 else "OVER"

@@ -117,17 +117,6 @@ def estimate_seconds(jobs: Iterable[Job]) -> float:
     return sum(j.default_s if j.previous_s is None else j.previous_s + JOB_OVERHEAD_S for j in jobs)
 
 
-def duration_text(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3 h 20 min``."""
-    s = round(seconds)
-    if s < 90:
-        return f"{s} s"
-    minutes = round(s / 60)
-    if minutes < 90:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
 def _counts(items: Iterable[str], order: Iterable[str]) -> str:
     n = Counter(items)
     return ", ".join(f"{n[k]} {k}" for k in order if n[k])
@@ -144,7 +133,7 @@ def line(jobs: list[Job], dry_run: bool, more_later: bool = False, kept_in: str 
     text = (
         f"numa-effects: {verb} {len(jobs)} job(s){later} "
         f"({_counts((j.rule for j in jobs), RULES)}): {_counts((j.why for j in jobs), REASONS)}; "
-        f"about {duration_text(estimate_seconds(jobs))} ({timed} timed by their previous "
+        f"about {cost.duration_text(estimate_seconds(jobs))} ({timed} timed by their previous "
         f"record, {len(jobs) - timed} at the settings' default)"
     )
     replaced = sum(j.why != "new" for j in jobs)
