@@ -1,4 +1,4 @@
-"""Benchmark 10, canary (issue 23): what the canary (config key ``canary``) costs a cell, and
+"""Benchmark 10, canary: what the canary (config key ``canary``) costs a cell, and
 which canary kernel follows the host's speed as the model does.
 
 For the first model, eager, ``sequential``, the grid's smallest and largest thread count and its two

@@ -31,7 +31,7 @@ run's slope (the first's, for the fixed protocol's one process per cell), so wha
 of the host's speed between the runs is no longer a difference, and the agreement interval is
 that ratio's own (Welch's with two fits, as ``compare.csv``'s ``speed_ratio``: a host may spread
 more in one run than in the other). ``width_line`` gives the median CI half-width per
-thread count, plain and at the reference speed, against issue 23's goals.
+thread count, plain and at the reference speed, against ``GOAL_HALFWIDTH_PCT``.
 
 tests/test_bench.py simulates both with the checkpoint's own rule (first stage, pooled series,
 Stein's N) and shows the CI alone failing them, and simulates a shift shared by every cell."""
@@ -233,7 +233,7 @@ def at_reference_speed(
     return with_speed(df, sp, columns), [*lines, width_line(cells)], dict(sp.attrs)
 
 
-GOAL_HALFWIDTH_PCT = {1: 3.0, 2: 8.0}  # issue 23: the median CI half-width per thread count
+GOAL_HALFWIDTH_PCT = {1: 3.0, 2: 8.0}  # the goal: median CI half-width (%) per thread count
 
 
 def width_line(cells: pd.DataFrame) -> str:

@@ -21,7 +21,7 @@ the pipeline's own front door (``job.run`` of a group spec), as many replicates 
 right after the pipeline; records in ``<work>/packing-splits/``. On 2 cores the candidates are
 the best single instance and the best split, so this rarely happens there.
 
-Goal (issue 22): the prediction with interference within +-10 % of the measured plan latency on
+Goal: the prediction with interference within +-10 % of the measured plan latency on
 >= 80 % of the batch sizes, in two runs (the alone prediction was +8.8 % biased on the quiet
 2-core machine); the same share is printed for the alone prediction."""
 

@@ -1,26 +1,27 @@
-"""``python -m benchmarks.precision_note [RESULTS]``: the numbers issue 19's note quotes, from the
+"""``python -m benchmarks.precision_note [RESULTS]``: the precision grid's numbers, from the
 tables of one run of ``config/precision.yaml`` (docs/precision.md, "The precision grid"), nothing
 measured here:
 
 - the speedup of each optimization and allocator over float32 eager with glibc, at the run's
-  thread counts and batch sizes (the note: bf16, int8, compile, jemalloc, tcmalloc at 1 and 2
-  threads, batch 1 and 16), with the 95 % CI (``precision.csv``), marked where the dtype is not
-  native, not verified, or the timing was disturbed;
+  thread counts and batch sizes (bf16, int8, compile, jemalloc, tcmalloc), with the 95 % CI
+  (``precision.csv``), marked where the dtype is not native, not verified, or the timing was
+  disturbed;
 - the peak of each dtype per (placement, threads): measured (best kernel) and theoretical
   (``peak.csv``);
-- the efficiency range over the cells: before (every cell against float32 ``torch.mm`` alone,
-  the denominator until issue 19: ``peak.csv``'s ``mm_gflop_per_s``) and after (against the
-  peak of the cell's dtype on the models' path: ``cells.csv``'s ``efficiency``).
+- the efficiency range over the cells against two denominators: float32 ``torch.mm`` alone
+  (``peak.csv``'s ``mm_gflop_per_s``), which overstates it for bf16 and int8, and the peak of
+  the cell's dtype on the models' path (``cells.csv``'s ``efficiency``).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-NOTE_OPTS = ("compile", "bf16", "int8", "none")  # none: the allocators' rows
+TABLES = ("precision.csv", "peak.csv", "cells.csv")  # what render reads
 
 
 def speedups(precision: pd.DataFrame) -> pd.DataFrame:
@@ -65,7 +66,7 @@ def render(results: Path) -> str:
     precision = pd.read_csv(t / "precision.csv")
     peak = pd.read_csv(t / "peak.csv")
     cells = pd.read_csv(t / "cells.csv")
-    lines = [f"issue 19 note, from {results}"]
+    lines = [f"precision note, from {results}"]
     lines.append("\nspeedup over float32 eager with glibc (none/default), 95 % CI:")
     s = speedups(precision)
     for r in s.itertuples(index=False):
@@ -93,8 +94,20 @@ def render(results: Path) -> str:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    print(render(Path(argv[0] if argv else "results/precision")), end="")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "results",
+        nargs="?",
+        type=Path,
+        default=Path("results/precision"),
+        help="the results folder of a run of config/precision.yaml (default: %(default)s)",
+    )
+    results = ap.parse_args(argv).results
+    missing = [n for n in TABLES if not (results / "tables" / n).is_file()]
+    if missing:
+        print(f"error: no {', '.join(missing)} in {results / 'tables'}", file=sys.stderr)
+        return 2
+    print(render(results), end="")
     return 0
 
 

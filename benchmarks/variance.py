@@ -1,5 +1,5 @@
-"""Benchmark, variance: which candidate sources move a cell's between-process spread (issue 23
-item 4). One small grid (the grid's first model, batch size 1, eager, ``sequential``, its thread
+"""Benchmark, variance: which candidate sources move a cell's between-process spread. One
+small grid (the grid's first model, batch size 1, eager, ``sequential``, its thread
 counts) measured with ``REPLICATES`` fresh processes per cell, three times:
 
 - ``variance``: the allocator axis (``default`` = glibc, ``glibc_tuned`` = glibc kept from giving

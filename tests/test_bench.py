@@ -376,7 +376,7 @@ def test_bias_analysis_tells_a_window_effect_from_a_stopping_rule_effect():
     assert r["rho"] > 0.8
 
 
-# -- packing (issue 22), on a captured real run (tests/fixtures/packing_interference) -----------
+# -- packing, on a captured real run (tests/fixtures/packing_interference) -----------
 PACK = REPO / "tests" / "fixtures" / "packing_interference"
 
 
@@ -501,8 +501,8 @@ def test_packing_benchmark_run_prints_its_tables_from_a_finished_pipeline(
     assert "interference profile" in text and "best splits" not in text
 
 
-def test_the_precision_note_reads_speedups_peaks_and_efficiency_before_and_after(tmp_path):
-    """benchmarks.precision_note: issue 19's numbers from a run's tables only."""
+def test_the_precision_note_reads_speedups_peaks_and_efficiency_before_and_after(tmp_path, capsys):
+    """benchmarks.precision_note: the precision grid's numbers from a run's tables only."""
     from benchmarks import precision_note
 
     t = tmp_path / "tables"
@@ -539,6 +539,11 @@ def test_the_precision_note_reads_speedups_peaks_and_efficiency_before_and_after
     assert "measured    120.0 (conv3x3_prepacked), theoretical     78.3" in text
     assert "efficiency before (float32 torch.mm alone): 1.10 - 3.00" in text
     assert "efficiency after (the cell's dtype's peak):  0.75 - 0.92" in text
+    assert precision_note.main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out == text
+    (t / "peak.csv").unlink()
+    assert precision_note.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: no peak.csv in {t}\n"
 
 
 def test_make_bench_starts_without_pythonpath():

@@ -1,4 +1,4 @@
-"""Comparing runs end to end (issue 20): real snakemake on real result folders, nothing
+"""Comparing runs end to end: real snakemake on real result folders, nothing
 re-measured. Two real small runs of the same grid (resnet18 at 32 x 32, batch 1 and 16, two
 processes per cell) and a third folder made from the first with its batch-16 cells relabelled as
 batch 1 (a known change: 16 times the images per call, several times the latency even on a busy

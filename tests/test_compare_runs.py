@@ -1,4 +1,4 @@
-"""Comparing result folders cell by cell (issue 20; numa_effects.compare): matching
+"""Comparing result folders cell by cell (numa_effects.compare): matching
 on every key column (a new axis joins the match by itself), cells of one side listed, the
 per-cell statistic and verdict, the summary, provenance differences and the problems the config
 check reports. Unit tests on small folders made here; the real runs are in test_compare.py."""

@@ -169,7 +169,7 @@ def test_a_real_cell_beside_a_busy_loop_is_flagged_contended(tmp_path, hog):
     assert noise["contended_window"] is True, noise
     # ... and the iterations it interrupted are kept out of the statistics. Whether enough
     # clean ones remain (short iterations fit between the scheduler's switches) decides the
-    # replicate's own verdict (issue 10): contended, or clean iterations that are clean.
+    # replicate's own verdict: contended, or clean iterations that are clean.
     assert noise["excluded_iterations"] >= 1, noise
     assert noise["contended"] or noise["clean_foreign_pct"] <= 100 * contention.FOREIGN_SHARE_LIMIT
     row = tidy.cell_row(result, str(tmp_path / "bs1.json"))

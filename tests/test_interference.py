@@ -1,4 +1,4 @@
-"""The interference model (issue 22, numa_effects.analysis.interference) and the optimizer that uses
+"""The interference model (numa_effects.analysis.interference) and the optimizer that uses
 it (planner_mod.Planner): the fit and the prediction interval validated by simulation against known
 truth (and the naive intervals shown to fail the same check), the optimizer against brute-force
 enumeration of every configuration and node assignment, the profile table built from records,
@@ -436,7 +436,7 @@ def test_packrat_multi_instance_import(packrat_profile):
 
 
 def test_packrat_interference_fit_on_k_up_to_8_predicts_k_10_to_16(packrat_profile):
-    """Issue 22's validation: on PackRat's CloudLab socket (1-thread batch-16 instances,
+    """The validation: on PackRat's CloudLab socket (1-thread batch-16 instances,
     tcmalloc) the curve fitted on k <= 8 predicts the slowdown -- hence the latency -- of
     k = 10, 12, 14, 16 within +-10 % (TorchScript: -2.6 ... +0.5 %; eager: -0.8 ... +2.4 %).
     The naive predictions fail: the alone latency (s = 1) is 11-22 % short, and a linear

@@ -167,7 +167,7 @@ def test_unknown_protocol_is_refused():
         run(itertools.repeat(0.01), protocol="sometimes")
 
 
-# -- contaminated iterations (issue 10) --------------------------------------------------------
+# -- contaminated iterations --------------------------------------------------------
 
 BURST = Path(__file__).parent / "fixtures" / "proc" / "iterations-burst.json"
 

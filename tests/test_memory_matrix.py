@@ -1,4 +1,4 @@
-"""The measured memory matrix (issue 21, "machine facts"): one memory probe job per (CPU node,
+"""The measured memory matrix ("machine facts"): one memory probe job per (CPU node,
 memory node) pair of the grid's node-pair cells (``plan.build``: ``memory``, ``memory_spec``),
 the probe itself (``measure.workloads.memory_probe``: its C code compiled at run time, a pointer
 chase and a read pass; skipped without a compiler) and ``tables/memory_matrix.csv`` (``tables.

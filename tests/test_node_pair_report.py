@@ -1,4 +1,4 @@
-"""The report's Node-pair matrix (issue 21, docs/placements.md): which figures a grid gets, the
+"""The report's Node-pair matrix (docs/placements.md): which figures a grid gets, the
 CPU-node x memory-node data with its change against the local diagonal, and the three drawings
 (heatmaps, the memory matrix, the scatter against it), from tables built through the project's
 own degradation code on samples with known effects (no torch, no snakemake)."""

@@ -1,4 +1,4 @@
-"""The node-pair matrix (issue 21, planning): the placement family ``n{cpu}m{mem}`` (t cores of
+"""The node-pair matrix (planning): the placement family ``n{cpu}m{mem}`` (t cores of
 node cpu, memory bound to node mem, compared with the local ``n{cpu}m{cpu}``) and config key
 ``node_pairs``, on captured topologies (1, 2 and 4 nodes) and the synthetic 8-node and
 4 + 1 memory-only trees (tests/fixtures/topology/README.md): the planned pairs, their numactl

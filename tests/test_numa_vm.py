@@ -3,11 +3,11 @@ guest of tests/numa_vm runs tests/numa_vm/guest-e2e, which
 
 - runs the measured part of the pipeline (``snakemake --until cell memory machine``) on a tiny
   grid in the guest: resnet18 at 32 x 32, batch 1, all four placements at 2 threads and the
-  node-pair matrix (issue 21) at 1 thread (``exclude``: each binding once), ``peak: false``
+  node-pair matrix at 1 thread (``exclude``: each binding once), ``peak: false``
   (4 + 4 cells, each numactl-pinned and verified in the cell, and one memory job per pair);
 - runs ``driver.py --only negative/wrong-binding`` beside it: a cell whose numactl binding is
   deliberately not its plan must be caught and fail; then, in the same branch,
-  ``interference_check.py``: one interference profile job (issue 22, docs/packing.md): one
+  ``interference_check.py``: one interference profile job (docs/packing.md): one
   instance alone, then one per node side by side, placed by ``placement.pack`` and measured by
   the front door's interference job (``job.run``).
 
@@ -302,7 +302,7 @@ def interference_record(out: Path) -> dict:
 
 
 def check_interference_group(rec: dict, topo: topology.Topology) -> None:
-    """The guest's interference check (interference_check.py, issue 22): the profile job's alone
+    """The guest's interference check (interference_check.py): the profile job's alone
     instance and its group of k are where ``placement.pack`` puts them on ``topo`` (recomputed
     here), no CPU shared, memory bound to each instance's own node, each verified in itself, and
     the profile table gives every node its own row with its instances' co-runner cores x.
@@ -396,7 +396,7 @@ def test_interference_checks_fail_on_a_misplaced_group(guest):
             check_interference_group(r, topo)
 
 
-# -- the node-pair matrix (in the guest's pipeline, issue 21) --------------------------------------
+# -- the node-pair matrix (in the guest's pipeline) --------------------------------------
 
 
 def check_pair_binding(data: dict, topo: topology.Topology, cpu: int, mem: int) -> None:

@@ -1,5 +1,5 @@
-"""The host-side check of the 2-node guest's interference step (issue 22:
-``tests/numa_vm/interference_check.py`` -> ``check_interference_group`` in
+"""The host-side check of the 2-node guest's interference step
+(``tests/numa_vm/interference_check.py`` -> ``check_interference_group`` in
 tests/test_numa_vm.py), unit-tested on a record produced on this project's 1-node host by the
 same script (``tests/fixtures/numa_vm_interference/host-1node.json``: ``python
 tests/numa_vm/interference_check.py --out DIR``, then named packing_group.py, on the 2-core KVM

@@ -380,7 +380,7 @@ def test_packing_figures_draw_every_budget_and_instance():
 
 
 def test_a_configuration_with_no_clean_round_is_contended_not_a_number():
-    """Issue 18: a group whose rounds were all excluded once reported 463 ms with a "95 % CI"
+    """A group whose rounds were all excluded once reported 463 ms with a "95 % CI"
     of 31-6,882 ms. A replicate with no clean round has no statistics: a record of the one
     measuring stack says ``status: contended`` (older ones said ok with every round excluded);
     either way the row has no latency, CI or speedup, and says contended."""

@@ -1,7 +1,7 @@
-"""Packing measured for real (issue 14): a tiny grid run by snakemake on this machine, the
+"""Packing measured for real: a tiny grid run by snakemake on this machine, the
 optimizer's plans measured as concurrent pinned instances, and tables/packing.csv. The thread
 counts, budgets and core sets are derived from this machine's topology and the planner. And the
-one measuring stack (issue 18): a group of one instance is recorded as a cell is, a group beside
+one measuring stack: a group of one instance is recorded as a cell is, a group beside
 a real busy loop is measured again and flagged, its instances run under the supervisor's rules
 (own session, address-space limit, parent-death signal, interruption)."""
 
@@ -67,7 +67,7 @@ def test_packing_is_on_by_default_with_two_thread_counts(run):
 
 
 def test_the_interference_profile_is_measured_first_and_tabulated(run):
-    """Issue 22: one profile job per (budget, thread count with room for two): one instance
+    """One profile job per (budget, thread count with room for two): one instance
     alone, then k identical instances side by side (pinned, disjoint, verified), replicate by
     replicate; tables/interference.csv holds the slowdown recomputed here from the JSON."""
     workdir, cfg = run
@@ -254,7 +254,7 @@ def test_a_group_beside_a_busy_loop_is_measured_again_and_flagged(tmp_path, busy
     """A real busy loop pinned to the core of a 1-thread fat instance, measured only once it
     really runs there (and the probe sees it): every round shares that core, so the group is
     contended, measured again after the back-off (same processes), and kept flagged with the
-    earlier attempt summarised (issue 10's rule, the same for groups as for cells). Rounds
+    earlier attempt summarised (the same rule for groups as for cells). Rounds
     without a clean iteration never become a number."""
     cpu = placement.pack(TOPO, [1], 1)[0].cpus[0]
     busy_loop(cpu)

@@ -1,4 +1,4 @@
-"""Paired per-round ratios (issue 23, item 3; ``stats.paired_ratio_ci``): their coverage checked by
+"""Paired per-round ratios (``stats.paired_ratio_ci``): their coverage checked by
 simulation against known truth, beside the independent two-level interval they replace where the
 adjacent processes share noise and beside a naive paired interval that fails.
 

@@ -88,7 +88,7 @@ def run(tmp_path_factory):
     from conftest import load_config
 
     workdir = tmp_path_factory.mktemp("pipeline")
-    # two replicates per cell (issue 10): two result files, one combined row per cell
+    # two replicates per cell: two result files, one combined row per cell
     cfg = {**load_config("tiny"), "placements": ["sequential", "interleave"], "replicates": 2}
     first = snakemake(workdir, cfg, "--cores", "2", "all")
     return workdir, cfg, first
@@ -138,7 +138,7 @@ def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
 
 
 def test_each_replicate_says_where_its_wall_time_went(run):
-    """The parts of a replicate's process (issue 23 item 1, benchmarks/overhead.py): torch's
+    """The parts of a replicate's process (benchmarks/overhead.py): torch's
     import timed apart from the process start and the build, and the parts inside the process
     add up to no more than its span (``rest_s`` >= 0: nothing counted twice)."""
     import sys
@@ -253,7 +253,7 @@ def test_with_the_canary_every_timed_iteration_has_one(run):
 def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run):
     """The default-style run's cells (eager and TorchScript, float32): each has a peak of its
     dtype at its placement and threads (the best of torch.mm and oneDNN's convolutions, with
-    the theoretical peak beside it), and efficiency <= 1.05 (issue 19: 2.72 against torch.mm
+    the theoretical peak beside it), and efficiency <= 1.05 (2.72 against torch.mm
     alone on an AMD EPYC)."""
     workdir, cfg, _ = run
     cells = pd.read_csv(workdir / "results/tables/cells.csv")

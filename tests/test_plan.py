@@ -179,7 +179,7 @@ def test_packing_jobs_follow_the_packing_settings():
 
 
 def test_interference_jobs_are_planned_with_their_placements_and_cost():
-    """Issue 22: the profile's jobs come from the plan (grid and budget), each with the
+    """The profile's jobs come from the plan (grid and budget), each with the
     placements of its alone instance and groups made on the planning topology, and the plan
     says what they cost; none without packing or with the profile off."""
     p = make(ONE_NODE, placements=["sequential"])

@@ -1,4 +1,4 @@
-"""Issue 19 in real snakemake runs (resnet18 on 32 x 32 images): int8 next to float32 eager
+"""Precision in real snakemake runs (resnet18 on 32 x 32 images): int8 next to float32 eager
 with the peak of each dtype, the precision table and its figure; float32 eager with glibc (as
 it comes and tuned), jemalloc and tcmalloc, each preloaded or set, and proven. Plus one real
 cell whose preload does not take effect. (Two small runs rather than their product: every int8

@@ -314,7 +314,7 @@ def data_x(fig, mark) -> float:
 
 @pytest.mark.parametrize("family", ["numa_latency_per_batch", "numa_throughput_per_batch"])
 def test_no_value_markers_sit_along_the_x_axis_below_the_data(family):
-    """Issue 18: on a 4-node guest run the "skipped (no value)" squares were drawn at 250-350 ms
+    """On a 4-node guest run the "skipped (no value)" squares were drawn at 250-350 ms
     among the real points (axes fractions 0.03 + 0.055 x line index, on a log y axis). They sit
     in a strip just below the x axis, above its tick labels, at the x of their cell."""
     fig = plots.draw(family, four_node_run(), {"model": "resnet50", "opt": "none", "batch_size": 8})

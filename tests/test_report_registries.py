@@ -1,5 +1,5 @@
 """Throwaway entries prove that an axis is one registry entry for the report and the comparison
-tables (issue 18): a new optimization (one ``Optimization`` entry) and a new placement family
+tables: a new optimization (one ``Optimization`` entry) and a new placement family
 (one ``Placement`` entry, ``n{cpu}m{mem}`` compared with ``n{cpu}m{cpu}``) are planned, paired,
 coloured, labelled and drawn with no other change."""
 

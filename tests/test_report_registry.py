@@ -173,7 +173,7 @@ def test_package_docstring_lists_every_module():
 
 
 def test_only_drawing_loads_matplotlib():
-    """The page and the planner load the tables without matplotlib (issue 12); plots does."""
+    """The page and the planner load the tables without matplotlib; plots does."""
     import subprocess
     import sys
 

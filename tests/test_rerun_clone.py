@@ -1,4 +1,4 @@
-"""Re-runs are decided by content, not by file times (issue 18): a fresh ``git clone`` of the
+"""Re-runs are decided by content, not by file times: a fresh ``git clone`` of the
 same commit with a finished results folder copied in (``cp -a``: times kept; no .snakemake/)
 plans nothing for the same grid, and exactly the new cells (and the aggregations) for an added
 batch size. A clone makes every workflow file newer than the copied results, which is what

@@ -311,7 +311,7 @@ def test_adding_a_placement_runs_only_its_cells(tmp_path):
     assert "cell" not in jobs and jobs["tables"] == 1, jobs
 
 
-# -- the same without Snakemake's metadata, and values spelled differently (issue 13) -------------
+# -- the same without Snakemake's metadata, and values spelled differently -------------
 def dry_run(snakefile: Path, work: Path, cfg: dict, log: str) -> tuple[Counter, str]:
     jobs = robust.planned(work, cfg, "all", snakefile=snakefile, log=f"dag-{log}")
     rc, out = robust.run(work, cfg, "-n", "all", snakefile=snakefile, log=log)

@@ -1,4 +1,4 @@
-"""Replicates where the noise is (config key ``two_stage``, issue 23 item 2): the checkpoint's
+"""Replicates where the noise is (config key ``two_stage``): the checkpoint's
 decision (``tables.stages.decide``), the plan that asks for the further replicates
 (``plan.stages``, ``Plan.cell_outputs``), the tables' two-stage CI, and the config's checks.
 The real Snakemake run is in tests/test_stages_pipeline.py."""

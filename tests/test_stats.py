@@ -129,7 +129,7 @@ def test_ci_within_uses_both_bounds():
     assert stats.ci_within([1.0] * 5, 0.5) == (False, 1.0)  # no 95 % CI at n = 5
 
 
-# -- two-level CI over replicates (issue 10) ---------------------------------------------------
+# -- two-level CI over replicates ---------------------------------------------------
 
 # Between-process SDs of 12 cells, spread like the quiet Xeon's (1.2 %, 2.7 %, 3.5 % measured in
 # ../shared/measurements/quiet-2core-xeon-2026-11-30/replicates); iterations 2.5 % around
@@ -251,7 +251,7 @@ def test_the_median_is_used_where_it_exists_else_the_mean():
     assert stats.latency_column("median") == "latency_median_ms"
 
 
-# -- two runs compared (issue 20) --------------------------------------------------------------
+# -- two runs compared --------------------------------------------------------------
 #
 # Two runs of the same 12 cells, each cell measured as the pipeline measures it (``replicates``
 # processes, their medians combined by ``combine_replicates`` with the run's pool), compared by
@@ -370,7 +370,7 @@ def test_run_ratio_is_the_two_level_interval_and_the_verdict_needs_the_minimum_e
 
 
 def test_stein_two_stage_replicates_cover_and_the_naive_add_until_narrow_rule_does_not():
-    """Replicates where the noise is (issue 23 item 2): 4000 simulated cells whose replicate
+    """Replicates where the noise is: 4000 simulated cells whose replicate
     ln-medians are N(0, 2 %), target +-3 %, cap 20. Stein's rule (a first stage of 3, then N
     fixed from its variance alone, the CI with the first stage's variance) covers the true
     median 95 % and its half-width is within the target whenever N is not capped; the naive

@@ -56,7 +56,7 @@ def test_real_machine_json_of_this_vm_renders():
 
 
 def test_packing_lines_give_the_profile_cost_and_the_recommendations():
-    """Issue 22: the summary says what the interference profile cost and what packing
+    """The summary says what the interference profile cost and what packing
     recommends, and flags a batch size whose measured best is not the predicted plan."""
     profile = pd.DataFrame(
         [

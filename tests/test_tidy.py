@@ -206,7 +206,7 @@ def contended_replicate(data: record.Record, replicate: int) -> record.Record:
 
 
 def test_a_cell_without_a_clean_iteration_is_contended_not_a_number(tmp_path):
-    """Issue 18's contract: a replicate with no clean iteration has no statistics; a cell whose
+    """The contract: a replicate with no clean iteration has no statistics; a cell whose
     replicates all are is a row with status contended, no latency, throughput or CI, and
     contended true; failures.csv does not list it, failed_cells.py --contended does. With one
     measured replicate the row combines only that one and stays contended."""

@@ -1,4 +1,4 @@
-# The measured memory matrix (issue 21): per (CPU node, memory node) pair of the grid's node-pair
+# The measured memory matrix: per (CPU node, memory node) pair of the grid's node-pair
 # cells one memory probe job (numa_effects.measure.workloads.memory_probe: a pointer chase's idle latency
 # and one core's read bandwidth), pinned and verified like a cell on 1 core of the CPU node with
 # memory bound to the memory node; memory_matrix.csv puts them beside the firmware distances of
