@@ -82,3 +82,12 @@ def test_on_a_real_run_the_eta_follows_the_time_left_and_the_listed_order_does_n
         assert i < 3 or naive < 1.5 < 4 < real
     everything = [o for _, o in run["done"]]
     assert "about 0.0 min left" in progress.line(started, run["estimates"], everything, end)
+
+
+def test_a_run_of_hours_is_told_in_hours():
+    estimates = {f"cells/{i}.json": 180.0 for i in range(1000)}  # 50 h, as PackRat's grid on 2 x 32
+    text = progress.line(0.0, estimates, ["cells/0.json", "cells/1.json"], 330.0)
+    assert text == (
+        "progress: 2/1000 measuring jobs done in 5.5 min; about 45 h 44 min left "
+        "(estimated 50 h 00 min)"
+    )
