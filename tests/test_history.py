@@ -196,6 +196,19 @@ def test_the_start_of_a_run_refuses_another_machines_folder_and_changes_nothing(
     assert history.start(plan, []) == [] and not (results / history.HISTORY).exists()
 
 
+def test_further_replicates_are_announced_only_where_the_cap_allows_them(tmp_path):
+    """The checkpoint runs in both plans; only a cap above the first stage adds replicates (the
+    budget's first step sets the cap to the first stage)."""
+    raw = [{"rule": "cell", "output": f"{tmp_path}/cells/new/r1.json"}]
+    later = "(and the further replicates the two-stage checkpoint decides)"
+    for cap, announced in ((2, False), (4, True)):
+        two_stage = {"enabled": True, "cap": cap}
+        plan = make(ONE_NODE, results=str(tmp_path), replicates=2, two_stage=two_stage)
+        assert plan.two_stage["first_stage"] == 2 and plan.two_stage["cap"] == cap
+        (line,) = history.dry_run_lines(plan, raw, more_later=True)
+        assert (later in line) is announced, line
+
+
 def test_the_start_of_a_run_keeps_the_records_it_replaces(results):
     # planned on the machine the folder records (its lscpu capture)
     plan = make(QEMU / "lscpu-p.txt", results=str(results))

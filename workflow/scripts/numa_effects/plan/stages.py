@@ -49,6 +49,12 @@ def settings(config: dict) -> dict | None:
     }
 
 
+def adds_replicates(settings: dict | None) -> bool:
+    """The checkpoint can add replicates: a cap above the first stage (a budget that drops the
+    second stage sets the cap to it)."""
+    return bool(settings) and settings["cap"] > settings["first_stage"]
+
+
 def path(results: str, manifest_path: str) -> str:
     """The counts file of a grid: named after its manifest (``grid/manifest-<digest>.json``),
     so a changed grid or ``two_stage`` setting decides again."""

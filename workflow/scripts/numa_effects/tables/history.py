@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 
 from numa_effects.measure import progress
-from numa_effects.plan import paths, remeasure
+from numa_effects.plan import paths, remeasure, stages
 from numa_effects.plan import topology as topology_mod
 
 HISTORY = "history"
@@ -332,8 +332,11 @@ def _problem(plan) -> str | None:
 
 
 def dry_run_lines(plan, raw: list[dict], more_later: bool = False) -> list[str]:
-    """What ``snakemake -n`` prints: the measuring jobs and the refusal a run would meet."""
+    """What ``snakemake -n`` prints: the measuring jobs and the refusal a run would meet;
+    ``more_later``: the two-stage checkpoint runs (it adds replicates only above the first
+    stage)."""
     found = jobs(plan, raw)
+    more_later = more_later and stages.adds_replicates(plan.two_stage)
     problem = (found or more_later) and _problem(plan)
     kept_in = "" if problem else f"{plan.results}/{HISTORY}/"
     lines = [remeasure.line(found, True, more_later, kept_in)]
@@ -344,6 +347,7 @@ def start(plan, raw: list[dict], more_later: bool = False) -> list[str]:
     """Before the first job of a run: refuse another machine's folder (``Refused``), else keep
     every record (``keep``); the lines to print. Nothing to measure: nothing done."""
     found = jobs(plan, raw)
+    more_later = more_later and stages.adds_replicates(plan.two_stage)
     if not found and not more_later:
         return []
     problem = _problem(plan)
