@@ -50,7 +50,7 @@ check-config: venv
 # Re-run only the cells whose result says failed (docs/troubleshooting.md). Pass the
 # same SNAKEMAKE_ARGS (e.g. --configfile) as the run that failed; RESULTS=folder if not results.
 retry-failed: venv sysdeps
-	@failed="$$($(BIN)/python workflow/scripts/failed_cells.py $(RESULTS))"; \
+	@failed="$$($(BIN)/python workflow/scripts/failed_cells.py $(RESULTS))" || exit 1; \
 	if [ -z "$$failed" ]; then echo "no failed cells: nothing to retry"; \
 	else echo "retrying $$(echo "$$failed" | wc -l) failed cell(s)"; \
 	$(CHECKED) --run --cores $(CORES) all $(SNAKEMAKE_ARGS) --forcerun $$failed; fi

@@ -197,6 +197,25 @@ def test_failed_cells_prints_nothing_without_failures(tmp_path):
     assert out == ""
 
 
+@pytest.mark.integration  # make runs its venv and sysdeps prerequisites
+def test_retry_failed_names_a_results_folder_that_does_not_exist(tmp_path):
+    missing = tmp_path / "typo"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "workflow" / "scripts" / "failed_cells.py"), str(missing)],
+        capture_output=True,
+        text=True,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"error: no results folder {missing} (RESULTS=folder names it)\n"
+    make = subprocess.run(
+        ["make", "-s", "-C", str(REPO), "retry-failed", f"RESULTS={missing}"],
+        capture_output=True,
+        text=True,
+    )
+    assert make.returncode != 0 and "nothing to retry" not in make.stdout
+    assert f"no results folder {missing}" in make.stderr
+
+
 # -- numactl refusing the binding -----------------------------------------------------------------
 @pytest.mark.integration
 def test_numactl_refusal_is_a_failed_cell_and_the_grid_goes_on(tmp_path):

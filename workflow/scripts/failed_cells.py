@@ -5,7 +5,8 @@ line, for Snakemake's ``--forcerun``; prints nothing when none failed. Retry onl
     snakemake --cores 1 all --forcerun $(python workflow/scripts/failed_cells.py)
 
 (``make retry-failed`` does exactly this.) The results folder is the first argument, or the
-``results`` key of config/config.yaml, or ``results``. Reads the cell JSONs themselves, so it
+``results`` key of config/config.yaml, or ``results``; a folder that does not exist is an
+error (exit status 2), not an empty list. Reads the cell JSONs themselves, so it
 works even when the tables were never built. ``--contended`` also lists the replicates measured
 while other tasks used their CPUs (column ``contended`` of cells.csv), those left without any
 clean iteration (``status: contended``, no statistics) among them, to re-measure them on a
@@ -59,6 +60,9 @@ def main(argv: list[str]) -> int:
     contended = "--contended" in argv
     args = [a for a in argv if a != "--contended"]
     results = args[0] if args else default_results()
+    if not Path(results).is_dir():
+        print(f"error: no results folder {results} (RESULTS=folder names it)", file=sys.stderr)
+        return 2
     for path in failed(results, contended):
         print(path)
     return 0
