@@ -223,7 +223,7 @@ def test_a_repeated_row_keeps_the_last_and_sources_must_not_overlap(tmp_path):
         packrat.cells_table([PACKRAT / FOLDERS[1], PACKRAT / FOLDERS[2]])
 
 
-def test_cli_writes_the_tables_and_machine(tmp_path):
+def test_cli_writes_the_tables_and_machine_and_names_a_source_it_cannot_read(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location(
         "import_packrat", REPO / "workflow" / "scripts" / "import_packrat.py"
     )
@@ -236,6 +236,14 @@ def test_cli_writes_the_tables_and_machine(tmp_path):
     assert pd.read_csv(out / "tables" / "samples.csv").empty
     assert pd.read_csv(out / "tables" / "skipped.csv").empty
     assert '"cpu_model": "c6420"' in (out / "machine.json").read_text()
+    assert capsys.readouterr().err == f"imported 528 cells into {out}/tables/cells.csv\n"
+    missing = tmp_path / "typo"
+    assert mod.main([str(missing), "--results", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"error: PackRat import: {missing}/resnet_latency.csv, "
+        f"{missing}/resnet_throughput.csv not found\n"
+    )
 
 
 @pytest.mark.parametrize("case", HAND_CHECKED, ids=lambda c: f"{c[0]}-{c[1]}-t{c[2]}-bs{c[3]}")

@@ -7,7 +7,8 @@ runs this instead of measuring. From a shell it writes the same files:
         --results results/packrat-cloudlab
 
 -> <results>/tables/{cells,samples,skipped}.csv (+ Parquet) and <results>/machine.json.
-The mapping is documented in numa_effects/tables/packrat.py and the README.
+The mapping is documented in numa_effects/tables/packrat.py and docs/report.md. A source it
+cannot read is one line naming the file (and line), exit status 2.
 
 PackRat's multi-instance runs (``cloudlab_multiinstance-interference``: groups of instances with
 ``instances`` and ``instance_id``) import into the interference profile's table instead:
@@ -51,6 +52,14 @@ def main(argv=None) -> int:
         help="PackRat multi-instance folder -> <results>/tables/interference.csv",
     )
     args = ap.parse_args(argv)
+    try:
+        return run(args, ap)
+    except packrat.PackratError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args, ap) -> int:
     out = Path(args.results)
     if args.interference:
         table = packrat.interference_table(args.interference)
