@@ -313,6 +313,24 @@ def test_the_command_line_prints_the_pairs_and_the_docs_show_its_output(capsys):
     assert capsys.readouterr().out.strip() == table.strip()
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--topology", "/nonexistent"], "cannot read topology file /nonexistent"),
+        (["--topology", str(TWO), "--threads", "1,x"], "invalid literal for int()"),
+        (["--topology", str(TWO), "--threads", "0"], "threads must be >= 1, got 0"),
+        (["--topology", str(TWO), "--node-pairs", "bogus"], "node_pairs: 'bogus' is not all"),
+    ],
+)
+def test_the_command_line_says_what_is_wrong_in_one_line(args, said, capsys):
+    with pytest.raises(SystemExit) as exc:
+        placement.main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("python -m numa_effects.plan.placement: error: ")
+    assert said in err.splitlines()[-1]
+
+
 def test_the_guest_grid_measures_each_binding_once():
     """The 2-node guest's grid (.test/config/guest.yaml) pays minutes of TCG per cell, so no two
     of its cells may run the same binding (``plan.binding``: the same CPUs and memory nodes

@@ -466,12 +466,15 @@ def main(argv=None) -> int:
         help="print the node-pair family's pairs (config key node_pairs) instead",
     )
     args = ap.parse_args(argv)
-    topo = topology.load(args.topology) if args.topology else topology.current()
-    threads = [int(t) for t in args.threads.split(",")]
-    if args.node_pairs:
-        print(node_pairs_markdown(topo, threads, args.node_pairs, args.smt))
-    else:
-        print(examples_markdown(topo, threads, args.smt))
+    try:  # a topology it cannot read, a count or a pair spelled wrong: one line, status 2
+        topo = topology.load(args.topology) if args.topology else topology.current()
+        threads = [int(t) for t in args.threads.split(",")]
+        if args.node_pairs:
+            print(node_pairs_markdown(topo, threads, args.node_pairs, args.smt))
+        else:
+            print(examples_markdown(topo, threads, args.smt))
+    except ValueError as exc:
+        ap.error(str(exc))
     return 0
 
 
