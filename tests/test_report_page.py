@@ -102,3 +102,16 @@ def test_a_cell_contended_without_a_clean_iteration_is_listed_apart(tmp_path):
     assert "<code>resnet50/none/interleave/2/8</code>: other tasks used 40 %" in listed
     assert 'id="disturbed"' not in run  # a cell with no value is not ringed anywhere
     assert '<tr class="contended">' in html
+
+
+def test_the_screenshot_tool_explains_itself_and_names_a_missing_report(tmp_path):
+    """tools/report-screenshot (docs/development.md): --help prints its usage; a folder without
+    a report is one line, before any Chromium is installed or started."""
+    import subprocess
+
+    tool = Path(__file__).parents[1] / "tools" / "report-screenshot"
+    usage = subprocess.run([tool, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "tools/report-screenshot [RESULTS] [OUT]" in usage
+    proc = subprocess.run([tool, str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: no report at {tmp_path}/report/index.html\n"
