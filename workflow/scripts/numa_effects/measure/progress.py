@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from numa_effects.plan.cost import duration_text
+from numa_effects.plan.cost import minutes_text
 
 START = "logs/progress.json"
 DONE = "logs/progress.jsonl"
@@ -39,11 +39,6 @@ def start(results: str | os.PathLike, estimates: dict[str, float]) -> None:
     (Path(results) / DONE).unlink(missing_ok=True)
 
 
-def _minutes(seconds: float) -> str:
-    """``6.2 min``; from 90 min on in hours (``27 h 05 min``)."""
-    return f"{seconds / 60:.1f} min" if seconds < 90 * 60 else duration_text(seconds)
-
-
 def line(started: float, estimates: dict[str, float], finished: list[str], now: float) -> str:
     """The progress line at ``now``: the jobs whose records are ``finished`` are done. A job the
     start did not know (a replicate the two-stage checkpoint added) counts at the median
@@ -56,8 +51,8 @@ def line(started: float, estimates: dict[str, float], finished: list[str], now: 
     elapsed = now - started
     speed = elapsed / expected_done if expected_done > 0 else 1.0
     return (
-        f"progress: {len(done)}/{n} measuring jobs done in {_minutes(elapsed)}; about "
-        f"{_minutes(rest * speed)} left (estimated {_minutes(sum(estimates.values()))})"
+        f"progress: {len(done)}/{n} measuring jobs done in {minutes_text(elapsed)}; about "
+        f"{minutes_text(rest * speed)} left (estimated {minutes_text(sum(estimates.values()))})"
     )
 
 

@@ -53,15 +53,23 @@ PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
 ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
 
 
+HOURS_FROM_MIN = 90  # a duration this long or longer is also told in hours
+
+
 def duration_text(seconds: float) -> str:
     """``45 s``, ``12 min``, ``3 h 20 min``."""
     s = round(seconds)
     if s < 90:
         return f"{s} s"
     minutes = round(s / 60)
-    if minutes < 90:
+    if minutes < HOURS_FROM_MIN:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def minutes_text(seconds: float) -> str:
+    """``6.2 min``; from ``HOURS_FROM_MIN`` on in hours (``27 h 05 min``)."""
+    return f"{seconds / 60:.1f} min" if seconds < HOURS_FROM_MIN * 60 else duration_text(seconds)
 
 
 @dataclass
@@ -82,7 +90,8 @@ class Estimate:
 
     def line(self, budget_min: float | None = None) -> str:
         parts = ", ".join(f"{k} {v / 60:.1f}" for k, v in self.parts.items() if v > 0)
-        hours = f"about {duration_text(self.total_s)}; " if self.total_s >= 90 * 60 else ""
+        long = self.total_s >= HOURS_FROM_MIN * 60
+        hours = f"about {duration_text(self.total_s)}; " if long else ""
         text = (
             f"the whole run is estimated at {self.total_s / 60:.1f} min "
             f"({hours}{self.jobs} jobs; {parts} min)"
