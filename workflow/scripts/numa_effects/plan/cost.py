@@ -247,7 +247,7 @@ def _power_of(t: int, base: int) -> bool:
 # the step changes nothing.
 def _no_second_stage(c: dict, topo):
     s = stages.settings(c)  # resolved: a cap left to its default, one process per cell
-    if s is None or s["cap"] <= s["first_stage"]:
+    if not stages.adds_replicates(s):
         return None
     ts = {**c["two_stage"], "cap": s["first_stage"]}
     return {**c, "two_stage": ts}, f"two_stage.cap: {ts['cap']} (no second stage)"
