@@ -26,6 +26,7 @@ help:
 	@echo "make check  - the fast inner loop: lint and the unit tests (no torch or snakemake runs)"
 	@echo "make bench  - run the benchmarks in benchmarks/ (slow; not part of make test)"
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
+	@echo "make venv   - .venv with the pinned requirements and the numa-effects command"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -33,10 +34,16 @@ $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-venv: $(STAMP)
+# The package, editable, with its command (`numa-effects`); again when pyproject.toml changes.
+$(BIN)/numa-effects: pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $@
+
+venv: $(STAMP) $(BIN)/numa-effects
 
 sysdeps:
 	tools/install-system-deps
