@@ -1,12 +1,13 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
 Runs the selected benchmarks (all by default, in the order cost, replication, fidelity, noise,
-overhead, bias, dag, packing, variance, canary, advise, aa), prints one table each and writes
-``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load average before and after, and
-each benchmark's wall time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4 instead of the
-default grid (for a shared or slow machine). ``--reuse`` reuses the pipeline runs of an earlier
-invocation (to re-print or re-analyse; do not compare times across invocations). ``--bias-data DIR``
-runs ``bias`` offline on DIR/fixed/samples.csv (e.g. ../shared/measurements/quiet-2core-xeon-*)."""
+overhead, bias, dag, packing, variance, canary, advise, aa, slices), prints one table each and
+writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load average before and
+after, and each benchmark's wall time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4
+instead of the default grid (for a shared or slow machine). ``--reuse`` reuses the pipeline runs
+of an earlier invocation (to re-print or re-analyse; do not compare times across invocations).
+``--bias-data DIR`` runs ``bias`` offline on DIR/fixed/samples.csv (e.g.
+../shared/measurements/quiet-2core-xeon-*)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from . import (
     overhead,
     packing,
     replication,
+    slices,
     variance,
 )
 
@@ -49,6 +51,7 @@ BENCHMARKS = {
         canary,
         advise,
         aa,
+        slices,
     )
 }
 
