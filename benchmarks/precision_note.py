@@ -99,7 +99,7 @@ def main(argv=None) -> int:
         "results",
         nargs="?",
         type=Path,
-        default=Path("results/precision"),
+        default=Path("runs/precision"),
         help="the results folder of a run of config/precision.yaml (default: %(default)s)",
     )
     results = ap.parse_args(argv).results

@@ -56,7 +56,7 @@ def test_the_docs_have_the_commands_this_test_expects():
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
-    """The workflow's files in a fresh folder (no results), PackRat's data at ../shared like the
+    """The workflow's files in a fresh folder with a default run's results/, PackRat's data at ../shared like the
     docs assume, and results/machine.json from a real `machine` run."""
     root = tmp_path_factory.mktemp("docs") / "repo"
     root.mkdir()
@@ -71,6 +71,7 @@ def checkout(tmp_path_factory):
         (root.parent / "shared/reference/packrat").symlink_to(PACKRAT)
     run(root, "snakemake --cores 1 machine")
     assert (root / "results/machine.json").is_file()
+    (root / "results/cells").mkdir(exist_ok=True)  # results/ as a default run leaves it
     for folder in compared_folders(COMMANDS):
         result_folder(root / folder, [{**key(), "status": "ok", "latency_median_ms": 10.0}])
     return root

@@ -4,7 +4,7 @@ In the workflow (config key ``import: {packrat: [<folder>...]}``) the rule ``imp
 runs this instead of measuring. From a shell it writes the same files:
 
     python workflow/scripts/import_packrat.py ../shared/reference/packrat/cloudlab_large-batches \
-        --results results/packrat-cloudlab
+        --results runs/packrat-cloudlab
 
 -> <results>/tables/{cells,samples,skipped}.csv (+ Parquet) and <results>/machine.json.
 The mapping is documented in numa_effects/tables/packrat.py and docs/report.md. A source it
@@ -14,7 +14,7 @@ PackRat's multi-instance runs (``cloudlab_multiinstance-interference``: groups o
 ``instances`` and ``instance_id``) import into the interference profile's table instead:
 
     python workflow/scripts/import_packrat.py --interference \
-        ../shared/reference/packrat/cloudlab_multiinstance-interference --results results/pr
+        ../shared/reference/packrat/cloudlab_multiinstance-interference --results runs/packrat-interference
 
 -> <results>/tables/interference.csv (``tables.packrat.interference_table``), the table the
 interference model fits (``tables.interference.curve``; docs/packing.md).
