@@ -60,5 +60,5 @@ def require_cluster_topology():
             "target partition first, then name it:\n"
             "    snakemake --profile profiles/slurm machine\n"
             "    snakemake --profile profiles/slurm all --config topology=results/machine.json\n"
-            "(see README, 'Running on a Slurm cluster')."
+            "(see docs/cluster.md)."
         )

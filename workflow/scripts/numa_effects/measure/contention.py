@@ -1,5 +1,5 @@
 """Noise and concurrency guards: was anything else running where a cell was measured?
-(docs/performance.md, "Contaminated iterations are kept out".)
+(docs/performance.md, "One replicate": contamination.)
 
 ``preflight`` records the machine's load just before the instances start. ``Watch`` (the whole
 timed window) and ``IterationProbe`` (each timed round) compare the busy time of the instances'
