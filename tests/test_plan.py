@@ -19,6 +19,7 @@ from numa_effects.plan import (
     binding,
     build,
     code,
+    cost,
     grid,
     optimizations,
     paths,
@@ -346,3 +347,100 @@ def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():
     assert spec.cell["allocator"] == "jemalloc" and spec.plan.threads == key.threads
     with pytest.raises(KeyError):
         p.cell_spec(dataclasses.replace(key, threads=999), 1)
+
+
+# -- the plan built once per parse ------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+TWO_BY_32 = FIX / "synthetic-2x32-smt-offset64.lscpu-p.txt"
+
+
+def default_checked(**over) -> tuple[dict, topology.Topology]:
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    got = config_mod.check({**cfg, **over})
+    return got.config, got.topology
+
+
+@pytest.mark.parametrize("topo_file", [TWO_BY_32, ONE_NODE])
+def test_each_budget_step_narrows_the_plan_to_what_building_the_shrunk_config_gives(topo_file):
+    """The budget's steps narrow one built plan instead of building it again: after every step
+    the narrowed view's estimate and the narrowed plan equal those of the plan built from the
+    shrunk config (the independent expectation: a full build)."""
+    cfg, topo = default_checked(topology=str(topo_file), budget=None)
+    codes = {"measure": "m", "tables": "t", "report": "r"}
+    whole = build.build(copy.deepcopy(cfg), topo, code=codes)
+    view, current, steps = cost.view(whole), copy.deepcopy(cfg), 0
+    for step in cost.shrink_steps(topo):
+        got = step(current)
+        if got is None:
+            continue
+        current, steps = got[0], steps + 1
+        rebuilt = build.build(copy.deepcopy(current), topo, code=codes)
+        assert cost.estimate(cost.narrowed(view, current)).parts == cost.estimate(rebuilt).parts
+        narrowed = whole.narrowed(copy.deepcopy(current))
+        assert narrowed.targets() == rebuilt.targets() and narrowed.order == rebuilt.order
+        assert narrowed.manifest == rebuilt.manifest and narrowed.peak == rebuilt.peak
+        assert narrowed.packing_jobs == rebuilt.packing_jobs
+    assert steps >= 3  # the default grid gives most steps something to drop
+
+
+COUNT_BUILDS = """
+import atexit, sys
+sys.path.insert(0, "workflow/scripts")
+from numa_effects.plan import build, grid
+calls = {"build": 0, "expand": 0}
+def counted(name, f):
+    def wrapped(*a, **k):
+        calls[name] += 1
+        return f(*a, **k)
+    return wrapped
+build.build = counted("build", build.build)
+grid.expand = counted("expand", grid.expand)
+atexit.register(lambda: print("COUNTS", calls["build"], calls["expand"], file=sys.stderr))
+from snakemake.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("over", [[], [f"topology={TWO_BY_32}"]], ids=["default", "2x32"])
+def test_a_parse_of_the_workflow_builds_the_plan_once(over, tmp_path):
+    """A real ``snakemake -n all`` (its parse patched in-process to count) plans every cell once
+    however many budget steps it takes (the 2x32 default takes several)."""
+    import subprocess
+    import sys
+
+    argv = ["-n", "all", "--cores", "1", "--directory", str(tmp_path), "--snakefile"]
+    argv += [str(REPO / "Snakefile"), "--configfile", str(REPO / "config" / "config.yaml")]
+    argv += ["--config", *over] if over else []
+    proc = subprocess.run(
+        [sys.executable, "-c", COUNT_BUILDS, *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "COUNTS 1 1" in proc.stderr, proc.stderr[-3000:]
+    if over:  # the budget did shrink there: the steps ran, on the one plan
+        assert "budget: " in proc.stderr
+
+
+def test_measuring_modules_do_not_import_the_budget_solver():
+    """A measuring job's imports (its entry script's and the front door's) leave plan.cost,
+    the budget solver, and plan.build unimported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, 'workflow/scripts'); "
+        "import numa_effects.measure.job, numa_effects.measure.cell, "
+        "numa_effects.measure.runner, numa_effects.measure.progress; "
+        "print(sorted(m for m in sys.modules if m.startswith('numa_effects.plan')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert "numa_effects.plan.spec" in out  # the modules were imported
+    assert "numa_effects.plan.cost" not in out and "numa_effects.plan.build" not in out

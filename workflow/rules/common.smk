@@ -85,12 +85,14 @@ def build_plan(cfg):
 
 # Time as an input (plan.cost): the run's wall time estimated before any job, and with a
 # budget the grid shrunk in the documented order until the estimate fits; said in one line
-# each, also under -n.
+# each, also under -n. The plan is built once; the budget's steps narrow a view of it, and
+# the plan run is it narrowed to the fitted config (no cell planned twice).
+_WHOLE = build_plan(dict(config))
 _FITTED, ESTIMATE = cost_mod.fit(
-    config, TOPOLOGY, build_plan, caps=_HOST.capabilities if _HOST else None
+    config, TOPOLOGY, _WHOLE, caps=_HOST.capabilities if _HOST else None
 )
 config.update(_FITTED)
-PLAN = build_plan(config)
+PLAN = _WHOLE.narrowed(config)
 RESULTS = PLAN.results
 DEPLOY_ALLOWANCE_S = cost_mod.deploy_allowance_s(ESTIMATE, config.get("budget"))
 if workflow.is_main_process and PLAN.measured:

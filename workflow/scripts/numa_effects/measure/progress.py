@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from numa_effects.plan.cost import minutes_text
+from numa_effects.plan.durations import minutes_text
 
 START = "logs/progress.json"
 DONE = "logs/progress.jsonl"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from numa_effects.compare import settings as compare_mod
 from numa_effects.plan import allocators as allocators_mod
-from numa_effects.plan import cost, paths
+from numa_effects.plan import cost, narrow, paths
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import grid as grid_mod
 from numa_effects.plan import host as host_mod
@@ -132,6 +132,14 @@ class Plan:
         if key not in self.grid.skipped or isinstance(planned, placement_mod.NotApplicable):
             raise KeyError(key)
         return planned
+
+    def narrowed(self, config: dict) -> Plan:
+        """The plan of ``config``, a shrunk copy of this plan's (``plan.cost.fit``): its cells
+        kept, none planned again."""
+        grid = narrow.grid(self.grid, config, self.topology)
+        return assemble(
+            config, self.topology, grid, self.imported_keys, self.code, self.compare_keys
+        )
 
     def skipped_rows(self) -> list[dict]:
         return [{**key.as_dict(), "reason": why} for key, why in self.grid.skipped.items()]
@@ -351,12 +359,18 @@ def build(
     ``imported_keys``: the cells of an import; ``code``: ``plan.code.digests()``;
     ``compare_keys``: the matched cells of a comparison; ``host``: ``plan.host.current()``
     (what it lacks skips cells; None: not checked)."""
-    imported = tuple((config.get("import") or {}).get("packrat") or ())
-    compare = compare_mod.settings(config)
-    measures = not imported and not compare
+    measures = not (config.get("import") or {}).get("packrat") and not compare_mod.settings(config)
     grid = (
         grid_mod.expand(config, topology, memory_bytes, host) if measures else grid_mod.Grid({}, {})
     )
+    return assemble(config, topology, grid, imported_keys, code, compare_keys)
+
+
+def assemble(config, topology, grid, imported_keys=None, code=None, compare_keys=None) -> Plan:
+    """The plan of ``config`` around its planned ``grid``: everything else is derived."""
+    imported = tuple((config.get("import") or {}).get("packrat") or ())
+    compare = compare_mod.settings(config)
+    measures = not imported and not compare
     replicates = grid_mod.replicates(config)
     two_stage = stages_mod.settings(config) if measures else None
     # under two_stage the order is planned up to the cap; the first rounds are the same
@@ -365,18 +379,14 @@ def build(
     peak = {}
     if config.get("peak", True) and measures:
         for key, cell_plan in grid.cells.items():
-            dtype = optimizations_mod.OPTIMIZATIONS[key.opt].dtype
-            where = placement_mod.peak_placement(key.placement)  # a node pair's: its diagonal
+            where, threads, dtype = narrow.peak_key(key)  # a node pair's: its diagonal
             if where != key.placement:
-                cell_plan = placement_mod.plan(topology, key.threads, where)
-            peak.setdefault((where, key.threads, dtype), cell_plan)
+                cell_plan = placement_mod.plan(topology, threads, where)
+            peak.setdefault((where, threads, dtype), cell_plan)
         peak = dict(sorted(peak.items()))
     threads = grid_mod.thread_counts(config, topology) if measures else []
-    memory = memory_jobs(grid, topology)
     deploy = deploy_mod.settings(config, measured=measures)
     packing = packing_mod.settings(config, topology, threads, profile=deploy["measured"])
-    jobs = tuple(packing_mod.jobs(packing)) if measures else ()
-    profile = tuple(packing_mod.interference_jobs(packing)) if measures else ()
     return Plan(
         config=config,
         topology=topology,
@@ -384,10 +394,10 @@ def build(
         replicates=replicates,
         order=order,
         peak=peak,
-        memory=memory,
+        memory=memory_jobs(grid, topology),
         packing=packing,
-        packing_jobs=jobs,
-        interference_jobs=profile,
+        packing_jobs=tuple(packing_mod.jobs(packing)) if measures else (),
+        interference_jobs=tuple(packing_mod.interference_jobs(packing)) if measures else (),
         imported=imported,
         imported_keys=tuple(imported_keys or ()),
         code=dict(code or {}),

@@ -14,13 +14,15 @@ with the deploy answer at its fewest rounds, which then get the time left (``_fi
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
 
-from numa_effects.plan import deploy, grid, stages
+from numa_effects.plan import deploy, grid, narrow, packing, peaks, stages
 from numa_effects.plan import optimizations as opts
 from numa_effects.plan import settings as settings_mod
+from numa_effects.plan.durations import HOURS_FROM_MIN, duration_text
 from numa_effects.plan.optimizations import EAGER
 
 JOB_S = 0.5  # Snakemake's start of a script job (Python, the package)
@@ -51,25 +53,6 @@ GFLOP_PER_IMAGE = {
 GFLOP_DEFAULT = 8.18
 PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
 ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
-
-
-HOURS_FROM_MIN = 90  # a duration this long or longer is also told in hours
-
-
-def duration_text(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3 h 20 min``."""
-    s = round(seconds)
-    if s < 90:
-        return f"{s} s"
-    minutes = round(s / 60)
-    if minutes < HOURS_FROM_MIN:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def minutes_text(seconds: float) -> str:
-    """``6.2 min``; from ``HOURS_FROM_MIN`` on in hours (``27 h 05 min``)."""
-    return f"{seconds / 60:.1f} min" if seconds < HOURS_FROM_MIN * 60 else duration_text(seconds)
 
 
 @dataclass
@@ -146,24 +129,82 @@ def process_s(
     return fixed + windows_s(settings, step, cap_s) + inspect_s
 
 
+@dataclass(frozen=True)
+class View:
+    """What the estimate reads of a plan (the names are ``plan.build.Plan``'s), cheap to narrow
+    to a shrunk config (``narrowed``): the budget's steps never plan a cell again."""
+
+    config: dict
+    topology: object
+    cells: tuple  # the measured cells' keys
+    drawn: tuple  # the cells the figures are planned from
+    peak_windows: int
+    per_cell: int  # processes per cell: the first stage, or the cap a second stage may reach
+    replicates: int
+    packing: dict
+    packing_jobs: tuple
+    interference_jobs: tuple
+    deploy: dict
+    measured: bool
+
+
+def view(plan) -> View:
+    """The estimate's view of a ``plan.build.Plan``."""
+    return View(
+        config=plan.config,
+        topology=plan.topology,
+        cells=tuple(plan.grid.cells),
+        drawn=tuple(plan.figure_keys()),
+        peak_windows=len(plan.peak_outputs()),
+        per_cell=plan.two_stage["cap"] if plan.two_stage else plan.replicates,
+        replicates=plan.replicates,
+        packing=plan.packing,
+        packing_jobs=tuple(plan.packing_jobs),
+        interference_jobs=tuple(plan.interference_jobs),
+        deploy=plan.deploy,
+        measured=plan.measured,
+    )
+
+
+def narrowed(v: View, config: dict) -> View:
+    """``v`` under ``config``, a shrunk copy of its own: the cells it still names, and the
+    settings that follow from it (stages, peaks, packing, deploy) resolved as ``build`` does."""
+    if not v.measured:
+        return dataclasses.replace(v, config=config, deploy=deploy.settings(config, False))
+    topo, keep = v.topology, narrow.keeps(config, v.topology)
+    cells = tuple(k for k in v.cells if keep(k))
+    windows = peaks.WINDOWS * len({narrow.peak_key(k) for k in cells}) if v.peak_windows else 0
+    two = stages.settings(config)
+    d = deploy.settings(config, measured=True)
+    pk = packing.settings(config, topo, grid.thread_counts(config, topo), profile=d["measured"])
+    return dataclasses.replace(
+        v,
+        config=config,
+        cells=cells,
+        drawn=tuple(k for k in v.drawn if keep(k)),
+        peak_windows=windows,
+        per_cell=two["cap"] if two else v.replicates,
+        packing=pk,
+        packing_jobs=tuple(packing.jobs(pk)),
+        interference_jobs=tuple(packing.interference_jobs(pk)),
+        deploy=d,
+    )
+
+
 def estimate(plan, caps=None) -> Estimate:
-    """The run's estimate from a ``plan.build.Plan`` (``caps`` None: the clock is unknown)."""
-    est, per_cell = Estimate(), _processes_per_cell(plan)
-    for key in plan.grid.cells:
-        step = _step(plan, caps, key.opt, key.threads, key.batch_size, key.model)
-        est.add("cells", per_cell * (JOB_S + process_s(key.opt, step, plan.config)), jobs=per_cell)
-    windows = len(plan.peak_outputs())  # every window of every peak
-    est.add("peaks", windows * (JOB_S + PEAK_JOB_S), jobs=windows)
-    _packing(est, plan, caps)
-    _deploy(est, plan, caps)
-    figures = len(plan.figure_keys()) // 4 + 10
+    """The run's estimate from a ``plan.build.Plan`` or its ``View`` (``caps`` None: the clock
+    is unknown)."""
+    v = plan if isinstance(plan, View) else view(plan)
+    est = Estimate()
+    for key in v.cells:
+        step = _step(v, caps, key.opt, key.threads, key.batch_size, key.model)
+        est.add("cells", v.per_cell * (JOB_S + process_s(key.opt, step, v.config)), v.per_cell)
+    est.add("peaks", v.peak_windows * (JOB_S + PEAK_JOB_S), jobs=v.peak_windows)
+    _packing(est, v, caps)
+    _deploy(est, v, caps)
+    figures = len(v.drawn) // 4 + 10
     est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
     return est
-
-
-def _processes_per_cell(plan) -> int:
-    """Processes per cell: the first stage, or the cap when a second stage may add them."""
-    return plan.two_stage["cap"] if plan.two_stage else plan.replicates
 
 
 def _step(plan, caps, opt: str, threads: int, batch: int, model: str | None = None) -> float:
@@ -221,9 +262,10 @@ def _deploy(est: Estimate, plan, caps) -> None:
 
 def jobs_per_part(plan) -> dict[str, int]:
     """How many measuring jobs each part of ``estimate`` counts."""
+    v = view(plan)
     return {
-        "cells": len(plan.grid.cells) * _processes_per_cell(plan),
-        "peaks": len(plan.peak_outputs()),
+        "cells": len(v.cells) * v.per_cell,
+        "peaks": v.peak_windows,
         "interference": len(plan.interference_jobs),
         "packing": len(plan.packing_jobs),
         "deploy": 1,
@@ -324,17 +366,19 @@ def shrink_steps(topo) -> list:
     return [lambda c, step=step: step(c, topo) for step in STEPS]
 
 
-def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
-    """``config`` shrunk step by step until ``build(config)``'s estimate fits ``config["budget"]``
-    minutes, and the final estimate with what was shrunk. Without a budget: the config and its
-    estimate."""
+def fit(config: dict, topo, base, caps=None) -> tuple[dict, Estimate]:
+    """``config`` shrunk step by step until its estimate fits ``config["budget"]`` minutes, and
+    the final estimate with what was shrunk. ``base``: the plan of ``config`` (or a function
+    that builds it, called once); each step narrows its ``View``, none plans again. Without a
+    budget: the config and its estimate."""
     budget = config.get("budget")
     current = copy.deepcopy(config)
+    whole = view(base(copy.deepcopy(config)) if callable(base) else base)
     if not budget:
-        return current, estimate(build(current), caps)
+        return current, estimate(whole, caps)
     # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
     current = _fewest_rounds(current)
-    est = estimate(build(current), caps)
+    est = estimate(narrowed(whole, current), caps)
     shrunk = []
     for step in shrink_steps(topo):
         if est.total_s <= float(budget) * 60:
@@ -344,10 +388,10 @@ def fit(config: dict, topo, build, caps=None) -> tuple[dict, Estimate]:
             continue
         current, what = got
         shrunk.append(what)
-        est = estimate(build(current), caps)
-    current, more = _fill_rounds(current, config, budget, build(current), est)
+        est = estimate(narrowed(whole, current), caps)
+    current, more = _fill_rounds(current, config, budget, narrowed(whole, current), est)
     if more:
-        est = estimate(build(current), caps)
+        est = estimate(narrowed(whole, current), caps)
     est.shrunk = [*shrunk, *more]
     return current, est
 

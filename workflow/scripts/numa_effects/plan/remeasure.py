@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from numa_effects.plan import cost, cpu, paths
 from numa_effects.plan import settings as settings_mod
+from numa_effects.plan.durations import duration_text
 
 # rule -> the pattern of the record it writes: every measurement of the workflow
 RULES = {
@@ -133,7 +134,7 @@ def line(jobs: list[Job], dry_run: bool, more_later: bool = False, kept_in: str 
     text = (
         f"numa-effects: {verb} {len(jobs)} job(s){later} "
         f"({_counts((j.rule for j in jobs), RULES)}): {_counts((j.why for j in jobs), REASONS)}; "
-        f"about {cost.duration_text(estimate_seconds(jobs))} ({timed} timed by their previous "
+        f"about {duration_text(estimate_seconds(jobs))} ({timed} timed by their previous "
         f"record, {len(jobs) - timed} at the settings' default)"
     )
     replaced = sum(j.why != "new" for j in jobs)
