@@ -1079,3 +1079,47 @@ def test_manifest_name_changes_with_the_grid_only(tmp_path):
     new = tmp_path / manifest.path("r", more)
     assert manifest.write(new, more) == [old]
     assert not old.exists() and yaml.safe_load(new.read_text()) == more
+
+
+# -- targets: refused before Snakemake starts, so before any estimate of the run -----------------
+@pytest.mark.parametrize(
+    ("targets", "text"),
+    [
+        (["all", "alll"], "target 'alll' is not a rule (did you mean 'all'?); allowed: all, "),
+        (["compare"], "target 'compare' needs config key 'compare': compare result folders"),
+    ],
+    ids=["misspelled", "compare-without-its-key"],
+)
+def test_a_bad_target_is_one_line_before_any_budget_or_estimate(tmp_path, targets, text):
+    """The real entry of `make run` (check_config.py --run): Snakemake would print the plan's
+    budget and estimate lines at parse time, then refuse the target; here nothing starts."""
+    good = write_config(tmp_path, [])
+    argv = ["--run", "--profile", "profiles/local", "--cores", "1", *targets, "-n"]
+    proc = subprocess.run(
+        [sys.executable, "workflow/scripts/check_config.py", *argv, "--configfile", str(good)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": os.environ["PATH"]},
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    (line,) = [ln for ln in out.splitlines() if ln.strip()]
+    assert line.startswith("invalid configuration: ") and text in line, line
+    assert "budget" not in out.lower() and "estimated" not in out.lower()
+
+
+def test_targets_are_rules_of_the_workflow_or_output_files():
+    """Every `rule NAME:` of the rule files is a target; a plot rule by its family; a path is
+    an output file, left to Snakemake."""
+    from numa_effects.config import command
+
+    text = "\n".join(p.read_text() for p in workflow_files())
+    named = re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.M)
+    ok = [n for n in named if n not in ("compare", "compare_tables", "compare_page")]
+    ok += ["plot_latency", "results/tables/cells.csv"]
+    assert command.target_problems(ok, cfg()) == []
+    assert command.target_problems(["compare"], {"compare": ["a", "b"]}) == []
+    (problem,) = command.target_problems(["seed=1"], cfg())
+    assert "allowed: --config seed=1" in str(problem)

@@ -58,8 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     return _check(args.files, args.config, args.directory, args.traceback)
 
 
-def _check(given: list, config_items: list[str], directory: str | None, traceback: bool) -> int:
-    """Check the files and --config items as Snakemake will read them; 0, or 1 and the lines."""
+def _check(
+    given: list, items: list[str], directory: str | None, traceback: bool, targets=()
+) -> int:
+    """Check the files, --config items and targets as Snakemake will read them; 0, or 1 and the
+    lines."""
     from snakemake.utils import update_config
 
     if directory and not os.path.isdir(directory):
@@ -67,11 +70,15 @@ def _check(given: list, config_items: list[str], directory: str | None, tracebac
         return 1
     configfiles = files.workflow_files(given, directory)
     try:
+        if command.config_item_problems(items):
+            raise ConfigError(command.config_item_problems(items))
         with chdir(directory or "."):
             config = files.load(configfiles)
-            update_config(config, files.parse_config_args(config_items))
-            run = check if traceback else check_or_exit
-            checked = run(config, configfiles=configfiles)
+            update_config(config, files.parse_config_args(items))
+            found = command.target_problems(list(targets), config)
+            if found:  # before the config, so before any estimate of what a run would do
+                raise ConfigError(found)
+            checked = (check if traceback else check_or_exit)(config, configfiles=configfiles)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -87,22 +94,20 @@ def _command(argv: list[str], run: bool) -> int:
     env, note = slurmconf.avoid()
     if note:
         print(note, file=sys.stderr)
-        os.environ.update(env)  # Snakemake's parser, imported below, imports the plugin too
     try:
         parsed = command.parse(argv)
-        found = command.problems(parsed) if parsed is not None else []
-        if found:
-            raise ConfigError(found)
+        if parsed is not None:
+            given, items = command.configfiles_and_items(parsed)
+            if found := command.configfile_problems(given):
+                raise ConfigError(found)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
     if parsed is None and not run:  # --help, --version: nothing to check
         return 0
     if parsed is not None:
-        directory = str(parsed.directory) if parsed.directory else None
-        given = ([str(f) for f in parsed.configfile], list(parsed.config or []), directory)
         with redirect_stdout(io.StringIO()) if run else nullcontext():  # run: Snakemake speaks next
-            rc = _check(*given, False)
+            rc = _check(given, items, parsed.directory, False, parsed.targets)
         if rc or not run:
             return rc
     sys.stdout.flush()

@@ -1,94 +1,100 @@
 """A Snakemake command line checked before Snakemake reads it, one line per problem.
 
 Snakemake answers some mistakes itself, before any workflow code runs, with a traceback, a page
-of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md):
-``cli``'s ``--run|--snakemake ARGS...`` parse them with Snakemake's own parser and check each
-``--config`` item, ``--configfile`` and target here first.
+of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md).
+Only what the checker needs is read here (``parse_known_args``): ``--configfile``, ``--config``,
+``--directory``, ``--profile`` and the targets; every other option is Snakemake's to read.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import difflib
+import fnmatch
 import os
 import re
 from pathlib import Path
 
-from numa_effects.config import files
+from numa_effects.config import files, schema
 from numa_effects.config.problem import ConfigError, Problem, suggest
+from numa_effects.config.schema import REPO_DIR
 
-# A --config key as Snakemake accepts it (snakemake.cli.parse_config).
-CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")
+CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")  # a --config key as Snakemake accepts it
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 PAIRS = {"[": "]", "{": "}", "(": ")"}
-HELP = "`snakemake --help` lists every option"
 ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
-
-
-class _ParseError(Exception):
-    pass
-
-
-def _raise(self, message):  # argparse.ArgumentParser.error, raising instead of exiting
-    raise _ParseError(message)
+OWN = (("--configfile", "--configfiles"), ("--config", "-C"), ("--directory", "-d"), ("--profile",))
+# Snakemake's options that take no value (the word after one is a target) and those whose values
+# are rule names (read here so that they are not taken for targets); any other option is taken to
+# take one value, so a target is never refused by mistake, at worst left to Snakemake.
+FLAGS = "-n --dry-run --dryrun -p --printshellcmds -k --keep-going -F --forceall -f --force "
+FLAGS += "--ri --rerun-incomplete --nolock --unlock -t --touch --notemp --nt -S --summary"
+RULE_LISTS = (("-R", "--forcerun"), ("-U", "--until"), ("-O", "--omit-from"), ("--allowed-rules",))
+RULE = re.compile(r"^\s*(?:rule|checkpoint)\s+(\w+)\s*:|^\s*name:\s*\n\s*f\"(\w+)\{", re.M)
+# Rules of these files exist for a config with this key only (compare.smk: the comparison).
+NEEDS = {"compare.smk": "compare", "packrat.smk": "import"}
 
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
-    """``argv`` parsed as Snakemake parses it (profiles applied), or ConfigError with one line
-    instead of its usage text; None for ``--help`` and ``--version`` (nothing to check)."""
-    from snakemake import cli
-
-    parser = cli.get_argument_parser()
-    problems = _one_dash(argv, parser)
-    if problems:
-        raise ConfigError(problems)
-    said = io.StringIO()
-    error = argparse.ArgumentParser.error
-    argparse.ArgumentParser.error = _raise
+    """The options the checker reads (``targets``: the words no option takes), or ConfigError
+    with one line; None for ``--help`` and ``--version`` (nothing to check)."""
+    if {"-h", "--help", "-v", "--version"} & set(argv):
+        return None
+    ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for names, nargs in zip(OWN, ("+", "*", None, None), strict=True):
+        ap.add_argument(*names, nargs=nargs, default=[] if nargs else None)
+    for names in RULE_LISTS:
+        ap.add_argument(*names, nargs="*")
+    for flag in FLAGS.split():
+        ap.add_argument(flag, action="store_true")
     try:
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-            return cli.parse_args(argv)[1]
-    except SystemExit as exc:
-        if not exc.code:  # --help, --version: printed and done
-            return None
-        raise ConfigError([Problem("", f"snakemake's command line: {_last(said)}")]) from None
-    except _ParseError as exc:
-        raise ConfigError([Problem("", _usage_line(str(exc), parser))]) from None
-    except Exception as exc:  # a profile Snakemake cannot read, say
-        text = _last(said) or f"{type(exc).__name__}: {exc}"
-        raise ConfigError([Problem("", f"snakemake's command line: {text}")]) from None
-    finally:
-        argparse.ArgumentParser.error = error
-
-
-def _last(said: io.StringIO) -> str:
-    """The last line Snakemake printed, but for its banner ("Using ... profile ...")."""
-    lines = [ln.strip() for ln in said.getvalue().splitlines()]
-    return next((ln for ln in reversed(lines) if ln and not ln.startswith("Using ")), "")
-
-
-def _options(parser: argparse.ArgumentParser) -> list[str]:
-    return [o for o in parser._option_string_actions if o.startswith("--")]
-
-
-def _one_dash(argv: list[str], parser: argparse.ArgumentParser) -> list[Problem]:
-    """``-config``: argparse reads it as ``-c onfig`` (cores) and the rest as targets."""
-    options = set(_options(parser))
-    return [
-        Problem("", f"option {arg} has one dash; allowed: -{arg} ({HELP})")
-        for arg in argv
-        if re.fullmatch(r"-[a-zA-Z][\w-]+", arg) and f"-{arg}" in options
+        args, rest = ap.parse_known_args(argv)
+    except argparse.ArgumentError as exc:
+        raise ConfigError([Problem("", f"snakemake's command line: {exc}")]) from None
+    own = [name for names in OWN for name in names if name.startswith("--")]
+    found = [
+        f"option {a} has one dash; allowed: -{a}"
+        for a in argv
+        if re.fullmatch(r"-[a-zA-Z][\w-]+", a) and f"-{a}" in own
     ]
+    args.targets, i = [], 0
+    while i < len(rest):
+        word = rest[i]
+        if word.startswith("--") and word.split("=")[0] not in own:
+            near = difflib.get_close_matches(word.split("=")[0], own, n=1, cutoff=0.75)
+            if near:  # e.g. --confg: the config it names would not be read
+                found.append(f"unknown option {word} (did you mean '{near[0]}'?)")
+        if word.startswith("-"):
+            i += 1 + ("=" not in word and i + 1 < len(rest) and not rest[i + 1].startswith("-"))
+            continue
+        args.targets.append(word)
+        i += 1
+    if found:
+        raise ConfigError([Problem("", text) for text in found])
+    args.profile_config = _profile(args.profile)
+    return args
 
 
-def _usage_line(message: str, parser: argparse.ArgumentParser) -> str:
-    unknown = re.match(r"unrecognized arguments: (.*)", message)
-    if unknown:
-        first = next((a for a in unknown.group(1).split() if a.startswith("-")), None)
-        hint = suggest(first, _options(parser)) if first else ""
-        return f"snakemake's command line: unknown argument(s) {unknown.group(1)}{hint}; {HELP}"
-    return f"snakemake's command line: {message}; {HELP}"
+def _profile(name: str | None) -> dict:
+    """The ``config.yaml`` of a ``--profile`` folder (its configfile and config keys count)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(name or "", "config.yaml").read_text()) if name else {}
+    except (OSError, yaml.YAMLError):
+        return {}  # a profile found elsewhere, or Snakemake's to refuse
+    return data if isinstance(data, dict) else {}
+
+
+def configfiles_and_items(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The config files and --config items Snakemake uses: the command line's, else the
+    profile's (a profile gives defaults of the options)."""
+    prof = args.profile_config
+    given = args.configfile or prof.get("configfile") or prof.get("configfiles") or []
+    items = args.config or prof.get("config") or []
+    if isinstance(items, dict):
+        items = [f"{k}={v}" for k, v in items.items()]
+    return [str(f) for f in ([given] if isinstance(given, str) else given)], list(items)
 
 
 def config_item_problems(items: list[str]) -> list[Problem]:
@@ -113,10 +119,13 @@ def config_item_problems(items: list[str]) -> list[Problem]:
             )
         elif "." in key and all(CONFIG_KEY.match(k) for k in key.split(".")):
             top, rest = key.split(".", 1)
+            nested = value
+            for part in reversed(rest.split(".")):
+                nested = f"{{{part}: {nested}}}"
             texts.append(
                 f"--config {item}: a nested key cannot be set with a dot; allowed: the "
-                f'mapping written whole, e.g. --config "{top}={_nested(rest, value)}" (its '
-                "other keys keep their values), or a config file"
+                f'mapping written whole, e.g. --config "{top}={nested}" (its other keys keep '
+                "their values), or a config file"
             )
         elif not CONFIG_KEY.match(key):
             texts.append(
@@ -125,14 +134,6 @@ def config_item_problems(items: list[str]) -> list[Problem]:
             )
         i = split
     return [Problem("", t) for t in texts]
-
-
-def _nested(path: str, value: str) -> str:
-    """``a.b`` and ``1`` -> ``{a: {b: 1}}``."""
-    out = value
-    for part in reversed(path.split(".")):
-        out = f"{{{part}: {out}}}"
-    return out
 
 
 def _open_brackets(text: str) -> int:
@@ -151,10 +152,10 @@ def _shell_split(items: list[str], i: int) -> int:
     return j
 
 
-def configfile_problems(configfiles: list[Path]) -> list[Problem]:
+def configfile_problems(configfiles: list[str]) -> list[Problem]:
     """One line for each ``--configfile`` that cannot be read (``files.read``)."""
     problems = []
-    for path in configfiles:
+    for path in map(Path, configfiles):
         missing = not os.path.exists(path)
         if missing and ITEM.fullmatch(path.name):
             text = (
@@ -177,18 +178,30 @@ def configfile_problems(configfiles: list[Path]) -> list[Problem]:
     return problems
 
 
-def target_problems(targets: list[str]) -> list[Problem]:
-    return [
-        Problem("", f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)")
-        for t in targets
-        if ITEM.fullmatch(t)
-    ]
+def rules() -> dict[str, str | None]:
+    """Every rule name of the workflow (``plot_*``: each plot rule) and the config key it needs."""
+    found: dict[str, str | None] = {}
+    for path in [REPO_DIR / "Snakefile", *sorted(REPO_DIR.glob("workflow/rules/*.smk"))]:
+        for name, prefix in RULE.findall(path.read_text()):
+            found.setdefault(name or f"{prefix}*", NEEDS.get(path.name))
+    return found
 
 
-def problems(args: argparse.Namespace) -> list[Problem]:
-    """Everything wrong with a parsed command line, before its config is checked."""
-    return (
-        config_item_problems(list(args.config or []))
-        + configfile_problems(list(args.configfile or []))
-        + target_problems([str(t) for t in args.targets or []])
-    )
+def target_problems(targets: list[str], config: dict) -> list[Problem]:
+    """A target that is a KEY=VALUE item, or a word (no ``/``: every output is inside the
+    results folder) that names no rule of the workflow with ``config``."""
+    known, problems = rules(), []
+    names = [name for name, key in known.items() if key is None or config.get(key)]
+    for t in targets:
+        if ITEM.fullmatch(t):
+            text = f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)"
+        elif "/" in t or any(fnmatch.fnmatchcase(t, name) for name in names):
+            continue
+        elif t in known:
+            described = schema.load()["properties"][known[t]]["description"]
+            text = f"target {t!r} needs config key '{known[t]}': {described}"
+        else:
+            text = f"target {t!r} is not a rule{suggest(t, names)}; allowed: {', '.join(names)}"
+            text += ", or an output file"
+        problems.append(Problem("", text))
+    return problems

@@ -21,6 +21,7 @@ from numa_effects.config.schema import type_of
 # The Snakefile's `configfile:`, read from the working directory before any --configfile.
 WORKFLOW_CONFIGFILE = "config/config.yaml"
 ALLOWED = "allowed: a mapping of keys"
+BOOLEANS = {"True": True, "False": False}
 
 
 def _text(path: str | Path) -> str:
@@ -94,15 +95,22 @@ def load(configfiles: Iterable[str | Path]) -> dict:
 
 
 def parse_config_args(entries: list[str]) -> dict:
-    """``--config key=value ...`` parsed exactly as Snakemake parses it."""
-    if not entries:
-        return {}
-    from snakemake.cli import parse_config
+    """``--config key=value ...`` read as Snakemake reads them: each value an int, a float, a
+    boolean, else YAML's BaseLoader's (strings, lists and mappings of strings)."""
+    import yaml
+    from snakemake.utils import update_config
 
-    try:
-        return parse_config(entries)
-    except ValueError as exc:
-        raise _error(f"--config: {exc}") from None
+    config: dict = {}
+    for key, _, text in (entry.partition("=") for entry in entries):
+        value = None
+        for parse in (int, float, BOOLEANS.__getitem__, yaml.BaseLoader, str):
+            try:
+                value = yaml.load(text, parse) if parse is yaml.BaseLoader else parse(text)
+                break
+            except (ValueError, KeyError, yaml.YAMLError):
+                continue
+        update_config(config, {key: value if text else None})
+    return config
 
 
 def duplicate_problems(
