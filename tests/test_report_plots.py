@@ -242,14 +242,48 @@ def test_contended_and_noisy_cells_are_never_drawn_like_clean_ones(tables, distu
     assert any(style.DISTURBED_TEXT in s for s in texts(fig))
 
 
+def marks_disturbed(fig) -> bool:
+    """Whether a figure marks a contended or noisy cell: a ring, a hatch or the words."""
+    words = texts(fig) + [
+        t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()
+    ]
+    hatched = [p for ax in fig.axes for p in ax.patches if p.get_hatch() == style.DISTURBED_HATCH]
+    return bool(rings(fig) or hatched or any(style.DISTURBED_TEXT in w for w in words))
+
+
+def shows_disturbed(cells: pd.DataFrame, family: families.Family, wildcards: dict) -> bool:
+    """Whether the cells a figure shows hold a disturbed one, from the table alone: the cells of
+    its wildcards; a sequential family shows sequential cells, a comparison family its
+    placement(s) and their baseline (every placement of the fixture is compared against
+    sequential), whose flag a compared pair inherits."""
+    shown = cells["model"].notna()
+    for k, v in wildcards.items():
+        if k in cells and k != "placement":
+            shown &= cells[k].astype(str) == str(v)
+    if family.plan == "sequential":
+        shown &= cells["placement"] == "sequential"
+    elif "placement" in wildcards:
+        shown &= cells["placement"].isin([wildcards["placement"], "sequential"])
+    return bool((shown & cells[["contended", "noisy"]].eq(True).any(axis=1)).any())
+
+
 @pytest.mark.parametrize("family", FROM_CELLS)
 def test_every_family_draws_a_table_with_disturbed_cells(disturbed, family):
-    f = next(
-        f
-        for f in figures.figures(disturbed.cells[list(grid.KEYS)].to_dict("records"))
-        if f.family == family
-    )
-    plots.plt.close(plots.draw(family, disturbed, f.wildcards))
+    """Every figure of the family is drawn, and marked exactly where the cells it shows hold a
+    contended or noisy one (two in the fixture); at least one figure of each family is."""
+    fam = next(f for f in families.FAMILIES if f.name == family)
+    cells = disturbed.cells
+    marked = []
+    for f in figures.figures(cells[list(grid.KEYS)].to_dict("records")):
+        if f.family != family:
+            continue
+        fig = plots.draw(family, disturbed, f.wildcards)
+        assert fig.axes and fig.axes[0].has_data(), f.wildcards
+        got = marks_disturbed(fig)
+        plots.plt.close(fig)
+        assert got == shows_disturbed(cells, fam, f.wildcards), f.wildcards
+        marked.append(got)
+    assert any(marked)
 
 
 # -- cells with no value: marked along the x axis, below it ----------------------------------
