@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: run check-config retry-failed test check lint format bench venv sysdeps clean help
+.PHONY: run check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
 
 # `make run` and `make check-config` check the command line (SNAKEMAKE_ARGS) and the config
 # files before Snakemake reads them: one line per problem naming the key, file or item
@@ -25,6 +25,8 @@ help:
 	@echo "make test   - lint (ruff, snakefmt, snakemake --lint) and run the test suite"
 	@echo "make check  - the fast inner loop: lint and the unit tests (no torch or snakemake runs)"
 	@echo "make bench  - run the benchmarks in benchmarks/ (slow; not part of make test)"
+	@echo "make loadtest - the recommendation and its strongest baseline under MLPerf's LoadGen"
+	@echo "               (OBJECTIVE=throughput or a row of recommendation.csv; RESULTS=folder)"
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
 	@echo "make venv   - .venv with the pinned requirements and the numa-effects command"
 
@@ -84,6 +86,16 @@ format: venv
 
 bench: venv sysdeps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+# The deploy answer under load (numa-effects loadtest, docs/deploy.md): LoadGen's Offline and a
+# Server bisection against the recommendation and its strongest baseline, into
+# tables/loadtest.csv of the results folder. OBJECTIVE: a row of tables/recommendation.csv
+# (throughput when unset).
+LOADTEST_ARGS ?=
+loadtest: venv sysdeps
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m numa_effects loadtest \
+		--results $(or $(RESULTS),results) --objective "$(or $(OBJECTIVE),throughput)" \
+		$(LOADTEST_ARGS)
 
 clean:
 	rm -rf results .snakemake

@@ -35,6 +35,8 @@ ALLOWED = {
     "tables": {"tables", "analysis", "measure", "plan", "stats"},
     "report": {"report", "tables", "analysis", "measure", "plan", "stats"},
     "config": {"config", "tables", "plan", "stats", "slurmconf"},
+    # numa-effects loadtest: the deploy answer under LoadGen, through the measuring stack
+    "loadtest": {"loadtest", "measure", "plan", "stats"},
 }
 
 
@@ -67,6 +69,7 @@ WITHOUT = {
     "measure": PLOTTING | {"pandas"},
     "tables": PLOTTING,
     "report": set(),
+    "loadtest": PLOTTING,
 }
 
 

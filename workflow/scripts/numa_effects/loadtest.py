@@ -1,0 +1,413 @@
+"""``numa-effects loadtest``: the recommendation under load, the MLPerf way (docs/deploy.md).
+
+One configuration of ``tables/recommendation.csv`` (``--objective``, ``--role``: the
+recommendation or its strongest baseline) is started warm through the measuring stack (the deploy
+job's spec, ``measure.job.prepare``, ``measure.runner.Instance``: the pinned ``measure.cell``
+processes) and driven by MLPerf's LoadGen as the system under test. Queries are queued; an idle
+instance takes up to its batch of queued samples for one ``go`` (one step of its whole batch), and
+a thread per instance reads its replies and completes those samples. Offline gives images/s;
+Server the highest Poisson rate whose p99 (LoadGen's) stays within the latency bound, found by
+bisection over a few short LoadGen runs. Every run is a row of ``tables/loadtest.csv``; LoadGen's
+summary and detail logs stay in ``loadtest/<role>/<scenario>/<run>/``, and how the rows were made
+(command, versions, host, load) in ``loadtest/<role>/provenance.json``."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import mlperf_loadgen as lg
+import pandas as pd
+import yaml
+
+from numa_effects.measure import job as job_mod
+from numa_effects.measure import provenance, runner, supervise
+from numa_effects.plan import optimizations, paths, topology
+from numa_effects.plan import spec as spec_mod
+from numa_effects.plan.settings import DEFAULTS
+
+TABLE = paths.table("loadtest")
+OUT = "loadtest/{role}"
+ROLES = ("recommended", "baseline")
+OFFLINE, SERVER = "offline", "server"
+COLUMNS = [
+    *("model", "objective", "role", "configuration", "layout", "scenario", "target_qps"),
+    *("achieved", "p50_ms", "p99_ms", "bound_ms", "meets_bound", "found", "queries", "valid"),
+    *("unsatisfied", "duration_s", "logs"),
+]
+BOUND_FACTOR = 3.0  # the default bound: this many times the configuration's measured latency
+WARM_STEPS = 3  # untimed steps per instance before LoadGen starts (a compiled model compiles)
+SAMPLES = 1024  # the query sample library: slots, each instance holds its own input
+
+
+class LoadtestError(RuntimeError):
+    """What stops a load test before LoadGen runs (one line for the user)."""
+
+
+# -- the configuration ---------------------------------------------------------------------------
+
+
+def strongest_baseline(rows: pd.DataFrame) -> pd.Series | None:
+    """The baseline row the recommendation has the smallest gain over (measured, else
+    predicted): the one closest to it."""
+    base = rows[rows["role"] == "baseline"]
+    if base.empty:
+        return None
+    better = base["gain"].where(base["gain"] > 0)
+    return base.loc[better.idxmin()] if better.notna().any() else base.iloc[0]
+
+
+def pick(results: Path, objective: str, role: str, model: str | None = None):
+    """(the row of recommendation.csv, its configuration in the deploy plan) of ``role``."""
+    try:
+        table = pd.read_csv(results / paths.table("recommendation"))
+        plan = json.loads((results / paths.DEPLOY_PLAN).read_text())
+    except OSError as exc:
+        raise LoadtestError(f"{results} has no deploy answer ({exc})") from exc
+    rows = table[table["objective"] == objective]
+    if model:
+        rows = rows[rows["model"] == model]
+    if rows.empty:
+        known = ", ".join(dict.fromkeys(table["objective"]))
+        raise LoadtestError(f"no objective {objective!r} in recommendation.csv (known: {known})")
+    rows = rows[rows["model"] == rows["model"].iloc[0]]
+    row = rows[rows["role"] == "recommended"]
+    row = strongest_baseline(rows) if role == "baseline" else row.iloc[0] if len(row) else None
+    if row is None:
+        raise LoadtestError(f"{objective}: no {role} configuration in recommendation.csv")
+    return row, plan["configurations"][row["config"]]
+
+
+def deploy_job(results: Path, configuration: dict) -> dict:
+    """What ``spec.deploy`` needs: the deploy run's image size and settings where it ran here,
+    else the defaults; compiled optimizations reuse the run's compile cache."""
+    try:
+        run = json.loads((results / paths.DEPLOY_RUN).read_text())
+    except (OSError, ValueError):
+        run = {}
+    opt = optimizations.OPTIMIZATIONS.get(configuration["opt"])
+    return {
+        "image_size": int((run.get("job") or {}).get("image_size") or 224),
+        "settings": {**DEFAULTS, "seed": 0, **(run.get("settings") or {})},
+        **{"rounds": 1, "max_rounds": 1, "target_pct": 0.0, "code": None},
+        "compile_cache_opts": [opt.name] if opt and opt.compile_cache else [],
+        "compile_cache_dir": str(results / paths.COMPILE_CACHE),
+    }
+
+
+# -- the instances ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def started(configuration: dict, job: dict, logdir: Path, timeout_s: float):
+    """[(instance, batch)] of ``configuration`` started pinned, ready, then warm."""
+    group = spec_mod.deploy(job, {"c": configuration})
+    ready = job_mod.prepare(group.configurations["c"], topology.current())
+    if not isinstance(ready, job_mod.Ready):
+        raise LoadtestError(f"cannot start it here: {getattr(ready, 'message', ready)}")
+    spec = spec_mod.Spec(ready.configuration, group.settings)
+    text, insts = json.dumps(spec.to_json(), indent=1), []
+    with supervise.Guard() as guard:
+        try:
+            for j, (inst, env) in enumerate(zip(spec.instances, ready.environs, strict=True)):
+                log = logdir / f"i{j}.log"
+                member = runner.Member(inst.plan, job_mod.spec_path(log), log, env, j)
+                oom = supervise.oom_kill_count()
+                insts.append(runner.Instance(len(spec.instances), member, text, guard, None, oom))
+            for inst in insts:
+                inst.read(time.monotonic() + timeout_s, timeout_s)
+            batches = [int(i.cell["batch_size"]) for i in spec.instances]
+            yield list(zip(insts, batches, strict=True))
+            for inst in insts:
+                inst.close(time.monotonic() + timeout_s, timeout_s)
+        except runner.Failed as exc:
+            guard.kill_all()
+            raise LoadtestError(exc.message) from exc
+        finally:
+            for inst in insts:
+                inst.logfh.close()
+
+
+def warm(pool: list, timeout_s: float) -> float:
+    """``WARM_STEPS`` steps of every instance together; the slowest instance's median step (s)
+    of the last two: the configuration's latency of one batch, warm."""
+    steps: list[list[float]] = [[] for _ in pool]
+    for _ in range(WARM_STEPS):
+        for inst, _b in pool:
+            inst.send("go")
+        for k, (inst, _b) in enumerate(pool):
+            r = inst.read(time.monotonic() + timeout_s, timeout_s)
+            steps[k].append(r["t1"] - r["t0"])
+    return max(statistics.median(s[-2:]) for s in steps)
+
+
+class SUT:
+    """The system under test: queued samples, a thread per instance taking up to its batch of
+    them per ``go`` and completing them when its reply comes. An instance that fails ends the
+    serving (the rest of the queue completes at once, so LoadGen ends) and ``error`` says why."""
+
+    def __init__(self, pool: list, timeout_s: float):
+        self.queue: collections.deque = collections.deque()
+        self.cv = threading.Condition()
+        self.open, self.error, self.timeout_s = True, None, timeout_s
+        self.threads = [threading.Thread(target=self._serve, args=p, daemon=True) for p in pool]
+
+    def issue(self, samples) -> None:
+        with self.cv:
+            self.queue.extend(samples)
+            self.cv.notify_all()
+
+    def flush(self) -> None:
+        """Nothing is held back: every queued sample is taken by the next idle instance."""
+
+    def _take(self, batch: int) -> list | None:
+        with self.cv:
+            while not self.queue and self.open:
+                self.cv.wait()
+            if not self.queue:
+                return None
+            return [self.queue.popleft() for _ in range(min(batch, len(self.queue)))]
+
+    def _serve(self, inst, batch: int) -> None:
+        while (took := self._take(batch)) is not None:
+            if self.error is None:
+                try:
+                    inst.send("go")
+                    inst.read(time.monotonic() + self.timeout_s, self.timeout_s)
+                except Exception as exc:  # (runner.Failed, supervise.Interrupted): said after
+                    self.error = exc
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in took])
+
+    def __enter__(self) -> SUT:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self.cv:
+            self.open = False
+            self.cv.notify_all()
+        for t in self.threads:
+            t.join()
+
+
+# -- LoadGen ---------------------------------------------------------------------------------------
+
+
+def settings(scenario: str, rate: float, bound_ms: float, opts) -> lg.TestSettings:
+    """LoadGen's settings of one run: performance only, ``opts.min_duration_s`` and
+    ``opts.min_queries`` (set for a small host; recorded in the provenance)."""
+    s = lg.TestSettings()
+    s.mode = lg.TestMode.PerformanceOnly
+    s.min_duration_ms = int(opts.min_duration_s * 1000)
+    s.min_query_count = int(opts.min_queries)
+    if scenario == OFFLINE:
+        s.scenario = lg.TestScenario.Offline
+        s.offline_expected_qps = rate
+    else:
+        s.scenario = lg.TestScenario.Server
+        s.server_target_qps = rate
+        s.server_target_latency_ns = int(bound_ms * 1e6)
+    return s
+
+
+SUMMARY = {
+    "valid": r"^Result is\s*:\s*(\w+)",
+    "achieved": r"^(?:Completed )?[Ss]amples per second\s*:\s*([\d.]+)",
+    "p50_ns": r"^50\.00 percentile latency \(ns\)\s*:\s*(\d+)",
+    "p99_ns": r"^99\.00 percentile latency \(ns\)\s*:\s*(\d+)",
+}
+
+
+def parse(outdir: Path) -> dict:
+    """A run's result from LoadGen's own logs: the summary's validity (and the constraints it
+    says are not satisfied), samples per second, p50 and p99; the detail log's query count."""
+    text = (outdir / "mlperf_log_summary.txt").read_text()
+    got = {}
+    for key, pattern in SUMMARY.items():
+        m = re.search(pattern, text, re.M)
+        got[key] = m.group(1) if m else None
+    detail = {}
+    for line in (outdir / "mlperf_log_detail.txt").read_text().splitlines():
+        if line.startswith(":::MLLOG "):
+            entry = json.loads(line[len(":::MLLOG ") :])
+            detail[entry["key"]] = entry["value"]
+    unmet = re.findall(r"^\s+(.+?) satisfied\s*:\s*NO", text, re.M)
+    ms = {k[:-3] + "_ms": float(got[k]) / 1e6 if got[k] else math.nan for k in ("p50_ns", "p99_ns")}
+    return {
+        "valid": got["valid"],
+        "achieved": float(got["achieved"]) if got["achieved"] else math.nan,
+        **ms,
+        "queries": detail.get("result_query_count"),
+        "unsatisfied": "; ".join(u.strip().lower() for u in unmet),
+    }
+
+
+def run(sut, scenario: str, rate: float, bound_ms: float, opts, outdir: Path) -> dict:
+    """One LoadGen run at ``rate`` (Offline: the expected rate; Server: the offered one)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    log = lg.LogSettings()
+    log.log_output.outdir = str(outdir)
+    log.log_output.copy_summary_to_stdout = False
+    log.enable_trace = False
+    handle = lg.ConstructSUT(sut.issue, sut.flush)
+    qsl = lg.ConstructQSL(SAMPLES, SAMPLES, lambda _: None, lambda _: None)
+    t0 = time.monotonic()
+    try:
+        lg.StartTestWithLogSettings(handle, qsl, settings(scenario, rate, bound_ms, opts), log)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(handle)
+    if sut.error is not None:
+        raise LoadtestError(f"an instance failed under load: {sut.error}")
+    got = parse(outdir) | {"scenario": scenario, "target_qps": rate, "bound_ms": bound_ms}
+    got["meets_bound"] = bool(got["p99_ms"] <= bound_ms)
+    return got | {"duration_s": time.monotonic() - t0, "logs": str(outdir)}
+
+
+def bisect(serve, top: float, bound_ms: float, runs: int) -> list[dict]:
+    """Server runs at rates bisected in (0, ``top``]: a rate whose p99 meets the bound raises
+    the floor, one that does not lowers the ceiling; the highest that met is ``found``."""
+    lo, hi, rows = 0.0, top, []
+    for _ in range(runs):
+        rate = (lo + hi) / 2
+        got = serve(rate)
+        rows.append(got | {"found": False})
+        lo, hi = (rate, hi) if got["meets_bound"] else (lo, rate)
+    met = [r for r in rows if r["meets_bound"]]
+    if met:
+        max(met, key=lambda r: r["target_qps"])["found"] = True
+    return rows
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def bound_of(args, row: pd.Series, step_s: float) -> tuple[float, str]:
+    """(latency bound ms, where it comes from): ``--bound-ms``, the config's
+    ``deploy.latency_bound_ms``, else ``BOUND_FACTOR`` x the configuration's measured p99 (the
+    deploy run's), else x its warm step here."""
+    if args.bound_ms:
+        return float(args.bound_ms), "--bound-ms"
+    if args.config and Path(args.config).is_file():
+        cfg = yaml.safe_load(Path(args.config).read_text()) or {}
+        got = (cfg.get("deploy") or {}).get("latency_bound_ms")
+        if got:
+            return float(got), f"deploy.latency_bound_ms of {args.config}"
+    if row.get("p99_ms", math.nan) > 0:
+        return BOUND_FACTOR * float(row["p99_ms"]), f"{BOUND_FACTOR:g} x the deploy run's p99"
+    return BOUND_FACTOR * step_s * 1e3, f"{BOUND_FACTOR:g} x the warm step measured here"
+
+
+def load_role(args, results: Path, role: str, bound=None) -> tuple[list[dict], dict]:
+    """(rows, provenance) of one role's Offline run and Server bisection."""
+    row, conf = pick(results, args.objective, role, args.model)
+    out = results / OUT.format(role=role)
+    head = {"model": row["model"], "objective": row["objective"], "role": role}
+    head |= {"configuration": row["config"], "layout": row["layout"]}
+    load = {"loadavg_before": os.getloadavg()}
+    with started(conf, deploy_job(results, conf), out / "logs", args.timeout_s) as pool:
+        step_s = warm(pool, args.timeout_s)
+        bound_ms, source = bound or bound_of(args, row, step_s)
+        capacity = sum(b for _, b in pool) / step_s
+        with SUT(pool, args.timeout_s) as sut:
+            off = run(sut, OFFLINE, capacity, bound_ms, args, out / OFFLINE / "run")
+            top = off["achieved"] if off["achieved"] > 0 else capacity
+
+            def serve(rate: float) -> dict:
+                return run(sut, SERVER, rate, bound_ms, args, out / SERVER / f"{rate:.2f}qps")
+
+            server = bisect(serve, top, bound_ms, args.server_runs)
+    rows = [head | off | {"found": False}, *(head | r for r in server)]
+    prov = provenance_of(args, load, step_s, (bound_ms, source))
+    (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str))
+    return rows, prov
+
+
+def provenance_of(args, load: dict, step_s: float, bound: tuple[float, str]) -> dict:
+    return {
+        "command": " ".join(["numa-effects loadtest", *sys.argv[1:]]),
+        "versions": provenance.versions(("torch", "torchvision", "mlcommons-loadgen")),
+        "host": provenance.host(),
+        **load,
+        "loadavg_after": os.getloadavg(),
+        "finished_at": provenance.now(),
+        "warm_step_s": step_s,
+        "bound_ms": bound[0],
+        "bound_from": bound[1],
+        "loadgen": {k: getattr(args, k) for k in ("min_duration_s", "min_queries", "server_runs")},
+    }
+
+
+def write(results: Path, rows: list[dict]) -> Path:
+    """``tables/loadtest.csv``: these rows in place of earlier ones of the same model,
+    objective and role."""
+    path = results / TABLE
+    new = pd.DataFrame(rows, columns=COLUMNS)
+    if path.is_file():
+        old = pd.read_csv(path)
+        keys = ["model", "objective", "role"]
+        same = old[keys].apply(tuple, axis=1).isin(set(new[keys].apply(tuple, axis=1)))
+        new = pd.concat([old[~same], new], ignore_index=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new.to_csv(path, index=False)
+    return path
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="numa-effects loadtest", description=__doc__)
+    ap.add_argument("--results", default="results", help="a results folder with a deploy answer")
+    ap.add_argument("--objective", default="throughput", help="a row of recommendation.csv")
+    ap.add_argument("--role", choices=[*ROLES, "both"], default="both")
+    ap.add_argument("--model", default=None, help="default: the objective's first model")
+    ap.add_argument("--bound-ms", type=float, default=None, help="the Server's p99 bound")
+    ap.add_argument("--config", default=None, help="a config whose deploy.latency_bound_ms counts")
+    ap.add_argument("--min-duration-s", type=float, default=10.0, help="per LoadGen run")
+    ap.add_argument("--min-queries", type=int, default=100, help="per LoadGen run")
+    ap.add_argument("--server-runs", type=int, default=4, help="Server runs of the bisection")
+    ap.add_argument("--timeout-s", type=float, default=600.0, help="per instance reply")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    results = Path(args.results)
+    roles = ROLES if args.role == "both" else (args.role,)
+    rows, bound = [], None
+    try:
+        for role in roles:  # the baseline is held to the recommendation's bound
+            got, prov = load_role(args, results, role, bound)
+            rows += got
+            bound = bound or (prov["bound_ms"], prov["bound_from"])
+    except LoadtestError as exc:
+        print(f"numa-effects loadtest: {exc}", file=sys.stderr)
+        return 2
+    path = write(results, rows)
+    for r in rows:
+        print(summary_line(r))
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def summary_line(r: dict) -> str:
+    rate = "" if r["scenario"] == OFFLINE else f" at {r['target_qps']:.2f}/s"
+    mark = " <- found" if r.get("found") else ""
+    return (
+        f"{r['role']} {r['configuration']} ({r['layout']}) {r['scenario']}{rate}: "
+        f"{r['achieved']:.2f} images/s, p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms "
+        f"(bound {r['bound_ms']:.1f}), {r['valid']}{mark}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
