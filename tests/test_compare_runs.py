@@ -91,16 +91,26 @@ def test_the_ratio_is_the_two_level_interval_of_both_cells(two):
     rs = runs(*two)
     c = compare_tables.compare_table(rs).set_index("batch_size")
     a, b = (r.cells.set_index("batch_size").loc[2] for r in rs)
-    expect = compare_stats.run_ratio(
-        (a.latency_ci_low_ms, a.latency_ci_high_ms, a.ci_df),
-        (b.latency_ci_low_ms, b.latency_ci_high_ms, b.ci_df),
-    )
+    # By hand (docs/comparing.md), with scipy's t rather than the package's: a cell's two-level
+    # CI is t(df) se either side of its log-centre, so se = ln(high / low) / (2 t(df)); the two
+    # runs' processes are independent, so ln(ratio) has variance se_a^2 + se_b^2, its df by
+    # Welch-Satterthwaite, centred on the difference of the log-centres.
+    from scipy.stats import t
+
+    def log_centre_se(cell):
+        lo, hi = cell.latency_ci_low_ms, cell.latency_ci_high_ms
+        return math.log(lo * hi) / 2, math.log(hi / lo) / (2 * t.ppf(0.975, cell.ci_df))
+
+    (ca, sa), (cb, sb) = log_centre_se(a), log_centre_se(b)
+    df = (sa**2 + sb**2) ** 2 / (sa**4 / a.ci_df + sb**4 / b.ci_df)
+    half = t.ppf(0.975, df) * math.sqrt(sa**2 + sb**2)
     row = c.loc[2]
     assert row.ratio == pytest.approx(b.latency_median_ms / a.latency_median_ms)
-    assert row.ratio == pytest.approx(expect["ratio"])
+    assert row.ratio == pytest.approx(math.exp(cb - ca))
     assert (row.ratio_ci_low, row.ratio_ci_high) == pytest.approx(
-        (expect["ci_low"], expect["ci_high"])
+        (math.exp(cb - ca - half), math.exp(cb - ca + half))
     )
+    assert row.ci_df == pytest.approx(df)
     assert row.latency_change_pct == pytest.approx((row.ratio - 1) * 100)
     assert row.ci_method == "two-level" and row.significant is True and row.verdict == "slower"
     same = c.loc[1]
