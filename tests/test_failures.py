@@ -331,13 +331,15 @@ LAUNCHER = textwrap.dedent(
     from numa_effects.measure import supervise
     with open({log!r}, "w") as log:
         outcome = supervise.run_child(["sleep", {marker!r}], os.environ, log, 120)
-    supervise.classify(outcome, open({log!r}).read(), 120)
+    cause = supervise.classify(outcome, open({log!r}).read(), 120)
+    open({result!r}, "w").write(repr(cause))  # what a cell's launcher writes: its result
     """
 )
 
 
 def start_launcher(tmp_path, marker, via_parent=False):
-    code = LAUNCHER.format(scripts=SCRIPTS, log=str(tmp_path / "log"), marker=marker)
+    log, result = str(tmp_path / "log"), str(tmp_path / "result")
+    code = LAUNCHER.format(scripts=SCRIPTS, log=log, marker=marker, result=result)
     cmd = [sys.executable, "-c", code]
     if via_parent:  # a stand-in for Snakemake between the test and the launcher
         cmd = [sys.executable, "-c", f"import subprocess; subprocess.run({cmd!r})"]
@@ -347,10 +349,17 @@ def start_launcher(tmp_path, marker, via_parent=False):
 
 
 def test_death_of_snakemake_kills_the_cell_and_writes_nothing(tmp_path):
+    # the launcher, left to end, writes its result (so the file below is where it writes)
+    (tmp_path / "ends").mkdir()
+    done = start_launcher(tmp_path / "ends", "3", via_parent=True)
+    assert done.wait(timeout=60) == 0 and (tmp_path / "ends" / "result").is_file()
     parent = start_launcher(tmp_path, "3002", via_parent=True)
     parent.kill()  # kill -9 of "Snakemake"
-    parent.wait()
+    # the launcher's stderr is the pipe it inherited: it reaches its end when the launcher exits
+    _, err = parent.communicate(timeout=30)
+    assert "the Snakemake process that started it is gone" in err
     robust.wait_for(lambda: not sleeper_alive("3002"), 10, what="the child to die")
+    assert not (tmp_path / "result").exists()
 
 
 def test_sigterm_to_the_launcher_is_an_interruption(tmp_path):
