@@ -6,6 +6,7 @@ instance process, its binding verified."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import textwrap
@@ -142,3 +143,47 @@ def test_a_workload_that_cannot_run_here_is_skipped_before_anything_starts(
     rec = job.run(toy_spec(N), tmp_path / "r1.json", tmp_path / "r1.log", timeout_s=120)
     assert rec.status == "skipped" and rec.skip_reason == "no toys here" and rec.failure is None
     assert job.outcome_line(rec, "toy", "", "sum") == "toy: SKIPPED, no sum: no toys here"
+
+
+def test_the_run_host_verifies_the_plan_it_is_given_and_never_plans_again(
+    toy, tmp_path, monkeypatch
+):
+    """A job measures with the plan its spec carries: every planning function raises while a
+    real toy job runs, and it still measures, bound as that plan says."""
+    spec = toy_spec(N)
+
+    def planning(*a, **k):
+        raise AssertionError("the run host planned again")
+
+    for fn in ("plan", "pack", "max_threads", "expand"):
+        monkeypatch.setattr(placement, fn, planning)
+    monkeypatch.setattr(spec_mod, "plans_for", planning)
+    monkeypatch.setattr(spec_mod.packing_mod, "profile_plan", planning)
+    rec = job.run(spec, tmp_path / "r1.json", tmp_path / "r1.log", timeout_s=120)
+    assert rec.status == "ok", rec.failure
+    assert rec.provenance["command"][:3] == ["numactl", *spec.plan.numactl_args()]
+
+
+def test_a_plan_that_does_not_hold_here_is_refused_before_anything_starts(
+    toy, tmp_path, monkeypatch
+):
+    """CPUs this machine lacks, CPUs on another node than planned, memory nodes it lacks, CPUs
+    not allowed to the job: each a plan-mismatch, no instance started."""
+    topo = topology.current()
+    plan = spec_mod.Plan.from_dict(toy_spec(N).plan.to_dict())
+    last, absent = max(c.cpu for c in topo.cpus), max(topo.all_nodes) + 1
+    wrong = {
+        "are not on this machine": dataclasses.replace(plan, cpus=(last + 5,)),
+        "lie on nodes": dataclasses.replace(plan, cpu_nodes=(absent,)),
+        "memory nodes": dataclasses.replace(plan, mem_policy="bind", mem_nodes=(absent,)),
+    }
+    monkeypatch.setattr(job.runner, "measure", lambda *a, **k: pytest.fail("it started"))
+    for why, bad in wrong.items():
+        spec = spec_mod.one("toy", toy_spec(N).cell, bad, SETTINGS)
+        rec = job.run(spec, tmp_path / "r1.json", tmp_path / "r1.log", timeout_s=120)
+        assert (rec.status, rec.failure.cause) == ("failed", "plan-mismatch"), why
+        assert why in rec.failure.message
+    others = {c.cpu for c in topo.cpus} - set(plan.cpus)
+    refused = toy_spec(N).configuration.recheck(topo, allowed=others)
+    assert refused and "not allowed" in refused
+    assert toy_spec(N).configuration.recheck(topo, allowed=set(plan.cpus)) is None

@@ -143,14 +143,12 @@ def test_a_spec_planned_for_another_machine_is_caught_before_anything_runs():
     spec = spec_mod.one(spec_mod.MODEL, cell, plan, {})
     assert spec.configuration.recheck(topo) is None
     moved = spec_mod.one(spec_mod.MODEL, cell, dataclasses.replace(plan, cpus=(999,)), {})
-    assert "differs from the plan on this machine" in moved.configuration.recheck(topo)
+    assert "are not on this machine" in moved.configuration.recheck(topo)
     (packed, images), *_ = spec_mod.plans_for(topo, 1, [(1, 1)], False)
     inst = spec_mod.packed({"model": "m", "opt": "none"}, packed, images)
     conf = spec_mod.Configuration((inst,), spec_mod.Packing(1))
     assert conf.recheck(topo) is None
     wrong = dataclasses.replace(inst, plan=dataclasses.replace(packed, cpus=(999,)))
-    assert "differs from this machine's" in spec_mod.Configuration((wrong,), conf.packing).recheck(
+    assert "are not on this machine" in spec_mod.Configuration((wrong,), conf.packing).recheck(
         topo
     )
-    too_big = spec_mod.Configuration((inst,), spec_mod.Packing(10_000))
-    assert "does not fit this machine" in too_big.recheck(topo)

@@ -23,8 +23,8 @@ from numa_effects.plan import paths  # noqa: E402
 # re-read for keys given twice. The same check as `python -m numa_effects.config`. Values are
 # normalised in place (1000.0 -> 1000, 'true' -> true, ./results/ -> results) before the plan
 # reads them. Cells are planned against the topology file named in the config (a cluster's
-# compute nodes differ from the submit host) or against this machine; every cell re-checks
-# where it runs.
+# compute nodes differ from the submit host) or against this machine; every cell verifies its
+# plan where it runs.
 TOPOLOGY = config_mod.check_or_exit(
     config, configfiles=workflow.configfiles, workflow_dir=workflow.basedir
 ).topology

@@ -63,12 +63,12 @@ class Ready:
 
 
 def prepare(conf: Configuration, topo, found: dict | None = None, where: str = ""):
-    """``Ready`` (numactl on PATH, the plan holds here, each workload and allocator resolved),
-    or the ``Failure`` or ``Skip`` that ends the job before anything runs. ``found``:
-    allocators already looked up; ``where``: a prefix for messages."""
+    """``Ready`` (numactl on PATH, the plan it was given verified here, not made again; each
+    workload and allocator resolved), or the ``Failure`` or ``Skip`` that ends the job before
+    anything runs. ``found``: allocators already looked up; ``where``: a prefix for messages."""
     if shutil.which("numactl") is None:
         return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
-    why = conf.recheck(topo)
+    why = conf.recheck(topo, os.sched_getaffinity(0))
     if why:
         return Failure(Cause.PLAN_MISMATCH, where + why)
     found = {} if found is None else found

@@ -208,7 +208,7 @@ class Plan:
         self, model: str, opt: str, budget: int, threads: int
     ) -> spec_mod.GroupSpec:
         """What an interference profile job measures (``spec.interference``), placed on the
-        planning topology (the job re-makes them where it runs and compares)."""
+        planning topology (the job verifies them where it runs)."""
         wanted = {"model": model, "opt": opt, "budget": int(budget), "threads": int(threads)}
         (job,) = [j for j in self.interference_jobs if wanted.items() <= j.items()]
         ig = self.packing["interference"]

@@ -2,7 +2,7 @@
 
 An ``Instance`` is one pinned process (workload, the cell its record describes, placement plan,
 options); a ``Configuration`` is k >= 1 instances measured together (``Packing``: how packed
-plans were made, re-made where the job runs); a ``Spec`` is one measurement, one record, at one
+plans were made); a ``Spec`` is one measurement, one record, at one
 replicate; a ``GroupSpec`` is a packing, interference or deploy job of named configurations,
 measured in the order of its ``schedule``. A spec is complete when built and never edited:
 ``measure.job`` adds only what it finds where the job runs, into a copy (``Instance.resolved``).
@@ -97,20 +97,12 @@ class Configuration:
             "batch_size": sum(int(i.cell["batch_size"]) for i in self.instances),
         }
 
-    def recheck(self, topo) -> str | None:
-        """Why the plans made when scheduling do not hold on ``topo`` (this machine), or None."""
-        if self.packing is None and all(i.cell.get("placement") == PINNED for i in self.instances):
-            return _recheck_pinned(self.instances, topo)
-        if self.packing is None:
-            return _recheck_each(self.instances, topo)
-        p = self.packing
-        conf = [(i.threads, int(i.cell["batch_size"])) for i in self.instances]
-        got = plans_for(topo, p.budget, conf, p.use_smt, list(p.nodes) if p.nodes else None)
-        if isinstance(got, str):
-            return f"does not fit this machine: {got}"
-        if [g for g, _ in got] != [i.plan for i in self.instances]:
-            return "the placement planned on the scheduling topology differs from this machine's"
-        return None
+    def recheck(self, topo, allowed=None) -> str | None:
+        """Why the plans this configuration was given cannot run on ``topo`` (this machine), or
+        None. It verifies, it never plans again: each plan's CPUs exist here, are ``allowed``
+        (this process's CPUs; None: any of ``topo``'s) and lie on the nodes it names, and its
+        memory nodes exist; each instance proves its binding inside (``measure.verify``)."""
+        return next(filter(None, (_verify(i.plan, topo, allowed) for i in self.instances)), None)
 
     def to_json(self) -> dict:
         p = self.packing
@@ -126,31 +118,24 @@ class Configuration:
         return cls(tuple(Instance.from_json(i) for i in d["instances"]), packing)
 
 
-def _recheck_pinned(instances, topo) -> str | None:
-    """Instances pinned to named CPUs (the deploy answer's): those CPUs exist here and lie on
-    the nodes the plan says."""
-    have = {c.cpu for c in topo.cpus}
-    for inst in instances:
-        missing = sorted(set(inst.plan.cpus) - have)
-        if missing:
-            return f"CPUs {missing} are not on this machine ({topo.source})"
-        nodes = tuple(sorted({topo.node_of(c) for c in inst.plan.cpus}))
-        if nodes != tuple(inst.plan.cpu_nodes):
-            return f"CPUs {list(inst.plan.cpus)} lie on nodes {list(nodes)} here, not as planned"
-    return None
-
-
-def _recheck_each(instances, topo) -> str | None:
-    for inst in instances:
-        c = inst.cell
-        here = placement_mod.plan(topo, inst.threads, c["placement"], bool(c.get("use_smt")))
-        if isinstance(here, placement_mod.NotApplicable):
-            return f"plan does not fit this machine ({topo.source}): {here.reason}"
-        if here != inst.plan:
-            return (
-                f"plan made for the scheduling topology ({inst.plan.numactl_args()}) differs "
-                f"from the plan on this machine ({here.numactl_args()})"
-            )
+def _verify(plan: Plan, topo, allowed) -> str | None:
+    """Why ``plan`` cannot be bound as given on ``topo``, or None."""
+    args = " ".join(plan.numactl_args())
+    missing = sorted(set(plan.cpus) - {c.cpu for c in topo.cpus})
+    if missing:
+        return f"CPUs {missing} of the plan ({args}) are not on this machine ({topo.source})"
+    barred = sorted(set(plan.cpus) - set(allowed)) if allowed is not None else []
+    if barred:
+        return f"CPUs {barred} of the plan ({args}) are not allowed to this job here"
+    nodes = sorted({topo.node_of(c) for c in plan.cpus})
+    if nodes != sorted(plan.cpu_nodes):
+        return f"CPUs {list(plan.cpus)} lie on nodes {nodes} here, not {list(plan.cpu_nodes)}"
+    cores = len({topo.cpu(c).siblings for c in plan.cpus})
+    if plan.cores and cores != plan.cores:
+        return f"CPUs {list(plan.cpus)} are {cores} physical cores here, not {plan.cores}"
+    absent = sorted(set(plan.mem_nodes) - set(topo.all_nodes))
+    if absent:
+        return f"memory nodes {absent} of the plan ({args}) are not on this machine"
     return None
 
 
