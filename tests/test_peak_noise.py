@@ -168,21 +168,36 @@ def test_every_cell_has_an_efficiency_of_at_most_1_05_against_the_best_window(ru
 
 
 def test_peak_csv_has_each_peaks_windows_and_the_noise_in_their_spread(run):
-    """Every window measured and quoted; the peak is the best of them and the spread is theirs.
-    The noise really hit: every first window is more than 5 % below its peak, so a cell running
-    near the peak would have printed an efficiency above 1.05 against that window alone."""
+    """Every window measured and quoted; the peak is the best clean window and the spread is
+    theirs. The noise starts beside the first windows only, and what it guarantees is that each
+    first window is under-measured: it gave no rate (no clean step under the noise; a 2-vCPU
+    Xeon had one such window) or one more than 5 % below the peak, so a cell running near the
+    peak would have printed an efficiency above 1.05 against it alone. The later windows ran
+    without it: each gave a rate."""
     results, p, _ = run
     peak = pd.read_csv(results / "tables/peak.csv")
     assert len(peak) == len(p.peak) and (peak["status"] == "ok").all()
     assert (peak["windows"] == peaks.WINDOWS).all()
-    assert (peak["windows_clean"] == peaks.WINDOWS).all()  # nothing excluded: all clean
-    rates = peak["window_gflop_per_s"].str.split("; ").apply(lambda r: [float(x) for x in r])
-    assert rates.str.len().eq(peaks.WINDOWS).all()
-    assert peak["peak_gflop_per_s"].round(1).tolist() == [max(r) for r in rates]
-    spread = [100 * (max(r) - min(r)) / max(r) for r in rates]
+    # each window's rate, or its status where it gave none (tables.peak.combine)
+    quoted = peak["window_gflop_per_s"].str.split("; ")
+    assert quoted.str.len().eq(peaks.WINDOWS).all()
+
+    def rate(text: str) -> float | None:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+    rates = quoted.apply(lambda ws: [rate(w) for w in ws])
+    for windows, best in zip(rates, peak["peak_gflop_per_s"], strict=True):
+        first, later = windows[0], windows[1:]
+        assert None not in later, windows
+        assert first is None or first < best / flops.EFFICIENCY_MAX, windows
+    clean = rates.apply(lambda ws: [w for w in ws if w is not None])
+    assert peak["windows_clean"].tolist() == clean.str.len().tolist()
+    assert peak["peak_gflop_per_s"].round(1).tolist() == [max(r) for r in clean]
+    spread = [100 * (max(r) - min(r)) / max(r) for r in clean]  # >= 2 clean windows each
     assert peak["spread_pct"].to_numpy() == pytest.approx(spread, abs=0.2)
-    first = rates.str[0]
-    assert (first < peak["peak_gflop_per_s"] / flops.EFFICIENCY_MAX).all(), rates.tolist()
 
 
 def test_the_noise_ran_beside_the_first_windows_and_each_window_ran_in_its_slot(run):
