@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: run check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
+.PHONY: run deploy check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
 
 # `make run` and `make check-config` check the command line (SNAKEMAKE_ARGS) and the config
 # files before Snakemake reads them: one line per problem naming the key, file or item
@@ -20,6 +20,7 @@ CHECKED := $(BIN)/python workflow/scripts/check_config.py
 
 help:
 	@echo "make run    - run the default pipeline (config/config.yaml) into results/"
+	@echo "make deploy OBJECTIVE=throughput [ROLE=all-cores] [ARGS='-- prog ...'] - start it"
 	@echo "make check-config - check SNAKEMAKE_ARGS and the config they make, run nothing"
 	@echo "make retry-failed - re-run only the failed cells (RESULTS=folder if not results/)"
 	@echo "make test   - lint (ruff, snakefmt, snakemake --lint) and run the test suite"
@@ -52,6 +53,15 @@ sysdeps:
 
 run: venv sysdeps
 	$(CHECKED) --run --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)
+
+# Start what the run recommends, pinned as measured (docs/deploy.md, "Starting it"): the
+# reference server, or the program in ARGS after `--`; ARGS=--print prints the sh lines instead.
+OBJECTIVE ?=
+ROLE ?= recommended
+ARGS ?=
+deploy: $(STAMP)
+	PYTHONPATH=workflow/scripts $(BIN)/python -m numa_effects launch --results $(or $(RESULTS),results) \
+		$(if $(OBJECTIVE),--objective $(OBJECTIVE)) --role $(ROLE) $(ARGS)
 
 check-config: venv
 	$(CHECKED) --snakemake --profile profiles/local --cores $(CORES) all $(SNAKEMAKE_ARGS)

@@ -4,6 +4,7 @@ against torch's own run_cpu in the integration test), where they cross NUMA node
 land on SMT siblings, and the fixed layouts. Expectations come from each topology's own nodes and
 cores, never from this machine's."""
 
+import argparse
 import itertools
 import logging
 import re
@@ -161,6 +162,15 @@ def _slots(topo, threads, nodes):
     ]
 
 
+def _torch_parser() -> argparse.ArgumentParser:
+    """torch.backends.xeon.run_cpu's own argument parser."""
+    import torch.backends.xeon.run_cpu as rc
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    rc.create_args(parser)
+    return parser
+
+
 @pytest.mark.parametrize("name", ["2x32-smt", "snc3", "this-vm"])
 def test_run_cpu_args_start_exactly_the_layout_or_say_none(name):
     topo = load(name)
@@ -169,13 +179,13 @@ def test_run_cpu_args_start_exactly_the_layout_or_say_none(name):
         slots = _slots(topo, threads, [first] * len(threads))  # from the first core on
         args = launchers.run_cpu_args(slots, topo)
         assert args is not None, threads
-        n = int(args[0].split()[1])
-        sizes = [int(x) for x in args[1].split()[1].split(",")]
+        # as torch's run_cpu reads them (a flag ends the size list before the program)
+        ns = _torch_parser().parse_args([*args, "--use-default-allocator", "serve.py"])
         again = launchers.run_cpu_layout(
             topo,
-            ninstances=n,
-            ncores_per_instance=sizes,
-            skip_cross_node_cores="--skip-cross-node-cores" in args,
+            ninstances=ns.ninstances,
+            ncores_per_instance=ns.ncores_per_instance,
+            skip_cross_node_cores=ns.skip_cross_node_cores,
         )
         want = sorted((tuple(sorted(s.cpus)), s.mem_nodes) for s in slots)
         assert sorted((s.cpus, s.mem_nodes) for s in again) == want

@@ -37,6 +37,8 @@ ALLOWED = {
     "config": {"config", "tables", "plan", "stats", "slurmconf"},
     # numa-effects loadtest: the deploy answer under LoadGen, through the measuring stack
     "loadtest": {"loadtest", "measure", "plan", "stats"},
+    # numa-effects launch: the deploy answer started as measured, through the measuring stack
+    "launch": {"launch", "tables", "analysis", "measure", "plan", "stats"},
 }
 
 
@@ -70,6 +72,7 @@ WITHOUT = {
     "tables": PLOTTING,
     "report": set(),
     "loadtest": PLOTTING,
+    "launch": PLOTTING,
 }
 
 

@@ -63,7 +63,7 @@ class Config:
             "label": packing.label(self.instances),
             "instances": insts,
             "nodes": sorted({n for d in insts for n in d["nodes"]}),
-            "run_cpu": f"{launchers.RUN_CPU} {' '.join(args)} serve.py" if args else "",
+            "run_cpu": " ".join(args) if args else "",  # its arguments (launch.py's line)
             "notes": launchers.notes(slots, topo),
         }
 

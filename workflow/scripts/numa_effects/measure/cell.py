@@ -14,9 +14,13 @@ stderr, its log). Then it answers one-line commands on stdin with one JSON line 
 - ``verify``: the workload's ``report``, the in-process verification (``verify.run``, and the
   allocator's), the binding read back, peak RSS and the warnings seen.
 
-End of input ends it. Exits ``EXIT_MISMATCH`` when its thread count is not the planned one,
-``EXIT_COMPILE`` when a compiled model's first call raises, 1 on any other exception
-(``supervise.classify`` names the cause).
+End of input ends it. With ``--serve`` (the launcher's reference server, docs/deploy.md) it
+reads no commands: after one untimed first call it answers requests back to back, its own
+clock per request, until ``--requests N``, ``--seconds S`` or SIGINT/SIGTERM, then prints one
+JSON line: the latency summary and the ``verify`` reply. Without ``--instance`` it serves as the
+instance whose CPUs are its own (as ``run_cpu`` starts it). Exits ``EXIT_MISMATCH`` when its
+thread count or binding is not the planned one, ``EXIT_COMPILE`` when a compiled model's first
+call raises, 1 on any other exception (``supervise.classify`` names the cause).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import importlib
 import json
 import os
 import resource
+import signal
+import statistics
 import sys
 import time
 import traceback
@@ -38,6 +44,7 @@ from numa_effects.plan.spec import Spec
 
 EXIT_MISMATCH = 3
 EXIT_COMPILE = 4
+INTEROP_THREADS = 1  # torch's inter-op pool of every instance
 
 
 class CellError(RuntimeError):
@@ -86,7 +93,7 @@ def set_threads(threads: int) -> dict:
 
     torch.set_num_threads(threads)
     with contextlib.suppress(RuntimeError):  # already set: only possible once per process
-        torch.set_num_interop_threads(1)
+        torch.set_num_interop_threads(INTEROP_THREADS)
     got = torch.get_num_threads()
     if got != threads:
         raise CellError(f"torch.get_num_threads() is {got}, the cell asks for {threads}")
@@ -198,10 +205,60 @@ def serve(spec: Spec, j: int, commands, reply) -> None:
                 reply({"error": f"unknown command {cmd!r}"})
 
 
+def own_instance(spec: Spec) -> int:
+    """The instance whose CPUs this process runs on (0 when none's are)."""
+    mine = sorted(os.sched_getaffinity(0))
+    got = [j for j, i in enumerate(spec.instances) if sorted(i.plan.cpus) == mine]
+    return got[0] if got else 0
+
+
+def latency_summary(latencies: list[float], batch: int) -> dict:
+    """The reference server's requests: count, median, p99 (nearest rank) and images/s."""
+    if not latencies:
+        return {"requests": 0}
+    ranked = sorted(latencies)
+    p99 = ranked[min(len(ranked) - 1, max(0, -(-99 * len(ranked) // 100) - 1))]
+    return {
+        "requests": len(latencies),
+        "median_ms": statistics.median(latencies) * 1e3,
+        "p99_ms": p99 * 1e3,
+        "images_per_s": batch * len(latencies) / sum(latencies),
+    }
+
+
+def serve_requests(spec: Spec, j: int, requests: int | None, seconds: float | None, out) -> None:
+    """The reference server: requests back to back until the limit or a signal, then one line."""
+    stop: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum))
+    got = start(spec, j, lambda obj: print(json.dumps(obj), file=sys.stderr, flush=True))
+    if got is None:
+        raise CellError("its binding is not the planned one (its start line says why)")
+    inst, built, info = got
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always")
+        (first_call if built.compiles else lambda step: step())(built.step)  # untimed, warm
+        latencies: list[float] = []
+        end = time.monotonic() + seconds if seconds else None
+        while not stop and (requests is None or len(latencies) < requests):
+            if end is not None and time.monotonic() >= end:
+                break
+            step = timed_step(built.step)
+            latencies.append(step["t1"] - step["t0"])
+        caught = list(built.warnings) + warning_entries(wlist)
+    done = {"instance": j, "pid": os.getpid(), "batch": int(inst.cell["batch_size"])}
+    done |= {"threads": inst.threads, "signal": stop[0] if stop else None}
+    done |= latency_summary(latencies, done["batch"])
+    out(done | verified(inst, built, info, caught))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m numa_effects.measure.cell", description=__doc__)
     ap.add_argument("--spec", required=True, help="the measurement's spec, written by the runner")
-    ap.add_argument("--instance", type=int, default=0, help="which of its instances this is")
+    ap.add_argument("--instance", type=int, default=None, help="which of its instances this is")
+    ap.add_argument("--serve", action="store_true", help="answer requests (reference server)")
+    ap.add_argument("--requests", type=int, default=None, help="with --serve: stop after N")
+    ap.add_argument("--seconds", type=float, default=None, help="with --serve: stop after S s")
     args = ap.parse_args(argv)
     with open(args.spec) as fh:
         spec = Spec.from_json(json.load(fh))
@@ -215,7 +272,11 @@ def main(argv=None) -> int:
         proto.flush()
 
     try:
-        serve(spec, args.instance, sys.stdin, reply)
+        if args.serve:
+            j = own_instance(spec) if args.instance is None else args.instance
+            serve_requests(spec, j, args.requests, args.seconds, reply)
+        else:
+            serve(spec, args.instance or 0, sys.stdin, reply)
     except CellError as exc:
         print(f"numa_effects.measure.cell: {exc}", file=sys.stderr)
         return EXIT_MISMATCH

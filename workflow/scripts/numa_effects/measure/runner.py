@@ -34,6 +34,16 @@ from numa_effects.plan.spec import Spec
 
 CHILD_MODULE = "numa_effects.measure.cell"
 EXIT_TIMEOUT_S = 30.0  # at least, for an instance to exit after its input ended
+# what the launcher tells each instance it starts (docs/deploy.md, "Starting it")
+LAUNCH_KEYS = (
+    "NUMA_EFFECTS_INSTANCE",
+    "NUMA_EFFECTS_BATCH",
+    "NUMA_EFFECTS_THREADS",
+    "NUMA_EFFECTS_INTEROP_THREADS",
+    "NUMA_EFFECTS_CPUS",
+    "NUMA_EFFECTS_OPT",
+    "NUMA_EFFECTS_MODEL",
+)
 
 
 def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
@@ -45,17 +55,38 @@ def child_env(threads: int, base: dict | None = None) -> dict[str, str]:
     return env
 
 
-def command(plan: placement_mod.Plan, spec: str, instance: int = 0) -> list[str]:
-    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it)."""
-    cmd = ["numactl", *plan.numactl_args(), sys.executable, "-m", CHILD_MODULE, "--spec", spec]
-    return cmd + (["--instance", str(instance)] if instance else [])
+def pinned(plan: placement_mod.Plan, program: list[str]) -> list[str]:
+    """``program`` bound as ``plan`` says: the one way every instance is started."""
+    return ["numactl", *plan.numactl_args(), *program]
+
+
+def command(
+    plan: placement_mod.Plan, spec: str, instance: int = 0, serve: list[str] | None = None
+) -> list[str]:
+    """The pinned instance's command (looked up at run time: tests/numa_vm/driver.py wraps it);
+    ``serve``: the cell's serve-mode arguments (the launcher's reference server)."""
+    cmd = [sys.executable, "-m", CHILD_MODULE, "--spec", spec]
+    cmd += ["--instance", str(instance)] if instance else []
+    return pinned(plan, cmd + (["--serve", *serve] if serve is not None else []))
 
 
 def command_line(cmd: list[str], threads: int, env: dict) -> str:
-    """The command as one shell line to paste, with the thread and allocator variables."""
-    extra = "".join(f"{k}={shlex.quote(env[k])} " for k in allocators.ENV_KEYS if env.get(k))
-    prefix = f"env OMP_NUM_THREADS={threads} MKL_NUM_THREADS={threads} {extra}PYTHONPATH={SCRIPTS} "
-    return prefix + shlex.join(cmd)
+    """The command as one shell line to paste: the thread, allocator and launcher variables
+    it runs with (``env``), each quoted for a POSIX shell."""
+    shown = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    shown |= {k: env[k] for k in (*allocators.ENV_KEYS, *LAUNCH_KEYS) if env.get(k)}
+    shown["PYTHONPATH"] = str(SCRIPTS)
+    return (
+        "env "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
+        + " "
+        + (shlex.join(cmd))
+    )
+
+
+def script(lines: list[str]) -> list[str]:
+    """Instances' lines as a POSIX sh script: each started in the background, then ``wait``."""
+    return [f"{line} &" for line in lines] + ["wait"]
 
 
 @dataclass

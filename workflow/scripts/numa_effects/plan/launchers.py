@@ -22,7 +22,7 @@ from os.path import expanduser
 from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
-RUN_CPU = "python -m torch.backends.xeon.run_cpu"
+RUN_CPU = "torch.backends.xeon.run_cpu"  # the module: python -m RUN_CPU
 LATENCY_MODE_CORES = 4  # run_cpu's core_num_per_instance under --latency-mode
 
 
@@ -184,8 +184,8 @@ def _latency_mode(info: CpuInfo, skip: bool) -> tuple[list[int], list[int]]:
 
 
 def run_cpu_args(slots: list[Slot], topo: Topology) -> list[str] | None:
-    """``run_cpu`` arguments that start exactly ``slots`` (same CPUs and ``-m`` nodes), or None
-    when no ``--ninstances``/``--ncores-per-instance`` invocation does."""
+    """``run_cpu`` arguments (tokens) that start exactly ``slots`` (same CPUs and ``-m`` nodes),
+    or None when no ``--ninstances``/``--ncores-per-instance`` invocation does."""
     sizes = [s.threads for s in sorted(slots, key=lambda s: min(s.cpus))]
     if any(len(s.cpus) != s.threads for s in slots):
         return None
@@ -198,8 +198,8 @@ def run_cpu_args(slots: list[Slot], topo: Topology) -> list[str] | None:
             continue
         want = sorted((tuple(sorted(s.cpus)), tuple(s.mem_nodes)) for s in slots)
         if sorted((g.cpus, g.mem_nodes) for g in got) == want:
-            args = [f"--ninstances {len(sizes)}"]
-            args.append(f"--ncores-per-instance {','.join(map(str, sizes))}")
+            # ints, one per instance: run_cpu declares the option type=int, nargs="+"
+            args = ["--ninstances", str(len(sizes)), "--ncores-per-instance", *map(str, sizes)]
             return [*args, "--skip-cross-node-cores"] if skip else args
     return None
 

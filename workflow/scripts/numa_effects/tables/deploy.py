@@ -123,47 +123,10 @@ def _config_columns(config: dict) -> dict:
         "mem_nodes": " ".join(
             cpulist.format(i["mem_nodes"]) if i["mem_nodes"] else "local" for i in insts
         ),
-        "command": " ; ".join(numactl_lines(config)),
-        "run_cpu": run_cpu_line(config),
+        # the launcher's script and run_cpu line (``launch.attach``), "" where none runs here
+        "command": config.get("launch", ""),
+        "run_cpu": config.get("launch_run_cpu", ""),
     }
-
-
-RUN_CPU_ALLOCATOR = {"jemalloc": "--enable-jemalloc", "tcmalloc": "--enable-tcmalloc"}
-
-
-def run_cpu_line(config: dict) -> str:
-    """The ``run_cpu`` invocation that starts the same instances (``plan.launchers.run_cpu_args``,
-    found at planning time) with the same allocator: its own flag for a preloaded one (its
-    ``MALLOC_CONF`` for jemalloc is its own), glibc's settings in front; "" where none does."""
-    line = config.get("run_cpu") or ""
-    if not line:
-        return ""
-    flag = RUN_CPU_ALLOCATOR.get(config["allocator"], "--use-default-allocator")
-    env = {k: v for k, v in allocator_env(config).items() if k not in ("LD_PRELOAD", "MALLOC_CONF")}
-    prefix = "".join(f"{k}={v} " for k, v in sorted(env.items()))
-    return prefix + line.replace(" serve.py", f" {flag} serve.py")
-
-
-def allocator_env(config: dict) -> dict[str, str]:
-    """The environment a configuration's allocator needs (the library to preload is named as
-    the registry finds it where the user deploys; settings as they are)."""
-    entry = allocators_mod.get(config["allocator"])
-    env = dict(entry.env or {})
-    if entry.preloaded:
-        env["LD_PRELOAD"] = f"<path of {entry.sonames[0]}>"
-    return env
-
-
-def numactl_lines(config: dict) -> list[str]:
-    """Each instance's command: binding, threads and allocator environment, the program."""
-    env = " ".join(f"{k}={v}" for k, v in sorted(allocator_env(config).items()))
-    out = []
-    for i in config["instances"]:
-        mem = f"--membind={cpulist.format(i['mem_nodes'])}" if i["mem_nodes"] else "--localalloc"
-        prefix = f"env OMP_NUM_THREADS={i['threads']} {env} ".replace("  ", " ")
-        bind = f"numactl --physcpubind={cpulist.format(i['cpus'])} {mem}"
-        out.append(f"{prefix}{bind} python serve.py")
-    return out
 
 
 def _roles(row: dict) -> dict[str, dict]:
