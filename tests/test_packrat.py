@@ -372,7 +372,6 @@ def test_imported_report_renders_in_chromium(imported, chromium, tmp_path):
 
 
 def test_the_import_config_key_is_validated():
-    from numa_effects.config import messages
     from numa_effects.config import schema as schema_mod
 
     schema = schema_mod.load()
@@ -384,9 +383,9 @@ def test_the_import_config_key_is_validated():
         "placements": ["sequential"],
     }
     ok = {**base, "import": {"packrat": [str(PACKRAT / FOLDERS[0])], "machine": "c6420"}}
-    assert messages.schema_problems(ok, schema) == []
-    assert messages.schema_problems({**base, "import": None}, schema) == []
-    bad = messages.schema_problems({**base, "import": {"packrat": ["x"], "bogus": 1}}, schema)
+    assert schema_mod.problems(ok, schema) == []
+    assert schema_mod.problems({**base, "import": None}, schema) == []
+    bad = schema_mod.problems({**base, "import": {"packrat": ["x"], "bogus": 1}}, schema)
     assert any("bogus" in str(p) for p in bad)
-    assert messages.schema_problems({**base, "import": {"machine": "x"}}, schema)
-    assert messages.schema_problems({**base, "import": {"packrat": []}}, schema)
+    assert schema_mod.problems({**base, "import": {"machine": "x"}}, schema)
+    assert schema_mod.problems({**base, "import": {"packrat": []}}, schema)

@@ -25,7 +25,7 @@ from conftest import key as cell_key
 from conftest import planned as dag_planned
 
 from numa_effects import config as validation
-from numa_effects.config import checks, coerce, files, paths, readme, schema
+from numa_effects.config import checks, files, paths, readme, schema
 from numa_effects.plan import (
     grid,
     manifest,
@@ -929,7 +929,7 @@ def test_values_are_normalised_by_schema_type_for_every_key():
         max_seconds_per_cell="2.5",
         results="./out//x/",
     )
-    coerce.normalize(config, sch)
+    schema.normalize(config, sch)
     assert config["batch_sizes"] == [1, 2, 8] and all(type(b) is int for b in config["batch_sizes"])
     assert config["threads"] == [1] and type(config["threads"][0]) is int
     assert type(config["seed"]) is int and type(config["image_size"]) is int
@@ -937,9 +937,9 @@ def test_values_are_normalised_by_schema_type_for_every_key():
     assert config["max_seconds_per_cell"] == 2.5
     assert config["results"] == "out/x"
     for b in ("true", "false", "True", "False"):
-        assert coerce.coerce(b, sch["properties"]["use_smt"]) is (b.lower() == "true")
-    assert coerce.coerce(1.5, sch["properties"]["seed"]) == 1.5  # refused later
-    assert coerce.coerce(True, sch["properties"]["seed"]) is True  # not 1
+        assert schema.coerce(b, sch["properties"]["use_smt"]) is (b.lower() == "true")
+    assert schema.coerce(1.5, sch["properties"]["seed"]) == 1.5  # refused later
+    assert schema.coerce(True, sch["properties"]["seed"]) is True  # not 1
 
 
 def test_every_number_in_the_schema_has_an_upper_bound():

@@ -9,7 +9,7 @@ Shared, the bottom: ``stats`` (every statistic), ``runlock`` (stale Snakemake lo
 from live ones), ``slurmconf`` (a Slurm config whose controller does not answer).
 
 ``config``, the config checked before any job starts, one line per problem: ``config.problem``,
-``config.schema``, ``config.messages``, ``config.coerce``, ``config.checks``,
+``config.schema``, ``config.checks``,
 ``config.registries``, ``config.paths``, ``config.files``, ``config.readme``,
 ``config.command``, ``config.cli``.
 

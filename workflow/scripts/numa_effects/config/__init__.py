@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
-from numa_effects.config import checks, coerce, files, messages, paths, schema
+from numa_effects.config import checks, files, paths, schema
 from numa_effects.config.problem import ConfigError, Problem
 from numa_effects.plan import grid
 from numa_effects.plan.topology import Topology
@@ -45,12 +45,12 @@ def check(
     if not isinstance(config, dict):
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"
         raise ConfigError([*problems, Problem("", what)])
-    coerce.normalize(config, sch)
+    schema.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}
     found = checks.nonfinite_problems(config)  # inf is out of range too: said once, so
     nonfinite = {p.key for p in found}
-    found += [p for p in messages.schema_problems(config, sch) if p.key not in nonfinite]
+    found += [p for p in schema.problems(config, sch) if p.key not in nonfinite]
     found += checks.name_problems(config) + checks.iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found

@@ -1,15 +1,17 @@
-"""The config schema (``workflow/schemas/config.schema.yaml``) and what it allows, in words.
-
-``x-registry: optimizations`` becomes the registry's ``enum`` (or ``pattern``, for a placement
-family) when the schema is loaded: the registries in ``numa_effects.plan`` are the one source of
-names. ``x-section`` sorts the top-level keys into config/README.md's tables (``readme``).
-"""
+"""The config schema (``workflow/schemas/config.schema.yaml``): loaded with its registries'
+names (``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` for a placement
+family), what it allows in words (``describe``; ``x-section`` sorts config/README.md's tables),
+values coerced to its types (``normalize``) and jsonschema's errors as one line each."""
 
 from __future__ import annotations
 
+import copy
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
 from numa_effects.config.registries import LONG_LIST, REGISTRIES
 
 REPO_DIR = Path(__file__).resolve().parents[4]
@@ -18,61 +20,56 @@ REGISTRY = "x-registry"
 # bool before int: a boolean is an int to isinstance.
 TYPE_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
 TYPE_WORDS += ((list, "a list"), (dict, "a mapping"))
+WORDS = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}
+WORDS |= {
+    "string": ("a string", "strings"),
+    "boolean": ("true or false",) * 2,
+    "null": ("null",) * 2,
+}
 BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-
-# Human words for the schema's patterns (the schema keeps the regex, users get the words).
-PATTERN_WORDS = {
+PATTERN_WORDS = {  # the schema keeps the regex, users get the words
     "^[A-Za-z0-9_./-]+$": (
-        "a path",
-        "paths",
+        ("a path", "paths"),
         "of letters, digits and _ . / - only (no spaces, quotes or shell metacharacters)",
     ),
     "^[A-Za-z0-9_][A-Za-z0-9_.-]*$": (
-        "a name",
-        "names",
+        ("a name", "names"),
         "of letters, digits and _ . - (one path segment, not starting with . or -)",
     ),
 }
+NULL_STRINGS = {"null", "none", "~", ""}
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def load(path: str | Path = SCHEMA_PATH) -> dict:
     """The schema, with every ``x-registry`` filled from its registry."""
     import yaml
 
-    with open(path) as fh:
-        schema = yaml.safe_load(fh)
-    _fill(schema)
-    return schema
-
-
-def _fill(node) -> None:
-    if isinstance(node, dict):
-        if REGISTRY in node:
+    def fill(node) -> None:
+        if isinstance(node, dict) and REGISTRY in node:
             node.update(REGISTRIES[node[REGISTRY]].schema())
-        for value in node.values():
-            _fill(value)
-    elif isinstance(node, list):
-        for value in node:
-            _fill(value)
+        for value in node.values() if isinstance(node, dict) else node:
+            if isinstance(value, dict | list):
+                fill(value)
+
+    schema = yaml.safe_load(Path(path).read_text())
+    fill(schema)
+    return schema
 
 
 def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool]]:
     """(key path, schema, required) of every key, nested mappings' keys after their parent's."""
     for key, prop in schema.get("properties", {}).items():
-        path = f"{prefix}{key}"
-        yield path, prop, key in schema.get("required", ())
+        yield f"{prefix}{key}", prop, key in schema.get("required", ())
         for branch in [prop, *prop.get("oneOf", []), *prop.get("anyOf", [])]:
             if "properties" in branch:
-                yield from properties(branch, f"{path}.")
+                yield from properties(branch, f"{prefix}{key}.")
 
 
 def type_of(value) -> str:
     if value is None:
         return "null"
-    for kind, words in TYPE_WORDS:
-        if isinstance(value, kind):
-            return words
-    return type(value).__name__
+    return next((w for kind, w in TYPE_WORDS if isinstance(value, kind)), type(value).__name__)
 
 
 def describe(schema: dict, plural: bool = False) -> str:
@@ -84,44 +81,128 @@ def describe(schema: dict, plural: bool = False) -> str:
             return "one of " + ", ".join(names)
         what = registry.what.split(" ", 1)[1] + (" names" if plural else " name")
         return f"{what if plural else 'a ' + what} ({len(names)}: {registry.command})"
-    if "enum" in schema:
-        return "one of " + ", ".join(str(v) for v in schema["enum"])
-    if "const" in schema:
-        return str(schema["const"])
+    if "enum" in schema or "const" in schema:
+        return ("one of " if "enum" in schema else "") + ", ".join(
+            map(str, schema.get("enum", [schema.get("const")]))
+        )
     if "oneOf" in schema or "anyOf" in schema:
         return ", or ".join(describe(s, plural) for s in schema.get("oneOf", schema.get("anyOf")))
-    types = schema.get("type")
-    if isinstance(types, list):
-        return " or ".join(describe({**schema, "type": t}, plural) for t in types)
-    bounds = " and ".join(f"{op} {schema[key]}" for key, op in BOUNDS.items() if key in schema)
-    if types in ("integer", "number"):
-        text = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}[types]
-        return f"{text[plural]} {bounds}".strip()
-    if types in ("boolean", "null"):
-        return "true or false" if types == "boolean" else "null"
-    if types == "string":
-        if "pattern" in schema:
-            words = PATTERN_WORDS.get(schema["pattern"])
-            if words is None:
-                return f"{'strings' if plural else 'a string'} matching {schema['pattern']}"
-            return f"{words[1] if plural else words[0]} {words[2]}"
-        return "strings" if plural else "a string"
-    if types == "array":
-        items = describe(schema.get("items", {}), plural=True)
-        extras = []
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(describe({**schema, "type": t}, plural) for t in kind)
+    if kind == "array":
         lo, hi = schema.get("minItems", 0), schema.get("maxItems")
-        if hi is not None and lo == hi:
-            extras.append(f"exactly {lo} items")
-        elif lo > 1:
-            extras.append(f"at least {lo} items")
-        elif lo == 1:
-            extras.append("non-empty")
-        if hi is not None and hi != lo:
-            extras.append(f"at most {hi} items")
-        if schema.get("uniqueItems"):
-            extras.append("no duplicates")
-        a_list = "lists" if plural else "a list"
-        return f"{a_list} ({', '.join(extras)}) of {items}" if extras else f"{a_list} of {items}"
-    if types == "object":
+        extras = [f"exactly {lo} items"] if hi is not None and lo == hi else []
+        extras += [f"at least {lo} items"] if lo > 1 and lo != hi else []
+        extras += ["non-empty"] if lo == 1 != hi else []
+        extras += [f"at most {hi} items"] if hi is not None and hi != lo else []
+        extras += ["no duplicates"] if schema.get("uniqueItems") else []
+        lists = ("lists" if plural else "a list") + (f" ({', '.join(extras)})" if extras else "")
+        return f"{lists} of {describe(schema.get('items', {}), plural=True)}"
+    if kind == "object":
         return "a mapping with keys " + ", ".join(schema.get("properties", {}))
-    return "see config/README.md"
+    if kind == "string" and "pattern" in schema:
+        words, rest = PATTERN_WORDS.get(schema["pattern"], (None, ""))
+        a = f"{'strings' if plural else 'a string'} matching {schema['pattern']}"
+        return f"{words[plural]} {rest}" if words else a
+    bounds = [f"{op} {schema[k]}" for k, op in BOUNDS.items() if k in schema and kind != "null"]
+    return " ".join(
+        [WORDS.get(kind, ("any value", "any values"))[plural], " and ".join(bounds)]
+    ).strip()
+
+
+def coerce(value, schema: dict):
+    """``value`` normalised to the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False,
+    lists and mappings item by item); anything else unchanged, for the schema check to refuse.
+    ``--config`` values arrive as strings, YAML gives 1000.0 for integral values."""
+    branches, todo = [], [schema]
+    while todo:  # the schema and its oneOf/anyOf branches, depth first
+        s = todo.pop(0)
+        t = s.get("type")
+        branches.append((s, {t} if isinstance(t, str) else set(t or ())))
+        todo[:0] = s.get("oneOf", []) + s.get("anyOf", [])
+    types = set().union(*(t for _, t in branches))
+    if isinstance(value, str):
+        text = value.strip()
+        if "null" in types and text.lower() in NULL_STRINGS:
+            return None
+        if "boolean" in types and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if not (types & {"integer", "number"} and NUMBER.fullmatch(text)):
+            return value
+        value = int(text) if re.fullmatch(r"[-+]?\d+", text) else float(text)
+    if isinstance(value, float) and "integer" in types and value.is_integer():
+        return int(value)  # is_integer() is false for nan and inf
+    of = {list: "array", dict: "object"}.get(type(value))
+    branch = next((b for b, t in branches if of in t), None)
+    if of == "array" and branch and "items" in branch:
+        return [coerce(v, branch["items"]) for v in value]
+    if of == "object" and branch:
+        props = branch.get("properties", {})
+        return {k: coerce(v, props[k]) if k in props else v for k, v in value.items()}
+    return value
+
+
+def normalize(config: dict, schema: dict) -> None:
+    """In place: defaults for missing keys, then every value coerced to its schema type, and
+    one spelling per results folder (./results/ -> results)."""
+    for key, prop in schema.get("properties", {}).items():
+        if key not in config and "default" in prop:
+            config[key] = copy.deepcopy(prop["default"])
+    config.update(coerce(config, schema))
+    if isinstance(config.get("results"), str) and config["results"].strip():
+        config["results"] = os.path.normpath(config["results"])
+
+
+def problems(config: dict, schema: dict) -> list[Problem]:
+    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key (a
+    registry's names are ``checks.name_problems``'s to say)."""
+    from jsonschema import Draft202012Validator
+
+    errors = Draft202012Validator(schema).iter_errors(config)
+    found: list[Problem] = []
+    for err in sorted(errors, key=lambda e: [str(p) for p in e.path]):
+        if not (err.validator in ("enum", "pattern") and REGISTRY in err.schema):
+            found += [p for p in _error(err) if p not in found]
+    return found
+
+
+def _error(err) -> list[Problem]:
+    """One jsonschema error -> problems naming the key and the allowed values."""
+    kind, schema, value, key = err.validator, err.schema, err.instance, key_path(err.absolute_path)
+    n = len(value) if isinstance(value, list) else 0
+    prefix = f"{key}." if err.absolute_path else ""
+    if kind == "additionalProperties":
+        allowed = list(schema.get("properties", {}))
+        keys = f"; allowed keys: {', '.join(allowed)}"
+        return [
+            Problem(prefix + k, suggest(k, allowed) + keys, Kind.UNKNOWN)
+            for k in value
+            if k not in allowed
+        ]
+    if kind == "required":
+        props = schema.get("properties", {})
+        missing = [k for k in schema["required"] if k not in value]
+        return [Problem(prefix + k, describe(props.get(k, {})), Kind.MISSING) for k in missing]
+    if kind in ("oneOf", "anyOf"):  # the errors of the branch of the value's type, if one
+        for i, branch in enumerate(schema[kind]):
+            want = {"array": list, "object": dict, "string": str}.get(branch.get("type"))
+            if want and isinstance(value, want) and not (want is str and "const" in branch):
+                sub = [e for e in err.context if e.relative_schema_path[0] == i]
+                if sub:
+                    return [p for e in sub for p in _error(e)]
+        return [Problem(key, f"{shown(value)} is not allowed; allowed: {describe(schema)}")]
+    if kind == "uniqueItems":
+        dups = {repr(v): v for i, v in enumerate(value) if repr(v) in map(repr, value[:i])}
+        what = f"{', '.join(map(shown, dups.values()))} appears more than once"
+        return [Problem(key, f"{what}; each value may appear once")]
+    what = {
+        "type": f"{shown(value)} is {type_of(value)}",
+        "pattern": f"{shown(value)} is not allowed",
+        "enum": f"{shown(value)} is not allowed{suggest(value, map(str, schema.get('enum', ())))}",
+        "minLength": "the string is empty",
+        "minItems": "the list is empty" if n == 0 else f"the list has {n} item{'s' * (n > 1)}",
+        "maxItems": f"the list has {n} items",
+        **dict.fromkeys(BOUNDS, f"{shown(value)} is out of range"),
+    }.get(kind, err.message)
+    return [Problem(key, f"{what}; allowed: {describe(schema)}")]
