@@ -25,6 +25,7 @@ from numa_effects.measure.record import Record
 from numa_effects.plan import build, cost, deploy, launchers, topology
 from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import deploy as judged
+from numa_effects.tables import deploy_choice as choice
 from numa_effects.tables import interference as interference_table
 from numa_effects.tables import packrat
 
@@ -190,9 +191,9 @@ def test_abba_order():
 
 
 def tie():
-    """Three configurations measured over four rounds: ``a`` the best, ``b`` as good and
-    simpler, ``c`` clearly slower; and the noise of a round."""
-    inst = {"threads": 1, "cpus": [0], "mem_nodes": [0]}
+    """Three configurations measured over four rounds: ``a`` the best, ``b`` as good within
+    0.2 % and simpler, ``c`` clearly slower; and the noise of a round."""
+    inst = {"threads": 1, "batch": 1, "cpus": [0], "mem_nodes": [0]}
     configs = {
         "a": {"opt": "bf16", "allocator": "jemalloc", "instances": [inst] * 2, "label": "2x"},
         "b": {"opt": "none", "allocator": "default", "instances": [inst], "label": "1x"},
@@ -208,24 +209,21 @@ def tie():
     return configs, runs, noise
 
 
-def test_the_simplest_of_the_not_significantly_different_is_recommended():
+def test_the_simplest_equivalent_configuration_is_recommended():
     configs, runs, noise = tie()
     r = row()
-    gains = measured.gains(runs, r, measured.pooled(runs, [r]))
-    pick, why = judged.recommend(runs, r, configs, gains)
+    pick, why, _ = choice.choose(runs, r, configs, measured.pooled(runs, [r]), 3.0)
     assert measured.best(runs, ["a", "b", "c"], deploy.LATENCY) == "a"
-    assert pick == "b" and "not significantly different" in why
+    assert pick == "b" and "equivalent to the measured best" in why
     runs["b"] = rounds([0.130 * noise() for _ in range(4)])  # now clearly slower
-    gains = measured.gains(runs, r, measured.pooled(runs, [r]))
-    assert judged.recommend(runs, r, configs, gains)[0] == "a"
-    runs["b"] = runs["b"][:1]  # one round: no interval, so no tie is claimed
-    gains = measured.gains(runs, r)
-    assert judged.recommend(runs, r, configs, gains)[0] == "a"
+    assert choice.choose(runs, r, configs, measured.pooled(runs, [r]), 3.0)[0] == "a"
+    runs["b"] = runs["b"][:1]  # one round: no interval, so no equivalence is claimed
+    assert choice.choose(runs, r, configs, (math.nan, 0), 3.0)[0] == "a"
 
 
 def test_the_table_gives_the_recommendations_gains_over_the_others():
-    """A simpler configuration picked for a tie states its own gains, not the measured best's;
-    the measured best, its gains over the others."""
+    """A simpler configuration picked as equivalent states its own gains, not the measured
+    best's; the measured best, its gains over the others."""
     configs, runs, noise = tie()
     r = row()
     for pick, others in (("b", "ac"), ("a", "bc")):
@@ -233,6 +231,7 @@ def test_the_table_gives_the_recommendations_gains_over_the_others():
         got = {
             o["config"]: o
             for o in judged.objective_rows(r, {"configurations": configs}, runs, pool, None)
+            if o["role"] != "factor"
         }
         assert got[pick]["role"] == "recommended" and "gain" not in got[pick]
         want = measured.gains(runs, r, pool, pick)

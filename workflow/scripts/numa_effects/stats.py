@@ -457,3 +457,32 @@ def as_bool(v) -> bool | None:
     if isinstance(v, int | float | np.integer | np.floating) and present(v):
         return bool(v)
     return None
+
+
+# -- which of several configurations is best (the deploy answer) ---------------------------------
+
+
+def prob_best(
+    gains: Sequence[tuple[float, float, float, float]], draws: int = 20_000
+) -> np.ndarray:
+    """P(each configuration is the best) from the best-measured one's paired gains over them
+    ``[(gain, ci_low, ci_high, ci_df)]``: each ln(gain) drawn from its t interval, the reference
+    at ln(1) = 0 (returned first). A gain without an interval counts as exact."""
+    rng = np.random.default_rng(SEED)
+    ln = np.zeros((draws, len(gains) + 1))
+    for j, (g, lo, hi, df) in enumerate(gains, start=1):
+        se = log_se(lo, hi, df)
+        ln[:, j] = math.log(g) + (se * rng.standard_t(df, draws) if se == se else 0.0)
+    # ln(gain) > 0: the reference is better; the best has the smallest ln(gain)
+    wins = np.bincount(ln.argmin(axis=1), minlength=len(gains) + 1)
+    return wins / draws
+
+
+def rounds_to_decide(rounds: int, gain: float, low: float, high: float, margin: float) -> float:
+    """The rounds at which a paired gain's CI (half-width ~ 1/sqrt(rounds)) would exclude 1 or
+    fall inside ``ratio 1 +- margin`` (equivalence), whichever comes first; inf if neither."""
+    if not (low > 0 and high > 0 and rounds > 0):
+        return math.inf
+    half, centre = math.log(high / low) / 2, abs(math.log(gain))
+    room = [x for x in (centre, math.log1p(margin) - centre) if x > 0]
+    return rounds * (half / max(room)) ** 2 if room else math.inf

@@ -303,11 +303,12 @@ def predict(
     config: Config, objective: str, prof: dict, curves: dict, topo: Topology, spread=None
 ) -> dict:
     """Any configuration's prediction, {} where the profiles lack a point: each instance at its
-    (threads, batch) of its opt and allocator (else the first profiled, said in ``basis``; across
+    (threads, batch) of its opt and allocator (else of its opt with another allocator, said in
+    ``basis``; across
     nodes from the ``spread`` cells) times the slowdown of its nodes' other busy cores."""
     own = (config.opt, config.allocator)
-    key = own if own in prof else min(prof, default=None)
-    if key is None:
+    key = own if own in prof else min((k for k in prof if k[0] == config.opt), default=None)
+    if key is None:  # never another optimization's profile: it measures another model
         return {}
     points = []
     for i in config.instances:
@@ -335,7 +336,8 @@ def predict(
 
 
 def objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread=None) -> dict:
-    """One objective row of the plan: its candidates (predicted, best first) and baselines."""
+    """One objective row of the plan: its candidates (predicted, best first), baselines and the
+    configurations that split the predicted best's gain by cause (``factors``)."""
     preds = predictions(row, prof, curves, topo, s, model, cells)
     cands, seen = [], set()
     for pred in preds:
@@ -345,7 +347,7 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got and got["config"] not in seen:
             seen.add(got["config"])
             cands.append(got)
-    bases = []
+    bases, layouts = [], {}
     for name in s["baselines"]:
         if row["objective"] not in deploy.BASELINES[name].objectives:
             bases.append({"baseline": name, "config": None, "notes": ["not this objective's"]})
@@ -359,8 +361,29 @@ def objective(row, model, prof, curves, cells, topo, s, configs, fallback, sprea
         if got.get("basis"):
             notes = [*notes, got["basis"]]
         bases.append({"baseline": name, "config": cid, "notes": notes, **got})
-    out = {**row, "model": model}
-    return out | {"candidates": cands, "baselines": bases}
+        layouts[name] = config.instances if config else None
+    out = {**row, "model": model, "candidates": cands, "baselines": bases}
+    top = configs[cands[0]["config"]] if cands else None
+    return out | {"factors": factors(top, layouts, configs) if top else []}
+
+
+def factors(top: Config, layouts: dict, configs: Configs) -> list[dict]:
+    """The configurations beside ``top`` that each change one cause: float32 eager
+    (``optimization``), glibc as it comes (``allocator``), each launcher's layout at ``top``'s
+    optimization and allocator (``layout``); each added to ``configs`` (once)."""
+
+    def at(opt: str, alloc: str, instances) -> str:
+        return configs.add(Config(top.model, opt, alloc, instances))
+
+    out = [
+        {"factor": "optimization", "config": at(EAGER, top.allocator, top.instances)},
+        {"factor": "allocator", "config": at(top.opt, allocators_mod.GLIBC, top.instances)},
+    ]
+    for name, instances in layouts.items():
+        if instances:
+            cid = at(top.opt, top.allocator, instances)
+            out.append({"factor": "layout", "baseline": name, "config": cid})
+    return out
 
 
 def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:

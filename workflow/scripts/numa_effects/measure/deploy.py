@@ -34,11 +34,37 @@ def metric(rec: Record, objective: str) -> float:
     return total
 
 
-def p99_s(rec: Record) -> float:
-    """The largest of the instances' p99 latencies (a request's tail), NaN without them."""
-    vals = [(i.get("stats") or {}).get("p99_s") for i in rec.instances or ()]
-    vals = [float(v) for v in vals if v]
-    return max(vals) if vals else math.nan
+def requests_s(rec: Record, objective: str) -> list[float]:
+    """Every timed request's latency (s) of one process set, the iterations its statistics
+    keep: for latency the request's (its slowest instance's), for throughput each instance's."""
+    if rec.status != "ok":
+        return []
+    m = rec.measurement or {}
+    excluded = m.get("excluded") or []
+
+    def kept(xs) -> list[float]:
+        return [float(x) for j, x in enumerate(xs) if not (j < len(excluded) and excluded[j])]
+
+    if objective == LATENCY:
+        return kept(m.get("latencies_s") or [])
+    return [x for i in rec.instances or () for x in kept(i.get("latencies_s") or [])]
+
+
+def round_seconds(runs: dict) -> float:
+    """The wall time of one round (every configuration once), the median over the rounds of
+    its records' started-to-finished times; NaN without timestamps."""
+    from datetime import datetime
+
+    per: dict[int, float] = {}
+    for recs in runs.values():
+        for rec in recs:
+            p = rec.provenance or {}
+            if p.get("started_at") and p.get("finished_at"):
+                span = datetime.fromisoformat(p["finished_at"]) - datetime.fromisoformat(
+                    p["started_at"]
+                )
+                per[rec.replicate] = per.get(rec.replicate, 0.0) + span.total_seconds()
+    return float(np.median(list(per.values()))) if per else math.nan
 
 
 def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
@@ -86,9 +112,11 @@ def pooled(runs: dict, rows: list[dict]) -> tuple[float, int]:
 
 
 def row_configs(row: dict) -> list[str]:
-    """The configurations an objective row compares: its candidates and measured baselines."""
+    """The configurations an objective row compares: its candidates, measured baselines and
+    the configurations of its factors."""
     out = [c["config"] for c in row["candidates"]]
     out += [b["config"] for b in row["baselines"] if b.get("config")]
+    out += [f["config"] for f in row.get("factors") or ()]
     return list(dict.fromkeys(out))
 
 

@@ -72,6 +72,7 @@ DEFAULTS = {
     "rounds": 3,
     "max_rounds": 6,
     "target_pct": 3.0,
+    "equivalence_pct": 3.0,
     "max_seconds": 6.0,
 }
 
@@ -101,6 +102,7 @@ def settings(config: dict, measured: bool) -> dict:
         "rounds": int(s["rounds"]),
         "max_rounds": max(int(s["rounds"]), int(s["max_rounds"])),
         "target_pct": float(s["target_pct"]),
+        "equivalence_pct": float(s["equivalence_pct"]),
         "max_seconds": float(s["max_seconds"]),
         "use_smt": bool(config.get("use_smt", False)),
     }

@@ -13,10 +13,10 @@ import pandas as pd
 from numa_effects import stats
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import GroupRecord
-from numa_effects.plan import allocators as allocators_mod
 from numa_effects.plan import cpulist
 from numa_effects.plan import deploy as deploy_mod
 from numa_effects.plan import optimizations as optimizations_mod
+from numa_effects.tables import deploy_choice as choice
 
 # a configuration's value and interval: measured, predicted; the recommendation's gain over it
 VALUE = ("value", "ci_low", "ci_high")
@@ -28,6 +28,7 @@ COLUMNS = [
     "batch",
     "role",
     "baseline",
+    "factor",
     "config",
     "opt",
     "dtype",
@@ -41,7 +42,9 @@ COLUMNS = [
     *VALUE,
     "rounds",
     "per_core",
-    "p99_ms",
+    "tail_ms",
+    "tail_kind",
+    "tail_n",
     "meets_bound",
     *PREDICTED,
     *GAIN,
@@ -75,38 +78,6 @@ def value_ci(runs: dict, cid: str, objective: str) -> dict:
         half = stats.t_quantile(len(vals) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(vals))
     shown = (_shown(objective, math.exp(x)) for x in (centre, centre - half, centre + half))
     return {**dict(zip(VALUE, shown, strict=True)), "rounds": len(vals)}
-
-
-def simplicity(config: dict) -> tuple:
-    """Sort key of "simpler": fewer instances, then the optimization and the allocator earlier
-    in their registries (eager before compiled; glibc before a preloaded library)."""
-    opts = list(optimizations_mod.OPTIMIZATIONS)
-    rank = opts.index(config["opt"]) if config["opt"] in opts else len(opts)
-    return (len(config["instances"]), rank, allocators_mod.order(config["allocator"]))
-
-
-def recommend(runs: dict, row: dict, configs: dict, gains: dict) -> tuple[str | None, str]:
-    """(the recommended configuration, why): the measured best, or the simplest of those not
-    significantly different from it."""
-    cids = measured.row_configs(row)
-    top = measured.best(runs, cids, row["objective"])
-    if top is None:
-        return None, "no configuration was measured"
-    ties = [c for c, g in gains.items() if _significant(g["ci_low"], g["ci_high"]) is False]
-    if not ties:
-        return top, "the measured best"
-    pick = min([top, *ties], key=lambda c: simplicity(configs[c]))
-    if pick == top:
-        return top, f"the measured best; {len(ties)} other(s) not significantly different"
-    return pick, (
-        f"not significantly different from the measured best ({configs[top]['label']}, "
-        f"{configs[top]['opt']}): the simplest of {len(ties) + 1}"
-    )
-
-
-def _significant(lo: float, hi: float) -> bool | None:
-    """Does the gain's CI exclude 1 (None: no interval)?"""
-    return bool(lo > 1.0 or hi < 1.0) if lo == lo and hi == hi else None
 
 
 def _config_columns(config: dict) -> dict:
@@ -146,53 +117,87 @@ def _roles(row: dict) -> dict[str, dict]:
     return out
 
 
-def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms) -> list[dict]:
+def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms, eq_pct=3.0):
     """The table's rows of one objective row (see the module docstring)."""
     configs, objective = plan["configurations"], row["objective"]
-    roles = _roles(row)
-    g = measured.gains(runs, row, pool) if runs else {}
-    rec, why = recommend(runs, row, configs, g) if runs else _predicted_pick(row)
-    # the recommendation's gains: ``g`` when it is the measured best (``g`` has no row of it)
-    over = measured.gains(runs, row, pool, rec) if rec in g else g
+    tails, over, excluded = {}, {}, []
+    if runs:
+        tails = {c: choice.tail(runs, c, objective) for c in measured.row_configs(row)}
+        if objective == deploy_mod.THROUGHPUT:
+            excluded = choice.missing_bound(tails, bound_ms)
+        rec, why, over = choice.choose(runs, row, configs, pool, eq_pct, excluded)
+    else:
+        rec, why = _predicted_pick(row)
+    if rec and runs:
+        why = "; ".join([why, *choice.order_notes(runs, row, configs, rec)])
+    if excluded:
+        why += f"; over latency_bound_ms: {', '.join(choice.name(configs[c]) for c in excluded)}"
     out = []
-    for cid, info in roles.items():
-        config = configs[cid]
-        base = {
-            "model": row["model"],
-            "objective": row["name"],
-            "batch": row.get("batch"),
-            "role": "recommended" if cid == rec else info["role"],
-            "baseline": " = ".join(info["baselines"]),
-            "config": cid,
-            "unit": unit(objective),
-            **_config_columns(config),
-            "source": "measured" if runs else "predicted",
-        }
-        pred = info.get("prediction") or {}
-        for k in PREDICTED:
-            base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
-        if runs:
-            base.update(value_ci(runs, cid, objective))
-            if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
-                cores = sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
-                base["per_core"] = base["value"] / max(1, cores)
-            p99 = [measured.p99_s(r) for r in runs.get(cid, ()) if r.status == "ok"]
-            base["p99_ms"] = float(np.nanmedian(p99)) * 1e3 if p99 else math.nan
+    for cid, info in _roles(row).items():
+        role = "recommended" if cid == rec else info["role"]
+        notes = [why] if cid == rec else []
+        got = {"role": role, "baseline": " = ".join(info["baselines"]), "notes": notes}
+        out.append(_row(row, plan, cid, got | {"prediction": info.get("prediction")}, runs))
+        out[-1]["notes"] = "; ".join([*notes, *info["notes"], *_own_notes(configs[cid], info)])
+    if rec and runs:
+        for f in choice.factor_rows(row, configs, rec):
+            out.append(_factor_row(row, plan, f, rec, runs))
+    for o in out:
+        if o["config"] in tails:
+            o.update(tails[o["config"]])
             if bound_ms:
-                base["meets_bound"] = bool(base["p99_ms"] <= bound_ms)
-        if cid in over:
-            _set_gain(base, *(over[cid][k] for k in ("ratio", "ci_low", "ci_high")))
-        notes = [*info["notes"], *(n for n in config.get("notes") or () if n not in info["notes"])]
-        if cid == rec:
-            notes.insert(0, why)
-        base["notes"] = "; ".join(notes)
-        out.append(base)
+                o["meets_bound"] = bool(o["tail_ms"] <= bound_ms)
+        if o["config"] in over and o["role"] != "recommended":
+            _set_gain(o, *(over[o["config"]][k] for k in ("ratio", "ci_low", "ci_high")))
     if not runs:  # predictions only: the gains of the predictions
         top = next((o for o in out if o["role"] == "recommended"), None)
         for o in out:
             if o is not top:
                 _predicted_gain(o, top, objective)
     return out
+
+
+def _own_notes(config: dict, info: dict) -> list[str]:
+    return [n for n in config.get("notes") or () if n not in info["notes"]]
+
+
+def _row(row: dict, plan: dict, cid: str, info: dict, runs: dict | None) -> dict:
+    """One configuration's row: its columns, value over the rounds and prediction."""
+    config, objective = plan["configurations"][cid], row["objective"]
+    base = {
+        "model": row["model"],
+        "objective": row["name"],
+        "batch": row.get("batch"),
+        "role": info["role"],
+        "baseline": info["baseline"],
+        "config": cid,
+        "unit": unit(objective),
+        **_config_columns(config),
+        "source": "measured" if runs else "predicted",
+    }
+    pred = info.get("prediction") or {}
+    for k in PREDICTED:
+        base[k] = _shown(objective, pred[k]) if pred.get(k) is not None else math.nan
+    if runs:
+        base.update(value_ci(runs, cid, objective))
+        if objective == deploy_mod.THROUGHPUT:  # images/s per physical core it takes
+            cores = sum(int(i.get("cores") or len(i["cpus"])) for i in config["instances"])
+            base["per_core"] = base["value"] / max(1, cores)
+    return base
+
+
+def _factor_row(row: dict, plan: dict, f: dict, rec: str, runs: dict) -> dict:
+    """A ``factor`` row: the configuration that changes one cause (``tables.deploy_choice``);
+    "same ..." where it is the recommendation itself, "not measured" where the job lacks it."""
+    cid = f["config"] or rec
+    got = _row(row, plan, cid, {"role": "factor", "baseline": f["baseline"]}, runs)
+    got["factor"] = f["factor"]
+    if f["config"] is None:
+        got.update(dict.fromkeys((*VALUE, *PREDICTED), math.nan), config="", rounds=0)
+        got["notes"] = "not measured: the plan's factors are of the predicted best"
+    elif f["config"] == rec:
+        got["notes"] = f"same {'layout' if f['factor'] == 'layout' else f['factor']}"
+    return got
 
 
 def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
@@ -215,7 +220,7 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
 
 def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
     base.update(zip(GAIN, (gain, lo, hi), strict=True))
-    base["significant"] = _significant(lo, hi)
+    base["significant"] = choice.significant(lo, hi)
 
 
 def _predicted_pick(row: dict) -> tuple[str | None, str]:
@@ -224,17 +229,18 @@ def _predicted_pick(row: dict) -> tuple[str | None, str]:
     return row["candidates"][0]["config"], "predicted best (nothing measured here)"
 
 
-def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None) -> pd.DataFrame:
-    """recommendation.csv from the deploy plan and the deploy job's record (None: predictions)."""
+def table(plan: dict, result: GroupRecord | None, bound_ms=None, eq_pct: float = 3.0):
+    """recommendation.csv from the deploy plan and the deploy job's record (None: predictions);
+    ``eq_pct``: ``deploy.equivalence_pct``."""
     runs = result.runs if result is not None and result.runs else None
     rows = plan["objectives"]
     pool = measured.pooled(runs, rows) if runs else (math.nan, 0)
-    out = [r for row in rows for r in objective_rows(row, plan, runs, pool, bound_ms)]
+    out = [r for row in rows for r in objective_rows(row, plan, runs, pool, bound_ms, eq_pct)]
     df = pd.DataFrame(out, columns=COLUMNS)
-    order = {"recommended": 0, "candidate": 1, "baseline": 2}
+    order = {"recommended": 0, "candidate": 1, "baseline": 2, "factor": 3}
     df["_o"] = df["role"].map(order)
     df["_k"] = df["objective"].str.split().str[0].map(deploy_mod.OBJECTIVES.index)
-    keys = ["model", "_k", "batch", "_o", "config"]
+    keys = ["model", "_k", "batch", "_o"]
     return df.sort_values(keys, kind="stable").drop(columns=["_o", "_k"]).reset_index(drop=True)
 
 
@@ -242,7 +248,8 @@ def table(plan: dict, result: GroupRecord | None, bound_ms: float | None = None)
 
 
 def _num(v: float) -> str:
-    return f"{v:.3g}" if v == v else "?"
+    """A number for people: three significant digits, whole numbers from 100 (``1208``)."""
+    return "?" if v != v else f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def _interval(lo: float, hi: float) -> str:
@@ -251,20 +258,47 @@ def _interval(lo: float, hi: float) -> str:
     return f" [{_num(lo)}, {_num(hi)}]" if lo == lo and hi == hi and lo < hi else ""
 
 
+def ratio_words(g: float, lo: float, hi: float, objective: str) -> str:
+    """The recommendation's gain ``g`` over a row: ``1.46x faster [1.18, 1.81]`` (``1.3x the
+    images/s``) where it is ahead; else how far the row is ahead: ``13 % faster than the
+    recommendation [-5, 36 %]`` (its latency 13 % lower), ``25 % more images/s than ...``."""
+    latency = objective.startswith(deploy_mod.LATENCY)
+    if g >= 1:
+        return f"{g:.2f}x {'faster' if latency else 'the images/s'}{_interval(lo, hi)}"
+
+    def pct(x: float) -> str:
+        return f"{((1 - x) if latency else (1 / x - 1)) * 100:.0f}"
+
+    ci = f" [{pct(hi)}, {pct(lo)} %]" if _interval(lo, hi) else ""
+    return f"{pct(g)} % {'faster' if latency else 'more images/s'} than the recommendation{ci}"
+
+
 def gain_words(r, objective: str) -> str:
-    """``1.8x faster [1.6, 2.0]`` / ``1.3x the images/s [...]`` / ``not significantly ...``."""
+    """A row's gain in words (``ratio_words``), ``(not significant)`` where its CI holds 1."""
     g = r.gain
     if g != g:
         return "no gain: not measured" if r.source == "measured" else "no gain: not predicted"
-    what = "faster" if objective.startswith(deploy_mod.LATENCY) else "the images/s"
     sig = "" if stats.as_bool(r.significant) else " (not significant)"
-    return f"{g:.2f}x {what}{_interval(r.gain_ci_low, r.gain_ci_high)}{sig}"
+    return ratio_words(g, r.gain_ci_low, r.gain_ci_high, objective) + sig
 
 
-def shown(r) -> tuple[float, float, float, bool]:
-    """(value, low, high, measured) of a table row: measured, else its prediction."""
+def _values(r) -> tuple[float, float, float, bool]:
     got = r["source"] == "measured"
     return (*(r[c] for c in (VALUE if got else PREDICTED)), got)
+
+
+def shown(r) -> tuple[str, str | float, str | float, bool]:
+    """(value, low, high, measured) of a table row as text for people (measured, else its
+    prediction); a bound is NaN where there is no interval."""
+    v, lo, hi, got = _values(r)
+    bounds = (_num(lo), _num(hi)) if _interval(lo, hi) else (math.nan, math.nan)
+    return (_num(v), *bounds, got)
+
+
+def value_text(r) -> str:
+    """``1208 [1009, 1447] ms``, ``(predicted)`` where nothing was measured."""
+    v, lo, hi, got = _values(r)
+    return f"{_num(v)}{_interval(lo, hi)} {r['unit']}" + ("" if got else " (predicted)")
 
 
 def text(v) -> str:
@@ -272,9 +306,31 @@ def text(v) -> str:
     return v if isinstance(v, str) else ""
 
 
+def _factor_words(f, r, objective: str) -> str:
+    """``optimization bf16: 3.1x faster [...]`` (the recommendation's opt against eager), the
+    same for its allocator, ``layout vs all-cores: same layout``."""
+    what = {"optimization": f"optimization {r['opt']}", "allocator": f"allocator {r['allocator']}"}
+    head = what.get(f.factor, f"layout vs {f.baseline}")
+    if text(f.notes).startswith(("same", "not measured")):
+        return f"{head}: {f.notes.split(':')[0]}"
+    return f"{head}: {gain_words(f, objective)}"
+
+
+def headline(g: pd.DataFrame, r, objective: str) -> str:
+    """An objective's first words: the total gain over float32 eager on all cores with glibc
+    as it comes, then the factors; else the recommendation's value."""
+    factors = list(g[g["role"] == "factor"].itertuples())
+    total = [f for f in factors if f.factor == "total" and f.gain == f.gain]
+    if not total:
+        return f"{r['opt']}, {r['allocator']}, {r['layout']}: {value_text(r)}"
+    parts = [_factor_words(f, r, objective) for f in factors if f.factor != "total"]
+    start = "than float32 eager, one process on all cores, glibc as it comes"
+    return f"{gain_words(total[0], objective)} {start}; " + "; ".join(parts)
+
+
 def answer_lines(df: pd.DataFrame) -> list[str]:
-    """The summary's first lines: per objective row the recommendation, its value, its gains
-    over the baselines and the command."""
+    """The summary's first lines: per objective row the total gain and its factors, the
+    recommendation with its value, tail and why, its gains over the baselines, the command."""
     if df is None or df.empty:
         return []
     source = (
@@ -287,14 +343,17 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(f"  {model} {objective}: no configuration measured")
             continue
         r = rec.iloc[0]
-        value, lo, hi, got = shown(r)
-        same = f" (the layout of {r['baseline']})" if text(r["baseline"]) else ""
-        lines.append(
-            f"  {model} {objective}: {r['opt']}, {r['allocator']}, {r['layout']}{same}: "
-            f"{_num(value)} {r['unit']}{_interval(lo, hi)}" + ("" if got else " (predicted)")
-        )
+        head = headline(g, r, objective)
+        lines.append(f"  {model} {objective}: {head}")
+        if not head.startswith(f"{r['opt']}, "):
+            lines.append(f"    {r['opt']}, {r['allocator']}, {r['layout']}: {value_text(r)}")
+        if text(r["tail_kind"]):
+            lines[-1] += f"; {r['tail_kind']} of {r['tail_n']:.0f} requests {_num(r['tail_ms'])} ms"
+        lines.append(f"    why: {text(r['notes'])}")
         for b in g[g["role"] == "baseline"].itertuples():
-            lines.append(f"    vs {b.baseline}: {gain_words(b, objective)}")
+            lines.append(
+                f"    vs {b.baseline} ({b.opt}, {b.allocator}): {gain_words(b, objective)}"
+            )
         lines.append(f"    run: {r['command']}")
         if text(r["run_cpu"]):
             lines.append(f"    or: {r['run_cpu']}")
