@@ -6,6 +6,7 @@ split by cause, predictions from a configuration's own profile, and numbers for 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -280,3 +281,33 @@ def test_numbers_read_for_people():
     assert judged.ratio_words(22.2 / 27.9, 0.61, 1.05, "throughput").startswith(
         "26 % more images/s than the recommendation"
     )
+
+
+def test_the_answer_says_where_the_job_and_the_cells_order_two_configurations_differently():
+    """The cells predicted ``b`` 10 % faster than ``a``; the job measures ``a`` 10 % faster."""
+    configs = {"a": config("script"), "b": config("bf16")}
+    rng = np.random.default_rng(8)
+    runs = job(rng, {"a": 0.100, "b": 0.110}, rounds=4, drift=0.02, process=0.005)
+    r = row(["a", "b"])
+    r["candidates"] = [{"config": "b", "predicted": 0.09}, {"config": "a", "predicted": 0.1}]
+    (note,) = choice.order_notes(runs, r, configs, "a")
+    assert note == "the cells predict bf16, default, 1x ahead of it, the job the reverse"
+    r["candidates"][0]["predicted"] = 0.12  # the same order: nothing to say
+    assert choice.order_notes(runs, r, configs, "a") == []
+
+
+def test_the_summary_starts_each_objective_with_the_total_gain_and_its_factors():
+    configs, runs, r, _ = factor_job(np.random.default_rng(9), same_layout=True)
+    configs = {c: {**v, "notes": []} for c, v in configs.items()}
+    rows = judged.objective_rows(r, {"configurations": configs}, runs, (math.nan, 0), None)
+    df = judged.pd.DataFrame(rows, columns=judged.COLUMNS)
+    first = judged.answer_lines(df)[1]
+    # the truths: 2.86, eager 2.0, glibc as it comes 1.1
+    x = r"\d\.\d\dx faster \[\d\.\d\d, \d\.\d\d\]"
+    assert re.fullmatch(
+        rf"  m latency b1: {x} than float32 eager, one process on all cores, glibc as it comes; "
+        rf"optimization bf16: {x}; allocator glibc_tuned: {x}; layout vs all-cores: same layout",
+        first,
+    ), first
+    total, opt, alloc = (float(v) for v in re.findall(r"(\d\.\d\d)x", first))
+    assert (total, opt, alloc) == pytest.approx((2.86, 2.0, 1.1), rel=0.05)
