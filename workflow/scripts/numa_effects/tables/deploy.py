@@ -324,7 +324,8 @@ def headline(g: pd.DataFrame, r, objective: str) -> str:
     if not total:
         return f"{r['opt']}, {r['allocator']}, {r['layout']}: {value_text(r)}"
     parts = [_factor_words(f, r, objective) for f in factors if f.factor != "total"]
-    start = "than float32 eager, one process on all cores, glibc as it comes"
+    than = "than" if objective.startswith(deploy_mod.LATENCY) else "of"
+    start = f"{than} float32 eager, one process on all cores, glibc as it comes"
     return f"{gain_words(total[0], objective)} {start}; " + "; ".join(parts)
 
 
@@ -354,7 +355,8 @@ def answer_lines(df: pd.DataFrame) -> list[str]:
             lines.append(
                 f"    vs {b.baseline} ({b.opt}, {b.allocator}): {gain_words(b, objective)}"
             )
-        lines.append(f"    run: {r['command']}")
+        if text(r["command"]):
+            lines.append(f"    run: {r['command']}")
         if text(r["run_cpu"]):
             lines.append(f"    or: {r['run_cpu']}")
     return lines
