@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: run deploy check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
+.PHONY: docs-img run deploy check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
 
 # `make run` and `make check-config` check the command line (SNAKEMAKE_ARGS) and the config
 # files before Snakemake reads them: one line per problem naming the key, file or item
@@ -30,6 +30,7 @@ help:
 	@echo "               (OBJECTIVE=throughput or a row of recommendation.csv; RESULTS=folder)"
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
 	@echo "make venv   - .venv with the pinned requirements and the numa-effects command"
+	@echo "make docs-img - redraw docs/img/placements.svg and rulegraph.svg (tools/docs_img.py)"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -106,6 +107,11 @@ loadtest: venv sysdeps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m numa_effects loadtest \
 		--results $(or $(RESULTS),results) --objective "$(or $(OBJECTIVE),throughput)" \
 		$(LOADTEST_ARGS)
+
+# The manual's generated pictures; tests/test_docs_img.py fails when one is stale.
+docs-img: venv
+	tools/install-system-deps --docs
+	$(BIN)/python tools/docs_img.py
 
 clean:
 	rm -rf results .snakemake
