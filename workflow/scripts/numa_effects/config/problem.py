@@ -1,9 +1,7 @@
 """One problem of a config: ``Problem(key, text)``, and ``ConfigError`` holding all of them.
-
-``str(problem)`` is the one line a user reads. ``key`` is the full key path
-(``import.packrat[0]``), or ``""`` when the problem is not about one key (a config file that
-cannot be read); which keys failed is read from ``Problem.key``, never from the text.
-"""
+``str(problem)`` is the line a user reads; ``key`` is the full key path (``import.packrat[0]``),
+or "" when the problem is about no key (a file); which keys failed is read from it, never
+from the text."""
 
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ class Problem:
     text: str
     kind: Kind = Kind.VALUE
 
-    def __str__(self) -> str:  # without a key: the text alone
+    def __str__(self) -> str:
         return self.kind.value.format(key=self.key, text=self.text) if self.key else self.text
 
     @property
@@ -43,14 +41,12 @@ class ConfigError(ValueError):
         seen: dict[str, Problem] = {}
         for p in problems:
             seen.setdefault(str(p), p)
-        self.problems: tuple[Problem, ...] = tuple(seen.values())
-        self.lines: list[str] = list(seen)
-        if len(self.lines) == 1:
-            text = f"invalid configuration: {self.lines[0]} ({README})"
-        else:
-            head = f"invalid configuration ({len(self.lines)} problems; {README}):"
-            text = "\n".join([head, *(f"  - {p}" for p in seen)])
-        super().__init__(text)
+        self.problems, self.lines = tuple(seen.values()), list(seen)
+        head = f"invalid configuration ({len(seen)} problems; {README}):"
+        many = "\n  - ".join([head, *seen])
+        super().__init__(
+            f"invalid configuration: {next(iter(seen))} ({README})" if len(seen) == 1 else many
+        )
 
 
 def key_path(path: Iterable) -> str:
@@ -63,9 +59,9 @@ def key_path(path: Iterable) -> str:
 
 def shown(value) -> str:
     """A value as a message shows it: strings quoted, booleans as YAML spells them."""
-    if isinstance(value, str):
-        return repr(value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def suggest(word, choices: Iterable[str]) -> str:
