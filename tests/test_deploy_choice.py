@@ -311,3 +311,12 @@ def test_the_summary_starts_each_objective_with_the_total_gain_and_its_factors()
     ), first
     total, opt, alloc = (float(v) for v in re.findall(r"(\d\.\d\d)x", first))
     assert (total, opt, alloc) == pytest.approx((2.86, 2.0, 1.1), rel=0.05)
+
+
+def test_a_factors_configuration_that_measures_best_is_recommended():
+    """glibc as it comes truly 10 % faster than the planned best: it gets the recommended row."""
+    configs, _, r, truth = factor_job(np.random.default_rng(10), same_layout=False)
+    runs = job(np.random.default_rng(11), {**truth, "glibc": 0.09}, 8, 0.05, 0.01)
+    rows = judged.objective_rows(r, {"configurations": configs}, runs, (math.nan, 0), None)
+    (rec,) = [o for o in rows if o["role"] == "recommended"]
+    assert rec["config"] == "glibc"

@@ -132,8 +132,10 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms, eq_
         why = "; ".join([why, *choice.order_notes(runs, row, configs, rec)])
     if excluded:
         why += f"; over latency_bound_ms: {', '.join(choice.name(configs[c]) for c in excluded)}"
-    out = []
-    for cid, info in _roles(row).items():
+    out, roles = [], _roles(row)
+    if rec and rec not in roles:  # a factor's configuration measured best
+        roles[rec] = {"role": "candidate", "baselines": [], "notes": []}
+    for cid, info in roles.items():
         role = "recommended" if cid == rec else info["role"]
         notes = [why] if cid == rec else []
         got = {"role": role, "baseline": " = ".join(info["baselines"]), "notes": notes}
@@ -196,7 +198,7 @@ def _factor_row(row: dict, plan: dict, f: dict, rec: str, runs: dict) -> dict:
         got.update(dict.fromkeys((*VALUE, *PREDICTED), math.nan), config="", rounds=0)
         got["notes"] = "not measured: the plan's factors are of the predicted best"
     elif f["config"] == rec:
-        got["notes"] = f"same {'layout' if f['factor'] == 'layout' else f['factor']}"
+        got["notes"] = f"same {'configuration' if f['factor'] == 'total' else f['factor']}"
     return got
 
 
