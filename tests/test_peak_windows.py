@@ -205,21 +205,18 @@ def test_a_peak_within_its_noise_keeps_the_number_and_the_note_quotes_the_window
 def test_the_reports_table_of_cells_says_why_a_cell_has_no_efficiency():
     """The report's table of cells: the EPYC's two cells above their peak show the note, and
     no efficiency in it is above 1.05."""
-    import re
-
     from numa_effects.report import page
 
     raw = pd.read_csv(EPYC / "cells.csv")
     cells = flops.add_efficiency(epyc_cells(), epyc_flops(raw), pd.read_csv(EPYC / "peak.csv"))
-    html = page.cells_section(cells, pd.DataFrame(), "median")
-    head = re.findall(r"<th>([^<]+)</th>", html)
+    table = page.cells_section(cells, pd.DataFrame(), "median")
+    head = table["head"]
     assert "efficiency" in head and "note" in head
-    col = head.index("efficiency")
-    rows = re.findall(r"<tr[^>]*>((?:<td[^>]*>[^<]*</td>)+)</tr>", html)
-    values = [re.findall(r"<td[^>]*>([^<]*)</td>", r)[col] for r in rows]
+    col, note = head.index("efficiency"), head.index("note")
+    values = [r["cells"][col][0] for r in table["rows"]]
     assert len(values) == len(cells) and sum(v == "" for v in values) == 2
     assert max(float(v) for v in values if v) <= flops.EFFICIENCY_MAX
-    assert html.count("the peak is under-measured") == 2
+    assert sum("the peak is under-measured" in r["cells"][note][0] for r in table["rows"]) == 2
 
 
 def test_the_summary_gives_the_efficiency_range_and_the_cells_without_one():

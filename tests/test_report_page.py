@@ -1,7 +1,10 @@
 """The report page (numa_effects.report.page) on the fixture tables, without snakemake: the
-cells whose timing was disturbed are listed, and an emulated machine gets a banner."""
+cells whose timing was disturbed are listed, an emulated machine gets a banner, the header
+links only the sections with content ("What to deploy" first) and the page escapes text."""
 
 import json
+import re
+from html import escape as html_escape
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +16,11 @@ from numa_effects.report import families, figures, markup
 from numa_effects.report import page as report_html
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
+DEPLOY = Path(__file__).parent / "fixtures" / "deploy"
 MACHINE = json.loads((FIX / "machine.json").read_text())
 
 
-def page(cells_csv: str, machine: dict, tmp_path) -> str:
+def page(cells_csv: str, machine: dict, tmp_path, **kw) -> str:
     t = figure_data.Tables.load(FIX / cells_csv, FIX / "skipped.csv", FIX / "degradation.csv")
     figs = figures.figures(t.cells[list(grid.KEYS)].to_dict("records"))
     return report_html.render(
@@ -29,6 +33,7 @@ def page(cells_csv: str, machine: dict, tmp_path) -> str:
         figure_dir=str(tmp_path / "figures"),
         placements=["sequential", "interleave", "remote"],
         latency_stat=t.latency_stat,
+        **kw,
     )
 
 
@@ -55,20 +60,88 @@ def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
     assert 'class="emulated"' not in page("cells.csv", MACHINE, tmp_path)
 
 
+def _nav(html: str) -> list[str]:
+    """The anchors the header's navigation links to, in order."""
+    return re.findall(r'href="#([^"]+)"', html[html.index("<nav>") : html.index("</nav>")])
+
+
 def test_sections_and_navigation_follow_the_registry(tmp_path):
     html = page("cells.csv", MACHINE, tmp_path)
-    nav = html[html.index("<nav>") : html.index("</nav>")]
-    anchors = [s.anchor for s in families.page_sections().values()]
+    sections = families.page_sections()
+    anchors = [s.anchor for s in sections.values()]
     assert "comparison" not in anchors  # the comparison page's (compare.page)
-    assert [a for a in anchors if f'href="#{a}"' in nav] == anchors
     pos = [html.index(f'<h2 id="{a}">') for a in anchors]
-    assert pos == sorted(pos)
+    assert pos == sorted(pos)  # every section, in registry order, with figures or without
+    # the navigation: the sections the planner gives figures, in registry order
+    t = figure_data.Tables.load(FIX / "cells.csv", FIX / "skipped.csv")
+    drawn = {f.spec.section for f in figures.figures(t.cells[list(grid.KEYS)].to_dict("records"))}
+    with_figures = [s.anchor for key, s in sections.items() if key in drawn]
+    assert _nav(html) == [*with_figures, "machine", "run", "cells"]
     for fam in families.page_families():
         # packing: planned from the config key packing (packing.smk); precision: PackRat's
         # grid (these cells) has nothing beyond float32 eager and TorchScript with glibc;
         # node_pairs: these cells have no node-pair placement (tests/test_node_pair_report.py)
         if fam.section not in ("packing", "precision", "node_pairs"):
             assert markup.caption_html(fam.caption) in html
+
+
+def test_the_header_points_first_to_the_answer_never_to_an_empty_section(tmp_path):
+    """Sequential cells only (as on a one-node host): the NUMA section has no figure, so the
+    header neither jumps nor links to it; with an answer, "What to deploy" comes first."""
+    t = figure_data.Tables.load(FIX / "cells.csv", FIX / "skipped.csv", FIX / "degradation.csv")
+    cells = t.cells[t.cells["placement"] == "sequential"]
+    figs = figures.figures(cells[list(grid.KEYS)].to_dict("records"))
+    numa = families.SECTIONS["numa"]
+    assert figs and not [f for f in figs if f.spec.section == "numa"]
+
+    def render(**kw):
+        return report_html.render(
+            [f.as_dict() for f in figs],
+            cells,
+            t.skipped,
+            t.degradation,
+            MACHINE,
+            page_dir=str(tmp_path),
+            figure_dir=str(tmp_path / "figures"),
+            placements=["sequential"],
+            **kw,
+        )
+
+    html = render()
+    header = html[html.index("<header>") : html.index("</header>")]
+    assert "Jump to" not in header and numa.anchor not in _nav(html)
+    assert f'<h2 id="{numa.anchor}">' in html  # the section stays, saying why it is empty
+    rec = figure_data.read_csv(DEPLOY / "recommendation.csv")
+    html = render(recommendation=rec)
+    assert _nav(html)[0] == "what-to-deploy" and numa.anchor not in _nav(html)
+    assert 'href="#what-to-deploy">Jump to What to deploy</a>' in html
+    # no answer: the section says why, and the header does not point to it
+    html = render(recommendation=rec.iloc[:0])
+    assert '<h2 id="what-to-deploy">' in html and "what-to-deploy" not in _nav(html)
+
+
+def test_the_deploy_section_has_one_table_per_objective(tmp_path):
+    """tests/fixtures/deploy/recommendation.csv: per (model, objective) its rows, the
+    recommended one marked, each with its command."""
+    rec = figure_data.read_csv(DEPLOY / "recommendation.csv")
+    html = page("cells.csv", MACHINE, tmp_path, recommendation=rec)
+    section = html[html.index('<h2 id="what-to-deploy">') : html.index('<h2 id="latency-')]
+    objectives = rec.drop_duplicates(["model", "objective"])
+    assert section.count("<table") == len(objectives)
+    for r in objectives.itertuples():
+        assert f"<h3>{r.model}: {r.objective} ({r.unit})</h3>" in section
+    assert section.count('<tr class="rec">') == (rec["role"] == "recommended").sum()
+    assert section.count("<b>recommended</b>") == (rec["role"] == "recommended").sum()
+    for command in rec["command"]:
+        assert f"<code>{html_escape(command)}</code>" in section
+
+
+def test_text_from_the_tables_is_escaped(tmp_path):
+    """Autoescaping: a machine's text with markup in it is shown, never interpreted."""
+    reason = 'QEMU <script>alert("x")</script> & TCG'
+    html = page("cells.csv", {**MACHINE, "emulated": True, "emulated_reason": reason}, tmp_path)
+    assert "<script>" not in html
+    assert "QEMU &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; TCG" in html
 
 
 def test_a_cell_contended_without_a_clean_iteration_is_listed_apart(tmp_path):

@@ -1,11 +1,10 @@
 """What a page section says when it has no figure (its ``Section.empty``), from the run's facts
-(``PageFacts``), in HTML."""
+(``PageFacts``), as text with ``code`` marked as in RST (the page marks it up)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 from numa_effects.plan import allocators as allocators_mod
@@ -30,7 +29,7 @@ def no_sequential(facts: PageFacts) -> str:
 
 
 def no_numa_reason(facts: PageFacts) -> str:
-    """Why a run has no NUMA figure, from the config and the tables (HTML)."""
+    """Why a run has no NUMA figure, from the config and the tables."""
     if facts.imported:
         return (
             "The imported results have no placement other than sequential with matching "
@@ -44,26 +43,26 @@ def no_numa_reason(facts: PageFacts) -> str:
     if missing == [seq] or not placements:
         return (
             "NUMA effects compare every placement against sequential, and the config's "
-            "<code>placements</code> does not list sequential."
+            "``placements`` does not list sequential."
         )
     if missing:
         return (
             "NUMA effects compare every placement against its baseline, and the config's "
-            f"<code>placements</code> does not list {', '.join(missing)}."
+            f"``placements`` does not list {', '.join(missing)}."
         )
     if not others:
         return (
-            "The config's <code>placements</code> lists only sequential: add interleave, remote "
+            "The config's ``placements`` lists only sequential: add interleave, remote "
             "or mem-interleave (on a machine with at least 2 NUMA nodes) to measure NUMA effects."
             if all(is_sequential(p) for p in placements)
-            else f"The config's <code>placements</code> lists only baselines "
+            else f"The config's ``placements`` lists only baselines "
             f"({', '.join(placements)}): add a placement compared against them."
         )
     if same := same_as_baseline(facts.cells, others):
         return (
             f"Every cell of {', '.join(same)} binds like its baseline on this machine (the same "
             "CPUs and memory nodes), so each pair is one measurement under two names "
-            "(<code>same_binding_as</code> in cells.csv): there is no difference to show."
+            "(``same_binding_as`` in cells.csv): there is no difference to show."
         )
     skipped = facts.skipped
     if not skipped.empty and "reason" in skipped:
@@ -74,8 +73,8 @@ def no_numa_reason(facts: PageFacts) -> str:
 
 
 def _reasons(skipped) -> str:
-    """The skipped cells' distinct reasons, escaped."""
-    return "; ".join(escape(r) for r in sorted(skipped["reason"].dropna().astype(str).unique()))
+    """The skipped cells' distinct reasons."""
+    return "; ".join(sorted(skipped["reason"].dropna().astype(str).unique()))
 
 
 def same_as_baseline(cells, placements) -> list[str]:
@@ -93,7 +92,7 @@ def same_as_baseline(cells, placements) -> list[str]:
 def no_precision(facts: PageFacts) -> str:
     sk = grid_mod.fill_keys(facts.skipped)  # a table without the column is glibc's
     base = figure_allocator([*sk["allocator"], *grid_mod.fill_keys(facts.cells)["allocator"]])
-    label = escape(str(style.allocator_label(base)))
+    label = style.allocator_label(base)
     if not sk.empty and {"opt", "reason"} <= set(sk.columns):
         beyond = sk[~sk["opt"].isin(PACKRAT_OPTS) | (sk["allocator"] != base)]
         if not beyond.empty:
@@ -102,11 +101,11 @@ def no_precision(facts: PageFacts) -> str:
                 f"{_reasons(beyond)}."
             )
     what = "the imported results have" if facts.imported else "the grid measures"
-    others = [f"<code>{n}</code>" for n in allocators_mod.ALLOCATORS if n != base]
+    others = [f"``{n}``" for n in allocators_mod.ALLOCATORS if n != base]
     return (
         f"{what} only float32 eager and TorchScript with one allocator ({label}; PackRat's"
-        " question): add optimizations (<code>compile</code>, <code>bf16</code>, "
-        f"<code>int8</code>, ...) or allocators ({', '.join(others)}) "
+        " question): add optimizations (``compile``, ``bf16``, "
+        f"``int8``, ...) or allocators ({', '.join(others)}) "
         "to see what each buys over float32 eager (docs/precision.md)."
     )
 
@@ -124,13 +123,13 @@ def no_node_pairs(facts: PageFacts) -> str:
     members = [p for p in facts.placements if placement_mod.pair_of(p) is not None]
     if facts.imported or not members:
         return (
-            "the grid has no node-pair cell: add <code>node-pairs</code> to "
-            "<code>placements</code> (the CPU-node x memory-node matrix, config key "
-            "<code>node_pairs</code>; docs/placements.md)."
+            "the grid has no node-pair cell: add ``node-pairs`` to "
+            "``placements`` (the CPU-node x memory-node matrix, config key "
+            "``node_pairs``; docs/placements.md)."
         )
     return (
         "no node-pair cell ran (a machine with one NUMA node plans only its diagonal, "
-        f"{', '.join(escape(str(m)) for m in members)}, and nothing else: see the skipped cells)."
+        f"{', '.join(map(str, members))}, and nothing else: see the skipped cells)."
     )
 
 

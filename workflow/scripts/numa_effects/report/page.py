@@ -10,18 +10,11 @@ import pandas as pd
 
 from numa_effects import stats
 from numa_effects.plan.grid import DEFAULTS, KEYS
-from numa_effects.report import deploy_section, families
+from numa_effects.report import deploy_section, families, markup
 from numa_effects.report.data import DISTURBED, flag
 from numa_effects.report.empty import PageFacts
 from numa_effects.report.figures import from_dict
-from numa_effects.report.markup import (
-    data_table,
-    document,
-    escape,
-    facts_table,
-    family_blocks,
-    section_links,
-)
+from numa_effects.report.markup import data_table, family_blocks
 from numa_effects.tables import stages
 
 
@@ -31,20 +24,8 @@ def _key(r: dict) -> str:
     return "/".join(str(r[k]) for k in KEYS if k not in DEFAULTS or str(r.get(k)) != DEFAULTS[k])
 
 
-def emulated_banner(machine: dict) -> str:
-    """machine.json ``emulated: true``: the timings come from an emulated guest (e.g. QEMU TCG)
-    and mean nothing as performance; the page says so above everything else."""
-    if not machine.get("emulated"):
-        return ""
-    why = machine.get("emulated_reason")
-    return (
-        '<p class="emulated" id="emulated">Emulated machine: these timings were measured in an '
-        "emulated guest and mean nothing as performance (only the placement, binding and "
-        f"pipeline behaviour are real){': ' + escape(why) if why else ''}.</p>"
-    )
-
-
-def machine_section(machine: dict, cells: pd.DataFrame) -> str:
+def machine_facts(machine: dict, cells: pd.DataFrame) -> list[tuple[str, object]]:
+    """The Machine section's (fact, value) rows, those without a value left out."""
     s = machine.get("summary") or {}
     versions = machine.get("versions") or {}
     host = machine.get("host") or {}
@@ -81,7 +62,11 @@ def machine_section(machine: dict, cells: pd.DataFrame) -> str:
     ]
     if machine.get("imported_from"):
         rows.append(("imported from", "; ".join(machine["imported_from"])))
-    return f'<h2 id="machine">Machine</h2>{facts_table(rows)}'
+    return _present(rows)
+
+
+def _present(rows: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    return [(k, v) for k, v in rows if v not in (None, "")]
 
 
 def _duration(seconds: float) -> str:
@@ -141,67 +126,44 @@ def _by_status(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Data
     return failed, cells[no_clean], cells[flag(cells) & ~no_clean]
 
 
-def _cell_list(intro: str, rows: pd.DataFrame, text) -> str:
-    """``intro`` (a paragraph) and the list of ``rows``' keys, each followed by ``text(row)``."""
-    if rows.empty:
-        return ""
-    items = "".join(
-        f"<li><code>{escape(_key(r))}</code>{text(r)}</li>" for r in rows.to_dict("records")
-    )
-    return f"{intro}<ul>{items}</ul>"
+def _keyed(rows: pd.DataFrame, text) -> list[tuple[str, str]]:
+    """``rows``' keys, each with ``text(row)``."""
+    return [(_key(r), text(r)) for r in rows.to_dict("records")]
 
 
 def _why_failed(r: dict) -> str:
-    return f": {escape(r.get('failure_cause'))}: {escape(r.get('failure_message'))}"
+    return f": {r.get('failure_cause')}: {r.get('failure_message')}"
 
 
 def _why_contended(r: dict) -> str:
     why = r.get("contended_reason")
-    return f": {escape(why)}" if pd.notna(why) else ""
+    return f": {why}" if pd.notna(why) else ""
 
 
 def _how_disturbed(r: dict) -> str:
     return ": " + " and ".join(c for c in DISTURBED if stats.as_bool(r.get(c)) is True)
 
 
-def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> str:
+def run_section(cells: pd.DataFrame, skipped: pd.DataFrame, failures: pd.DataFrame | None) -> dict:
+    """The Run section's facts, skipped reasons, cells failed, contended and disturbed, and
+    failures.csv."""
     failed, no_clean, disturbed = _by_status(cells)
-    parts = [f'<h2 id="run">Run</h2>{facts_table(_run_facts(cells, skipped))}']
+    reasons = []
     if not skipped.empty and "reason" in skipped:
-        items = "".join(
-            f"<li>{len(g)} cell{'s' * (len(g) > 1)}: {escape(reason)}</li>"
-            for reason, g in skipped.groupby("reason")
-        )
-        parts.append(f"<p>Skipped (this machine cannot run them):</p><ul>{items}</ul>")
-    parts += [
-        _cell_list(
-            "<p>Failed (shown as <em>failed</em> in every figure, never as 0):</p>",
-            failed,
-            _why_failed,
-        ),
-        _cell_list(
-            f'<p id="contended">Contended, no clean iteration ({len(no_clean)}: other tasks '
-            "used the cell's CPUs during every timed iteration of every attempt; shown as "
-            "<em>contended</em> in every figure, never as a number):</p>",
-            no_clean,
-            _why_contended,
-        ),
-        _cell_list(
-            f'<p id="disturbed">Contended or noisy ({len(disturbed)}; their timing is disturbed, '
-            "ringed or cross-hatched in every figure, never drawn like a clean cell):</p>",
-            disturbed,
-            _how_disturbed,
-        ),
-    ]
-    if failures is not None and not failures.empty:
-        parts.append(
-            f"<details><summary>failures.csv ({len(failures)} rows)</summary>"
-            f"{data_table(failures, list(failures.columns))}</details>"
-        )
-    return "".join(parts)
+        reasons = [(len(g), reason) for reason, g in skipped.groupby("reason")]
+    shown = failures is not None and not failures.empty
+    return {
+        "facts": _present(_run_facts(cells, skipped)),
+        "skipped": reasons,
+        "failed": _keyed(failed, _why_failed),
+        "contended": _keyed(no_clean, _why_contended),
+        "disturbed": _keyed(disturbed, _how_disturbed),
+        "failures": data_table(failures, list(failures.columns)) if shown else None,
+    }
 
 
-def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str) -> str:
+def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str) -> dict | None:
+    """The table of cells: every measured, failed and skipped one (None: no cell)."""
     rows = cells.copy()
     if not rows.empty:
         # a failure's cause, else why a cell has no efficiency (its peak under-measured)
@@ -211,7 +173,7 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         sk = skipped.assign(status="skipped", note=skipped.get("reason"))
         rows = pd.concat([rows, sk], ignore_index=True) if not rows.empty else sk
     if rows.empty:
-        return '<h2 id="cells">Cells</h2><p>No cells.</p>'
+        return None
     rows = rows.sort_values(list(KEYS), kind="stable")
     lat = stats.latency_column(latency_stat)
     timing = (lat, "latency_min_ms", "latency_max_ms", "cv", "n", "replicates", "ci_halfwidth_pct")
@@ -223,45 +185,38 @@ def cells_section(cells: pd.DataFrame, skipped: pd.DataFrame, latency_stat: str)
         c for c in dict.fromkeys(wanted) if c in rows and (rows[c].notna().any() or c in KEYS)
     ]
     rows = rows.astype({"threads": int, "batch_size": int})
-    return (
-        f'<h2 id="cells">Cells</h2><p class="small">{len(rows)} rows: every measured, failed and '
-        f"skipped cell; latency in ms per batch ({latency_stat}), throughput in images/s. "
-        "Full columns in <code>tables/cells.csv</code>.</p>"
-        "<details open><summary>table of cells</summary>"
-        f"{data_table(rows, columns, 'status')}</details>"
-    )
+    return data_table(rows, columns, "status")
 
 
-def _nav(answer: bool) -> str:
-    first = f'<a href="#{deploy_section.ANCHOR}">{deploy_section.HEADING}</a>' if answer else ""
-    return (
-        f"<nav>{first}{section_links(families.RUN_PAGE)}"
-        '<a href="#machine">Machine</a><a href="#run">Run</a><a href="#cells">Cells</a></nav>'
-    )
-
-
-def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) -> list[str]:
+def _section(key, sec, figs, models, facts, shown: dict, dirs: tuple[str, str]) -> dict:
     """One section: its figures per model and family (or why it has none), and its tables."""
-    body = [f'<h2 id="{sec.anchor}">{escape(sec.heading)}</h2>']
+    out = {"anchor": sec.anchor, "heading": sec.heading, "highlight": sec.highlight}
     in_section = [f for f in figs if f.spec.section == key]
     if not in_section:
-        return [*body, f'<p class="why">No figures: {sec.empty(facts)}</p>']
-    for model in models:
-        mine = [f for f in in_section if f.model == model]
-        if not mine:
-            continue
-        if len(models) > 1:
-            body.append(f"<h3>{escape(model)}</h3>")
-        body += family_blocks(mine, model, dirs)
+        return {**out, "why": sec.empty(facts), "groups": [], "tables": []}
+    groups = [
+        {
+            "model": model if len(models) > 1 else None,
+            "blocks": family_blocks([f for f in in_section if f.model == model], model, dirs),
+        }
+        for model in models
+        if any(f.model == model for f in in_section)
+    ]
+    tables = []
     for name in sec.tables:
         table = shown.get(name)
         if table is not None and not table.empty:
-            cols = [c for c in table.columns if table[c].notna().any()]
-            body.append(
-                f"<details><summary>{name} table (tables/{name}.csv)</summary>"
-                f"{data_table(table, cols)}</details>"
-            )
-    return body
+            tables.append((name, data_table(table, [c for c in table if table[c].notna().any()])))
+    return {**out, "why": None, "groups": groups, "tables": tables}
+
+
+def _links(deploy: dict | None, sections: list[dict]) -> list[dict]:
+    """The header's links: "What to deploy" with an answer, the sections with figures, and the
+    machine, the run and the cells."""
+    answer = [deploy] if deploy and deploy["tables"] else []
+    shown = [s for s in sections if s["why"] is None]
+    fixed = [{"anchor": a, "heading": a.title()} for a in ("machine", "run", "cells")]
+    return [{"highlight": False, **s} for s in (*answer, *shown, *fixed)]
 
 
 def render(
@@ -287,35 +242,29 @@ def render(
     models = sorted(
         {f.model for f in figs} | set(cells.get("model", pd.Series(dtype=str)).dropna())
     )
-    title = f"NUMA effects: {', '.join(models) or 'no cells'}"
-    cpu = (machine.get("summary") or {}).get("cpu_model")
-    origin = (
-        f"Imported from PackRat ({escape('; '.join(imported))})"
-        if imported
-        else f"Measured on {escape(cpu or 'this machine')}"
-    )
     facts = PageFacts(cells, skipped, placements, bool(imported))
     # tables a section may show (Section.tables)
     shown = {"degradation": degradation, "precision": precision, "memory_matrix": memory_matrix}
-    sections = families.page_sections()
-    main = next((sec for sec in sections.values() if sec.highlight), None)
-    jump = f' <a href="#{main.anchor}">Jump to {escape(main.heading)}</a>.' if main else ""
-    body = [
-        f"<header><h1>{escape(title)}</h1><p>{origin}. Latency is the {latency_stat} per batch "
-        f"(ms); throughput in images per second.{jump}</p></header>",
-        _nav(recommendation is not None),
-        "<main>",
-        emulated_banner(machine),
+    sections = [
+        _section(key, sec, figs, models, facts, shown, (figure_dir, page_dir))
+        for key, sec in families.page_sections().items()
     ]
-    if recommendation is not None:
-        body.append(deploy_section.html_section(recommendation))
-    for key, sec in sections.items():
-        body += _section(key, sec, figs, models, facts, shown, (figure_dir, page_dir))
-    body.append('<div class="grid" style="grid-template-columns:1fr 1fr"><div>')
-    body.append(machine_section(machine, cells))
-    body.append("</div><div>")
-    body.append(run_section(cells, skipped, failures))
-    body.append("</div></div>")
-    body.append(cells_section(cells, skipped, latency_stat))
-    body.append("</main>")
-    return document(title, body)
+    deploy = None if recommendation is None else deploy_section.section(recommendation)
+    links = _links(deploy, sections)
+    # what the header points to: the answer, else the highlighted section if it has figures
+    first = (deploy_section.ANCHOR, *(s["anchor"] for s in sections if s["highlight"]))
+    return markup.render(
+        "report.html.j2",
+        title=f"NUMA effects: {', '.join(models) or 'no cells'}",
+        imported="; ".join(imported),
+        cpu=(machine.get("summary") or {}).get("cpu_model") or "this machine",
+        latency_stat=latency_stat,
+        jump=next((a for a in links if a["anchor"] in first), None),
+        links=links,
+        emulated={"reason": machine.get("emulated_reason")} if machine.get("emulated") else None,
+        deploy=deploy,
+        sections=sections,
+        machine=machine_facts(machine, cells),
+        run=run_section(cells, skipped, failures),
+        cells=cells_section(cells, skipped, latency_stat),
+    )
