@@ -51,7 +51,7 @@ def check(
     found = checks.nonfinite_problems(config)  # inf is out of range too: said once, so
     nonfinite = {p.key for p in found}
     found += [p for p in schema.problems(config, sch) if p.key not in nonfinite]
-    found += checks.name_problems(config) + checks.iteration_problems(config)
+    found += checks.iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:

@@ -1,15 +1,12 @@
-"""What the schema cannot check: finite numbers, names against their registries, bounds between
-keys, and keys against the planning topology. Each returns problems; the file system is
-``paths``'s."""
+"""What the schema cannot check: finite numbers, bounds between keys, and keys against the
+planning topology. Each returns problems; the file system is ``paths``'s."""
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 
-from numa_effects.config.problem import Problem, key_path, shown, suggest
-from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.config.problem import Problem, key_path, shown
 from numa_effects.plan import grid
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import placement as placement_mod
@@ -25,34 +22,6 @@ def nonfinite_problems(value, path=()) -> list[Problem]:
     if isinstance(value, dict):
         return [p for k, v in value.items() for p in nonfinite_problems(v, (*path, k))]
     return []
-
-
-def name_problems(config: dict) -> list[Problem]:
-    """Each name of a registry's key names an entry: the grid's lists and each ``exclude``'s."""
-    lists = [(key, config.get(key)) for key in REGISTRIES]
-    exclude = config.get("exclude")
-    for j, entry in enumerate(exclude if isinstance(exclude, list) else ()):
-        if isinstance(entry, dict):
-            lists += [(f"exclude[{j}].{key}", entry.get(key)) for key in REGISTRIES]
-    problems = []
-    for key, values in lists:
-        if not isinstance(values, list):
-            continue
-        registry = REGISTRIES[key.rsplit(".", 1)[-1]]
-        names = registry.names()
-        for i, v in enumerate(values):
-            if not isinstance(v, str) or registry.known(v):
-                continue
-            where, what = f"{key}[{i}]", f"{shown(v)} is not {registry.what}"
-            if len(names) <= LONG_LIST:
-                hint = registry.hint(v) or suggest(v, names)
-                text = f"{what}{hint}; allowed: {', '.join(names)}"
-            else:
-                near = difflib.get_close_matches(v, names, n=5, cutoff=0.5)
-                nearest = f"nearest: {', '.join(near)}; " if near else ""
-                text = f"{what}; {nearest}all {len(names)}: {registry.command}"
-            problems.append(Problem(where, text))
-    return problems
 
 
 def exclude_problems(config: dict, topo: Topology) -> list[Problem]:

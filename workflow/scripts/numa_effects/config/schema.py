@@ -155,15 +155,13 @@ def normalize(config: dict, schema: dict) -> None:
 
 
 def problems(config: dict, schema: dict) -> list[Problem]:
-    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key (a
-    registry's names are ``checks.name_problems``'s to say)."""
+    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
     from jsonschema import Draft202012Validator
 
     errors = Draft202012Validator(schema).iter_errors(config)
     found: list[Problem] = []
     for err in sorted(errors, key=lambda e: [str(p) for p in e.path]):
-        if not (err.validator in ("enum", "pattern") and REGISTRY in err.schema):
-            found += [p for p in _error(err) if p not in found]
+        found += [p for p in _error(err) if p not in found]
     return found
 
 
@@ -172,6 +170,8 @@ def _error(err) -> list[Problem]:
     kind, schema, value, key = err.validator, err.schema, err.instance, key_path(err.absolute_path)
     n = len(value) if isinstance(value, list) else 0
     prefix = f"{key}." if err.absolute_path else ""
+    if kind in ("enum", "pattern") and REGISTRY in schema:  # a string's type error is said
+        return [REGISTRIES[schema[REGISTRY]].problem(key, value)] if isinstance(value, str) else []
     if kind == "additionalProperties":
         allowed = list(schema.get("properties", {}))
         keys = f"; allowed keys: {', '.join(allowed)}"
