@@ -238,6 +238,7 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     other time; about two distinct eager baselines per row, the throughput row sharing one."""
     rows = len(deploy.objective_rows(s))
     searched = rows * (1 + (0.5 if s["candidates"] > 1 else 0.0))
+    searched += rows * (s["allocators"] != ["default"])  # the best with glibc as it comes
     plain = max(0, rows * min(2, len(s["baselines"])) - (1 if rows > 1 else 0))
     return searched, float(plain)
 
