@@ -156,7 +156,7 @@ def two_level(cells):
     pooled = stats.pooled_replicate_var(meds)
     out = []
     for reps, m in zip(cells, meds, strict=True):
-        wv = [stats.within_log_var(float(np.median(x)), *stats.median_ci(x)) for x in reps]
+        wv = [stats.within_log_var(x) for x in reps]
         out.append(stats.combine_replicates(m, wv, pooled))
     return out
 
@@ -185,7 +185,7 @@ def test_variance_components_are_recovered():
     rng = np.random.default_rng(11)
     reps = [np.exp(rng.normal(0, 0.03) + rng.normal(0, 0.02, 40)) for _ in range(300)]
     meds = [float(np.median(x)) for x in reps]
-    wv = [stats.within_log_var(float(np.median(x)), *stats.median_ci(x)) for x in reps]
+    wv = [stats.within_log_var(x) for x in reps]
     c = stats.combine_replicates(meds, wv)
     assert c["between_sd_pct"] == pytest.approx(3.0, rel=0.15)
     # the median of 40 normal iterations: 1.25 x 2 % / sqrt(40) ~ 0.4 %

@@ -153,11 +153,13 @@ PAIRED, BOOTSTRAP = "paired", "within-process bootstrap"
 T_INTERVALS = (TWO_LEVEL, TWO_STAGE)
 
 
-def within_log_var(median_s: float, ci_low_s: float, ci_high_s: float) -> float:
-    """Variance of a replicate's ln(median) from its 95 % CI (log width / (2 x 1.96), squared)."""
-    if not (ci_low_s > 0 and ci_high_s > 0 and median_s > 0):
+def within_log_var(latencies_s: Sequence[float]) -> float:
+    """Variance of a replicate's ln(median), from its samples: the log width of the median's
+    95 % CI (``median_ci``) over 2 x 1.96, squared; NaN when too few samples give no CI."""
+    lo, hi = median_ci(latencies_s)
+    if not (lo > 0 and hi > 0):
         return math.nan
-    return ((math.log(ci_high_s) - math.log(ci_low_s)) / (2 * 1.959964)) ** 2
+    return ((math.log(hi) - math.log(lo)) / (2 * 1.959964)) ** 2
 
 
 def pooled_replicate_var(groups: Sequence[Sequence[float]]) -> tuple[float, int]:

@@ -334,17 +334,25 @@ def combine_replicates(
     )
     clean = samples[~samples["excluded"].astype(bool)] if not samples.empty else samples
     by_cell = {k: g["latency_ms"].to_numpy() for k, g in clean.groupby(KEY_COLUMNS, sort=False)}
-    rows = [
-        cell_of(g, groups.get(key), pooled.get(key), by_cell.get(key), (stages or {}).get(key))
-        for key, g in reps.groupby(KEY_COLUMNS, sort=False)
-    ]
+    # each replicate's within-process variance, from its own clean samples
+    within = {
+        k: stats.within_log_var(g["latency_ms"].to_numpy() / 1000.0)
+        for k, g in clean.groupby([*KEY_COLUMNS, "replicate"], sort=False)
+    }
+    rows = []
+    for key, g in reps.groupby(KEY_COLUMNS, sort=False):
+        good = groups.get(key)
+        wv = [] if good is None else [within.get((*key, r), math.nan) for r in good["replicate"]]
+        stage = (stages or {}).get(key)
+        rows.append(cell_of(g, good, pooled.get(key), by_cell.get(key), stage, wv))
     out = pd.DataFrame(rows)
     front = [*KEY_COLUMNS, "replicates"]
     return out[front + [c for c in out.columns if c not in front and c != "replicate"]]
 
 
-def cell_of(g, good, pooled_var, latencies, stage) -> dict:
-    """One cell's row from its replicates ``g`` (``good``: the successful ones, or None)."""
+def cell_of(g, good, pooled_var, latencies, stage, within_vars=()) -> dict:
+    """One cell's row from its replicates ``g`` (``good``: the successful ones, or None;
+    ``within_vars``: each good one's ``stats.within_log_var``, from its samples)."""
     failed = g[g["status"] == "failed"]
     reasons = "; ".join(
         f"replicate {int(r)}: {why}"
@@ -361,7 +369,7 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
             row.update(status="contended", contended=True, contended_reason=reasons or None)
         return row
     meds = good["latency_median_ms"].to_numpy() / 1000.0
-    c = replicate_interval(good, meds, pooled_var, stage, row)
+    c = replicate_interval(meds, within_vars, pooled_var, stage, row)
     if latencies is not None and latencies.size:
         row.update(latency_columns(stats.summarize(latencies / 1000.0)))
     contended = bool(g["contended"].fillna(False).astype(bool).any())
@@ -373,16 +381,10 @@ def cell_of(g, good, pooled_var, latencies, stage) -> dict:
     return row
 
 
-def replicate_interval(good, meds, pooled_var, stage, row: dict) -> dict:
+def replicate_interval(meds, within_vars, pooled_var, stage, row: dict) -> dict:
     """The cell's median and CI over its replicates (with a two-stage record, Stein's);
     the record's ``replicates_*`` columns go into ``row``."""
-    wv = [
-        stats.within_log_var(m, lo / 1000.0, hi / 1000.0)
-        for m, lo, hi in zip(
-            meds, good["latency_ci_low_ms"], good["latency_ci_high_ms"], strict=True
-        )
-    ]
-    c = stats.combine_replicates(meds, wv, pooled_var)
+    c = stats.combine_replicates(meds, within_vars, pooled_var)
     if stage is not None:
         row.update(
             replicates_planned=stage["replicates"],

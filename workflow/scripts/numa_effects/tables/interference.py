@@ -79,7 +79,7 @@ def _wall_s(result: GroupRecord) -> float:
 
 def _median_and_var(xs: list[float]) -> tuple[float, float]:
     s = stats.summarize(xs)
-    return s["median_s"], stats.within_log_var(s["median_s"], s["ci_low_s"], s["ci_high_s"])
+    return s["median_s"], stats.within_log_var(xs)
 
 
 def _pairs(result: GroupRecord, name: str, node: str) -> dict:

@@ -132,7 +132,7 @@ def estimate(recs, pooled) -> dict | None:
         return {**reps[0], "ci_method": stats.WITHIN}
     return stats.combine_replicates(
         [r["median_s"] for r in reps],
-        [stats.within_log_var(r["median_s"], r["ci_low_s"], r["ci_high_s"]) for r in reps],
+        [stats.within_log_var(clean_rounds(r)) for r in recs if measured(r)],
         pooled,
     )
 
