@@ -1086,7 +1086,7 @@ def test_manifest_name_changes_with_the_grid_only(tmp_path):
     ("targets", "text"),
     [
         (["all", "alll"], "target 'alll' is not a rule (did you mean 'all'?); allowed: all, "),
-        (["compare"], "target 'compare' needs config key 'compare': compare result folders"),
+        (["compare"], "target 'compare' needs config key 'compare' (compare result folders"),
     ],
     ids=["misspelled", "compare-without-its-key"],
 )

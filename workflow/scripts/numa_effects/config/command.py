@@ -199,7 +199,7 @@ def target_problems(targets: list[str], config: dict) -> list[Problem]:
             continue
         elif t in known:
             described = schema.load()["properties"][known[t]]["description"]
-            text = f"target {t!r} needs config key '{known[t]}': {described}"
+            text = f"target {t!r} needs config key '{known[t]}' ({re.split('[:;] ', described)[0]})"
         else:
             text = f"target {t!r} is not a rule{suggest(t, names)}; allowed: {', '.join(names)}"
             text += ", or an output file"

@@ -1,6 +1,5 @@
 """The keys that name files and folders, checked against the file system: ``results``,
-``topology`` and ``import``. Relative paths are read from the current directory: Snakemake's
-working directory, or ``--directory`` of the command line."""
+``topology`` and ``import``, relative paths read from the working directory."""
 
 from __future__ import annotations
 
@@ -43,9 +42,9 @@ def results_problems(
     )
     why = _too_long(given) or _protected(given, workdir, workflow_dir) or _below_a_file(given)
     why = why or (_inside_results(given) if nested else None)
-    shown = repr(results)
-    if len(results) > 80:  # the line stays readable
-        shown = f"{results[:32]!r}... ({len(results)} characters)"
+    shown = (
+        f"{results[:32]!r}... ({len(results)} characters)" if len(results) > 80 else repr(results)
+    )
     return [Problem("results", f"{shown} is {why}; {allowed}")] if why else []
 
 
@@ -91,9 +90,8 @@ def _below_a_file(given: Path) -> str | None:
     existing = next((p for p in [given, *given.parents] if p.exists()), None)
     if existing is None or existing.is_dir():
         return None
-    if existing == given:
-        return "an existing file, not a folder"
-    return f"below {existing}, which is a file, not a folder"
+    what = "an existing file" if existing == given else f"below {existing}, which is a file"
+    return f"{what}, not a folder"
 
 
 def _inside_results(given: Path) -> str | None:
