@@ -56,8 +56,8 @@ def test_the_docs_have_the_commands_this_test_expects():
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
-    """The workflow's files in a fresh folder with a default run's results/, PackRat's data at ../shared like the
-    docs assume, and results/machine.json from a real `machine` run."""
+    """The workflow's files in a fresh folder, PackRat's data at ../shared like the docs assume,
+    and results/ as a default run leaves it (machine.json from a real `machine` run, cells/)."""
     root = tmp_path_factory.mktemp("docs") / "repo"
     root.mkdir()
     for name in ("Snakefile", "workflow", "config", "profiles", "envs"):

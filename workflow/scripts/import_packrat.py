@@ -14,7 +14,7 @@ PackRat's multi-instance runs (``cloudlab_multiinstance-interference``: groups o
 ``instances`` and ``instance_id``) import into the interference profile's table instead:
 
     python workflow/scripts/import_packrat.py --interference \
-        ../shared/reference/packrat/cloudlab_multiinstance-interference --results runs/packrat-interference
+        ../shared/reference/packrat/cloudlab_multiinstance-interference --results runs/pr
 
 -> <results>/tables/interference.csv (``tables.packrat.interference_table``), the table the
 interference model fits (``tables.interference.curve``; docs/packing.md).
