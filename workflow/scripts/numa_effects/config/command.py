@@ -24,12 +24,14 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 PAIRS = {"[": "]", "{": "}", "(": ")"}
 ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
 OWN = (("--configfile", "--configfiles"), ("--config", "-C"), ("--directory", "-d"), ("--profile",))
-# Snakemake's options that take no value (the word after one is a target) and those whose values
-# are rule names (read here so that they are not taken for targets); any other option is taken to
-# take one value, so a target is never refused by mistake, at worst left to Snakemake.
+# Snakemake's options that take no value (the word after one is a target) and those that take a
+# list of words (read here so that they are not taken for targets). Any other option is taken to
+# take one value and the KEY=VALUE items after it, so a target is never refused by mistake: at
+# worst it is left to Snakemake.
 FLAGS = "-n --dry-run --dryrun -p --printshellcmds -k --keep-going -F --forceall -f --force "
 FLAGS += "--ri --rerun-incomplete --nolock --unlock -t --touch --notemp --nt -S --summary"
-RULE_LISTS = (("-R", "--forcerun"), ("-U", "--until"), ("-O", "--omit-from"), ("--allowed-rules",))
+LISTS = (("-R", "--forcerun"), ("-U", "--until"), ("-O", "--omit-from"), ("--allowed-rules",))
+LISTS += (("--rerun-triggers",), ("--sdm", "--software-deployment-method"), ("-q", "--quiet"))
 RULE = re.compile(r"^\s*(?:rule|checkpoint)\s+(\w+)\s*:|^\s*name:\s*\n\s*f\"(\w+)\{", re.M)
 # Rules of these files exist for a config with this key only (compare.smk: the comparison).
 NEEDS = {"compare.smk": "compare", "packrat.smk": "import"}
@@ -43,7 +45,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for names, nargs in zip(OWN, ("+", "*", None, None), strict=True):
         ap.add_argument(*names, nargs=nargs, default=[] if nargs else None)
-    for names in RULE_LISTS:
+    for names in LISTS:
         ap.add_argument(*names, nargs="*")
     for flag in FLAGS.split():
         ap.add_argument(flag, action="store_true")
@@ -66,6 +68,8 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
                 found.append(f"unknown option {word} (did you mean '{near[0]}'?)")
         if word.startswith("-"):
             i += 1 + ("=" not in word and i + 1 < len(rest) and not rest[i + 1].startswith("-"))
+            while i < len(rest) and ITEM.fullmatch(rest[i]):  # --resources mem_mb=1 slots=2
+                i += 1
             continue
         args.targets.append(word)
         i += 1
