@@ -67,3 +67,31 @@ def test_the_pointer_check_can_fail(tmp_path):
         '    PyTorch"), a.md#gone, (b.md, "Installing")"""\n'
     )
     assert dangling(src) == ["a.md#gone", 'a.md, "Installing PyTorch"', 'b.md, "Installing"']
+
+
+# -- commands the manual names ---------------------------------------------------------------------
+MANUAL = [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+MAKE_TARGETS = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
+
+
+def named(pattern: str) -> set[tuple[str, str]]:
+    """(page, name) of every `make X` / `numa-effects X` in the manual's code (spans and blocks)."""
+    found = set()
+    for page in MANUAL:
+        code = re.findall(r"```.*?```|`[^`\n]+`", page.read_text(), re.S)
+        found |= {(page.name, n) for c in code for n in re.findall(pattern, c)}
+    return found
+
+
+def test_every_make_target_the_manual_names_exists():
+    assert {"run", "test", "venv", "docs-img"} <= MAKE_TARGETS
+    missing = {(p, t) for p, t in named(r"\bmake ([a-z][\w-]*)") if t not in MAKE_TARGETS}
+    assert missing == set()
+
+
+def test_every_numa_effects_command_the_manual_names_exists():
+    from numa_effects import cli
+
+    used = named(r"\bnuma-effects ([a-z][\w-]*)")
+    assert {"launch", "compare", "check-config"} <= {n for _, n in used}
+    assert {(p, n) for p, n in used if n not in cli.COMMANDS} == set()
