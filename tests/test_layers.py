@@ -39,6 +39,9 @@ ALLOWED = {
     "loadtest": {"loadtest", "measure", "plan", "stats"},
     # numa-effects launch: the deploy answer started as measured, through the measuring stack
     "launch": {"launch", "tables", "analysis", "measure", "plan", "stats"},
+    # numa-effects <command>: the registry names each command's module, imported only by name
+    "cli": {"cli"},
+    "__main__": {"__main__", "cli"},
 }
 
 
@@ -49,6 +52,7 @@ FEATURES = {
         "statistics": "stats",
         "settings": "plan",
         "check": "config",
+        "command": "config",  # numa-effects compare: the command line over check and runs
         "runs": "tables",
         "tables": "tables",
         "provenance": "tables",
@@ -73,6 +77,8 @@ WITHOUT = {
     "report": set(),
     "loadtest": PLOTTING,
     "launch": PLOTTING,
+    "cli": TORCH | PLOTTING,
+    "__main__": TORCH | PLOTTING,
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from numa_effects import config as config_mod
-from numa_effects.plan import build, grid, placement, topology
+from numa_effects.plan import build, grid, placement, placement_docs, topology
 from numa_effects.plan.placement import NotApplicable, Plan
 
 FIX = Path(__file__).parent / "fixtures" / "topology"
@@ -299,8 +299,8 @@ def test_the_family_is_one_registry_entry_the_config_names_two_ways():
 
 
 def test_the_command_line_prints_the_pairs_and_the_docs_show_its_output(capsys):
-    """docs/placements.md's node-pair block is ``python -m numa_effects.plan.placement
-    --node-pairs ...`` on the memory-only tree."""
+    """docs/placements.md's node-pair block is ``numa-effects placement --node-pairs ...`` on
+    the memory-only tree."""
     docs = (Path(__file__).parents[1] / "docs" / "placements.md").read_text()
     (block,) = re.findall(
         r"<!-- node-pair-examples: (\S+) (\S+) (\S+) -->\n(.*?)\n<!-- /node-pair-examples -->",
@@ -308,8 +308,8 @@ def test_the_command_line_prints_the_pairs_and_the_docs_show_its_output(capsys):
         re.S,
     )
     fixture, threads, value, table = block
-    assert placement.main(["--topology", str(FIX / fixture), "--threads", threads,
-                           "--node-pairs", value]) == 0  # fmt: skip
+    assert placement_docs.main(["--topology", str(FIX / fixture), "--threads", threads,
+                                "--node-pairs", value]) == 0  # fmt: skip
     assert capsys.readouterr().out.strip() == table.strip()
 
 
@@ -324,10 +324,10 @@ def test_the_command_line_prints_the_pairs_and_the_docs_show_its_output(capsys):
 )
 def test_the_command_line_says_what_is_wrong_in_one_line(args, said, capsys):
     with pytest.raises(SystemExit) as exc:
-        placement.main(args)
+        placement_docs.main(args)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "Traceback" not in err
-    assert err.splitlines()[-1].startswith("python -m numa_effects.plan.placement: error: ")
+    assert err.splitlines()[-1].startswith("numa-effects placement: error: ")
     assert said in err.splitlines()[-1]
 
 

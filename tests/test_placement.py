@@ -7,7 +7,7 @@ from math import ceil
 import pytest
 from test_topology import FIXTURES, load
 
-from numa_effects.plan import placement
+from numa_effects.plan import placement, placement_docs
 from numa_effects.plan.placement import NotApplicable, Plan
 
 # the fixed placements (a family such as n{cpu}m{mem} has tests of its own)
@@ -245,5 +245,6 @@ def test_docs_examples_are_the_planners_output():
     assert len(blocks) == 2
     for fixture, threads, smt, table in blocks:
         topo = topology.load(Path(__file__).parent / "fixtures" / "topology" / fixture)
-        want = placement.examples_markdown(topo, [int(t) for t in threads.split(",")], bool(smt))
+        threads = [int(t) for t in threads.split(",")]
+        want = placement_docs.examples_markdown(topo, threads, bool(smt))
         assert table == want, f"docs/placements.md block for {fixture} is stale; regenerate it"

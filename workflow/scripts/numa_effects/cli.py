@@ -20,7 +20,7 @@ COMMANDS = {
     "loadtest": ("numa_effects.loadtest", "check the recommendation under load"),
     "import-packrat": ("import_packrat.py", "import PackRat's CSVs as a results folder"),
     "failed-cells": ("failed_cells.py", "list the result files of failed cells"),
-    "placement": ("numa_effects.plan.placement", "print each placement's numactl arguments"),
+    "placement": ("numa_effects.plan.placement_docs", "print each placement's numactl arguments"),
 }
 
 
