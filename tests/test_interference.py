@@ -7,6 +7,7 @@ instances, it predicts k = 10 ... 16."""
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -462,6 +463,45 @@ def test_packrat_interference_fit_on_k_up_to_8_predicts_k_10_to_16(packrat_profi
     sel = df[(df["opt"] == "none") & (df["allocator"] == "default")]
     held = holdout(profile.points(sel), lambda p: p.k <= 8)
     assert max(abs(h["error"]) for h in held) > 0.10
+
+
+def test_packrat_held_out_counts_fall_in_the_cross_validated_interval(packrat_profile):
+    """Each co-runner count of PackRat's CloudLab profile (1-thread batch-16 instances,
+    tcmalloc) left out in turn: the curve fitted on the other seven, its interval including
+    its own leave-one-count-out error, covers the measured slowdown of the one left out. The
+    interval of beta's error alone (the naive one) misses it for most counts: the model's
+    error, not the scatter about it, is what a prediction lacks. A count beyond the fitted
+    ones, or an instance wider than the profiled, says it is extrapolated."""
+    for opt in ("script", "none"):
+        sel = packrat_profile[
+            (packrat_profile["opt"] == opt) & (packrat_profile["allocator"] == "tcmalloc")
+        ]
+        pts = profile.points(sel)
+        assert sorted(p.x for p in pts) == list(range(1, 16, 2))
+        naive_misses = []
+        for held in pts:
+            curve = interference.fit([p for p in pts if p.x != held.x])
+            assert curve.cv_folds == 7 and curve.cv_se_ln > 0
+            lo, hi = curve.ci(held.x)
+            assert lo <= held.slowdown <= hi, (opt, held.x, lo, held.slowdown, hi)
+            naive = replace(curve, cv_se_ln=0.0, cv_folds=0)
+            nlo, nhi = naive.ci(held.x)
+            assert hi - lo > nhi - nlo
+            if not nlo <= held.slowdown <= nhi:
+                naive_misses.append(held.x)
+            beyond = held.x > max(p.x for p in pts if p.x != held.x)
+            assert bool(curve.outside(held.x)) == beyond
+        assert len(naive_misses) >= 4, (opt, naive_misses)
+    curve = interference.fit(pts)
+    assert curve.outside(8, threads=1) == ""
+    assert "8-thread instances, profiled with 1-thread" in curve.outside(8, threads=8)
+    # 2x(t8) on one 16-core node (each has 8 co-runner cores): said once, for the plan's notes
+    said = interference.caveats(curve, [(8, 0), (8, 0)])
+    assert len(said) == 1 and "8-thread" in said[0]
+    assert interference.caveats(curve, [(8, 0), (8, 1)]) == []  # alone on its node: s = 1
+    # one co-runner count: no check out of sample, and the prediction says so
+    one = interference.fit([pts[0]])
+    assert one.cv_folds == 0 and "no error out of sample" in one.outside(1)
 
 
 def test_packrat_plans_with_the_fitted_interference(packrat_profile):

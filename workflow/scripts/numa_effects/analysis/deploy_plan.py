@@ -401,6 +401,10 @@ def plan(cells, curves: dict, topo: Topology, s: dict) -> dict:
                 objective(row, model, prof, curves, cells, topo, s, configs, fallback, spread)
             )
     configurations = {cid: c.to_dict(topo) for cid, c in configs.items()}
+    for cid, c in configs.items():  # a prediction beyond the interference profile says so
+        where = [(i.threads, i.slot().nodes(topo)[0]) for i in c.instances]
+        curve = curve_for(curves, c.model, c.opt)
+        configurations[cid]["notes"] += interference.caveats(curve, where)
     out = {"objectives": rows, "configurations": configurations, "baseline_allocator": fallback}
     return out | {"topology": topo.summary()}
 

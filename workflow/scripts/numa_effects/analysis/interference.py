@@ -4,15 +4,18 @@ is max_j L(t_j, b_j) s(x_j). Nodes do not slow each other (own L3 and memory con
 linear term (co-runners take L3 and add memory traffic, two effects that multiply: on PackRat's
 CloudLab profile a linear curve misses by up to -16 %, tests/test_interference.py). ``fit``:
 weighted least squares, its error inflated by the reduced chi-square when the points scatter
-more than their CIs say. ``predict``: the 95 % interval from the alone CIs and beta's error,
-valid if the model holds (coverage simulated in tests/test_interference.py).
+more than their CIs say, and the model's own error out of sample: each co-runner count left out
+in turn and predicted from the others (``cv_se_ln``). ``predict``: the 95 % interval from the
+alone CIs, beta's error and that cross-validated error (coverage simulated, and checked on
+PackRat's profile, in tests/test_interference.py); ``Curve.outside`` says when a prediction
+leaves what the curve was fitted on.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from numa_effects.stats import log_se, t_quantile
 
@@ -34,32 +37,65 @@ class Point:
 
 @dataclass(frozen=True)
 class Curve:
-    """s(x) = 1 + beta x^2, fitted on ``points`` points (0 = no profile, s = 1 everywhere)."""
+    """s(x) = 1 + beta x^2, fitted on ``points`` points (0 = no profile, s = 1 everywhere), with
+    its error out of sample: the RMS of ln(predicted / measured) of each co-runner count left
+    out (``cv_se_ln``, over ``cv_folds`` counts; 0 folds: not cross-validated), the co-runner
+    counts (``x_range``) and instance threads (``threads``) it was fitted on."""
 
     beta: float = 0.0
     se_beta: float = 0.0
     df: float = math.inf
     points: int = 0
     method: str = "none"  # none, weighted, unweighted
+    cv_se_ln: float = 0.0
+    cv_folds: int = 0
+    x_range: tuple[int, int] = (0, 0)
+    threads: tuple[int, ...] = ()
 
     def s(self, x: float) -> float:
         return 1.0 + self.beta * float(x) ** 2
 
+    def parts(self, x: float) -> list[tuple[float, float]]:
+        """(standard error of ln s(x), its degrees of freedom) of each source of error: beta's
+        (delta method: d ln s / d beta = x^2 / s(x)) and the cross-validated one; none at x = 0
+        (alone on its node: s = 1 exactly)."""
+        if x == 0 or not self.points:
+            return []
+        out = [(float(x) ** 2 * self.se_beta / self.s(x), self.df)]
+        return out + ([(self.cv_se_ln, float(self.cv_folds))] if self.cv_folds else [])
+
     def se_ln(self, x: float) -> float:
-        """Standard error of ln s(x) (delta method: d ln s / d beta = x^2 / s(x))."""
-        return 0.0 if x == 0 else float(x) ** 2 * self.se_beta / self.s(x)
+        """Standard error of ln s(x), every source of error of ``parts`` together."""
+        return math.sqrt(sum(se**2 for se, _ in self.parts(x)))
 
     def ci(self, x: float) -> tuple[float, float]:
-        s, se = self.s(x), self.se_ln(x)
+        s, parts = self.s(x), self.parts(x)
+        se = math.sqrt(sum(e**2 for e, _ in parts))
         if se != se:
             return math.nan, math.nan
-        half = t_quantile(self.df) * se
+        half = t_quantile(welch_df(parts)) * se
         return s * math.exp(-half), s * math.exp(half)
+
+    def outside(self, x: float, threads: int | None = None) -> str:
+        """Why s(x) is a prediction beyond what the curve was fitted on ("" when it is not):
+        more co-runners than profiled, another instance width, or no check out of sample."""
+        if not self.points or x == 0:
+            return ""
+        why = []
+        if x > self.x_range[1]:  # below the profiled counts s runs between s(0) = 1 and them
+            why.append(f"{x:g} co-runner cores, more than the profiled {self.x_range[1]}")
+        if threads is not None and self.threads and threads not in self.threads:
+            fitted = "/".join(str(t) for t in self.threads)
+            why.append(f"{threads}-thread instances, profiled with {fitted}-thread ones")
+        if not self.cv_folds:
+            why.append("one co-runner count profiled: no error out of sample")
+        return "predicted beyond the interference profile: " + "; ".join(why) if why else ""
 
     def label(self) -> str:
         if not self.points:
             return "none (alone latencies)"
-        return f"s(x) = 1 + {self.beta:.3g} x^2 (+- {self.se_beta:.2g}, {self.points} points)"
+        cv = f", {self.cv_se_ln:.1%} out of sample" if self.cv_folds else ""
+        return f"s(x) = 1 + {self.beta:.3g} x^2 (+- {self.se_beta:.2g}{cv}, {self.points} points)"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "df": None if math.isinf(self.df) else self.df}
@@ -71,18 +107,49 @@ class Curve:
         se, df = d.get("se_beta"), d.get("df")
         se, df = math.nan if se is None else float(se), math.inf if df is None else float(df)
         points, method = int(d.get("points", 0)), str(d.get("method", "weighted"))
-        return cls(float(d["beta"]), se, df, points, method)
+        cv = (float(d.get("cv_se_ln") or 0.0), int(d.get("cv_folds") or 0))
+        fitted = (tuple(d.get("x_range") or (0, 0)), tuple(d.get("threads") or ()))
+        return cls(float(d["beta"]), se, df, points, method, *cv, *fitted)
+
+
+def welch_df(parts: Sequence[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent errors (se, df)."""
+    var = sum(se**2 for se, _ in parts)
+    denom = sum(se**4 / d for se, d in parts if se > 0 and 0 < d < math.inf)
+    return var**2 / denom if denom > 0 else math.inf
 
 
 NONE = Curve()
 
 
 def fit(points: Iterable[Point], weighted: bool = True) -> Curve:
-    """beta of s(x) = 1 + beta x^2 on the points with x > 0 (``NONE`` without any): points at
-    x = 0 (alone on their node, others on another) test the nodes' independence, not beta."""
+    """beta of s(x) = 1 + beta x^2 on the points with x > 0 (``NONE`` without any), with its
+    error out of sample (``cross_validated``): points at x = 0 (alone on their node, others on
+    another) test the nodes' independence, not beta."""
     pts = [p for p in points if p.x > 0 and p.slowdown == p.slowdown and p.slowdown > 0]
     if not pts:
         return NONE
+    curve = _fit(pts, weighted)
+    cv, folds = cross_validated(pts, weighted)
+    xs, threads = [p.x for p in pts], tuple(sorted({p.threads for p in pts}))
+    return replace(curve, cv_se_ln=cv, cv_folds=folds, x_range=(min(xs), max(xs)), threads=threads)
+
+
+def cross_validated(pts: list[Point], weighted: bool = True) -> tuple[float, int]:
+    """(RMS of ln(predicted / measured), folds): each co-runner count left out in turn and
+    predicted by the curve fitted on the others; (0, 0) with fewer than two counts."""
+    xs = sorted({p.x for p in pts})
+    if len(xs) < 2:
+        return 0.0, 0
+    errors = []
+    for x in xs:
+        curve = _fit([p for p in pts if p.x != x], weighted)
+        errors += [math.log(curve.s(x) / p.slowdown) for p in pts if p.x == x]
+    return math.sqrt(sum(e * e for e in errors) / len(errors)), len(xs)
+
+
+def _fit(pts: list[Point], weighted: bool) -> Curve:
+    """The weighted (else unweighted) least-squares beta of ``pts``, its error in sample."""
     x2 = [float(p.x) ** 2 for p in pts]
     y = [p.slowdown - 1.0 for p in pts]
     sd = [p.slowdown * log_se(p.ci_low, p.ci_high, p.df) for p in pts]
@@ -131,18 +198,16 @@ class Prediction:
 
 
 def instance_interval(alone: Alone, x: int, curve: Curve) -> tuple:
-    """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale."""
+    """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale over
+    the alone CI and the curve's errors (``Curve.parts``)."""
     value = alone.latency_s * curve.s(x)
-    se_a, se_c = alone.se_ln, curve.se_ln(x)
-    if not (se_a == se_a and se_c == se_c):
+    parts = [(alone.se_ln, alone.df), *curve.parts(x)]
+    var = sum(se**2 for se, _ in parts)
+    if var != var:
         return value, math.nan, math.nan
-    var = se_a**2 + se_c**2
     if var == 0:
         return value, value, value
-    parts = [(se_a, alone.df), (se_c, curve.df)]
-    denom = sum(s**4 / d for s, d in parts if s > 0 and 0 < d < math.inf)
-    df = var**2 / denom if denom > 0 else math.inf
-    half = t_quantile(df) * math.sqrt(var)
+    half = t_quantile(welch_df(parts)) * math.sqrt(var)
     return value, value * math.exp(-half), value * math.exp(half)
 
 
@@ -160,3 +225,10 @@ def co_runners(threads: Sequence[int], nodes: Sequence[int]) -> list[int]:
     for t, n in zip(threads, nodes, strict=True):
         busy[n] = busy.get(n, 0) + t
     return [busy[n] - t for t, n in zip(threads, nodes, strict=True)]
+
+
+def caveats(curve: Curve, instances: Sequence[tuple[int, int]]) -> list[str]:
+    """``Curve.outside`` of each instance ``(threads, node)`` of a plan, each reason once."""
+    xs = co_runners([t for t, _ in instances], [n for _, n in instances])
+    said = (curve.outside(x, t) for (t, _), x in zip(instances, xs, strict=True))
+    return list(dict.fromkeys(w for w in said if w))
