@@ -1,4 +1,4 @@
-"""The deploy job's design in blocks and slices (docs/deploy.md, "How the answer is measured").
+"""The deploy job's design in blocks and slices (docs/deploy.md, "How the answer is found").
 
 A block starts one set of processes for every configuration and keeps them warm, then measures
 them in short slices that visit the configurations cycle by cycle in ABBA order (forward, then
