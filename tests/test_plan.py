@@ -285,6 +285,21 @@ def test_an_edit_of_the_progress_line_re_measures_nothing(tmp_path):
     assert code.digest(code.LAYERS["measure"], root) != first
 
 
+def test_an_edit_of_a_page_template_re_renders_the_report(tmp_path):
+    # templates are not Python: their bytes are the digest, and the report layer covers them
+    root = tmp_path / "scripts"
+    for sub in ("report", "compare"):
+        (root / "numa_effects" / sub / "templates").mkdir(parents=True)
+        (root / "numa_effects" / sub / "templates" / "p.html.j2").write_text("<p>{{ x }}</p>\n")
+    first = code.digest(code.LAYERS["report"], root)
+    for sub in ("report", "compare"):
+        t = root / "numa_effects" / sub / "templates" / "p.html.j2"
+        t.write_text("<p>{{ y }}</p>\n")
+        assert code.digest(code.LAYERS["report"], root) != first
+        t.write_text("<p>{{ x }}</p>\n")
+    assert code.digest(code.LAYERS["report"], root) == first
+
+
 def test_code_digests_are_cached_by_file_time_and_size(tmp_path, monkeypatch):
     cache = tmp_path / "digests.json"
     first = code.digests(cache_file=cache)

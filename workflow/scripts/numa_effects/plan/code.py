@@ -56,6 +56,8 @@ LAYERS = {
         "numa_effects/report/*.py",
         "numa_effects/compare/plots.py",
         "numa_effects/compare/page.py",
+        "numa_effects/report/templates/*.j2",
+        "numa_effects/compare/templates/*.j2",
         "plot_figure.py",
         "render_report.py",
         "render_comparison.py",
@@ -80,7 +82,10 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 
 def file_digest(path: Path) -> str:
-    """The digest of a Python file's syntax tree without docstrings (comments are not in it)."""
+    """The digest of a Python file's syntax tree without docstrings (comments are not in it);
+    of any other file (a page's template), its bytes."""
+    if path.suffix != ".py":
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     tree = _strip_docstrings(ast.parse(path.read_text(), str(path)))
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
