@@ -393,20 +393,10 @@ def main(argv=None) -> int:
         print(f"numa-effects loadtest: {exc}", file=sys.stderr)
         return 2
     path = write(results, rows)
-    for r in rows:
-        print(summary_line(r))
+    shown = ["role", "configuration", "scenario", "target_qps", "achieved", "p50_ms", "p99_ms"]
+    print(pd.DataFrame(rows)[[*shown, "bound_ms", "found", "valid"]].to_string(index=False))
     print(f"wrote {path}", file=sys.stderr)
     return 0
-
-
-def summary_line(r: dict) -> str:
-    rate = "" if r["scenario"] == OFFLINE else f" at {r['target_qps']:.2f}/s"
-    mark = " <- found" if r.get("found") else ""
-    return (
-        f"{r['role']} {r['configuration']} ({r['layout']}) {r['scenario']}{rate}: "
-        f"{r['achieved']:.2f} images/s, p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms "
-        f"(bound {r['bound_ms']:.1f}), {r['valid']}{mark}"
-    )
 
 
 if __name__ == "__main__":

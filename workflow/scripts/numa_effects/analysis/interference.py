@@ -64,17 +64,8 @@ class Curve:
         out = [(float(x) ** 2 * self.se_beta / self.s(x), self.df)]
         return out + ([(self.cv_se_ln, float(self.cv_folds))] if self.cv_folds else [])
 
-    def se_ln(self, x: float) -> float:
-        """Standard error of ln s(x), every source of error of ``parts`` together."""
-        return math.sqrt(sum(se**2 for se, _ in self.parts(x)))
-
     def ci(self, x: float) -> tuple[float, float]:
-        s, parts = self.s(x), self.parts(x)
-        se = math.sqrt(sum(e**2 for e, _ in parts))
-        if se != se:
-            return math.nan, math.nan
-        half = t_quantile(welch_df(parts)) * se
-        return s * math.exp(-half), s * math.exp(half)
+        return interval(self.s(x), self.parts(x))[1:]
 
     def outside(self, x: float, threads: int | None = None) -> str:
         """Why s(x) is a prediction beyond what the curve was fitted on ("" when it is not):
@@ -112,11 +103,15 @@ class Curve:
         return cls(float(d["beta"]), se, df, points, method, *cv, *fitted)
 
 
-def welch_df(parts: Sequence[tuple[float, float]]) -> float:
-    """Welch-Satterthwaite degrees of freedom of a sum of independent errors (se, df)."""
+def interval(value: float, parts: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
+    """(value, low, high): the 95 % interval of independent errors ``parts`` (se of the log,
+    degrees of freedom) summed on the log scale, Welch-Satterthwaite's degrees of freedom."""
     var = sum(se**2 for se, _ in parts)
+    if var != var:
+        return value, math.nan, math.nan
     denom = sum(se**4 / d for se, d in parts if se > 0 and 0 < d < math.inf)
-    return var**2 / denom if denom > 0 else math.inf
+    half = t_quantile(var**2 / denom if denom > 0 else math.inf) * math.sqrt(var)
+    return value, value * math.exp(-half), value * math.exp(half)
 
 
 NONE = Curve()
@@ -198,17 +193,10 @@ class Prediction:
 
 
 def instance_interval(alone: Alone, x: int, curve: Curve) -> tuple:
-    """(latency, low, high) of one instance: L s(x), Welch-Satterthwaite on the log scale over
-    the alone CI and the curve's errors (``Curve.parts``)."""
-    value = alone.latency_s * curve.s(x)
+    """(latency, low, high) of one instance: L s(x), its interval over the alone CI and the
+    curve's errors (``Curve.parts``)."""
     parts = [(alone.se_ln, alone.df), *curve.parts(x)]
-    var = sum(se**2 for se, _ in parts)
-    if var != var:
-        return value, math.nan, math.nan
-    if var == 0:
-        return value, value, value
-    half = t_quantile(welch_df(parts)) * math.sqrt(var)
-    return value, value * math.exp(-half), value * math.exp(half)
+    return interval(alone.latency_s * curve.s(x), parts)
 
 
 def predict(instances: Sequence[tuple[Alone, int]], curve=NONE) -> Prediction:
