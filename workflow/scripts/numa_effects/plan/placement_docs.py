@@ -5,14 +5,7 @@ from __future__ import annotations
 
 from numa_effects.plan import topology
 from numa_effects.plan.node_pairs import node_pair_members
-from numa_effects.plan.placement import (
-    PLACEMENTS,
-    NotApplicable,
-    Plan,
-    baseline_of,
-    label,
-    plan,
-)
+from numa_effects.plan.placement import PLACEMENTS, NotApplicable, Plan, baseline_of, label, plan
 from numa_effects.plan.topology import Topology
 
 
