@@ -1,12 +1,9 @@
 """``python -m numa_effects.config [FILE...] [--config KEY=VALUE...] [--directory DIR]``: check a
-config as ``snakemake -n`` will, with the same lines (and where a YAML syntax error is).
-
-``--list NAME`` prints a registry's names; ``--readme`` regenerates config/README.md's key
-tables. The entry points (``make check-config``, ``make run``) give it a whole Snakemake command
-line: ``--snakemake ARGS...`` checks it (``command``), ``--run ARGS...`` then runs ``snakemake
-ARGS...`` in its place; both keep that Snakemake from waiting for a Slurm controller that does
-not answer (``numa_effects.slurmconf``).
-"""
+config as ``snakemake -n`` will, with the same lines (and where a YAML syntax error is);
+``--list NAME`` prints a registry's names, ``--readme`` regenerates config/README.md's tables.
+The entry points (``make check-config``, ``make run``) give it a Snakemake command line:
+``--snakemake ARGS...`` checks it (``command``), ``--run ARGS...`` then runs ``snakemake
+ARGS...`` in its place, never waiting for a Slurm controller that does not answer."""
 
 from __future__ import annotations
 
@@ -53,9 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         changed = readme.write()
         print(f"{readme.README_PATH}: {'updated' if changed else 'up to date'}")
         return 0
-    if args.snakemake is not None or args.run is not None:
-        return _command(args.run if args.run is not None else args.snakemake, args.run is not None)
-    return _check(args.files, args.config, args.directory, args.traceback)
+    if args.snakemake is None and args.run is None:
+        return _check(args.files, args.config, args.directory, args.traceback)
+    return _command(args.snakemake if args.run is None else args.run, args.run is not None)
 
 
 def _check(
@@ -70,14 +67,13 @@ def _check(
         return 1
     configfiles = files.workflow_files(given, directory)
     try:
-        if command.config_item_problems(items):
-            raise ConfigError(command.config_item_problems(items))
+        if found := command.config_item_problems(items):
+            raise ConfigError(found)
         with chdir(directory or "."):
             config = files.load(configfiles)
             update_config(config, files.parse_config_args(items))
-            found = command.target_problems(list(targets), config)
-            if found:  # before the config, so before any estimate of what a run would do
-                raise ConfigError(found)
+            if found := command.target_problems(list(targets), config):
+                raise ConfigError(found)  # before the config, so before any estimate of a run
             checked = (check if traceback else check_or_exit)(config, configfiles=configfiles)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
@@ -110,8 +106,7 @@ def _command(argv: list[str], run: bool) -> int:
             rc = _check(given, items, parsed.directory, False, parsed.targets)
         if rc or not run:
             return rc
-    sys.stdout.flush()
-    sys.stderr.flush()
+    sys.stdout.flush(), sys.stderr.flush()
     exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
     cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
     os.execve(cmd[0], [*cmd, *argv], env)

@@ -1,9 +1,7 @@
-"""config/README.md's key tables, generated from the schema and the default config's values.
-
-Each top-level key names its table with ``x-section``; a row is a key (nested keys after their
-parent), what is allowed (the error messages' words), its default and its description. Each table
-sits between ``BEGIN`` and ``END``; tests/test_validation.py fails when one is stale.
-"""
+"""config/README.md's key tables, generated from the schema and the default config's values:
+one table per ``x-section``, between ``BEGIN`` and ``END``; a row is a key (nested keys after
+their parent), what is allowed (the error messages' words), its default and its description.
+tests/test_validation.py fails when one is stale."""
 
 from __future__ import annotations
 
@@ -22,19 +20,9 @@ END = "<!-- /config-keys -->"
 
 
 def _yaml(value) -> str:
-    """A value as flow-style YAML on one line."""
+    """A value as flow-style YAML on one line (a scalar is a document of its own: no ``...``)."""
     text = yaml.safe_dump(value, default_flow_style=True, width=math.inf, sort_keys=False)
-    return text.removesuffix("...\n").strip()  # a scalar is a document of its own
-
-
-def _default(path: str, prop: dict, required: bool, defaults: dict) -> str:
-    if "default" in prop:
-        given = f"`{_yaml(prop['default'])}`"
-    else:
-        given = "required" if required else "not set"
-    if "." not in path and path in defaults and defaults[path] != prop.get("default", object()):
-        return f"{given}; `config.yaml`: `{_yaml(defaults[path])}`"
-    return given
+    return "`" + text.removesuffix("...\n").strip() + "`"
 
 
 def sections(schema: dict) -> list[str]:
@@ -48,13 +36,17 @@ def markdown(section: str, schema: dict | None = None) -> str:
     defaults = yaml.safe_load(DEFAULT_CONFIG.read_text())
     rows = ["| key | allowed | default | meaning |", "| --- | --- | --- | --- |"]
     for path, prop, required in properties(schema):
-        top = schema["properties"][path.split(".")[0]]
-        if top.get("x-section", "other") != section:
+        if schema["properties"][path.split(".")[0]].get("x-section", "other") != section:
             continue
-        default = _default(path, prop, required, defaults)
-        cells = (f"`{path}`", describe(prop), default, prop.get("description", ""))
-        text = " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells)
-        rows.append(f"| {text} |")
+        given = (
+            _yaml(prop["default"]) if "default" in prop else ("required" if required else "not set")
+        )
+        if path in defaults and defaults[path] != prop.get("default", object()):
+            given += f"; `config.yaml`: {_yaml(defaults[path])}"  # a top-level key only
+        cells = (f"`{path}`", describe(prop), given, prop.get("description", ""))
+        rows.append(
+            "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+        )
     return "\n".join(rows)
 
 
@@ -66,15 +58,13 @@ def update(text: str, schema: dict | None = None) -> str:
         if start not in text or END not in text.split(start, 1)[1]:
             raise ValueError(f"config/README.md has no '{start}' ... '{END}' block")
         head, rest = text.split(start, 1)
-        tail = rest.split(END, 1)[1]
-        text = f"{head}{start}\n{markdown(section, schema)}\n{END}{tail}"
+        text = f"{head}{start}\n{markdown(section, schema)}\n{END}{rest.split(END, 1)[1]}"
     return text
 
 
 def write(path: Path = README_PATH) -> bool:
     """Regenerate the README's tables in place; True if anything changed."""
     old = path.read_text()
-    new = update(old)
-    if new != old:
+    if (new := update(old)) != old:
         path.write_text(new)
     return new != old
