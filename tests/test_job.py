@@ -187,3 +187,23 @@ def test_a_plan_that_does_not_hold_here_is_refused_before_anything_starts(
     refused = toy_spec(N).configuration.recheck(topo, allowed=others)
     assert refused and "not allowed" in refused
     assert toy_spec(N).configuration.recheck(topo, allowed=set(plan.cpus)) is None
+
+
+def test_a_job_serialises_its_spec_once_per_process_boundary(toy, tmp_path, monkeypatch):
+    """The rule's params are read once (one ``from_json``) and the instance's spec file written
+    once (one ``to_json``), which the instance reads: the spec beside the log is the job's."""
+    params, calls = toy_spec(N).to_json(), []
+    for name in ("to_json", "from_json"):
+        real = getattr(spec_mod.Spec, name)
+        counted = (lambda f, n: lambda *a, **k: calls.append(n) or f(*a, **k))(real, name)
+        monkeypatch.setattr(spec_mod.Spec, name, counted)
+    sm = type("Rule", (), {})()
+    sm.params, sm.config = type("Params", (), {"spec": params})(), {}
+    sm.output, sm.log = [str(tmp_path / "r1.json")], [str(tmp_path / "r1.log")]
+    rec = job.run_rule(sm, 120)
+    assert rec.status == "ok", rec.failure
+    assert sorted(calls) == ["from_json", "to_json"]
+    written = json.loads(job.spec_path(tmp_path / "r1.log").read_text())
+    assert {k: v for k, v in written.items() if k != "instances"} == {
+        k: v for k, v in params.items() if k != "instances"
+    }
