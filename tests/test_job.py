@@ -174,7 +174,7 @@ def test_a_plan_that_does_not_hold_here_is_refused_before_anything_starts(
     last, absent = max(c.cpu for c in topo.cpus), max(topo.all_nodes) + 1
     wrong = {
         "are not on this machine": dataclasses.replace(plan, cpus=(last + 5,)),
-        "lie on nodes": dataclasses.replace(plan, cpu_nodes=(absent,)),
+        "not as planned": dataclasses.replace(plan, cpu_nodes=(absent,)),
         "memory nodes": dataclasses.replace(plan, mem_policy="bind", mem_nodes=(absent,)),
     }
     monkeypatch.setattr(job.runner, "measure", lambda *a, **k: pytest.fail("it started"))
@@ -184,9 +184,9 @@ def test_a_plan_that_does_not_hold_here_is_refused_before_anything_starts(
         assert (rec.status, rec.failure.cause) == ("failed", "plan-mismatch"), why
         assert why in rec.failure.message
     others = {c.cpu for c in topo.cpus} - set(plan.cpus)
-    refused = toy_spec(N).configuration.recheck(topo, allowed=others)
+    refused = job.unverified(toy_spec(N).configuration, topo, allowed=others)
     assert refused and "not allowed" in refused
-    assert toy_spec(N).configuration.recheck(topo, allowed=set(plan.cpus)) is None
+    assert job.unverified(toy_spec(N).configuration, topo, allowed=set(plan.cpus)) is None
 
 
 def test_a_job_serialises_its_spec_once_per_process_boundary(toy, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from numa_effects.measure import record
+from numa_effects.measure import job, record
 from numa_effects.measure.record import Failure, Record
 from numa_effects.plan import placement, topology
 from numa_effects.plan import spec as spec_mod
@@ -141,14 +141,13 @@ def test_a_spec_planned_for_another_machine_is_caught_before_anything_runs():
     plan = one_plan()
     cell = {"model": "m", "opt": "none", "placement": "sequential", "threads": 1, "batch_size": 1}
     spec = spec_mod.one(spec_mod.MODEL, cell, plan, {})
-    assert spec.configuration.recheck(topo) is None
+    assert job.unverified(spec.configuration, topo) is None
     moved = spec_mod.one(spec_mod.MODEL, cell, dataclasses.replace(plan, cpus=(999,)), {})
-    assert "are not on this machine" in moved.configuration.recheck(topo)
+    assert "are not on this machine" in job.unverified(moved.configuration, topo)
     (packed, images), *_ = spec_mod.plans_for(topo, 1, [(1, 1)], False)
     inst = spec_mod.packed({"model": "m", "opt": "none"}, packed, images)
     conf = spec_mod.Configuration((inst,), spec_mod.Packing(1))
-    assert conf.recheck(topo) is None
+    assert job.unverified(conf, topo) is None
     wrong = dataclasses.replace(inst, plan=dataclasses.replace(packed, cpus=(999,)))
-    assert "are not on this machine" in spec_mod.Configuration((wrong,), conf.packing).recheck(
-        topo
-    )
+    wrong_conf = spec_mod.Configuration((wrong,), conf.packing)
+    assert "are not on this machine" in job.unverified(wrong_conf, topo)

@@ -53,6 +53,27 @@ def allocator_here(name: str, environ=None) -> tuple[dict | None, dict | None, s
     return found, env, None
 
 
+def unverified(conf: Configuration, topo, allowed=None) -> str | None:
+    """Why the plans ``conf`` was given cannot run on ``topo`` (this machine), or None. It
+    verifies, it never plans again: each plan's CPUs exist here, are ``allowed`` (this
+    process's CPUs; None: any of ``topo``'s), are as many physical cores on the nodes it names,
+    and its memory nodes exist; each instance proves its binding inside (``verify``)."""
+    have = {c.cpu for c in topo.cpus}
+    for plan in (i.plan for i in conf.instances):
+        args, cpus = " ".join(plan.numactl_args()), set(plan.cpus)
+        nodes = sorted({topo.node_of(c) for c in cpus & have})
+        cores = len({topo.cpu(c).siblings for c in cpus & have})
+        if cpus - have:
+            return f"CPUs {sorted(cpus - have)} of the plan ({args}) are not on this machine"
+        if allowed is not None and cpus - set(allowed):
+            return f"CPUs {sorted(cpus - set(allowed))} of the plan ({args}) are not allowed here"
+        if nodes != sorted(plan.cpu_nodes) or (plan.cores and cores != plan.cores):
+            return f"CPUs {list(plan.cpus)} are {cores} cores on nodes {nodes} here, not as planned"
+        if set(plan.mem_nodes) - set(topo.all_nodes):
+            return f"memory nodes of the plan ({args}) are not on this machine ({topo.source})"
+    return None
+
+
 @dataclass(frozen=True)
 class Ready:
     """A configuration resolved here, each instance's environment, the shared allocator."""
@@ -68,7 +89,7 @@ def prepare(conf: Configuration, topo, found: dict | None = None, where: str = "
     anything runs. ``found``: allocators already looked up; ``where``: a prefix for messages."""
     if shutil.which("numactl") is None:
         return Failure(Cause.NUMACTL_MISSING, "numactl is not on PATH; nothing runs unpinned")
-    why = conf.recheck(topo, os.sched_getaffinity(0))
+    why = unverified(conf, topo, os.sched_getaffinity(0))
     if why:
         return Failure(Cause.PLAN_MISMATCH, where + why)
     found = {} if found is None else found

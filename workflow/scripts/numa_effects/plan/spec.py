@@ -97,13 +97,6 @@ class Configuration:
             "batch_size": sum(int(i.cell["batch_size"]) for i in self.instances),
         }
 
-    def recheck(self, topo, allowed=None) -> str | None:
-        """Why the plans this configuration was given cannot run on ``topo`` (this machine), or
-        None. It verifies, it never plans again: each plan's CPUs exist here, are ``allowed``
-        (this process's CPUs; None: any of ``topo``'s) and lie on the nodes it names, and its
-        memory nodes exist; each instance proves its binding inside (``measure.verify``)."""
-        return next(filter(None, (_verify(i.plan, topo, allowed) for i in self.instances)), None)
-
     def to_json(self) -> dict:
         p = self.packing
         return {
@@ -116,27 +109,6 @@ class Configuration:
         p = d.get("packing")
         packing = None if p is None else Packing(**{**p, "nodes": p["nodes"] and tuple(p["nodes"])})
         return cls(tuple(Instance.from_json(i) for i in d["instances"]), packing)
-
-
-def _verify(plan: Plan, topo, allowed) -> str | None:
-    """Why ``plan`` cannot be bound as given on ``topo``, or None."""
-    args = " ".join(plan.numactl_args())
-    missing = sorted(set(plan.cpus) - {c.cpu for c in topo.cpus})
-    if missing:
-        return f"CPUs {missing} of the plan ({args}) are not on this machine ({topo.source})"
-    barred = sorted(set(plan.cpus) - set(allowed)) if allowed is not None else []
-    if barred:
-        return f"CPUs {barred} of the plan ({args}) are not allowed to this job here"
-    nodes = sorted({topo.node_of(c) for c in plan.cpus})
-    if nodes != sorted(plan.cpu_nodes):
-        return f"CPUs {list(plan.cpus)} lie on nodes {nodes} here, not {list(plan.cpu_nodes)}"
-    cores = len({topo.cpu(c).siblings for c in plan.cpus})
-    if plan.cores and cores != plan.cores:
-        return f"CPUs {list(plan.cpus)} are {cores} physical cores here, not {plan.cores}"
-    absent = sorted(set(plan.mem_nodes) - set(topo.all_nodes))
-    if absent:
-        return f"memory nodes {absent} of the plan ({args}) are not on this machine"
-    return None
 
 
 @dataclass(frozen=True)
