@@ -68,10 +68,12 @@ def pick(results: Path, objective: str | None, role: str) -> dict:
     except OSError as exc:
         raise Refused(f"cannot read {path}: {exc.strerror}") from None
     names = list(dict.fromkeys(r["objective"] for r in rows))
+    if not names:
+        raise Refused(f"{path} recommends nothing (no configuration was placed)")
     want = (objective or ("throughput" if "throughput" in names else names[0])).replace("-", " ")
     if want not in names:
         raise Refused(f"no objective {objective!r} in {path} (it has: {', '.join(names)})")
-    rows = [r for r in rows if r["objective"] == want]
+    rows = [r for r in rows if r["objective"] == want and r["config"]]
     got = [r for r in rows if role in (r["role"], r["config"], *r["baseline"].split(" = "))]
     if not got:
         roles = {RECOMMENDED, *(b for r in rows for b in r["baseline"].split(" = ") if b)}
@@ -114,7 +116,7 @@ def prepare(results: Path, cid: str, conf: dict, topo) -> tuple[job.Ready, Path]
     s = spec(results, cid, conf)
     ready = job.prepare(s.configuration, topo)
     if not isinstance(ready, job.Ready):
-        raise Refused(f"{cid} cannot start here: {ready}")
+        raise Refused(f"{cid} cannot start here: {getattr(ready, 'message', ready)}")
     path = results / SPEC.format(config=cid)
     path.parent.mkdir(parents=True, exist_ok=True)
     s = replace(s, configuration=ready.configuration)
@@ -217,12 +219,7 @@ def resolve(results: Path, row: dict, program: list[str], serve: list[str]) -> l
         raise Refused(f"{results / paths.DEPLOY_PLAN} has no configuration {row['config']!r}")
     if program and not (shutil.which(program[0]) or os.access(program[0], os.X_OK)):
         raise Refused(f"no program {program[0]!r} (not on PATH, not an executable file)")
-    ready, path = prepare(results, row["config"], conf, topo)
-    allowed = os.sched_getaffinity(0)
-    for j, plan in enumerate(_plans(ready)):
-        if not set(plan.cpus) <= allowed:
-            bad = cpulist.format(sorted(set(plan.cpus) - allowed))
-            raise Refused(f"instance {j} needs CPUs {bad}, which this process may not use")
+    ready, path = prepare(results, row["config"], conf, topo)  # refuses CPUs not allowed here
     return instances(ready, path, program, serve)
 
 
