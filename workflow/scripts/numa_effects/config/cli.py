@@ -94,8 +94,6 @@ def _command(argv: list[str], run: bool) -> int:
         parsed = command.parse(argv)
         if parsed is not None:
             given, items = command.configfiles_and_items(parsed)
-            if found := command.configfile_problems(given):
-                raise ConfigError(found)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import fnmatch
-import os
 import re
 from pathlib import Path
 
@@ -20,9 +19,7 @@ from numa_effects.config.problem import ConfigError, Problem, suggest
 from numa_effects.config.schema import REPO_DIR
 
 CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")  # a --config key as Snakemake accepts it
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 PAIRS = {"[": "]", "{": "}", "(": ")"}
-ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
 OWN = (("--configfile", "--configfiles"), ("--config", "-C"), ("--directory", "-d"), ("--profile",))
 # Snakemake's options that take no value (the word after one is a target) and those that take a
 # list of words (read here so that they are not taken for targets). Any other option is taken to
@@ -68,7 +65,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
                 found.append(f"unknown option {word} (did you mean '{near[0]}'?)")
         if word.startswith("-"):
             i += 1 + ("=" not in word and i + 1 < len(rest) and not rest[i + 1].startswith("-"))
-            while i < len(rest) and ITEM.fullmatch(rest[i]):  # --resources mem_mb=1 slots=2
+            while i < len(rest) and files.ITEM.fullmatch(rest[i]):  # --resources mem_mb=1 slots=2
                 i += 1
             continue
         args.targets.append(word)
@@ -156,32 +153,6 @@ def _shell_split(items: list[str], i: int) -> int:
     return j
 
 
-def configfile_problems(configfiles: list[str]) -> list[Problem]:
-    """One line for each ``--configfile`` that cannot be read (``files.read``)."""
-    problems = []
-    for path in map(Path, configfiles):
-        missing = not os.path.exists(path)
-        if missing and ITEM.fullmatch(path.name):
-            text = (
-                f"config file {path.name!r} is a KEY=VALUE item (after --configfile, it is read "
-                f"as a file name); allowed: --config {path.name}"
-            )
-        elif missing and path.suffix not in CONFIG_SUFFIXES:
-            text = (
-                f"config file {path} does not exist (a target after --configfile is read as a "
-                "config file: put targets before --configfile, e.g. snakemake all --configfile "
-                "my.yaml)"
-            )
-        else:
-            try:
-                files.read(path)
-            except ConfigError as exc:
-                problems += exc.problems
-            continue
-        problems.append(Problem("", text))
-    return problems
-
-
 def rules() -> dict[str, str | None]:
     """Every rule name of the workflow (``plot_*``: each plot rule) and the config key it needs."""
     found: dict[str, str | None] = {}
@@ -197,7 +168,7 @@ def target_problems(targets: list[str], config: dict) -> list[Problem]:
     known, problems = rules(), []
     names = [name for name, key in known.items() if key is None or config.get(key)]
     for t in targets:
-        if ITEM.fullmatch(t):
+        if files.ITEM.fullmatch(t):
             text = f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)"
         elif "/" in t or any(fnmatch.fnmatchcase(t, name) for name in names):
             continue

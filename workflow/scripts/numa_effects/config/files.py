@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,10 +18,13 @@ from numa_effects.config.schema import type_of
 # The Snakefile's `configfile:`, read from the working directory before any --configfile.
 WORKFLOW_CONFIGFILE = "config/config.yaml"
 ALLOWED = "allowed: a mapping of keys"
+SUFFIXES = (".yaml", ".yml", ".json")
+ITEM = re.compile(r"[a-zA-Z_][\w-]*=.*")  # a KEY=VALUE item where a file or target was meant
 
 
 def _text(path: str | Path) -> str:
-    """The file's text, or why it has none (unreadable, UTF-16, binary, not UTF-8)."""
+    """The file's text, or why it has none (unreadable, UTF-16, binary, not UTF-8; missing: a
+    target or a KEY=VALUE item after --configfile, which takes every word up to the next option)."""
     try:
         data = Path(path).read_bytes()
         if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -31,7 +35,14 @@ def _text(path: str | Path) -> str:
         else:
             return data.decode("utf-8")
     except OSError as exc:
-        why = exc.strerror
+        why, name, missing = exc.strerror, Path(path).name, isinstance(exc, FileNotFoundError)
+        if missing and ITEM.fullmatch(name):
+            why = f"config file {name!r} is a KEY=VALUE item (after --configfile, it is read as a "
+            raise ConfigError([Problem("", f"{why}file name); allowed: --config {name}")]) from None
+        if missing and Path(path).suffix not in SUFFIXES:
+            why = f"config file {path} does not exist (a target after --configfile is read as a "
+            why += "config file: put targets before --configfile, e.g. snakemake all --configfile "
+            raise ConfigError([Problem("", f"{why}my.yaml)")]) from None
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         why = f"line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); allowed: UTF-8"
