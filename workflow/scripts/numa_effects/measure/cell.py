@@ -32,12 +32,12 @@ import json
 import os
 import resource
 import signal
-import statistics
 import sys
 import time
 import traceback
 import warnings
 
+from numa_effects import stats
 from numa_effects.measure import contention, provenance, verify
 from numa_effects.measure.workloads import CompileError, error_text, warning_entries
 from numa_effects.plan.spec import Spec
@@ -213,17 +213,11 @@ def own_instance(spec: Spec) -> int:
 
 
 def latency_summary(latencies: list[float], batch: int) -> dict:
-    """The reference server's requests: count, median, p99 (nearest rank) and images/s."""
+    """The reference server's requests: their statistics (``stats.summarize``) and images/s."""
     if not latencies:
         return {"requests": 0}
-    ranked = sorted(latencies)
-    p99 = ranked[min(len(ranked) - 1, max(0, -(-99 * len(ranked) // 100) - 1))]
-    return {
-        "requests": len(latencies),
-        "median_ms": statistics.median(latencies) * 1e3,
-        "p99_ms": p99 * 1e3,
-        "images_per_s": batch * len(latencies) / sum(latencies),
-    }
+    rate = batch * len(latencies) / sum(latencies)
+    return {"requests": len(latencies), **stats.summarize(latencies), "images_per_s": rate}
 
 
 def serve_requests(spec: Spec, j: int, requests: int | None, seconds: float | None, out) -> None:
