@@ -1,10 +1,7 @@
 """The config checked before any job starts: one function, one verdict, one line per problem.
-
 ``check`` is the one checker: ``workflow/rules/common.smk`` calls it (``check_or_exit``) while
-Snakemake parses the workflow, so ``snakemake -n`` fails as a real run does, before any job;
-``python -m numa_effects.config`` (``cli``) reads the files as Snakemake does and calls it too,
-so both print the same lines. Nothing here imports torch.
-"""
+Snakemake parses the workflow, so ``snakemake -n`` fails as a real run does; ``python -m
+numa_effects.config`` (``cli``) reads the files as Snakemake does and prints the same lines."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
 
 @dataclass(frozen=True)
 class Checked:
-    """A config that can run (normalised in place) and the topology its cells are planned
-    against (the ``topology`` file, or this machine)."""
+    """A config that can run (normalised in place) and the topology its cells are planned on."""
 
     config: dict
     topology: Topology
@@ -89,10 +85,7 @@ def check_or_exit(config: dict, **kwargs) -> Checked:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
     except Exception as exc:
-        print(
-            f"invalid configuration: the check itself failed ({type(exc).__name__}: {exc}); "
-            "`PYTHONPATH=workflow/scripts python -m numa_effects.config --traceback FILE...` "
-            "shows where",
-            file=sys.stderr,
-        )
+        where = "`PYTHONPATH=workflow/scripts python -m numa_effects.config --traceback FILE...`"
+        why = f"the check itself failed ({type(exc).__name__}: {exc}); {where} shows where"
+        print(f"invalid configuration: {why}", file=sys.stderr)
     raise SystemExit(1)
