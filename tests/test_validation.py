@@ -824,7 +824,7 @@ def test_the_readme_key_tables_are_the_schema():
     text = readme.README_PATH.read_text()
     assert readme.update(text) == text, (
         "config/README.md's key tables are stale: regenerate with "
-        "PYTHONPATH=workflow/scripts python -m numa_effects.config --readme"
+        "numa-effects check-config --readme"
     )
     schema_keys = [path for path, _, _ in schema.properties(schema.load())]
     assert all(f"| `{key}` |" in text for key in schema_keys)

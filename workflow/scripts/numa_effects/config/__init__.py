@@ -85,7 +85,7 @@ def check_or_exit(config: dict, **kwargs) -> Checked:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
     except Exception as exc:
-        where = "`PYTHONPATH=workflow/scripts python -m numa_effects.config --traceback FILE...`"
+        where = "`numa-effects check-config --traceback FILE...`"
         why = f"the check itself failed ({type(exc).__name__}: {exc}); {where} shows where"
         print(f"invalid configuration: {why}", file=sys.stderr)
     raise SystemExit(1)

@@ -29,7 +29,7 @@ COMMAND_FLAGS = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m numa_effects.config",
+        prog="numa-effects check-config",
         description="Check a config as the workflow will, with the same messages: "
         f"{files.WORKFLOW_CONFIGFILE} of the working directory (if there is one), then each "
         "FILE (later ones override keys), then --config values.",

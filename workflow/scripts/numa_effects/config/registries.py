@@ -14,7 +14,7 @@ from numa_effects.plan import allocators, models, optimizations, placement
 
 # An "allowed" list longer than this is replaced by the nearest names and a command that lists all.
 LONG_LIST = 12
-LIST_COMMAND = "PYTHONPATH=workflow/scripts python -m numa_effects.config --list"
+LIST_COMMAND = "numa-effects check-config --list"
 
 
 @dataclass(frozen=True)
