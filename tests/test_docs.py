@@ -118,7 +118,7 @@ def test_the_diary_check_can_fail():
     assert diary("[the log](../benchmarks/results/2026-12-05-0810-x.md) at 4294967295") == []
 
 
-# config/README.md's key tables, generated from the schema (numa_effects.config.readme)
+# config/README.md's key tables, generated from the schema (numa_effects.config.cli)
 KEY_TABLES = re.compile(r"<!-- config-keys: [^>]*-->.*?<!-- /config-keys -->", re.S)
 
 

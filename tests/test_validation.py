@@ -25,7 +25,7 @@ from conftest import key as cell_key
 from conftest import planned as dag_planned
 
 from numa_effects import config as validation
-from numa_effects.config import checks, files, paths, readme, schema
+from numa_effects.config import cli, files, paths, schema
 from numa_effects.plan import (
     grid,
     manifest,
@@ -733,7 +733,7 @@ def test_a_new_optimization_is_one_registry_entry(monkeypatch):
     assert config["optimizations"] == ["none", "bf16"] and checked.topology.cpus
     assert "bf16" in schema.load()["properties"]["optimizations"]["items"]["enum"]
     # the README's row lists the registry's names, in its order
-    (row,) = [r for r in readme.markdown("grid").splitlines() if r.startswith("| `optimizations`")]
+    (row,) = [r for r in cli.markdown("grid").splitlines() if r.startswith("| `optimizations`")]
     assert f"one of {', '.join(optimizations.OPTIMIZATIONS)} |" in row
     with pytest.raises(validation.ConfigError, match=r"'bf17'.*\(did you mean 'bf16'\?\)"):
         check(optimizations=["bf17"])
@@ -821,14 +821,14 @@ def test_describe_reads_like_english():
 
 
 def test_the_readme_key_tables_are_the_schema():
-    text = readme.README_PATH.read_text()
-    assert readme.update(text) == text, (
+    text = cli.README_PATH.read_text()
+    assert cli.update(text) == text, (
         "config/README.md's key tables are stale: regenerate with "
         "numa-effects check-config --readme"
     )
     schema_keys = [path for path, _, _ in schema.properties(schema.load())]
     assert all(f"| `{key}` |" in text for key in schema_keys)
-    assert readme.sections(schema.load()) == [
+    assert cli.sections(schema.load()) == [
         "grid",
         "measurement",
         "packing",
@@ -840,7 +840,7 @@ def test_the_readme_key_tables_are_the_schema():
 
 def test_the_readme_generator_fails_without_its_markers():
     with pytest.raises(ValueError, match="config-keys: grid"):
-        readme.update("# Configuration\n")
+        cli.update("# Configuration\n")
 
 
 def test_a_key_given_twice_is_named_with_its_file_and_lines(tmp_path):
@@ -903,7 +903,7 @@ def test_impossible_packrat_values_are_named_by_file_and_line_and_capped(tmp_pat
 def test_packing_checks_name_the_key_and_settings_trust_them():
     topo = topology.load(TWO_NODES)
     config = cfg(threads=[1, 2], packing={"budgets": ["node", 32, 33], "optimizations": ["none"]})
-    assert [str(p) for p in checks.packing_problems(config, topo)] == [
+    assert [str(p) for p in validation.packing_problems(config, topo)] == [
         "config key 'packing.budgets[2]': 33 is more than the 32 cores of this machine; "
         "allowed: node, all or a core count between 1 and 32"
     ]

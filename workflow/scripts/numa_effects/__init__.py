@@ -9,9 +9,8 @@ Shared, the bottom: ``stats`` (every statistic), ``runlock`` (stale Snakemake lo
 from live ones), ``slurmconf`` (a Slurm config whose controller does not answer).
 
 ``config``, the config checked before any job starts, one line per problem: ``config.problem``,
-``config.schema``, ``config.checks``,
-``config.registries``, ``config.paths``, ``config.files``, ``config.readme``,
-``config.command``, ``config.cli``.
+``config.schema``, ``config.paths``,
+``config.files``, ``config.command``, ``config.cli``.
 
 ``plan``, pure planning, metadata only (no torch), imported while Snakemake parses the rules:
 ``plan.build``, ``plan.spec``, ``plan.grid``, ``plan.settings``, ``plan.paths``, ``plan.code``,

@@ -5,15 +5,19 @@ numa_effects.config`` (``cli``) reads the files as Snakemake does and prints the
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
-from numa_effects.config import checks, files, paths, schema
-from numa_effects.config.problem import ConfigError, Problem
+from numa_effects.config import files, paths, schema
+from numa_effects.config.problem import ConfigError, Problem, key_path, shown
 from numa_effects.plan import grid
+from numa_effects.plan import packing as packing_mod
+from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
 __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
@@ -44,10 +48,10 @@ def check(
     schema.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}
-    found = checks.nonfinite_problems(config)  # inf is out of range too: said once, so
+    found = nonfinite_problems(config)  # inf is out of range too: said once, so
     nonfinite = {p.key for p in found}
     found += [p for p in schema.problems(config, sch) if p.key not in nonfinite]
-    found += checks.iteration_problems(config)
+    found += iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
@@ -61,16 +65,16 @@ def check(
     topo, found = (None, []) if "topology" in failed else paths.load_topology(config)
     problems += found
     if topo is not None and not failed & {"threads", "use_smt"}:
-        problems += checks.thread_problems(config, topo)
+        problems += thread_problems(config, topo)
     if topo is not None:
-        problems += checks.family_problems(config, topo, failed)
+        problems += family_problems(config, topo, failed)
     grid_keys = {"exclude", "use_smt", "node_pairs", *(a.config_key for a in grid.AXES)}
     if topo is not None and not failed & grid_keys:
-        problems += checks.exclude_problems(config, topo)
+        problems += exclude_problems(config, topo)
     if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
-        problems += checks.packing_problems(config, topo)
+        problems += packing_problems(config, topo)
     if not failed & {"deploy", "optimizations", "allocators"}:
-        problems += checks.deploy_problems(config)
+        problems += deploy_problems(config)
     if problems:
         raise ConfigError(problems)
     return Checked(config, topo)
@@ -89,3 +93,138 @@ def check_or_exit(config: dict, **kwargs) -> Checked:
         why = f"the check itself failed ({type(exc).__name__}: {exc}); {where} shows where"
         print(f"invalid configuration: {why}", file=sys.stderr)
     raise SystemExit(1)
+
+
+# What the schema cannot check: finite numbers, bounds between keys, and keys against the
+# planning topology; the file system is ``paths``'s.
+def nonfinite_problems(value, path=()) -> list[Problem]:
+    """nan and inf pass every schema bound (nan compares false with anything): refuse them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [Problem(key_path(path), f"{value} is not a finite number; allowed: numbers")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in nonfinite_problems(v, (*path, i))]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in nonfinite_problems(v, (*path, k))]
+    return []
+
+
+def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
+    """``exclude`` must leave at least one cell of the grid on the planning machine."""
+    if not config.get("exclude"):
+        return []
+    cells = itertools.product(*(a.values(config, topo) for a in grid.AXES))
+    left_out = grid.excluded(config, topo)
+    if not all(left_out(grid.CellKey(*values)) for values in cells):
+        return []
+    what = f"leaves no cell of the grid on {_machine(config)}; allowed: entries that match only "
+    return [Problem("exclude", what + "some cells (each names values of the grid's keys)")]
+
+
+def iteration_problems(config: dict) -> list[Problem]:
+    lo, hi = config.get("min_iterations"), config.get("max_iterations")
+    if not (isinstance(lo, int) and isinstance(hi, int) and lo > hi):
+        return []
+    what = f"{lo} is more than max_iterations ({hi}); allowed: min_iterations <= max_iterations"
+    return [Problem("min_iterations", what)]
+
+
+def _machine(config: dict) -> str:
+    return f"topology file {config['topology']}" if config.get("topology") else "this machine"
+
+
+def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
+    """The most threads a fixed placement can run on ``topo`` (0 if none); a family's members
+    use cores a fixed placement can use too."""
+    fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
+    for t in range(len(topo.usable_cpus(use_smt)), 0, -1):
+        for name in fixed:
+            if isinstance(placement_mod.plan(topo, t, name, use_smt), placement_mod.Plan):
+                return t
+    return 0
+
+
+def thread_problems(config: dict, topo: Topology) -> list[Problem]:
+    threads = config.get("threads")
+    if not isinstance(threads, list):  # auto
+        return []
+    use_smt = bool(config.get("use_smt"))
+    limit = max_runnable_threads(topo, use_smt)
+    too_many = sorted(t for t in threads if t > limit)
+    if not too_many:
+        return []
+    unit, nodes = placement_mod.unit(use_smt), len(topo.nodes)
+    what = (
+        f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
+        f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
+        f"node{'s' if nodes > 1 else ''}, use_smt: {str(use_smt).lower()}); allowed: "
+        f"1..{limit}, or auto. (Counts above one node's cores but within the total are fine: "
+        f"placements that cannot run them are skipped and listed in skipped.csv.)"
+    )
+    return [Problem("threads", what)]
+
+
+def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()) -> list[Problem]:
+    """The key of each placement family that selects its members (``node_pairs``) against the
+    topology, unless the schema already refused it."""
+    return [
+        Problem(key + suffix, text)
+        for entry in placement_mod.families().values()
+        if (key := entry.members.config_key) not in failed
+        for suffix, text in entry.members.problems(config.get(key), topo, _machine(config))
+    ]
+
+
+def packing_problems(config: dict, topo: Topology) -> list[Problem]:
+    """The ``packing`` key against the grid and the planning topology (docs/packing.md)."""
+    given = config.get("packing") or {}
+    problems = []
+    placements, base = config.get("placements", ()), packing_mod.BASELINE_PLACEMENT
+    if given.get("enabled") is True and base not in placements:
+        what = f"true, but packing predicts from the '{base}' cells and placements "
+        what += f"({', '.join(placements)}) has none; allowed: auto or false, or add {base} to "
+        problems.append(Problem("packing.enabled", what + "placements"))
+    total, machine = len(topo.usable_cpus(bool(config.get("use_smt")))), _machine(config)
+    for i, b in enumerate(given.get("budgets") or ()):
+        if isinstance(b, int) and b > total:
+            what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "
+            problems.append(
+                Problem(f"packing.budgets[{i}]", f"{what}core count between 1 and {total}")
+            )
+    ig = given.get("interference") or {}
+    for i, t in enumerate(ig.get("threads") if isinstance(ig.get("threads"), list) else ()):
+        if 2 * t > total:
+            what = f"{t}: two instances of {t} threads need {2 * t} cores, and {machine} has "
+            what += f"{total}; allowed: auto or counts up to {total // 2}"
+            problems.append(Problem(f"packing.interference.threads[{i}]", what))
+    for i, k in enumerate(ig.get("instances") if isinstance(ig.get("instances"), list) else ()):
+        if k > total:
+            what = f"{k} instances need at least {k} cores, and {machine} has {total}; allowed: "
+            what += f"auto or sizes between 2 and {total}"
+            problems.append(Problem(f"packing.interference.instances[{i}]", what))
+    return problems + _not_in_grid(config, "packing", given, "optimizations")
+
+
+def _not_in_grid(config: dict, key: str, given: dict, grid_key: str) -> list[Problem]:
+    """Each name of ``key``'s list ``grid_key`` that the grid's list of that name lacks."""
+    allowed = list(config.get(grid_key) or ())
+    return [
+        Problem(
+            f"{key}.{grid_key}[{i}]",
+            f"{shown(v)} is not in {grid_key}; allowed: {', '.join(allowed)}",
+        )
+        for i, v in enumerate(given.get(grid_key) or ())
+        if v not in allowed
+    ]
+
+
+def deploy_problems(config: dict) -> list[Problem]:
+    """The ``deploy`` key against the grid: what it searches must be measured."""
+    given = config.get("deploy") or {}
+    problems = _not_in_grid(config, "deploy", given, "optimizations")
+    problems += _not_in_grid(config, "deploy", given, "allocators")
+    rounds, most = given.get("rounds"), given.get("max_rounds")
+    if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
+        problems.append(
+            Problem("deploy.max_rounds", f"{most} is fewer than deploy.rounds ({rounds})")
+        )
+    return problems

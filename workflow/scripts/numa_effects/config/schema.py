@@ -1,18 +1,21 @@
 """The config schema (``workflow/schemas/config.schema.yaml``): loaded with its registries'
 names (``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` for a placement
-family), what it allows in words (``describe``; ``x-section`` sorts config/README.md's tables),
-values coerced to its types (``normalize``) and jsonschema's errors as one line each."""
+family, so a new optimization or placement is one entry in its registry in ``plan``), what it
+allows in words (``describe``; ``x-section`` sorts config/README.md's tables), values coerced
+to its types (``normalize``) and jsonschema's errors as one line each."""
 
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
-from numa_effects.config.registries import LONG_LIST, REGISTRIES
+from numa_effects.plan import allocators, models, optimizations, placement
 
 REPO_DIR = Path(__file__).resolve().parents[4]
 SCHEMA_PATH = REPO_DIR / "workflow" / "schemas" / "config.schema.yaml"
@@ -41,13 +44,73 @@ NULL_STRINGS = {"null", "none", "~", ""}
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
+# An "allowed" list longer than this is replaced by the nearest names and a command that lists all.
+LONG_LIST = 12
+LIST_COMMAND = "numa-effects check-config --list"
+
+
+@dataclass(frozen=True)
+class Registry:
+    name: str  # the config key, and the argument of --list
+    what: str  # "a known placement": what a name must be
+    names: Callable[[], list]  # the entries (a family by its pattern, e.g. n{cpu}m{mem})
+    hint: Callable[[str], str] = lambda name: ""  # why a near-miss is refused, if we know
+    pattern: Callable[[], str | None] = lambda: None  # every name, when some entry is a family
+
+    def problem(self, key: str, value: str) -> Problem:
+        """``value`` is no name of the registry: the allowed names, or the nearest of many."""
+        names, what = self.names(), f"{shown(value)} is not {self.what}"
+        if len(names) <= LONG_LIST:
+            hint = self.hint(value) or suggest(value, names)
+            return Problem(key, f"{what}{hint}; allowed: {', '.join(names)}")
+        near = difflib.get_close_matches(value, names, n=5, cutoff=0.5)
+        nearest = f"nearest: {', '.join(near)}; " if near else ""
+        return Problem(key, f"{what}; {nearest}all {len(names)}: {LIST_COMMAND} {self.name}")
+
+
+def _placement_hint(name: str) -> str:  # the +smt label is the cell's, added by use_smt
+    bare, smt = placement.parse_label(name)
+    return " (+smt is added to the label by use_smt: true)" if smt and placement.known(bare) else ""
+
+
+def _placement_pattern() -> str | None:
+    # a bare placement or a family member (n0m1), or the name standing for a family (node-pairs)
+    entries = placement.PLACEMENTS.values()
+    if not any(p.fields for p in entries):
+        return None
+    names = [p.regex for p in entries] + [re.escape(name) for name in placement.families()]
+    return "^(?:" + "|".join(names) + ")$"
+
+
+REGISTRIES: dict[str, Registry] = {
+    r.name: r
+    for r in (
+        Registry(
+            "models", "a torchvision classification model", lambda: [*models.CLASSIFICATION_MODELS]
+        ),
+        Registry("optimizations", "a known optimization", lambda: [*optimizations.OPTIMIZATIONS]),
+        Registry(
+            "placements",
+            "a known placement",
+            lambda: [*placement.PLACEMENTS, *placement.families()],
+            _placement_hint,
+            _placement_pattern,
+        ),
+        Registry("allocators", "a known allocator", lambda: [*allocators.ALLOCATORS]),
+    )
+}
+
+
 def load(path: str | Path = SCHEMA_PATH) -> dict:
     """The schema, with every ``x-registry`` filled from its registry."""
     import yaml
 
     def fill(node) -> None:
         if isinstance(node, dict) and REGISTRY in node:
-            node.update(REGISTRIES[node[REGISTRY]].schema())
+            pattern = REGISTRIES[node[REGISTRY]].pattern()
+            node.update(
+                {"pattern": pattern} if pattern else {"enum": REGISTRIES[node[REGISTRY]].names()}
+            )
         for value in node.values() if isinstance(node, dict) else node:
             if isinstance(value, dict | list):
                 fill(value)
@@ -80,7 +143,7 @@ def describe(schema: dict, plural: bool = False) -> str:
         if len(names) <= LONG_LIST:
             return "one of " + ", ".join(names)
         what = registry.what.split(" ", 1)[1] + (" names" if plural else " name")
-        return f"{what if plural else 'a ' + what} ({len(names)}: {registry.command})"
+        return f"{what if plural else 'a ' + what} ({len(names)}: {LIST_COMMAND} {registry.name})"
     if "enum" in schema or "const" in schema:
         return ("one of " if "enum" in schema else "") + ", ".join(
             map(str, schema.get("enum", [schema.get("const")]))
