@@ -136,6 +136,23 @@ def test_the_deploy_section_has_one_table_per_objective(tmp_path):
         assert f"<code>{html_escape(command)}</code>" in section
 
 
+def test_the_deploy_sections_factor_rows_name_their_cause(tmp_path):
+    """recommendation-xeon.csv: the newcomer Xeon run's plan and job judged by tables.deploy
+    (../shared/measurements/newcomer-2core-xeon-2026-12-07). Its plan predates the allocator
+    factor, so that row is "not measured"; no number is in scientific notation."""
+    rec = figure_data.read_csv(DEPLOY / "recommendation-xeon.csv")
+    html = page("cells.csv", MACHINE, tmp_path, recommendation=rec)
+    section = html[html.index('<h2 id="what-to-deploy">') : html.index('<h2 id="latency-')]
+    factors = rec[rec["role"] == "factor"]
+    for f in factors.itertuples():
+        name = f"layout vs {f.baseline}" if f.factor == "layout" else f.factor
+        assert f"factor: {name}</td>" in section
+    unmeasured = factors["value"].isna().sum()
+    assert unmeasured and section.count('<td class="t">not measured</td>') == unmeasured
+    assert not re.search(r"\d\.\d+e[+-]\d", section)
+    assert "1208 [" in section  # the all-cores baseline at batch 16: 1208 ms, not 1.21e+03
+
+
 def test_text_from_the_tables_is_escaped(tmp_path):
     """Autoescaping: a machine's text with markup in it is shown, never interpreted."""
     reason = 'QEMU <script>alert("x")</script> & TCG'

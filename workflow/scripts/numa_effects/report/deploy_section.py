@@ -21,6 +21,8 @@ def _n(v) -> str:
 
 def _value(r) -> str:
     v, lo, hi, measured = deploy.shown(r)
+    if v == "?":  # a factor's configuration the job did not measure
+        return "not measured"
     ci = f" [{_n(lo)}, {_n(hi)}]" if lo == lo and hi == hi else ""
     return f"{_n(v)}{ci}" + ("" if measured else " (predicted)")
 
@@ -31,6 +33,7 @@ def _row(r, objective: str) -> dict:
         "cls": "rec" if recommended else None,
         "role": r["role"],
         "baseline": _s(r["baseline"]),
+        "factor": _s(r.get("factor")),
         "same": deploy.text(r["baseline"]),
         "where": [_s(r[k]) for k in ("opt", "allocator", "layout", "cpus")],
         "value": _value(r),
