@@ -21,6 +21,15 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
 __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
+# packing's counts that need more cores than the planning machine has (threads: two instances)
+PACKING_COUNTS = {
+    "budgets": "{v} is more than the {n} cores of {m}; allowed: node, all or a core count "
+    "between 1 and {n}",
+    "interference.threads": "{v}: two instances of {v} threads need {w} cores, and {m} has {n}; "
+    "allowed: auto or counts up to {h}",
+    "interference.instances": "{v} instances need at least {v} cores, and {m} has {n}; allowed: "
+    "auto or sizes between 2 and {n}",
+}
 
 
 @dataclass(frozen=True)
@@ -153,14 +162,11 @@ def thread_problems(config: dict, topo: Topology) -> list[Problem]:
     if not too_many:
         return []
     unit, nodes = placement_mod.unit(use_smt), len(topo.nodes)
-    what = (
-        f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
-        f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
-        f"node{'s' if nodes > 1 else ''}, use_smt: {str(use_smt).lower()}); allowed: "
-        f"1..{limit}, or auto. (Counts above one node's cores but within the total are fine: "
-        f"placements that cannot run them are skipped and listed in skipped.csv.)"
-    )
-    return [Problem("threads", what)]
+    what = f"{', '.join(map(str, too_many))} {'is' if len(too_many) == 1 else 'are'} more than "
+    what += f"{_machine(config)} can ever run ({limit} {unit} usable in total on {nodes} NUMA "
+    what += f"node{'s' * (nodes > 1)}, use_smt: {shown(use_smt)}); allowed: 1..{limit}, or auto. "
+    what += "(Counts above one node's cores but within the total are fine: placements that "
+    return [Problem("threads", what + "cannot run them are skipped and listed in skipped.csv.)")]
 
 
 def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()) -> list[Problem]:
@@ -176,42 +182,31 @@ def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()
 
 def packing_problems(config: dict, topo: Topology) -> list[Problem]:
     """The ``packing`` key against the grid and the planning topology (docs/packing.md)."""
-    given = config.get("packing") or {}
-    problems = []
+    given, problems = config.get("packing") or {}, []
     placements, base = config.get("placements", ()), packing_mod.BASELINE_PLACEMENT
     if given.get("enabled") is True and base not in placements:
         what = f"true, but packing predicts from the '{base}' cells and placements "
         what += f"({', '.join(placements)}) has none; allowed: auto or false, or add {base} to "
         problems.append(Problem("packing.enabled", what + "placements"))
-    total, machine = len(topo.usable_cpus(bool(config.get("use_smt")))), _machine(config)
-    for i, b in enumerate(given.get("budgets") or ()):
-        if isinstance(b, int) and b > total:
-            what = f"{b} is more than the {total} cores of {machine}; allowed: node, all or a "
-            problems.append(
-                Problem(f"packing.budgets[{i}]", f"{what}core count between 1 and {total}")
-            )
-    ig = given.get("interference") or {}
-    for i, t in enumerate(ig.get("threads") if isinstance(ig.get("threads"), list) else ()):
-        if 2 * t > total:
-            what = f"{t}: two instances of {t} threads need {2 * t} cores, and {machine} has "
-            what += f"{total}; allowed: auto or counts up to {total // 2}"
-            problems.append(Problem(f"packing.interference.threads[{i}]", what))
-    for i, k in enumerate(ig.get("instances") if isinstance(ig.get("instances"), list) else ()):
-        if k > total:
-            what = f"{k} instances need at least {k} cores, and {machine} has {total}; allowed: "
-            what += f"auto or sizes between 2 and {total}"
-            problems.append(Problem(f"packing.interference.instances[{i}]", what))
+    n, ig = len(topo.usable_cpus(bool(config.get("use_smt")))), given.get("interference") or {}
+    for key, text in PACKING_COUNTS.items():
+        values, per = (
+            ig.get(key.split(".")[-1]) if "." in key else given.get(key),
+            1 + ("th" in key),
+        )
+        for i, v in enumerate(values if isinstance(values, list) else ()):
+            if isinstance(v, int) and per * v > n:
+                what = text.format(v=v, w=2 * v, n=n, h=n // 2, m=_machine(config))
+                problems.append(Problem(f"packing.{key}[{i}]", what))
     return problems + _not_in_grid(config, "packing", given, "optimizations")
 
 
 def _not_in_grid(config: dict, key: str, given: dict, grid_key: str) -> list[Problem]:
     """Each name of ``key``'s list ``grid_key`` that the grid's list of that name lacks."""
     allowed = list(config.get(grid_key) or ())
+    what = f"is not in {grid_key}; allowed: {', '.join(allowed)}"
     return [
-        Problem(
-            f"{key}.{grid_key}[{i}]",
-            f"{shown(v)} is not in {grid_key}; allowed: {', '.join(allowed)}",
-        )
+        Problem(f"{key}.{grid_key}[{i}]", f"{shown(v)} {what}")
         for i, v in enumerate(given.get(grid_key) or ())
         if v not in allowed
     ]
@@ -224,7 +219,5 @@ def deploy_problems(config: dict) -> list[Problem]:
     problems += _not_in_grid(config, "deploy", given, "allocators")
     rounds, most = given.get("rounds"), given.get("max_rounds")
     if isinstance(rounds, int) and isinstance(most, int) and most < rounds:
-        problems.append(
-            Problem("deploy.max_rounds", f"{most} is fewer than deploy.rounds ({rounds})")
-        )
+        problems += [Problem("deploy.max_rounds", f"{most} is fewer than deploy.rounds ({rounds})")]
     return problems
