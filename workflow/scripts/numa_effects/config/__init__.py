@@ -1,7 +1,7 @@
 """The config checked before any job starts: one function, one verdict, one line per problem.
 ``check`` is the one checker: ``workflow/rules/common.smk`` calls it (``check_or_exit``) while
-Snakemake parses the workflow, so ``snakemake -n`` fails as a real run does; ``python -m
-numa_effects.config`` (``cli``) reads the files as Snakemake does and prints the same lines."""
+Snakemake parses the workflow, so ``snakemake -n`` fails as a real run does; ``numa-effects
+check-config`` (``cli``) reads the files as Snakemake does and prints the same lines."""
 
 from __future__ import annotations
 
@@ -57,9 +57,8 @@ def check(
     schema.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}
-    found = nonfinite_problems(config)  # inf is out of range too: said once, so
-    nonfinite = {p.key for p in found}
-    found += [p for p in schema.problems(config, sch) if p.key not in nonfinite]
+    found = nonfinite_problems(config)  # inf is out of range too: said once
+    found += [p for p in schema.problems(config, sch) if p.key not in {q.key for q in found}]
     found += iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
@@ -72,16 +71,14 @@ def check(
     if "compare" not in failed:
         problems += compare_checks.compare_problems(config, workdir, "results" not in failed)
     topo, found = (None, []) if "topology" in failed else paths.load_topology(config)
-    problems += found
-    if topo is not None and not failed & {"threads", "use_smt"}:
-        problems += thread_problems(config, topo)
-    if topo is not None:
-        problems += family_problems(config, topo, failed)
+    problems += found + (family_problems(config, topo, failed) if topo else [])
     grid_keys = {"exclude", "use_smt", "node_pairs", *(a.config_key for a in grid.AXES)}
-    if topo is not None and not failed & grid_keys:
-        problems += exclude_problems(config, topo)
-    if topo is not None and not failed & {"packing", "optimizations", "placements", "use_smt"}:
-        problems += packing_problems(config, topo)
+    for reads, on_topology in (
+        ({"threads", "use_smt"}, thread_problems),
+        (grid_keys, exclude_problems),
+        ({"packing", "optimizations", "placements", "use_smt"}, packing_problems),
+    ):
+        problems += on_topology(config, topo) if topo and not failed & reads else []
     if not failed & {"deploy", "optimizations", "allocators"}:
         problems += deploy_problems(config)
     if problems:

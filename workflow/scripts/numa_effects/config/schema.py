@@ -22,13 +22,9 @@ SCHEMA_PATH = REPO_DIR / "workflow" / "schemas" / "config.schema.yaml"
 REGISTRY = "x-registry"
 # bool before int: a boolean is an int to isinstance.
 TYPE_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
-TYPE_WORDS += ((list, "a list"), (dict, "a mapping"))
-WORDS = {"integer": ("an integer", "integers"), "number": ("a number", "numbers")}
-WORDS |= {
-    "string": ("a string", "strings"),
-    "boolean": ("true or false",) * 2,
-    "null": ("null",) * 2,
-}
+TYPE_WORDS += ((list, "a list"), (dict, "a mapping"), (type(None), "null"))
+WORDS = {t: (f"a{'n' * (t == 'integer')} {t}", f"{t}s") for t in ("integer", "number", "string")}
+WORDS |= {"boolean": ("true or false",) * 2, "null": ("null",) * 2}
 BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
 PATTERN_WORDS = {  # the schema keeps the regex, users get the words
     "^[A-Za-z0-9_./-]+$": (
@@ -106,11 +102,8 @@ def load(path: str | Path = SCHEMA_PATH) -> dict:
     import yaml
 
     def fill(node) -> None:
-        if isinstance(node, dict) and REGISTRY in node:
-            pattern = REGISTRIES[node[REGISTRY]].pattern()
-            node.update(
-                {"pattern": pattern} if pattern else {"enum": REGISTRIES[node[REGISTRY]].names()}
-            )
+        if isinstance(node, dict) and (r := REGISTRIES.get(node.get(REGISTRY))):
+            node.update({"pattern": p} if (p := r.pattern()) else {"enum": r.names()})
         for value in node.values() if isinstance(node, dict) else node:
             if isinstance(value, dict | list):
                 fill(value)
@@ -130,8 +123,6 @@ def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool
 
 
 def type_of(value) -> str:
-    if value is None:
-        return "null"
     return next((w for kind, w in TYPE_WORDS if isinstance(value, kind)), type(value).__name__)
 
 
@@ -145,9 +136,8 @@ def describe(schema: dict, plural: bool = False) -> str:
         what = registry.what.split(" ", 1)[1] + (" names" if plural else " name")
         return f"{what if plural else 'a ' + what} ({len(names)}: {LIST_COMMAND} {registry.name})"
     if "enum" in schema or "const" in schema:
-        return ("one of " if "enum" in schema else "") + ", ".join(
-            map(str, schema.get("enum", [schema.get("const")]))
-        )
+        values = map(str, schema.get("enum", [schema.get("const")]))
+        return ("one of " if "enum" in schema else "") + ", ".join(values)
     if "oneOf" in schema or "anyOf" in schema:
         return ", or ".join(describe(s, plural) for s in schema.get("oneOf", schema.get("anyOf")))
     kind = schema.get("type")
@@ -169,9 +159,8 @@ def describe(schema: dict, plural: bool = False) -> str:
         a = f"{'strings' if plural else 'a string'} matching {schema['pattern']}"
         return f"{words[plural]} {rest}" if words else a
     bounds = [f"{op} {schema[k]}" for k, op in BOUNDS.items() if k in schema and kind != "null"]
-    return " ".join(
-        [WORDS.get(kind, ("any value", "any values"))[plural], " and ".join(bounds)]
-    ).strip()
+    words = WORDS.get(kind, ("any value", "any values"))[plural]
+    return f"{words} {' and '.join(bounds)}".strip()
 
 
 def coerce(value, schema: dict):
@@ -180,8 +169,7 @@ def coerce(value, schema: dict):
     ``--config`` values arrive as strings, YAML gives 1000.0 for integral values."""
     branches, todo = [], [schema]
     while todo:  # the schema and its oneOf/anyOf branches, depth first
-        s = todo.pop(0)
-        t = s.get("type")
+        s, t = todo[0], todo.pop(0).get("type")
         branches.append((s, {t} if isinstance(t, str) else set(t or ())))
         todo[:0] = s.get("oneOf", []) + s.get("anyOf", [])
     types = set().union(*(t for _, t in branches))
