@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(REGISTRIES[args.list].names()))
         return 0
     if args.readme:
-        changed = write_readme()
-        print(f"{README_PATH}: {'updated' if changed else 'up to date'}")
+        if (new := update(old := README_PATH.read_text())) != old:
+            README_PATH.write_text(new)
+        print(f"{README_PATH}: {'updated' if new != old else 'up to date'}")
         return 0
     if args.snakemake is None and args.run is None:
         return _check(args.files, args.config, args.directory, args.traceback)
@@ -95,19 +96,15 @@ def _command(argv: list[str], run: bool) -> int:
     if note:
         print(note, file=sys.stderr)
     try:
-        parsed = command.parse(argv)
-        if parsed is not None:
-            given, items = command.configfiles_and_items(parsed)
+        parsed = command.parse(argv)  # None: --help or --version, nothing to check
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
-    if parsed is None and not run:  # --help, --version: nothing to check
-        return 0
     if parsed is not None:
         with redirect_stdout(io.StringIO()) if run else nullcontext():  # run: Snakemake speaks next
-            rc = _check(given, items, parsed.directory, False, parsed.targets)
-        if rc or not run:
-            return rc
+            rc = _check(parsed.configfile, parsed.config, parsed.directory, False, parsed.targets)
+    if not run or (parsed is not None and rc):
+        return 0 if parsed is None else rc
     sys.stdout.flush(), sys.stderr.flush()
     exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
     cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
@@ -142,15 +139,13 @@ def markdown(section: str, schema: dict | None = None) -> str:
     for path, prop, required in sch.properties(schema):
         if schema["properties"][path.split(".")[0]].get("x-section", "other") != section:
             continue
-        given = (
-            _yaml(prop["default"]) if "default" in prop else ("required" if required else "not set")
-        )
+        given = "required" if required else "not set"
+        given = _yaml(prop["default"]) if "default" in prop else given
         if path in defaults and defaults[path] != prop.get("default", object()):
             given += f"; `config.yaml`: {_yaml(defaults[path])}"  # a top-level key only
         cells = (f"`{path}`", sch.describe(prop), given, prop.get("description", ""))
-        rows.append(
-            "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
-        )
+        cells = (c.replace("|", "\\|").replace("\n", " ") for c in cells)
+        rows.append(f"| {' | '.join(cells)} |")
     return "\n".join(rows)
 
 
@@ -164,11 +159,3 @@ def update(text: str, schema: dict | None = None) -> str:
         head, rest = text.split(start, 1)
         text = f"{head}{start}\n{markdown(section, schema)}\n{END}{rest.split(END, 1)[1]}"
     return text
-
-
-def write_readme(path: Path = README_PATH) -> bool:
-    """Regenerate the README's tables in place; True if anything changed."""
-    old = path.read_text()
-    if (new := update(old)) != old:
-        path.write_text(new)
-    return new != old

@@ -35,8 +35,9 @@ NEEDS = {"compare.smk": "compare", "packrat.smk": "import"}
 
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
-    """The options the checker reads (``targets``: the words no option takes), or ConfigError
-    with one line; None for ``--help`` and ``--version`` (nothing to check)."""
+    """The options the checker reads (``targets``: the words no option takes; ``configfile`` and
+    ``config``: the command line's, else the profile's), or ConfigError with one line; None for
+    ``--help`` and ``--version`` (nothing to check)."""
     if {"-h", "--help", "-v", "--version"} & set(argv):
         return None
     ap = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
@@ -72,7 +73,11 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
         i += 1
     if found:
         raise ConfigError([Problem("", text) for text in found])
-    args.profile_config = _profile(args.profile)
+    prof = _profile(args.profile)  # a profile gives defaults of the options
+    given = args.configfile or prof.get("configfile") or prof.get("configfiles") or []
+    items = args.config or prof.get("config") or []
+    args.configfile = [str(f) for f in ([given] if isinstance(given, str) else given)]
+    args.config = [f"{k}={v}" for k, v in items.items()] if isinstance(items, dict) else items
     return args
 
 
@@ -85,17 +90,6 @@ def _profile(name: str | None) -> dict:
     except (OSError, yaml.YAMLError):
         return {}  # a profile found elsewhere, or Snakemake's to refuse
     return data if isinstance(data, dict) else {}
-
-
-def configfiles_and_items(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """The config files and --config items Snakemake uses: the command line's, else the
-    profile's (a profile gives defaults of the options)."""
-    prof = args.profile_config
-    given = args.configfile or prof.get("configfile") or prof.get("configfiles") or []
-    items = args.config or prof.get("config") or []
-    if isinstance(items, dict):
-        items = [f"{k}={v}" for k, v in items.items()]
-    return [str(f) for f in ([given] if isinstance(given, str) else given)], list(items)
 
 
 def config_item_problems(items: list[str]) -> list[Problem]:
