@@ -241,7 +241,7 @@ def test_every_run_cpu_line_is_what_torchs_run_cpu_parses_into_the_same_instance
     for row in printed:
         words = row["run_cpu"].split()
         ns = parser.parse_args(words[words.index(launchers.RUN_CPU) + 1 :])
-        assert (ns.module, ns.program) == (True, "numa_effects.measure.cell")
+        assert (ns.no_python, ns.program_args[:2]) == (True, ["-m", "numa_effects.measure.cell"])
         got = launchers.run_cpu_layout(
             topo, ninstances=ns.ninstances, ncores_per_instance=ns.ncores_per_instance,
             skip_cross_node_cores=ns.skip_cross_node_cores,
@@ -250,6 +250,22 @@ def test_every_run_cpu_line_is_what_torchs_run_cpu_parses_into_the_same_instance
             (tuple(i["cpus"]), tuple(i["mem_nodes"])) for i in confs[row["config"]]["instances"]
         ]
         assert sorted((s.cpus, s.mem_nodes) for s in got) == sorted(want)
+
+
+def test_the_run_cpu_line_runs_the_same_instances(results):
+    """The ``or:`` line as printed, limited to 3 requests: run_cpu starts each reference server
+    on the CPUs the plan gives its instance, which it finds by its own CPUs, verified."""
+    row = max((r for r in rows(results) if r["run_cpu"] and r["config"]),
+              key=lambda r: int(r["instances"]))  # fmt: skip
+    insts = configurations(results)[row["config"]]["instances"]
+    got = subprocess.run(["bash", "-c", row["run_cpu"] + " --requests=3"], capture_output=True,
+                         text=True, cwd=results.parent, timeout=600)  # fmt: skip
+    assert got.returncode == 0, got.stderr[-3000:]
+    done = sorted((json.loads(ln) for ln in got.stdout.splitlines()), key=lambda d: d["instance"])
+    assert [d["instance"] for d in done] == list(range(len(insts)))
+    for d, inst in zip(done, insts, strict=True):
+        assert d["binding"]["cpus_allowed_list"] == cpulist.format(inst["cpus"])
+        assert d["requests"] == 3 and d["verification"]["ok"], d["verification"]["problems"]
 
 
 # -- bad input: one line, status 2, nothing started --------------------------------------------

@@ -163,8 +163,9 @@ def run_cpu_line(conf: dict, ready: job.Ready, spec_path: Path, topo) -> tuple[s
     if alloc.get("name") == "jemalloc":
         return "", "run_cpu sets a MALLOC_CONF of its own for jemalloc"
     flag = RUN_CPU_ALLOCATOR.get(alloc.get("name"), "--use-default-allocator")
-    tail = [*shlex.split(args), flag, "--disable-iomp", "-m", runner.CHILD_MODULE]
-    tail += ["--spec", str(spec_path), "--serve"]
+    # --no-python: run_cpu refuses a module (-m) that is not a .py file
+    tail = [*shlex.split(args), flag, "--disable-iomp", "--no-python", sys.executable]
+    tail += ["-m", runner.CHILD_MODULE, "--spec", str(spec_path), "--serve"]
     import torch.backends.xeon.run_cpu as rc  # its own parser: what it accepts
 
     parser = argparse.ArgumentParser(exit_on_error=False)
