@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import fnmatch
+import functools
 import re
 from pathlib import Path
 
@@ -19,7 +20,6 @@ from numa_effects.config.problem import ConfigError, Problem, suggest
 from numa_effects.config.schema import REPO_DIR
 
 CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")  # a --config key as Snakemake accepts it
-PAIRS = {"[": "]", "{": "}", "(": ")"}
 OWN = (("--configfile", "--configfiles"), ("--config", "-C"), ("--directory", "-d"), ("--profile",))
 # Snakemake's options that take no value (the word after one is a target) and those that take a
 # list of words (read here so that they are not taken for targets). Any other option is taken to
@@ -113,10 +113,8 @@ def config_item_problems(items: list[str]) -> list[Problem]:
                 "an item: put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
             )
         elif "." in key and all(CONFIG_KEY.match(k) for k in key.split(".")):
-            top, rest = key.split(".", 1)
-            nested = value
-            for part in reversed(rest.split(".")):
-                nested = f"{{{part}: {nested}}}"
+            top, *rest = key.split(".")
+            nested = functools.reduce(lambda v, k: f"{{{k}: {v}}}", reversed(rest), value)
             texts.append(
                 f"--config {item}: a nested key cannot be set with a dot; allowed: the "
                 f'mapping written whole, e.g. --config "{top}={nested}" (its other keys keep '
@@ -131,19 +129,17 @@ def config_item_problems(items: list[str]) -> list[Problem]:
     return [Problem("", t) for t in texts]
 
 
-def _open_brackets(text: str) -> int:
-    return sum(ch in PAIRS for ch in text) - sum(ch in PAIRS.values() for ch in text)
-
-
 def _shell_split(items: list[str], i: int) -> int:
     """The end of the items that were one value before the shell split it at spaces: from an
     item whose brackets are left open, the following items without '=' until they close."""
+
+    def opened(text: str) -> int:
+        return sum(map(text.count, "[{(")) - sum(map(text.count, "]})"))
+
     _, eq, value = items[i].partition("=")
-    depth = _open_brackets(value) if eq else 0
-    j = i + 1
+    depth, j = opened(value) if eq else 0, i + 1
     while depth > 0 and j < len(items) and "=" not in items[j]:
-        depth += _open_brackets(items[j])
-        j += 1
+        depth, j = depth + opened(items[j]), j + 1
     return j
 
 
