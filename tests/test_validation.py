@@ -1,7 +1,7 @@
 """Bad input is rejected before any job starts: exit status 1, one line per problem naming the
 full key path and what is allowed, never a traceback, nothing created. Every case below gives
 one problem alone (``check``), and the same lines from a real `snakemake -n` and from
-`python -m numa_effects.config` (cases batched: one run reports many problems); plus unit
+`numa-effects check-config` (cases batched: one run reports many problems); plus unit
 tests of numa_effects.config (message variants, normalisation, config files, the results
 folder, registries, the README's key tables), numa_effects.plan.memory and
 numa_effects.plan.manifest, and the guards that keep config values away from any shell."""
@@ -67,9 +67,9 @@ def dry_run_fails(tmp_path: Path, config: dict | None, *extra: str) -> list[str]
 
 
 def checker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m numa_effects.config ... --directory tmp_path`, as a user would run it."""
+    """`numa-effects check-config ... --directory tmp_path`, as a user would run it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "numa_effects.config", *args, "--directory", str(tmp_path)],
+        [sys.executable, "-m", "numa_effects", "check-config", *args, "--directory", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -486,7 +486,7 @@ def batches(cases: list[Case]) -> list[list[Case]]:
 @pytest.mark.integration
 @pytest.mark.parametrize("group", batches(CASES), ids=lambda g: f"{g[0].id}-and-{len(g) - 1}")
 def test_snakemake_and_the_checker_give_the_same_lines(tmp_path, group):
-    """A real `snakemake -n` and `python -m numa_effects.config` on the same file print the
+    """A real `snakemake -n` and `numa-effects check-config` on the same file print the
     same lines: one per case of the group, each case's texts in exactly one."""
     path = write_config(tmp_path, group)
     lines = dry_run_fails(tmp_path, None, "--configfile", str(path))

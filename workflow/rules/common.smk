@@ -20,7 +20,7 @@ from numa_effects.plan import paths  # noqa: E402
 
 # Bad input stops here, before any job (also under `snakemake -n`): exit status 1 and one line
 # per problem naming the key and the allowed values, never a traceback; the config files are
-# re-read for keys given twice. The same check as `python -m numa_effects.config`. Values are
+# re-read for keys given twice. The same check as `numa-effects check-config`. Values are
 # normalised in place (1000.0 -> 1000, 'true' -> true, ./results/ -> results) before the plan
 # reads them. Cells are planned against the topology file named in the config (a cluster's
 # compute nodes differ from the submit host) or against this machine; every cell verifies its
