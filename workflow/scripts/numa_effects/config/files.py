@@ -53,7 +53,7 @@ def read(path: str | Path) -> dict:
     """One config file (JSON, else YAML), or ConfigError with the one line saying why not."""
     import yaml
 
-    text, why = _text(path), None
+    text, why, data = _text(path), None, None
     try:
         data = json.loads(text)
     except ValueError:
@@ -63,13 +63,12 @@ def read(path: str | Path) -> dict:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             why = f"{where} is not valid YAML: {getattr(exc, 'problem', None) or exc}"
-    if why is None and data is None:
-        why = f" holds no keys (it is empty or only comments); {ALLOWED}"
-    elif why is None and not isinstance(data, dict):
-        why = f" holds {type_of(data)}, not a mapping of keys; {ALLOWED}"
-    if why:
-        raise ConfigError([Problem("", f"config file {path}{why}")])
-    return data
+    if isinstance(data, dict):
+        return data
+    empty = data is None and not why
+    why = why or f" holds {type_of(data)}, not a mapping of keys; {ALLOWED}"
+    why = f" holds no keys (it is empty or only comments); {ALLOWED}" if empty else why
+    raise ConfigError([Problem("", f"config file {path}{why}")])
 
 
 def workflow_files(files: Iterable[str | Path], directory: str | Path | None = None) -> list:
@@ -122,11 +121,9 @@ def duplicate_problems(configfiles: Iterable, directory: str | Path | None = Non
             continue  # an unreadable file is Snakemake's (or read()'s) error
         seen.add(os.path.realpath(path))
         for key, marks in _duplicates(path):
-            lines = [str(line) for line, _ in marks]
-            if len(set(lines)) < len(lines):  # a flow mapping on one line
-                lines = [f"{line}:{col}" for line, col in marks]
-            where = f"line{'s' if ':' not in lines[0] else ':column'} "
-            where += ", ".join(lines[:-1]) + f" and {lines[-1]}"
+            flow = len({line for line, _ in marks}) < len(marks)  # a flow mapping on one line
+            lines = [f"{line}:{col}" if flow else str(line) for line, col in marks]
+            where = f"line{':column' if flow else 's'} {', '.join(lines[:-1])} and {lines[-1]}"
             times = "twice" if len(marks) == 2 else f"{len(marks)} times"
             what = f"given {times} in config file {f} ({where}); only the last would count; "
             what += "allowed: each key once per file (a later file or --config overrides an "

@@ -9,25 +9,21 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 
 README = "every key is described in config/README.md"
-
-
-class Kind(StrEnum):
-    VALUE = "config key '{key}': {text}"
-    MISSING = "config key '{key}' is missing; allowed: {text}"
-    UNKNOWN = "unknown config key '{key}'{text}"  # text: a "did you mean" and the allowed keys
+# A problem's line, by its kind; UNKNOWN's text is a "did you mean" and the allowed keys.
+VALUE, MISSING = "config key '{key}': {text}", "config key '{key}' is missing; allowed: {text}"
+UNKNOWN = "unknown config key '{key}'{text}"
 
 
 @dataclass(frozen=True)
 class Problem:
     key: str
     text: str
-    kind: Kind = Kind.VALUE
+    kind: str = VALUE
 
     def __str__(self) -> str:
-        return self.kind.value.format(key=self.key, text=self.text) if self.key else self.text
+        return self.kind.format(key=self.key, text=self.text) if self.key else self.text
 
     @property
     def top(self) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from numa_effects.config.problem import Kind, Problem, key_path, shown, suggest
+from numa_effects.config.problem import MISSING, UNKNOWN, Problem, key_path, shown, suggest
 from numa_effects.plan import allocators, models, optimizations, placement
 
 REPO_DIR = Path(__file__).resolve().parents[4]
@@ -227,14 +227,14 @@ def _error(err) -> list[Problem]:
         allowed = list(schema.get("properties", {}))
         keys = f"; allowed keys: {', '.join(allowed)}"
         return [
-            Problem(prefix + k, suggest(k, allowed) + keys, Kind.UNKNOWN)
+            Problem(prefix + k, suggest(k, allowed) + keys, UNKNOWN)
             for k in value
             if k not in allowed
         ]
     if kind == "required":
         props = schema.get("properties", {})
         missing = [k for k in schema["required"] if k not in value]
-        return [Problem(prefix + k, describe(props.get(k, {})), Kind.MISSING) for k in missing]
+        return [Problem(prefix + k, describe(props.get(k, {})), MISSING) for k in missing]
     if kind in ("oneOf", "anyOf"):  # the errors of the branch of the value's type, if one
         for i, branch in enumerate(schema[kind]):
             want = {"array": list, "object": dict, "string": str}.get(branch.get("type"))
