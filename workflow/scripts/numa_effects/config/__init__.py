@@ -6,7 +6,6 @@ check-config`` (``cli``) reads the files as Snakemake does and prints the same l
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import files, paths, schema
-from numa_effects.config.problem import ConfigError, Problem, key_path, shown
+from numa_effects.config.problem import ConfigError, Problem, shown
 from numa_effects.plan import grid
 from numa_effects.plan import packing as packing_mod
 from numa_effects.plan import placement as placement_mod
@@ -57,9 +56,7 @@ def check(
     schema.normalize(config, sch)
     if config.get("compare"):  # a comparison reads result folders: no grid is needed
         sch = {**sch, "required": []}
-    found = nonfinite_problems(config)  # inf is out of range too: said once
-    found += [p for p in schema.problems(config, sch) if p.key not in {q.key for q in found}]
-    found += iteration_problems(config)
+    found = schema.problems(config, sch) + iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
@@ -101,19 +98,8 @@ def check_or_exit(config: dict, **kwargs) -> Checked:
     raise SystemExit(1)
 
 
-# What the schema cannot check: finite numbers, bounds between keys, and keys against the
+# What the schema cannot check: bounds between keys, and keys against the
 # planning topology; the file system is ``paths``'s.
-def nonfinite_problems(value, path=()) -> list[Problem]:
-    """nan and inf pass every schema bound (nan compares false with anything): refuse them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return [Problem(key_path(path), f"{value} is not a finite number; allowed: numbers")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in nonfinite_problems(v, (*path, i))]
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in nonfinite_problems(v, (*path, k))]
-    return []
-
-
 def exclude_problems(config: dict, topo: Topology) -> list[Problem]:
     """``exclude`` must leave at least one cell of the grid on the planning machine."""
     if not config.get("exclude"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -123,6 +124,8 @@ def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool
 
 
 def type_of(value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "not a finite number"
     return next((w for kind, w in TYPE_WORDS if isinstance(value, kind)), type(value).__name__)
 
 
@@ -207,9 +210,14 @@ def normalize(config: dict, schema: dict) -> None:
 
 def problems(config: dict, schema: dict) -> list[Problem]:
     """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator as Draft
+    from jsonschema import validators
 
-    errors = Draft202012Validator(schema).iter_errors(config)
+    # nan and inf are no numbers here: they pass every bound (nan compares false with anything)
+    finite = Draft.TYPE_CHECKER.redefine(
+        "number", lambda c, v: Draft.TYPE_CHECKER.is_type(v, "number") and math.isfinite(v)
+    )
+    errors = validators.extend(Draft, type_checker=finite)(schema).iter_errors(config)
     found: list[Problem] = []
     for err in sorted(errors, key=lambda e: [str(p) for p in e.path]):
         found += [p for p in _error(err) if p not in found]
