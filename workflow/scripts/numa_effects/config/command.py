@@ -15,6 +15,8 @@ import functools
 import re
 from pathlib import Path
 
+import yaml
+
 from numa_effects.config import files, schema
 from numa_effects.config.problem import ConfigError, Problem, suggest
 from numa_effects.config.schema import REPO_DIR
@@ -73,23 +75,16 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
         i += 1
     if found:
         raise ConfigError([Problem("", text) for text in found])
-    prof = _profile(args.profile)  # a profile gives defaults of the options
+    try:  # a profile's config.yaml gives defaults of the options (elsewhere: Snakemake's)
+        prof = yaml.safe_load(Path(args.profile, "config.yaml").read_text()) if args.profile else {}
+    except (OSError, yaml.YAMLError):
+        prof = {}
+    prof = prof if isinstance(prof, dict) else {}
     given = args.configfile or prof.get("configfile") or prof.get("configfiles") or []
     items = args.config or prof.get("config") or []
     args.configfile = [str(f) for f in ([given] if isinstance(given, str) else given)]
     args.config = [f"{k}={v}" for k, v in items.items()] if isinstance(items, dict) else items
     return args
-
-
-def _profile(name: str | None) -> dict:
-    """The ``config.yaml`` of a ``--profile`` folder (its configfile and config keys count)."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(name or "", "config.yaml").read_text()) if name else {}
-    except (OSError, yaml.YAMLError):
-        return {}  # a profile found elsewhere, or Snakemake's to refuse
-    return data if isinstance(data, dict) else {}
 
 
 def config_item_problems(items: list[str]) -> list[Problem]:

@@ -148,10 +148,8 @@ def describe(schema: dict, plural: bool = False) -> str:
         return " or ".join(describe({**schema, "type": t}, plural) for t in kind)
     if kind == "array":
         lo, hi = schema.get("minItems", 0), schema.get("maxItems")
-        extras = [f"exactly {lo} items"] if hi is not None and lo == hi else []
-        extras += [f"at least {lo} items"] if lo > 1 and lo != hi else []
-        extras += ["non-empty"] if lo == 1 != hi else []
-        extras += [f"at most {hi} items"] if hi is not None and hi != lo else []
+        extras = {0: [], 1: ["non-empty"]}.get(lo, [f"at least {lo} items"])  # no maxItems alone
+        extras = [f"exactly {lo} items"] if lo == hi else extras
         extras += ["no duplicates"] if schema.get("uniqueItems") else []
         lists = ("lists" if plural else "a list") + (f" ({', '.join(extras)})" if extras else "")
         return f"{lists} of {describe(schema.get('items', {}), plural=True)}"
@@ -233,12 +231,11 @@ def _error(err) -> list[Problem]:
         return [REGISTRIES[schema[REGISTRY]].problem(key, value)] if isinstance(value, str) else []
     if kind == "additionalProperties":
         allowed = list(schema.get("properties", {}))
-        keys = f"; allowed keys: {', '.join(allowed)}"
-        return [
-            Problem(prefix + k, suggest(k, allowed) + keys, UNKNOWN)
-            for k in value
-            if k not in allowed
-        ]
+        keys, unknown = (
+            f"; allowed keys: {', '.join(allowed)}",
+            [k for k in value if k not in allowed],
+        )
+        return [Problem(prefix + k, suggest(k, allowed) + keys, UNKNOWN) for k in unknown]
     if kind == "required":
         props = schema.get("properties", {})
         missing = [k for k in schema["required"] if k not in value]
