@@ -47,6 +47,7 @@ COLUMNS = [
 ]
 BOUND_FACTOR = 3.0  # the default bound: this many times the configuration's measured latency
 WARM_STEPS = 3  # untimed steps per instance before LoadGen starts (a compiled model compiles)
+MAX_DURATION = 4  # a LoadGen run lasts at most this many times its minimum duration
 SAMPLES = 1024  # the query sample library: slots, each instance holds its own input
 
 
@@ -206,10 +207,13 @@ class SUT:
 
 def settings(scenario: str, rate: float, bound_ms: float, opts) -> lg.TestSettings:
     """LoadGen's settings of one run: performance only, ``opts.min_duration_s`` and
-    ``opts.min_queries`` (set for a small host; recorded in the provenance)."""
+    ``opts.min_queries`` (set for a small host; recorded in the provenance), and at most
+    ``MAX_DURATION`` x the minimum duration (a low rate's queries would take long: LoadGen
+    then says the minimum queries are not satisfied)."""
     s = lg.TestSettings()
     s.mode = lg.TestMode.PerformanceOnly
     s.min_duration_ms = int(opts.min_duration_s * 1000)
+    s.max_duration_ms = int(MAX_DURATION * opts.min_duration_s * 1000)
     s.min_query_count = int(opts.min_queries)
     if scenario == OFFLINE:
         s.scenario = lg.TestScenario.Offline
@@ -345,7 +349,8 @@ def provenance_of(args, load: dict, step_s: float, bound: tuple[float, str]) -> 
         "warm_step_s": step_s,
         "bound_ms": bound[0],
         "bound_from": bound[1],
-        "loadgen": {k: getattr(args, k) for k in ("min_duration_s", "min_queries", "server_runs")},
+        "loadgen": {k: getattr(args, k) for k in ("min_duration_s", "min_queries", "server_runs")}
+        | {"max_duration_s": MAX_DURATION * args.min_duration_s},
     }
 
 
