@@ -229,6 +229,21 @@ def test_print_is_the_tables_command_as_a_script(results):
         assert " ".join(lines) == row["command"]
 
 
+def test_make_deploy_is_the_launcher(results):
+    """``make deploy``'s recipe, as ``make -n`` prints it, run from the checkout: the same
+    script as the launcher's ``--print``."""
+    args = [f"RESULTS={results}", "OBJECTIVE=throughput", "ARGS=--print"]
+    made = subprocess.run(["make", "-n", "deploy", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    recipe = made.stdout.replace("\\\n", " ")
+    line = next(ln for ln in recipe.splitlines() if "numa_effects launch" in ln)
+    got = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    want = launch_cli(results, "--objective", "throughput", "--print")
+    assert got.stdout.replace(str(results), results.name) == want.stdout
+
+
 def test_every_run_cpu_line_is_what_torchs_run_cpu_parses_into_the_same_instances(results):
     parser = argparse.ArgumentParser(exit_on_error=False)
     import torch.backends.xeon.run_cpu as rc
