@@ -347,6 +347,23 @@ def test_the_tables_and_report_digests_cover_the_code_their_scripts_import():
         below |= listed(layer)
 
 
+def test_every_rule_that_takes_a_layers_digest_has_its_script_in_that_layer():
+    """A rule's ``code=PLAN.code[layer]`` re-runs it when that layer changes: its script must be
+    in the layer, or an edit of the script (and of what only it imports) re-runs nothing."""
+    found = 0
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n\s*(?:rule|checkpoint) ", smk.read_text())[1:]:
+            script = re.search(r'script:\s*\n\s*"\.\./scripts/(\w+\.py)"', block)
+            layer = re.search(r'code=PLAN\.code\["(\w+)"\]', block)
+            if script and layer:
+                found += 1
+                listed = {
+                    p.name for pat in code.LAYERS[layer.group(1)] for p in code.SCRIPTS.glob(pat)
+                }
+                assert script.group(1) in listed, (smk.name, block.split(":")[0], layer.group(1))
+    assert found >= 10  # the rules were read
+
+
 def test_a_cell_skipped_for_what_this_machine_offers_still_has_its_spec():
     """A cluster job's node re-parses the workflow: a cell its host check skips there (here: a
     library missing) keeps its spec, so the job runs and fails with its cause (the launcher

@@ -39,6 +39,7 @@ LAYERS = {
         "numa_effects/compare/tables.py",
         "numa_effects/compare/provenance.py",
         "numa_effects/compare/statistics.py",  # compare.csv's ratios, verdicts and geomeans
+        "numa_effects/launch.py",  # recommendation.csv's commands are the launcher's
         "numa_effects/stats.py",
         # the plans they write (packing, deploy) and the keys they read: every plan module
         "numa_effects/plan/*.py",
@@ -51,6 +52,11 @@ LAYERS = {
         "tabulate_memory.py",
         "tabulate_packing.py",
         "write_summary.py",
+        "plan_deploy.py",
+        "tabulate_deploy.py",
+        "tabulate_interference.py",
+        "import_packrat.py",
+        "import_interference.py",
     ),
     "report": (
         "numa_effects/report/*.py",
