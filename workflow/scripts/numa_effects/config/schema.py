@@ -1,8 +1,8 @@
 """The config schema (``workflow/schemas/config.schema.yaml``): loaded with its registries'
 names (``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` for a placement
 family, so a new optimization or placement is one entry in its registry in ``plan``), what it
-allows in words (``describe``; ``x-section`` sorts config/README.md's tables), values coerced
-to its types (``normalize``) and jsonschema's errors as one line each."""
+allows in words (``describe``; ``x-words`` words a pattern; ``x-section`` sorts config/README.md's
+tables), values coerced to its types (``normalize``) and jsonschema's errors as one line each."""
 
 from __future__ import annotations
 
@@ -27,16 +27,6 @@ TYPE_WORDS += ((list, "a list"), (dict, "a mapping"), (type(None), "null"))
 WORDS = {t: (f"a{'n' * (t == 'integer')} {t}", f"{t}s") for t in ("integer", "number", "string")}
 WORDS |= {"boolean": ("true or false",) * 2, "null": ("null",) * 2}
 BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-PATTERN_WORDS = {  # the schema keeps the regex, users get the words
-    "^[A-Za-z0-9_./-]+$": (
-        ("a path", "paths"),
-        "of letters, digits and _ . / - only (no spaces, quotes or shell metacharacters)",
-    ),
-    "^[A-Za-z0-9_][A-Za-z0-9_.-]*$": (
-        ("a name", "names"),
-        "of letters, digits and _ . - (one path segment, not starting with . or -)",
-    ),
-}
 NULL_STRINGS = {"null", "none", "~", ""}
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
@@ -156,9 +146,10 @@ def describe(schema: dict, plural: bool = False) -> str:
     if kind == "object":
         return "a mapping with keys " + ", ".join(schema.get("properties", {}))
     if kind == "string" and "pattern" in schema:
-        words, rest = PATTERN_WORDS.get(schema["pattern"], (None, ""))
-        a = f"{'strings' if plural else 'a string'} matching {schema['pattern']}"
-        return f"{words[plural]} {rest}" if words else a
+        one, many, rest = schema.get(
+            "x-words", ("a string", "strings", "matching " + schema["pattern"])
+        )
+        return f"{many if plural else one} {rest}"
     bounds = [f"{op} {schema[k]}" for k, op in BOUNDS.items() if k in schema and kind != "null"]
     words = WORDS.get(kind, ("any value", "any values"))[plural]
     return f"{words} {' and '.join(bounds)}".strip()
