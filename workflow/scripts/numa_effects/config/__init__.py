@@ -124,23 +124,16 @@ def _machine(config: dict) -> str:
     return f"topology file {config['topology']}" if config.get("topology") else "this machine"
 
 
-def max_runnable_threads(topo: Topology, use_smt: bool) -> int:
-    """The most threads a fixed placement can run on ``topo`` (0 if none); a family's members
-    use cores a fixed placement can use too."""
-    fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
-    for t in range(len(topo.usable_cpus(use_smt)), 0, -1):
-        for name in fixed:
-            if isinstance(placement_mod.plan(topo, t, name, use_smt), placement_mod.Plan):
-                return t
-    return 0
-
-
 def thread_problems(config: dict, topo: Topology) -> list[Problem]:
     threads = config.get("threads")
     if not isinstance(threads, list):  # auto
         return []
     use_smt = bool(config.get("use_smt"))
-    limit = max_runnable_threads(topo, use_smt)
+    # the most threads a fixed placement can run (a family's members use cores those can use)
+    fixed = [name for name, entry in placement_mod.PLACEMENTS.items() if not entry.fields]
+    counts = range(len(topo.usable_cpus(use_smt)), 0, -1)  # the first that runs, the largest
+    plans = ((t, placement_mod.plan(topo, t, name, use_smt)) for t in counts for name in fixed)
+    limit = next((t for t, plan in plans if isinstance(plan, placement_mod.Plan)), 0)
     too_many = sorted(t for t in threads if t > limit)
     if not too_many:
         return []
