@@ -1,10 +1,13 @@
 """Shared test helpers: the repository root, a real `snakemake` runner for integration tests,
-and a busy loop pinned to a CPU (``busy_loop``, ``hog``) for the contention tests."""
+the runs several test files read (``quick_run``: one per session), and a busy loop pinned to a
+CPU (``busy_loop``, ``hog``) for the contention tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -168,6 +171,94 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture
 def tiny_config() -> dict:
     return load_config("tiny")
+
+
+# -- runs made once per session and shared by the tests that read them ----------------------------
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A finished real run: its folder (``workdir``, outputs in ``results``), the config it ran
+    with, the dry run before it (None if none) and the run itself. Shared between tests: read
+    it, never change it; a test that changes the folder changes a ``copy``."""
+
+    workdir: Path
+    config: dict
+    dry: subprocess.CompletedProcess | None
+    done: subprocess.CompletedProcess
+
+    @property
+    def results(self) -> Path:
+        return self.workdir / "results"
+
+    def copy(self, dest: Path) -> Run:
+        """The run's whole folder (``.snakemake/`` too, file times kept) copied to ``dest``."""
+        shutil.copytree(self.workdir, dest, symlinks=True)
+        return dataclasses.replace(self, workdir=dest)
+
+
+def quick_config() -> dict:
+    """The quick grid: tiny.yaml at two placements (on one node ``interleave`` binds like
+    ``sequential`` and is reported from its cells), two replicates per cell, and the deploy
+    answer after the cells (its configurations measured in two ABBA rounds)."""
+    return load_config(
+        "tiny",
+        placements=["sequential", "interleave"],
+        replicates=2,
+        deploy={"rounds": 2, "max_rounds": 2, "max_seconds": 1},
+    )
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory) -> Run:
+    """The quick grid (``quick_config``) run once per session, `all` after its dry run, on two
+    cores; read by tests/test_pipeline.py, test_deploy_pipeline.py and test_compare.py."""
+    workdir = tmp_path_factory.mktemp("quick")
+    cfg = quick_config()
+    dry = snakemake(workdir, cfg, "--cores", "2", "-n", "all")
+    return Run(workdir, cfg, dry, snakemake(workdir, cfg, "--cores", "2", "all"))
+
+
+# The rerun tests' grid (.test/config/one-cell.yaml): one cell, no peak; and the node pair n0m0,
+# whose memory job's spec names a cache folder under results/ (as a compiled cell's does): a
+# copied run must find it by the same name.
+RERUN_GRID = load_config(
+    "one-cell",
+    warmup=1,
+    fixed_iterations=3,
+    max_seconds_per_cell=2,
+    peak=False,
+    placements=["sequential", "node-pairs"],
+    node_pairs=[[0, 0]],
+    same_bindings="each",  # n0m0 binds like sequential on one node: two cells all the same
+)
+
+
+def clone(dest: Path) -> Path:
+    """A ``git clone`` of this repository (its committed state) at ``dest``."""
+    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True)
+    return dest
+
+
+def clone_snakemake(checkout: Path, config: dict, *args: str, check: bool = True):
+    """Snakemake of the clone ``checkout`` (its own Snakefile, run in it) with ``config``."""
+    cfg = checkout / "test-config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), *args]
+    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env, timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="session")
+def finished_clone(tmp_path_factory) -> Path:
+    """A clone with ``RERUN_GRID`` run (`all`), made once per session for
+    tests/test_rerun_clone.py and test_rerun_history.py: read it, or ``cp -a`` it first."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs git and a git checkout of the project")
+    checkout = clone(tmp_path_factory.mktemp("rerun") / "a")
+    clone_snakemake(checkout, RERUN_GRID, "--cores", "1", "all")
+    return checkout
 
 
 # -- a busy loop pinned to a CPU ----------------------------------------------------------------

@@ -1,14 +1,14 @@
-"""Comparing runs end to end: real snakemake on real result folders, nothing
-re-measured. Two real small runs of the same grid (resnet18 at 32 x 32, batch 1 and 16, two
-processes per cell) and a third folder made from the first with its batch-16 cells relabelled as
-batch 1 (a known change: 16 times the images per call, several times the latency even on a busy
-machine) are compared in one `compare` run; PackRat's
-own pair (CloudLab, TorchScript, glibc vs tcmalloc), imported by the `import` key, in another.
-The compared folders are read only: byte for byte and time for time the same afterwards."""
+"""Comparing runs end to end: real snakemake on real result folders, nothing re-measured. The
+session's quick grid (conftest.quick_run, run a), the same grid measured once more (run b: the
+cells and tables a comparison reads) and a known change made from a (run c: a's batch-1 cells
+taking FACTOR times as long, its batch-2 cells dropped) are compared in one `compare` run;
+PackRat's own pair (CloudLab, TorchScript, glibc vs tcmalloc), imported by the `import` key, in
+another. The compared folders are read only: byte for byte and time for time the same after."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 from pathlib import Path
@@ -17,7 +17,9 @@ import pandas as pd
 import pytest
 from conftest import REPO, load_config, planned, snakemake
 from report_browser import install_chromium, load_page, page_links
+from scipy.stats import t as student_t
 
+from numa_effects.compare import statistics as compare_stats
 from numa_effects.plan import grid
 from numa_effects.report import families
 from numa_effects.tables import tidy
@@ -25,24 +27,14 @@ from numa_effects.tables import tidy
 pytestmark = pytest.mark.integration
 
 PACKRAT = Path(os.environ.get("NUMA_EFFECTS_PACKRAT", REPO.parent / "shared/reference/packrat"))
-# the runs' grid: 2 cells x 2 processes each, no peak (efficiency is not compared)
-GRID = {"optimizations": ["none"], "batch_sizes": [1, 16], "replicates": 2, "peak": False}
-CHANGED = 16  # the batch size relabelled as 1 in run c
+FACTOR = 4.0  # run c: a's batch-1 cells taking this many times as long
+CHANGED, DROPPED = 1, 2  # the quick grid's batch sizes: the one made slower, the one c lacks
 COMPARE_RULES = {
     "compare",
     "compare_tables",
     "compare_page",
     *(f"plot_{f.name}" for f in families.page_families(families.COMPARE_PAGE)),
 }
-
-
-def measure(workdir: Path, results: str) -> Path:
-    """A real run of GRID: the cells and tables only (what a comparison reads)."""
-    cfg = load_config("tiny", **GRID, results=results)
-    snakemake(
-        workdir, cfg, "--cores", "2", f"{results}/tables/cells.csv", f"{results}/machine.json"
-    )
-    return workdir / results
 
 
 def snapshot(folder: Path) -> dict:
@@ -57,24 +49,39 @@ def snapshot(folder: Path) -> dict:
     }
 
 
-def relabelled(src: Path, dst: Path) -> Path:
-    """A copy of a result folder whose batch-16 cells are called batch 1 (and the batch-1 cells
-    dropped): the same model measured with 16 times the images per call."""
-    shutil.copytree(src, dst)
-    cells = pd.read_csv(dst / "tables/cells.csv")
-    cells = cells[cells["batch_size"] == CHANGED].assign(batch_size=1)
+def slowed(src: Path, dst: Path) -> Path:
+    """What a comparison reads of the result folder ``src`` (cells.csv, samples.csv,
+    machine.json) with its batch-CHANGED cells taking FACTOR times as long, every latency of
+    them scaled, and its batch-DROPPED cells left out."""
+    (dst / "tables").mkdir(parents=True)
+    shutil.copy2(src / "machine.json", dst / "machine.json")
+    cells = pd.read_csv(src / "tables/cells.csv")
+    cells = cells[cells["batch_size"] != DROPPED].copy()
+    slow = cells["batch_size"] == CHANGED
+    ms = [c for c in cells.columns if c.startswith("latency_") and c.endswith("_ms")]
+    cells.loc[slow, ms] = cells.loc[slow, ms] * FACTOR
+    cells["replicate_medians_ms"] = cells["replicate_medians_ms"].astype(object)
+    cells.loc[slow, "replicate_medians_ms"] = cells.loc[slow, "replicate_medians_ms"].map(
+        lambda v: ";".join(f"{float(x) * FACTOR:.6g}" for x in str(v).split(";"))
+    )
     cells.to_csv(dst / "tables/cells.csv", index=False)
+    samples = pd.read_csv(src / "tables/samples.csv")
+    samples = samples[samples["batch_size"] != DROPPED].copy()
+    samples.loc[samples["batch_size"] == CHANGED, "latency_ms"] *= FACTOR
+    samples.to_csv(dst / "tables/samples.csv", index=False)
     return dst
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    """Runs a and b (the same grid, one after the other) and c (a, batch 16 as batch 1)."""
+def measured(quick_run, tmp_path_factory):
+    """Runs a (the session's quick run), b (its grid measured once more: cells and tables; no
+    peak, so no efficiency) and c (``slowed`` a)."""
     workdir = tmp_path_factory.mktemp("compare")
-    a = measure(workdir, "runs/a/results")
-    b = measure(workdir, "runs/b/results")
-    c = relabelled(a, workdir / "runs/c/results")
-    return workdir, a, b, c
+    cfg = {**quick_run.config, "peak": False, "results": "runs/b/results"}
+    targets = [f"{cfg['results']}/tables/cells.csv", f"{cfg['results']}/machine.json"]
+    snakemake(workdir, cfg, "--cores", "2", *targets)
+    b = workdir / cfg["results"]
+    return workdir, quick_run.results, b, slowed(quick_run.results, workdir / "runs/c/results")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +89,8 @@ def compared(measured):
     """`snakemake compare` of a (baseline), b and c; the folders' snapshots before."""
     workdir, a, b, c = measured
     before = {f: snapshot(f) for f in (a, b, c)}
-    cfg = {"compare": ["runs/a/results", "runs/b/results", "runs/c/results"], "results": "out"}
+    runs = {"runs": [str(a), str(b), str(c)], "labels": ["a", "b", "c"]}
+    cfg = {"compare": runs, "results": "out"}
     jobs = planned(workdir, cfg, target="compare")
     snakemake(workdir, cfg, "--cores", "2", "compare")
     return workdir, cfg, jobs, before, workdir / "out/compare/a-vs-b-vs-c"
@@ -93,6 +101,13 @@ def tables(folder: Path) -> dict[str, pd.DataFrame]:
         t: tidy.read(folder / f"tables/{t}.csv")
         for t in ("compare", "summary", "provenance", "unmatched")
     }
+
+
+def measurements(results: Path) -> pd.DataFrame:
+    """A run's cells.csv rows, each measurement once (a row reported under a second name,
+    ``same_binding_as``, repeats another's)."""
+    cells = pd.read_csv(results / "tables/cells.csv")
+    return cells[cells["same_binding_as"].isna()]
 
 
 def test_a_comparison_plans_no_cell_job_and_leaves_the_folders_as_they_were(compared):
@@ -107,28 +122,59 @@ def test_a_comparison_plans_no_cell_job_and_leaves_the_folders_as_they_were(comp
     assert sum(planned(workdir, cfg).values()) == 0
 
 
-def test_the_same_grid_twice_and_a_known_change(compared):
+def test_the_same_grid_twice_and_a_known_change(compared, measured):
+    _, a, _, _ = measured
     out = compared[-1]
     t = tables(out)
     c = t["compare"]
     same, changed = c[c["run"] == "b"], c[c["run"] == "c"]
-    assert sorted(same["batch_size"]) == [1, CHANGED] and changed["batch_size"].tolist() == [1]
+    mine = measurements(a)
+    assert len(same) == len(mine) and len(changed) == (mine["batch_size"] == CHANGED).sum()
+    assert set(changed["batch_size"]) == {CHANGED}
     # every cell of the same grid has its two-level interval around its ratio
     assert (same["ci_method"] == "two-level").all() and (same["status"] == "ok").all()
     assert (same["ratio_ci_low"] <= same["ratio"]).all() and (
         same["ratio"] <= same["ratio_ci_high"]
     ).all()
-    assert same["significant"].map(lambda s: s in (True, False)).all()
     ratio = same["latency_compared_ms"] / same["latency_baseline_ms"]
     assert (same["ratio"] - ratio).abs().max() < 1e-9
-    # 16 times the images per call: slower, significantly, far beyond the minimum effect
-    row = changed.iloc[0]
-    assert row.verdict == "slower" and row.significant is True and row.ratio > 2, row.to_dict()
+    # significant means the interval excludes 1; the verdict needs that and the minimum effect
+    # (docs/comparing.md), whatever the host did between the two runs
+    for r in c.itertuples():
+        assert r.significant == (r.ratio_ci_low > 1 or r.ratio_ci_high < 1), r
+        change = (r.ratio - 1) * 100
+        want = compare_stats.NO_CHANGE
+        if r.significant and abs(change) >= compare_stats.MIN_EFFECT_PCT:
+            want = "slower" if change > 0 else "faster"
+        assert r.verdict == want, r
+    # c by hand: both sides have the same interval, c's FACTOR times a's, so the ratio is
+    # FACTOR; a's CI is t(df) se either side of its log-centre (se = ln(high/low) / (2 t(df)));
+    # the ratio's variance is 2 se^2, whose Welch-Satterthwaite df is (2 se^2)^2 / (2 se^4 / df)
+    # = 2 df: the interval is FACTOR exp(+- t(2 df) sqrt(2) se)
+    base = mine.set_index(list(grid.KEYS))
+    for r in changed.itertuples():
+        cell = base.loc[tuple(getattr(r, k) for k in grid.KEYS)]
+        df = cell["ci_df"]
+        se = math.log(cell["latency_ci_high_ms"] / cell["latency_ci_low_ms"]) / (
+            2 * student_t.ppf(0.975, df)
+        )
+        half = student_t.ppf(0.975, 2 * df) * math.sqrt(2) * se
+        assert r.ratio == pytest.approx(FACTOR)
+        assert (r.ratio_ci_low, r.ratio_ci_high) == pytest.approx(
+            (FACTOR * math.exp(-half), FACTOR * math.exp(half))
+        )
+        assert r.ci_df == pytest.approx(2 * df)
+    assert (changed["verdict"] == "slower").any()
     u = t["unmatched"]
-    assert u[["run", "only_in", "batch_size"]].values.tolist() == [["c", "a", CHANGED]]
+    assert set(map(tuple, u[["run", "only_in", "batch_size"]].values.tolist())) == {
+        ("c", "a", DROPPED)
+    }
+    assert len(u) == (mine["batch_size"] == DROPPED).sum()
     s = t["summary"].set_index(["run", "scope"])
-    assert s.loc[("c", "all matched cells"), "slower"] == 1
-    assert s.loc[("b", "all matched cells"), "cells"] == 2
+    assert s.loc[("c", "all matched cells"), "slower"] == (changed["verdict"] == "slower").sum()
+    assert s.loc[("b", "all matched cells"), "cells"] == len(mine)
+    # the geometric mean of c's ratios: every one FACTOR
+    assert s.loc[("c", "all matched cells"), "geomean_ratio"] == pytest.approx(FACTOR)
     p = t["provenance"]
     assert set(p["run"]) == {"a", "b", "c"} and {"machine", "versions", "config", "load"} <= set(
         p["category"]
@@ -151,11 +197,18 @@ def chromium():
 def test_the_comparison_page_renders_with_its_figures(compared, chromium, tmp_path):
     _, _, _, _, out = compared
     page = out / "index.html"
+    # per compared run a forest plot per optimization and a heatmap per optimization and
+    # placement (docs/comparing.md), of the cells compare.csv holds
+    c = tidy.read(out / "tables/compare.csv")
+    want = sum(
+        len(g.groupby(["model", "opt"])) + len(g.groupby(["model", "opt", "placement"]))
+        for _, g in c.groupby("run")
+    )
     links = page_links(page)
     pngs = [s for s in links.imgs if s.endswith(".png")]
-    assert len(pngs) == 4 and all((out / s).is_file() for s in pngs)
+    assert len(pngs) == want and all((out / s).is_file() for s in pngs)
     images, broken = load_page(chromium, page, tmp_path / "profile")
-    assert images == 4 and broken == []
+    assert images == want and broken == []
     html = page.read_text()
     order = [html.index(f'id="{a}"') for a in ("differences", "summary", "comparison", "unmatched")]
     assert order == sorted(order)  # the differences first
@@ -198,12 +251,13 @@ def packrat_pair(tmp_path_factory):
         "results": "out",
     }
     snakemake(workdir, cfg, "--cores", "2", "compare")
-    return workdir / "out/compare/glibc-vs-tcmalloc"
+    return workdir, workdir / "out/compare/glibc-vs-tcmalloc"
 
 
 def test_packrat_pair_is_compared_without_inventing_a_process_level(
     packrat_pair, chromium, tmp_path
 ):
+    workdir, packrat_pair = packrat_pair
     t = tables(packrat_pair)
     c = t["compare"]
     assert len(c) == 352 and set(c["opt"]) == {"script"} and set(c["latency_statistic"]) == {"mean"}
@@ -212,13 +266,27 @@ def test_packrat_pair_is_compared_without_inventing_a_process_level(
     u = t["unmatched"]
     assert len(u) == 176 and set(u["only_in"]) == {"glibc"} and set(u["opt"]) == {"none"}
     s = t["summary"].set_index("scope").loc["all matched cells"]
-    # the geometric mean over the 352 cells and its t interval over cells (each cell its own
-    # process in each run): tcmalloc 13 % faster overall (CI -16.0 % ... -10.0 %)
-    assert s["geomean_change_pct"] == pytest.approx(-13.03, abs=0.01)
-    assert (s["geomean_ci_low_pct"], s["geomean_ci_high_pct"]) == pytest.approx(
-        (-15.98, -9.98), abs=0.01
+    # By hand from the two imported runs' cells.csv: each matched cell's ratio of PackRat's
+    # means, their geometric mean and its t interval over the cells (each cell its own process
+    # in each run): exp(mean(ln r) +- t(n - 1) sd(ln r) / sqrt(n)); the counts of cells changed
+    # by at least the minimum effect either way
+    on = [k for k in grid.KEYS if k != "allocator"]
+    pair = [tidy.read(workdir / f"results/{n}/tables/cells.csv") for n in ("glibc", "tcmalloc")]
+    m = pair[0].merge(pair[1], on=on, suffixes=("_b", "_c"))
+    y = (m["latency_mean_ms_c"] / m["latency_mean_ms_b"]).map(math.log)
+    half = student_t.ppf(0.975, len(y) - 1) * y.std(ddof=1) / math.sqrt(len(y))
+    pct = [math.expm1(y.mean() + d) * 100 for d in (0, -half, half)]
+    change = y.map(math.expm1) * 100
+    min_effect = compare_stats.MIN_EFFECT_PCT
+    beyond = int((change <= -min_effect).sum()), int((change >= min_effect).sum())
+    assert len(m) == 352
+    assert (s["geomean_change_pct"], s["geomean_ci_low_pct"], s["geomean_ci_high_pct"]) == (
+        pytest.approx(pct)
     )
-    assert (s["beyond_min_effect_faster"], s["beyond_min_effect_slower"]) == (262, 57)
+    assert (s["beyond_min_effect_faster"], s["beyond_min_effect_slower"]) == beyond
+    # docs/comparing.md quotes them: tcmalloc 13.0 % faster (CI -16.0 % ... -10.0 %), 262 cells
+    # at least 2 % faster and 57 at least 2 % slower
+    assert [round(x, 1) for x in pct] == [-13.0, -16.0, -10.0] and beyond == (262, 57)
     p = t["provenance"]
     allocator = p[(p["fact"] == "allocator")]
     assert allocator["differs"].all() and set(allocator["value"]) == {"default", "tcmalloc"}

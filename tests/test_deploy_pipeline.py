@@ -8,29 +8,21 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import FIXTURES, REPO, load_config, snakemake
+from conftest import FIXTURES, REPO, snakemake
 from test_packrat import PACKRAT
 
 from numa_effects.measure import deploy, record
 from numa_effects.plan import cpulist
+from numa_effects.plan import deploy as deploy_plan
 
 pytestmark = pytest.mark.integration
 
 
-def config() -> dict:
-    return {
-        **load_config("tiny"),
-        "replicates": 2,
-        "deploy": {"rounds": 2, "max_rounds": 2, "max_seconds": 1},
-    }
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("deploy")
-    dry = snakemake(workdir, config(), "--cores", "1", "-n", "all")
-    done = snakemake(workdir, config(), "--cores", "1", "all")
-    return workdir / "results", dry, done
+@pytest.fixture
+def run(quick_run):
+    """The session's quick grid with the deploy answer (conftest.quick_run): (results, the dry
+    run before it, the run)."""
+    return quick_run.results, quick_run.dry, quick_run.done
 
 
 def test_a_dry_run_prints_the_estimate(run):
@@ -59,6 +51,25 @@ def test_every_objective_has_one_recommendation_measured_beside_the_baselines(ru
     names = " = ".join(lat["baseline"].dropna())
     for want in ("all-cores", "run_cpu-latency", "run_cpu-throughput"):
         assert want in names
+
+
+def test_the_recommendation_is_not_measured_slower_than_another_by_more_than_the_margin(
+    quick_run,
+):
+    """The answer never recommends a configuration measured slower than another of its
+    objective row by more than the equivalence margin (deploy.equivalence_pct) unless it says
+    it is undecided: the recommended value is within the margin of the best measured value."""
+    margin = deploy_plan.settings(quick_run.config, measured=True)["equivalence_pct"] / 100
+    df = pd.read_csv(quick_run.results / "tables/recommendation.csv")
+    rows = df[df["role"].isin(["recommended", "candidate", "baseline"]) & df["value"].notna()]
+    assert not rows.empty
+    for name, g in rows.groupby("objective"):
+        (rec,) = g[g["role"] == "recommended"].itertuples()
+        if "undecided" in str(rec.notes):
+            continue
+        # latency in ms: lower is better; throughput in images/s: higher is better
+        slower = g["value"] / rec.value if rec.unit == "images/s" else rec.value / g["value"]
+        assert slower.max() <= (1 + margin) * (1 + 1e-9), (name, g[["config", "value"]])
 
 
 def test_configurations_are_measured_in_abba_rounds_with_their_binding(run):

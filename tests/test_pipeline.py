@@ -83,15 +83,11 @@ def check_tables(results: Path, g: grid.Grid, opts, replicates: int = 1) -> None
     assert f"{len(g.cells)} measured, 0 failed, {len(g.skipped)} skipped" in summary
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from conftest import load_config
-
-    workdir = tmp_path_factory.mktemp("pipeline")
-    # two replicates per cell: two result files, one combined row per cell
-    cfg = {**load_config("tiny"), "placements": ["sequential", "interleave"], "replicates": 2}
-    first = snakemake(workdir, cfg, "--cores", "2", "all")
-    return workdir, cfg, first
+@pytest.fixture
+def run(quick_run):
+    """The session's quick grid (conftest.quick_run: two placements, two replicates per cell:
+    two result files, one combined row per cell): (its folder, config, the run). Read only."""
+    return quick_run.workdir, quick_run.config, quick_run.done
 
 
 def test_cells_are_pinned_and_read_back(run):
@@ -109,7 +105,7 @@ def test_cells_never_overlap_even_with_two_cores(run):
         assert end <= start
 
 
-def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
+def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run, tmp_path):
     """``bench fidelity`` re-runs each cell's first replicate from its spec; the spec must be
     where the grid's log pattern and the front door put it (it once was not: the allocator axis
     added a path segment and the benchmark failed with FileNotFoundError)."""
@@ -133,7 +129,7 @@ def test_every_cell_keeps_the_spec_it_was_run_with_where_fidelity_looks(run):
     row = cells.iloc[0]
     spec_path = fidelity.first_spec(workdir / "results", row)
     plan = Spec.from_json(json.loads(spec_path.read_text())).plan
-    out = fidelity.run_timer(spec_path, workdir / "timer.json", int(row["threads"]), plan)
+    out = fidelity.run_timer(spec_path, tmp_path / "timer.json", int(row["threads"]), plan)
     assert out["median_s"] > 0 and out["blocks"] >= 1
 
 
@@ -268,8 +264,9 @@ def test_efficiency_is_against_the_peak_on_the_models_path_and_at_most_1_05(run)
     assert (cells["efficiency"] <= 1.05).all(), cells[["opt", "threads", "efficiency"]]
 
 
-def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(run):
-    workdir, cfg, _ = run
+def test_rerun_is_a_no_op_and_new_batch_runs_only_its_cells(quick_run, tmp_path):
+    cfg = quick_run.config
+    workdir = quick_run.copy(tmp_path / "run").workdir  # the dry runs rewrite its config.yaml
     assert planned(workdir, cfg) == {}
     more = planned(workdir, {**cfg, "batch_sizes": [1, 2, 4]})
     # bs4 for none and script, in every placement this machine can run, both replicates
@@ -301,17 +298,18 @@ def test_replicates_run_round_by_round(run):
     assert first < second
 
 
-def test_a_deleted_replicate_reruns_alone_and_more_replicates_run_only_the_new_ones(run):
-    workdir, cfg, _ = run
+def test_a_deleted_replicate_reruns_alone_and_more_replicates_run_only_the_new_ones(
+    quick_run, tmp_path
+):
+    cfg = quick_run.config
+    workdir = quick_run.copy(tmp_path / "run").workdir
     gone = next((workdir / "results/cells").rglob("r2.json"))
     kept = gone.read_bytes()
     gone.unlink()
-    try:
-        assert planned(workdir, cfg).get("cell") == 1
-        again = snakemake(workdir, cfg, "--cores", "1", "-n", "all")
-        assert f"output: {gone.relative_to(workdir)}" in again.stdout + again.stderr
-    finally:
-        gone.write_bytes(kept)
+    assert planned(workdir, cfg).get("cell") == 1
+    again = snakemake(workdir, cfg, "--cores", "1", "-n", "all")
+    assert f"output: {gone.relative_to(workdir)}" in again.stdout + again.stderr
+    gone.write_bytes(kept)
     # the third replicate of each cell, nothing else measured
     assert planned(workdir, {**cfg, "replicates": 3}).get("cell") == len(expected(cfg).cells)
     more = snakemake(workdir, {**cfg, "replicates": 3}, "--cores", "1", "-n", "all")
