@@ -7,62 +7,27 @@ params carry their code's digest instead (numa_effects.plan.code)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import REPO, dag_jobs, load_config
+from conftest import RERUN_GRID, clone, clone_snakemake, dag_jobs
 
 pytestmark = pytest.mark.integration
 
-# One cell, no peak: the base of the robustness tests (.test/config/one-cell.yaml); and the node
-# pair n0m0, whose memory job's spec names a cache folder under results/ (as a compiled cell's
-# does): a copied run must find it by the same name.
-GRID = load_config(
-    "one-cell",
-    warmup=1,
-    fixed_iterations=3,
-    max_seconds_per_cell=2,
-    peak=False,
-    placements=["sequential", "node-pairs"],
-    node_pairs=[[0, 0]],
-    same_bindings="each",  # n0m0 binds like sequential on one node: two cells all the same
-)
-
-
-def clone(dest: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True)
-    return dest
-
-
-def snakemake(checkout: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
-    cfg = checkout / "test-config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), *args]
-    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+GRID = RERUN_GRID  # the clone's grid (conftest.finished_clone runs it once per session)
 
 
 def planned(checkout: Path, config: dict) -> Counter:
     """The jobs a run would execute, by rule: Snakemake's DAG (``--dag``, Graphviz), whose
     finished jobs are dashed; not its log text."""
-    return dag_jobs(snakemake(checkout, config, "--dag", "dot", "all").stdout)
+    return dag_jobs(clone_snakemake(checkout, config, "--dag", "dot", "all").stdout)
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs git and a git checkout of the project")
-    a = clone(tmp_path_factory.mktemp("run") / "a")
-    snakemake(a, GRID, "--cores", "1", "all")
-    return a
+@pytest.fixture
+def finished(finished_clone):
+    return finished_clone  # the session's clone: read only here (copies are made with cp -a)
 
 
 def test_a_fresh_clone_with_copied_results_plans_nothing_then_only_the_new_cells(

@@ -8,17 +8,12 @@ would measure into it, and nothing in it changes."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import FIXTURES, REPO
-from test_rerun_clone import GRID, clone
+from conftest import FIXTURES, RERUN_GRID, clone_snakemake
 
 from numa_effects.plan import paths
 from numa_effects.plan import topology as topology_mod
@@ -28,16 +23,8 @@ pytestmark = pytest.mark.integration
 QEMU = FIXTURES / "topology" / "qemu-2node-2x2x2-smt-adjacent"
 
 
-def snakemake(checkout: Path, config: dict, *args: str, check: bool = True):
-    """Snakemake of the clone ``checkout`` (its own Snakefile) with ``config``."""
-    cfg = checkout / "test-config.yaml"
-    cfg.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), *args]
-    proc = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, env=env, timeout=900)
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+GRID = RERUN_GRID  # the clone's grid (conftest.finished_clone runs it once per session)
+snakemake = clone_snakemake
 
 
 def records(results: Path) -> dict[str, bytes]:
@@ -58,13 +45,12 @@ def tree(folder: Path) -> list[tuple]:
     )
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("needs git and a git checkout of the project")
-    a = clone(tmp_path_factory.mktemp("history") / "a")
-    snakemake(a, GRID, "--cores", "1", "all")
-    return a
+@pytest.fixture
+def finished(finished_clone, tmp_path) -> Path:
+    """The session's finished clone, copied whole (``cp -a``) for a test that changes it."""
+    copy = tmp_path / "a"
+    subprocess.run(["cp", "-a", str(finished_clone), str(copy)], check=True)
+    return copy
 
 
 def test_a_code_change_keeps_every_previous_record_and_compares_before_with_after(finished):
@@ -118,12 +104,12 @@ def _split(config: str) -> list[str]:
     return [p.strip("'") for p in re.findall(r"'[^']*'|\S+", config)]
 
 
-def test_another_machines_results_folder_is_refused_and_left_as_it_was(finished, tmp_path):
+def test_another_machines_results_folder_is_refused_and_left_as_it_was(finished_clone, tmp_path):
     guest = topology_mod.from_sysfs(QEMU)
     if history.same_machine(topology_mod.current(), guest):
         pytest.skip("this machine is the folder's")
     moved = tmp_path / "moved"
-    subprocess.run(["cp", "-a", str(finished), str(moved)], check=True)
+    subprocess.run(["cp", "-a", str(finished_clone), str(moved)], check=True)
     machine = moved / "results" / paths.MACHINE
     data = json.loads(machine.read_text())
     data.update(topology=guest.to_dict(), summary=guest.summary(), host={"hostname": "elsewhere"})
@@ -141,13 +127,15 @@ def test_another_machines_results_folder_is_refused_and_left_as_it_was(finished,
     assert tree(moved / "results") == state
 
 
-def test_a_results_folder_of_another_version_is_one_line_and_left_as_it_was(finished, tmp_path):
+def test_a_results_folder_of_another_version_is_one_line_and_left_as_it_was(
+    finished_clone, tmp_path
+):
     """An older cells.csv (no allocator column, as before that axis): a dry run says what a run
     would meet, the run is refused in one line naming the table and what to do, and nothing in
     the folder changes; doing what the line says rebuilds the tables and measures nothing. A
     record of a newer format is named the same way (tests/test_formats.py: every case)."""
     older = tmp_path / "older"
-    subprocess.run(["cp", "-a", str(finished), str(older)], check=True)
+    subprocess.run(["cp", "-a", str(finished_clone), str(older)], check=True)
     results = older / "results"
     table = results / paths.table("cells")
     cells = tidy.read(table)
