@@ -88,3 +88,23 @@ def test_packing_lines_give_the_profile_cost_and_the_recommendations():
     assert text.count("the measured ranking differs") == 1
     # without packing: no packing lines
     assert "packing" not in summary.render(cells(2), pd.DataFrame(columns=["reason"]), machine, "r")
+
+
+def test_launchers_that_chose_one_configuration_are_one_layout_factor():
+    """tests/fixtures/deploy/recommendation-tiny.csv: per objective, the layout factor rows
+    grouped by their configuration; the headline names every launcher once, in one part per
+    group, and keeps the optimization and allocator factors."""
+    import pandas as pd
+
+    from numa_effects.tables import deploy
+
+    df = pd.read_csv(Path(__file__).parent / "fixtures" / "deploy" / "recommendation-tiny.csv")
+    lines = deploy.answer_lines(df)
+    for (model, objective), g in df.groupby(["model", "objective"], sort=False):
+        head = next(x for x in lines if x.startswith(f"  {model} {objective}: "))
+        layout = g[(g["role"] == "factor") & (g["factor"] == "layout")]
+        groups = layout.fillna({"config": ""}).groupby("config", sort=False)["baseline"]
+        assert head.count("layout vs ") == groups.ngroups
+        for _, names in groups:
+            assert f"layout vs {' = '.join(names)}:" in head
+        assert "optimization " in head and "allocator " in head

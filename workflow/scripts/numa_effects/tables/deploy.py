@@ -302,7 +302,18 @@ def headline(g: pd.DataFrame, r, objective: str) -> str:
     total = [f for f in factors if f.factor == "total" and f.gain == f.gain]
     if not total:
         return f"{r['opt']}, {r['allocator']}, {r['layout']}: {value_text(r)}"
-    parts = [_factor_words(f, r, objective) for f in factors if f.factor != "total"]
+    # launchers that chose the same configuration (or none measured) are one layout factor
+    layouts: dict = {}
+    for f in factors:
+        if f.factor == "layout":
+            layouts.setdefault(text(f.config), []).append(f.baseline)
+    parts = []
+    for f in factors:
+        if f.factor != "layout":
+            parts += [] if f.factor == "total" else [_factor_words(f, r, objective)]
+        elif layouts[text(f.config)][0] == f.baseline:  # the group's first launcher speaks
+            same = " = ".join(layouts[text(f.config)])
+            parts.append(_factor_words(f._replace(baseline=same), r, objective))
     than = "than" if objective.startswith(deploy_mod.LATENCY) else "of"
     start = f"{than} float32 eager, one process on all cores, glibc as it comes"
     return f"{gain_words(total[0], objective)} {start}; " + "; ".join(parts)
