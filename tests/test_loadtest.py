@@ -16,6 +16,7 @@ from numa_effects import loadtest
 from numa_effects.analysis import deploy_plan
 from numa_effects.plan import paths, topology
 from numa_effects.plan.optimizations import EAGER
+from numa_effects.report import loadtest_plots
 from numa_effects.tables import deploy as deploy_table
 
 FIXTURE = Path(__file__).parent / "fixtures" / "deploy"
@@ -100,6 +101,7 @@ def test_loadgen_drives_the_recommendation(tmp_path):
     assert (server[~server["meets_bound"]]["target_qps"] > f["target_qps"]).all()
     prov = json.loads((results / "loadtest" / "recommended" / "provenance.json").read_text())
     assert prov["versions"]["mlcommons-loadgen"] and len(prov["loadavg_before"]) == 3
-    # its figure beside LoadGen's logs: one PNG per (model, objective)
-    drawn = results / "loadtest" / "latency-throughput-resnet18-throughput.png"
-    assert drawn.stat().st_size > 0
+    # the report's figure of it: one PNG per (model, objective)
+    drawn = loadtest_plots.draw_all(table, str(tmp_path / "fig-{model}-{objective}.png"))
+    assert drawn == [str(tmp_path / "fig-resnet18-throughput.png")]
+    assert Path(drawn[0]).stat().st_size > 0
