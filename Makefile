@@ -107,6 +107,7 @@ loadtest: venv sysdeps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m numa_effects loadtest \
 		--results $(or $(RESULTS),results) --objective "$(or $(OBJECTIVE),throughput)" \
 		$(LOADTEST_ARGS)
+	$(BIN)/python -m numa_effects.report.loadtest_plots $(or $(RESULTS),results)
 
 # The manual's generated pictures; tests/test_docs_img.py fails when one is stale.
 docs-img: venv

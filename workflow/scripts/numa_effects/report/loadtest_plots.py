@@ -67,3 +67,20 @@ def draw_all(table: pd.DataFrame, png_pattern: str) -> list[str]:
         out.append(path)
     plt.close("all")
     return out
+
+
+def main(argv=None) -> int:
+    """``python -m numa_effects.report.loadtest_plots RESULTS``: the figures of
+    ``RESULTS/tables/loadtest.csv`` beside LoadGen's logs (``make loadtest`` draws them)."""
+    import sys
+    from pathlib import Path
+
+    results = Path((sys.argv[1:] if argv is None else argv)[0])
+    table = pd.read_csv(results / "tables" / "loadtest.csv")
+    pattern = str(results / "loadtest" / "latency-throughput-{model}-{objective}.png")
+    print("\n".join(draw_all(table, pattern)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
