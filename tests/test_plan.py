@@ -53,6 +53,17 @@ def make(topo_file: Path = TWO_NODES, **over) -> build.Plan:
     return build.build(cfg, topo, code={"measure": "m0", "tables": "t0", "report": "r0"})
 
 
+def test_a_plan_that_measures_nothing_narrows_to_itself():
+    # a comparison's config names no models or batch sizes: the budget's narrowing, which keeps
+    # the cells whose axes the config still names, has nothing to narrow (it raised KeyError)
+    cfg, topo = checked(TWO_NODES)
+    whole = build.build(cfg, topo, compare_keys=[])
+    whole = dataclasses.replace(whole, imported=("packrat",))  # measured: False
+    assert not whole.measured
+    bare = {k: v for k, v in cfg.items() if k not in ("models", "batch_sizes")}
+    assert whole.narrowed(bare).grid.cells == whole.grid.cells
+
+
 def test_the_plan_holds_every_cell_replicate_in_run_order_with_its_priority():
     p = make()
     assert len(p.grid.cells) + len(p.grid.same) == 1 * 2 * 2 * 2 * 2 and not p.grid.skipped

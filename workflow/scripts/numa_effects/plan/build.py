@@ -109,7 +109,8 @@ class Plan(
     def narrowed(self, config: dict) -> Plan:
         """The plan of ``config``, a shrunk copy of this plan's (``plan.cost.fit``): its cells
         kept, none planned again."""
-        grid = narrow.grid(self.grid, config, self.topology)
+        # a comparison or an import measures nothing: no axes to narrow by
+        grid = narrow.grid(self.grid, config, self.topology) if self.measured else self.grid
         return assemble(
             config, self.topology, grid, self.imported_keys, self.code, self.compare_keys
         )
