@@ -103,8 +103,10 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms, eq_
         if objective == deploy_mod.THROUGHPUT:
             excluded = choice.missing_bound(tails, bound_ms)
         rec, why, over = choice.choose(runs, row, configs, pool, eq_pct, excluded)
-    else:
-        rec, why = _predicted_pick(row)
+    else:  # predictions only: the profiles' best
+        rec = row["candidates"][0]["config"] if row["candidates"] else None
+        why = "predicted best (nothing measured here)"
+        why = why if rec else "no configuration of the profiles serves it"
     if rec and runs:
         why = "; ".join([why, *choice.order_notes(runs, row, configs, rec)])
     if excluded:
@@ -117,7 +119,8 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms, eq_
         notes = [why] if cid == rec else []
         got = {"role": role, "baseline": " = ".join(info["baselines"]), "notes": notes}
         out.append(_row(row, plan, cid, got | {"prediction": info.get("prediction")}, runs))
-        out[-1]["notes"] = "; ".join([*notes, *info["notes"], *_own_notes(configs[cid], info)])
+        own = [n for n in configs[cid].get("notes") or () if n not in info["notes"]]
+        out[-1]["notes"] = "; ".join([*notes, *info["notes"], *own])
     if rec and runs:
         for f in choice.factor_rows(row, configs, rec):
             out.append(_factor_row(row, plan, f, rec, runs))
@@ -134,10 +137,6 @@ def objective_rows(row: dict, plan: dict, runs: dict | None, pool, bound_ms, eq_
             if o is not top:
                 _predicted_gain(o, top, objective)
     return out
-
-
-def _own_notes(config: dict, info: dict) -> list[str]:
-    return [n for n in config.get("notes") or () if n not in info["notes"]]
 
 
 def _row(row: dict, plan: dict, cid: str, info: dict, runs: dict | None) -> dict:
@@ -200,12 +199,6 @@ def _predicted_gain(base: dict, rec_row: dict | None, objective: str) -> None:
 def _set_gain(base: dict, gain: float, lo: float, hi: float) -> None:
     base.update(zip(GAIN, (gain, lo, hi), strict=True))
     base["significant"] = choice.significant(lo, hi)
-
-
-def _predicted_pick(row: dict) -> tuple[str | None, str]:
-    if not row["candidates"]:
-        return None, "no configuration of the profiles serves it"
-    return row["candidates"][0]["config"], "predicted best (nothing measured here)"
 
 
 def table(plan: dict, result: GroupRecord | None, bound_ms=None, eq_pct: float = 3.0):
