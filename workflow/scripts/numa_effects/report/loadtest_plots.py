@@ -27,16 +27,10 @@ def figure(table: pd.DataFrame, model: str, objective: str):
         ax.plot(x, server["p50_ms"], "o--", color=colour, alpha=0.6, label=f"{label}: p50")
         found = server[server["found"].astype(bool)]
         if len(found):
-            f = found.iloc[0]
-            ax.plot([f["target_qps"]], [f["p99_ms"]], "*", ms=16, color=colour, zorder=5)
-            ax.annotate(
-                f"{f['target_qps']:.3g}/s",
-                (f["target_qps"], f["p99_ms"]),
-                xytext=(6, -12),
-                textcoords="offset points",
-                fontsize=8,
-                color=colour,
-            )
+            q, p99 = found.iloc[0][["target_qps", "p99_ms"]]
+            ax.plot([q], [p99], "*", ms=16, color=colour, zorder=5)
+            at = {"xytext": (6, -12), "textcoords": "offset points", "fontsize": 8, "color": colour}
+            ax.annotate(f"{q:.3g}/s", (q, p99), **at)
         else:
             notes.append(f"{role}: no offered rate met the bound")
         for off in g[g["scenario"] == "offline"].itertuples():
