@@ -86,15 +86,31 @@ def build_plan(cfg):
 # Time as an input (plan.cost): the run's wall time estimated before any job, and with a
 # budget the grid shrunk in the documented order until the estimate fits; said in one line
 # each, also under -n. The plan is built once; the budget's steps narrow a view of it, and
-# the plan run is it narrowed to the fitted config (no cell planned twice).
+# the plan run is it narrowed to the fitted config (no cell planned twice). The estimate is
+# scaled to this machine by a probe of a few seconds (measure.calibrate), kept in the results
+# folder and reused; run by the main process only, never under -n, nor where nothing is measured
+# here (a topology file plans another machine).
 _WHOLE = build_plan(dict(config))
-_FITTED, ESTIMATE = cost_mod.fit(
-    config, TOPOLOGY, _WHOLE, caps=_HOST.capabilities if _HOST else None
-)
+_CAPS = _HOST.capabilities if _HOST else None
+_SCALE = cost_mod.UNCALIBRATED
+if _WHOLE.measured and _CAPS is not None and not config.get("topology"):
+    from numa_effects.measure import calibrate as calibrate_mod
+
+    _PROBED = calibrate_mod.timings(
+        _WHOLE.results,
+        min(config["models"], key=lambda m: cost_mod.GFLOP_PER_IMAGE.get(m, 1e9)),
+        config["image_size"],
+        TOPOLOGY.usable_cpus(),
+        _CAPS.model_name,
+        workflow.dryrun or not workflow.is_main_process,
+    )
+    _SCALE = cost_mod.scale_of(_PROBED, _CAPS) if _PROBED else _SCALE
+_FITTED, ESTIMATE = cost_mod.fit(config, TOPOLOGY, _WHOLE, caps=_CAPS, scale=_SCALE)
 config.update(_FITTED)
 PLAN = _WHOLE.narrowed(config)
 RESULTS = PLAN.results
-DEPLOY_ALLOWANCE_S = cost_mod.deploy_allowance_s(ESTIMATE, config.get("budget"))
+# the deploy job's time: what the budget leaves when it starts (measure.progress.allowance_s)
+DEPLOY_ALLOWANCE = cost_mod.deploy_allowance(ESTIMATE, config.get("budget"), RESULTS)
 if workflow.is_main_process and PLAN.measured:
     for _what in ESTIMATE.shrunk:
         print(f"budget: {_what}", file=sys.stderr)

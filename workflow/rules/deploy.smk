@@ -63,6 +63,6 @@ if PLAN.deploy["measured"]:
         resources:
             **bench_resources(PLAN.deploy_timeout_s()),
         params:
-            job=PLAN.deploy_job(DEPLOY_ALLOWANCE_S),
+            job=PLAN.deploy_job(DEPLOY_ALLOWANCE),
         script:
             "../scripts/run_deploy.py"

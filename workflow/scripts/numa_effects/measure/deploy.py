@@ -1,21 +1,29 @@
 """Measure the deploy answer's configurations (``analysis.deploy_plan``) side by side through
-the front door (``measure.job``), every configuration once per round in ABBA order, so that
-drift moves every configuration alike and each gain is a paired ratio over rounds; the rounds
+the front door (``measure.job``) in blocks: each block starts every configuration's processes
+at once and measures them warm in short slices in ABBA order (``slicer``), so that drift cancels
+within the block and each gain is a paired ratio over the blocks (the job's "rounds"); the blocks
 stop by ``until`` (docs/deploy.md). The judging (``metric``, ``gains``, ``best``) is pure, on
 the records: ``tables.deploy`` reads the same functions."""
 
 from __future__ import annotations
 
+import csv
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from numa_effects import stats
 from numa_effects.measure import job as job_mod
+from numa_effects.measure import progress, slicer
 from numa_effects.measure.record import GroupRecord, Record
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan.deploy import LATENCY
+from numa_effects.plan.spec import Spec
+
+SLICE_S = 1.0  # a slice's timed seconds (at least one step), at most half a block's per config
+MEMORY_SHARE = 0.8  # every configuration's processes at once: their RSS within this share
 
 
 def metric(rec: Record, objective: str) -> float:
@@ -51,20 +59,20 @@ def requests_s(rec: Record, objective: str) -> list[float]:
 
 
 def round_seconds(runs: dict) -> float:
-    """The wall time of one round (every configuration once), the median over the rounds of
-    its records' started-to-finished times; NaN without timestamps."""
+    """The wall time of one round or block (every configuration once), the median over them
+    of the first start to the last finish of its records; NaN without timestamps."""
     from datetime import datetime
 
-    per: dict[int, float] = {}
+    spans: dict[int, list] = {}
     for recs in runs.values():
         for rec in recs:
             p = rec.provenance or {}
-            if p.get("started_at") and p.get("finished_at"):
-                span = datetime.fromisoformat(p["finished_at"]) - datetime.fromisoformat(
-                    p["started_at"]
-                )
-                per[rec.replicate] = per.get(rec.replicate, 0.0) + span.total_seconds()
-    return float(np.median(list(per.values()))) if per else math.nan
+            start = p.get("launcher_started_at") or p.get("started_at")
+            if start and p.get("finished_at"):
+                got = spans.setdefault(rec.replicate, [])
+                got += [datetime.fromisoformat(start), datetime.fromisoformat(p["finished_at"])]
+    per = [(max(t) - min(t)).total_seconds() for t in spans.values()]
+    return float(np.median(per)) if per else math.nan
 
 
 def round_values(runs: dict, cid: str, objective: str) -> dict[int, float]:
@@ -141,8 +149,13 @@ def widest_pct(runs: dict, rows: list[dict]) -> float:
 
 
 def until(rows: list[dict], job: dict, started: float):
-    """The stop rule: after ``rounds``, once every gain is within ``target_pct`` or time is up."""
+    """The stop rule: after ``rounds``, once every gain is within ``target_pct`` or time is up:
+    the allowance is seconds, or the budget's, resolved now to the time the run has left
+    (``progress.allowance_s``)."""
     last = {"t": started}
+    allowance = job.get("allowance_s")
+    if isinstance(allowance, dict):
+        allowance = progress.allowance_s(allowance)
 
     def check(runs: dict, replicate: int) -> str | None:
         now = time.monotonic()
@@ -152,19 +165,96 @@ def until(rows: list[dict], job: dict, started: float):
         widest = widest_pct(runs, rows)
         if widest <= float(job["target_pct"]):
             return f"every gain within +-{job['target_pct']:g} % ({widest:.1f} %)"
-        allowance = job.get("allowance_s")
-        if allowance and now - started + per_round > float(allowance):
+        if allowance is not None and now - started + per_round > float(allowance):
             return f"time allowance ({allowance:.0f} s); widest gain CI +-{widest:.1f} %"
         return None
 
     return check
 
 
-def run(job: dict, plan: dict, out, log, timeout_s: float, max_memory_mb=None) -> GroupRecord:
-    """Measure the deploy ``plan`` through the front door, its record to ``out``."""
+def run(job: dict, plan: dict, out, log, timeout_s: float, max_memory_mb=None, rss_mb=None):
+    """Measure the deploy ``plan`` in blocks (``slicer.block``) through the front door, its
+    ``GroupRecord`` to ``out``: ``job["rounds"]`` blocks at least, then until ``until`` stops
+    them or ``job["max_rounds"]``. ``rss_mb``: each configuration's expected peak RSS
+    (``expected_rss_mb``; None: not checked)."""
     spec = spec_mod.deploy(job, plan["configurations"])
+    seconds = float(spec.settings.get("max_seconds_per_cell") or 1.0)
+    opts = {"slice_s": min(float(job.get("slice_s") or SLICE_S), seconds / 2), "seconds": seconds}
+    opts |= {
+        "warmup": max(2, int(spec.settings.get("warmup") or 0)),
+        "max_memory_mb": max_memory_mb,
+    }
+    parts, memory = halves(list(spec.configurations), rss_mb)
+    echo = {"design": "slices", "slice_s": opts["slice_s"], "seconds": seconds, "memory": memory}
     stop = until(plan["objectives"], job, time.monotonic())
-    return job_mod.run(spec, out, log, timeout_s, max_memory_mb, until=stop)
+
+    def blocks(group, readies, logdir, timeout_s, _max_mb):
+        runs: dict[str, list[Record]] = {n: [] for n in group.configurations}
+        last, stopped = int(job["max_rounds"]), None
+        for b in range(1, last + 1):
+            for part in parts:
+                specs = {
+                    n: Spec(group.configurations[n], group.settings, b, group.code) for n in part
+                }
+                for n, rec in slicer.block(specs, readies, logdir, timeout_s, opts).items():
+                    runs[n].append(rec)
+            stopped = stop(runs, b) if b < last else None
+            if stopped:
+                break
+        return {n: tuple(recs) for n, recs in runs.items()}, stopped
+
+    spec = replace(spec, job={**spec.job, **echo})
+    return job_mod.run(spec, out, log, timeout_s, max_memory_mb, group=blocks)
+
+
+def expected_rss_mb(configurations: dict, cells_csv) -> dict[str, float] | None:
+    """{configuration: the sum over its instances of the largest peak RSS (MiB) ``cells_csv``
+    has for the same model, optimization and batch}; None when one has none."""
+    try:
+        with open(cells_csv, newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if r.get("peak_rss_mb")]
+    except OSError:
+        return None
+    peak: dict[tuple, float] = {}
+    for r in rows:
+        key = (r["model"], r["opt"], int(float(r["batch_size"])))
+        peak[key] = max(peak.get(key, 0.0), float(r["peak_rss_mb"]))
+    out = {}
+    for cid, conf in configurations.items():
+        got = [peak.get((conf["model"], conf["opt"], int(i["batch"]))) for i in conf["instances"]]
+        if None in got:
+            return None
+        out[cid] = float(sum(got))
+    return out
+
+
+def halves(names: list[str], rss_mb: dict | None) -> tuple[list[list[str]], str | None]:
+    """The parts a block measures one after the other, and why there are two: every
+    configuration at once unless their expected RSS exceeds ``MEMORY_SHARE`` of MemAvailable."""
+    avail = available_mb()
+    if (
+        not rss_mb
+        or avail is None
+        or sum(rss_mb.values()) <= MEMORY_SHARE * avail
+        or len(names) < 2
+    ):
+        return [names], None
+    h = len(names) // 2
+    said = f"expected RSS of every configuration at once {sum(rss_mb.values()):.0f} MiB"
+    said += f" > {MEMORY_SHARE:.0%} of MemAvailable ({avail:.0f} MiB): each block in two halves"
+    return [names[:h], names[h:]], said
+
+
+def available_mb() -> float | None:
+    """MemAvailable of /proc/meminfo in MiB (None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 def rounds(rec: GroupRecord) -> int:

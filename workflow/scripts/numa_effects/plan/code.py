@@ -70,7 +70,8 @@ LAYERS = {
     ),
 }
 # code a layer's jobs run that never changes what they write: its edit re-runs nothing
-UNWRITTEN = ("numa_effects/measure/progress.py",)  # the progress line a job prints
+# (the progress line a job prints; the calibration probe, run at parse time, by no job)
+UNWRITTEN = ("numa_effects/measure/progress.py", "numa_effects/measure/calibrate.py")
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:

@@ -5,7 +5,9 @@ A measuring process costs its start, the model's build, the optimization's prepa
 warm-up and timed windows the settings bound, and the inspection; a job adds Snakemake's start
 of its script. A step's latency is the model's FLOPs over the CPU's theoretical peak
 (``plan.cpu``) at each optimization's ``EFFICIENCY``. The constants were measured on a 2-vCPU
-AMD EPYC (benchmarks/results/); the run's progress line corrects its ETA by what jobs took.
+AMD EPYC (benchmarks/results/); a ``Scale`` fits them to this machine: what a short probe
+(``measure.calibrate``) took against their prediction for the same work, fixed costs and step
+times apart. The run's progress line corrects its ETA by what jobs took.
 
 With ``budget`` the config is shrunk one ``STEPS`` entry at a time until the estimate fits,
 with the deploy answer at its fewest rounds, which then get the time left (``_fill_rounds``).
@@ -17,6 +19,7 @@ import copy
 import dataclasses
 import functools
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from numa_effects.plan import deploy, grid, narrow, packing, peaks, stages
@@ -55,6 +58,32 @@ PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
 ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
 
 
+@dataclass(frozen=True)
+class Scale:
+    """This machine against the constants: ``fixed`` multiplies every fixed cost (a process's
+    start, build, preparation, inspection; a job's start; the report), ``step`` every step's
+    latency. ``calibrated`` False: the constants as they are."""
+
+    fixed: float = 1.0
+    step: float = 1.0
+    calibrated: bool = False
+
+
+UNCALIBRATED = Scale()
+
+
+def scale_of(raw: dict, caps, image_size: int = 224) -> Scale:
+    """The ``Scale`` of a probe's timings (``measure.calibrate``): its process's start and build
+    over ``START_S + BUILD_S``, and the geometric mean over its thread counts of the median eager
+    step at batch 1 over ``step_s``'s prediction."""
+    fixed = (float(raw["start_s"]) + float(raw["build_s"])) / (START_S + BUILD_S)
+    logs = [
+        math.log(statistics.median(s) / step_s(raw["model"], EAGER, int(t), 1, image_size, caps))
+        for t, s in raw["steps_s"].items()
+    ]
+    return Scale(fixed, math.exp(sum(logs) / len(logs)) if logs else 1.0, True)
+
+
 @dataclass
 class Estimate:
     """Seconds by part of the run, and what a budget shrank."""
@@ -62,6 +91,7 @@ class Estimate:
     parts: dict = field(default_factory=dict)
     jobs: int = 0
     shrunk: list = field(default_factory=list)
+    scale: Scale | None = None  # None: the line does not say whether it is calibrated
 
     @property
     def total_s(self) -> float:
@@ -76,13 +106,18 @@ class Estimate:
         long = self.total_s >= HOURS_FROM_MIN * 60
         hours = f"about {duration_text(self.total_s)}; " if long else ""
         text = (
-            f"the whole run is estimated at {self.total_s / 60:.1f} min "
+            f"the whole run is estimated at {self.total_s / 60:.1f} min{self._calibration()} "
             f"({hours}{self.jobs} jobs; {parts} min)"
         )
         if budget_min:
             verdict = "within" if self.total_s <= budget_min * 60 else "OVER"
             text += f"; {verdict} the budget of {budget_min:g} min"
         return text
+
+    def _calibration(self) -> str:
+        if self.scale is None:
+            return ""
+        return ", calibrated on this machine" if self.scale.calibrated else ", uncalibrated"
 
 
 def step_s(model: str, opt: str, threads: int, batch: int, image_size: int, caps) -> float:
@@ -120,13 +155,15 @@ def process_s(
     instances: int = 1,
     cores: int = 1,
     inspect: bool = True,
+    scale: Scale = UNCALIBRATED,
 ) -> float:
     """One measurement's wall seconds: its processes' start (``instances`` of them sharing
-    ``cores`` CPUs while they import and build), preparation, windows and inspection."""
+    ``cores`` CPUs while they import and build), preparation, windows and inspection; ``step``
+    is already scaled, the fixed costs are scaled here."""
     starting = math.ceil(instances / max(1, cores))
     fixed = (START_S + BUILD_S + PREPARE_S.get(opt, PREPARE_DEFAULT_S)) * starting
-    inspect_s = (INSPECT_FIXED_S + 2 * step) if inspect else 0.3
-    return fixed + windows_s(settings, step, cap_s) + inspect_s
+    inspect_s = (INSPECT_FIXED_S * scale.fixed + 2 * step) if inspect else 0.3 * scale.fixed
+    return fixed * scale.fixed + windows_s(settings, step, cap_s) + inspect_s
 
 
 @dataclass(frozen=True)
@@ -191,45 +228,60 @@ def narrowed(v: View, config: dict) -> View:
     )
 
 
-def estimate(plan, caps=None) -> Estimate:
+@dataclass(frozen=True)
+class Machine:
+    """What the estimate knows of the machine: its capabilities (None: the clock is unknown)
+    and its ``Scale``."""
+
+    caps: object = None
+    scale: Scale = UNCALIBRATED
+
+
+def estimate(plan, caps=None, scale: Scale | None = None) -> Estimate:
     """The run's estimate from a ``plan.build.Plan`` or its ``View`` (``caps`` None: the clock
-    is unknown)."""
+    is unknown; ``scale`` None: uncalibrated, and the line does not say so)."""
     v = plan if isinstance(plan, View) else view(plan)
-    est = Estimate()
+    m, f = Machine(caps, scale or UNCALIBRATED), (scale or UNCALIBRATED).fixed
+    est = Estimate(scale=scale)
     for key in v.cells:
-        step = _step(v, caps, key.opt, key.threads, key.batch_size, key.model)
-        est.add("cells", v.per_cell * (JOB_S + process_s(key.opt, step, v.config)), v.per_cell)
-    est.add("peaks", v.peak_windows * (JOB_S + PEAK_JOB_S), jobs=v.peak_windows)
-    _packing(est, v, caps)
-    _deploy(est, v, caps)
-    figures = len(v.drawn) // 4 + 10
-    est.add("tables and report", REPORT_S + FIGURE_S * figures, jobs=8 + figures // 4)
+        step = _step(v, m, key.opt, key.threads, key.batch_size, key.model)
+        one = process_s(key.opt, step, v.config, scale=m.scale)
+        est.add("cells", v.per_cell * (JOB_S * f + one), v.per_cell)
+    est.add("peaks", v.peak_windows * (JOB_S + PEAK_JOB_S) * f, jobs=v.peak_windows)
+    _packing(est, v, m)
+    _deploy(est, v, m)
+    est.add("tables and report", after_s(v) * f, jobs=8 + (len(v.drawn) // 4 + 10) // 4)
     return est
 
 
-def _step(plan, caps, opt: str, threads: int, batch: int, model: str | None = None) -> float:
-    """``step_s`` at the plan's image size, of ``model`` or else the grid's first."""
+def after_s(plan) -> float:
+    """Seconds of what follows the measuring jobs, uncalibrated: the tables, figures and page."""
+    return REPORT_S + FIGURE_S * (len(plan.drawn) // 4 + 10)
+
+
+def _step(plan, m: Machine, opt: str, threads: int, batch: int, model: str | None = None):
+    """``step_s`` at the plan's image size, of ``model`` or else the grid's first, scaled."""
     model = model or plan.config["models"][0]
-    return step_s(model, opt, threads, batch, plan.config["image_size"], caps)
+    return step_s(model, opt, threads, batch, plan.config["image_size"], m.caps) * m.scale.step
 
 
 def _cores(plan) -> int:
     return max(1, len(plan.topology.usable_cpus()))
 
 
-def _packing(est: Estimate, plan, caps) -> None:
-    ig, cores, cfg = plan.packing["interference"], _cores(plan), plan.config
+def _packing(est: Estimate, plan, m: Machine) -> None:
+    ig, cores, cfg, f = plan.packing["interference"], _cores(plan), plan.config, m.scale.fixed
     for job in plan.interference_jobs:
-        step = _step(plan, caps, job["opt"], job["threads"], ig["batch"])
+        step = _step(plan, m, job["opt"], job["threads"], ig["batch"])
         for k in (1, *job["instances"]):
-            one = process_s(job["opt"], step, cfg, ig["max_seconds"], k, cores, inspect=False)
+            one = process_s(job["opt"], step, cfg, ig["max_seconds"], k, cores, False, m.scale)
             est.add("interference", plan.replicates * one)
-        est.add("interference", JOB_S, jobs=1)
+        est.add("interference", JOB_S * f, jobs=1)
     cap, configs = plan.packing["max_seconds"], 1 + plan.packing["measure_plans"]
     for job in plan.packing_jobs:
-        step = _step(plan, caps, job["opt"], job["budget"], job["batch_size"])
-        one = process_s(job["opt"], step, cfg, cap, 2, cores, inspect=False)
-        est.add("packing", JOB_S + plan.replicates * configs * one, jobs=1)
+        step = _step(plan, m, job["opt"], job["budget"], job["batch_size"])
+        one = process_s(job["opt"], step, cfg, cap, 2, cores, False, m.scale)
+        est.add("packing", JOB_S * f + plan.replicates * configs * one, jobs=1)
 
 
 def deploy_configurations(s: dict) -> tuple[float, float]:
@@ -243,7 +295,7 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     return searched, float(plain)
 
 
-def _deploy(est: Estimate, plan, caps) -> None:
+def _deploy(est: Estimate, plan, m: Machine) -> None:
     s = plan.deploy
     if not s.get("measured"):
         return
@@ -254,11 +306,11 @@ def _deploy(est: Estimate, plan, caps) -> None:
     dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     per = {}
     for opt in (dear, EAGER):
-        step = _step(plan, caps, opt, cores, batch)
-        per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False)
+        step = _step(plan, m, opt, cores, batch)
+        per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False, m.scale)
     rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
     seconds = rounds * (searched * per[dear] + plain * per[EAGER])
-    est.add("deploy", JOB_S * 3 + seconds, jobs=3)
+    est.add("deploy", JOB_S * 3 * m.scale.fixed + seconds, jobs=3)
 
 
 def jobs_per_part(plan) -> dict[str, int]:
@@ -276,7 +328,7 @@ def jobs_per_part(plan) -> dict[str, int]:
 def deploy_seconds(plan, caps=None) -> float:
     """The deploy job's estimate alone (``remeasure``'s default for it)."""
     est = Estimate()
-    _deploy(est, plan, caps)
+    _deploy(est, plan, Machine(caps))
     return est.total_s
 
 
@@ -367,19 +419,19 @@ def shrink_steps(topo) -> list:
     return [lambda c, step=step: step(c, topo) for step in STEPS]
 
 
-def fit(config: dict, topo, base, caps=None) -> tuple[dict, Estimate]:
+def fit(config: dict, topo, base, caps=None, scale: Scale | None = None) -> tuple[dict, Estimate]:
     """``config`` shrunk step by step until its estimate fits ``config["budget"]`` minutes, and
     the final estimate with what was shrunk. ``base``: the plan of ``config`` (or a function
     that builds it, called once); each step narrows its ``View``, none plans again. Without a
-    budget: the config and its estimate."""
+    budget: the config and its estimate. ``scale``: the machine's calibration."""
     budget = config.get("budget")
     current = copy.deepcopy(config)
     whole = view(base(copy.deepcopy(config)) if callable(base) else base)
     if not budget:
-        return current, estimate(whole, caps)
+        return current, estimate(whole, caps, scale)
     # the grid is shrunk against the answer's fewest rounds; the rest fills the slack
     current = _fewest_rounds(current)
-    est = estimate(narrowed(whole, current), caps)
+    est = estimate(narrowed(whole, current), caps, scale)
     shrunk = []
     for step in shrink_steps(topo):
         if est.total_s <= float(budget) * 60:
@@ -389,10 +441,10 @@ def fit(config: dict, topo, base, caps=None) -> tuple[dict, Estimate]:
             continue
         current, what = got
         shrunk.append(what)
-        est = estimate(narrowed(whole, current), caps)
+        est = estimate(narrowed(whole, current), caps, scale)
     current, more = _fill_rounds(current, config, budget, narrowed(whole, current), est)
     if more:
-        est = estimate(narrowed(whole, current), caps)
+        est = estimate(narrowed(whole, current), caps, scale)
     est.shrunk = [*shrunk, *more]
     return current, est
 
@@ -411,11 +463,19 @@ def _fill_rounds(current: dict, config: dict, budget: float, plan, est: Estimate
     return {**current, "deploy": d}, [f"deploy.max_rounds: {fit} (the rounds the budget leaves)"]
 
 
-def deploy_allowance_s(est: Estimate, budget_min: float | None) -> float | None:
-    """The time the deploy job may take: what the budget leaves after the rest of the run (at
-    least half its estimate), rounded to 10 s so that the job's params do not change with
-    noise; None without a budget."""
+def deploy_allowance(est: Estimate, budget_min: float | None, results: str) -> dict | None:
+    """What the deploy job needs to take the time the budget leaves when it starts
+    (``measure.progress.allowance_s``): the budget, what follows it (the tables and report) and
+    the results folder whose progress file says when the run started; ``planned_s``, the
+    allowance by the estimate alone (at least half the deploy part), where no run started.
+    Rounded to 10 s so that the job's params do not change with noise; None without a budget."""
     if not budget_min or "deploy" not in est.parts:
         return None
     rest = est.total_s - est.parts["deploy"]
-    return float(round(max(budget_min * 60 - rest, est.parts["deploy"] * 0.5) / 10) * 10)
+    planned = max(budget_min * 60 - rest, est.parts["deploy"] * 0.5)
+    return {
+        "budget_s": float(budget_min) * 60,
+        "after_s": float(math.ceil(est.parts.get("tables and report", 0.0) / 10) * 10),
+        "planned_s": float(round(planned / 10) * 10),
+        "results": str(results),
+    }

@@ -1,0 +1,123 @@
+"""A short measured probe of this machine before planning, so that the run's estimate
+(``plan.cost``) is this machine's: one pinned process imports torch, builds the grid's smallest
+model and times a few eager steps at batch 1 with one thread and with all of them (a few seconds
+in all). ``plan.cost.scale_of`` turns its timings into the estimate's factors.
+
+The timings are kept in ``results/logs/calibration.json`` with the host, CPU model, torch
+version, load average and the probe's code, and reused while those are unchanged, so a dry run
+and every parse after the first cost nothing; a dry run never probes.
+
+    python -m numa_effects.measure.calibrate MODEL IMAGE_SIZE THREADS...   # the probe itself
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FILE = "logs/calibration.json"
+STEPS = 4  # timed eager steps per thread count, after one untimed
+TIMEOUT_S = 120.0
+
+
+def key(cpu_model: str) -> dict:
+    """What the timings hold for: this host, its CPU, the torch installed and the probe's code."""
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = None
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return {"host": platform.node(), "cpu": cpu_model, "torch": torch, "code": code}
+
+
+def command(model: str, image_size: int, cpus: list[int]) -> list[str]:
+    """The probe's process, pinned to ``cpus`` (numactl where there is one) at their count and
+    at one thread."""
+    threads = sorted({1, len(cpus)})
+    probe = [sys.executable, "-m", __name__, model, str(image_size), *map(str, threads)]
+    if shutil.which("numactl"):
+        return ["numactl", f"--physcpubind={','.join(map(str, cpus))}", "--localalloc", *probe]
+    return probe
+
+
+def probe(model: str, image_size: int, cpus: list[int]) -> dict:
+    """Run the probe: its process's start (spawn to torch imported), build and step seconds."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    t0 = time.time()
+    out = subprocess.run(
+        command(model, image_size, cpus),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=True,
+        env=env,
+    ).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    return {
+        "model": model,
+        "start_s": got.pop("imported") - t0,
+        "load_1m": os.getloadavg()[0],
+        "cpus": cpus,
+        **got,
+    }
+
+
+def cached(results: str | os.PathLike, cpu_model: str) -> dict | None:
+    """The kept timings where they hold for this machine and code, else None."""
+    try:
+        data = json.loads((Path(results) / FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("key") == key(cpu_model) else None
+
+
+def timings(results, model: str, image_size: int, cpus: list[int], cpu_model: str, dry_run):
+    """The kept timings, else (not a dry run) the probe's, kept; None where neither is."""
+    have = cached(results, cpu_model)
+    if have is not None or dry_run:
+        return have
+    try:
+        raw = probe(model, image_size, cpus)
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+        print(f"numa-effects: calibration probe failed ({exc}); uncalibrated", file=sys.stderr)
+        return None
+    data = {"key": key(cpu_model), **raw}
+    path = Path(results) / FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+    return data
+
+
+def _main(model: str, image_size: str, *threads: str) -> None:
+    """Inside the pinned process: one JSON line of what it measured."""
+    import torch
+    import torchvision
+
+    imported = time.time()
+    t = time.perf_counter()
+    net = getattr(torchvision.models, model)(weights=None).eval()
+    build_s = time.perf_counter() - t
+    x = torch.randn(1, 3, int(image_size), int(image_size))
+    steps = {}
+    with torch.inference_mode():
+        for n in threads:
+            torch.set_num_threads(int(n))
+            net(x)
+            steps[n] = []
+            for _ in range(STEPS):
+                t = time.perf_counter()
+                net(x)
+                steps[n].append(time.perf_counter() - t)
+    print(json.dumps({"imported": imported, "build_s": build_s, "steps_s": steps}))
+
+
+if __name__ == "__main__":
+    _main(*sys.argv[1:])
