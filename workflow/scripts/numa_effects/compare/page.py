@@ -19,20 +19,9 @@ from numa_effects.report.markup import data_table, family_blocks, section_links
 
 # compare.csv's columns the page shows after run, the keys and each axis compared across
 CELL_COLUMNS = [
-    "latency_statistic",
-    "latency_baseline_ms",
-    "latency_compared_ms",
-    "latency_change_pct",
-    "latency_change_ci_low_pct",
-    "latency_change_ci_high_pct",
-    "significant",
-    "verdict",
-    "ci_method",
-    "replicates_baseline",
-    "replicates_compared",
-    "contended",
-    "noisy",
-    "status",
+    *("latency_statistic", "latency_baseline_ms", "latency_compared_ms", "latency_change_pct"),
+    *("latency_change_ci_low_pct", "latency_change_ci_high_pct", "significant", "verdict"),
+    *("ci_method", "replicates_baseline", "replicates_compared", "contended", "noisy", "status"),
     "ci_note",
 ]
 # summary.csv's columns the page shows

@@ -52,33 +52,17 @@ COMPARE_COLUMNS = [
     "canary_change_pct",
 ]
 SUMMARY_COLUMNS = [
-    "run",
-    "baseline_run",
-    "scope",
-    "cells",
-    "latency_statistic",
-    "geomean_ratio",
-    "geomean_change_pct",
-    "geomean_ci_low_pct",
-    "geomean_ci_high_pct",
-    "ci_df",
-    "significant",
+    *("run", "baseline_run", "scope", "cells", "latency_statistic", "geomean_ratio"),
+    *("geomean_change_pct", "geomean_ci_low_pct", "geomean_ci_high_pct", "ci_df", "significant"),
     "cells_significant",
     *VERDICT_COLUMNS,
-    "beyond_min_effect_faster",
-    "beyond_min_effect_slower",
-    "disturbed",
-    "min_effect_pct",
+    *("beyond_min_effect_faster", "beyond_min_effect_slower", "disturbed", "min_effect_pct"),
 ]
 PEAK_COLUMNS = [
-    "run",
-    "baseline_run",
+    *("run", "baseline_run"),
     *PEAK_KEYS,
-    "peak_kernel_baseline",
-    "peak_kernel_compared",
-    "peak_baseline_gflop_per_s",
-    "peak_compared_gflop_per_s",
-    "peak_change_pct",
+    *("peak_kernel_baseline", "peak_kernel_compared", "peak_baseline_gflop_per_s"),
+    *("peak_compared_gflop_per_s", "peak_change_pct"),
 ]
 UNMATCHED_COLUMNS = ["run", "baseline_run", "only_in", *KEYS, "status"]
 

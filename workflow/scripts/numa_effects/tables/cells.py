@@ -253,14 +253,8 @@ def sample_rows(rec: Record) -> Iterable[dict]:
 
 SAMPLE_COLUMNS = [
     *KEY_COLUMNS,
-    "replicate",
-    "iteration",
-    "latency_ms",
-    "foreign_pct",
-    "run_delay_pct",
-    "excluded",
-    "canary_ms",
-    "minor_faults",
+    *("replicate", "iteration", "latency_ms", "foreign_pct", "run_delay_pct", "excluded"),
+    *("canary_ms", "minor_faults"),
 ]
 # summed over a cell's replicates: the measurement's times, then precision_columns'
 SUMMED = ("measure_s", *TIMES[1:], "reference_s", "conversion_s", "inspect_s", "cost_s")

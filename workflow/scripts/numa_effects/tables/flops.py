@@ -55,13 +55,8 @@ def table(combos: Iterable[dict]) -> pd.DataFrame:
 
 
 EFFICIENCY_COLUMNS = [
-    "gflop",
-    "gflop_per_s",
-    "peak_gflop_per_s",
-    "peak_kernel",
-    "theoretical_gflop_per_s",
-    "efficiency",
-    "efficiency_note",
+    *("gflop", "gflop_per_s", "peak_gflop_per_s", "peak_kernel", "theoretical_gflop_per_s"),
+    *("efficiency", "efficiency_note"),
 ]
 EFFICIENCY_MAX = 1.05
 # the peak table's columns a cell's note quotes (a table from before the windows has none)

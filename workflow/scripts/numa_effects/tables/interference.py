@@ -27,30 +27,11 @@ from numa_effects.tables import packing as packing_table
 
 SLOWDOWN = ("slowdown", "slowdown_ci_low", "slowdown_ci_high", "ci_df", "ci_method")
 COLUMNS = [
-    "model",
-    "opt",
-    "budget",
-    "threads",
-    "batch_size",
-    "k",
-    "node",
-    "k_node",
-    "busy_cores",
-    "x",
-    "alone_ms",
-    "latency_ms",
+    *("model", "opt", "budget", "threads", "batch_size", "k", "node", "k_node", "busy_cores", "x"),
+    *("alone_ms", "latency_ms"),
     *SLOWDOWN,
-    "replicates",
-    "rounds",
-    "alone_rounds",
-    "contended",
-    "core_map",
-    "status",
-    "failure",
-    "job_s",
-    "allocator",
-    "source",
-    "source_file",
+    *("replicates", "rounds", "alone_rounds", "contended", "core_map", "status", "failure"),
+    *("job_s", "allocator", "source", "source_file"),
 ]
 MEASURED = "measured here"
 

@@ -15,22 +15,11 @@ from numa_effects.measure.record import Record
 MEASURED = ("latency_ns", "latency_median_ns", "bandwidth_gb_per_s", "bandwidth_median_gb_per_s")
 FACTS = ("buffer_bytes", "llc_bytes", "loads_per_step", "steps", "measure_s")
 MEMORY_COLUMNS = [
-    "cpu_node",
-    "mem_node",
-    "placement",
-    "status",
+    *("cpu_node", "mem_node", "placement", "status"),
     *MEASURED,
-    "distance",
-    "latency_ratio",
-    "bandwidth_ratio",
-    "reason",
-    "failure_cause",
+    *("distance", "latency_ratio", "bandwidth_ratio", "reason", "failure_cause"),
     *FACTS,
-    "planned_cpus",
-    "cpus_allowed",
-    "mempolicy",
-    "hostname",
-    "memory_json",
+    *("planned_cpus", "cpus_allowed", "mempolicy", "hostname", "memory_json"),
 ]
 
 

@@ -76,25 +76,13 @@ COLUMNS = [
     "failure",
 ]
 CANDIDATE_COLUMNS = [
-    "model",
-    "opt",
-    "budget",
-    "batch_size",
-    "name",
+    *("model", "opt", "budget", "batch_size", "name"),
     *PLAN,
-    "is_fat",
-    "busy",
-    "predicted_rank",
+    *("is_fat", "busy", "predicted_rank"),
     *PREDICTED,
     *LATENCY,
     *ERRORS,
-    "measured_rank",
-    "recommended",
-    "ci_method",
-    "replicates",
-    "rounds",
-    "contended",
-    "core_map",
+    *("measured_rank", "recommended", "ci_method", "replicates", "rounds", "contended", "core_map"),
     "status",
 ]
 
