@@ -25,14 +25,8 @@ REPLICATE_FILE = re.compile(r"r\d+\.json")
 SIDE_COLUMNS = (
     "status",
     *(f"latency_{s}_ms" for s in ("median", "mean", "min", "max", "ci_low", "ci_high")),
-    "ci_df",
-    "ci_method",
-    "replicates",
-    "replicate_medians_ms",
-    "between_sd_pct",
-    "contended",
-    "noisy",
-    "source",
+    *("ci_df", "ci_method", "replicates", "replicate_medians_ms", "between_sd_pct", "contended"),
+    *("noisy", "source"),
 )
 
 

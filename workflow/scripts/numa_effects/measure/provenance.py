@@ -18,16 +18,7 @@ from numa_effects import __version__
 # ATEN_CPU_CAPABILITY caps the ISA of ATen's own kernels (the guest of tests/numa_vm sets it);
 # THP_MEM_ALLOC_ENABLE=1 makes torch ask for transparent huge pages (benchmarks/variance.py)
 ENV_PREFIXES = (
-    "OMP_",
-    "KMP_",
-    "MKL_",
-    "GOMP_",
-    "DNNL_",
-    "ONEDNN_",
-    "TORCH",
-    "ATEN_",
-    "THP_",
-    "SLURM_",
+    *("OMP_", "KMP_", "MKL_", "GOMP_", "DNNL_", "ONEDNN_", "TORCH", "ATEN_", "THP_", "SLURM_"),
 )
 ENV_NAMES = ("LD_PRELOAD", "MALLOC_CONF", "PYTHONPATH", "CUDA_VISIBLE_DEVICES")
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURMD_NODENAME", "SLURM_JOB_PARTITION")

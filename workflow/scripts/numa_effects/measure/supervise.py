@@ -47,12 +47,8 @@ NUMACTL_PATTERNS = (
     re.compile(r"^(sched_setaffinity|set_mempolicy|mbind)\b"),
 )
 OOM_PATTERNS = (
-    "DefaultCPUAllocator: can't allocate memory",
-    "Cannot allocate memory",
-    "std::bad_alloc",
-    "MemoryError",
-    "failed to map segment from shared object",
-    "OutOfMemoryError",
+    *("DefaultCPUAllocator: can't allocate memory", "Cannot allocate memory", "std::bad_alloc"),
+    *("MemoryError", "failed to map segment from shared object", "OutOfMemoryError"),
 )
 EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b[^:]*): ?(.*)$")
 BUILD_FRAMES = re.compile(r'File ".*numa_effects/measure/workloads/model\.py", line \d+, in (\w+)')

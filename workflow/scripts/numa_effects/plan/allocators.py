@@ -39,14 +39,8 @@ JEMALLOC_CONF = RUN_CPU_JEMALLOC_CONF + ",dirty_decay_ms:-1,muzzy_decay_ms:-1"
 # glibc's malloc settings read from the environment (mallopt(3)): an inherited one would change
 # what a cell's allocator is, so every cell's environment drops them.
 GLIBC_MALLOC_ENV = (
-    "MALLOC_ARENA_MAX",
-    "MALLOC_ARENA_TEST",
-    "MALLOC_CHECK_",
-    "MALLOC_MMAP_MAX_",
-    "MALLOC_MMAP_THRESHOLD_",
-    "MALLOC_PERTURB_",
-    "MALLOC_TOP_PAD_",
-    "MALLOC_TRIM_THRESHOLD_",
+    *("MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_"),
+    *("MALLOC_MMAP_THRESHOLD_", "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_"),
 )
 # glibc kept from giving memory back: no allocation served by mmap (so none unmapped when freed)
 # and the heap's top trimmed only beyond 16 GiB. With glibc's defaults an eager ResNet-50 step

@@ -59,13 +59,9 @@ LAYERS = {
         "import_interference.py",
     ),
     "report": (
-        "numa_effects/report/*.py",
-        "numa_effects/compare/plots.py",
-        "numa_effects/compare/page.py",
-        "numa_effects/report/templates/*.j2",
-        "numa_effects/compare/templates/*.j2",
-        "plot_figure.py",
-        "render_report.py",
+        *("numa_effects/report/*.py", "numa_effects/compare/plots.py"),
+        *("numa_effects/compare/page.py", "numa_effects/report/templates/*.j2"),
+        *("numa_effects/compare/templates/*.j2", "plot_figure.py", "render_report.py"),
         "render_comparison.py",
     ),
 }

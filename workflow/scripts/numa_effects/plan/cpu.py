@@ -31,19 +31,10 @@ AMX_INT8_OP_PER_CYCLE = 2048
 FMA_UNITS = 2
 # Flags worth recording with a result (the rest of the ~150 say nothing about inference).
 FLAGS_OF_INTEREST = (
-    "fma",
-    "avx2",
+    *("fma", "avx2"),
     *AVX512_CORE,
-    "avx512_vnni",
-    "avx_vnni",
-    "avx512_bf16",
-    "avx_ne_convert",
-    "avx512_fp16",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "amx_fp16",
-    "hypervisor",
+    *("avx512_vnni", "avx_vnni", "avx512_bf16", "avx_ne_convert", "avx512_fp16", "amx_tile"),
+    *("amx_bf16", "amx_int8", "amx_fp16", "hypervisor"),
 )
 _GHZ = re.compile(r"@\s*([0-9.]+)\s*GHz", re.I)
 

@@ -26,12 +26,7 @@ CHECKPOINT = "replicates"
 START_S = 5.0  # a measuring job's start, imports, model build and warm-up, by default
 JOB_OVERHEAD_S = 1.0  # what a job costs besides what its record timed
 REASONS = (
-    "new",
-    "code changed",
-    "settings changed",
-    "forced",
-    "interrupted",
-    "inputs changed",
+    *("new", "code changed", "settings changed", "forced", "interrupted", "inputs changed"),
     "changed",
 )
 

@@ -19,19 +19,8 @@ from numa_effects.plan.optimizations import OPTIMIZATIONS
 # line plots need not import seaborn: its import, scipy.stats included, doubles the start-up
 # time of every figure job).
 _SPARE = [
-    "#fbafe4",
-    "#ece133",
-    "#949494",
-    "#001c7f",
-    "#b1400d",
-    "#12711c",
-    "#8c0800",
-    "#591e71",
-    "#592f0d",
-    "#a23582",
-    "#3c3c3c",
-    "#b8850a",
-    "#006374",
+    *("#fbafe4", "#ece133", "#949494", "#001c7f", "#b1400d", "#12711c", "#8c0800", "#591e71"),
+    *("#592f0d", "#a23582", "#3c3c3c", "#b8850a", "#006374"),
 ]
 
 # How a cell that is not a measured value is drawn (line plots: along the x axis, below it).

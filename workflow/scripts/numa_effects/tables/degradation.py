@@ -53,13 +53,7 @@ DEGRADATION_COLUMNS = [
 ]
 
 OPT_SPEEDUP_COLUMNS = [
-    "model",
-    "placement",
-    "threads",
-    "batch_size",
-    "allocator",
-    "baseline",
-    "opt",
+    *("model", "placement", "threads", "batch_size", "allocator", "baseline", "opt"),
     *LATENCIES,
     *SPEEDUPS,
     *(f"speed_{c}" for c in SPEEDUPS),

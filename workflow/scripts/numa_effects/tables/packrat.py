@@ -28,14 +28,8 @@ MEMORY_PLACEMENTS = {"local": "sequential", "remote": "remote"}
 TOPOLOGIES = ("sequential", "interleave")
 # Columns identifying a PackRat cell: in both files when present.
 PACKRAT_KEYS = (
-    "benchmark",
-    "topology",
-    "pinning",
-    "allocator",
-    "instance_id",
-    "interop_threads",
-    "intraop_threads",
-    "batch_size",
+    *("benchmark", "topology", "pinning", "allocator", "instance_id", "interop_threads"),
+    *("intraop_threads", "batch_size"),
 )
 LATENCY_COLUMNS = {"latency(min)": "min", "latency(avg)": "mean", "latency(max)": "max"}
 # The measured values of each file: finite numbers > 0 (``row_problems``).
@@ -45,21 +39,11 @@ COUNT_COLUMNS = ("batch_size", "intraop_threads", "interop_threads")
 STATS = ("min", "p10", "median", "mean", "p90", "p99", "max", "std", "iqr")
 COLUMNS = [
     *KEYS,
-    "status",
-    "n",
+    *("status", "n"),
     *(f"latency_{s}_ms" for s in STATS),
-    "throughput_ips",
-    "throughput_total_ips",
-    "hw_gflop_per_s",
-    "interop_threads",
-    "packrat_benchmark",
-    "packrat_topology",
-    "pinning",
-    "instance_id",
-    "failure_cause",
-    "failure_message",
-    "source",
-    "source_file",
+    *("throughput_ips", "throughput_total_ips", "hw_gflop_per_s", "interop_threads"),
+    *("packrat_benchmark", "packrat_topology", "pinning", "instance_id", "failure_cause"),
+    *("failure_message", "source", "source_file"),
 ]
 
 

@@ -18,16 +18,8 @@ VARY = ("opt", "allocator")
 ORDER = ["model", "placement", "threads", "batch_size", "opt", "allocator"]
 # the compared cell's own columns (cells.csv): what it computes in, how far to trust it, its cost
 CELL_INFO = (
-    "dtype",
-    "graph",
-    "native",
-    "precision_note",
-    "dtype_verified",
-    "numerics_ok",
-    "agree_cosine",
-    "onednn_kernels",
-    "conversion_s",
-    "efficiency",
+    *("dtype", "graph", "native", "precision_note", "dtype_verified", "numerics_ok"),
+    *("agree_cosine", "onednn_kernels", "conversion_s", "efficiency"),
 )
 COLUMNS = [
     *ORDER,
