@@ -1,6 +1,7 @@
 # The plan: the config checked (one line per problem, before any job, also under -n), then every
 # cell, replicate, job order, peak and packing job and output path computed once by
 # numa_effects.plan.build. The other rule files only read PLAN; no module state is mutated here.
+import os
 import sys
 from pathlib import Path
 
@@ -88,8 +89,9 @@ def build_plan(cfg):
 # each, also under -n. The plan is built once; the budget's steps narrow a view of it, and
 # the plan run is it narrowed to the fitted config (no cell planned twice). The estimate is
 # scaled to this machine by a probe of a few seconds (measure.calibrate), kept in the results
-# folder and reused; run by the main process only, never under -n, nor where nothing is measured
-# here (a topology file plans another machine).
+# folder and reused; probed by the main process of a run started by `make run` (check_config.py
+# --run sets cost_mod.CALIBRATE_ENV; Snakemake knows no dry run at parse time), never under -n,
+# nor where nothing is measured here (a topology file plans another machine).
 _WHOLE = build_plan(dict(config))
 _CAPS = _HOST.capabilities if _HOST else None
 _SCALE = cost_mod.UNCALIBRATED
@@ -102,7 +104,7 @@ if _WHOLE.measured and _CAPS is not None and not config.get("topology"):
         config["image_size"],
         TOPOLOGY.usable_cpus(),
         _CAPS.model_name,
-        workflow.dryrun or not workflow.is_main_process,
+        os.environ.get(cost_mod.CALIBRATE_ENV) != "1" or not workflow.is_main_process,
     )
     _SCALE = cost_mod.scale_of(_PROBED, _CAPS) if _PROBED else _SCALE
 _FITTED, ESTIMATE = cost_mod.fit(config, TOPOLOGY, _WHOLE, caps=_CAPS, scale=_SCALE)

@@ -22,6 +22,7 @@ from numa_effects.config import check, check_or_exit, command, files
 from numa_effects.config import schema as sch
 from numa_effects.config.problem import ConfigError
 from numa_effects.config.schema import REGISTRIES, REPO_DIR
+from numa_effects.plan import cost
 
 # The entry points' flags: each takes the rest of the command line as Snakemake's.
 COMMAND_FLAGS = {
@@ -108,6 +109,8 @@ def _command(argv: list[str], run: bool) -> int:
     sys.stdout.flush(), sys.stderr.flush()
     exe = Path(sys.executable).parent / "snakemake"  # this environment's, as make run's was
     cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "snakemake"]
+    if parsed is not None and not (parsed.n or parsed.dry_run or parsed.dryrun):
+        env[cost.CALIBRATE_ENV] = "1"  # a run, not a dry one: the parse may probe (plan.cost)
     os.execve(cmd[0], [*cmd, *argv], env)
 
 

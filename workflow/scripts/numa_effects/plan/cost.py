@@ -56,6 +56,9 @@ GFLOP_PER_IMAGE = {
 GFLOP_DEFAULT = 8.18
 PEAK_PER_CORE_DEFAULT = 50.0  # GFLOP/s float32 when the CPU's clock is unknown
 ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that is not quiet
+# set by the run's start (check_config.py --run: make run) when it is not a dry run: the parse
+# may then probe this machine where no calibration is kept (``measure.calibrate``)
+CALIBRATE_ENV = "NUMA_EFFECTS_CALIBRATE"
 
 
 @dataclass(frozen=True)
