@@ -1,4 +1,4 @@
-"""The deploy job's designs simulated against known truth (``numa_effects.analysis.slices``).
+"""The deploy job's designs simulated against known truth (``numa_effects.plan.slices``).
 
 A noisy 2-vCPU host is modelled on the log scale: a step of configuration c in process p at time
 t takes mu_c + u_p + h(t) + e, with u_p a process's own offset (its memory layout, its
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from numa_effects import stats
-from numa_effects.analysis import slices
+from numa_effects.plan import slices
 
 NAME = "slices"
 

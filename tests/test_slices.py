@@ -1,4 +1,4 @@
-"""The deploy job's block-and-slice design (numa_effects.analysis.slices), validated by
+"""The deploy job's block-and-slice design (numa_effects.plan.slices), validated by
 simulation against known truth (benchmarks/slices.py): its CI covers the true gains, the naive CI
 over slices does not where processes differ, and the ABBA order cancels a linear drift."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks import slices as sim
-from numa_effects.analysis import slices
+from numa_effects.plan import slices
 
 
 def test_every_configuration_once_per_cycle_and_odd_cycles_reversed():

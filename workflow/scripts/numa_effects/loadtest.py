@@ -2,7 +2,7 @@
 
 One configuration of ``tables/recommendation.csv`` (``--objective``, ``--role``: the
 recommendation or its strongest baseline) is started warm through the measuring stack (the deploy
-job's spec, ``measure.job.prepare``, ``measure.runner.Instance``: the pinned ``measure.cell``
+job's spec, ``measure.job.prepare``, ``measure.warm``: the pinned ``measure.cell``
 processes) and driven by MLPerf's LoadGen as the system under test. Queries are queued; an idle
 instance takes up to its batch of queued samples for one ``go`` (one step of its whole batch), and
 a thread per instance reads its replies and completes those samples. Offline gives images/s;
@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import statistics
 import sys
 import threading
 import time
@@ -31,7 +30,7 @@ import pandas as pd
 import yaml
 
 from numa_effects.measure import job as job_mod
-from numa_effects.measure import provenance, runner, supervise
+from numa_effects.measure import provenance, warm
 from numa_effects.plan import optimizations, paths, topology
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan.settings import DEFAULTS
@@ -111,45 +110,20 @@ def deploy_job(results: Path, configuration: dict) -> dict:
 
 @contextlib.contextmanager
 def started(configuration: dict, job: dict, logdir: Path, timeout_s: float):
-    """[(instance, batch)] of ``configuration`` started pinned, ready, then warm."""
+    """The ``warm.Pool`` of ``configuration``: its instances started pinned, ready, then warm
+    (``WARM_STEPS`` untimed steps)."""
     group = spec_mod.deploy(job, {"c": configuration})
     ready = job_mod.prepare(group.configurations["c"], topology.current())
     if not isinstance(ready, job_mod.Ready):
         raise LoadtestError(f"cannot start it here: {getattr(ready, 'message', ready)}")
     spec = spec_mod.Spec(ready.configuration, group.settings)
-    text, insts = json.dumps(spec.to_json(), indent=1), []
-    with supervise.Guard() as guard:
-        try:
-            for j, (inst, env) in enumerate(zip(spec.instances, ready.environs, strict=True)):
-                log = logdir / f"i{j}.log"
-                member = runner.Member(inst.plan, job_mod.spec_path(log), log, env, j)
-                oom = supervise.oom_kill_count()
-                insts.append(runner.Instance(len(spec.instances), member, text, guard, None, oom))
-            for inst in insts:
-                inst.read(time.monotonic() + timeout_s, timeout_s)
-            batches = [int(i.cell["batch_size"]) for i in spec.instances]
-            yield list(zip(insts, batches, strict=True))
-            for inst in insts:
-                inst.close(time.monotonic() + timeout_s, timeout_s)
-        except runner.Failed as exc:
-            guard.kill_all()
-            raise LoadtestError(exc.message) from exc
-        finally:
-            for inst in insts:
-                inst.logfh.close()
-
-
-def warm(pool: list, timeout_s: float) -> float:
-    """``WARM_STEPS`` steps of every instance together; the slowest instance's median step (s)
-    of the last two: the configuration's latency of one batch, warm."""
-    steps: list[list[float]] = [[] for _ in pool]
-    for _ in range(WARM_STEPS):
-        for inst, _b in pool:
-            inst.send("go")
-        for k, (inst, _b) in enumerate(pool):
-            r = inst.read(time.monotonic() + timeout_s, timeout_s)
-            steps[k].append(r["t1"] - r["t0"])
-    return max(statistics.median(s[-2:]) for s in steps)
+    logs = [logdir / f"i{j}.log" for j in range(len(spec.instances))]
+    with warm.started({"c": (spec, ready.environs, logs)}, timeout_s, WARM_STEPS) as pools:
+        if pools["c"].failed is not None:
+            raise LoadtestError(pools["c"].failed.message)
+        yield pools["c"]
+    if pools["c"].failed is not None:  # it did not exit cleanly
+        raise LoadtestError(pools["c"].failed.message)
 
 
 class SUT:
@@ -321,10 +295,10 @@ def load_role(args, results: Path, role: str, bound=None) -> tuple[list[dict], d
     head |= {"configuration": row["config"], "layout": row["layout"]}
     load = {"loadavg_before": os.getloadavg()}
     with started(conf, deploy_job(results, conf), out / "logs", args.timeout_s) as pool:
-        step_s = warm(pool, args.timeout_s)
+        step_s = pool.step_s()
         bound_ms, source = bound or bound_of(args, row, step_s)
-        capacity = sum(b for _, b in pool) / step_s
-        with SUT(pool, args.timeout_s) as sut:
+        capacity = sum(pool.batches) / step_s
+        with SUT(list(zip(pool.insts, pool.batches, strict=True)), args.timeout_s) as sut:
             off = run(sut, OFFLINE, capacity, bound_ms, args, out / OFFLINE / "run")
             top = off["achieved"] if off["achieved"] > 0 else capacity
 

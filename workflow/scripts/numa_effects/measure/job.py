@@ -174,13 +174,14 @@ def run(
     log: str | os.PathLike,
     timeout_s: float,
     max_memory_mb: int | None = None,
-    until=None,
+    group=None,
 ) -> Record | GroupRecord:
     """Measure one job and write its record atomically to ``out``. A group's instances log to
-    the folder ``log`` without its suffix; ``max_memory_mb``: each instance's RLIMIT_AS."""
+    the folder ``log`` without its suffix; ``max_memory_mb``: each instance's RLIMIT_AS;
+    ``group``: how a group is measured (``measure_all``'s arguments and answer)."""
     out, log = Path(out), Path(log)
     if isinstance(spec, GroupSpec):
-        done = run_group(spec, log.parent / log.stem, timeout_s, max_memory_mb, until)
+        done = run_group(spec, log.parent / log.stem, timeout_s, max_memory_mb, group)
     else:
         log.parent.mkdir(parents=True, exist_ok=True)
         ready = prepare(spec.configuration, topology_mod.current())
@@ -195,7 +196,7 @@ def run(
     return done
 
 
-def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=None, until=None):
+def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=None, group=None):
     """A group job's ``GroupRecord``: every configuration prepared before any is measured."""
     started = {
         "started_at": provenance.now(),
@@ -215,9 +216,8 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=Non
             stop = stop or (got if isinstance(got, Failure) else Failure(Cause.ERROR, str(got)))
     runs, alloc, stopped = {}, None, None
     if stop is None:
-        runs, stopped = measure_all(
-            spec.measurements(), readies, logdir, timeout_s, max_memory_mb, until
-        )
+        measure_group = group or measure_all
+        runs, stopped = measure_group(spec, readies, logdir, timeout_s, max_memory_mb)
         started["finished_at"] = provenance.now()
         alloc = shared([r.allocator for r in readies.values()])
     failed = [r.failure.prefixed(n) for n, recs in runs.items() for r in recs if r.failure]
@@ -242,28 +242,16 @@ def run_group(spec: GroupSpec, logdir: Path, timeout_s: float, max_memory_mb=Non
 
 
 def measure_all(
-    measurements: list[tuple[str, Spec]],
-    readies: dict,
-    logdir: Path,
-    timeout_s: float,
-    max_memory_mb: int | None = None,
-    until=None,
+    spec: GroupSpec, readies: dict, logdir: Path, timeout_s: float, max_memory_mb=None
 ) -> tuple[dict[str, tuple[Record, ...]], str | None]:
-    """(``{name: records in replicate order}``, why it stopped early or None), measured in the
-    order given; ``until(runs, replicate)``, called between replicates, may stop it."""
+    """(``{name: records in replicate order}``, why it stopped early: None), measured in the
+    order of the schedule, each measurement its own processes."""
     runs: dict[str, list[Record]] = {}
-    stopped = None
-    for k, (name, s) in enumerate(measurements):
-        tag = f"{name}-r{s.replicate}"
-        logs = [logdir / f"{tag}-i{j}.log" for j in range(len(s.instances))]
+    for name, s in spec.measurements():
+        logs = [logdir / f"{name}-r{s.replicate}-i{j}.log" for j in range(len(s.instances))]
         runs.setdefault(name, []).append(measure(s, readies[name], logs, timeout_s, max_memory_mb))
-        more = k + 1 < len(measurements)
-        if until is not None and more and measurements[k + 1][1].replicate != s.replicate:
-            stopped = until(runs, s.replicate)
-            if stopped:
-                break
     done = {n: tuple(sorted(recs, key=lambda r: r.replicate)) for n, recs in runs.items()}
-    return done, stopped
+    return done, None
 
 
 def _echo(conf: Configuration) -> dict:

@@ -1,0 +1,156 @@
+"""One block of the deploy job (docs/deploy.md, "How the answer is measured"): every
+configuration's instances started at once and kept warm (``warm.started``), then measured in
+short slices in ABBA order over cycles (``plan.slices.order``), each slice a fixed number of
+barrier steps of about ``slice_s``; then every instance verifies its binding and exits.
+
+The block is a replicate: one ``Record`` per configuration (``replicate`` = the block), decided
+as every record is (``job.decide``). Its latencies are all its slices' steps; its
+``stats.median_s``, and each instance's, is the block value (``slices.block_value``: the
+geometric mean of the slice medians); ``measurement`` keeps each step's start (``t0_s``, one
+clock for every process) and each slice's step count (``slice_steps``)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from numa_effects import stats
+from numa_effects.measure import contention, provenance, verify, warm
+from numa_effects.measure import job as job_mod
+from numa_effects.measure.record import Failure
+from numa_effects.measure.runner import Measured
+from numa_effects.plan import slices
+from numa_effects.plan.code import SCRIPTS
+from numa_effects.plan.spec import Spec
+
+
+def block(specs: dict[str, Spec], readies: dict, logdir: Path, timeout_s: float, opts: dict):
+    """{name: Record} of one block of ``specs`` (their ``job.Ready`` in ``readies``). ``opts``:
+    ``slice_s``, ``seconds`` (each configuration's timed seconds), ``warmup`` (untimed steps),
+    ``max_memory_mb``."""
+    began, before = provenance.now(), contention.preflight()
+    confs = {}
+    for n, s in specs.items():
+        logs = [logdir / f"{n}-b{s.replicate}-i{j}.log" for j in range(len(s.instances))]
+        confs[n] = (replace(s, configuration=readies[n].configuration), readies[n].environs, logs)
+    with warm.started(confs, timeout_s, opts["warmup"], opts.get("max_memory_mb")) as pools:
+        live = [n for n, p in pools.items() if p.failed is None]
+        per = {n: max(1, round(opts["slice_s"] / pools[n].step_s())) for n in live}
+        cost = [per[n] * pools[n].step_s() for n in live]
+        cycles = slices.cycles_for(opts["seconds"] * len(live), cost) if live else 0
+        cuts: dict[str, list[int]] = {n: [] for n in pools}
+        for n in slices.order(live, cycles) if live else ():
+            pools[n].run(pools[n].steps, per[n], timeout_s)
+            cuts[n].append(per[n])
+        for pool in pools.values():
+            pool.run(pool.verify, timeout_s)
+    head = {"launcher_started_at": began, "cycles": cycles, "contention": before}
+    out = {}
+    for n, pool in pools.items():
+        got = measured(pool, cuts[n], head, opts.get("max_memory_mb"))
+        out[n] = job_mod.decide(pool.spec, got, readies[n].allocator)
+    return out
+
+
+def block_stats(xs: list[float], cuts: list[int]) -> dict:
+    """``stats.summarize`` of the steps, its median the block value of the slices ``cuts``."""
+    meds, k = [], 0
+    for n in cuts:
+        meds.append(statistics.median(xs[k : k + n]))
+        k += n
+    return {**stats.summarize(xs), "median_s": slices.block_value(meds), "slice_medians_s": meds}
+
+
+def measured(pool: warm.Pool, cuts: list[int], head: dict, max_mb) -> Measured:
+    """What one configuration's pool observed in the block: the parts of its record (``head``:
+    the block's start, cycles and the machine's load before it)."""
+    before = head["contention"]
+    prov = {
+        "launcher_started_at": head["launcher_started_at"],
+        "finished_at": provenance.now(),
+        "host": provenance.host(),
+    }
+    prov |= {"slurm": provenance.slurm(), "workflow_revision": provenance.git_revision(SCRIPTS)}
+    if pool.failed is not None:
+        fail = pool.failed.failure(max_memory_mb=max_mb)
+        return Measured(binding=pool.failed.binding or {}, contention=before, provenance=prov,
+                        failure=fail)  # fmt: skip
+    timed = pool.rounds.times[pool.warm :]
+    lat = [max(b for _, b in r) - min(a for a, _ in r) for r in timed]
+    per = [
+        instance(pool, j, [r[j][1] - r[j][0] for r in timed], cuts) for j in range(len(timed[0]))
+    ]
+    summary = block_stats(lat, cuts)
+    warm_s = [max(b for _, b in r) - min(a for a, _ in r) for r in pool.rounds.times[: pool.warm]]
+    m = {"protocol": "slices", "latencies_s": lat, "t0_s": [min(a for a, _ in r) for r in timed]}
+    m |= {
+        "slice_steps": cuts,
+        "timed_s": sum(lat),
+        "stop_reason": "slices",
+        "cycles": head["cycles"],
+    }
+    m |= {"warmup_latencies_s": warm_s, "warmup_iterations": len(warm_s), "first_call_s": warm_s[0]}
+    m |= {k: max(i[k] or 0.0 for i in per) for k in ("import_s", "build_s", "prepare_s")}
+    one = per[0] if len(per) == 1 else None
+    prov |= {"started_at": one["started_at"] if one else head["launcher_started_at"]}
+    prov |= {"versions": provenance.versions(), "env": provenance.relevant_env(pool.insts[0].env)}
+    prov |= {"peak_rss_kb": max(i["peak_rss_kb"] or 0 for i in per) or None}
+    warns = [w for i in per for w in i["warnings"]]
+    prov |= {"warnings": [w for k, w in enumerate(warns) if w not in warns[:k]]}
+    prov |= {k: one[k] if one else None for k in ("command", "command_line")}
+    batch = pool.spec.cell.get("batch_size")
+    return Measured(
+        measurement=m,
+        stats=summary,
+        throughput=stats.throughput(int(batch), lat, summary["median_s"]) if batch else None,
+        binding=binding(per),
+        contention=before,
+        provenance=prov,
+        instances=tuple(per),
+        report=one["report"] if one else None,
+        failure=unverified(per),
+    )
+
+
+def instance(pool: warm.Pool, j: int, own: list[float], cuts: list[int]) -> dict:
+    """Instance ``j``'s part of the record, its statistics from its own steps."""
+    inst, rdy = pool.insts[j], pool.ready[j]
+    return {
+        "threads": inst.plan.threads,
+        "batch": pool.batches[j],
+        "plan": inst.plan.to_dict(),
+        "pid": rdy.get("pid"),
+        "command": inst.cmd,
+        "command_line": inst.command_line,
+        "log": str(inst.member.log),
+        **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
+        **{k: rdy.get(k) for k in ("reference_s", "model_import", "threads_info")},
+        "latencies_s": own,
+        "stats": block_stats(own, cuts),
+        **pool.checks[j],  # the ``verify`` reply: binding, verification, report, peak RSS
+    }
+
+
+def binding(per: list[dict]) -> dict:
+    """One instance's binding with its verification; for k > 1 the verifications combined."""
+    if len(per) == 1:
+        return {**per[0]["binding"], "verification": per[0]["verification"]}
+    bad = [i["verification"] for i in per if not i["verification"]["ok"]]
+    problems = [
+        {**p, "message": f"instance {j}: {p['message']}"}
+        for j, i in enumerate(per)
+        for p in i["verification"]["problems"]
+    ]
+    cause = bad[0]["cause"] if bad else None
+    return {"verification": {"ok": not bad, "problems": problems, "cause": cause}}
+
+
+def unverified(per: list[dict]):
+    """The first failed verification, which fails the record (its numbers stay)."""
+    for j, i in enumerate(per):
+        if not i["verification"]["ok"]:
+            where = "" if len(per) == 1 else f"instance {j}: "
+            msg = where + verify.failure_message(i["verification"])
+            return Failure(i["verification"]["cause"], msg, command_line=i["command_line"])
+    return None
