@@ -1,14 +1,8 @@
-"""A short measured probe of this machine before planning, so that the run's estimate
-(``plan.cost``) is this machine's: one pinned process imports torch, builds the grid's smallest
-model and times a few eager steps at batch 1 with one thread and with all of them (a few seconds
-in all). ``plan.cost.scale_of`` turns its timings into the estimate's factors.
-
-The timings are kept in ``results/logs/calibration.json`` with the host, CPU model, torch
-version, load average and the probe's code, and reused while those are unchanged, so a dry run
-and every parse after the first cost nothing; a dry run never probes.
-
-    python -m numa_effects.measure.calibrate MODEL IMAGE_SIZE THREADS...   # the probe itself
-"""
+"""A probe of this machine before planning (docs/deploy.md, "Time as an input"): one pinned
+process imports torch, builds the grid's smallest model and times a few eager steps at batch 1
+on one and on all threads; ``plan.cost.scale_of`` makes the estimate's factors of it. Its timings
+are kept in ``results/logs/calibration.json`` with the load average, and reused while the host,
+CPU, torch and this code are the same (``key``)."""
 
 from __future__ import annotations
 
@@ -51,23 +45,11 @@ def command(model: str, image_size: int, cpus: list[int]) -> list[str]:
 def probe(model: str, image_size: int, cpus: list[int]) -> dict:
     """Run the probe: its process's start (spawn to torch imported), build and step seconds."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    t0 = time.time()
-    out = subprocess.run(
-        command(model, image_size, cpus),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=True,
-        env=env,
-    ).stdout
-    got = json.loads(out.strip().splitlines()[-1])
-    return {
-        "model": model,
-        "start_s": got.pop("imported") - t0,
-        "load_1m": os.getloadavg()[0],
-        "cpus": cpus,
-        **got,
-    }
+    t0, cmd = time.time(), command(model, image_size, cpus)
+    run = {"capture_output": True, "text": True, "timeout": TIMEOUT_S, "env": env, "check": True}
+    got = json.loads(subprocess.run(cmd, **run).stdout.strip().splitlines()[-1])
+    start = got.pop("imported") - t0
+    return {"model": model, "start_s": start, "load_1m": os.getloadavg()[0], "cpus": cpus, **got}
 
 
 def cached(results: str | os.PathLike, cpu_model: str) -> dict | None:
@@ -86,7 +68,7 @@ def timings(results, model: str, image_size: int, cpus: list[int], cpu_model: st
         return have
     try:
         raw = probe(model, image_size, cpus)
-    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+    except (OSError, ValueError, KeyError, IndexError, subprocess.SubprocessError) as exc:
         print(f"numa-effects: calibration probe failed ({exc}); uncalibrated", file=sys.stderr)
         return None
     data = {"key": key(cpu_model), **raw}
@@ -97,7 +79,8 @@ def timings(results, model: str, image_size: int, cpus: list[int], cpu_model: st
 
 
 def _main(model: str, image_size: str, *threads: str) -> None:
-    """Inside the pinned process: one JSON line of what it measured."""
+    """Inside the pinned process (``python -m numa_effects.measure.calibrate MODEL SIZE
+    THREADS...``): one JSON line of what it measured."""
     import torch
     import torchvision
 

@@ -5,13 +5,12 @@ job's estimate, by the record it writes), ``done`` by every measuring job as it 
     progress: 12/30 measuring jobs done in 4.1 min; about 6.2 min left (estimated 10.3 min)
 
 The ETA scales the estimate of the jobs not yet done by the square root of how long the done ones
-took against theirs: part of a slowness is the machine's and holds for every job, part is the
-done jobs' own kind (a compile, a noisy window), and the deploy job, most of a run's end, stops
-at its allowance. On a real run (tests/fixtures/progress/newcomer-xeon.json) the full ratio said
-10.8 min where 8.2 remained; the root holds every line past the first fifth within 25 %.
-Snakemake runs the jobs in an order of its own, so each done job is matched to its own
-estimate by its record. Each finished job appends one line to ``results/logs/progress.jsonl``
-(appends of one short line are atomic, so jobs running at once on a cluster each count once)."""
+took against theirs: part of a slowness is the machine's, part the done jobs' own kind (a compile,
+a noisy window), and the deploy job stops at its allowance (tests/test_progress.py has a real run
+where the full ratio was 30 % over). Snakemake runs the jobs in an order of its own, so each done
+job is matched to its own estimate by its record. Each finished job appends one line to
+``results/logs/progress.jsonl`` (appends of one short line are atomic, so jobs running at once on a
+cluster each count once)."""
 
 from __future__ import annotations
 

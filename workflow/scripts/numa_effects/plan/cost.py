@@ -108,19 +108,16 @@ class Estimate:
         parts = ", ".join(f"{k} {v / 60:.1f}" for k, v in self.parts.items() if v > 0)
         long = self.total_s >= HOURS_FROM_MIN * 60
         hours = f"about {duration_text(self.total_s)}; " if long else ""
+        said = {None: "", True: ", calibrated on this machine", False: ", uncalibrated"}
+        calibrated = said[self.scale and self.scale.calibrated]
         text = (
-            f"the whole run is estimated at {self.total_s / 60:.1f} min{self._calibration()} "
+            f"the whole run is estimated at {self.total_s / 60:.1f} min{calibrated} "
             f"({hours}{self.jobs} jobs; {parts} min)"
         )
         if budget_min:
             verdict = "within" if self.total_s <= budget_min * 60 else "OVER"
             text += f"; {verdict} the budget of {budget_min:g} min"
         return text
-
-    def _calibration(self) -> str:
-        if self.scale is None:
-            return ""
-        return ", calibrated on this machine" if self.scale.calibrated else ", uncalibrated"
 
 
 def step_s(model: str, opt: str, threads: int, batch: int, image_size: int, caps) -> float:
