@@ -6,7 +6,7 @@ it. ``make`` targets that measure run as ``make -n``; ``make deploy`` and ``numa
 with ``--print``; ``make run`` also as ``make check-config`` with its arguments (real: they are
 checked); ``loadtest`` in its cheapest real form; ``compare`` with Snakemake's ``-n``; the rest
 (``source``, ``head``) for real. A file a user fills in
-(``my_server.py``, ``my.yaml``) is a stand-in the test writes. The quick grid is not the
+(``my_server.py``) is a stand-in the test writes (``STAND_INS``). The quick grid is not the
 default one: where a command names a default row, ``EXPECTED_SUBSTITUTIONS`` says which quick
 row stands for it and why. ``NUMA_EFFECTS_DOCS_RESULTS=DIR`` reads an earlier run of the quick
 grid instead of measuring one."""
@@ -38,10 +38,7 @@ EXPECTED_SUBSTITUTIONS = {
 MAKE_DRY = {"run", "test", "check", "bench", "loadtest", "retry-failed", "venv", "sysdeps"}
 # loadtest's cheapest real form: the recommendation alone, one short LoadGen run per scenario
 LOADTEST_CHEAP = "--role recommended --min-duration-s 1 --min-queries 1 --server-runs 1"
-STAND_INS = {
-    "my_server.py": "import os\nprint(os.environ['NUMA_EFFECTS_INSTANCE'])\n",
-    "my.yaml": "models: [resnet18]\n",
-}
+STAND_INS = {"my_server.py": "import os\nprint(os.environ['NUMA_EFFECTS_INSTANCE'])\n"}
 SHELL_BLOCK = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.S | re.M)
 OR_COMMAND = re.compile(r"#\s*or:\s*(.*?)\s*(?:\(.*\))?$")
 
@@ -95,7 +92,7 @@ def test_the_pages_have_the_commands_this_test_expects():
     assert {("make", "run"), ("make", "deploy"), ("make", "loadtest")} <= kinds
     assert {("numa-effects", w) for w in ("launch", "loadtest", "compare")} <= kinds
     assert {p for p, _ in COMMANDS} == set(PAGES)
-    for word in EXPECTED_SUBSTITUTIONS:
+    for word in [*EXPECTED_SUBSTITUTIONS, *STAND_INS]:
         assert any(word in c for _, c in COMMANDS), f"{word} is in no command: drop it"
 
 
