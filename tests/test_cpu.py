@@ -133,7 +133,7 @@ def test_a_cpuinfo_without_clocks_has_no_theoretical_peak():
 def test_capabilities_record_only_the_flags_that_matter():
     c = caps("intel-xeon-8480-sapphirerapids")
     assert set(c.flags) <= set(cpu.FLAGS_OF_INTEREST) and "amx_bf16" in c.flags
-    assert c.to_dict()["isa"] == "amx" and c.bf16_native
+    assert c.to_dict()["isa"] == "amx" and c.bf16 == cpu.NATIVE
 
 
 def test_this_machine_parses():

@@ -180,10 +180,6 @@ class Capabilities:
     mhz_source: str
     flags: tuple[str, ...] = field(default=())  # FLAGS_OF_INTEREST present
 
-    @property
-    def bf16_native(self) -> bool:
-        return self.bf16 == NATIVE
-
     def to_dict(self) -> dict:
         return asdict(self)
 
