@@ -174,23 +174,18 @@ def run_cpu_line(conf: dict, ready: job.Ready, spec_path: Path, topo) -> tuple[s
         ns = parser.parse_args(tail)
     except (argparse.ArgumentError, ValueError, SystemExit) as exc:
         return "", f"run_cpu does not accept {args!r}: {exc}"
-    sizes = ns.ncores_per_instance
     layout = launchers.run_cpu_layout(
-        topo, ninstances=ns.ninstances, ncores_per_instance=sizes,
+        topo, ninstances=ns.ninstances, ncores_per_instance=ns.ncores_per_instance,
         skip_cross_node_cores=ns.skip_cross_node_cores,
     )  # fmt: skip
-    want = sorted((p.cpus, p.mem_nodes, p.threads, p.mem_policy) for p in _plans(ready))
+    plans = [i.plan for i in ready.configuration.instances]
+    want = sorted((p.cpus, p.mem_nodes, p.threads, p.mem_policy) for p in plans)
     if sorted((s.cpus, s.mem_nodes, s.threads, "bind") for s in layout) != want:
         return "", "run_cpu would start other CPUs, threads or memory binding"
     env = {k: v for k, v in alloc.get("env", {}).items() if k != "LD_PRELOAD"}
-    shown = " ".join(
-        f"{k}={shlex.quote(v)}" for k, v in {**env, "PYTHONPATH": str(SCRIPTS)}.items()
-    )
+    env["PYTHONPATH"] = str(SCRIPTS)
+    shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return f"env {shown} {shlex.join([sys.executable, '-m', launchers.RUN_CPU, *tail])}", None
-
-
-def _plans(ready: job.Ready):
-    return [i.plan for i in ready.configuration.instances]
 
 
 def attach(plan: dict, results: Path) -> dict:
