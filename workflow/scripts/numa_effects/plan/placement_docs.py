@@ -11,11 +11,9 @@ from numa_effects.plan.topology import Topology
 
 def numactl_cell(p: Plan | NotApplicable, skipped: str) -> str:
     """A table cell: the plan's ``numactl`` arguments, or ``skipped``: why not."""
-    return (
-        f"`numactl {' '.join(p.numactl_args())}`"
-        if isinstance(p, Plan)
-        else f"{skipped}: {p.reason}"
-    )
+    if isinstance(p, Plan):
+        return f"`numactl {' '.join(p.numactl_args())}`"
+    return f"{skipped}: {p.reason}"
 
 
 def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False) -> str:
@@ -28,9 +26,7 @@ def examples_markdown(topo: Topology, threads: list[int], use_smt: bool = False)
     return "\n".join(lines)
 
 
-def node_pairs_markdown(
-    topo: Topology, threads: list[int], value=None, use_smt: bool = False
-) -> str:
+def node_pairs_markdown(topo: Topology, threads: list[int], value, use_smt: bool) -> str:
     """A Markdown table of each node pair ``node_pairs: value`` selects on ``topo``: its
     baseline and numactl arguments (or why it is skipped) at each thread count."""
     lines = ["| pair | baseline | t | numactl arguments |", "| --- | --- | --- | --- |"]
