@@ -244,11 +244,6 @@ def numactl_refusal(lines: list[str]) -> str | None:
     return first.strip() if any(p.search(first) for p in NUMACTL_PATTERNS) else None
 
 
-def last_exception(lines: list[str]) -> str | None:
-    """The final 'SomeError: message' line of a Python traceback, if any."""
-    return next((ln.strip() for ln in reversed(lines) if EXCEPTION_LINE.match(ln.strip())), None)
-
-
 def in_build(lines: list[str], frame: str = "build") -> bool:
     """True if the traceback passes through the model workload's function ``frame``."""
     return any(m.group(1) == frame for ln in lines if (m := BUILD_FRAMES.search(ln)))
@@ -281,7 +276,8 @@ def classify(outcome: Outcome, log_text: str, timeout_s: float):
         return Cause.THREAD_MISMATCH, exc or f"exit status {rc}"
     if refusal := numactl_refusal(lines):
         return Cause.BINDING_REFUSED, f"numactl refused the binding: {refusal}"
-    exc = last_exception(lines)
+    # the traceback's final 'SomeError: message' line, if any
+    exc = next((ln.strip() for ln in reversed(lines) if EXCEPTION_LINE.match(ln.strip())), None)
     if rc == EXIT_COMPILE:
         return Cause.COMPILE_ERROR, f"compilation at the first call failed: {exc or rc}"
     if any(p in text for p in OOM_PATTERNS):

@@ -244,11 +244,6 @@ def _mappings(maps_text: str) -> list[tuple[str, str]]:
     return [(parts[0], parts[5].strip()) for parts in rows if len(parts) == 6]
 
 
-def mapped_libraries(maps_text: str) -> list[str]:
-    """The allocator libraries mapped in a process, from its ``/proc/<pid>/maps`` text."""
-    return list(dict.fromkeys(path for _, path in _mappings(maps_text) if _foreign(path)))
-
-
 def heap_range(maps_text: str) -> tuple[int, int] | None:
     """(start, end) of the ``[heap]`` mapping in ``/proc/<pid>/maps`` text (None: no heap)."""
     for where, path in _mappings(maps_text):
@@ -279,7 +274,7 @@ def verify(alloc: Allocator, maps_text: str, probe_address: int | None = None) -
     """Is the process running with ``alloc``? ``ok``, the libraries mapped, and on failure a
     ``cause`` (``allocator_not_loaded`` | ``foreign_allocator``) and a one-line ``message``.
     ``probe_address``: where a malloc of ``alloc.heap_probe`` bytes landed (``probe``)."""
-    mapped = mapped_libraries(maps_text)
+    mapped = list(dict.fromkeys(path for _, path in _mappings(maps_text) if _foreign(path)))
     own = [p for p in mapped if alloc.maps_key and alloc.maps_key in os.path.basename(p)]
     foreign = [p for p in mapped if p not in own]
     out = {"allocator": alloc.name, "mapped": mapped, "ok": True, "cause": None, "message": None}
