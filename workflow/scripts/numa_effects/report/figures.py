@@ -41,10 +41,6 @@ class Figure:
         return asdict(self)
 
 
-def _order(fig: Figure) -> tuple:
-    return (fig.model, list(families.BY_NAME).index(fig.family), fig)
-
-
 def _key_values(keys: Iterable) -> list[dict]:
     out = []
     for k in keys:
@@ -153,7 +149,7 @@ def figures(
         for fam in fams
         for v in planned[fam.plan]
     }
-    return sorted(out, key=_order)
+    return sorted(out, key=lambda f: (f.model, list(families.BY_NAME).index(f.family), f))
 
 
 def from_dict(d: dict) -> Figure:
