@@ -93,15 +93,20 @@ def test_the_probe_measures_once_and_its_timings_are_kept_for_the_same_machine(t
     # the real probe, the smallest ResNet at a small image to keep it short, pinned to this
     # machine's usable CPUs
     cpus = list(topology.current().usable_cpus())
-    results = tmp_path / "results"
-    assert calibrate.timings(results, "resnet18", 64, cpus, "cpu x", dry_run=True) is None
+    results, caps = tmp_path / "results", dataclasses.replace(xeon_caps(), model_name="cpu x")
+    assert calibrate.scale(results, "resnet18", 64, cpus, caps, dry_run=True) == cost.UNCALIBRATED
     assert not (results / calibrate.FILE).exists()  # a dry run never probes
-    got = calibrate.timings(results, "resnet18", 64, cpus, "cpu x", dry_run=False)
+    scale = calibrate.scale(results, "resnet18", 64, cpus, caps, dry_run=False)
+    got = json.loads((results / calibrate.FILE).read_text())
     assert got["start_s"] > got["build_s"] > 0 and got["key"]["cpu"] == "cpu x"
     assert sorted(got["steps_s"]) == sorted({"1", str(len(cpus))})
     assert all(len(s) == calibrate.STEPS and min(s) > 0 for s in got["steps_s"].values())
-    kept = json.loads((results / calibrate.FILE).read_text())
-    assert calibrate.timings(results, "resnet18", 64, cpus, "cpu x", dry_run=False) == kept
+    assert scale.calibrated and got["factors"] == dataclasses.asdict(scale)
+    assert calibrate.timings(results, "resnet18", 64, cpus, caps, dry_run=True) == got
+    # kept timings of a quiet machine serve a run as they are (a busy one's are taken again)
+    (results / calibrate.FILE).write_text(json.dumps({**got, "busy": False}))
+    kept = calibrate.timings(results, "resnet18", 64, cpus, caps, dry_run=False)
+    assert kept == {**got, "busy": False}
     assert calibrate.cached(results, "another cpu") is None  # another machine probes again
 
 

@@ -98,15 +98,14 @@ _SCALE = cost_mod.UNCALIBRATED
 if _WHOLE.measured and _CAPS is not None and not config.get("topology"):
     from numa_effects.measure import calibrate as calibrate_mod
 
-    _PROBED = calibrate_mod.timings(
+    _SCALE = calibrate_mod.scale(
         _WHOLE.results,
         min(config["models"], key=lambda m: cost_mod.GFLOP_PER_IMAGE.get(m, 1e9)),
         config["image_size"],
         TOPOLOGY.usable_cpus(),
-        _CAPS.model_name,
+        _CAPS,
         os.environ.get(cost_mod.CALIBRATE_ENV) != "1" or not workflow.is_main_process,
     )
-    _SCALE = cost_mod.scale_of(_PROBED, _CAPS) if _PROBED else _SCALE
 _FITTED, ESTIMATE = cost_mod.fit(config, TOPOLOGY, _WHOLE, caps=_CAPS, scale=_SCALE)
 config.update(_FITTED)
 PLAN = _WHOLE.narrowed(config)

@@ -6,6 +6,7 @@ CPU, torch and this code are the same (``key``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -16,6 +17,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from numa_effects.plan import cost
 
 FILE = "logs/calibration.json"
 STEPS = 4  # timed eager steps per thread count, after one untimed
@@ -49,7 +52,9 @@ def probe(model: str, image_size: int, cpus: list[int]) -> dict:
     run = {"capture_output": True, "text": True, "timeout": TIMEOUT_S, "env": env, "check": True}
     got = json.loads(subprocess.run(cmd, **run).stdout.strip().splitlines()[-1])
     start = got.pop("imported") - t0
-    return {"model": model, "start_s": start, "load_1m": os.getloadavg()[0], "cpus": cpus, **got}
+    load = os.getloadavg()[0]
+    got |= {"load_1m": load, "busy": load > len(cpus)}
+    return {"model": model, "image_size": image_size, "start_s": start, **got}
 
 
 def cached(results: str | os.PathLike, cpu_model: str) -> dict | None:
@@ -61,17 +66,26 @@ def cached(results: str | os.PathLike, cpu_model: str) -> dict | None:
     return data if data.get("key") == key(cpu_model) else None
 
 
-def timings(results, model: str, image_size: int, cpus: list[int], cpu_model: str, dry_run):
-    """The kept timings, else (not a dry run) the probe's, kept; None where neither is."""
-    have = cached(results, cpu_model)
-    if have is not None or dry_run:
+def scale(results, model: str, image_size: int, cpus: list[int], caps, dry_run) -> cost.Scale:
+    """This machine's ``cost.Scale``: of the kept timings, else (not a dry run) of the probe's,
+    kept with it; uncalibrated where neither is."""
+    data = timings(results, model, image_size, cpus, caps, dry_run)
+    return cost.scale_of(data, caps) if data else cost.UNCALIBRATED
+
+
+def timings(results, model: str, image_size: int, cpus: list[int], caps, dry_run) -> dict | None:
+    """The kept timings, else (not a dry run) the probe's, kept; None where neither is. Timings
+    taken on a busy machine (a load above the CPUs probed) serve until a run probes again."""
+    have = cached(results, caps.model_name)
+    if dry_run or (have is not None and not have["busy"]):
         return have
     try:
         raw = probe(model, image_size, cpus)
     except (OSError, ValueError, KeyError, IndexError, subprocess.SubprocessError) as exc:
         print(f"numa-effects: calibration probe failed ({exc}); uncalibrated", file=sys.stderr)
         return None
-    data = {"key": key(cpu_model), **raw}
+    factors = dataclasses.asdict(cost.scale_of(raw, caps))  # by the constants of now: a record
+    data = {"key": key(caps.model_name), **raw, "factors": factors}
     path = Path(results) / FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))

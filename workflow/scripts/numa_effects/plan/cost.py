@@ -75,13 +75,14 @@ class Scale:
 UNCALIBRATED = Scale()
 
 
-def scale_of(raw: dict, caps, image_size: int = 224) -> Scale:
+def scale_of(raw: dict, caps) -> Scale:
     """The ``Scale`` of a probe's timings (``measure.calibrate``): its process's start and build
     over ``START_S + BUILD_S``, and the geometric mean over its thread counts of the median eager
     step at batch 1 over ``step_s``'s prediction."""
     fixed = (float(raw["start_s"]) + float(raw["build_s"])) / (START_S + BUILD_S)
+    size = int(raw.get("image_size", 224))
     logs = [
-        math.log(statistics.median(s) / step_s(raw["model"], EAGER, int(t), 1, image_size, caps))
+        math.log(statistics.median(s) / step_s(raw["model"], EAGER, int(t), 1, size, caps))
         for t, s in raw["steps_s"].items()
     ]
     return Scale(fixed, math.exp(sum(logs) / len(logs)) if logs else 1.0, True)
