@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from numa_effects.plan import cost, paths
-from numa_effects.plan import optimizations as optimizations_mod
+from numa_effects.plan.optimizations import OPTIMIZATIONS
 
 
 class Deploy:
     def deploy_job(self, allowance_s: float | None = None) -> dict:
         """What the deploy job needs besides its plan (``spec.deploy``)."""
         d = self.deploy
-        compiled = [
-            o for o in d["optimizations"] if optimizations_mod.OPTIMIZATIONS[o].compile_cache
-        ]
+        compiled = [o for o in d["optimizations"] if OPTIMIZATIONS[o].compile_cache]
         return {
             "image_size": self.config["image_size"],
             "settings": self._settings(d),
-            "rounds": d["rounds"],
-            "max_rounds": d["max_rounds"],
-            "target_pct": d["target_pct"],
+            **{k: d[k] for k in ("rounds", "max_rounds", "target_pct")},
             "allowance_s": allowance_s,
             "compile_cache_opts": compiled,
             "compile_cache_dir": self.path(paths.COMPILE_CACHE),
