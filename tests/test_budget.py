@@ -103,6 +103,8 @@ def test_the_probe_measures_once_and_its_timings_are_kept_for_the_same_machine(t
     assert all(len(s) == calibrate.STEPS and min(s) > 0 for s in got["steps_s"].values())
     assert scale.calibrated and got["factors"] == dataclasses.asdict(scale)
     assert calibrate.timings(results, "resnet18", 64, cpus, caps, dry_run=True) == got
+    assert cost.kept_scale(results, caps) == scale  # the run's progress estimates read it too
+    assert cost.kept_scale(results, xeon_caps()) == cost.UNCALIBRATED  # another CPU's
     # kept timings of a quiet machine serve a run as they are (a busy one's are taken again)
     (results / calibrate.FILE).write_text(json.dumps({**got, "busy": False}))
     kept = calibrate.timings(results, "resnet18", 64, cpus, caps, dry_run=False)

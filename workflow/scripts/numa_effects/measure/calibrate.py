@@ -20,7 +20,7 @@ from pathlib import Path
 
 from numa_effects.plan import cost
 
-FILE = "logs/calibration.json"
+FILE = cost.CALIBRATION
 STEPS = 4  # timed eager steps per thread count, after one untimed
 TIMEOUT_S = 120.0
 

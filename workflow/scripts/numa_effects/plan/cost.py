@@ -18,9 +18,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import math
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from numa_effects.plan import deploy, grid, narrow, packing, peaks, stages
 from numa_effects.plan import optimizations as opts
@@ -59,6 +61,7 @@ ADAPTIVE_FACTOR = 1.2  # timed seconds beyond the minimum window, on a host that
 # set by the run's start (check_config.py --run: make run) when it is not a dry run: the parse
 # may then probe this machine where no calibration is kept (``measure.calibrate``)
 CALIBRATE_ENV = "NUMA_EFFECTS_CALIBRATE"
+CALIBRATION = "logs/calibration.json"  # the probe's timings, within the results folder
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,17 @@ def scale_of(raw: dict, caps) -> Scale:
         for t, s in raw["steps_s"].items()
     ]
     return Scale(fixed, math.exp(sum(logs) / len(logs)) if logs else 1.0, True)
+
+
+def kept_scale(results, caps) -> Scale:
+    """The ``Scale`` of the timings kept in ``results`` for this CPU, else uncalibrated: what
+    the run's line and progress estimates read (the parse checks the rest of the key)."""
+    try:
+        data = json.loads((Path(results) / CALIBRATION).read_text())
+        same = caps is not None and data["key"]["cpu"] == caps.model_name
+        return scale_of(data, caps) if same else UNCALIBRATED
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return UNCALIBRATED
 
 
 @dataclass

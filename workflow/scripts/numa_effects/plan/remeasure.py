@@ -91,7 +91,7 @@ def defaults(plan) -> dict[str, float]:
         caps = cpu.of_machine()
     except OSError:
         caps = None
-    est = cost.estimate(plan, caps)
+    est = cost.estimate(plan, caps, cost.kept_scale(plan.results, caps))  # as the run's line
     per = cost.jobs_per_part(plan)
     parts = {
         "cell": "cells",
