@@ -1,9 +1,10 @@
 """What to deploy, end to end: a real Snakemake run of a tiny grid with the deploy answer on
-(the search after the cells, the configurations measured side by side in ABBA rounds, the
-table, the summary's first lines, the report's first section), and the estimate a dry run
+(the search after the cells, the configurations measured side by side in blocks of ABBA slices,
+the table, the summary's first lines, the report's first section), and the estimate a dry run
 prints, here and for a synthesized 2 x 32-core server under a budget."""
 
 import json
+from itertools import accumulate
 
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ from conftest import FIXTURES, REPO, snakemake
 from test_packrat import PACKRAT
 
 from numa_effects.measure import deploy, record
-from numa_effects.plan import cpulist
+from numa_effects.plan import cpulist, slices
 from numa_effects.plan import deploy as deploy_plan
 
 pytestmark = pytest.mark.integration
@@ -72,16 +73,21 @@ def test_the_recommendation_is_not_measured_slower_than_another_by_more_than_the
         assert slower.max() <= (1 + margin) * (1 + 1e-9), (name, g[["config", "value"]])
 
 
-def test_configurations_are_measured_in_abba_rounds_with_their_binding(run):
+def test_configurations_are_measured_in_blocks_of_abba_slices_with_their_binding(run):
     results, _, _ = run
     result = record.read_group(results / "deploy/run.json")
     plan = json.loads((results / "deploy/plan.json").read_text())
     ids = list(plan["configurations"])
     assert deploy.rounds(result) == 2 and result.kind == "deploy"
-    for r in (1, 2):
-        started = [result.runs[c][r - 1].provenance["launcher_started_at"] for c in ids]
-        order = [c for _, c in sorted(zip(started, ids, strict=True))]
-        assert order == (ids if r == 1 else ids[::-1])
+    assert result.job["design"] == "slices"
+    for b in (1, 2):  # each block's slices in ABBA order over its cycles (plan.slices.order)
+        done = [c for c in ids if result.runs[c][b - 1].status == "ok"]
+        starts = []  # (the first step's start, configuration) of every slice
+        for c in done:
+            m = result.runs[c][b - 1].measurement
+            starts += [(m["t0_s"][k], c) for k in accumulate([0, *m["slice_steps"][:-1]])]
+        cycles = result.runs[done[0]][b - 1].measurement["cycles"]
+        assert [c for _, c in sorted(starts)] == slices.order(done, cycles)
     for cid, recs in result.runs.items():
         config = plan["configurations"][cid]
         for rec in recs:

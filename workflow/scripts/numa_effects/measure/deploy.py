@@ -231,17 +231,12 @@ def expected_rss_mb(configurations: dict, cells_csv) -> dict[str, float] | None:
 def halves(names: list[str], rss_mb: dict | None) -> tuple[list[list[str]], str | None]:
     """The parts a block measures one after the other, and why there are two: every
     configuration at once unless their expected RSS exceeds ``MEMORY_SHARE`` of MemAvailable."""
-    avail = available_mb()
-    if (
-        not rss_mb
-        or avail is None
-        or sum(rss_mb.values()) <= MEMORY_SHARE * avail
-        or len(names) < 2
-    ):
+    avail, total = available_mb(), sum((rss_mb or {}).values())
+    if avail is None or len(names) < 2 or total <= MEMORY_SHARE * avail:
         return [names], None
     h = len(names) // 2
-    said = f"expected RSS of every configuration at once {sum(rss_mb.values()):.0f} MiB"
-    said += f" > {MEMORY_SHARE:.0%} of MemAvailable ({avail:.0f} MiB): each block in two halves"
+    said = f"expected RSS of every configuration at once {total:.0f} MiB > {MEMORY_SHARE:.0%}"
+    said += f" of MemAvailable ({avail:.0f} MiB): each block in two halves"
     return [names[:h], names[h:]], said
 
 
@@ -258,5 +253,5 @@ def available_mb() -> float | None:
 
 
 def rounds(rec: GroupRecord) -> int:
-    """How many rounds a deploy job measured."""
+    """How many rounds (blocks) a deploy job measured."""
     return max((r.replicate for recs in rec.runs.values() for r in recs), default=0)

@@ -76,21 +76,14 @@ def measured(pool: warm.Pool, cuts: list[int], head: dict, max_mb) -> Measured:
         fail = pool.failed.failure(max_memory_mb=max_mb)
         return Measured(binding=pool.failed.binding or {}, contention=before, provenance=prov,
                         failure=fail)  # fmt: skip
-    timed = pool.rounds.times[pool.warm :]
-    lat = [max(b for _, b in r) - min(a for a, _ in r) for r in timed]
-    per = [
-        instance(pool, j, [r[j][1] - r[j][0] for r in timed], cuts) for j in range(len(timed[0]))
-    ]
+    timed, warm_s = pool.rounds.times[pool.warm :], pool.spans()[: pool.warm]
+    lat = pool.spans()[pool.warm :]
+    own = [[b - a for a, b in steps] for steps in zip(*timed, strict=True)]
+    per = [instance(pool, j, xs, cuts) for j, xs in enumerate(own)]
     summary = block_stats(lat, cuts)
-    warm_s = [max(b for _, b in r) - min(a for a, _ in r) for r in pool.rounds.times[: pool.warm]]
     m = {"protocol": "slices", "latencies_s": lat, "t0_s": [min(a for a, _ in r) for r in timed]}
-    m |= {
-        "slice_steps": cuts,
-        "timed_s": sum(lat),
-        "stop_reason": "slices",
-        "cycles": head["cycles"],
-    }
-    m |= {"warmup_latencies_s": warm_s, "warmup_iterations": len(warm_s), "first_call_s": warm_s[0]}
+    m |= {"slice_steps": cuts, "timed_s": sum(lat), "stop_reason": "slices"}
+    m |= {"cycles": head["cycles"], "warmup_latencies_s": warm_s, "first_call_s": warm_s[0]}
     m |= {k: max(i[k] or 0.0 for i in per) for k in ("import_s", "build_s", "prepare_s")}
     one = per[0] if len(per) == 1 else None
     prov |= {"started_at": one["started_at"] if one else head["launcher_started_at"]}

@@ -73,9 +73,13 @@ class Pool:
         for inst in self.insts:
             inst.close(time.monotonic() + timeout_s, timeout_s)
 
+    def spans(self) -> list[float]:
+        """Every step's latency: the last instance's end minus the first one's start."""
+        return [max(b for _, b in r) - min(a for a, _ in r) for r in self.rounds.times]
+
     def step_s(self) -> float:
         """A warm step's seconds: the median of the untimed steps after the first."""
-        lat = [max(b for _, b in r) - min(a for a, _ in r) for r in self.rounds.times]
+        lat = self.spans()
         return statistics.median(lat[1 : self.warm] or lat[:1])
 
 
