@@ -46,9 +46,7 @@ class Failure:
 
     @classmethod
     def from_json(cls, d: dict | None) -> Failure | None:
-        if not d:
-            return None
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__}) if d else None
 
     def prefixed(self, where: str) -> Failure:
         """The same failure, its message prefixed with ``where`` (a configuration's name)."""

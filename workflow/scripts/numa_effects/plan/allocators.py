@@ -141,9 +141,7 @@ def baseline(names: Iterable) -> str:
     comes where the run has it, else the first of ``names`` in registry order; ``GLIBC`` for
     none (a table that predates the axis)."""
     got = {str(n) for n in names if n is not None and n == n}
-    if not got or GLIBC in got:
-        return GLIBC
-    return min(got, key=order)
+    return GLIBC if not got or GLIBC in got else min(got, key=order)
 
 
 def parse_ldconfig(text: str) -> dict[str, str]:

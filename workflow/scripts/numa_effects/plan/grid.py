@@ -189,9 +189,7 @@ def fill_keys(df):
 
 def keyed(df):
     """``df`` with every key column (``fill_keys``) when it is a table of cells, else as it is."""
-    if df is None or not {"model", "opt"} <= set(df.columns):
-        return df
-    return fill_keys(df)
+    return df if df is None or not {"model", "opt"} <= set(df.columns) else fill_keys(df)
 
 
 def expand(

@@ -34,9 +34,7 @@ def label(placement: str, use_smt: bool) -> str:
 
 def parse_label(text: str) -> tuple[str, bool]:
     """Inverse of ``label``: ``"remote+smt"`` -> ``("remote", True)``."""
-    if text.endswith(SMT_SUFFIX):
-        return text[: -len(SMT_SUFFIX)], True
-    return text, False
+    return (text[: -len(SMT_SUFFIX)], True) if text.endswith(SMT_SUFFIX) else (text, False)
 
 
 @dataclass(frozen=True)
@@ -350,9 +348,7 @@ def plan(topo: Topology, threads: int, placement: str, use_smt: bool = False):
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     result = entry.plan(topo, threads, use_smt, **fields)
-    if isinstance(result, str):
-        return NotApplicable(placement, threads, result)
-    return result
+    return NotApplicable(placement, threads, result) if isinstance(result, str) else result
 
 
 PACKED = "packed"

@@ -27,9 +27,7 @@ EMPHASIS = re.compile(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])")
 def _text(v) -> str:
     """How a value prints on a page: None as nothing, markup as it is, anything else escaped
     (``html.escape``: quotes as ``&quot;`` and ``&#x27;``)."""
-    if isinstance(v, Markup):
-        return v
-    return Markup(html.escape("" if v is None else str(v)))
+    return v if isinstance(v, Markup) else Markup(html.escape("" if v is None else str(v)))
 
 
 def inline(rst: str) -> list[tuple[str, str]]:
