@@ -251,6 +251,23 @@ def test_throughput_is_the_instances_images_per_second():
     assert math.isnan(measured.metric(Record("contended", {}), deploy.LATENCY))
 
 
+def test_a_block_lasts_from_its_start_to_its_last_record():
+    """Both configurations of a block share its start; the block lasts until the later one is
+    done: block 1 from 0 to 12 s, block 2 from 100 to 120 s, so their median is 16 s."""
+    t = "2026-01-01T00:{:02d}:{:02d}+00:00"
+
+    def rec(b: int, start: int, end: int) -> Record:
+        prov = {
+            "launcher_started_at": t.format(*divmod(start, 60)),
+            "finished_at": t.format(*divmod(end, 60)),
+        }
+        return Record("ok", {}, replicate=b, provenance=prov)
+
+    runs = {"a": [rec(1, 0, 10), rec(2, 100, 120)], "b": [rec(1, 0, 12), rec(2, 100, 111)]}
+    assert measured.round_seconds(runs) == pytest.approx(16.0)
+    assert math.isnan(measured.round_seconds({"a": [Record("ok", {})]}))
+
+
 def simulate(rng, gain: float, rounds: int, drift: float, process: float, steps: int = 20):
     """One deploy job of two configurations in ABBA rounds: per round a drift shared by the
     round (moving linearly within it), per process an offset, per step a little noise. Returns

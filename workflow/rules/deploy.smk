@@ -1,8 +1,8 @@
 # What to deploy (docs/deploy.md): after the cells (the isolated profiles) and the interference
 # profile, the plan searches every optimization and allocator of the grid for each objective
 # and names the configurations to measure (the best predictions and the launchers' layouts);
-# one job measures them side by side in ABBA rounds; the table judges them, with the gains'
-# paired CIs. An imported run gets the plan only: its answer is predicted.
+# one job measures them side by side in blocks of ABBA slices; the table judges them, with the
+# gains' paired CIs. An imported run gets the plan only: its answer is predicted.
 
 
 if PLAN.deploy["enabled"]:
