@@ -2,16 +2,13 @@
 process imports torch, builds the grid's smallest model and times a few eager steps at batch 1
 on one and on all threads; ``plan.cost.scale_of`` makes the estimate's factors of it. Its timings
 are kept in ``results/logs/calibration.json`` with the load average, and reused while the host,
-CPU, torch and this code are the same (``key``)."""
+CPU, torch and this code are the same (``cost.calibration_key``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.metadata
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -23,16 +20,6 @@ from numa_effects.plan import cost
 FILE = cost.CALIBRATION
 STEPS = 4  # timed eager steps per thread count, after one untimed
 TIMEOUT_S = 120.0
-
-
-def key(cpu_model: str) -> dict:
-    """What the timings hold for: this host, its CPU, the torch installed and the probe's code."""
-    try:
-        torch = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch = None
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    return {"host": platform.node(), "cpu": cpu_model, "torch": torch, "code": code}
 
 
 def command(model: str, image_size: int, cpus: list[int]) -> list[str]:
@@ -63,7 +50,7 @@ def cached(results: str | os.PathLike, cpu_model: str) -> dict | None:
         data = json.loads((Path(results) / FILE).read_text())
     except (OSError, ValueError):
         return None
-    return data if data.get("key") == key(cpu_model) else None
+    return data if data.get("key") == cost.calibration_key(cpu_model) else None
 
 
 def scale(results, model: str, image_size: int, cpus: list[int], caps, dry_run) -> cost.Scale:
@@ -85,7 +72,7 @@ def timings(results, model: str, image_size: int, cpus: list[int], caps, dry_run
         print(f"numa-effects: calibration probe failed ({exc}); uncalibrated", file=sys.stderr)
         return None
     factors = dataclasses.asdict(cost.scale_of(raw, caps))  # by the constants of now: a record
-    data = {"key": key(caps.model_name), **raw, "factors": factors}
+    data = {"key": cost.calibration_key(caps.model_name), **raw, "factors": factors}
     path = Path(results) / FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))

@@ -18,8 +18,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
+import importlib.metadata
 import json
 import math
+import platform
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,12 +94,24 @@ def scale_of(raw: dict, caps) -> Scale:
     return Scale(fixed, math.exp(sum(logs) / len(logs)) if logs else 1.0, True)
 
 
+def calibration_key(cpu_model: str) -> dict:
+    """What a probe's timings hold for: this host, its CPU, the torch installed (not imported)
+    and the probe's code (``measure/calibrate.py``)."""
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = None
+    probe = Path(__file__).resolve().parents[1] / "measure" / "calibrate.py"
+    code = hashlib.sha256(probe.read_bytes()).hexdigest()[:16]
+    return {"host": platform.node(), "cpu": cpu_model, "torch": torch, "code": code}
+
+
 def kept_scale(results, caps) -> Scale:
-    """The ``Scale`` of the timings kept in ``results`` for this CPU, else uncalibrated: what
-    the run's line and progress estimates read (the parse checks the rest of the key)."""
+    """The ``Scale`` of the timings kept in ``results`` for this machine, else uncalibrated:
+    what the remeasure and progress lines' estimates read."""
     try:
         data = json.loads((Path(results) / CALIBRATION).read_text())
-        same = caps is not None and data["key"]["cpu"] == caps.model_name
+        same = caps is not None and data["key"] == calibration_key(caps.model_name)
         return scale_of(data, caps) if same else UNCALIBRATED
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         return UNCALIBRATED
