@@ -33,10 +33,6 @@ COLUMNS = [
 ]
 
 
-def unit(objective: str) -> str:
-    return "ms" if objective == deploy_mod.LATENCY else "images/s"
-
-
 def _shown(objective: str, seconds_or_ips: float) -> float:
     """A value in the table's unit: latency in ms, throughput as is."""
     return seconds_or_ips * 1e3 if objective == deploy_mod.LATENCY else seconds_or_ips
@@ -149,7 +145,7 @@ def _row(row: dict, plan: dict, cid: str, info: dict, runs: dict | None) -> dict
         "role": info["role"],
         "baseline": info["baseline"],
         "config": cid,
-        "unit": unit(objective),
+        "unit": "ms" if objective == deploy_mod.LATENCY else "images/s",
         **_config_columns(config),
         "source": "measured" if runs else "predicted",
     }
