@@ -13,9 +13,7 @@ from numa_effects.config import cli
 def config_items(args: argparse.Namespace) -> list[str]:
     """The ``--config`` items: the mapping as JSON (a YAML subset: any folder name survives)."""
     mapping: dict = {"runs": args.runs}
-    for key in ("labels", "across"):
-        if getattr(args, key):
-            mapping[key] = getattr(args, key).split(",")
+    mapping |= {k: v.split(",") for k in ("labels", "across") if (v := getattr(args, k))}
     if args.min_effect_pct is not None:
         mapping["min_effect_pct"] = args.min_effect_pct
     items = [f"compare={json.dumps(mapping)}"]
