@@ -211,22 +211,19 @@ def parse(outdir: Path) -> dict:
     """A run's result from LoadGen's own logs: the summary's validity (and the constraints it
     says are not satisfied), samples per second, p50 and p99; the detail log's query count."""
     text = (outdir / "mlperf_log_summary.txt").read_text()
-    got = {}
-    for key, pattern in SUMMARY.items():
-        m = re.search(pattern, text, re.M)
-        got[key] = m.group(1) if m else None
-    detail = {}
-    for line in (outdir / "mlperf_log_detail.txt").read_text().splitlines():
-        if line.startswith(":::MLLOG "):
-            entry = json.loads(line[len(":::MLLOG ") :])
-            detail[entry["key"]] = entry["value"]
+    got = {k: m.group(1) if (m := re.search(p, text, re.M)) else None for k, p in SUMMARY.items()}
+    num = {k: float(v) if v else math.nan for k, v in got.items() if k != "valid"}
+    lines = (outdir / "mlperf_log_detail.txt").read_text().splitlines()
+    detail = [
+        json.loads(ln.removeprefix(":::MLLOG ")) for ln in lines if ln.startswith(":::MLLOG ")
+    ]
     unmet = re.findall(r"^\s+(.+?) satisfied\s*:\s*NO", text, re.M)
-    ms = {k[:-3] + "_ms": float(got[k]) / 1e6 if got[k] else math.nan for k in ("p50_ns", "p99_ns")}
     return {
         "valid": got["valid"],
-        "achieved": float(got["achieved"]) if got["achieved"] else math.nan,
-        **ms,
-        "queries": detail.get("result_query_count"),
+        "achieved": num["achieved"],
+        "p50_ms": num["p50_ns"] / 1e6,
+        "p99_ms": num["p99_ns"] / 1e6,
+        "queries": {e["key"]: e["value"] for e in detail}.get("result_query_count"),
         "unsatisfied": "; ".join(u.strip().lower() for u in unmet),
     }
 
