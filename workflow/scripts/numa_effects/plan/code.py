@@ -43,6 +43,7 @@ LAYERS = {
         "numa_effects/stats.py",
         # the plans they write (packing, deploy) and the keys they read: every plan module
         "numa_effects/plan/*.py",
+        "numa_effects/plan/products/*.py",
         "aggregate_cells.py",
         "plan_replicates.py",
         "tabulate_degradation.py",
