@@ -331,12 +331,12 @@ def measure(
         throughput=stats.throughput(int(batch), clean, summary["median_s"])
         if summary and batch is not None
         else None,
-        binding=_binding(per),
+        binding=binding(per),
         contention={**noise, **judged},
         provenance=_provenance(insts, per, started),
         instances=tuple(per),
         report=per[0]["report"] if len(per) == 1 else None,
-        failure=_unverified(per),
+        failure=unverified(per),
     )
 
 
@@ -421,7 +421,7 @@ def _measurement(m, rounds: Rounds, per: list[dict], first_call_s: float, kernel
     return out
 
 
-def _binding(per: list[dict]) -> dict:
+def binding(per: list[dict]) -> dict:
     """One instance's binding with its verification; for k > 1 the verifications combined."""
     if len(per) == 1:
         return {**per[0]["binding"], "verification": per[0]["verification"]}
@@ -440,7 +440,7 @@ def _binding(per: list[dict]) -> dict:
     }
 
 
-def _unverified(per: list[dict]) -> Failure | None:
+def unverified(per: list[dict]) -> Failure | None:
     """The first failed verification fails the whole measurement (its numbers stay)."""
     for j, i in enumerate(per):
         v = i["verification"]

@@ -16,10 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from numa_effects import stats
-from numa_effects.measure import contention, provenance, verify, warm
+from numa_effects.measure import contention, provenance, warm
 from numa_effects.measure import job as job_mod
-from numa_effects.measure.record import Failure
-from numa_effects.measure.runner import Measured
+from numa_effects.measure.runner import Measured, binding, unverified
 from numa_effects.plan import slices
 from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Spec
@@ -123,27 +122,3 @@ def instance(pool: warm.Pool, j: int, own: list[float], cuts: list[int]) -> dict
         "stats": block_stats(own, cuts),
         **pool.checks[j],  # the ``verify`` reply: binding, verification, report, peak RSS
     }
-
-
-def binding(per: list[dict]) -> dict:
-    """One instance's binding with its verification; for k > 1 the verifications combined."""
-    if len(per) == 1:
-        return {**per[0]["binding"], "verification": per[0]["verification"]}
-    bad = [i["verification"] for i in per if not i["verification"]["ok"]]
-    problems = [
-        {**p, "message": f"instance {j}: {p['message']}"}
-        for j, i in enumerate(per)
-        for p in i["verification"]["problems"]
-    ]
-    cause = bad[0]["cause"] if bad else None
-    return {"verification": {"ok": not bad, "problems": problems, "cause": cause}}
-
-
-def unverified(per: list[dict]):
-    """The first failed verification, which fails the record (its numbers stay)."""
-    for j, i in enumerate(per):
-        if not i["verification"]["ok"]:
-            where = "" if len(per) == 1 else f"instance {j}: "
-            msg = where + verify.failure_message(i["verification"])
-            return Failure(i["verification"]["cause"], msg, command_line=i["command_line"])
-    return None
