@@ -24,15 +24,14 @@ from pathlib import Path
 
 from numa_effects.measure import cell, job, provenance, runner
 from numa_effects.plan import cpulist, launchers, paths
-from numa_effects.plan import optimizations as optimizations_mod
 from numa_effects.plan import spec as spec_mod
 from numa_effects.plan import topology as topology_mod
 from numa_effects.plan.code import SCRIPTS
+from numa_effects.plan.products.deploy import rerun_job
 from numa_effects.tables import history
 
 RECOMMENDED = "recommended"
 SPEC = "deploy/launch/{config}.spec.json"  # the reference server's spec, in the results folder
-IMAGE_SIZE = 224  # config/config.yaml's, where the deploy job's record does not say
 VERSIONS = ("numa_effects", "torch", "torchvision")  # what builds the model: must match
 RUN_CPU_ALLOCATOR = {"jemalloc": "--enable-jemalloc", "tcmalloc": "--enable-tcmalloc"}
 
@@ -97,23 +96,10 @@ def check_here(results: Path, topo) -> None:
             )
 
 
-def spec(results: Path, cid: str, conf: dict) -> spec_mod.Spec:
-    """Configuration ``cid`` as the deploy job measured it (``spec.deploy``), one round."""
-    run = _json(results / paths.DEPLOY_RUN)
-    opts = optimizations_mod.OPTIMIZATIONS
-    deploy_job = {
-        "image_size": (run.get("job") or {}).get("image_size", IMAGE_SIZE),
-        "settings": run.get("settings") or {},
-        **{"rounds": 1, "max_rounds": 1, "target_pct": 0.0},
-        "compile_cache_opts": [o for o, entry in opts.items() if entry.compile_cache],
-        "compile_cache_dir": str(results / paths.COMPILE_CACHE),
-    }
-    return spec_mod.deploy(deploy_job, {cid: conf}).measurements()[0][1]
-
-
 def prepare(results: Path, cid: str, conf: dict, topo) -> tuple[job.Ready, Path]:
-    """The instances resolved here as the front door resolves them, their spec written."""
-    s = spec(results, cid, conf)
+    """The instances resolved here as the front door resolves them, their spec (one round of
+    ``spec.deploy``, as the deploy job measured it) written."""
+    s = spec_mod.deploy(rerun_job(results), {cid: conf}).measurements()[0][1]
     ready = job.prepare(s.configuration, topo)
     if not isinstance(ready, job.Ready):
         raise Refused(f"{cid} cannot start here: {getattr(ready, 'message', ready)}")

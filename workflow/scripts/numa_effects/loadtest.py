@@ -31,9 +31,9 @@ import yaml
 
 from numa_effects.measure import job as job_mod
 from numa_effects.measure import provenance, warm
-from numa_effects.plan import optimizations, paths, topology
+from numa_effects.plan import paths, topology
 from numa_effects.plan import spec as spec_mod
-from numa_effects.plan.settings import DEFAULTS
+from numa_effects.plan.products.deploy import rerun_job
 
 TABLE = paths.table("loadtest")
 OUT = "loadtest/{role}"
@@ -86,23 +86,6 @@ def pick(results: Path, objective: str, role: str, model: str | None = None):
     if row is None:
         raise LoadtestError(f"{objective}: no {role} configuration in recommendation.csv")
     return row, plan["configurations"][row["config"]]
-
-
-def deploy_job(results: Path, configuration: dict) -> dict:
-    """What ``spec.deploy`` needs: the deploy run's image size and settings where it ran here,
-    else the defaults; compiled optimizations reuse the run's compile cache."""
-    try:
-        run = json.loads((results / paths.DEPLOY_RUN).read_text())
-    except (OSError, ValueError):
-        run = {}
-    opt = optimizations.OPTIMIZATIONS.get(configuration["opt"])
-    return {
-        "image_size": int((run.get("job") or {}).get("image_size") or 224),
-        "settings": {**DEFAULTS, "seed": 0, **(run.get("settings") or {})},
-        **{"rounds": 1, "max_rounds": 1, "target_pct": 0.0, "code": None},
-        "compile_cache_opts": [opt.name] if opt and opt.compile_cache else [],
-        "compile_cache_dir": str(results / paths.COMPILE_CACHE),
-    }
 
 
 # -- the instances ---------------------------------------------------------------------------------
@@ -291,7 +274,7 @@ def load_role(args, results: Path, role: str, bound=None) -> tuple[list[dict], d
     head = {"model": row["model"], "objective": row["objective"], "role": role}
     head |= {"configuration": row["config"], "layout": row["layout"]}
     load = {"loadavg_before": os.getloadavg()}
-    with started(conf, deploy_job(results, conf), out / "logs", args.timeout_s) as pool:
+    with started(conf, rerun_job(results), out / "logs", args.timeout_s) as pool:
         step_s = pool.step_s()
         bound_ms, source = bound or bound_of(args, row, step_s)
         capacity = sum(pool.batches) / step_s

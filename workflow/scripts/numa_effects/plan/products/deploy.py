@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from numa_effects.plan import cost, paths
 from numa_effects.plan.optimizations import OPTIMIZATIONS
+from numa_effects.plan.settings import DEFAULTS
+
+
+def rerun_job(results: Path) -> dict:
+    """What ``spec.deploy`` needs to start a configuration of a finished run again, one round
+    (``numa-effects launch``, ``loadtest``): the deploy run's image size and settings where it
+    recorded them, else the defaults; compiled optimizations reuse the run's compile cache."""
+    try:
+        run = json.loads((results / paths.DEPLOY_RUN).read_text())
+    except (OSError, ValueError):
+        run = {}
+    return {
+        "image_size": int((run.get("job") or {}).get("image_size") or 224),
+        "settings": {**DEFAULTS, "seed": 0, **(run.get("settings") or {})},
+        **{"rounds": 1, "max_rounds": 1, "target_pct": 0.0, "code": None},
+        "compile_cache_opts": [o for o, entry in OPTIMIZATIONS.items() if entry.compile_cache],
+        "compile_cache_dir": str(results / paths.COMPILE_CACHE),
+    }
 
 
 class Deploy:
