@@ -17,7 +17,11 @@ from live ones), ``slurmconf`` (a Slurm config whose controller does not answer)
 ``plan.manifest``, ``plan.stages``, ``plan.peaks``, ``plan.topology``, ``plan.cpulist``,
 ``plan.placement``, ``plan.node_pairs``, ``plan.binding``, ``plan.optimizations``,
 ``plan.allocators``, ``plan.cpu``, ``plan.host``, ``plan.memory``, ``plan.models``,
-``plan.packing``, ``plan.deploy``, ``plan.launchers``, ``plan.cost``, ``plan.remeasure``.
+``plan.packing``, ``plan.deploy``, ``plan.launchers``, ``plan.cost``, ``plan.remeasure``,
+``plan.durations``, ``plan.narrow``, ``plan.placement_docs``, ``plan.slices``, and the plan's parts
+per product, ``plan.products`` (``plan.products.cells``, ``plan.products.peaks``,
+``plan.products.memory``, ``plan.products.packing``, ``plan.products.interference``,
+``plan.products.deploy``, ``plan.products.compare``, ``plan.products.targets``).
 
 ``analysis``, the post-run analysis over the tables' rows, pure: ``analysis.packing``,
 ``analysis.planner``, ``analysis.interference``, ``analysis.deploy_plan``.
@@ -28,25 +32,29 @@ from live ones), ``slurmconf`` (a Slurm config whose controller does not answer)
 ``measure.workloads.memory_probe``), ``measure.builder``, ``measure.supervise``,
 ``measure.timing``, ``measure.contention``, ``measure.verify``, ``measure.provenance``,
 ``measure.machine``, ``measure.causes``, ``measure.onednn``, ``measure.numerics``,
-``measure.deploy``, ``measure.progress``.
+``measure.deploy``, ``measure.progress``, ``measure.warm``, ``measure.slicer``,
+``measure.calibrate``.
 
 ``tables``, result files -> tidy tables: ``tables.tidy``, ``tables.cells``, ``tables.stages``,
 ``tables.speed``, ``tables.degradation``, ``tables.precision``, ``tables.history``,
 ``tables.formats``, ``tables.flops``, ``tables.peak``, ``tables.memory_matrix``,
 ``tables.packing``, ``tables.interference``, ``tables.packrat``, ``tables.summary``,
-``tables.deploy``.
+``tables.deploy``, ``tables.deploy_choice``.
 
 ``report``, figures and pages drawn from the tables only: ``report.families``,
 ``report.metrics``, ``report.figures``, ``report.baselines``, ``report.empty``, ``report.data``,
 ``report.style``, ``report.drawers``, ``report.drawing``, ``report.plots``,
 ``report.sequential_plots``, ``report.numa_plots``, ``report.precision_plots``,
 ``report.packing_plots``, ``report.node_pair_plots``, ``report.markup``, ``report.page``,
-``report.deploy_section``.
+``report.deploy_section``, ``report.loadtest_plots``.
 
 ``compare``, comparing result folders (config key ``compare``), one module per layer
 (tests/test_layers.py's ``FEATURES``): ``compare.statistics`` (stats), ``compare.settings``
-(plan), ``compare.check`` (config), ``compare.runs``, ``compare.tables`` and
+(plan), ``compare.check`` and ``compare.command`` (config), ``compare.runs``, ``compare.tables`` and
 ``compare.provenance`` (tables), ``compare.plots`` and ``compare.page`` (report).
+
+Entry points beside the layers: ``cli`` (the ``numa-effects`` command), ``launch`` (a deploy
+answer started as measured) and ``loadtest`` (it driven by MLPerf's LoadGen).
 """
 
 __version__ = "0.1.0"
