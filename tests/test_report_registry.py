@@ -133,7 +133,7 @@ def test_the_workflow_has_one_plot_rule_per_registry_family_with_figures(tmp_pat
     """One rule per family that has figures in the run (one job draws all of them), generated
     from the registry; a family without figures here (the NUMA ones on one node) has none."""
     from numa_effects import config as config_mod
-    from numa_effects.plan import build, host
+    from numa_effects.plan import build, cost, host
 
     out = snakemake(
         tmp_path, None, "--configfile", str(REPO / "config/config.yaml"), "--list-rules"
@@ -144,7 +144,11 @@ def test_the_workflow_has_one_plot_rule_per_registry_family_with_figures(tmp_pat
     # planned as common.smk plans it: what this machine offers decides the cells (bf16: auto
     # skips bf16 where it is not native), so the same families as the workflow's
     here = host.current(cfg.get("allocators") or ())
-    plan = build.build(cfg, config_mod.check(cfg).topology, host=here)
+    topo = config_mod.check(cfg).topology
+    plan = build.build(cfg, topo, host=here)
+    # and narrowed to what the budget keeps, as common.smk does (it may drop packing)
+    fitted, _ = cost.fit(cfg, topo, plan, caps=here.capabilities if here else None)
+    plan = plan.narrowed({**cfg, **fitted})
     drawn = {f.family for f in figures.figures(plan.figure_keys(), packed=plan.packed())}
     assert plot_rules == {f"plot_{name}" for name in drawn} and plot_rules
     smk = (REPO / "workflow/rules/report.smk").read_text()
