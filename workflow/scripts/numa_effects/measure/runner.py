@@ -381,6 +381,12 @@ def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) ->
     """One instance's part of the record."""
     own = [r[inst.j][1] - r[inst.j][0] for r in rounds.timed(len(m.latencies_s))]
     kept = m.keep(own)
+    return instance_part(inst, batch, rdy, chk, own, stats.summarize(kept) if kept else None)
+
+
+def instance_part(inst: Instance, batch, rdy: dict, chk: dict, own: list, summary) -> dict:
+    """An instance's part of a record: where it ran, its ready and ``verify`` replies (``chk``:
+    binding, verification, report, peak RSS, warnings), its step latencies and statistics."""
     return {
         "threads": inst.plan.threads,
         "batch": batch,
@@ -392,8 +398,8 @@ def _instance(inst: Instance, batch, rdy: dict, chk: dict, rounds: Rounds, m) ->
         **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
         **{k: rdy.get(k) for k in ("reference_s", "model_import", "threads_info")},
         "latencies_s": own,
-        "stats": stats.summarize(kept) if kept else None,
-        **chk,  # the ``verify`` reply: binding, verification, report, peak RSS, warnings
+        "stats": summary,
+        **chk,
     }
 
 

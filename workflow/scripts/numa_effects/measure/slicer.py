@@ -18,7 +18,7 @@ from pathlib import Path
 from numa_effects import stats
 from numa_effects.measure import contention, provenance, warm
 from numa_effects.measure import job as job_mod
-from numa_effects.measure.runner import Measured, binding, unverified
+from numa_effects.measure.runner import Measured, binding, instance_part, unverified
 from numa_effects.plan import slices
 from numa_effects.plan.code import SCRIPTS
 from numa_effects.plan.spec import Spec
@@ -107,18 +107,5 @@ def measured(pool: warm.Pool, cuts: list[int], head: dict, max_mb) -> Measured:
 
 def instance(pool: warm.Pool, j: int, own: list[float], cuts: list[int]) -> dict:
     """Instance ``j``'s part of the record, its statistics from its own steps."""
-    inst, rdy = pool.insts[j], pool.ready[j]
-    return {
-        "threads": inst.plan.threads,
-        "batch": pool.batches[j],
-        "plan": inst.plan.to_dict(),
-        "pid": rdy.get("pid"),
-        "command": inst.cmd,
-        "command_line": inst.command_line,
-        "log": str(inst.member.log),
-        **{k: rdy.get(k) for k in ("started_at", "import_s", "build_s", "prepare_s")},
-        **{k: rdy.get(k) for k in ("reference_s", "model_import", "threads_info")},
-        "latencies_s": own,
-        "stats": block_stats(own, cuts),
-        **pool.checks[j],  # the ``verify`` reply: binding, verification, report, peak RSS
-    }
+    inst, rdy, chk = pool.insts[j], pool.ready[j], pool.checks[j]
+    return instance_part(inst, pool.batches[j], rdy, chk, own, block_stats(own, cuts))
