@@ -326,21 +326,31 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
 
 
 def _deploy(est: Estimate, plan, m: Machine) -> None:
+    """The deploy job's ``max_rounds`` blocks (``measure.slicer``): each starts every
+    configuration's processes at once, sharing the cores while they import, build and prepare,
+    warms each up, then times each for ``max_seconds`` (at least two slices of one step). A
+    throughput configuration runs an instance per core at one thread, a latency one a process
+    on every core."""
     s = plan.deploy
     if not s.get("measured"):
         return
+    cores, rows = _cores(plan), deploy.objective_rows(s)
     searched, plain = deploy_configurations(s)
-    cores = _cores(plan)
-    batch = s["throughput_batch"]
-    # a searched configuration: the dearest optimization to prepare; a baseline: eager
-    dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
-    per = {}
-    for opt in (dear, EAGER):
-        step = _step(plan, m, opt, cores, batch)
-        per[opt] = process_s(opt, step, plan.config, s["max_seconds"], 2, cores, False, m.scale)
-    rounds = s["max_rounds"]  # at most; the job stops earlier once its gains are precise
-    seconds = rounds * (searched * per[dear] + plain * per[EAGER])
-    est.add("deploy", JOB_S * 3 * m.scale.fixed + seconds, jobs=3)
+    # a searched configuration: the dearest optimization to prepare of those whose cells run
+    # here (the answer is searched among them); a baseline: eager
+    ran = {key.opt for key in plan.cells} & set(s["optimizations"] or ()) or {EAGER}
+    dear = max(ran, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    warmup = max(2, int(settings_mod.with_defaults(plan.config)["warmup"]))  # deploy.run's
+    starting = timed = 0.0
+    for row in rows:
+        tp = row["batch"] is None
+        batch, threads, k = (s["throughput_batch"], 1, cores) if tp else (row["batch"], cores, 1)
+        for opt, n in ((dear, searched / len(rows)), (EAGER, plain / len(rows))):
+            step = _step(plan, m, opt, threads, batch)
+            starting += n * k * (START_S + BUILD_S + PREPARE_S.get(opt, PREPARE_DEFAULT_S))
+            timed += n * (warmup * step + max(float(s["max_seconds"]), 2 * step))
+    block = starting / cores * m.scale.fixed + timed
+    est.add("deploy", JOB_S * 3 * m.scale.fixed + int(s["max_rounds"]) * block, jobs=3)
 
 
 def jobs_per_part(plan) -> dict[str, int]:
