@@ -23,7 +23,6 @@ from numa_effects.analysis import deploy_plan
 from numa_effects.measure import deploy as measured
 from numa_effects.measure.record import Record
 from numa_effects.plan import build, cost, deploy, launchers, topology
-from numa_effects.plan import spec as spec_mod
 from numa_effects.tables import deploy as judged
 from numa_effects.tables import deploy_choice as choice
 from numa_effects.tables import interference as interference_table
@@ -183,13 +182,6 @@ def row(objective=deploy.LATENCY) -> dict:
     }
 
 
-def test_abba_order():
-    got = spec_mod.abba(["a", "b", "c"], 3)
-    assert [n for n, r in got if r == 1] == ["a", "b", "c"]
-    assert [n for n, r in got if r == 2] == ["c", "b", "a"]
-    assert [r for _, r in got] == [1] * 3 + [2] * 3 + [3] * 3
-
-
 def tie():
     """Three configurations measured over four rounds: ``a`` the best, ``b`` as good within
     0.2 % and simpler, ``c`` clearly slower; and the noise of a round."""
@@ -276,7 +268,7 @@ def simulate(rng, gain: float, rounds: int, drift: float, process: float, steps:
     mu = {"a": math.log(0.1), "b": math.log(0.1 * gain)}
     for r in range(1, rounds + 1):
         d = rng.normal(0, drift)
-        order = ["a", "b"] if r % 2 else ["b", "a"]  # ABBA (plan.spec.abba)
+        order = ["a", "b"] if r % 2 else ["b", "a"]  # ABBA (plan.slices.order)
         for slot, cid in enumerate(order):
             level = mu[cid] + d + 0.01 * slot + rng.normal(0, process)
             times = np.exp(level + rng.normal(0, 0.01, steps))

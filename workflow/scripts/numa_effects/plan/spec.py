@@ -338,18 +338,9 @@ def interference(job: dict, topo) -> GroupSpec:
     return _group("interference", job, {k: job[k] for k in keys}, placed, unplaced=unplaced)
 
 
-def abba(names, rounds: int) -> tuple[tuple[str, int], ...]:
-    """``rounds`` rounds of every configuration in ABBA order (reversed in even rounds), so
-    that a drift between rounds moves every pair alike."""
-    names = list(names)
-    return tuple(
-        (n, r) for r in range(1, int(rounds) + 1) for n in (names if r % 2 else names[::-1])
-    )
-
-
 def deploy(job: dict, configurations: dict) -> GroupSpec:
     """The deploy answer's measurement (``analysis.deploy_plan``'s ``configurations``, instances
-    pinned to named CPUs), in ABBA rounds up to ``job["max_rounds"]``. ``job``:
+    pinned to named CPUs), up to ``job["max_rounds"]`` blocks (``measure.deploy``). ``job``:
     ``Plan.deploy_job``."""
     placed = {}
     for name, conf in configurations.items():
@@ -367,7 +358,4 @@ def deploy(job: dict, configurations: dict) -> GroupSpec:
             insts.append(Instance(MODEL, c | {"use_smt": plan.use_smt}, plan, dict(options)))
         placed[name] = Configuration(tuple(insts))
     echo = {k: job[k] for k in ("rounds", "max_rounds", "target_pct", "image_size")}
-    return GroupSpec(
-        "deploy", echo, placed, dict(job["settings"]), abba(placed, job["max_rounds"]),
-        code=job.get("code"),
-    )  # fmt: skip
+    return group("deploy", echo, placed, job["settings"], job["max_rounds"], code=job.get("code"))
