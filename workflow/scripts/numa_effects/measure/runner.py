@@ -76,12 +76,8 @@ def command_line(cmd: list[str], threads: int, env: dict) -> str:
     shown = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     shown |= {k: env[k] for k in (*allocators.ENV_KEYS, *LAUNCH_KEYS) if env.get(k)}
     shown["PYTHONPATH"] = str(SCRIPTS)
-    return (
-        "env "
-        + " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
-        + " "
-        + (shlex.join(cmd))
-    )
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
+    return f"env {variables} {shlex.join(cmd)}"
 
 
 def script(lines: list[str]) -> list[str]:
