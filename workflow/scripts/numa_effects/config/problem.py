@@ -1,7 +1,6 @@
-"""One problem of a config: ``Problem(key, text)``, and ``ConfigError`` holding all of them.
-``str(problem)`` is the line a user reads; ``key`` is the full key path (``import.packrat[0]``),
-or "" when the problem is about no key (a file); which keys failed is read from it, never
-from the text."""
+"""One problem of a config, ``Problem(key, text)``, and ``ConfigError`` holding all of them.
+``key`` is the full key path (``import.packrat[0]``), "" for a problem of no key (a file); which
+keys failed is read from it, never from the text."""
 
 from __future__ import annotations
 
@@ -31,26 +30,22 @@ class Problem:
 
 
 class ConfigError(ValueError):
-    """The config cannot be run: each problem once, and their lines."""
+    """The config cannot be run: each problem once, one line each."""
 
     def __init__(self, problems: Iterable[Problem]):
         seen: dict[str, Problem] = {}
         for p in problems:
             seen.setdefault(str(p), p)
         self.problems, self.lines = tuple(seen.values()), list(seen)
-        head = f"invalid configuration ({len(seen)} problems; {README}):"
-        many = "\n  - ".join([head, *seen])
-        super().__init__(
-            f"invalid configuration: {next(iter(seen))} ({README})" if len(seen) == 1 else many
-        )
+        many = f"invalid configuration ({len(seen)} problems; {README}):"
+        one = f"invalid configuration: {self.lines[0]} ({README})"
+        super().__init__(one if len(seen) == 1 else "\n  - ".join([many, *self.lines]))
 
 
 def key_path(path: Iterable) -> str:
     """``import.packrat[0]`` from a path of keys and list indices."""
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "(top level)"
+    out = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return out.removeprefix(".") or "(top level)"
 
 
 def shown(value) -> str:

@@ -1,8 +1,8 @@
-"""The config schema (``workflow/schemas/config.schema.yaml``): loaded with its registries'
-names (``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` for a placement
-family, so a new optimization or placement is one entry in its registry in ``plan``), what it
-allows in words (``describe``; ``x-words`` words a pattern; ``x-section`` sorts config/README.md's
-tables), values coerced to its types (``normalize``) and jsonschema's errors as one line each."""
+"""The config schema (``workflow/schemas/config.schema.yaml``) loaded with its registries' names
+(``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` with a placement family, so a
+new optimization or placement is one entry in its registry in ``plan``); what it allows in words
+(``describe``; ``x-words`` words a pattern), values coerced to its types (``normalize``), and
+jsonschema's errors as one line each."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,19 +19,14 @@ from numa_effects.plan import allocators, models, optimizations, placement
 
 REPO_DIR = Path(__file__).resolve().parents[4]
 SCHEMA_PATH = REPO_DIR / "workflow" / "schemas" / "config.schema.yaml"
-REGISTRY = "x-registry"
-# bool before int: a boolean is an int to isinstance.
-TYPE_WORDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"))
-TYPE_WORDS += ((list, "a list"), (dict, "a mapping"), (type(None), "null"))
+# a value's type, and a schema type, in words (bool before int: a boolean is an int to isinstance)
+TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+TYPE_WORDS |= {list: "a list", dict: "a mapping", type(None): "null"}
 WORDS = {t: (f"a{'n' * (t == 'integer')} {t}", f"{t}s") for t in ("integer", "number", "string")}
 WORDS |= {"boolean": ("true or false",) * 2, "null": ("null",) * 2}
 BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-NULL_STRINGS = {"null", "none", "~", ""}
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-# An "allowed" list longer than this is replaced by the nearest names and a command that lists all.
-LONG_LIST = 12
+LONG_LIST = 12  # a longer "allowed" list is the nearest names and the command that lists all
 LIST_COMMAND = "numa-effects check-config --list"
 
 
@@ -40,61 +34,49 @@ LIST_COMMAND = "numa-effects check-config --list"
 class Registry:
     name: str  # the config key, and the argument of --list
     what: str  # "a known placement": what a name must be
-    names: Callable[[], list]  # the entries (a family by its pattern, e.g. n{cpu}m{mem})
-    hint: Callable[[str], str] = lambda name: ""  # why a near-miss is refused, if we know
-    pattern: Callable[[], str | None] = lambda: None  # every name, when some entry is a family
+    entries: dict  # the registry (a placement family by its pattern, e.g. n{cpu}m{mem})
+
+    def names(self) -> list:  # a placement family also by the name standing for its members
+        return [*self.entries, *(placement.families() if self.name == "placements" else ())]
 
     def problem(self, key: str, value: str) -> Problem:
         """``value`` is no name of the registry: the allowed names, or the nearest of many."""
         names, what = self.names(), f"{shown(value)} is not {self.what}"
         if len(names) <= LONG_LIST:
-            hint = self.hint(value) or suggest(value, names)
-            return Problem(key, f"{what}{hint}; allowed: {', '.join(names)}")
+            bare, smt = placement.parse_label(value)  # +smt is the cell label's, not a name
+            smt = smt and self.name == "placements" and placement.known(bare)
+            hint = " (+smt is added to the label by use_smt: true)" if smt else ""
+            return Problem(
+                key, f"{what}{hint or suggest(value, names)}; allowed: {', '.join(names)}"
+            )
         near = difflib.get_close_matches(value, names, n=5, cutoff=0.5)
         nearest = f"nearest: {', '.join(near)}; " if near else ""
         return Problem(key, f"{what}; {nearest}all {len(names)}: {LIST_COMMAND} {self.name}")
 
 
-def _placement_hint(name: str) -> str:  # the +smt label is the cell's, added by use_smt
-    bare, smt = placement.parse_label(name)
-    return " (+smt is added to the label by use_smt: true)" if smt and placement.known(bare) else ""
-
-
-def _placement_pattern() -> str | None:
-    # a bare placement or a family member (n0m1), or the name standing for a family (node-pairs)
-    entries = placement.PLACEMENTS.values()
-    if not any(p.fields for p in entries):
-        return None
-    names = [p.regex for p in entries] + [re.escape(name) for name in placement.families()]
-    return "^(?:" + "|".join(names) + ")$"
-
-
-REGISTRIES: dict[str, Registry] = {
+REGISTRIES = {
     r.name: r
     for r in (
-        Registry(
-            "models", "a torchvision classification model", lambda: [*models.CLASSIFICATION_MODELS]
-        ),
-        Registry("optimizations", "a known optimization", lambda: [*optimizations.OPTIMIZATIONS]),
-        Registry(
-            "placements",
-            "a known placement",
-            lambda: [*placement.PLACEMENTS, *placement.families()],
-            _placement_hint,
-            _placement_pattern,
-        ),
-        Registry("allocators", "a known allocator", lambda: [*allocators.ALLOCATORS]),
+        Registry("models", "a torchvision classification model", models.CLASSIFICATION_MODELS),
+        Registry("optimizations", "a known optimization", optimizations.OPTIMIZATIONS),
+        Registry("placements", "a known placement", placement.PLACEMENTS),
+        Registry("allocators", "a known allocator", allocators.ALLOCATORS),
     )
 }
 
 
 def load(path: str | Path = SCHEMA_PATH) -> dict:
-    """The schema, with every ``x-registry`` filled from its registry."""
+    """The schema, every ``x-registry`` an ``enum`` of its registry's names; placements, with a
+    family among them, a ``pattern``: each fixed name, family member and family name."""
     import yaml
 
+    entries = placement.PLACEMENTS.values()
+    names = [p.regex for p in entries] + [re.escape(name) for name in placement.families()]
+    family = any(p.fields for p in entries) and {"pattern": f"^(?:{'|'.join(names)})$"}
+
     def fill(node) -> None:
-        if isinstance(node, dict) and (r := REGISTRIES.get(node.get(REGISTRY))):
-            node.update({"pattern": p} if (p := r.pattern()) else {"enum": r.names()})
+        if isinstance(node, dict) and (r := REGISTRIES.get(node.get("x-registry"))):
+            node.update(family if family and r.name == "placements" else {"enum": r.names()})
         for value in node.values() if isinstance(node, dict) else node:
             if isinstance(value, dict | list):
                 fill(value)
@@ -104,7 +86,7 @@ def load(path: str | Path = SCHEMA_PATH) -> dict:
     return schema
 
 
-def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool]]:
+def properties(schema: dict, prefix: str = ""):
     """(key path, schema, required) of every key, nested mappings' keys after their parent's."""
     for key, prop in schema.get("properties", {}).items():
         yield f"{prefix}{key}", prop, key in schema.get("required", ())
@@ -116,30 +98,26 @@ def properties(schema: dict, prefix: str = "") -> Iterator[tuple[str, dict, bool
 def type_of(value) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return "not a finite number"
-    return next((w for kind, w in TYPE_WORDS if isinstance(value, kind)), type(value).__name__)
+    return next((w for t, w in TYPE_WORDS.items() if isinstance(value, t)), type(value).__name__)
 
 
 def describe(schema: dict, plural: bool = False) -> str:
     """What a schema allows, in words."""
-    if REGISTRY in schema:
-        registry = REGISTRIES[schema[REGISTRY]]
-        names = registry.names()
-        if len(names) <= LONG_LIST:
-            return "one of " + ", ".join(names)
-        what = registry.what.split(" ", 1)[1] + (" names" if plural else " name")
-        return f"{what if plural else 'a ' + what} ({len(names)}: {LIST_COMMAND} {registry.name})"
-    if "enum" in schema or "const" in schema:
-        values = map(str, schema.get("enum", [schema.get("const")]))
-        return ("one of " if "enum" in schema else "") + ", ".join(values)
-    if "oneOf" in schema or "anyOf" in schema:
-        return ", or ".join(describe(s, plural) for s in schema.get("oneOf", schema.get("anyOf")))
+    if (r := REGISTRIES.get(schema.get("x-registry"))) and len(r.names()) > LONG_LIST:
+        what = r.what.split(" ", 1)[1] + (" names" if plural else " name")
+        return f"{what if plural else 'a ' + what} ({len(r.names())}: {LIST_COMMAND} {r.name})"
+    if r or "enum" in schema or "const" in schema:
+        values = r.names() if r else schema.get("enum", [schema.get("const")])
+        return ("" if "const" in schema else "one of ") + ", ".join(map(str, values))
+    if branches := schema.get("oneOf", schema.get("anyOf")):
+        return ", or ".join(describe(s, plural) for s in branches)
     kind = schema.get("type")
     if isinstance(kind, list):
         return " or ".join(describe({**schema, "type": t}, plural) for t in kind)
     if kind == "array":
         lo, hi = schema.get("minItems", 0), schema.get("maxItems")
-        extras = {0: [], 1: ["non-empty"]}.get(lo, [f"at least {lo} items"])  # no maxItems alone
-        extras = [f"exactly {lo} items"] if lo == hi else extras
+        extras = [f"exactly {lo} items" if lo == hi else f"at least {lo} items"] if lo else []
+        extras = ["non-empty"] if lo == 1 != hi else extras  # (no schema has maxItems alone)
         extras += ["no duplicates"] if schema.get("uniqueItems") else []
         lists = ("lists" if plural else "a list") + (f" ({', '.join(extras)})" if extras else "")
         return f"{lists} of {describe(schema.get('items', {}), plural=True)}"
@@ -147,51 +125,46 @@ def describe(schema: dict, plural: bool = False) -> str:
         return "a mapping with keys " + ", ".join(schema.get("properties", {}))
     if kind == "string" and "pattern" in schema:
         one, many, rest = schema.get(
-            "x-words", ("a string", "strings", "matching " + schema["pattern"])
+            "x-words", ("a string", "strings", f"matching {schema['pattern']}")
         )
         return f"{many if plural else one} {rest}"
     bounds = [f"{op} {schema[k]}" for k, op in BOUNDS.items() if k in schema and kind != "null"]
-    words = WORDS.get(kind, ("any value", "any values"))[plural]
-    return f"{words} {' and '.join(bounds)}".strip()
+    return f"{WORDS.get(kind, ('any value', 'any values'))[plural]} {' and '.join(bounds)}".strip()
+
+
+def _types(schema: dict) -> set[str]:
+    kind = schema.get("type")
+    return {kind} if isinstance(kind, str) else set(kind or ())
 
 
 def coerce(value, schema: dict):
-    """``value`` normalised to the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False,
-    lists and mappings item by item); anything else unchanged, for the schema check to refuse.
-    ``--config`` values arrive as strings, YAML gives 1000.0 for integral values."""
-    branches, todo = [], [schema]
-    while todo:  # the schema and its oneOf/anyOf branches, depth first
-        s, t = todo[0], todo.pop(0).get("type")
-        branches.append((s, {t} if isinstance(t, str) else set(t or ())))
-        todo[:0] = s.get("oneOf", []) + s.get("anyOf", [])
-    types = set().union(*(t for _, t in branches))
-    if isinstance(value, str):
-        text = value.strip()
-        if "null" in types and text.lower() in NULL_STRINGS:
-            return None
-        if "boolean" in types and text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        if not (types & {"integer", "number"} and NUMBER.fullmatch(text)):
-            return value
+    """``value`` as the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False, lists and
+    mappings item by item); anything else as it is, for the check to refuse. ``--config`` values
+    arrive as strings, and YAML gives 1000.0 for integral values."""
+    branches = [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
+    types = set().union(*map(_types, branches))
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in ("null", "none", "~", "") and "null" in types:
+        return None
+    if text in ("true", "false") and "boolean" in types:
+        return text == "true"
+    if text and types & {"integer", "number"} and NUMBER.fullmatch(text):
         value = int(text) if re.fullmatch(r"[-+]?\d+", text) else float(text)
     if isinstance(value, float) and "integer" in types and value.is_integer():
         return int(value)  # is_integer() is false for nan and inf
-    of = {list: "array", dict: "object"}.get(type(value))
-    branch = next((b for b, t in branches if of in t), None)
-    if of == "array" and branch and "items" in branch:
+    kind = {list: "array", dict: "object"}.get(type(value))
+    branch = next((b for b in branches if kind in _types(b)), {})
+    if kind == "array" and "items" in branch:
         return [coerce(v, branch["items"]) for v in value]
-    if of == "object" and branch:
-        props = branch.get("properties", {})
-        return {k: coerce(v, props[k]) if k in props else v for k, v in value.items()}
-    return value
+    props = branch.get("properties", {})
+    return {k: coerce(v, props.get(k, {})) for k, v in value.items()} if props else value
 
 
 def normalize(config: dict, schema: dict) -> None:
     """In place: defaults for missing keys, then every value coerced to its schema type, and
     one spelling per results folder (./results/ -> results)."""
-    for key, prop in schema.get("properties", {}).items():
-        if key not in config and "default" in prop:
-            config[key] = copy.deepcopy(prop["default"])
+    defaults = {k: p["default"] for k, p in schema["properties"].items() if "default" in p}
+    config.update({k: copy.deepcopy(v) for k, v in defaults.items() if k not in config})
     config.update(coerce(config, schema))
     if isinstance(config.get("results"), str) and config["results"].strip():
         config["results"] = os.path.normpath(config["results"])
@@ -214,30 +187,28 @@ def problems(config: dict, schema: dict) -> list[Problem]:
 
 
 def _error(err) -> list[Problem]:
-    """One jsonschema error -> problems naming the key and the allowed values."""
+    """One jsonschema error -> problems naming the key and what is allowed."""
     kind, schema, value, key = err.validator, err.schema, err.instance, key_path(err.absolute_path)
-    n = len(value) if isinstance(value, list) else 0
-    prefix = f"{key}." if err.absolute_path else ""
-    if kind in ("enum", "pattern") and REGISTRY in schema:  # a string's type error is said
-        return [REGISTRIES[schema[REGISTRY]].problem(key, value)] if isinstance(value, str) else []
+    n, prefix = len(value) if isinstance(value, list) else 0, f"{key}." if err.absolute_path else ""
+    if kind in ("enum", "pattern") and "x-registry" in schema:  # a type error is said elsewhere
+        names = REGISTRIES[schema["x-registry"]]
+        return [names.problem(key, value)] if isinstance(value, str) else []
+    allowed = list(schema.get("properties", {}))
+    if kind == "required":
+        missing = [k for k in schema["required"] if k not in value]
+        return [Problem(prefix + k, describe(schema["properties"][k]), MISSING) for k in missing]
     if kind == "additionalProperties":
-        allowed = list(schema.get("properties", {}))
         keys, unknown = (
             f"; allowed keys: {', '.join(allowed)}",
             [k for k in value if k not in allowed],
         )
         return [Problem(prefix + k, suggest(k, allowed) + keys, UNKNOWN) for k in unknown]
-    if kind == "required":
-        props = schema.get("properties", {})
-        missing = [k for k in schema["required"] if k not in value]
-        return [Problem(prefix + k, describe(props.get(k, {})), MISSING) for k in missing]
     if kind in ("oneOf", "anyOf"):  # the errors of the branch of the value's type, if one
         for i, branch in enumerate(schema[kind]):
             want = {"array": list, "object": dict, "string": str}.get(branch.get("type"))
-            if want and isinstance(value, want) and not (want is str and "const" in branch):
-                sub = [e for e in err.context if e.relative_schema_path[0] == i]
-                if sub:
-                    return [p for e in sub for p in _error(e)]
+            sub = [e for e in err.context if e.relative_schema_path[0] == i]
+            if want and isinstance(value, want) and not (want is str and "const" in branch) and sub:
+                return [p for e in sub for p in _error(e)]
         return [Problem(key, f"{shown(value)} is not allowed; allowed: {describe(schema)}")]
     if kind == "uniqueItems":
         dups = {repr(v): v for i, v in enumerate(value) if repr(v) in map(repr, value[:i])}
