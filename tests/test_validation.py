@@ -1053,10 +1053,10 @@ def test_memory_estimate_scales_with_batch_and_image_area():
 
 def test_memory_table_matches_a_meta_device_forward_pass():
     pytest.importorskip("torchvision")
-    from numa_effects.measure.workloads import model as model_workload
+    from footprint import footprint
 
     for name in ("resnet18", "resnet50", "mobilenet_v3_small"):
-        assert model_workload.footprint(name) == memory.FOOTPRINT[name], name
+        assert footprint(name) == memory.FOOTPRINT[name], name
     assert set(memory.FOOTPRINT) <= set(models.CLASSIFICATION_MODELS)
 
 

@@ -2,7 +2,7 @@
 skipped for it certainly cannot run: the weights plus batch x the largest input + output of
 any single layer for one image, scaled from 224 x 224 by the image area. A cell below it may
 still fail as ``out-of-memory``. ``FOOTPRINT`` was measured on the meta device (regenerate after
-a torchvision upgrade with ``python -m numa_effects.measure.workloads.model``); models missing
+a torchvision upgrade with ``tests/footprint.py``); models missing
 from it (RegNets cannot be built on the meta device) are never skipped for memory.
 """
 
