@@ -66,6 +66,7 @@ rule summary:
     conda:
         "../../envs/analysis.yaml"
     params:
+        loadtest=PLAN.loadtest_note(ESTIMATE.shrunk),  # why the answer is not under load
         code=PLAN.code["tables"],
     script:
         "../scripts/write_summary.py"

@@ -47,6 +47,7 @@ rule report_page:
         ),
         placements=PLAN.placements(),
         imported=list(PLAN.imported),
+        loadtest=PLAN.loadtest_note(ESTIMATE.shrunk),  # why the answer is not under load
         code=PLAN.code["report"],
     script:
         "../scripts/render_report.py"

@@ -112,4 +112,6 @@ def report_page_tables():
         tables["memory_matrix"] = PLAN.table("memory_matrix")
     if PLAN.deploy["enabled"]:
         tables["recommendation"] = PLAN.table("recommendation")
+    if PLAN.deploy["loadtest"]:  # the answer under load (workflow/rules/deploy.smk)
+        tables["loadtest_figure"] = PLAN.loadtest_figure()
     return tables

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from numa_effects.report import data as figure_data
+from numa_effects.report import deploy_section
 from numa_effects.report import page as report_html
 
 sm = snakemake  # noqa: F821
@@ -32,6 +33,10 @@ page = report_html.render(
     memory_matrix=tables.memory_matrix,
     recommendation=(
         figure_data.read_csv(sm.input.recommendation) if sm.input.get("recommendation") else None
+    ),
+    # the answer under load: its figure, or why the run has none
+    under_load=deploy_section.under_load(
+        sm.input.get("loadtest_figure"), sm.params.loadtest, os.path.dirname(sm.output[0])
     ),
 )
 tmp = f"{sm.output[0]}.tmp"

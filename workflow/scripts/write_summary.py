@@ -18,5 +18,6 @@ text = summary.render(
     recommendation=(
         tidy.read(sm.input.recommendation) if hasattr(sm.input, "recommendation") else None
     ),
+    loadtest_note=sm.params.loadtest,
 )
 Path(sm.output[0]).write_text(text)

@@ -33,10 +33,11 @@ from numa_effects.measure import job as job_mod
 from numa_effects.measure import provenance, warm
 from numa_effects.plan import paths, topology
 from numa_effects.plan import spec as spec_mod
+from numa_effects.plan.deploy import LOADTEST
 from numa_effects.plan.products.deploy import rerun_job
 
 TABLE = paths.table("loadtest")
-OUT = "loadtest/{role}"
+OUT = paths.LOADTEST_DIR + "/{role}"
 ROLES = ("recommended", "baseline")
 OFFLINE, SERVER = "offline", "server"
 COLUMNS = [
@@ -45,8 +46,8 @@ COLUMNS = [
     *("unsatisfied", "duration_s", "logs"),
 ]
 BOUND_FACTOR = 3.0  # the default bound: this many times the configuration's measured latency
-WARM_STEPS = 3  # untimed steps per instance before LoadGen starts (a compiled model compiles)
-MAX_DURATION = 4  # a LoadGen run lasts at most this many times its minimum duration
+WARM_STEPS = LOADTEST["warm_steps"]  # untimed steps per instance first (a compiled model compiles)
+MAX_DURATION = LOADTEST["max_duration"]  # a LoadGen run's longest, x its minimum duration
 SAMPLES = 1024  # the query sample library: slots, each instance holds its own input
 
 
@@ -294,7 +295,7 @@ def load_role(args, results: Path, role: str, bound=None) -> tuple[list[dict], d
 
 def provenance_of(args, load: dict, step_s: float, bound: tuple[float, str]) -> dict:
     return {
-        "command": " ".join(["numa-effects loadtest", *sys.argv[1:]]),
+        "command": " ".join(["numa-effects loadtest", *args.argv]),
         "versions": provenance.versions(("torch", "torchvision", "mlcommons-loadgen")),
         "host": provenance.host(),
         **load,
@@ -340,6 +341,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     results = Path(args.results)
     roles = ROLES if args.role == "both" else (args.role,)
     rows, bound = [], None

@@ -64,7 +64,10 @@ LAYERS = {
         *("numa_effects/compare/page.py", "numa_effects/report/templates/*.j2"),
         *("numa_effects/compare/templates/*.j2", "plot_figure.py", "render_report.py"),
         "render_comparison.py",
+        "plot_loadtest.py",
     ),
+    # the throughput answer under load: what a measure edit changes re-runs through the answer
+    "loadtest": ("numa_effects/loadtest.py", "run_loadtest.py"),
 }
 # code a layer's jobs run that never changes what they write: its edit re-runs nothing
 # (the progress line a job prints; the calibration probe, run at parse time, by no job)

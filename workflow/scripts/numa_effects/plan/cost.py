@@ -280,6 +280,7 @@ def estimate(plan, caps=None, scale: Scale | None = None) -> Estimate:
     est.add("peaks", v.peak_windows * (JOB_S + PEAK_JOB_S) * f, jobs=v.peak_windows)
     _packing(est, v, m)
     _deploy(est, v, m)
+    _loadtest(est, v, m)
     est.add("tables and report", after_s(v) * f, jobs=8 + (len(v.drawn) // 4 + 10) // 4)
     return est
 
@@ -351,6 +352,27 @@ def _deploy(est: Estimate, plan, m: Machine) -> None:
             timed += n * (warmup * step + max(float(s["max_seconds"]), 2 * step))
     block = starting / cores * m.scale.fixed + timed
     est.add("deploy", JOB_S * 3 * m.scale.fixed + int(s["max_rounds"]) * block, jobs=3)
+
+
+LOADTEST_START_S = 3.0  # the load test's imports (LoadGen, pandas) and the answer's tables
+
+
+def _loadtest(est: Estimate, plan, m: Machine) -> None:
+    """The load test of the throughput answer (``deploy.LOADTEST``) and its figure: per role a
+    warm start (the searched configuration's dearest optimization, the baseline's eager) and its
+    LoadGen runs, each ``deploy.max_seconds`` or the time its queries take at about half the
+    capacity of all cores (the bisection's rates average that), at most ``max_duration`` x."""
+    s, t = plan.deploy, deploy.LOADTEST
+    if not s.get("loadtest"):
+        return
+    step = _step(plan, m, EAGER, _cores(plan), s["throughput_batch"])
+    least, queries_s = s["max_seconds"], t["min_queries"] * 2 * step / s["throughput_batch"]
+    each = min(max(least, queries_s), t["max_duration"] * least)
+    dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    starts = sum(START_S + BUILD_S + PREPARE_S.get(o, PREPARE_DEFAULT_S) for o in (dear, EAGER))
+    runs = t["roles"] * ((1 + t["server_runs"]) * each + t["warm_steps"] * step)
+    fixed = 2 * JOB_S + LOADTEST_START_S + FIGURE_S + starts
+    est.add("loadtest", fixed * m.scale.fixed + runs, jobs=2)
 
 
 def jobs_per_part(plan) -> dict[str, int]:
@@ -433,6 +455,13 @@ def _candidates(c: dict, topo):
     return {**c, "deploy": {**(c.get("deploy") or {}), "candidates": 1}}, "deploy.candidates: 1"
 
 
+def _no_loadtest(c: dict, topo):
+    if not deploy.settings(c, measured=True)["loadtest"]:
+        return None
+    d = {**(c.get("deploy") or {}), "loadtest": False}
+    return {**c, "deploy": d}, "loadtest dropped (deploy.loadtest: false)"
+
+
 def _no_packing(c: dict, topo):
     p = dict(c.get("packing") or {})
     if p.get("enabled") is False:
@@ -449,6 +478,7 @@ STEPS = (
     _batches,
     _candidates,
     _no_packing,
+    _no_loadtest,
     _profile_threads,
     functools.partial(_threads, base=4),  # sparser threads
 )
@@ -503,6 +533,9 @@ def _fill_rounds(current: dict, config: dict, budget: float, plan, est: Estimate
     return {**current, "deploy": d}, [f"deploy.max_rounds: {fit} (the rounds the budget leaves)"]
 
 
+AFTER_DEPLOY = ("loadtest", "tables and report")  # the parts that follow the deploy job
+
+
 def deploy_allowance(est: Estimate, budget_min: float | None, results: str) -> dict | None:
     """What the deploy job needs to take the time the budget leaves when it starts
     (``measure.progress.allowance_s``): the budget, what follows it (the tables and report) and
@@ -515,7 +548,7 @@ def deploy_allowance(est: Estimate, budget_min: float | None, results: str) -> d
     planned = max(budget_min * 60 - rest, est.parts["deploy"] * 0.5)
     return {
         "budget_s": float(budget_min) * 60,
-        "after_s": float(math.ceil(est.parts.get("tables and report", 0.0) / 10) * 10),
+        "after_s": float(math.ceil(sum(est.parts.get(p, 0.0) for p in AFTER_DEPLOY) / 10) * 10),
         "planned_s": float(round(planned / 10) * 10),
         "results": str(results),
     }

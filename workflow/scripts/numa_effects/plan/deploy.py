@@ -74,7 +74,13 @@ DEFAULTS = {
     "target_pct": 3.0,
     "equivalence_pct": 3.0,
     "max_seconds": 6.0,
+    "loadtest": True,
 }
+# The run's load test of the throughput answer (``numa-effects loadtest``, docs/deploy.md): per
+# role (the recommendation, its strongest baseline) an Offline run and ``server_runs`` Server
+# runs, each of at least ``deploy.max_seconds`` and ``min_queries`` queries, at most
+# ``max_duration`` x ``deploy.max_seconds``, after ``warm_steps`` untimed steps per instance.
+LOADTEST = {"roles": 2, "server_runs": 3, "min_queries": 100, "max_duration": 4, "warm_steps": 3}
 
 
 def settings(config: dict, measured: bool) -> dict:
@@ -104,6 +110,7 @@ def settings(config: dict, measured: bool) -> dict:
         "target_pct": float(s["target_pct"]),
         "equivalence_pct": float(s["equivalence_pct"]),
         "max_seconds": float(s["max_seconds"]),
+        "loadtest": enabled and measured and THROUGHPUT in s["objectives"] and bool(s["loadtest"]),
         "use_smt": bool(config.get("use_smt", False)),
     }
 

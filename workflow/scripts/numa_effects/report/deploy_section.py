@@ -1,10 +1,14 @@
 """The report's first section, "What to deploy" (templates/deploy.html.j2): one table per
-objective of ``tables/recommendation.csv``."""
+objective of ``tables/recommendation.csv``, and the throughput answer under load (its figure, or
+the line saying why there is none)."""
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
+from numa_effects.report import families
 from numa_effects.tables import deploy
 
 HEADING, ANCHOR = "What to deploy", "what-to-deploy"
@@ -43,8 +47,18 @@ def _row(r, objective: str) -> dict:
     }
 
 
-def section(df: pd.DataFrame | None) -> dict:
-    """The section's data: its heading and anchor, and its tables (none: the page says why)."""
+def under_load(png: str | None, note: str | None, page_dir: str) -> dict | None:
+    """The load test's figure (``png`` and its SVG, relative to the page) with its caption, else
+    ``note``, why there is none (``Plan.loadtest_note``); None: neither."""
+    if not png:
+        return {"note": note} if note else None
+    rel = os.path.relpath(png, page_dir)
+    return {"png": rel, "svg": rel.removesuffix(".png") + ".svg", "caption": families.UNDER_LOAD}
+
+
+def section(df: pd.DataFrame | None, loaded: dict | None = None) -> dict:
+    """The section's data: its heading and anchor, its tables (none: the page says why) and
+    ``loaded``, the answer under load (``under_load``)."""
     groups = [] if df is None else df.groupby(["model", "objective"], sort=False)
     tables = [
         {
@@ -56,4 +70,4 @@ def section(df: pd.DataFrame | None) -> dict:
         }
         for (model, objective), g in groups
     ]
-    return {"heading": HEADING, "anchor": ANCHOR, "tables": tables}
+    return {"heading": HEADING, "anchor": ANCHOR, "tables": tables, "under_load": loaded}

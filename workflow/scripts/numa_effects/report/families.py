@@ -344,6 +344,16 @@ FAMILIES: tuple[Family, ...] = (
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 
+# "What to deploy"'s figure: not a family (none is planned from the cells), drawn from
+# tables/loadtest.csv by the rule plot_loadtest (workflow/rules/deploy.smk), shown by
+# templates/deploy.html.j2 and in `snakemake --report`
+UNDER_LOAD = (
+    "The throughput answer under load (MLPerf LoadGen, ``tables/loadtest.csv``): p99 (solid) and "
+    "p50 (dashed) latency against the offered Poisson rate of one-image queries, for the "
+    "recommendation and its strongest baseline; the star is the highest rate whose p99 met the "
+    "bound (grey line), the dotted line each one's Offline images/s."
+)
+
 
 def page_sections(page: str = RUN_PAGE) -> dict[str, Section]:
     """The sections of one page, in page order."""

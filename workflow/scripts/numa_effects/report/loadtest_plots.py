@@ -5,7 +5,6 @@ configuration's Offline images/s."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from numa_effects.report import drawing, style
@@ -48,31 +47,26 @@ def figure(table: pd.DataFrame, model: str, objective: str):
     return fig
 
 
-def draw_all(table: pd.DataFrame, png_pattern: str) -> list[str]:
-    """One PNG per (model, objective) of ``table``; ``png_pattern`` has ``{model}`` and
-    ``{objective}`` fields. The paths written."""
+def draw(table, model: str, png: str, svg: str | None = None, objective="throughput") -> None:
+    """The figure of ``model`` and ``objective`` in ``table``, as ``png`` (and ``svg``)."""
     from numa_effects.report import plots
 
     style.apply()
-    out = []
-    for (model, objective), _ in table.groupby(["model", "objective"], sort=False):
-        path = png_pattern.format(model=model, objective=str(objective).replace(" ", "-"))
-        plots.save(figure(table, model, objective), path)
-        out.append(path)
-    plt.close("all")
-    return out
+    plots.save(figure(table, model, objective), png, svg)
 
 
 def main(argv=None) -> int:
-    """``python -m numa_effects.report.loadtest_plots RESULTS``: the figures of
-    ``RESULTS/tables/loadtest.csv`` beside LoadGen's logs (``make loadtest`` draws them)."""
+    """``python -m numa_effects.report.loadtest_plots RESULTS``: the figure of each (model,
+    objective) of ``RESULTS/tables/loadtest.csv`` beside LoadGen's logs (``make loadtest``)."""
     import sys
     from pathlib import Path
 
     results = Path((sys.argv[1:] if argv is None else argv)[0])
     table = pd.read_csv(results / "tables" / "loadtest.csv")
-    pattern = str(results / "loadtest" / "latency-throughput-{model}-{objective}.png")
-    print("\n".join(draw_all(table, pattern)))
+    for (model, objective), _ in table.groupby(["model", "objective"], sort=False):
+        name = f"latency-throughput-{model}-{str(objective).replace(' ', '-')}.png"
+        draw(table, model, str(results / "loadtest" / name), objective=objective)
+        print(results / "loadtest" / name)
     return 0
 
 

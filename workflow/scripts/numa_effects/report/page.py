@@ -235,9 +235,10 @@ def render(
     precision: pd.DataFrame | None = None,
     memory_matrix: pd.DataFrame | None = None,
     recommendation: pd.DataFrame | None = None,
+    under_load: dict | None = None,
 ) -> str:
     """The page; ``recommendation``: ``tables/recommendation.csv`` (None: the run has no
-    "What to deploy" section)."""
+    "What to deploy" section); ``under_load``: its figure under load (``deploy_section``)."""
     figs = [from_dict(d) for d in figure_list]
     models = sorted(
         {f.model for f in figs} | set(cells.get("model", pd.Series(dtype=str)).dropna())
@@ -249,7 +250,7 @@ def render(
         _section(key, sec, figs, models, facts, shown, (figure_dir, page_dir))
         for key, sec in families.page_sections().items()
     ]
-    deploy = None if recommendation is None else deploy_section.section(recommendation)
+    deploy = None if recommendation is None else deploy_section.section(recommendation, under_load)
     links = _links(deploy, sections)
     # what the header points to: the answer, else the highlighted section if it has figures
     first = (deploy_section.ANCHOR, *(s["anchor"] for s in sections if s["highlight"]))

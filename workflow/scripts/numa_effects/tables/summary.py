@@ -151,9 +151,11 @@ def render(
     profile: pd.DataFrame | None = None,
     history: list[str] = (),
     recommendation: pd.DataFrame | None = None,
+    loadtest_note: str | None = None,
 ) -> str:
     """The run's summary; ``history``: where the records a re-run replaced are kept
-    (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines)."""
+    (``tables.history.summary_lines``); ``recommendation``: what to deploy (its first lines);
+    ``loadtest_note``: why the answer was not tested under load (``Plan.loadtest_note``)."""
     from numa_effects.tables import deploy
 
     twice = same_binding_lines(cells)
@@ -165,6 +167,7 @@ def render(
     imported = machine.get("imported_from")
     lines = [
         *deploy.answer_lines(recommendation),
+        *([f"  {loadtest_note}"] if loadtest_note else []),
         "numa-effects run summary",
         machine_line(machine),
     ]

@@ -37,6 +37,8 @@ class Targets:
             out.append(self.table("interference"))
         if self.deploy["enabled"]:
             out.append(self.table("recommendation"))
+        if self.deploy["loadtest"]:
+            out.append(self.table("loadtest"))
         if self.measured:
             # Every replicate's result is a target too: Snakemake does not re-make a deleted
             # intermediate file whose consumers are up to date, so a deleted or missing
