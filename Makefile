@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 RESULTS ?=
 
-.PHONY: docs-img run deploy check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
+.PHONY: docs-img docs-thumbs run deploy check-config retry-failed test check lint format bench loadtest venv sysdeps clean help
 
 # `make run` and `make check-config` check the command line (SNAKEMAKE_ARGS) and the config
 # files before Snakemake reads them: one line per problem naming the key, file or item
@@ -31,6 +31,7 @@ help:
 	@echo "make format - format Python (ruff) and Snakemake files (snakefmt)"
 	@echo "make venv   - .venv with the pinned requirements and the numa-effects command"
 	@echo "make docs-img - redraw docs/img/placements.svg and rulegraph.svg (tools/docs_img.py)"
+	@echo "make docs-thumbs RUN=<results> [MORE=<results>...] - docs/img/thumbs/, report-4node.png"
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -113,6 +114,12 @@ loadtest: venv sysdeps
 docs-img: venv
 	tools/install-system-deps --docs
 	$(BIN)/python tools/docs_img.py
+
+# docs/report.md's thumbnails and the README's screenshot from a drawn multi-node run
+# (tests/numa_vm/README.md, "Thumbnails"); MORE: folders for the families RUN lacks
+docs-thumbs: venv
+	@test -n "$(RUN)" || { echo "error: make docs-thumbs RUN=<results folder> [MORE=...]" >&2; exit 2; }
+	$(BIN)/python tools/docs_thumbs.py $(RUN) $(MORE)
 
 clean:
 	rm -rf results .snakemake
