@@ -9,7 +9,6 @@ import itertools
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from numa_effects.compare import check as compare_checks
 from numa_effects.config import files, paths, schema
@@ -20,15 +19,6 @@ from numa_effects.plan import placement as placement_mod
 from numa_effects.plan.topology import Topology
 
 __all__ = ["Checked", "ConfigError", "Problem", "check", "check_or_exit"]
-# packing's counts that need more cores than the planning machine has (threads: two instances)
-PACKING_COUNTS = {
-    "budgets": "{v} is more than the {n} cores of {m}; allowed: node, all or a core count "
-    "between 1 and {n}",
-    "interference.threads": "{v}: two instances of {v} threads need {w} cores, and {m} has {n}; "
-    "allowed: auto or counts up to {h}",
-    "interference.instances": "{v} instances need at least {v} cores, and {m} has {n}; allowed: "
-    "auto or sizes between 2 and {n}",
-}
 
 
 @dataclass(frozen=True)
@@ -39,32 +29,23 @@ class Checked:
     topology: Topology
 
 
-def check(
-    config: dict,
-    configfiles: Iterable[str | Path] = (),
-    workdir: str | Path | None = None,
-    workflow_dir: str | Path | None = None,
-) -> Checked:
+def check(config: dict, configfiles: Iterable = (), workdir=None, workflow_dir=None) -> Checked:
     """Check ``config`` (normalised in place) or raise ``ConfigError`` with every problem.
     ``configfiles`` (``workflow.configfiles``) are re-read for keys given twice; relative paths
     are read from ``workdir`` (default: the current directory, as in Snakemake)."""
-    sch = schema.load()
-    problems = files.duplicate_problems(configfiles, workdir)
+    sch, problems = schema.load(), files.duplicate_problems(configfiles, workdir)
     if not isinstance(config, dict):
         what = f"the config is {schema.type_of(config)}; allowed: a mapping of keys"
         raise ConfigError([*problems, Problem("", what)])
     schema.normalize(config, sch)
-    if config.get("compare"):  # a comparison reads result folders: no grid is needed
-        sch = {**sch, "required": []}
-    found = schema.problems(config, sch) + iteration_problems(config)
+    compare = config.get("compare")  # a comparison reads result folders: no grid is needed
+    found = schema.problems(config, {**sch, "required": []} if compare else sch)
+    found += iteration_problems(config)
     failed = {p.top for p in found if p.key}  # the checks below read only keys that passed these
     problems += found
     if "results" not in failed:
-        problems += paths.results_problems(
-            config["results"], workdir, workflow_dir, nested=not config.get("compare")
-        )
-    if "import" not in failed:
-        problems += paths.import_problems(config)
+        problems += paths.results_problems(config["results"], workdir, workflow_dir, not compare)
+    problems += [] if "import" in failed else paths.import_problems(config)
     if "compare" not in failed:
         problems += compare_checks.compare_problems(config, workdir, "results" not in failed)
     topo, found = (None, []) if "topology" in failed else paths.load_topology(config)
@@ -154,6 +135,17 @@ def family_problems(config: dict, topo: Topology, failed: set[str] = frozenset()
         if (key := entry.members.config_key) not in failed
         for suffix, text in entry.members.problems(config.get(key), topo, _machine(config))
     ]
+
+
+# packing's counts that need more cores than the planning machine has (threads: two instances)
+PACKING_COUNTS = {
+    "budgets": "{v} is more than the {n} cores of {m}; allowed: node, all or a core count "
+    "between 1 and {n}",
+    "interference.threads": "{v}: two instances of {v} threads need {w} cores, and {m} has {n}; "
+    "allowed: auto or counts up to {h}",
+    "interference.instances": "{v} instances need at least {v} cores, and {m} has {n}; allowed: "
+    "auto or sizes between 2 and {n}",
+}
 
 
 def packing_problems(config: dict, topo: Topology) -> list[Problem]:
