@@ -31,6 +31,7 @@ rule all:
     input:
         PLAN.targets(),
         replicate_outputs,  # two_stage: the replicates decided after the first stage
+        announce_plan,  # nothing: prints the budget and the estimate when all is what runs
 
 
 onstart:

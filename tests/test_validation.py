@@ -1110,6 +1110,19 @@ def test_a_bad_target_is_one_line_before_any_budget_or_estimate(tmp_path, target
     assert "budget" not in out.lower() and "estimated" not in out.lower()
 
 
+def test_bare_snakemake_prints_the_budget_only_when_all_runs(tmp_path):
+    """Without make: Snakemake refuses a misspelled target after reading the Snakefile; the
+    budget's and estimate's lines come from rule all's input, so they are printed for all
+    (one line each) and not before the refusal."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    bad = snakemake(tmp_path / "bad", cfg, "-n", "--cores", "1", "alll", check=False)
+    said = bad.stdout + bad.stderr
+    assert bad.returncode != 0 and "No rule to produce alll" in said
+    assert "budget" not in said.lower() and "estimated" not in said
+    good = snakemake(tmp_path / "good", cfg, "-n", "--cores", "1", "all")
+    assert (good.stdout + good.stderr).count("numa-effects: the whole run is estimated at") == 1
+
+
 def test_targets_are_rules_of_the_workflow_or_output_files():
     """Every `rule NAME:` of the rule files is a target; a plot rule by its family; a path is
     an output file, left to Snakemake."""

@@ -112,10 +112,23 @@ PLAN = _WHOLE.narrowed(config)
 RESULTS = PLAN.results
 # the deploy job's time: what the budget leaves when it starts (measure.progress.allowance_s)
 DEPLOY_ALLOWANCE = cost_mod.deploy_allowance(ESTIMATE, config.get("budget"), RESULTS)
-if workflow.is_main_process and PLAN.measured:
-    for _what in ESTIMATE.shrunk:
-        print(f"budget: {_what}", file=sys.stderr)
-    print(f"numa-effects: {ESTIMATE.line(config.get('budget'))}", file=sys.stderr)
+
+
+_ANNOUNCED = []
+
+
+def announce_plan(wildcards=None):
+    """The budget's and the estimate's lines, printed once by rule all's input (also under -n):
+    only when all is what runs, so a target Snakemake refuses prints nothing as if a run were
+    coming (the targets are known only once the DAG is built, after the Snakefile is read).
+    """
+    if workflow.is_main_process and PLAN.measured and not _ANNOUNCED:
+        _ANNOUNCED.append(True)
+        for what in ESTIMATE.shrunk:
+            print(f"budget: {what}", file=sys.stderr)
+        print(f"numa-effects: {ESTIMATE.line(config.get('budget'))}", file=sys.stderr)
+    return []
+
 
 # Lock files left by a killed run (kill -9, reboot) would stop every later run until
 # `snakemake --unlock`; they are removed when no run of this workflow is alive here, never
