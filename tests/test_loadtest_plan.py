@@ -84,3 +84,26 @@ def test_a_tight_budget_drops_it_after_packing_and_says_so():
     # a budget the whole plan fits in keeps it
     _, roomy = cost.fit(checked(budget=10_000)[0], topo, plan)
     assert not any(s.startswith("loadtest") for s in roomy.shrunk) and "loadtest" in roomy.parts
+
+
+def test_what_to_deploy_shows_the_figure_or_says_why_in_one_line(tmp_path):
+    import pandas as pd
+
+    from numa_effects.report import deploy_section, families, markup
+
+    answer = pd.read_csv(FIXTURES / "deploy" / "recommendation.csv")
+    page_dir = tmp_path / "report"
+    png = page_dir / "figures" / "resnet18" / "latency_under_load" / "throughput.png"
+    shown = deploy_section.under_load(str(png), None, str(page_dir))
+    html = markup.render("deploy.html.j2", deploy=deploy_section.section(answer, shown))
+    assert 'src="figures/resnet18/latency_under_load/throughput.png"' in html
+    assert 'href="figures/resnet18/latency_under_load/throughput.svg"' in html
+    assert "MLPerf LoadGen" in html and "MLPerf LoadGen" in families.UNDER_LOAD
+    note = "Not tested under load (the budget dropped it): make loadtest runs it."
+    said = deploy_section.under_load(None, note, str(page_dir))
+    html = markup.render("deploy.html.j2", deploy=deploy_section.section(answer, said))
+    assert [ln for ln in html.splitlines() if "Not tested under load" in ln] == [
+        f'<p class="why">{note}</p>'
+    ]
+    assert "<img" not in html.split('id="under-load"')[1]
+    assert deploy_section.under_load(None, None, str(page_dir)) is None

@@ -51,7 +51,7 @@ def under_load(png: str | None, note: str | None, page_dir: str) -> dict | None:
     """The load test's figure (``png`` and its SVG, relative to the page) with its caption, else
     ``note``, why there is none (``Plan.loadtest_note``); None: neither."""
     if not png:
-        return {"note": note} if note else None
+        return {"png": None, "note": note} if note else None
     rel = os.path.relpath(png, page_dir)
     return {"png": rel, "svg": rel.removesuffix(".png") + ".svg", "caption": families.UNDER_LOAD}
 
