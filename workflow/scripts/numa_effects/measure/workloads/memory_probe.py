@@ -6,14 +6,13 @@ A chase in Python would time the interpreter, so both loops are C (``SOURCE``) c
 time (``compiler``, ``library``) and called through ctypes; without a compiler the probe is
 *skipped*, never measured another way. In the pipeline the probe is a workload of the one
 measuring stack (``build``, ``summary``: the best clean step, noise only slows a load down);
-``measure`` runs it in this process (``python -m numa_effects.measure.workloads.memory_probe``).
+``measure`` runs it in this process.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import os
 import shutil
 import statistics
@@ -324,24 +323,3 @@ def summary(instance, report, measurement: dict, clean: bool) -> dict:
 
 def check(memory) -> None:
     """A probe is never refused after its measurement."""
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(
-        prog="python -m numa_effects.measure.workloads.memory_probe",
-        description="Idle latency and read bandwidth of this process's memory (pin it with "
-        "numactl), as JSON.",
-    )
-    ap.add_argument("--mib", type=int, default=None, help="buffer size (default: buffer_bytes)")
-    ap.add_argument("--loads", type=int, default=LOADS, help="loads per timed chase")
-    ap.add_argument("--steps", type=int, default=5, help="timed steps")
-    args = ap.parse_args(argv)
-    got = measure(args.mib << 20 if args.mib else None, args.loads, args.steps)
-    print(json.dumps(got, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
