@@ -20,6 +20,7 @@ from numa_effects.report.drawing import (
     clipped_note,
     disturbed_note,
     footnote,
+    grey_note,
     heatmap_grid,
     subtitle,
     titles,
@@ -175,11 +176,7 @@ def change_heatmap(tables: Tables, run: str, model: str, opt: str, placement: st
         notes.append("Hatched cells: not significant (the CI of the change includes 0).")
     notes += clipped_note(vmax, extend)
     notes += disturbed_note(d["disturbed"] & d["pct_status"].eq("ok"), "either run")
-    bad = d[d["pct_status"] != "ok"]
-    if not bad.empty:
-        counts = ", ".join(f"{k} {s}" for s, k in bad["pct_status"].value_counts().items())
-        notes.append(
-            f"Grey cells have no value ({counts}; missing = in one run only, unmatched.csv)."
-        )
+    status = d["pct_status"]
+    notes += grey_note(status[status != "ok"], ": missing = in one run only (unmatched.csv)")
     footnote(ax, notes)
     return fig
