@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """docs/report.md's thumbnails and the README's screenshot, from a multi-node run
-(`make docs-thumbs RUN=... COMPARE=...`; tests/numa_vm/README.md, "Thumbnails", has the run):
+(`make docs-thumbs RUN=... MORE=...`; tests/numa_vm/README.md, "Thumbnails", has the run):
 
 - docs/img/thumbs/<family>.png: one per figure family of the report's registry
-  (report.families.FAMILIES), WIDTH px wide in a 32-colour palette (a few KiB), from one figure
-  of that family: the first folder given that has one (the figure under a `figures` folder whose
-  path matches the family's `pattern`; of several, the `remote` one, else the first by name);
+  (report.families.FAMILIES), WIDTH px wide, its top MAX_HEIGHT px, 32 colours (a few KiB),
+  from one figure of that family: the first folder given that has one (the figure under a
+  `figures` folder whose path matches the family's `pattern`; of several, the `remote` one,
+  else the first by name);
 - docs/img/thumbs/sources.txt: the folder and figure each thumbnail came from, and the families
   no folder had (docs/report.md's caption names the runs);
-- docs/img/report-4node.png: the first folder's report page at its NUMA Effects section
+- docs/img/report-4node.png: the first folder's report page from its NUMA Effects section on
   (tools/report-screenshot: headless Chromium, 64 colours).
 
 Usage: tools/docs_thumbs.py RESULTS [MORE_RESULTS]...  (RESULTS: a drawn run's results folder;
@@ -30,6 +31,7 @@ from numa_effects.report.families import FAMILIES, SECTIONS  # noqa: E402
 THUMBS = REPO / "docs" / "img" / "thumbs"
 SCREENSHOT = REPO / "docs" / "img" / "report-4node.png"
 WIDTH = 320
+MAX_HEIGHT = 240  # a taller figure (a forest of many cells) is shown from its top
 COLOURS = 32
 
 
@@ -62,7 +64,7 @@ def thumbnail(src: Path, dst: Path, width: int = WIDTH) -> None:
 
     img = Image.open(src).convert("RGB")
     height = max(1, round(img.height * width / img.width))
-    small = img.resize((width, height), Image.LANCZOS)
+    small = img.resize((width, height), Image.LANCZOS).crop((0, 0, width, min(height, MAX_HEIGHT)))
     small.quantize(colors=COLOURS).save(dst, optimize=True)
 
 
