@@ -1,13 +1,14 @@
 """``python -m benchmarks [NAME ...] [--grid default|quick] [--reuse] [--out DIR]``
 
 Runs the selected benchmarks (all by default, in the order cost, replication, fidelity, noise,
-overhead, bias, dag, packing, variance, canary, advise, aa, slices), prints one table each and
-writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load average before and
-after, and each benchmark's wall time. ``--grid quick`` uses ResNet-18 at batch sizes 1 and 4
-instead of the default grid (for a shared or slow machine). ``--reuse`` reuses the pipeline runs
-of an earlier invocation (to re-print or re-analyse; do not compare times across invocations).
-``--bias-data DIR`` runs ``bias`` offline on DIR/fixed/samples.csv (e.g.
-../shared/measurements/quiet-2core-xeon-*)."""
+overhead, bias, dag, packing, variance, canary, advise, aa, slices, designs), prints one table
+each and writes ``<out>/<name>.csv``, plus ``<out>/run.json`` with the grid, the load average
+before and after, and each benchmark's wall time. ``--grid quick`` uses ResNet-18 at batch
+sizes 1 and 4 instead of the default grid (for a shared or slow machine). ``--reuse`` reuses
+the pipeline runs of an earlier invocation (to re-print or re-analyse; do not compare times
+across invocations). ``--bias-data DIR`` runs ``bias`` offline on DIR/fixed/samples.csv (e.g.
+../shared/measurements/quiet-2core-xeon-*); ``--deploy-results DIR`` names the finished run
+whose deploy plan ``designs`` measures in both designs."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from . import (
     common,
     cost,
     dag,
+    designs,
     fidelity,
     noise,
     overhead,
@@ -52,6 +54,7 @@ BENCHMARKS = {
         advise,
         aa,
         slices,
+        designs,
     )
 }
 
@@ -77,6 +80,12 @@ def main(argv=None) -> int:
         default=None,
         help="bias: analyse DIR/fixed/samples.csv instead of the cost benchmark's fixed run",
     )
+    ap.add_argument(
+        "--deploy-results",
+        type=Path,
+        default=None,
+        help="designs: the finished run whose deploy plan is measured (default: results/)",
+    )
     args = ap.parse_args(argv)
     # `kill` of the benchmark unwinds like Ctrl-C: the running pipeline's Snakemake is killed
     # (its cells die with it) and a background load stops (``load.DutyCycleLoad.__exit__``)
@@ -86,7 +95,11 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
     ctx = common.Context(
-        grid_name=args.grid, out=args.out, reuse=args.reuse, bias_data=args.bias_data
+        grid_name=args.grid,
+        out=args.out,
+        reuse=args.reuse,
+        bias_data=args.bias_data,
+        deploy_results=args.deploy_results,
     )
     ctx.work.mkdir(parents=True, exist_ok=True)
     meta = {

@@ -61,6 +61,7 @@ class Context:
     reuse: bool = False
     cores: int = os.cpu_count() or 1
     bias_data: Path | None = None  # offline data for ``bias`` (a folder with fixed/samples.csv)
+    deploy_results: Path | None = None  # ``designs``: a finished run's results folder
     runs: dict = field(default_factory=dict)  # name -> PipelineRun, shared between benchmarks
 
     @property
