@@ -268,7 +268,8 @@ def _torch_run_cpu(lscpu: str, **kw) -> list[tuple[str, str]] | str:
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_the_replica_starts_what_torch_run_cpu_starts(name, tmp_path):
     topo = load(name)
-    text = launchers.lscpu_text(topo)
+    rows = [",".join(map(str, r)) for r in launchers.lscpu_rows(topo)]
+    text = "\n".join(["# CPU,Core,Socket,Node", *rows]) + "\n"  # what run_cpu's _CPUinfo parses
     cases = [
         {"latency_mode": True},
         {"latency_mode": True, "skip_cross_node_cores": True},

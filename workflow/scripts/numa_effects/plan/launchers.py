@@ -59,13 +59,6 @@ def lscpu_rows(topo: Topology) -> list[tuple[int, int, int, int]]:
     return [(c.cpu, index[min(c.siblings)], c.package, c.node) for c in topo.cpus]
 
 
-def lscpu_text(topo: Topology) -> str:
-    """The same rows as text (what ``run_cpu``'s ``_CPUinfo`` parses; tests feed it)."""
-    lines = ["# CPU,Core,Socket,Node"]
-    lines += [",".join(map(str, r)) for r in lscpu_rows(topo)]
-    return "\n".join(lines) + "\n"
-
-
 @dataclass(frozen=True)
 class CpuInfo:
     """What ``run_cpu``'s ``_CPUinfo`` gives it: the ``Core`` numbers per node and the node of each
