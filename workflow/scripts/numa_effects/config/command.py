@@ -1,10 +1,7 @@
-"""A Snakemake command line checked before Snakemake reads it, one line per problem.
-
-Snakemake answers some mistakes itself, before any workflow code runs, with a traceback, a page
-of usage text, or a line that names neither the file nor the item (docs/troubleshooting.md).
-Only what the checker needs is read here (``parse_known_args``): ``--configfile``, ``--config``,
-``--directory``, ``--profile`` and the targets; every other option is Snakemake's to read.
-"""
+"""A Snakemake command line checked before Snakemake reads it, one line per problem (Snakemake
+answers some mistakes with a traceback, a page of usage or a line naming neither file nor item:
+docs/troubleshooting.md). Only what the checker needs is read (``parse_known_args``):
+``--configfile``, ``--config``, ``--directory``, ``--profile`` and the targets."""
 
 from __future__ import annotations
 
@@ -24,16 +21,14 @@ from numa_effects.config.schema import REPO_DIR
 CONFIG_KEY = re.compile(r"[a-zA-Z_][\w-]*\w$")  # a --config key as Snakemake accepts it
 OWN = (("--configfile", "--configfiles"), ("--config", "-C"), ("--directory", "-d"), ("--profile",))
 # Snakemake's options that take no value (the word after one is a target) and those that take a
-# list of words (read here so that they are not taken for targets). Any other option is taken to
-# take one value and the KEY=VALUE items after it, so a target is never refused by mistake: at
-# worst it is left to Snakemake.
+# list of words (not targets). Any other option is taken to take one value and the KEY=VALUE
+# items after it, so a target is never refused by mistake: at worst it is left to Snakemake.
 FLAGS = "-n --dry-run --dryrun -p --printshellcmds -k --keep-going -F --forceall -f --force "
 FLAGS += "--ri --rerun-incomplete --nolock --unlock -t --touch --notemp --nt -S --summary"
 LISTS = (("-R", "--forcerun"), ("-U", "--until"), ("-O", "--omit-from"), ("--allowed-rules",))
 LISTS += (("--rerun-triggers",), ("--sdm", "--software-deployment-method"), ("-q", "--quiet"))
 RULE = re.compile(r"^\s*(?:rule|checkpoint)\s+(\w+)\s*:|^\s*name:\s*\n\s*f\"(\w+)\{", re.M)
-# Rules of these files exist for a config with this key only (compare.smk: the comparison).
-NEEDS = {"compare.smk": "compare", "packrat.smk": "import"}
+NEEDS = {"compare.smk": "compare", "packrat.smk": "import"}  # its rules need this config key
 
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
@@ -54,25 +49,20 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     except argparse.ArgumentError as exc:
         raise ConfigError([Problem("", f"snakemake's command line: {exc}")]) from None
     own = [name for names in OWN for name in names if name.startswith("--")]
-    found = [
-        f"option {a} has one dash; allowed: -{a}"
-        for a in argv
-        if re.fullmatch(r"-[a-zA-Z][\w-]+", a) and f"-{a}" in own
-    ]
+    found = [f"option {a} has one dash; allowed: -{a}" for a in argv if f"-{a}" in own]
     args.targets, i = [], 0
     while i < len(rest):
-        word = rest[i]
-        if word.startswith("--") and word.split("=")[0] not in own:
-            near = difflib.get_close_matches(word.split("=")[0], own, n=1, cutoff=0.75)
-            if near:  # e.g. --confg: the config it names would not be read
-                found.append(f"unknown option {word} (did you mean '{near[0]}'?)")
-        if word.startswith("-"):
-            i += 1 + ("=" not in word and i + 1 < len(rest) and not rest[i + 1].startswith("-"))
-            while i < len(rest) and files.ITEM.fullmatch(rest[i]):  # --resources mem_mb=1 slots=2
-                i += 1
+        word, option = rest[i], rest[i].split("=")[0]
+        near = difflib.get_close_matches(option, own, n=1, cutoff=0.75)
+        if word.startswith("--") and option not in own and near:  # e.g. --confg: not read
+            found.append(f"unknown option {word} (did you mean '{near[0]}'?)")
+        if not word.startswith("-"):
+            args.targets.append(word)
+            i += 1
             continue
-        args.targets.append(word)
-        i += 1
+        i += 1 + ("=" not in word and i + 1 < len(rest) and not rest[i + 1].startswith("-"))
+        while i < len(rest) and files.ITEM.fullmatch(rest[i]):  # --resources mem_mb=1 slots=2
+            i += 1
     if found:
         raise ConfigError([Problem("", text) for text in found])
     try:  # a profile's config.yaml gives defaults of the options (elsewhere: Snakemake's)
@@ -91,34 +81,31 @@ def config_item_problems(items: list[str]) -> list[Problem]:
     """What Snakemake would refuse (or misread) in the ``--config`` items, one line each."""
     texts, i = [], 0
     while i < len(items):
-        item = items[i]
-        key, eq, value = item.partition("=")
-        split = _shell_split(items, i)
+        item, split = items[i], _shell_split(items, i)
+        (key, eq, value), whole = item.partition("="), " ".join(items[i:split])
+        top, *rest = key.split(".")
         if split > i + 1:
-            whole = " ".join(items[i:split])
-            parts = " and ".join(repr(p) for p in items[i:split])
             texts.append(
-                f"--config {whole}: the shell split this value at its spaces into {parts}; "
-                f"allowed: the item quoted (--config '{whole}') or written without spaces "
-                f"({''.join(whole.split())})"
+                f"--config {whole}: the shell split this value at its spaces into "
+                f"{' and '.join(map(repr, items[i:split]))}; allowed: the item quoted (--config "
+                f"'{whole}') or written without spaces ({''.join(whole.split())})"
             )
         elif not eq:
             texts.append(
-                f"--config item {item!r} has no '=' (a target after --config is read as "
-                "an item: put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
+                f"--config item {item!r} has no '=' (a target after --config is read as an item: "
+                "put targets before --config); allowed: KEY=VALUE, e.g. seed=1"
             )
-        elif "." in key and all(CONFIG_KEY.match(k) for k in key.split(".")):
-            top, *rest = key.split(".")
+        elif rest and all(CONFIG_KEY.match(k) for k in key.split(".")):
             nested = functools.reduce(lambda v, k: f"{{{k}: {v}}}", reversed(rest), value)
             texts.append(
-                f"--config {item}: a nested key cannot be set with a dot; allowed: the "
-                f'mapping written whole, e.g. --config "{top}={nested}" (its other keys keep '
-                "their values), or a config file"
+                f"--config {item}: a nested key cannot be set with a dot; allowed: the mapping "
+                f'written whole, e.g. --config "{top}={nested}" (its other keys keep their '
+                "values), or a config file"
             )
         elif not CONFIG_KEY.match(key):
             texts.append(
-                f"--config item {item!r}: {key!r} is not a config key; allowed: KEY=VALUE "
-                "with a key of config/README.md"
+                f"--config item {item!r}: {key!r} is not a config key; allowed: KEY=VALUE with a "
+                "key of config/README.md"
             )
         i = split
     return [Problem("", t) for t in texts]
@@ -127,31 +114,26 @@ def config_item_problems(items: list[str]) -> list[Problem]:
 def _shell_split(items: list[str], i: int) -> int:
     """The end of the items that were one value before the shell split it at spaces: from an
     item whose brackets are left open, the following items without '=' until they close."""
-
-    def opened(text: str) -> int:
-        return sum(map(text.count, "[{(")) - sum(map(text.count, "]})"))
-
     _, eq, value = items[i].partition("=")
-    depth, j = opened(value) if eq else 0, i + 1
+    depth, j = _opened(value) if eq else 0, i + 1
     while depth > 0 and j < len(items) and "=" not in items[j]:
-        depth, j = depth + opened(items[j]), j + 1
+        depth, j = depth + _opened(items[j]), j + 1
     return j
 
 
-def rules() -> dict[str, str | None]:
-    """Every rule name of the workflow (``plot_*``: each plot rule) and the config key it needs."""
-    found: dict[str, str | None] = {}
-    for path in [REPO_DIR / "Snakefile", *sorted(REPO_DIR.glob("workflow/rules/*.smk"))]:
-        for name, prefix in RULE.findall(path.read_text()):
-            found.setdefault(name or f"{prefix}*", NEEDS.get(path.name))
-    return found
+def _opened(text: str) -> int:
+    return sum(map(text.count, "[{(")) - sum(map(text.count, "]})"))
 
 
 def target_problems(targets: list[str], config: dict) -> list[Problem]:
     """A target that is a KEY=VALUE item, or a word (no ``/``: every output is inside the
-    results folder) that names no rule of the workflow with ``config``."""
-    known, problems = rules(), []
-    names = [name for name, key in known.items() if key is None or config.get(key)]
+    results folder) that names no rule of the workflow (``plot_*``: each plot rule) with
+    ``config``."""
+    known: dict[str, str | None] = {}  # every rule and the config key it needs
+    for path in [REPO_DIR / "Snakefile", *sorted(REPO_DIR.glob("workflow/rules/*.smk"))]:
+        for name, prefix in RULE.findall(path.read_text()):
+            known.setdefault(name or f"{prefix}*", NEEDS.get(path.name))
+    names, problems = [name for name, key in known.items() if key is None or config.get(key)], []
     for t in targets:
         if files.ITEM.fullmatch(t):
             text = f"target {t!r} is a KEY=VALUE item; allowed: --config {t} (after the targets)"

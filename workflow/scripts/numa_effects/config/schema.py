@@ -138,11 +138,10 @@ def _types(schema: dict) -> set[str]:
 
 
 def coerce(value, schema: dict):
-    """``value`` as the types ``schema`` allows ('8' and 8.0 -> 8, 'False' -> False, lists and
-    mappings item by item); anything else as it is, for the check to refuse. ``--config`` values
+    """``value`` as the scalar types ``schema`` (or a branch) allows ('8' and 8.0 -> 8, 'False'
+    -> False, 'none' -> None); anything else as it is, for the check to refuse. ``--config`` values
     arrive as strings, and YAML gives 1000.0 for integral values."""
-    branches = [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
-    types = set().union(*map(_types, branches))
+    types = set().union(*map(_types, [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]))
     text = value.strip().lower() if isinstance(value, str) else None
     if text in ("null", "none", "~", "") and "null" in types:
         return None
@@ -150,28 +149,25 @@ def coerce(value, schema: dict):
         return text == "true"
     if text and types & {"integer", "number"} and NUMBER.fullmatch(text):
         value = int(text) if re.fullmatch(r"[-+]?\d+", text) else float(text)
-    if isinstance(value, float) and "integer" in types and value.is_integer():
-        return int(value)  # is_integer() is false for nan and inf
-    kind = {list: "array", dict: "object"}.get(type(value))
-    branch = next((b for b in branches if kind in _types(b)), {})
-    if kind == "array" and "items" in branch:
-        return [coerce(v, branch["items"]) for v in value]
-    props = branch.get("properties", {})
-    return {k: coerce(v, props.get(k, {})) for k, v in value.items()} if props else value
+    integral = isinstance(value, float) and value.is_integer()  # false for nan and inf
+    return int(value) if integral and "integer" in types else value
 
 
-def normalize(config: dict, schema: dict) -> None:
-    """In place: defaults for missing keys, then every value coerced to its schema type, and
-    one spelling per results folder (./results/ -> results)."""
-    defaults = {k: p["default"] for k, p in schema["properties"].items() if "default" in p}
-    config.update({k: copy.deepcopy(v) for k, v in defaults.items() if k not in config})
-    config.update(coerce(config, schema))
-    if isinstance(config.get("results"), str) and config["results"].strip():
-        config["results"] = os.path.normpath(config["results"])
+def _coercing(validate):
+    """A ``properties`` or ``items`` keyword that first coerces the values it checks."""
+
+    def keyword(validator, sub, instance, schema):
+        if isinstance(instance, dict):
+            instance.update({k: coerce(instance[k], sub[k]) for k in sub.keys() & instance.keys()})
+        elif isinstance(instance, list):
+            instance[:] = [coerce(v, sub) for v in instance]
+        yield from validate(validator, sub, instance, schema)
+
+    return keyword
 
 
-def problems(config: dict, schema: dict) -> list[Problem]:
-    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
+def _validator(schema: dict, coercing: bool = False):
+    """jsonschema's; ``coercing``: its ``properties`` and ``items`` coerce what they check."""
     from jsonschema import Draft202012Validator as Draft
     from jsonschema import validators
 
@@ -179,9 +175,24 @@ def problems(config: dict, schema: dict) -> list[Problem]:
     finite = Draft.TYPE_CHECKER.redefine(
         "number", lambda c, v: Draft.TYPE_CHECKER.is_type(v, "number") and math.isfinite(v)
     )
-    errors = validators.extend(Draft, type_checker=finite)(schema).iter_errors(config)
+    keywords = {k: _coercing(Draft.VALIDATORS[k]) for k in ("properties", "items") if coercing}
+    return validators.extend(Draft, keywords, type_checker=finite)(schema)
+
+
+def normalize(config: dict, schema: dict) -> None:
+    """In place: defaults for missing keys, every value coerced by the validator to the type its
+    schema allows, and one spelling per results folder (./results/ -> results)."""
+    defaults = {k: p["default"] for k, p in schema["properties"].items() if "default" in p}
+    config.update({k: copy.deepcopy(v) for k, v in defaults.items() if k not in config})
+    list(_validator(schema, coercing=True).iter_errors(config))  # its errors are problems()'s
+    if isinstance(config.get("results"), str) and config["results"].strip():
+        config["results"] = os.path.normpath(config["results"])
+
+
+def problems(config: dict, schema: dict) -> list[Problem]:
+    """Every way ``config`` breaks ``schema``, one problem per bad value, sorted by key."""
     found: list[Problem] = []
-    for err in sorted(errors, key=lambda e: [str(p) for p in e.path]):
+    for err in sorted(_validator(schema).iter_errors(config), key=lambda e: list(map(str, e.path))):
         found += [p for p in _error(err) if p not in found]
     return found
 
