@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from numa_effects import stats
+from numa_effects.plan.durations import duration_text
 from numa_effects.plan.grid import DEFAULTS, KEYS
 from numa_effects.report import deploy_section, families, markup
 from numa_effects.report.data import DISTURBED, flag
@@ -69,15 +70,6 @@ def _present(rows: list[tuple[str, object]]) -> list[tuple[str, object]]:
     return [(k, v) for k, v in rows if v not in (None, "")]
 
 
-def _duration(seconds: float) -> str:
-    seconds = float(seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def _run_facts(cells: pd.DataFrame, skipped: pd.DataFrame) -> list[tuple[str, object]]:
     """The run's counts of cells by status, where they come from, and its times."""
     failed, no_clean, disturbed = _by_status(cells)
@@ -107,13 +99,13 @@ def _times(cells: pd.DataFrame, sources: list[str]) -> list[tuple[str, object]]:
             rows += [
                 ("first cell started", start.min().isoformat(timespec="seconds")),
                 ("last cell finished", end.max().isoformat(timespec="seconds")),
-                ("wall-clock time of the run", _duration(wall)),
-                ("time in cell processes", _duration((end - start).dt.total_seconds().sum())),
+                ("wall-clock time of the run", duration_text(wall)),
+                ("time in cell processes", duration_text((end - start).dt.total_seconds().sum())),
             ]
     else:
         rows.append(("run time", "not recorded (imported results)" if sources else "not recorded"))
     if "measure_s" in cells and cells["measure_s"].notna().any():
-        rows.append(("timed inference", _duration(cells["measure_s"].sum())))
+        rows.append(("timed inference", duration_text(cells["measure_s"].sum())))
     return rows
 
 
