@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import robust
+import supervised
 from conftest import REPO, load_config
 
 from numa_effects.measure import job, supervise
@@ -307,7 +308,7 @@ def sleeper_alive(marker: str) -> bool:
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
     with open(tmp_path / "log", "w") as log:
-        outcome = supervise.run_child(["sh", "-c", "sleep 3001 & sleep 3001"], os.environ, log, 1)
+        outcome = supervised.run_child(["sh", "-c", "sleep 3001 & sleep 3001"], os.environ, log, 1)
     assert outcome.timed_out and outcome.returncode == -signal.SIGKILL
     assert supervise.classify(outcome, "", 1)[0] == "timeout"
     time.sleep(0.2)
@@ -316,7 +317,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 def test_memory_limit_turns_an_allocation_into_out_of_memory(tmp_path):
     with open(tmp_path / "log", "w") as log:
-        outcome = supervise.run_child(
+        outcome = supervised.run_child(
             [sys.executable, "-c", "bytearray(2**31)"], os.environ, log, 60, max_memory_mb=256
         )
     text = (tmp_path / "log").read_text()
@@ -327,10 +328,11 @@ def test_memory_limit_turns_an_allocation_into_out_of_memory(tmp_path):
 LAUNCHER = textwrap.dedent(
     """
     import os, sys
-    sys.path.insert(0, {scripts!r})
+    sys.path[:0] = [{scripts!r}, {tests!r}]
+    import supervised
     from numa_effects.measure import supervise
     with open({log!r}, "w") as log:
-        outcome = supervise.run_child(["sleep", {marker!r}], os.environ, log, 120)
+        outcome = supervised.run_child(["sleep", {marker!r}], os.environ, log, 120)
     cause = supervise.classify(outcome, open({log!r}).read(), 120)
     open({result!r}, "w").write(repr(cause))  # what a cell's launcher writes: its result
     """
@@ -339,7 +341,9 @@ LAUNCHER = textwrap.dedent(
 
 def start_launcher(tmp_path, marker, via_parent=False):
     log, result = str(tmp_path / "log"), str(tmp_path / "result")
-    code = LAUNCHER.format(scripts=SCRIPTS, log=log, marker=marker, result=result)
+    code = LAUNCHER.format(
+        scripts=SCRIPTS, tests=str(Path(__file__).parent), log=log, marker=marker, result=result
+    )
     cmd = [sys.executable, "-c", code]
     if via_parent:  # a stand-in for Snakemake between the test and the launcher
         cmd = [sys.executable, "-c", f"import subprocess; subprocess.run({cmd!r})"]

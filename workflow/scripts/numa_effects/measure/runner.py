@@ -142,9 +142,7 @@ class Instance:
                 fh.write(f"# address-space limit (max_memory_mb): {max_memory_mb} MiB\n")
         self.logfh = open(member.log, "a")  # noqa: SIM115 (closed in close)
         self.started = time.monotonic()
-        self.proc = guard.watch(
-            supervise.start(self.cmd, self.env, self.logfh, max_memory_mb, pipes=True)
-        )
+        self.proc = guard.watch(supervise.start(self.cmd, self.env, self.logfh, max_memory_mb))
         self.cpu_s = 0.0  # its CPU time as of its last reply
         self._buf = b""
 

@@ -9,7 +9,7 @@ so the next run measures the cell again.
 
 ``start`` starts every child in its own session, dying with the launcher
 (``PR_SET_PDEATHSIG``), optionally under ``RLIMIT_AS``; ``Guard`` gives the interruption
-semantics while children run; ``run_child`` runs one command to its end under both.
+semantics while children run.
 """
 
 from __future__ import annotations
@@ -129,17 +129,12 @@ def child_setup(launcher_pid: int, max_memory_mb: int | None = None):
     return setup
 
 
-def start(
-    cmd: list[str], env: dict, logfh, max_memory_mb: int | None = None, pipes: bool = False
-) -> subprocess.Popen:
-    """Start a child under ``child_setup``, its output to ``logfh``; with ``pipes`` stdin and
-    stdout are pipes (the runner's protocol) and only stderr goes to ``logfh``."""
-    io = (
-        {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": logfh}
-        if pipes
-        else {"stdout": logfh, "stderr": subprocess.STDOUT}
-    )
-    return subprocess.Popen(cmd, env=env, preexec_fn=child_setup(os.getpid(), max_memory_mb), **io)
+def start(cmd: list[str], env: dict, logfh, max_memory_mb: int | None = None) -> subprocess.Popen:
+    """Start a child under ``child_setup``: stdin and stdout pipes (the runner's protocol),
+    stderr to ``logfh``."""
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": logfh}
+    setup = child_setup(os.getpid(), max_memory_mb)
+    return subprocess.Popen(cmd, env=env, preexec_fn=setup, **pipes)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -205,32 +200,6 @@ class Guard:
             self.check()
             time.sleep(min(POLL_S, left))
         self.check()
-
-
-def run_child(
-    cmd: list[str], env: dict, logfh, timeout_s: float, max_memory_mb: int | None = None
-) -> Outcome:
-    """Run ``cmd`` (``start``) under a ``Guard``, output to ``logfh``, killed at ``timeout_s``."""
-    ooms = oom_kill_count()
-    started = time.monotonic()
-    timed_out = False
-    with Guard() as guard:
-        proc = guard.watch(start(cmd, env, logfh, max_memory_mb))
-        deadline = started + timeout_s
-        while proc.poll() is None:
-            guard.check()
-            if time.monotonic() >= deadline:
-                timed_out = True
-                kill_group(proc)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=POLL_S)
-        guard.kill_all()  # the processes the child started (compile workers) die with it
-    return Outcome(
-        returncode=proc.returncode,
-        timed_out=timed_out,
-        wall_s=time.monotonic() - started,
-        oom_kills=max(0, oom_kill_count() - ooms),
-    )
 
 
 def child_output(log_text: str) -> list[str]:
