@@ -1,8 +1,8 @@
 """The config schema (``workflow/schemas/config.schema.yaml``) loaded with its registries' names
 (``x-registry: optimizations`` becomes an ``enum``, or a ``pattern`` with a placement family, so a
 new optimization or placement is one entry in its registry in ``plan``); what it allows in words
-(``describe``; ``x-words`` words a pattern), values coerced to its types (``normalize``), and
-jsonschema's errors as one line each."""
+(``describe``; ``x-words`` words a pattern), values coerced to its types by its validator
+(``normalize``), and jsonschema's errors as one line each."""
 
 from __future__ import annotations
 
