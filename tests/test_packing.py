@@ -15,6 +15,7 @@ from test_interference import brute_force_nodes
 from test_packrat import PACKRAT
 from test_topology import FIXTURES, load
 
+from benchmarks import packing as packing_bench
 from numa_effects.analysis import packing
 from numa_effects.analysis import planner as planner_mod
 from numa_effects.analysis.packing import Instance
@@ -338,7 +339,7 @@ def test_packing_table_rebuilt_from_the_captured_jsons():
     two = replace(run, runs={"fat": run.runs["fat"] * 2, "plan": run.runs["plan"] * 2})
     got = packing_table.table(plans, {key1: two}).iloc[0]
     assert got["ci_method"] == "two-level" and got["replicates"] == 2
-    s = packing_table.benchmark_summary(pd.read_csv(PACK_FIX / "packing.csv"))
+    s = packing_bench.verdict(pd.read_csv(PACK_FIX / "packing.csv"))
     assert s["measured"] == 3 and s["within"] == 1  # -48 %, -7 %, +27 % on the loaded machine
 
 

@@ -368,18 +368,3 @@ def candidates_table(plans: list[dict], results: dict) -> pd.DataFrame:
     rows = [r for c, res in _jobs(plans, results) for r in candidate_rows(c, res, pools)]
     df = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     return df.sort_values(["model", "opt", "budget", "batch_size", "name"]).reset_index(drop=True)
-
-
-def benchmark_summary(
-    df: pd.DataFrame, tolerance: float = 0.10, column: str = "prediction_error"
-) -> dict:
-    """The ``packing`` benchmark's numbers: how many measured predictions (``column``) are within
-    ``tolerance``, and their mean error (the bias)."""
-    ok = df[(df["status"] == "ok") & df[column].notna()]
-    within = ok[column].abs() <= tolerance
-    return {
-        "measured": len(ok),
-        "within": int(within.sum()),
-        "share_within": float(within.mean()) if len(ok) else math.nan,
-        "mean_error": float(ok[column].mean()) if len(ok) else math.nan,
-    }
