@@ -355,22 +355,24 @@ def _deploy(est: Estimate, plan, m: Machine) -> None:
 
 
 LOADTEST_START_S = 3.0  # the load test's imports (LoadGen, pandas) and the answer's tables
+QUERY_S = 0.02  # a query's round trip: LoadGen, the serving thread, the instance's pipe
 
 
 def _loadtest(est: Estimate, plan, m: Machine) -> None:
     """The load test of the throughput answer (``deploy.LOADTEST``) and its figure: per role a
-    warm start (the searched configuration's dearest optimization, the baseline's eager) and its
-    LoadGen runs, each ``deploy.max_seconds`` or the time its queries take at about half the
-    capacity of all cores (the bisection's rates average that), at most ``max_duration`` x."""
+    warm start (the searched configuration's dearest optimization, the baseline's eager), an
+    Offline run of ``deploy.max_seconds`` and Server runs as long as their queries take at a
+    quarter of the capacity of all cores (the bisection halves a rate that misses the bound),
+    within ``deploy.max_seconds`` and ``max_duration`` x it."""
     s, t = plan.deploy, deploy.LOADTEST
     if not s.get("loadtest"):
         return
     step = _step(plan, m, EAGER, _cores(plan), s["throughput_batch"])
-    least, queries_s = s["max_seconds"], t["min_queries"] * 2 * step / s["throughput_batch"]
-    each = min(max(least, queries_s), t["max_duration"] * least)
+    least, queries_s = s["max_seconds"], 4 * t["min_queries"] * (step + QUERY_S * m.scale.fixed)
+    each = min(max(least, queries_s / s["throughput_batch"]), t["max_duration"] * least)
     dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
     starts = sum(START_S + BUILD_S + PREPARE_S.get(o, PREPARE_DEFAULT_S) for o in (dear, EAGER))
-    runs = t["roles"] * ((1 + t["server_runs"]) * each + t["warm_steps"] * step)
+    runs = t["roles"] * (least + t["server_runs"] * each + t["warm_steps"] * step)
     fixed = 2 * JOB_S + LOADTEST_START_S + FIGURE_S + starts
     est.add("loadtest", fixed * m.scale.fixed + runs, jobs=2)
 

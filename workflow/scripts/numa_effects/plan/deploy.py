@@ -80,7 +80,7 @@ DEFAULTS = {
 # role (the recommendation, its strongest baseline) an Offline run and ``server_runs`` Server
 # runs, each of at least ``deploy.max_seconds`` and ``min_queries`` queries, at most
 # ``max_duration`` x ``deploy.max_seconds``, after ``warm_steps`` untimed steps per instance.
-LOADTEST = {"roles": 2, "server_runs": 3, "min_queries": 100, "max_duration": 4, "warm_steps": 3}
+LOADTEST = {"roles": 2, "server_runs": 3, "min_queries": 100, "max_duration": 2, "warm_steps": 3}
 
 
 def settings(config: dict, measured: bool) -> dict:
