@@ -105,3 +105,13 @@ def test_loadgen_drives_the_recommendation(tmp_path):
     assert loadtest_plots.main([str(results)]) == 0
     drawn = results / "loadtest" / "latency-throughput-resnet18-throughput.png"
     assert drawn.stat().st_size > 0
+
+
+def test_the_default_bound_is_three_times_the_deploy_runs_tail():
+    """No --bound-ms, no config: 3 x the tail recommendation.csv gives (40 ms -> 120 ms); a
+    row without one: 3 x the warm step measured here (10 ms -> 30 ms)."""
+    args = loadtest.parser().parse_args([])
+    row = pd.Series({"tail_ms": 40.0, "tail_kind": "p99"})
+    assert loadtest.bound_of(args, row, 0.01) == (120.0, "3 x the deploy run's p99")
+    bound, said = loadtest.bound_of(args, pd.Series({"tail_ms": float("nan")}), 0.01)
+    assert bound == pytest.approx(30.0) and said == "3 x the warm step measured here"

@@ -254,8 +254,9 @@ def bisect(serve, top: float, bound_ms: float, runs: int) -> list[dict]:
 
 def bound_of(args, row: pd.Series, step_s: float) -> tuple[float, str]:
     """(latency bound ms, where it comes from): ``--bound-ms``, the config's
-    ``deploy.latency_bound_ms``, else ``BOUND_FACTOR`` x the configuration's measured p99 (the
-    deploy run's), else x its warm step here."""
+    ``deploy.latency_bound_ms``, else ``BOUND_FACTOR`` x the configuration's measured tail (the
+    deploy run's p99, or its slowest request where it timed too few for a p99), else x its
+    warm step here."""
     if args.bound_ms:
         return float(args.bound_ms), "--bound-ms"
     if args.config and Path(args.config).is_file():
@@ -263,8 +264,9 @@ def bound_of(args, row: pd.Series, step_s: float) -> tuple[float, str]:
         got = (cfg.get("deploy") or {}).get("latency_bound_ms")
         if got:
             return float(got), f"deploy.latency_bound_ms of {args.config}"
-    if row.get("p99_ms", math.nan) > 0:
-        return BOUND_FACTOR * float(row["p99_ms"]), f"{BOUND_FACTOR:g} x the deploy run's p99"
+    if row.get("tail_ms", math.nan) > 0:
+        said = f"{BOUND_FACTOR:g} x the deploy run's {row['tail_kind']}"
+        return BOUND_FACTOR * float(row["tail_ms"]), said
     return BOUND_FACTOR * step_s * 1e3, f"{BOUND_FACTOR:g} x the warm step measured here"
 
 
