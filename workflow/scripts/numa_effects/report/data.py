@@ -192,7 +192,7 @@ def comparison(tables: Tables, model: str, opt: str, metric: Metric) -> pd.DataF
     g = tables.degradation
     g = g[(g["model"] == model) & (g["opt"] == opt) & (g["allocator"] == tables.allocator)]
     if "baseline" in g:
-        g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline)]
+        g = g[g["baseline"].fillna(placement_mod.BASELINE).map(placement_mod.is_baseline).eq(True)]
     cols = {**metric.degradation_columns, "significant": "sig", "ci_method": "deg_method"}
     keep = [c for c in cols if c in g]
     stat = ["latency_statistic"] if "latency_statistic" in g else []
