@@ -5,8 +5,8 @@
 - docs/img/thumbs/<family>.png: one per figure family of the report's registry
   (report.families.FAMILIES), WIDTH px wide, its top MAX_HEIGHT px, 32 colours (a few KiB),
   from one figure of that family: the first folder given that has one (the figure under a
-  `figures` folder whose path matches the family's `pattern`; of several, the `remote` one,
-  else the first by name);
+  `figures` folder whose path matches the family's `pattern`; of several, a `remote` one,
+  else the fullest);
 - docs/img/thumbs/sources.txt: the folder and figure each thumbnail came from, and the families
   no folder had (docs/report.md's caption names the runs);
 - docs/img/report-4node.png: the first folder's report page from its NUMA Effects section on
@@ -52,11 +52,15 @@ def figures(folder: Path) -> list[tuple[Path, str]]:
 
 
 def pick(pattern: str, found: list[tuple[Path, str]]) -> Path | None:
-    """The figure of the family: the `remote` one if any (the NUMA effect), else the first."""
+    """The figure of the family: a `remote` one first (the NUMA effect), then the fullest (the
+    largest file: the most lines or cells drawn), then by name."""
     rx = pattern_re(pattern)
     hits = [(p, rel) for p, rel in found if rx.fullmatch(rel)]
-    remote = [p for p, rel in hits if "remote" in rel.removesuffix(".png").split("/")]
-    return (remote or [p for p, _ in hits] or [None])[0]
+
+    def key(hit: tuple[Path, str]) -> tuple[bool, int]:
+        return "remote" not in hit[1].removesuffix(".png").split("/"), -hit[0].stat().st_size
+
+    return min(hits, key=key)[0] if hits else None
 
 
 def thumbnail(src: Path, dst: Path, width: int = WIDTH) -> None:
