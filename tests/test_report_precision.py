@@ -13,6 +13,7 @@ import pytest
 from numa_effects.report import baselines, empty, families, figures, plots, style
 from numa_effects.report import data as figure_data
 from numa_effects.report import page as report_html
+from numa_effects.report.metrics import LATENCY
 from numa_effects.tables import degradation, precision
 
 FIX = Path(__file__).parent / "fixtures" / "tables"
@@ -234,3 +235,13 @@ def test_without_glibc_as_it_comes_the_grids_first_allocator_is_the_baseline(fix
     assert sec.empty(facts) == (
         f"every cell beyond float32 eager and TorchScript with glibc, tuned was skipped: {why}."
     )
+
+
+def test_an_opt_measured_only_sequential_has_no_comparison_rows(grid_run):
+    # no degradation row: an empty selection of rows, not of columns (which raised KeyError)
+    c = grid_run.cells
+    seq = c[(c["opt"] == "none") & (c["placement"] == "sequential")]
+    cells = pd.concat([c, seq.assign(opt="channels_last")], ignore_index=True)
+    t = figure_data.Tables(cells, grid_run.skipped, degradation.degradation_table(cells))
+    d = figure_data.comparison(t, "resnet50", "channels_last", LATENCY)
+    assert d.empty and "pct" in d.columns
