@@ -48,7 +48,7 @@ def test_contended_and_noisy_cells_are_listed(tmp_path):
     assert 'id="disturbed"' not in clean and "contended or noisy" not in clean
 
 
-@pytest.mark.parametrize("reason", ["no KVM: QEMU TCG", None])
+@pytest.mark.parametrize("reason", ["no KVM: QEMU TCG", "no KVM: QEMU TCG.", None])
 def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
     machine = {**MACHINE, "emulated": True, "emulated_reason": reason}
     html = page("cells.csv", machine, tmp_path)
@@ -57,6 +57,7 @@ def test_an_emulated_machine_gets_a_banner_above_the_figures(tmp_path, reason):
     text = html[banner : html.index("</p>", banner)]
     assert "mean nothing as performance" in text
     assert (reason in text) if reason else text.endswith("real).")
+    assert text.endswith(".") and not text.endswith("..")  # a reason's own full stop is not doubled
     assert 'class="emulated"' not in page("cells.csv", MACHINE, tmp_path)
 
 
