@@ -118,9 +118,9 @@ _ANNOUNCED = []
 
 
 def announce_plan(wildcards=None):
-    """The budget's and the estimate's lines, printed once by rule all's input (also under -n):
-    only when all is what runs, so a target Snakemake refuses prints nothing as if a run were
-    coming (the targets are known only once the DAG is built, after the Snakefile is read).
+    """The budget's and the estimate's lines, printed once as an input of `all`, also under -n,
+    and only when `all` is what runs, so a target Snakemake refuses prints nothing as if a run
+    were coming (the targets are known only once the DAG is built, after the Snakefile is read).
     """
     if workflow.is_main_process and PLAN.measured and not _ANNOUNCED:
         _ANNOUNCED.append(True)
