@@ -392,7 +392,7 @@ def jobs_per_part(plan) -> dict[str, int]:
 def deploy_seconds(plan, caps=None) -> float:
     """The deploy job's estimate alone (``remeasure``'s default for it)."""
     est = Estimate()
-    _deploy(est, plan, Machine(caps))
+    _deploy(est, plan if isinstance(plan, View) else view(plan), Machine(caps))
     return est.total_s
 
 
