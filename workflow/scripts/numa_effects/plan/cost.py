@@ -326,6 +326,13 @@ def deploy_configurations(s: dict) -> tuple[float, float]:
     return searched, float(plain)
 
 
+def _dearest(plan) -> str:
+    """The dearest optimization to prepare among the answer's whose cells run here (the answer
+    is searched among them): what a searched configuration costs to start."""
+    ran = {key.opt for key in plan.cells} & set(plan.deploy["optimizations"] or ()) or {EAGER}
+    return max(ran, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+
+
 def _deploy(est: Estimate, plan, m: Machine) -> None:
     """The deploy job's ``max_rounds`` blocks (``measure.slicer``): each starts every
     configuration's processes at once, sharing the cores while they import, build and prepare,
@@ -337,10 +344,7 @@ def _deploy(est: Estimate, plan, m: Machine) -> None:
         return
     cores, rows = _cores(plan), deploy.objective_rows(s)
     searched, plain = deploy_configurations(s)
-    # a searched configuration: the dearest optimization to prepare of those whose cells run
-    # here (the answer is searched among them); a baseline: eager
-    ran = {key.opt for key in plan.cells} & set(s["optimizations"] or ()) or {EAGER}
-    dear = max(ran, key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    dear = _dearest(plan)  # a searched configuration's; a baseline: eager
     warmup = max(2, int(settings_mod.with_defaults(plan.config)["warmup"]))  # deploy.run's
     starting = timed = 0.0
     for row in rows:
@@ -370,7 +374,7 @@ def _loadtest(est: Estimate, plan, m: Machine) -> None:
     step = _step(plan, m, EAGER, _cores(plan), s["throughput_batch"])
     least, queries_s = s["max_seconds"], 4 * t["min_queries"] * (step + QUERY_S * m.scale.fixed)
     each = min(max(least, queries_s / s["throughput_batch"]), t["max_duration"] * least)
-    dear = max(s["optimizations"] or [EAGER], key=lambda o: PREPARE_S.get(o, PREPARE_DEFAULT_S))
+    dear = _dearest(plan)
     starts = sum(START_S + BUILD_S + PREPARE_S.get(o, PREPARE_DEFAULT_S) for o in (dear, EAGER))
     runs = t["roles"] * (least + t["server_runs"] * each + t["warm_steps"] * step)
     fixed = 2 * JOB_S + LOADTEST_START_S + FIGURE_S + starts
